@@ -1,0 +1,12 @@
+//! A read-only reader of Lucene 5–10 indexes, limited to what a migration needs: commits
+//! and segments, compound files, field infos, live docs, soft deletes and stored fields.
+//!
+//! It knows nothing about Elasticsearch: it hands every stored field of every live
+//! document to a visitor. Files come from a [`Directory`] — local, in memory, or a
+//! snapshot repository — and are read in place through [`FileSlice`]s.
+
+pub mod directory;
+
+pub use directory::{
+    Directory, DirectoryError, FileHandle, FileSlice, FsDirectory, MemoryFile, SliceDirectory,
+};

@@ -1,0 +1,8 @@
+//! `rfs documents`.
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("`rfs documents` is not built yet")
+}

@@ -1,0 +1,8 @@
+//! `rfs metadata`.
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {}
+
+pub fn run(_cmd: Command) -> anyhow::Result<u8> {
+    anyhow::bail!("`rfs metadata` is not built yet")
+}

@@ -1,0 +1,13 @@
+//! One module per subcommand (or group of subcommands).
+
+pub mod bench;
+pub mod control;
+pub mod documents;
+pub mod export;
+pub mod inspect;
+pub mod lucene;
+pub mod metadata;
+pub mod run;
+pub mod snapshot;
+pub mod status;
+pub mod verify;

@@ -1,0 +1,8 @@
+//! `rfs verify`.
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("`rfs verify` is not built yet")
+}
