@@ -2,3 +2,4 @@
 //! keeps its documents for comparison, and helpers to locate and rewrite fixtures.
 
 pub mod fixtures;
+pub mod services;

@@ -1,0 +1,789 @@
+//! Real servers for tests — PostgreSQL, Redis, `osmem-server` and `s3rver` — each started on a
+//! loopback port in its own temporary directory and stopped (and the directory removed) on drop.
+//!
+//! The API is blocking (`std::process`), so sync and async tests can both use it. A server whose
+//! binary is missing gives `None` after printing a skip message, or panics under `CI=true`.
+//! A server that is present but does not become ready panics with its log.
+//!
+//! ```no_run
+//! let Some(pg) = testkit::services::Postgres::start("my_test") else { return };
+//! let url = pg.url(); // postgres://postgres@127.0.0.1:PORT/postgres
+//! ```
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::fixtures::{in_ci, workspace_root};
+
+/// How long any server may take to become ready before the test fails.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0 to pick a free port");
+    l.local_addr()
+        .expect("local_addr of a bound listener")
+        .port()
+}
+
+/// Directories searched for test tools, in order, besides `PATH`:
+/// `$RFS_TEST_TOOLS/{venv/bin,node_modules/.bin}`, `<workspace>/.test-tools/{venv/bin,node_modules/.bin}`
+/// and `/usr/lib/postgresql/*/bin` (newest first).
+pub fn tool_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    let mut roots = Vec::new();
+    if let Some(t) = std::env::var_os("RFS_TEST_TOOLS") {
+        roots.push(PathBuf::from(t));
+    }
+    roots.push(workspace_root().join(".test-tools"));
+    for r in &roots {
+        dirs.push(r.join("venv").join("bin"));
+        dirs.push(r.join("node_modules").join(".bin"));
+    }
+    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut versions: Vec<(u32, PathBuf)> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let v = e.file_name().to_str()?.parse::<u32>().ok()?;
+                Some((v, e.path().join("bin")))
+            })
+            .collect();
+        versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+        dirs.extend(versions.into_iter().map(|(_, p)| p));
+    }
+    dirs
+}
+
+/// Finds an executable named `name` in [`tool_dirs`].
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    tool_dirs()
+        .into_iter()
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// `osmem-server`: `$OSMEM_SERVER_BIN`, the tool dirs, then the binary bundled inside the
+/// PyPI wheel (`venv/lib/python*/site-packages/osmem_server/bin/`), which installs no script.
+fn find_osmem() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OSMEM_SERVER_BIN") {
+        let p = PathBuf::from(p);
+        if is_executable(&p) {
+            return Some(p);
+        }
+    }
+    if let Some(p) = find_tool("osmem-server") {
+        return Some(p);
+    }
+    let mut roots = Vec::new();
+    if let Some(t) = std::env::var_os("RFS_TEST_TOOLS") {
+        roots.push(PathBuf::from(t));
+    }
+    roots.push(workspace_root().join(".test-tools"));
+    for r in roots {
+        let Ok(rd) = std::fs::read_dir(r.join("venv").join("lib")) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e
+                .path()
+                .join("site-packages")
+                .join("osmem_server")
+                .join("bin")
+                .join("osmem-server");
+            if is_executable(&p) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// `None` after a skip message, or a panic under CI, for a missing tool.
+fn missing(test: &str, what: &str) -> Option<PathBuf> {
+    let msg = format!(
+        "{test}: {what} not found (PATH, $RFS_TEST_TOOLS, <workspace>/.test-tools, /usr/lib/postgresql/*/bin); run scripts/install-test-deps"
+    );
+    if in_ci() {
+        panic!("{msg}; CI=true makes this a failure");
+    }
+    eprintln!("{msg} — SKIPPED");
+    None
+}
+
+fn require_tool(test: &str, name: &str) -> Option<PathBuf> {
+    find_tool(name).or_else(|| missing(test, name))
+}
+
+fn temp_dir(prefix: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("create a temporary directory for a test server")
+}
+
+fn read_log(path: &Path) -> String {
+    match std::fs::read(path) {
+        Ok(b) => {
+            let s = String::from_utf8_lossy(&b);
+            // the tail is what explains a failure
+            let start = s.len().saturating_sub(8000);
+            let start = (start..s.len())
+                .find(|i| s.is_char_boundary(*i))
+                .unwrap_or(s.len());
+            s[start..].to_string()
+        }
+        Err(e) => format!("(no log at {}: {e})", path.display()),
+    }
+}
+
+/// Polls `ready` every 20 ms until it returns true, or panics after [`READY_TIMEOUT`]
+/// with `what` and the server's log.
+fn wait_until(what: &str, log: &Path, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    while Instant::now() < deadline {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!(
+        "{what} did not become ready within {READY_TIMEOUT:?}; log {}:\n{}",
+        log.display(),
+        read_log(log)
+    );
+}
+
+fn run(cmd: &mut Command, what: &str, log: &Path) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {cmd:?}: {e}"));
+    if !out.status.success() {
+        panic!(
+            "{what} failed ({}):\nstdout: {}\nstderr: {}\nlog {}:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            log.display(),
+            read_log(log)
+        );
+    }
+}
+
+fn tcp_connects(port: u16) -> bool {
+    TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_millis(200),
+    )
+    .is_ok()
+}
+
+/// A minimal HTTP/1.0 exchange over a raw socket, for readiness checks and service tests
+/// without an HTTP client: returns the status code and the body.
+pub fn raw_http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<(u16, Vec<u8>)> {
+    let mut s = TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(2),
+    )?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut req = format!(
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes())?;
+    s.write_all(body)?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)?;
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not an HTTP response");
+    let head_end = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(bad)?;
+    let head = String::from_utf8_lossy(&resp[..head_end]);
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .ok_or_else(bad)?;
+    Ok((status, resp[head_end + 4..].to_vec()))
+}
+
+/// Runs a command as the `postgres` user when we are root (initdb refuses root).
+fn as_postgres(bin: &Path, root: bool) -> Command {
+    if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn user_ids(user: &str) -> (u32, u32) {
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id")
+            .args([flag, user])
+            .output()
+            .unwrap_or_else(|e| panic!("id {flag} {user}: {e}"));
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no user {user} (needed to run PostgreSQL as non-root)"))
+    };
+    (id("-u"), id("-g"))
+}
+
+/// A PostgreSQL server (user `postgres`, trust auth, fsync off) in a temporary directory.
+pub struct Postgres {
+    dir: TempDir,
+    pg_ctl: PathBuf,
+    port: u16,
+    root: bool,
+    running: bool,
+}
+
+impl Postgres {
+    /// Initialises a cluster and starts it on a free port; `None` (skip) if PostgreSQL is not installed.
+    pub fn start(test: &str) -> Option<Postgres> {
+        let initdb = require_tool(test, "initdb")?;
+        let pg_ctl = require_tool(test, "pg_ctl")?;
+        let root = is_root();
+        let dir = temp_dir("rfs-pg-");
+        if root {
+            let (uid, gid) = user_ids("postgres");
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
+                .expect("chown the PostgreSQL temp dir to postgres");
+        }
+        let data = dir.path().join("data");
+        let log = dir.path().join("log");
+        run(
+            as_postgres(&initdb, root)
+                .arg("-D")
+                .arg(&data)
+                .args([
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--no-locale",
+                    "-N",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            "initdb",
+            &log,
+        );
+        let mut pg = Postgres {
+            dir,
+            pg_ctl,
+            port: 0,
+            root,
+            running: false,
+        };
+        // a port picked free can be taken before the server binds it: try a few
+        for attempt in 0..3 {
+            pg.port = free_port();
+            if pg.try_start() {
+                return Some(pg);
+            }
+            if attempt == 2 {
+                panic!(
+                    "PostgreSQL did not start on 127.0.0.1:{}; log:\n{}",
+                    pg.port,
+                    read_log(&pg.log())
+                );
+            }
+        }
+        unreachable!()
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("log")
+    }
+
+    fn try_start(&mut self) -> bool {
+        let opts = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let status = as_postgres(&self.pg_ctl, self.root)
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .arg("-l")
+            .arg(self.log())
+            .args(["-w", "-t", "30", "-o", &opts, "start"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run pg_ctl start");
+        if status.success() && tcp_connects(self.port) {
+            self.running = true;
+        }
+        self.running
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server (fast shutdown), keeping its data directory and port.
+    pub fn stop(&mut self) {
+        if !self.running {
+            return;
+        }
+        run(
+            as_postgres(&self.pg_ctl, self.root)
+                .arg("-D")
+                .arg(self.dir.path().join("data"))
+                .args(["-m", "fast", "-w", "stop"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            "pg_ctl stop",
+            &self.log(),
+        );
+        self.running = false;
+    }
+
+    /// Starts the stopped server again on the same data directory and port.
+    pub fn start_again(&mut self) {
+        if self.running {
+            return;
+        }
+        if !self.try_start() {
+            panic!(
+                "PostgreSQL did not restart on 127.0.0.1:{}; log:\n{}",
+                self.port,
+                read_log(&self.log())
+            );
+        }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        if self.running {
+            let _ = as_postgres(&self.pg_ctl, self.root)
+                .arg("-D")
+                .arg(self.dir.path().join("data"))
+                .args(["-m", "immediate", "-w", "stop"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// A child process that is terminated (SIGTERM, then SIGKILL) and reaped on drop.
+struct Proc {
+    child: Option<Child>,
+}
+
+impl Proc {
+    fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    fn exited(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(Some(_))),
+            None => true,
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn log_file(path: &Path) -> (Stdio, Stdio) {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open a server log file");
+    let g = f.try_clone().expect("clone a log file handle");
+    (Stdio::from(f), Stdio::from(g))
+}
+
+fn redis_ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_millis(200),
+    ) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).is_ok() && line.starts_with("+PONG")
+}
+
+/// A Redis server with append-only persistence in a temporary directory.
+pub struct Redis {
+    // field order: the process stops before its directory is removed
+    proc: Proc,
+    dir: TempDir,
+    bin: PathBuf,
+    port: u16,
+}
+
+impl Redis {
+    /// Starts `redis-server` on a free port; `None` (skip) if it is not installed.
+    pub fn start(test: &str) -> Option<Redis> {
+        let bin = require_tool(test, "redis-server")?;
+        let dir = temp_dir("rfs-redis-");
+        let mut r = Redis {
+            proc: Proc { child: None },
+            dir,
+            bin,
+            port: 0,
+        };
+        for attempt in 0..3 {
+            r.port = free_port();
+            if r.try_start() {
+                return Some(r);
+            }
+            if attempt == 2 {
+                panic!(
+                    "redis-server did not start on 127.0.0.1:{}; log:\n{}",
+                    r.port,
+                    read_log(&r.log())
+                );
+            }
+        }
+        unreachable!()
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("log")
+    }
+
+    fn try_start(&mut self) -> bool {
+        let (out, err) = log_file(&self.log());
+        let child = Command::new(&self.bin)
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--daemonize", "no", "--save", "", "--appendonly", "yes"])
+            .args(["--appendfsync", "no", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("spawn redis-server");
+        self.proc.child = Some(child);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while Instant::now() < deadline {
+            if redis_ping(self.port) {
+                return true;
+            }
+            if self.proc.exited() {
+                self.proc.child = None;
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!(
+            "redis-server did not answer PING within {READY_TIMEOUT:?}; log:\n{}",
+            read_log(&self.log())
+        );
+    }
+
+    /// `redis://127.0.0.1:PORT/`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server (SIGTERM: the append-only file is flushed), keeping data and port.
+    pub fn stop(&mut self) {
+        self.proc.stop();
+    }
+
+    /// Starts the stopped server again with the same data directory and port.
+    pub fn start_again(&mut self) {
+        if self.proc.child.is_some() {
+            return;
+        }
+        if !self.try_start() {
+            panic!(
+                "redis-server did not restart on 127.0.0.1:{}; log:\n{}",
+                self.port,
+                read_log(&self.log())
+            );
+        }
+    }
+
+    /// Stops and starts the server; data written before survives (append-only file).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.start_again();
+    }
+}
+
+/// `osmem-server`, an in-memory OpenSearch-API server (PyPI `osmem-server`).
+pub struct Osmem {
+    proc: Proc,
+    _dir: TempDir,
+    port: u16,
+}
+
+impl Osmem {
+    /// Starts `osmem-server` on a port it picks itself and waits until `GET /` answers;
+    /// `None` (skip) if it is not installed.
+    pub fn start(test: &str) -> Option<Osmem> {
+        let bin = find_osmem().or_else(|| missing(test, "osmem-server"))?;
+        let dir = temp_dir("rfs-osmem-");
+        let log = dir.path().join("log");
+        let (_, err) = log_file(&log);
+        let mut child = Command::new(&bin)
+            .args(["-addr", "127.0.0.1:0", "-no-stdin-watch", "-parent-pid"])
+            .arg(std::process::id().to_string())
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        // its first stdout line is JSON holding the URL it listens on
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut proc = Proc { child: Some(child) };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next().and_then(|l| l.ok());
+            let _ = tx.send(first);
+            // keep draining so the server never blocks on a full pipe
+            for _ in lines {}
+        });
+        let line = match rx.recv_timeout(READY_TIMEOUT) {
+            Ok(Some(l)) => l,
+            other => {
+                proc.stop();
+                panic!(
+                    "osmem-server printed no startup line ({other:?}); log:\n{}",
+                    read_log(&log)
+                );
+            }
+        };
+        let port = line
+            .split("\"url\":\"http://127.0.0.1:")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|p| p.parse::<u16>().ok())
+            .unwrap_or_else(|| panic!("osmem-server startup line without a URL: {line}"));
+        wait_until("osmem-server", &log, || {
+            matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _)))
+        });
+        Some(Osmem {
+            proc,
+            _dir: dir,
+            port,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server (its data is in memory and lost).
+    pub fn stop(&mut self) {
+        self.proc.stop();
+    }
+}
+
+/// `s3rver`, an S3-compatible server that checks SigV4 signatures (credentials `S3RVER`/`S3RVER`,
+/// region `us-east-1`); requests must carry `x-amz-content-sha256`.
+pub struct S3rver {
+    proc: Proc,
+    dir: TempDir,
+    port: u16,
+}
+
+impl S3rver {
+    /// Starts `s3rver` on a port it picks itself; `None` (skip) if it is not installed.
+    pub fn start(test: &str) -> Option<S3rver> {
+        let bin = require_tool(test, "s3rver")?;
+        let dir = temp_dir("rfs-s3rver-");
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).expect("create the s3rver data dir");
+        let log = dir.path().join("log");
+        let (_, err) = log_file(&log);
+        let mut child = Command::new(&bin)
+            .arg("-d")
+            .arg(&data)
+            .args(["-a", "127.0.0.1", "-p", "0", "--silent"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        // even with --silent it prints "S3rver listening on 127.0.0.1:PORT"
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut proc = Proc { child: Some(child) };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if !sent {
+                    if let Some(p) = line
+                        .split("listening on 127.0.0.1:")
+                        .nth(1)
+                        .and_then(|p| p.trim().parse::<u16>().ok())
+                    {
+                        let _ = tx.send(p);
+                        sent = true;
+                    }
+                }
+            }
+        });
+        let port = match rx.recv_timeout(READY_TIMEOUT) {
+            Ok(p) => p,
+            Err(e) => {
+                proc.stop();
+                panic!(
+                    "s3rver did not report its port ({e}); log:\n{}",
+                    read_log(&log)
+                );
+            }
+        };
+        wait_until("s3rver", &log, || {
+            matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _)))
+        });
+        Some(S3rver { proc, dir, port })
+    }
+
+    /// `http://127.0.0.1:PORT` (path-style requests: `ENDPOINT/BUCKET/KEY`).
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `S3RVER`
+    pub fn access_key(&self) -> &'static str {
+        "S3RVER"
+    }
+
+    /// `S3RVER`
+    pub fn secret_key(&self) -> &'static str {
+        "S3RVER"
+    }
+
+    /// `us-east-1`
+    pub fn region(&self) -> &'static str {
+        "us-east-1"
+    }
+
+    /// The directory s3rver stores buckets in (one directory per bucket).
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Creates a bucket (an anonymous `PUT /NAME`); panics if the server refuses.
+    pub fn create_bucket(&self, name: &str) {
+        match raw_http(self.port, "PUT", &format!("/{name}"), &[], b"") {
+            Ok((200, _)) => {}
+            other => panic!("s3rver: create bucket {name}: {other:?}"),
+        }
+    }
+
+    /// Stores an object without signing (test setup); panics if the server refuses.
+    pub fn put_object(&self, bucket: &str, key: &str, body: &[u8]) {
+        let path = format!("/{bucket}/{key}");
+        match raw_http(
+            self.port,
+            "PUT",
+            &path,
+            &[("x-amz-content-sha256", "UNSIGNED-PAYLOAD")],
+            body,
+        ) {
+            Ok((200, _)) => {}
+            other => panic!("s3rver: put {path}: {other:?}"),
+        }
+    }
+
+    /// Stops the server (objects stay on disk until drop).
+    pub fn stop(&mut self) {
+        self.proc.stop();
+    }
+}
