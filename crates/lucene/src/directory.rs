@@ -338,7 +338,8 @@ mod tests {
         assert_eq!(&t.read_all().unwrap()[..], b"34");
         let err = s.slice(4..9).unwrap_err();
         assert!(err.to_string().starts_with("mem:"), "{err}");
-        assert!(s.read_bytes(5..4).is_err());
+        let (hi, lo) = (5, 4);
+        assert!(s.read_bytes(hi..lo).is_err());
     }
 
     #[test]

@@ -5,8 +5,13 @@
 //! document to a visitor. Files come from a [`Directory`] — local, in memory, or a
 //! snapshot repository — and are read in place through [`FileSlice`]s.
 
+pub mod codec_util;
+pub mod data_input;
 pub mod directory;
+pub mod error;
 
 pub use directory::{
     Directory, DirectoryError, FileHandle, FileSlice, FsDirectory, MemoryFile, SliceDirectory,
 };
+pub use data_input::{DataInput, Endian};
+pub use error::{Error, Result};
