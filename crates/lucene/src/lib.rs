@@ -6,12 +6,15 @@
 //! snapshot repository — and are read in place through [`FileSlice`]s.
 
 pub mod codec_util;
+pub mod compress;
 pub mod data_input;
 pub mod directory;
 pub mod error;
+pub mod stored_fields;
 
 pub use directory::{
     Directory, DirectoryError, FileHandle, FileSlice, FsDirectory, MemoryFile, SliceDirectory,
 };
 pub use data_input::{DataInput, Endian};
 pub use error::{Error, Result};
+pub use stored_fields::{StoredFieldsReader, StoredValue};

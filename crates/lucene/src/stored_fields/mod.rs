@@ -1,0 +1,358 @@
+//! Stored fields: the `.fdt` chunks and their index (`.fdx`, `.fdm`) of Lucene 5–10 and
+//! of the Elasticsearch/OpenSearch zstd formats built on Lucene's container.
+//!
+//! The format is chosen from the `.fdt` header's codec name and version, never from the
+//! codec name in `segments_N`. A [`StoredFieldsCursor`] decompresses each chunk once
+//! into a reused buffer and hands every field to a visitor, strings and byte arrays as
+//! slices of that buffer.
+//!
+//! ```no_run
+//! # fn demo(dir: &dyn lucene::Directory, id: &[u8; 16]) -> lucene::Result<()> {
+//! use lucene::stored_fields::{StoredFieldsReader, StoredValue};
+//! let reader = StoredFieldsReader::open(dir, "_0", id, 1000)?;
+//! let mut cursor = reader.cursor();
+//! for doc in 0..reader.max_doc() {
+//!     cursor.visit(doc, &mut |field, value| {
+//!         if let StoredValue::Binary(bytes) = value {
+//!             println!("doc {doc} field {field}: {} bytes", bytes.len());
+//!         }
+//!         Ok(())
+//!     })?;
+//! }
+//! # Ok(()) }
+//! ```
+
+mod chunk;
+mod document;
+mod fields_index;
+mod format;
+mod packed;
+#[cfg(test)]
+mod tests;
+
+use bytes::Bytes;
+
+use crate::codec_util::{self, FOOTER_LEN};
+use crate::data_input::DataInput;
+use crate::directory::{Directory, FileSlice};
+use crate::error::{Error, Result};
+
+use chunk::{Chunk, MAX_CHUNK_SIZE};
+use fields_index::ChunkIndex;
+use format::{Container, Format};
+
+/// One stored value, borrowed from the decompressed chunk where it is bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StoredValue<'a> {
+    String(&'a str),
+    Binary(&'a [u8]),
+    Int(i32),
+    Long(i64),
+    Float(f32),
+    Double(f64),
+}
+
+/// The stored fields of one segment: format, chunk index and the open `.fdt`.
+#[derive(Debug)]
+pub struct StoredFieldsReader {
+    fdt: FileSlice,
+    fdx: FileSlice,
+    fdm: Option<FileSlice>,
+    format: Format,
+    format_name: String,
+    chunk_size: u32,
+    max_doc: u32,
+    index: ChunkIndex,
+}
+
+impl StoredFieldsReader {
+    /// Opens the stored fields of `segment` in `dir` (the compound file's inner directory
+    /// when the segment is compound). `segment_id` is the id from `segments_N`/`.si`;
+    /// `max_doc` the segment's doc count. The container and compression are detected
+    /// from the `.fdt` header; `.fdx`/`.fdm` are checked (footer and CRC) and decoded.
+    pub fn open(
+        dir: &dyn Directory,
+        segment: &str,
+        segment_id: &[u8; 16],
+        max_doc: u32,
+    ) -> Result<Self> {
+        let fdt = dir.open_file(&format!("{segment}.fdt"))?;
+        let fdt_name = fdt.name().to_string();
+        let fdt_len = fdt.len();
+        codec_util::check_footer(&fdt)?;
+        let head = fdt.read_bytes(0..fdt_len.min(512))?;
+        let mut input = DataInput::new(&fdt_name, &head);
+        let header = codec_util::read_index_header_any(&mut input)?;
+        codec_util::check_id_suffix(&fdt_name, &header, segment_id, "")?;
+        let format = Format::detect(&fdt_name, header.codec, header.version)?;
+        let format_name = format!("{} v{}", format.codec, format.version);
+        let data_end = fdt_len - FOOTER_LEN as u64;
+        // Every chunk takes at least two bytes (doc base, token).
+        let max_chunks = data_end / 2;
+
+        let index_codec = format.index_codec();
+        let fdx = dir.open_file(&format!("{segment}.fdx"))?;
+        let fdx_bytes = fdx.read_all()?;
+        codec_util::verify_checksum_bytes(fdx.name(), &fdx_bytes)?;
+        let mut fdx_in = DataInput::new(fdx.name(), &fdx_bytes[..fdx_bytes.len() - FOOTER_LEN]);
+
+        let (chunk_size, first_chunk, index, fdm) = match format.container {
+            Container::Legacy | Container::OffHeapIndex => {
+                let chunk_size = read_chunk_size(&mut input)?;
+                let packed_version = input.read_vint()?;
+                if !(1..=2).contains(&packed_version) {
+                    return Err(input.corrupt(format!("PackedInts version {packed_version}")));
+                }
+                let first_chunk = input.position() as u64;
+                if format.container == Container::Legacy {
+                    codec_util::check_index_header(
+                        &mut fdx_in,
+                        &index_codec,
+                        format.version,
+                        format.version,
+                        segment_id,
+                        "",
+                    )?;
+                    let index = fields_index::read_legacy(&mut fdx_in, max_doc, max_chunks)?;
+                    (chunk_size, first_chunk, index, None)
+                } else {
+                    let (index, fdm) = open_fields_index(
+                        dir,
+                        segment,
+                        segment_id,
+                        &format,
+                        &index_codec,
+                        0,
+                        &fdx,
+                        &fdx_bytes,
+                        max_doc,
+                        max_chunks,
+                        |_| Ok(()),
+                    )?;
+                    (chunk_size, first_chunk, index, Some(fdm))
+                }
+            }
+            Container::Meta | Container::Lucene90 => {
+                let first_chunk = input.position() as u64;
+                let mut chunk_size = 0;
+                let (index, fdm) = open_fields_index(
+                    dir,
+                    segment,
+                    segment_id,
+                    &format,
+                    &index_codec,
+                    format.version,
+                    &fdx,
+                    &fdx_bytes,
+                    max_doc,
+                    max_chunks,
+                    |meta| {
+                        chunk_size = read_chunk_size(meta)?;
+                        if format.container == Container::Meta {
+                            let v = meta.read_vint()?;
+                            if !(1..=2).contains(&v) {
+                                return Err(meta.corrupt(format!("PackedInts version {v}")));
+                            }
+                        }
+                        Ok(())
+                    },
+                )?;
+                (chunk_size, first_chunk, index, Some(fdm))
+            }
+        };
+        index.validate(&fdt_name, max_doc, first_chunk, data_end)?;
+        Ok(StoredFieldsReader {
+            fdt,
+            fdx,
+            fdm,
+            format,
+            format_name,
+            chunk_size,
+            max_doc,
+            index,
+        })
+    }
+
+    /// The `.fdt` codec name and version, e.g. `Lucene90StoredFieldsFastData v1`.
+    pub fn format(&self) -> &str {
+        &self.format_name
+    }
+
+    /// `BEST_SPEED`, `BEST_COMPRESSION`, `ZSTD` or `ZSTD_NO_DICT`.
+    pub fn mode(&self) -> &str {
+        self.format.mode
+    }
+
+    /// Number of docs in the segment.
+    pub fn max_doc(&self) -> u32 {
+        self.max_doc
+    }
+
+    /// Number of chunks in `.fdt`.
+    pub fn num_chunks(&self) -> usize {
+        self.index.num_chunks()
+    }
+
+    /// Uncompressed chunk size the writer used.
+    pub fn chunk_size(&self) -> u32 {
+        self.chunk_size
+    }
+
+    /// A cursor that visits documents; each owns its decompression buffer.
+    pub fn cursor(&self) -> StoredFieldsCursor<'_> {
+        StoredFieldsCursor {
+            reader: self,
+            chunk_index: usize::MAX,
+            chunk: Chunk::default(),
+            raw: Bytes::new(),
+        }
+    }
+
+    /// Verifies the full CRC-32 of `.fdt`, `.fdx` and `.fdm`.
+    pub fn verify_checksums(&self) -> Result<()> {
+        codec_util::verify_checksum(&self.fdt)?;
+        codec_util::verify_checksum(&self.fdx)?;
+        if let Some(fdm) = &self.fdm {
+            codec_util::verify_checksum(fdm)?;
+        }
+        Ok(())
+    }
+}
+
+fn read_chunk_size(input: &mut DataInput<'_>) -> Result<u32> {
+    let v = input.read_vint()?;
+    if v < 1 || v as u32 > MAX_CHUNK_SIZE {
+        return Err(input.corrupt(format!("stored-fields chunk size {v}")));
+    }
+    Ok(v as u32)
+}
+
+/// Opens `.fdm`, checks its header and CRC, lets `before` read what precedes the
+/// FieldsIndexMeta, then decodes the index from `.fdx`.
+#[allow(clippy::too_many_arguments)]
+fn open_fields_index(
+    dir: &dyn Directory,
+    segment: &str,
+    segment_id: &[u8; 16],
+    format: &Format,
+    index_codec: &str,
+    meta_version: i32,
+    fdx: &FileSlice,
+    fdx_bytes: &[u8],
+    max_doc: u32,
+    max_chunks: u64,
+    before: impl FnOnce(&mut DataInput<'_>) -> Result<()>,
+) -> Result<(ChunkIndex, FileSlice)> {
+    let fdm = dir.open_file(&format!("{segment}.fdm"))?;
+    let fdm_bytes = fdm.read_all()?;
+    codec_util::verify_checksum_bytes(fdm.name(), &fdm_bytes)?;
+    let mut meta = DataInput::new(fdm.name(), &fdm_bytes[..fdm_bytes.len() - FOOTER_LEN]);
+    codec_util::check_index_header(
+        &mut meta,
+        &format!("{index_codec}Meta"),
+        meta_version,
+        meta_version,
+        segment_id,
+        "",
+    )?;
+    let mut fdx_in = DataInput::new(fdx.name(), fdx_bytes);
+    codec_util::check_index_header(
+        &mut fdx_in,
+        &format!("{index_codec}Idx"),
+        0,
+        0,
+        segment_id,
+        "",
+    )?;
+    before(&mut meta)?;
+    let index = fields_index::read_fields_index(
+        &mut meta,
+        fdx.name(),
+        fdx_bytes,
+        format.endian(),
+        max_doc,
+        max_chunks,
+    )?;
+    Ok((index, fdm))
+}
+
+/// Visits documents of one segment, decompressing each chunk once.
+#[derive(Debug)]
+pub struct StoredFieldsCursor<'r> {
+    reader: &'r StoredFieldsReader,
+    /// Index of the chunk in `chunk`, `usize::MAX` when none is loaded.
+    chunk_index: usize,
+    chunk: Chunk,
+    raw: Bytes,
+}
+
+impl StoredFieldsCursor<'_> {
+    /// Visits every stored field of `doc`. Visiting docs in increasing order
+    /// decompresses each chunk once; any other order seeks through the index.
+    pub fn visit<F>(&mut self, doc: u32, visitor: &mut F) -> Result<()>
+    where
+        F: FnMut(u32, StoredValue<'_>) -> Result<()> + ?Sized,
+    {
+        let reader = self.reader;
+        if doc >= reader.max_doc {
+            return Err(Error::corrupt(
+                reader.fdt.name(),
+                format!("doc {doc} requested, segment has {} docs", reader.max_doc),
+            ));
+        }
+        let chunk = &self.chunk;
+        if self.chunk_index == usize::MAX
+            || doc < chunk.doc_base
+            || doc - chunk.doc_base >= chunk.num_docs
+        {
+            self.load(doc)?;
+        }
+        let chunk = &self.chunk;
+        let k = (doc - chunk.doc_base) as usize;
+        let num_fields = chunk.num_fields[k];
+        if num_fields == 0 {
+            return Ok(());
+        }
+        let data = &chunk.data[chunk.offsets[k] as usize..chunk.offsets[k + 1] as usize];
+        match document::visit_fields(data, num_fields, reader.format.endian(), visitor) {
+            Ok(r) => r,
+            Err(e) => Err(document::doc_error(reader.fdt.name(), doc, e)),
+        }
+    }
+
+    /// Number of stored fields of `doc` (0 for docs without stored fields).
+    pub fn num_fields(&mut self, doc: u32) -> Result<u32> {
+        let mut n = 0;
+        self.visit(doc, &mut |_, _| {
+            n += 1;
+            Ok(())
+        })?;
+        Ok(n)
+    }
+
+    fn load(&mut self, doc: u32) -> Result<()> {
+        let reader = self.reader;
+        let index = &reader.index;
+        let next = self.chunk_index.wrapping_add(1);
+        let i =
+            if next < index.num_chunks() && index.docs[next] <= doc && doc < index.docs[next + 1] {
+                next
+            } else {
+                index.chunk_of(doc)
+            };
+        self.chunk_index = usize::MAX;
+        let (start, end) = (index.pointers[i], index.pointers[i + 1]);
+        self.raw = reader.fdt.read_bytes(start..end)?;
+        self.chunk.load(
+            reader.fdt.name(),
+            &reader.format,
+            reader.chunk_size,
+            i,
+            &self.raw,
+            index.docs[i],
+            index.docs[i + 1] - index.docs[i],
+        )?;
+        self.chunk_index = i;
+        Ok(())
+    }
+}
