@@ -1,5 +1,11 @@
-//! Test support: an Elasticsearch/OpenSearch-API HTTP server with fault injection that
-//! keeps its documents for comparison, and helpers to locate and rewrite fixtures.
+//! Test support for rfs:
+//! - [`server`]: an in-process Elasticsearch/OpenSearch-API HTTP server (also the `testkit-server`
+//!   binary) that keeps its documents for comparison and injects faults — 429 with `Retry-After`,
+//!   5xx, latency, dropped connections, per-item bulk rejections, chosen ids failing with a mapping
+//!   error, and going down and coming back.
+//! - [`services`]: real PostgreSQL, Redis, `osmem-server` and `s3rver` processes on loopback ports.
+//! - [`fixtures`]: locating `shared/fixtures`, skipping outside CI and failing under `CI=true`.
 
 pub mod fixtures;
+pub mod server;
 pub mod services;

@@ -1,0 +1,456 @@
+//! `_bulk`: action lines parsed into borrowed metadata, source lines kept as `Bytes` slices of
+//! the request body (never parsed unless kept and checked), results written straight to text.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::error::EsError;
+use super::state::{OpKind, State, WriteOp, Written};
+use super::{Faults, Shared};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActionLine<'a> {
+    #[serde(borrow)]
+    index: Option<Meta<'a>>,
+    #[serde(borrow)]
+    create: Option<Meta<'a>>,
+    #[serde(borrow)]
+    update: Option<Meta<'a>>,
+    #[serde(borrow)]
+    delete: Option<Meta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Meta<'a> {
+    #[serde(borrow, rename = "_index")]
+    index: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "_id")]
+    id: Option<IdValue<'a>>,
+    #[serde(borrow, rename = "_type")]
+    type_name: Option<Cow<'a, str>>,
+    #[serde(borrow, alias = "_routing")]
+    routing: Option<Cow<'a, str>>,
+    if_seq_no: Option<i64>,
+    if_primary_term: Option<i64>,
+    #[serde(alias = "_version")]
+    version: Option<i64>,
+    #[serde(borrow, alias = "_version_type")]
+    version_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pipeline: Option<Cow<'a, str>>,
+    require_alias: Option<bool>,
+    #[serde(alias = "_retry_on_conflict")]
+    retry_on_conflict: Option<u32>,
+    #[serde(borrow)]
+    op_type: Option<Cow<'a, str>>,
+    dynamic_templates: Option<Value>,
+}
+
+/// Elasticsearch accepts numeric ids in action lines.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum IdValue<'a> {
+    #[serde(borrow)]
+    Str(Cow<'a, str>),
+    Num(serde_json::Number),
+}
+
+impl IdValue<'_> {
+    fn into_string(self) -> String {
+        match self {
+            IdValue::Str(s) => s.into_owned(),
+            IdValue::Num(n) => n.to_string(),
+        }
+    }
+}
+
+/// One parsed item, before it is applied.
+struct Item {
+    action: &'static str,
+    index: String,
+    op: WriteOp,
+    /// Decided before the lock is taken: an error to report instead of applying.
+    fail: Option<EsError>,
+}
+
+fn validation(msg: &str) -> EsError {
+    EsError::new(
+        400,
+        "action_request_validation_exception",
+        format!("Validation Failed: 1: {msg};"),
+    )
+}
+
+/// Lines of the body without their `\n` (and a trailing `\r`), with their 1-based numbers.
+fn lines(body: &Bytes) -> impl Iterator<Item = (usize, Bytes)> + '_ {
+    let mut start = 0;
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        while start < body.len() {
+            let end = memchr::memchr(b'\n', &body[start..]).map_or(body.len(), |p| start + p);
+            let mut line_end = end;
+            if line_end > start && body[line_end - 1] == b'\r' {
+                line_end -= 1;
+            }
+            let line = body.slice(start..line_end);
+            start = end + 1;
+            n += 1;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Some((n, line));
+        }
+        None
+    })
+}
+
+/// Handles one `_bulk` request body; returns the response body.
+pub(crate) fn bulk(
+    shared: &Shared,
+    path_index: Option<&str>,
+    path_type: Option<&str>,
+    body: Bytes,
+    faults: &Faults,
+) -> Result<Vec<u8>, EsError> {
+    let started = Instant::now();
+    let dialect = &shared.dialect;
+    if body.is_empty() || body.iter().all(u8::is_ascii_whitespace) {
+        return Err(validation("no requests added"));
+    }
+    if body.last() != Some(&b'\n') {
+        return Err(EsError::bad_request(
+            "The bulk request must be terminated by a newline [\\n]",
+        ));
+    }
+    let discard = shared.config.discard_documents;
+    let mut items: Vec<Item> = Vec::new();
+    let mut source_bytes = 0u64;
+    let mut it = lines(&body);
+    while let Some((n, line)) = it.next() {
+        let action: ActionLine = serde_json::from_slice(&line).map_err(|e| {
+            let msg = e.to_string();
+            if let Some(field) = msg
+                .strip_prefix("unknown field `")
+                .and_then(|r| r.split('`').next())
+            {
+                EsError::bad_request(format!(
+                    "Action/metadata line [{n}] contains an unknown parameter [{field}]"
+                ))
+            } else {
+                EsError::bad_request(format!("Malformed action/metadata line [{n}]: {msg}"))
+            }
+        })?;
+        let (name, meta) = match action {
+            ActionLine {
+                index: Some(m),
+                create: None,
+                update: None,
+                delete: None,
+            } => ("index", m),
+            ActionLine {
+                create: Some(m),
+                index: None,
+                update: None,
+                delete: None,
+            } => ("create", m),
+            ActionLine {
+                update: Some(m),
+                index: None,
+                create: None,
+                delete: None,
+            } => ("update", m),
+            ActionLine {
+                delete: Some(m),
+                index: None,
+                create: None,
+                update: None,
+            } => ("delete", m),
+            _ => {
+                return Err(EsError::bad_request(format!(
+                    "Malformed action/metadata line [{n}], expected exactly one of index, create, update, delete"
+                )))
+            }
+        };
+        let _ = (&meta.pipeline, meta.require_alias, meta.retry_on_conflict);
+        let _ = &meta.dynamic_templates;
+        if meta.type_name.is_some() && !dialect.accepts_types() {
+            return Err(EsError::bad_request(format!(
+                "Action/metadata line [{n}] contains an unknown parameter [_type]"
+            )));
+        }
+        let index = meta
+            .index
+            .as_deref()
+            .or(path_index)
+            .ok_or_else(|| validation("index is missing"))?
+            .to_string();
+        let type_name = meta.type_name.as_deref().or(path_type).map(str::to_string);
+        if dialect.typed() && type_name.is_none() {
+            return Err(validation("type is missing"));
+        }
+        let source = if name == "delete" {
+            Bytes::new()
+        } else {
+            match it.next() {
+                Some((_, s)) => s,
+                None => {
+                    return Err(EsError::bad_request(format!(
+                        "The bulk request must be terminated by a newline [\\n] (action line [{n}] has no source)"
+                    )))
+                }
+            }
+        };
+        let mut kind = match name {
+            "index" => OpKind::Index,
+            "create" => OpKind::Create,
+            "delete" => OpKind::Delete,
+            _ => OpKind::Update {
+                doc: None,
+                upsert: None,
+                doc_as_upsert: false,
+                detect_noop: true,
+            },
+        };
+        if name == "index" && meta.op_type.as_deref() == Some("create") {
+            kind = OpKind::Create;
+        }
+        let id = match meta.id {
+            Some(id) => id.into_string(),
+            None if matches!(kind, OpKind::Index | OpKind::Create) => String::new(),
+            None => return Err(validation("id is missing")),
+        };
+        let external_gte = match meta.version_type.as_deref() {
+            None | Some("internal") | Some("external") => false,
+            Some("external_gte") => true,
+            Some(other) => {
+                return Err(EsError::bad_request(format!(
+                    "No version type match [{other}]"
+                )))
+            }
+        };
+        let version = if meta.version_type.is_some() {
+            meta.version
+        } else {
+            None
+        };
+        let mut fail = None;
+        match &mut kind {
+            OpKind::Index | OpKind::Create => {
+                source_bytes += source.len() as u64;
+                if !discard
+                    && serde_json::from_slice::<&serde_json::value::RawValue>(&source)
+                        .map(|r| !r.get().starts_with('{'))
+                        .unwrap_or(true)
+                {
+                    fail = Some(EsError::new(
+                        400,
+                        "mapper_parsing_exception",
+                        format!(
+                            "failed to parse: the source of document [{id}] is not a JSON object"
+                        ),
+                    ));
+                }
+            }
+            OpKind::Update {
+                doc,
+                upsert,
+                doc_as_upsert,
+                detect_noop,
+            } => match serde_json::from_slice::<Value>(&source) {
+                Ok(v) if v.get("script").is_some() => {
+                    fail = Some(EsError::bad_request(
+                        "scripted updates are not supported by the testkit server",
+                    ));
+                }
+                Ok(v) => {
+                    *doc = v.get("doc").cloned();
+                    *upsert = v.get("upsert").cloned();
+                    *doc_as_upsert = v.get("doc_as_upsert").and_then(Value::as_bool) == Some(true);
+                    *detect_noop = v.get("detect_noop").and_then(Value::as_bool) != Some(false);
+                }
+                Err(e) => {
+                    return Err(EsError::parse(format!(
+                        "failed to parse the update request on line [{}]: {e}",
+                        n + 1
+                    )))
+                }
+            },
+            OpKind::Delete => {}
+        }
+        items.push(Item {
+            action: name,
+            index,
+            op: WriteOp {
+                kind,
+                id,
+                type_name,
+                source,
+                routing: meta.routing.map(Cow::into_owned),
+                if_seq_no: meta.if_seq_no,
+                if_primary_term: meta.if_primary_term,
+                version,
+                external_gte,
+            },
+            fail,
+        });
+    }
+    shared
+        .counters
+        .bulk_items
+        .fetch_add(items.len() as u64, Ordering::Relaxed);
+    shared
+        .counters
+        .source_bytes
+        .fetch_add(source_bytes, Ordering::Relaxed);
+
+    // faults decided outside the state lock
+    for item in &mut items {
+        if item.fail.is_some() {
+            continue;
+        }
+        let writes_doc = !matches!(item.op.kind, OpKind::Delete);
+        if writes_doc && !faults.failing_ids.is_empty() && faults.failing_ids.contains(&item.op.id)
+        {
+            item.fail = Some(mapping_failure(&item.op.id));
+        } else if shared.roll_below(faults.bulk_item_429) {
+            item.fail = Some(EsError::new(
+                429,
+                "es_rejected_execution_exception",
+                "rejected execution of write operation: write queue is full (testkit fault injection)",
+            ));
+        }
+    }
+
+    let mut results: Vec<Result<Written, EsError>> = Vec::with_capacity(items.len());
+    {
+        let mut st = shared.state();
+        for item in &mut items {
+            if let Some(e) = item.fail.take() {
+                results.push(Err(e));
+                continue;
+            }
+            if item.op.id.is_empty() {
+                item.op.id = st.next_auto_id();
+            }
+            let op = WriteOp {
+                kind: std::mem::replace(&mut item.op.kind, OpKind::Delete),
+                id: item.op.id.clone(),
+                type_name: item.op.type_name.clone(),
+                source: std::mem::take(&mut item.op.source),
+                routing: item.op.routing.take(),
+                if_seq_no: item.op.if_seq_no,
+                if_primary_term: item.op.if_primary_term,
+                version: item.op.version,
+                external_gte: item.op.external_gte,
+            };
+            results.push(apply_one(shared, &mut st, &mut item.index, op));
+        }
+    }
+
+    let mut out = String::with_capacity(64 + items.len() * 160);
+    let errors = results.iter().any(Result::is_err);
+    let _ = write!(
+        out,
+        "{{\"took\":{},\"errors\":{errors},\"items\":[",
+        started.elapsed().as_millis()
+    );
+    for (i, (item, res)) in items.iter().zip(&results).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"{}\":{{\"_index\":", item.action);
+        push_json_str(&mut out, &item.index);
+        if dialect.accepts_types() {
+            out.push_str(",\"_type\":");
+            push_json_str(&mut out, item.op.type_name.as_deref().unwrap_or("_doc"));
+        }
+        out.push_str(",\"_id\":");
+        push_json_str(&mut out, &item.op.id);
+        match res {
+            Ok(w) => {
+                let shards = if w.result == "noop" {
+                    "{\"total\":0,\"successful\":0,\"failed\":0}"
+                } else {
+                    "{\"total\":2,\"successful\":1,\"failed\":0}"
+                };
+                let _ = write!(
+                    out,
+                    ",\"_version\":{},\"result\":\"{}\",\"_shards\":{shards},\"_seq_no\":{},\"_primary_term\":{},\"status\":{}}}}}",
+                    w.version, w.result, w.seq_no, w.primary_term, w.status
+                );
+            }
+            Err(e) => {
+                let _ = write!(out, ",\"status\":{},\"error\":", e.status);
+                out.push_str(&e.cause().to_string());
+                out.push_str("}}");
+            }
+        }
+    }
+    out.push_str("]}");
+    Ok(out.into_bytes())
+}
+
+/// The error a configured failing id gets.
+pub(crate) fn mapping_failure(id: &str) -> EsError {
+    EsError::new(
+        400,
+        "mapper_parsing_exception",
+        format!("failed to parse document with id '{id}' (testkit: id configured to fail)"),
+    )
+    .with(
+        "caused_by",
+        serde_json::json!({"type": "illegal_argument_exception", "reason": "injected mapping failure"}),
+    )
+}
+
+/// Applies one write: resolves the target (creating the index if allowed), assigns an id.
+pub(crate) fn apply_one(
+    shared: &Shared,
+    st: &mut State,
+    index: &mut String,
+    mut op: WriteOp,
+) -> Result<Written, EsError> {
+    let target = match st.write_target(index)? {
+        Some(t) => t,
+        None if shared.config.auto_create_index => {
+            st.create_index(index, &Value::Null, &shared.dialect, None)?;
+            index.clone()
+        }
+        None => return Err(EsError::index_not_found(index)),
+    };
+    *index = target.clone();
+    if op.id.is_empty() {
+        op.id = st.next_auto_id();
+    }
+    let idx = st
+        .indices
+        .get_mut(&target)
+        .ok_or_else(|| EsError::index_not_found(&target))?;
+    idx.apply(
+        &target,
+        op,
+        shared.config.discard_documents,
+        &shared.dialect,
+    )
+}
+
+/// Appends `s` as a JSON string literal.
+pub(crate) fn push_json_str(out: &mut String, s: &str) {
+    if s.bytes()
+        .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f)
+    {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+    }
+}

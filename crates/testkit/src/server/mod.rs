@@ -1,0 +1,552 @@
+//! An in-process HTTP server speaking the Elasticsearch/OpenSearch API subset rfs uses, keeping
+//! its documents in memory for comparison, with run-time fault injection.
+//!
+//! It runs on its own tokio runtime on a background thread, so sync and async tests can use it:
+//!
+//! ```no_run
+//! use testkit::server::{Faults, ServerConfig, TestServer};
+//! let server = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+//! server.set_faults(Faults { reject_429: 0.3, ..Faults::default() });
+//! // … point the code under test at server.url() …
+//! assert_eq!(server.doc_count("idx"), 0);
+//! ```
+//!
+//! Admin endpoints (never faulted, also served on [`TestServer::admin_url`], which stays up while
+//! the main port is down): `GET|POST /_testkit/faults` (a [`Faults`] JSON), `POST /_testkit/down`
+//! (`{"down": true, "seconds": 2.5}` — `seconds` brings it back up by itself), `GET /_testkit/requests`,
+//! `GET /_testkit/stats`.
+
+mod api;
+mod bulk;
+mod error;
+mod query;
+mod state;
+mod version;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{oneshot, watch};
+
+pub use version::Distribution;
+
+use state::State;
+use version::Dialect;
+
+/// How a [`TestServer`] starts.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Product reported by `GET /` (default OpenSearch).
+    pub distribution: Distribution,
+    /// Version number reported by `GET /` and the dialect spoken (default `2.11.0`).
+    pub version: String,
+    /// Address to listen on (default `127.0.0.1:0`, a free port).
+    pub listen: SocketAddr,
+    /// Worker threads of the server's runtime (default 2).
+    pub threads: usize,
+    /// Seed of the fault-injection random generator (default: from the OS).
+    pub seed: Option<u64>,
+    /// Faults active from the start.
+    pub faults: Faults,
+    /// Accept index/create operations and count them without keeping the documents (a sink for
+    /// throughput benchmarks). `doc_count` then counts accepted operations.
+    pub discard_documents: bool,
+    /// Repository directory copied into a registered `fs` repository's location when a snapshot is
+    /// created there.
+    pub snapshot_source: Option<PathBuf>,
+    /// How long a snapshot started with `wait_for_completion=false` reports `IN_PROGRESS`.
+    pub snapshot_duration: Duration,
+    /// Largest accepted request body, after gzip decoding (default 100 MiB, like Elasticsearch).
+    pub max_content_length: usize,
+    /// Create a missing index on the first document written to it (default true).
+    pub auto_create_index: bool,
+    /// `cluster_name` reported (default `testkit`).
+    pub cluster_name: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            distribution: Distribution::OpenSearch,
+            version: "2.11.0".into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            threads: 2,
+            seed: None,
+            faults: Faults::default(),
+            discard_documents: false,
+            snapshot_source: None,
+            snapshot_duration: Duration::from_millis(300),
+            max_content_length: 100 * 1024 * 1024,
+            auto_create_index: true,
+            cluster_name: "testkit".into(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Elasticsearch at `version` (e.g. `6.8.23`, `7.10.2`, `8.15.0`).
+    pub fn elasticsearch(version: &str) -> ServerConfig {
+        ServerConfig {
+            distribution: Distribution::Elasticsearch,
+            version: version.into(),
+            ..ServerConfig::default()
+        }
+    }
+
+    /// OpenSearch at `version` (e.g. `1.3.20`, `2.11.0`, `3.1.0`).
+    pub fn opensearch(version: &str) -> ServerConfig {
+        ServerConfig {
+            distribution: Distribution::OpenSearch,
+            version: version.into(),
+            ..ServerConfig::default()
+        }
+    }
+}
+
+/// Faults to inject, changeable while the server runs. Probabilities are in `[0, 1]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Faults {
+    /// Whole request answered 429 `es_rejected_execution_exception` with `Retry-After`.
+    pub reject_429: f64,
+    /// Value of `Retry-After` on those 429s, in seconds.
+    pub retry_after_secs: u64,
+    /// Whole request answered 500.
+    pub error_500: f64,
+    /// Whole request answered 503.
+    pub error_503: f64,
+    /// Each `_bulk` item answered 429 `es_rejected_execution_exception` (not applied).
+    pub bulk_item_429: f64,
+    /// Added latency before each request is handled.
+    pub latency_ms: u64,
+    /// Extra random latency, uniform in `[0, latency_jitter_ms]`.
+    pub latency_jitter_ms: u64,
+    /// Connection closed without a response. For `_bulk`, before or after the request is
+    /// applied (even odds).
+    pub drop_connection: f64,
+    /// Document ids whose index/create/update always fails with a 400 `mapper_parsing_exception`.
+    pub failing_ids: BTreeSet<String>,
+    /// Restrict the whole-request faults (429, 5xx, drops, latency) to `_bulk` requests.
+    pub bulk_only: bool,
+}
+
+/// One request the server answered (or dropped).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// HTTP method.
+    pub method: String,
+    /// Path with query string.
+    pub path: String,
+    /// Status sent; 0 when the connection was dropped instead.
+    pub status: u16,
+    /// The fault injected, if any (`"429"`, `"500"`, `"503"`, `"drop-before"`, `"drop-after"`, `"down"`).
+    pub fault: Option<String>,
+}
+
+impl RequestRecord {
+    /// Whether the request could change data (not GET/HEAD, and not a read-only POST such as
+    /// `_search`, `_count`, `_mget`, `_refresh`).
+    pub fn is_write(&self) -> bool {
+        if self.method == "GET" || self.method == "HEAD" {
+            return false;
+        }
+        let path = self.path.split('?').next().unwrap_or("");
+        let read_only = [
+            "_search",
+            "_count",
+            "_mget",
+            "_refresh",
+            "_msearch",
+            "_field_caps",
+            "_status",
+        ];
+        !path
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| read_only.contains(&last))
+    }
+}
+
+/// Counters since the server started.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Requests received (admin endpoints excluded).
+    pub requests: u64,
+    /// `_bulk` requests received.
+    pub bulk_requests: u64,
+    /// `_bulk` items received.
+    pub bulk_items: u64,
+    /// Request body bytes received (as sent, before gzip decoding).
+    pub body_bytes: u64,
+    /// Bytes of document sources received in `_bulk` index/create items.
+    pub source_bytes: u64,
+}
+
+/// Index metadata as a test reads it back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexInfo {
+    /// Flat settings (`index.number_of_shards` → `"1"`), internal ones included.
+    pub settings: BTreeMap<String, Value>,
+    /// Mappings as stored (typed for ES 6).
+    pub mappings: Value,
+    /// Alias name → alias body.
+    pub aliases: BTreeMap<String, Value>,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    bulk_requests: AtomicU64,
+    bulk_items: AtomicU64,
+    body_bytes: AtomicU64,
+    source_bytes: AtomicU64,
+}
+
+/// What the connection tasks share.
+pub(crate) struct Shared {
+    config: ServerConfig,
+    dialect: Dialect,
+    state: Mutex<State>,
+    faults: RwLock<Faults>,
+    rng: Mutex<StdRng>,
+    down: watch::Sender<bool>,
+    log: Mutex<Vec<RequestRecord>>,
+    counters: Counters,
+    started: Instant,
+    down_generation: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // a panicking test thread must not poison the server for the rest of the test
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    fn faults(&self) -> Faults {
+        self.faults
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_faults(&self, f: Faults) {
+        *self.faults.write().unwrap_or_else(|e| e.into_inner()) = f;
+    }
+
+    /// A uniform draw in `[0, 1)`.
+    fn roll(&self) -> f64 {
+        lock(&self.rng).gen::<f64>()
+    }
+
+    fn roll_below(&self, p: f64) -> bool {
+        p > 0.0 && self.roll() < p
+    }
+
+    fn jitter(&self, max_ms: u64) -> u64 {
+        if max_ms == 0 {
+            0
+        } else {
+            lock(&self.rng).gen_range(0..=max_ms)
+        }
+    }
+
+    fn record(&self, method: &str, path: &str, status: u16, fault: Option<&str>) {
+        lock(&self.log).push(RequestRecord {
+            method: method.to_string(),
+            path: path.to_string(),
+            status,
+            fault: fault.map(str::to_string),
+        });
+    }
+
+    /// Goes down (or up); `for_secs` schedules coming back up.
+    fn set_down(self: &Arc<Self>, down: bool, for_secs: Option<f64>) {
+        let generation = self.down_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.down.send_replace(down);
+        if let (true, Some(secs)) = (down, for_secs) {
+            let me = Arc::clone(self);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs_f64(secs.max(0.0)));
+                // only if nobody changed the switch in the meantime
+                if me.down_generation.load(Ordering::SeqCst) == generation {
+                    me.down.send_replace(false);
+                }
+            });
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            requests: c.requests.load(Ordering::Relaxed),
+            bulk_requests: c.bulk_requests.load(Ordering::Relaxed),
+            bulk_items: c.bulk_items.load(Ordering::Relaxed),
+            body_bytes: c.body_bytes.load(Ordering::Relaxed),
+            source_bytes: c.source_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Errors starting a [`TestServer`].
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The version number cannot be parsed.
+    #[error("bad server version: {0}")]
+    Version(String),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The runtime could not be built.
+    #[error("cannot start the server runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// A running Elasticsearch/OpenSearch-API test server; stopped on drop.
+pub struct TestServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    admin_addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Starts a server; panics if it cannot (use [`TestServer::try_start`] to handle that).
+    pub fn start(config: ServerConfig) -> TestServer {
+        TestServer::try_start(config).unwrap_or_else(|e| panic!("testkit server: {e}"))
+    }
+
+    /// Starts a server.
+    pub fn try_start(config: ServerConfig) -> Result<TestServer, StartError> {
+        let dialect =
+            Dialect::new(config.distribution, &config.version).map_err(StartError::Version)?;
+        let bind = |addr: SocketAddr| {
+            let l = std::net::TcpListener::bind(addr)
+                .map_err(|source| StartError::Bind { addr, source })?;
+            l.set_nonblocking(true)
+                .map_err(|source| StartError::Bind { addr, source })?;
+            Ok::<_, StartError>(l)
+        };
+        let listener = bind(config.listen)?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let admin = bind(SocketAddr::new(config.listen.ip(), 0))?;
+        let admin_addr = admin.local_addr().map_err(|source| StartError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let rng = match config.seed {
+            Some(s) => StdRng::seed_from_u64(s),
+            None => StdRng::from_entropy(),
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads.max(1))
+            .thread_name("testkit-server")
+            .enable_all()
+            .build()
+            .map_err(StartError::Runtime)?;
+        let (down, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            faults: RwLock::new(config.faults.clone()),
+            config,
+            dialect,
+            state: Mutex::new(State::default()),
+            rng: Mutex::new(rng),
+            down,
+            log: Mutex::new(Vec::new()),
+            counters: Counters::default(),
+            started: Instant::now(),
+            down_generation: AtomicU64::new(0),
+        });
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let sh = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("testkit-server-main".into())
+            .spawn(move || {
+                runtime.block_on(api::serve(sh, listener, admin, stop_rx));
+                runtime.shutdown_timeout(Duration::from_millis(200));
+            })
+            .map_err(StartError::Runtime)?;
+        Ok(TestServer {
+            shared,
+            addr,
+            admin_addr,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The admin endpoint's base URL (serves only `/_testkit/…`, never down, never faulted).
+    pub fn admin_url(&self) -> String {
+        format!("http://{}", self.admin_addr)
+    }
+
+    /// Stops the server and waits for its thread.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Replaces the active faults.
+    pub fn set_faults(&self, faults: Faults) {
+        self.shared.set_faults(faults);
+    }
+
+    /// The active faults.
+    pub fn faults(&self) -> Faults {
+        self.shared.faults()
+    }
+
+    /// Goes down (listener closed: connections refused; open connections closed) or comes back
+    /// up on the same port.
+    pub fn set_down(&self, down: bool) {
+        self.shared.set_down(down, None);
+    }
+
+    /// Whether the server is down.
+    pub fn is_down(&self) -> bool {
+        *self.shared.down.borrow()
+    }
+
+    /// Documents of an index: id → source (empty if the index does not exist).
+    pub fn documents(&self, index: &str) -> BTreeMap<String, Value> {
+        let st = self.shared.state();
+        st.indices
+            .get(index)
+            .map(|i| {
+                i.docs
+                    .iter()
+                    .map(|(id, d)| {
+                        let v = serde_json::from_slice(&d.source).unwrap_or(Value::Null);
+                        (id.clone(), v)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Source bytes of one document exactly as received.
+    pub fn document_bytes(&self, index: &str, id: &str) -> Option<Bytes> {
+        let st = self.shared.state();
+        st.indices
+            .get(index)
+            .and_then(|i| i.docs.get(id))
+            .map(|d| d.source.clone())
+    }
+
+    /// Number of documents in an index (with `discard_documents`, accepted index/create operations).
+    pub fn doc_count(&self, index: &str) -> u64 {
+        self.shared
+            .state()
+            .indices
+            .get(index)
+            .map_or(0, |i| i.doc_count())
+    }
+
+    /// Documents over all indices (with `discard_documents`, accepted index/create operations).
+    pub fn total_doc_count(&self) -> u64 {
+        self.shared
+            .state()
+            .indices
+            .values()
+            .map(|i| i.doc_count())
+            .sum()
+    }
+
+    /// Names of all indices, sorted.
+    pub fn index_names(&self) -> Vec<String> {
+        self.shared.state().indices.keys().cloned().collect()
+    }
+
+    /// Settings, mappings and aliases of an index.
+    pub fn index(&self, name: &str) -> Option<IndexInfo> {
+        let st = self.shared.state();
+        st.indices.get(name).map(|i| IndexInfo {
+            settings: i.settings.clone(),
+            mappings: i.mappings.clone(),
+            aliases: i.aliases.clone(),
+        })
+    }
+
+    /// Legacy (`_template`) templates: name → body as stored.
+    pub fn legacy_templates(&self) -> BTreeMap<String, Value> {
+        self.shared.state().legacy_templates.clone()
+    }
+
+    /// Component templates: name → body as stored.
+    pub fn component_templates(&self) -> BTreeMap<String, Value> {
+        self.shared.state().component_templates.clone()
+    }
+
+    /// Composable index templates: name → body as stored.
+    pub fn index_templates(&self) -> BTreeMap<String, Value> {
+        self.shared.state().index_templates.clone()
+    }
+
+    /// Requests answered so far (admin endpoints excluded), in order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        lock(&self.shared.log).clone()
+    }
+
+    /// Requests that could have changed data (see [`RequestRecord::is_write`]).
+    pub fn write_requests(&self) -> Vec<RequestRecord> {
+        self.requests()
+            .into_iter()
+            .filter(RequestRecord::is_write)
+            .collect()
+    }
+
+    /// Forgets the request log.
+    pub fn clear_requests(&self) {
+        lock(&self.shared.log).clear();
+    }
+
+    /// Counters since start.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}

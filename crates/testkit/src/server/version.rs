@@ -1,0 +1,171 @@
+//! Which product and version the server pretends to be, and the API dialect that follows.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The product a [`TestServer`](super::TestServer) reports in `GET /`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Elasticsearch (no `version.distribution` field).
+    Elasticsearch,
+    /// OpenSearch (`version.distribution: "opensearch"`).
+    OpenSearch,
+}
+
+impl FromStr for Distribution {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "elasticsearch" | "es" => Ok(Distribution::Elasticsearch),
+            "opensearch" | "os" => Ok(Distribution::OpenSearch),
+            other => Err(format!(
+                "unknown distribution {other:?} (elasticsearch|opensearch)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Distribution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Distribution::Elasticsearch => "elasticsearch",
+            Distribution::OpenSearch => "opensearch",
+        })
+    }
+}
+
+/// The dialect differences the server honours, derived from distribution and version.
+#[derive(Clone, Debug)]
+pub(crate) struct Dialect {
+    pub distribution: Distribution,
+    pub number: String,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Dialect {
+    pub fn new(distribution: Distribution, number: &str) -> Result<Dialect, String> {
+        let mut parts = number.split(['.', '-']);
+        let mut next = || -> Result<u32, String> {
+            parts
+                .next()
+                .unwrap_or("0")
+                .parse::<u32>()
+                .map_err(|_| format!("bad version number {number:?} (want e.g. 7.10.2)"))
+        };
+        let major = next()?;
+        let minor = next()?;
+        Ok(Dialect {
+            distribution,
+            number: number.to_string(),
+            major,
+            minor,
+        })
+    }
+
+    fn es(&self) -> bool {
+        self.distribution == Distribution::Elasticsearch
+    }
+
+    /// Mapping types exist (ES ≤ 6): typed `_bulk`, `hits.total` as a number, `_type` in results.
+    pub fn typed(&self) -> bool {
+        self.es() && self.major <= 6
+    }
+
+    /// `_type` may still appear in `_bulk` metadata and `/idx/TYPE/ID` paths (ES ≤ 7, OpenSearch 1).
+    pub fn accepts_types(&self) -> bool {
+        if self.es() {
+            self.major <= 7
+        } else {
+            self.major <= 1
+        }
+    }
+
+    /// Composable (`_index_template`) and `_component_template` APIs: ES ≥ 7.8, OpenSearch.
+    pub fn composable_templates(&self) -> bool {
+        !self.es() || self.major > 7 || (self.major == 7 && self.minor >= 8)
+    }
+
+    /// `X-elastic-product: Elasticsearch` header: ES ≥ 7.14.
+    pub fn product_header(&self) -> bool {
+        self.es() && (self.major > 7 || (self.major == 7 && self.minor >= 14))
+    }
+
+    /// The numeric version id stored as `index.version.created` (OpenSearch ids carry a mask bit).
+    pub fn version_id(&self) -> u32 {
+        let patch = self
+            .number
+            .split(['.', '-'])
+            .nth(2)
+            .and_then(|p| p.parse::<u32>().ok())
+            .unwrap_or(0);
+        let id = self.major * 1_000_000 + self.minor * 10_000 + patch * 100 + 99;
+        match self.distribution {
+            Distribution::Elasticsearch => id,
+            Distribution::OpenSearch => id ^ 0x0800_0000,
+        }
+    }
+
+    pub fn lucene_version(&self) -> &'static str {
+        match (self.distribution, self.major, self.minor) {
+            (Distribution::Elasticsearch, 5, _) => "6.6.1",
+            (Distribution::Elasticsearch, 6, _) => "7.7.3",
+            (Distribution::Elasticsearch, 7, m) if m < 10 => "8.6.0",
+            (Distribution::Elasticsearch, 7, _) => "8.11.3",
+            (Distribution::Elasticsearch, 8, _) => "9.12.0",
+            (Distribution::Elasticsearch, _, _) => "10.2.0",
+            (Distribution::OpenSearch, 1, _) => "8.10.1",
+            (Distribution::OpenSearch, 2, _) => "9.7.0",
+            (Distribution::OpenSearch, _, _) => "10.1.0",
+        }
+    }
+
+    pub fn tagline(&self) -> &'static str {
+        match self.distribution {
+            Distribution::Elasticsearch => "You Know, for Search",
+            Distribution::OpenSearch => "The OpenSearch Project: https://opensearch.org/",
+        }
+    }
+
+    pub fn minimum_wire_compatibility(&self) -> &'static str {
+        match (self.distribution, self.major) {
+            (Distribution::Elasticsearch, 6) => "5.6.0",
+            (Distribution::Elasticsearch, 7) => "6.8.0",
+            (Distribution::Elasticsearch, 8) => "7.17.0",
+            (Distribution::Elasticsearch, m) if m >= 9 => "8.18.0",
+            (Distribution::OpenSearch, 1) => "6.8.0",
+            (Distribution::OpenSearch, 2) => "7.10.0",
+            (Distribution::OpenSearch, _) => "2.19.0",
+            _ => "2.4.0",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dialects() {
+        let es6 = Dialect::new(Distribution::Elasticsearch, "6.8.23").unwrap();
+        assert!(es6.typed() && es6.accepts_types() && !es6.composable_templates());
+        let es7 = Dialect::new(Distribution::Elasticsearch, "7.10.2").unwrap();
+        assert!(!es7.typed() && es7.accepts_types() && es7.composable_templates());
+        assert!(!es7.product_header());
+        let es8 = Dialect::new(Distribution::Elasticsearch, "8.15.0").unwrap();
+        assert!(!es8.accepts_types() && es8.product_header());
+        let os1 = Dialect::new(Distribution::OpenSearch, "1.3.20").unwrap();
+        assert!(os1.accepts_types() && os1.composable_templates());
+        let os2 = Dialect::new(Distribution::OpenSearch, "2.11.0").unwrap();
+        assert!(!os2.accepts_types() && !os2.typed());
+        assert!(Dialect::new(Distribution::OpenSearch, "x").is_err());
+        assert_eq!(
+            "OpenSearch".parse::<Distribution>().unwrap(),
+            Distribution::OpenSearch
+        );
+    }
+}

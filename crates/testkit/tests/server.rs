@@ -1,0 +1,1152 @@
+//! The test server driven by a real HTTP client: API behaviour compared field by field with what
+//! Elasticsearch answers, and every fault kind.
+
+use std::io::{BufRead, BufReader, Write};
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use serde_json::{json, Value};
+use testkit::server::{Faults, ServerConfig, TestServer};
+
+fn client() -> Client {
+    Client::builder()
+        .timeout(Duration::from_secs(20))
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap()
+}
+
+fn call(c: &Client, method: &str, url: &str, body: Option<&Value>) -> (u16, Value) {
+    let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut rb = c.request(m, url);
+    if let Some(b) = body {
+        rb = rb.json(b);
+    }
+    let r = rb.send().unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().unwrap();
+    let v = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    (status, v)
+}
+
+fn ndjson(lines: &[Value]) -> String {
+    let mut s = String::new();
+    for l in lines {
+        s.push_str(&l.to_string());
+        s.push('\n');
+    }
+    s
+}
+
+fn bulk(c: &Client, url: &str, body: String) -> (u16, Value) {
+    let r = c
+        .post(format!("{url}/_bulk"))
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().unwrap())
+}
+
+#[test]
+fn root_reports_distribution_version_and_headers() {
+    let c = client();
+    let es = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let r = c.get(es.url()).send().unwrap();
+    assert!(r.headers().get("date").is_some(), "no Date header");
+    assert!(r.headers().get("x-elastic-product").is_none());
+    let v: Value = r.json().unwrap();
+    assert_eq!(v["version"]["number"], "7.10.2");
+    assert!(v["version"].get("distribution").is_none());
+    assert_eq!(v["tagline"], "You Know, for Search");
+
+    let es8 = TestServer::start(ServerConfig::elasticsearch("8.15.0"));
+    let r = c.get(es8.url()).send().unwrap();
+    assert_eq!(r.headers()["x-elastic-product"], "Elasticsearch");
+
+    let os = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let (s, v) = call(&c, "GET", &os.url(), None);
+    assert_eq!(s, 200);
+    assert_eq!(v["version"]["distribution"], "opensearch");
+    assert_eq!(v["version"]["number"], "2.11.0");
+    // errors carry a Date header too
+    let r = c
+        .get(format!("{}/missing/_doc/1", os.url()))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    assert!(r.headers().get("date").is_some());
+}
+
+#[test]
+fn bulk_results_match_elasticsearch() {
+    let s = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let c = client();
+    let body = ndjson(&[
+        json!({"index": {"_index": "idx", "_id": "1"}}),
+        json!({"a": 1}),
+        json!({"create": {"_index": "idx", "_id": "2"}}),
+        json!({"a": 2}),
+        json!({"index": {"_index": "idx", "_id": "1"}}),
+        json!({"a": 11}),
+        json!({"create": {"_index": "idx", "_id": "2"}}),
+        json!({"a": 22}),
+        json!({"delete": {"_index": "idx", "_id": "3"}}),
+        json!({"update": {"_index": "idx", "_id": "2"}}),
+        json!({"doc": {"b": true}}),
+        json!({"delete": {"_index": "idx", "_id": "1"}}),
+    ]);
+    let (status, v) = bulk(&c, &s.url(), body);
+    assert_eq!(status, 200);
+    assert_eq!(v["errors"], true);
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 7);
+    let i0 = &items[0]["index"];
+    assert_eq!(
+        (i0["_index"].clone(), i0["_id"].clone(), i0["_type"].clone()),
+        (json!("idx"), json!("1"), json!("_doc"))
+    );
+    assert_eq!(
+        (
+            i0["status"].clone(),
+            i0["result"].clone(),
+            i0["_version"].clone(),
+            i0["_seq_no"].clone(),
+            i0["_primary_term"].clone()
+        ),
+        (json!(201), json!("created"), json!(1), json!(0), json!(1))
+    );
+    assert_eq!(
+        i0["_shards"],
+        json!({"total": 2, "successful": 1, "failed": 0})
+    );
+    assert_eq!(items[1]["create"]["status"], 201);
+    let i2 = &items[2]["index"];
+    assert_eq!(
+        (
+            i2["status"].clone(),
+            i2["result"].clone(),
+            i2["_version"].clone(),
+            i2["_seq_no"].clone()
+        ),
+        (json!(200), json!("updated"), json!(2), json!(2))
+    );
+    let i3 = &items[3]["create"];
+    assert_eq!(i3["status"], 409);
+    assert_eq!(i3["error"]["type"], "version_conflict_engine_exception");
+    assert!(i3["error"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("document already exists"));
+    assert!(i3.get("_seq_no").is_none());
+    let i4 = &items[4]["delete"];
+    assert_eq!(
+        (i4["status"].clone(), i4["result"].clone()),
+        (json!(404), json!("not_found"))
+    );
+    let i5 = &items[5]["update"];
+    assert_eq!(
+        (i5["status"].clone(), i5["result"].clone()),
+        (json!(200), json!("updated"))
+    );
+    let i6 = &items[6]["delete"];
+    assert_eq!(
+        (i6["status"].clone(), i6["result"].clone()),
+        (json!(200), json!("deleted"))
+    );
+
+    let docs = s.documents("idx");
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs["2"], json!({"a": 2, "b": true}));
+    assert_eq!(s.doc_count("idx"), 1);
+    assert_eq!(s.index_names(), vec!["idx".to_string()]);
+
+    // path index, auto ids, numeric ids, exact source bytes kept
+    let body = "{\"index\":{}}\n{\"x\": 1,  \"y\":\"é\"}\n{\"index\":{\"_id\":7}}\n{\"z\":0}\n";
+    let r = c
+        .post(format!("{}/other/_bulk", s.url()))
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .unwrap();
+    let v: Value = r.json().unwrap();
+    assert_eq!(v["errors"], false);
+    let auto = v["items"][0]["index"]["_id"].as_str().unwrap().to_string();
+    assert!(!auto.is_empty());
+    assert_eq!(
+        s.document_bytes("other", &auto).unwrap().as_ref(),
+        "{\"x\": 1,  \"y\":\"é\"}".as_bytes()
+    );
+    assert_eq!(s.documents("other")["7"], json!({"z": 0}));
+
+    // request-level errors
+    let (st, v) = bulk(&c, &s.url(), "{\"index\":{\"_index\":\"idx\"}}\n{}".into());
+    assert_eq!(st, 400, "{v}");
+    let (st, v) = bulk(&c, &s.url(), "{\"index\":{\"_id\":\"1\"}}\n{}\n".into());
+    assert_eq!(st, 400);
+    assert_eq!(v["error"]["type"], "action_request_validation_exception");
+    // invalid source is a per-item mapping error
+    let (st, v) = bulk(
+        &c,
+        &s.url(),
+        "{\"index\":{\"_index\":\"idx\",\"_id\":\"9\"}}\n[1]\n".into(),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(v["items"][0]["index"]["status"], 400);
+    assert_eq!(
+        v["items"][0]["index"]["error"]["type"],
+        "mapper_parsing_exception"
+    );
+}
+
+#[test]
+fn bulk_types_follow_the_version() {
+    let c = client();
+    let es6 = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
+    let (st, v) = bulk(
+        &c,
+        &es6.url(),
+        ndjson(&[json!({"index": {"_index": "i", "_id": "1"}}), json!({})]),
+    );
+    assert_eq!(st, 400);
+    assert!(v["error"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("type is missing"));
+    let (st, v) = bulk(
+        &c,
+        &es6.url(),
+        ndjson(&[
+            json!({"index": {"_index": "i", "_type": "doc", "_id": "1"}}),
+            json!({"f": 1}),
+            json!({"index": {"_index": "i", "_type": "other", "_id": "2"}}),
+            json!({"f": 2}),
+        ]),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(v["items"][0]["index"]["_type"], "doc");
+    assert_eq!(v["items"][0]["index"]["status"], 201);
+    assert_eq!(v["items"][1]["index"]["status"], 400);
+    assert!(v["items"][1]["index"]["error"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("more than 1 type"));
+    // typed document path and ES 6 search totals as numbers
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{}/i/doc/3", es6.url()),
+        Some(&json!({"f": 3})),
+    );
+    assert_eq!((st, v["_type"].clone()), (201, json!("doc")));
+    let (_, v) = call(&c, "GET", &format!("{}/i/_search", es6.url()), None);
+    assert_eq!(v["hits"]["total"], 2);
+    assert_eq!(v["hits"]["hits"][0]["_type"], "doc");
+
+    let os2 = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let (st, v) = bulk(
+        &c,
+        &os2.url(),
+        ndjson(&[
+            json!({"index": {"_index": "i", "_type": "_doc", "_id": "1"}}),
+            json!({}),
+        ]),
+    );
+    assert_eq!(st, 400);
+    assert!(v["error"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("unknown parameter [_type]"));
+    let (st, v) = bulk(
+        &c,
+        &os2.url(),
+        ndjson(&[json!({"index": {"_index": "i", "_id": "1"}}), json!({})]),
+    );
+    assert_eq!(st, 200);
+    assert!(v["items"][0]["index"].get("_type").is_none());
+}
+
+#[test]
+fn doc_api_create_conflicts_and_seq_no_compare_and_set() {
+    let s = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let c = client();
+    let u = s.url();
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/w1?op_type=create"),
+        Some(&json!({"owner": "a"})),
+    );
+    assert_eq!((st, v["result"].clone()), (201, json!("created")));
+    let (seq, term) = (
+        v["_seq_no"].as_i64().unwrap(),
+        v["_primary_term"].as_i64().unwrap(),
+    );
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/w1?op_type=create"),
+        Some(&json!({"owner": "b"})),
+    );
+    assert_eq!(st, 409);
+    assert_eq!(v["error"]["type"], "version_conflict_engine_exception");
+    assert_eq!(v["status"], 409);
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_create/w1"),
+        Some(&json!({"owner": "b"})),
+    );
+    assert_eq!(st, 409);
+
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/w1?if_seq_no={seq}&if_primary_term={term}"),
+        Some(&json!({"owner": "c"})),
+    );
+    assert_eq!(
+        (st, v["result"].clone(), v["_version"].clone()),
+        (200, json!("updated"), json!(2))
+    );
+    let new_seq = v["_seq_no"].as_i64().unwrap();
+    assert!(new_seq > seq);
+    // stale compare-and-set loses
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/w1?if_seq_no={seq}&if_primary_term={term}"),
+        Some(&json!({"owner": "d"})),
+    );
+    assert_eq!(st, 409);
+    assert!(v["error"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("required seqNo"));
+    // CAS on a missing document loses too
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/nope?if_seq_no=0&if_primary_term=1"),
+        Some(&json!({})),
+    );
+    assert_eq!(st, 409);
+    // partial update guarded by seq_no
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/store/_update/w1?if_seq_no={new_seq}&if_primary_term={term}"),
+        Some(&json!({"doc": {"lease": 5}})),
+    );
+    assert_eq!((st, v["result"].clone()), (200, json!("updated")));
+    let (st, v) = call(&c, "GET", &format!("{u}/store/_doc/w1"), None);
+    assert_eq!(st, 200);
+    assert_eq!(v["found"], true);
+    assert_eq!(v["_source"], json!({"owner": "c", "lease": 5}));
+    assert_eq!(v["_version"], 3);
+    let (st, v) = call(&c, "GET", &format!("{u}/store/_doc/missing"), None);
+    assert_eq!((st, v["found"].clone()), (404, json!(false)));
+    let r = c.head(format!("{u}/store/_doc/w1")).send().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/store/_update/w1"),
+        Some(&json!({"script": "x"})),
+    );
+    assert_eq!(st, 400, "{v}");
+    let (st, v) = call(&c, "DELETE", &format!("{u}/store/_doc/w1"), None);
+    assert_eq!((st, v["result"].clone()), (200, json!("deleted")));
+    // ids with reserved characters survive percent-encoding
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/a%2Fb%20c"),
+        Some(&json!({"k": 1})),
+    );
+    assert_eq!(st, 201);
+    assert!(s.documents("store").contains_key("a/b c"));
+    // external versions
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/e?version=5&version_type=external"),
+        Some(&json!({})),
+    );
+    assert_eq!(st, 201);
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/store/_doc/e?version=5&version_type=external"),
+        Some(&json!({})),
+    );
+    assert_eq!(st, 409);
+}
+
+fn seed_search_docs(c: &Client, u: &str) {
+    let mut lines = Vec::new();
+    for i in 0..20 {
+        lines.push(json!({"index": {"_index": "work", "_id": format!("item{i:02}")}}));
+        let mut d = json!({"n": i, "status": if i % 2 == 0 { "open" } else { "done" }, "name": format!("item {i}")});
+        if i % 5 != 0 {
+            d["lease"] = json!({"expiry": 1000 + i});
+        }
+        lines.push(d);
+    }
+    let (st, v) = bulk(c, u, ndjson(&lines));
+    assert_eq!((st, v["errors"].clone()), (200, json!(false)));
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn search_queries_sort_paging_and_count() {
+    let s = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let c = client();
+    let u = s.url();
+    seed_search_docs(&c, &u);
+    let search = |q: Value| call(&c, "POST", &format!("{u}/work/_search"), Some(&q)).1;
+
+    let v = search(json!({"query": {"match_all": {}}, "size": 100}));
+    assert_eq!(v["hits"]["total"], json!({"value": 20, "relation": "eq"}));
+    assert_eq!(ids(&v).len(), 20);
+
+    let v = search(json!({"query": {"bool": {
+        "filter": [{"term": {"status": "open"}}, {"range": {"lease.expiry": {"gte": 1004, "lt": 1012}}}],
+        "must_not": [{"ids": {"values": ["item06"]}}]}}, "sort": [{"n": {"order": "desc"}}], "size": 10}));
+    assert_eq!(ids(&v), vec!["item08", "item04"]);
+    assert_eq!(v["hits"]["hits"][0]["sort"], json!([8]));
+    assert_eq!(v["hits"]["hits"][0]["_score"], Value::Null);
+
+    let v = search(
+        json!({"query": {"bool": {"must_not": {"exists": {"field": "lease"}}}}, "sort": ["n"]}),
+    );
+    assert_eq!(ids(&v), vec!["item00", "item05", "item10", "item15"]);
+
+    let v = search(
+        json!({"query": {"bool": {"should": [{"term": {"n": 1}}, {"terms": {"n": [2, 3]}}, {"prefix": {"name": "item 1"}}],
+        "minimum_should_match": 2}}, "sort": [{"n": "asc"}]}),
+    );
+    assert_eq!(ids(&v), vec!["item01"]);
+
+    let v = search(
+        json!({"query": {"range": {"status": {"gt": "done"}}}, "size": 3, "from": 2,
+        "sort": [{"n": "asc"}], "seq_no_primary_term": true, "track_total_hits": true}),
+    );
+    assert_eq!(ids(&v), vec!["item04", "item06", "item08"]);
+    assert_eq!(v["hits"]["total"]["value"], 10);
+    let hit = &v["hits"]["hits"][0];
+    assert!(hit["_seq_no"].is_i64() && hit["_primary_term"] == 1);
+    assert_eq!(hit["_source"]["n"], 4);
+
+    let v = search(json!({"query": {"match_all": {}}, "track_total_hits": 5, "size": 0}));
+    assert_eq!(v["hits"]["total"], json!({"value": 5, "relation": "gte"}));
+    let v = search(json!({"size": 2, "sort": [{"n": "asc"}], "search_after": [17]}));
+    assert_eq!(ids(&v), vec!["item18", "item19"]);
+
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/work/_search"),
+        Some(&json!({"query": {"script": {}}})),
+    );
+    assert_eq!(
+        (st, v["error"]["type"].clone()),
+        (400, json!("parsing_exception"))
+    );
+    let (st, _) = call(
+        &c,
+        "POST",
+        &format!("{u}/nothere/_search"),
+        Some(&json!({})),
+    );
+    assert_eq!(st, 404);
+
+    let (_, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/work/_count"),
+        Some(&json!({"query": {"term": {"status": "done"}}})),
+    );
+    assert_eq!(v["count"], 10);
+    let (_, v) = call(&c, "GET", &format!("{u}/_count"), None);
+    assert_eq!(v["count"], 20);
+    let (_, v) = call(&c, "POST", &format!("{u}/work/_refresh"), None);
+    assert_eq!(v["_shards"]["failed"], 0);
+    let (_, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/_mget"),
+        Some(
+            &json!({"docs": [{"_index": "work", "_id": "item03"}, {"_index": "work", "_id": "zz"}]}),
+        ),
+    );
+    assert_eq!(v["docs"][0]["_source"]["n"], 3);
+    assert_eq!(v["docs"][1]["found"], false);
+    let (_, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/work/_mget"),
+        Some(&json!({"ids": ["item01"]})),
+    );
+    assert_eq!(v["docs"][0]["found"], true);
+
+    // reads are not writes
+    s.clear_requests();
+    search(json!({}));
+    let _ = call(&c, "GET", &format!("{u}/work"), None);
+    assert!(s.write_requests().is_empty(), "{:?}", s.write_requests());
+    assert_eq!(s.requests().len(), 2);
+}
+
+#[test]
+fn indices_and_templates_crud() {
+    let s = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let c = client();
+    let u = s.url();
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/books"),
+        Some(&json!({
+        "settings": {"index": {"number_of_shards": 2}, "number_of_replicas": 0},
+        "mappings": {"properties": {"title": {"type": "text"}}},
+        "aliases": {"library": {}}})),
+    );
+    assert_eq!(
+        (st, v["acknowledged"].clone(), v["index"].clone()),
+        (200, json!(true), json!("books"))
+    );
+    let (st, v) = call(&c, "PUT", &format!("{u}/books"), Some(&json!({})));
+    assert_eq!(
+        (st, v["error"]["type"].clone()),
+        (400, json!("resource_already_exists_exception"))
+    );
+    let (_, v) = call(&c, "GET", &format!("{u}/books"), None);
+    assert_eq!(v["books"]["settings"]["index"]["number_of_shards"], "2");
+    assert_eq!(v["books"]["settings"]["index"]["number_of_replicas"], "0");
+    assert_eq!(
+        v["books"]["mappings"]["properties"]["title"]["type"],
+        "text"
+    );
+    assert_eq!(v["books"]["aliases"], json!({"library": {}}));
+    let info = s.index("books").unwrap();
+    assert_eq!(info.settings["index.number_of_shards"], "2");
+    assert!(c
+        .head(format!("{u}/books"))
+        .send()
+        .unwrap()
+        .status()
+        .is_success());
+    assert_eq!(
+        c.head(format!("{u}/nope"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        404
+    );
+    let (_, v) = call(&c, "GET", &format!("{u}/books/_mapping"), None);
+    assert_eq!(
+        v["books"]["mappings"]["properties"]["title"]["type"],
+        "text"
+    );
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/library/_settings?flat_settings=true"),
+        None,
+    );
+    assert_eq!(v["books"]["settings"]["index.number_of_shards"], "2");
+    let (_, v) = call(&c, "GET", &format!("{u}/_alias/library"), None);
+    assert_eq!(v, json!({"books": {"aliases": {"library": {}}}}));
+    // writes through the alias land in the index
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/library/_doc/1"),
+        Some(&json!({"title": "x"})),
+    );
+    assert_eq!(st, 201);
+    assert_eq!(s.doc_count("books"), 1);
+    // rejected mappings and settings, like the real thing
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/old"),
+        Some(&json!({"mappings": {"_doc": {"properties": {}}}})),
+    );
+    assert_eq!(
+        (st, v["error"]["type"].clone()),
+        (400, json!("mapper_parsing_exception"))
+    );
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/old"),
+        Some(&json!({"mappings": {"properties": {"s": {"type": "string"}}}})),
+    );
+    assert_eq!(
+        (st, v["error"]["type"].clone()),
+        (400, json!("mapper_parsing_exception"))
+    );
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/old"),
+        Some(&json!({"settings": {"index.uuid": "x"}})),
+    );
+    assert_eq!(st, 400);
+    let (st, v) = call(&c, "PUT", &format!("{u}/Upper"), None);
+    assert_eq!(
+        (st, v["error"]["type"].clone()),
+        (400, json!("invalid_index_name_exception"))
+    );
+    let (st, _) = call(&c, "DELETE", &format!("{u}/books"), None);
+    assert_eq!(st, 200);
+    assert!(s.index_names().is_empty());
+
+    // templates, in the order a migration creates them
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_template/legacy"),
+        Some(&json!({
+        "index_patterns": ["logs-*"], "order": 1, "settings": {"number_of_shards": 3},
+        "mappings": {"properties": {"msg": {"type": "keyword"}}}})),
+    );
+    assert_eq!(st, 200);
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_index_template/it"),
+        Some(&json!({
+        "index_patterns": ["metrics-*"], "composed_of": ["ct"], "priority": 5})),
+    );
+    assert_eq!(
+        (st, v["error"]["type"].clone()),
+        (400, json!("invalid_index_template_exception"))
+    );
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_component_template/ct"),
+        Some(&json!({
+        "template": {"settings": {"number_of_replicas": 2}, "mappings": {"properties": {"v": {"type": "long"}}}}})),
+    );
+    assert_eq!(st, 200);
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_index_template/it"),
+        Some(&json!({
+        "index_patterns": ["metrics-*"], "composed_of": ["ct"], "priority": 5,
+        "template": {"aliases": {"metrics": {}}}})),
+    );
+    assert_eq!(st, 200);
+    let (_, v) = call(&c, "GET", &format!("{u}/_template/legacy"), None);
+    assert_eq!(v["legacy"]["index_patterns"], json!(["logs-*"]));
+    assert_eq!(v["legacy"]["settings"]["index"]["number_of_shards"], "3");
+    let (_, v) = call(&c, "GET", &format!("{u}/_component_template/ct"), None);
+    assert_eq!(v["component_templates"][0]["name"], "ct");
+    let (_, v) = call(&c, "GET", &format!("{u}/_index_template/it"), None);
+    assert_eq!(
+        v["index_templates"][0]["index_template"]["composed_of"],
+        json!(["ct"])
+    );
+    let (st, _) = call(&c, "GET", &format!("{u}/_index_template/none"), None);
+    assert_eq!(st, 404);
+    assert_eq!(s.legacy_templates().len(), 1);
+    assert_eq!(s.component_templates().len(), 1);
+    assert_eq!(s.index_templates().len(), 1);
+    // templates apply to new indices
+    let (st, _) = call(&c, "PUT", &format!("{u}/logs-1"), None);
+    assert_eq!(st, 200);
+    let info = s.index("logs-1").unwrap();
+    assert_eq!(info.settings["index.number_of_shards"], "3");
+    assert_eq!(info.mappings["properties"]["msg"]["type"], "keyword");
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/metrics-1/_doc/1"),
+        Some(&json!({"v": 1})),
+    );
+    assert_eq!(st, 201);
+    let info = s.index("metrics-1").unwrap();
+    assert_eq!(info.settings["index.number_of_replicas"], "2");
+    assert!(info.aliases.contains_key("metrics"));
+    let (st, _) = call(&c, "DELETE", &format!("{u}/_component_template/ct"), None);
+    assert_eq!(st, 400, "component in use");
+    let (st, _) = call(&c, "DELETE", &format!("{u}/_index_template/it"), None);
+    assert_eq!(st, 200);
+    let (st, _) = call(&c, "DELETE", &format!("{u}/_template/legacy"), None);
+    assert_eq!(st, 200);
+
+    // ES 6: typed mappings, no composable templates
+    let es6 = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{}/t6", es6.url()),
+        Some(&json!({"mappings": {"doc": {"properties": {"a": {"type": "keyword"}}}}})),
+    );
+    assert_eq!(st, 200);
+    let (_, v) = call(&c, "GET", &format!("{}/t6/_mapping", es6.url()), None);
+    assert_eq!(
+        v["t6"]["mappings"]["doc"]["properties"]["a"]["type"],
+        "keyword"
+    );
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{}/t7", es6.url()),
+        Some(&json!({"mappings": {"a": {}, "b": {}}})),
+    );
+    assert_eq!(st, 400);
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{}/_index_template/x", es6.url()),
+        Some(&json!({"index_patterns": ["x"]})),
+    );
+    assert_eq!(st, 400);
+}
+
+#[test]
+fn gzip_request_bodies_are_decoded() {
+    use flate2::{write::GzEncoder, Compression};
+    let s = TestServer::start(ServerConfig::default());
+    let body = ndjson(&[
+        json!({"index": {"_index": "g", "_id": "1"}}),
+        json!({"zipped": true}),
+    ]);
+    let mut enc = GzEncoder::new(Vec::new(), Compression::fast());
+    enc.write_all(body.as_bytes()).unwrap();
+    let r = client()
+        .post(format!("{}/_bulk", s.url()))
+        .header("content-type", "application/x-ndjson")
+        .header("content-encoding", "gzip")
+        .body(enc.finish().unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().unwrap();
+    assert_eq!(v["errors"], false);
+    assert_eq!(s.documents("g")["1"], json!({"zipped": true}));
+    let r = client()
+        .post(format!("{}/_bulk", s.url()))
+        .header("content-encoding", "gzip")
+        .body("not gzip")
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+}
+
+#[test]
+fn whole_request_faults_429_500_503_and_latency() {
+    let s = TestServer::start(ServerConfig::default());
+    let c = client();
+    s.set_faults(Faults {
+        reject_429: 1.0,
+        retry_after_secs: 7,
+        ..Faults::default()
+    });
+    let r = c.get(s.url()).send().unwrap();
+    assert_eq!(r.status().as_u16(), 429);
+    assert_eq!(r.headers()["retry-after"], "7");
+    let v: Value = r.json().unwrap();
+    assert_eq!(v["error"]["type"], "es_rejected_execution_exception");
+    s.set_faults(Faults {
+        error_500: 1.0,
+        ..Faults::default()
+    });
+    assert_eq!(c.get(s.url()).send().unwrap().status().as_u16(), 500);
+    s.set_faults(Faults {
+        error_503: 1.0,
+        ..Faults::default()
+    });
+    assert_eq!(c.get(s.url()).send().unwrap().status().as_u16(), 503);
+    // bulk_only leaves other requests alone
+    s.set_faults(Faults {
+        error_503: 1.0,
+        bulk_only: true,
+        ..Faults::default()
+    });
+    assert_eq!(c.get(s.url()).send().unwrap().status().as_u16(), 200);
+    let (st, _) = bulk(
+        &c,
+        &s.url(),
+        ndjson(&[json!({"index": {"_index": "x", "_id": "1"}}), json!({})]),
+    );
+    assert_eq!(st, 503);
+    assert_eq!(
+        s.doc_count("x"),
+        0,
+        "a rejected request must not be applied"
+    );
+    s.set_faults(Faults {
+        latency_ms: 150,
+        ..Faults::default()
+    });
+    let t = Instant::now();
+    assert_eq!(c.get(s.url()).send().unwrap().status().as_u16(), 200);
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    let faults: Vec<Option<String>> = s.requests().into_iter().map(|r| r.fault).collect();
+    assert_eq!(faults[0].as_deref(), Some("429"));
+    assert_eq!(faults[1].as_deref(), Some("500"));
+}
+
+#[test]
+fn probabilities_are_deterministic_with_a_seed() {
+    let run = || {
+        let s = TestServer::start(ServerConfig {
+            seed: Some(42),
+            faults: Faults {
+                reject_429: 0.5,
+                ..Faults::default()
+            },
+            ..ServerConfig::default()
+        });
+        let c = client();
+        (0..30)
+            .map(|_| c.get(s.url()).send().unwrap().status().as_u16())
+            .collect::<Vec<_>>()
+    };
+    let a = run();
+    assert_eq!(a, run());
+    let n429 = a.iter().filter(|s| **s == 429).count();
+    assert!(n429 > 3 && n429 < 27, "{n429} of 30 rejected at p=0.5");
+}
+
+#[test]
+fn per_item_faults_429_and_failing_ids() {
+    let s = TestServer::start(ServerConfig::default());
+    let c = client();
+    s.set_faults(Faults {
+        failing_ids: ["bad".to_string()].into_iter().collect(),
+        ..Faults::default()
+    });
+    let (_, v) = bulk(
+        &c,
+        &s.url(),
+        ndjson(&[
+            json!({"index": {"_index": "f", "_id": "good"}}),
+            json!({"a": 1}),
+            json!({"index": {"_index": "f", "_id": "bad"}}),
+            json!({"a": 2}),
+        ]),
+    );
+    assert_eq!(v["errors"], true);
+    assert_eq!(v["items"][0]["index"]["status"], 201);
+    let bad = &v["items"][1]["index"];
+    assert_eq!(
+        (bad["status"].clone(), bad["error"]["type"].clone()),
+        (json!(400), json!("mapper_parsing_exception"))
+    );
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{}/f/_doc/bad", s.url()),
+        Some(&json!({})),
+    );
+    assert_eq!(
+        (st, v["error"]["type"].clone()),
+        (400, json!("mapper_parsing_exception"))
+    );
+    assert_eq!(s.documents("f").keys().collect::<Vec<_>>(), vec!["good"]);
+
+    s.set_faults(Faults {
+        bulk_item_429: 1.0,
+        ..Faults::default()
+    });
+    let (st, v) = bulk(
+        &c,
+        &s.url(),
+        ndjson(&[json!({"index": {"_index": "f", "_id": "x"}}), json!({})]),
+    );
+    assert_eq!(st, 200);
+    let it = &v["items"][0]["index"];
+    assert_eq!(
+        (it["status"].clone(), it["error"]["type"].clone()),
+        (json!(429), json!("es_rejected_execution_exception"))
+    );
+    assert!(
+        !s.documents("f").contains_key("x"),
+        "a rejected item must not be applied"
+    );
+
+    // a partial mix at p = 0.5: exactly the items reported successful are stored
+    s.set_faults(Faults {
+        bulk_item_429: 0.5,
+        ..Faults::default()
+    });
+    let mut lines = Vec::new();
+    for i in 0..200 {
+        lines.push(json!({"create": {"_index": "mix", "_id": i.to_string()}}));
+        lines.push(json!({"i": i}));
+    }
+    let (_, v) = bulk(&c, &s.url(), ndjson(&lines));
+    let ok: Vec<String> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|it| it["create"]["status"] == 201)
+        .map(|it| it["create"]["_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(ok.len() > 50 && ok.len() < 150);
+    assert_eq!(s.documents("mix").into_keys().collect::<Vec<_>>(), {
+        let mut k = ok.clone();
+        k.sort();
+        k
+    });
+}
+
+#[test]
+fn dropped_connections_before_and_after_applying() {
+    let s = TestServer::start(ServerConfig {
+        seed: Some(7),
+        ..ServerConfig::default()
+    });
+    let c = client();
+    s.set_faults(Faults {
+        drop_connection: 1.0,
+        ..Faults::default()
+    });
+    assert!(
+        c.get(s.url()).send().is_err(),
+        "a dropped request must not get a response"
+    );
+    let mut errors = 0;
+    for i in 0..24 {
+        let r = c
+            .post(format!("{}/_bulk", s.url()))
+            .header("content-type", "application/x-ndjson")
+            .body(ndjson(&[
+                json!({"index": {"_index": "d", "_id": i.to_string()}}),
+                json!({}),
+            ]))
+            .send();
+        errors += usize::from(r.is_err());
+    }
+    assert_eq!(errors, 24);
+    let recs = s.requests();
+    let after = recs
+        .iter()
+        .filter(|r| r.fault.as_deref() == Some("drop-after"))
+        .count();
+    let before = recs
+        .iter()
+        .filter(|r| r.fault.as_deref() == Some("drop-before"))
+        .count();
+    assert_eq!(before + after, 25);
+    assert!(after > 0 && before > 1, "after {after}, before {before}");
+    // exactly the requests dropped after applying left their document
+    assert_eq!(s.doc_count("d"), after as u64);
+    s.set_faults(Faults::default());
+    assert_eq!(c.get(s.url()).send().unwrap().status().as_u16(), 200);
+}
+
+#[test]
+fn going_down_and_coming_back_keeps_data_and_port() {
+    let s = TestServer::start(ServerConfig::default());
+    let c = client();
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{}/k/_doc/1", s.url()),
+        Some(&json!({"v": 1})),
+    );
+    assert_eq!(st, 201);
+    s.set_down(true);
+    assert!(s.is_down());
+    std::thread::sleep(Duration::from_millis(50));
+    let e = c.get(s.url()).send().unwrap_err();
+    assert!(e.is_connect() || e.is_request(), "{e}");
+    assert!(
+        std::net::TcpStream::connect(s.addr()).is_err(),
+        "listener still open while down"
+    );
+    s.set_down(false);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let v = loop {
+        if let Ok(r) = c.get(format!("{}/k/_doc/1", s.url())).send() {
+            break r.json::<Value>().unwrap();
+        }
+        assert!(Instant::now() < deadline, "server did not come back");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(v["_source"], json!({"v": 1}));
+
+    // through the admin endpoint, with automatic recovery
+    let admin = s.admin_url();
+    let r = c
+        .post(format!("{admin}/_testkit/down"))
+        .json(&json!({"down": true, "seconds": 0.3}))
+        .send()
+        .unwrap();
+    assert!(r.status().is_success());
+    assert!(c.get(s.url()).send().is_err());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.get(s.url()).send().is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "server did not come back by itself"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // faults through the admin endpoint
+    let r = c
+        .post(format!("{}/_testkit/faults", s.url()))
+        .json(&json!({"error_503": 1.0}))
+        .send()
+        .unwrap();
+    assert!(r.status().is_success());
+    assert_eq!(s.faults().error_503, 1.0);
+    assert_eq!(c.get(s.url()).send().unwrap().status().as_u16(), 503);
+    let r = c
+        .post(format!("{admin}/_testkit/faults"))
+        .json(&json!({"bogus": 1}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+}
+
+#[test]
+fn discard_mode_counts_without_keeping() {
+    let s = TestServer::start(ServerConfig {
+        discard_documents: true,
+        ..ServerConfig::default()
+    });
+    let c = client();
+    let mut lines = Vec::new();
+    for i in 0..100 {
+        lines.push(json!({"index": {"_index": "sink", "_id": i.to_string()}}));
+        lines.push(json!({"i": i}));
+    }
+    let (_, v) = bulk(&c, &s.url(), ndjson(&lines));
+    assert_eq!(v["errors"], false);
+    assert_eq!(s.doc_count("sink"), 100);
+    assert!(s.documents("sink").is_empty());
+    let st = s.stats();
+    assert_eq!((st.bulk_requests, st.bulk_items), (1, 100));
+    let (_, v) = call(&c, "GET", &format!("{}/sink/_count", s.url()), None);
+    assert_eq!(v["count"], 100);
+}
+
+#[test]
+fn snapshots_copy_the_configured_repository() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("index.latest"), 1i64.to_be_bytes()).unwrap();
+    std::fs::write(
+        src.path().join("index-1"),
+        json!({"snapshots": [{"name": "s0", "uuid": "u"}], "indices": {"posts": {"id": "x"}}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(src.path().join("indices/x/0")).unwrap();
+    std::fs::write(src.path().join("indices/x/0/__blob"), b"blob").unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let loc = target.path().join("repo");
+    let s = TestServer::start(ServerConfig {
+        snapshot_source: Some(src.path().to_path_buf()),
+        snapshot_duration: Duration::from_millis(200),
+        ..ServerConfig::elasticsearch("7.10.2")
+    });
+    let c = client();
+    let u = s.url();
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_snapshot/r1/s1?wait_for_completion=true"),
+        Some(&json!({})),
+    );
+    assert_eq!(st, 404, "unregistered repository");
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_snapshot/r1"),
+        Some(&json!({"type": "fs", "settings": {"location": loc}})),
+    );
+    assert_eq!(st, 200);
+    let (_, v) = call(&c, "GET", &format!("{u}/_snapshot/r1"), None);
+    assert_eq!(v["r1"]["type"], "fs");
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_snapshot/r1/s1?wait_for_completion=true"),
+        Some(&json!({"indices": "*"})),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(v["snapshot"]["state"], "SUCCESS");
+    assert_eq!(v["snapshot"]["indices"], json!(["posts"]));
+    assert_eq!(
+        std::fs::read(loc.join("indices/x/0/__blob")).unwrap(),
+        b"blob"
+    );
+    assert!(loc.join("index-1").is_file());
+    let (st, _) = call(&c, "PUT", &format!("{u}/_snapshot/r1/s1"), Some(&json!({})));
+    assert_eq!(st, 400, "same name twice");
+
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_snapshot/r1/s2?wait_for_completion=false"),
+        Some(&json!({})),
+    );
+    assert_eq!((st, v["accepted"].clone()), (200, json!(true)));
+    let (_, v) = call(&c, "GET", &format!("{u}/_snapshot/r1/s2"), None);
+    assert_eq!(v["snapshots"][0]["state"], "IN_PROGRESS");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, v) = call(&c, "GET", &format!("{u}/_snapshot/r1/s2/_status"), None);
+        if v["snapshots"][0]["state"] == "SUCCESS" {
+            break;
+        }
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let (st, _) = call(&c, "GET", &format!("{u}/_snapshot/r1/zzz"), None);
+    assert_eq!(st, 404);
+}
+
+#[test]
+fn binary_prints_its_url_and_serves() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_testkit-server"))
+        .args([
+            "--distribution",
+            "elasticsearch",
+            "--server-version",
+            "8.15.0",
+            "--failing-id",
+            "b",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next().unwrap().unwrap();
+    let admin = lines.next().unwrap().unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(admin.starts_with("admin http://127.0.0.1:"), "{admin}");
+    let c = client();
+    let (st, v) = call(&c, "GET", &url, None);
+    assert_eq!((st, v["version"]["number"].clone()), (200, json!("8.15.0")));
+    let (st, _) = call(&c, "PUT", &format!("{url}/i/_doc/b"), Some(&json!({})));
+    assert_eq!(st, 400);
+    let (_, v) = call(&c, "GET", &format!("{url}/_testkit/faults"), None);
+    assert_eq!(v["failing_ids"], json!(["b"]));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
