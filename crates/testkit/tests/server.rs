@@ -1150,3 +1150,31 @@ fn binary_prints_its_url_and_serves() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn binary_exits_with_its_parent() {
+    // the parent is a shell that is killed; the server must notice and exit
+    let mut parent = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_testkit-server"))
+        .args(["--parent-pid", &parent.id().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next().unwrap().unwrap();
+    assert_eq!(call(&client(), "GET", &url, None).0, 200);
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "server outlived its parent");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -79,6 +79,9 @@ struct Args {
     /// Apply the whole-request faults to _bulk requests only.
     #[arg(long)]
     bulk_only: bool,
+    /// Exit when the process with this id is gone (so a killed test leaves no server behind).
+    #[arg(long)]
+    parent_pid: Option<u32>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -114,7 +117,17 @@ fn main() -> anyhow::Result<()> {
     writeln!(out, "admin {}", server.admin_url())?;
     out.flush()?;
     drop(out);
-    loop {
-        std::thread::park();
+    match a.parent_pid {
+        Some(pid) => {
+            let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+            while proc_dir.exists() {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            server.shutdown();
+            Ok(())
+        }
+        None => loop {
+            std::thread::park();
+        },
     }
 }

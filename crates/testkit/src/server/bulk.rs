@@ -89,8 +89,9 @@ fn validation(msg: &str) -> EsError {
     )
 }
 
-/// Lines of the body without their `\n` (and a trailing `\r`), with their 1-based numbers.
-fn lines(body: &Bytes) -> impl Iterator<Item = (usize, Bytes)> + '_ {
+/// Lines of the body as byte ranges without their `\n` (and a trailing `\r`), with their
+/// 1-based numbers; blank lines skipped.
+fn lines(body: &[u8]) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> + '_ {
     let mut start = 0;
     let mut n = 0;
     std::iter::from_fn(move || {
@@ -100,13 +101,17 @@ fn lines(body: &Bytes) -> impl Iterator<Item = (usize, Bytes)> + '_ {
             if line_end > start && body[line_end - 1] == b'\r' {
                 line_end -= 1;
             }
-            let line = body.slice(start..line_end);
+            let range = start..line_end;
             start = end + 1;
             n += 1;
-            if line.iter().all(u8::is_ascii_whitespace) {
+            let line = &body[range.clone()];
+            // a document line starts with '{': only lines that do not need the full blank check
+            if line.first().is_none_or(u8::is_ascii_whitespace)
+                && line.iter().all(u8::is_ascii_whitespace)
+            {
                 continue;
             }
-            return Some((n, line));
+            return Some((n, range));
         }
         None
     })
@@ -134,8 +139,9 @@ pub(crate) fn bulk(
     let mut items: Vec<Item> = Vec::new();
     let mut source_bytes = 0u64;
     let mut it = lines(&body);
-    while let Some((n, line)) = it.next() {
-        let action: ActionLine = serde_json::from_slice(&line).map_err(|e| {
+    while let Some((n, range)) = it.next() {
+        let line = &body[range];
+        let action: ActionLine = serde_json::from_slice(line).map_err(|e| {
             let msg = e.to_string();
             if let Some(field) = msg
                 .strip_prefix("unknown field `")
@@ -200,7 +206,15 @@ pub(crate) fn bulk(
             Bytes::new()
         } else {
             match it.next() {
-                Some((_, s)) => s,
+                // in discard mode the source is counted, never kept
+                Some((_, r)) if discard => {
+                    source_bytes += r.len() as u64;
+                    Bytes::new()
+                }
+                Some((_, r)) => {
+                    source_bytes += r.len() as u64;
+                    body.slice(r)
+                }
                 None => {
                     return Err(EsError::bad_request(format!(
                         "The bulk request must be terminated by a newline [\\n] (action line [{n}] has no source)"
@@ -244,7 +258,6 @@ pub(crate) fn bulk(
         let mut fail = None;
         match &mut kind {
             OpKind::Index | OpKind::Create => {
-                source_bytes += source.len() as u64;
                 if !discard
                     && serde_json::from_slice::<&serde_json::value::RawValue>(&source)
                         .map(|r| !r.get().starts_with('{'))

@@ -187,7 +187,7 @@ pub struct Stats {
     pub bulk_items: u64,
     /// Request body bytes received (as sent, before gzip decoding).
     pub body_bytes: u64,
-    /// Bytes of document sources received in `_bulk` index/create items.
+    /// Bytes of document lines (index/create sources, update bodies) received in `_bulk`.
     pub source_bytes: u64,
 }
 
