@@ -245,7 +245,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             let w = words[(s >> 33) as usize % words.len()];
             v.extend_from_slice(w);
-            if (s >> 20) % 7 == 0 {
+            if (s >> 20).is_multiple_of(7) {
                 v.push((s >> 40) as u8);
             }
         }

@@ -174,8 +174,11 @@ impl Value {
     }
 }
 
+/// Golden doc lines per segment name.
+type GoldenDocs = HashMap<String, Vec<GoldenDoc>>;
+
 /// Segments (name, maxDoc) of the golden header and its doc lines per segment.
-fn read_golden(path: &Path) -> (Vec<(String, u32)>, HashMap<String, Vec<GoldenDoc>>) {
+fn read_golden(path: &Path) -> (Vec<(String, u32)>, GoldenDocs) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
@@ -374,4 +377,520 @@ fn si_max_doc_legacy(si: &[u8]) -> u32 {
     codec_util::read_index_header_any(&mut input).unwrap();
     input.skip(12).unwrap();
     input.read_i32(Endian::Big).unwrap() as u32
+}
+
+// ---------------------------------------------------------------- corrupted real files
+
+/// Small PRNG for reproducible mutations.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Rewrites the CRC in the footer so a mutation reaches the decoders behind the check.
+fn fix_crc(bytes: &mut [u8]) {
+    if bytes.len() >= 16 {
+        let n = bytes.len();
+        let crc = crc32fast::hash(&bytes[..n - 8]);
+        bytes[n - 8..].copy_from_slice(&u64::from(crc).to_be_bytes());
+    }
+}
+
+/// Opens a segment and reads every doc; returns the first error.
+fn read_all(dir: &SliceDirectory, seg: &TestSegment) -> Result<u64> {
+    let reader = StoredFieldsReader::open(dir, &seg.name, &seg.id, seg.max_doc)?;
+    let mut cursor = reader.cursor();
+    let mut n = 0u64;
+    for doc in 0..seg.max_doc {
+        cursor.visit(doc, &mut |_, v| {
+            if let StoredValue::Binary(b) = v {
+                n += b.len() as u64;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(n)
+}
+
+#[test]
+fn mutated_and_truncated_files_give_errors_not_panics() {
+    let Some((generated, bwc)) = fixture_dirs("mutated_and_truncated_files_give_errors_not_panics")
+    else {
+        return;
+    };
+    let indexes = [
+        generated.join("l8-best_compression-nocfs-types"),
+        generated.join("l10-best_speed-cfs-types"),
+        generated.join("l9-best_speed-nocfs-large"),
+        bwc.join("index.8.0.0-nocfs.zip"),
+        bwc.join("index.8.5.0-nocfs.zip"),
+        bwc.join("index.8.11.2-nocfs.zip"),
+    ];
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut errors = 0;
+    for path in indexes {
+        let files = index_files(&path);
+        let golden = if path.extension().is_some_and(|e| e == "zip") {
+            path.with_extension("golden.jsonl")
+        } else {
+            PathBuf::from(format!("{}.golden.jsonl", path.display()))
+        };
+        let (segs, _) = read_golden(&golden);
+        let seg = open_segments(&files, &segs[..1]).remove(0);
+        let clean = read_all(&seg.dir, &seg).unwrap();
+        for ext in ["fdt", "fdx", "fdm"] {
+            let name = format!("{}.{ext}", seg.name);
+            let Ok(orig) = seg.dir.open_file(&name) else {
+                continue;
+            };
+            let orig = orig.read_all().unwrap().to_vec();
+            let rounds = if ext == "fdt" && orig.len() > 100_000 {
+                60
+            } else {
+                150
+            };
+            for round in 0..rounds {
+                let mut bytes = orig.clone();
+                match round % 4 {
+                    0 => bytes.truncate(rng.below(bytes.len())),
+                    _ => {
+                        for _ in 0..1 + rng.below(4) {
+                            let i = rng.below(bytes.len());
+                            bytes[i] ^= 1 << rng.below(8);
+                        }
+                        if round % 4 == 2 {
+                            fix_crc(&mut bytes);
+                        }
+                    }
+                }
+                let mut dir = seg.dir.clone();
+                dir.insert(
+                    name.clone(),
+                    FileSlice::from_bytes(name.clone(), bytes.clone()),
+                );
+                match read_all(&dir, &seg) {
+                    Err(e) => {
+                        let msg = e.to_string();
+                        assert!(
+                            msg.contains(&seg.name),
+                            "error does not name the file: {msg}"
+                        );
+                        errors += 1;
+                    }
+                    // A flip inside a stored value is invisible without the full checksum,
+                    // which must then catch it.
+                    Ok(_) => {
+                        let r = StoredFieldsReader::open(&dir, &seg.name, &seg.id, seg.max_doc)
+                            .unwrap();
+                        if bytes != orig {
+                            assert!(
+                                r.verify_checksums().is_err() || round % 4 == 2,
+                                "{name} round {round}"
+                            );
+                        }
+                        let _ = clean;
+                    }
+                }
+            }
+        }
+    }
+    assert!(errors > 500, "only {errors} mutations were detected");
+}
+
+// ---------------------------------------------------------------- synthetic segments (zstd, plain DEFLATE)
+
+/// What the synthetic writer puts in a chunk payload.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Synth {
+    /// Lucene50StoredFieldsHighData v1: legacy container, raw DEFLATE with length prefix.
+    LegacyDeflate,
+    /// ZstdStoredFields814: one zstd frame.
+    EsZstd,
+    /// CustomStoredFieldsZstd: DEFLATE-dict-like framing with zstd and raw-content dictionary.
+    OsZstd,
+    /// CustomStoredFieldsZstdNoDict: 10 sub-blocks of zstd frames.
+    OsZstdNoDict,
+}
+
+impl Synth {
+    fn codec(self) -> &'static str {
+        match self {
+            Synth::LegacyDeflate => "Lucene50StoredFieldsHighData",
+            Synth::EsZstd => "ZstdStoredFields814",
+            Synth::OsZstd => "CustomStoredFieldsZstd",
+            Synth::OsZstdNoDict => "CustomStoredFieldsZstdNoDict",
+        }
+    }
+    fn legacy(self) -> bool {
+        self == Synth::LegacyDeflate
+    }
+}
+
+fn vint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn index_header(out: &mut Vec<u8>, codec: &str, version: i32, id: &[u8; 16]) {
+    out.extend_from_slice(&0x3FD7_6C17u32.to_be_bytes());
+    vint(out, codec.len() as u64);
+    out.extend_from_slice(codec.as_bytes());
+    out.extend_from_slice(&version.to_be_bytes());
+    out.extend_from_slice(id);
+    out.push(0);
+}
+
+fn footer(out: &mut Vec<u8>) {
+    out.extend_from_slice(&0xC028_93E8u32.to_be_bytes());
+    out.extend_from_slice(&0u32.to_be_bytes());
+    let crc = crc32fast::hash(out);
+    out.extend_from_slice(&u64::from(crc).to_be_bytes());
+}
+
+fn zstd_frame(data: &[u8], dict: &[u8]) -> Vec<u8> {
+    if dict.is_empty() {
+        zstd::bulk::compress(data, 3).unwrap()
+    } else {
+        zstd::bulk::Compressor::with_dictionary(3, dict)
+            .unwrap()
+            .compress(data)
+            .unwrap()
+    }
+}
+
+/// One compressor output for `data` in the payload framing of `kind`.
+fn compress_payload(kind: Synth, data: &[u8], out: &mut Vec<u8>) {
+    match kind {
+        Synth::LegacyDeflate => {
+            let mut c = flate2::Compress::new(flate2::Compression::new(6), false);
+            let mut z = Vec::with_capacity(data.len() + 64);
+            c.compress_vec(data, &mut z, flate2::FlushCompress::Finish)
+                .unwrap();
+            vint(out, z.len() as u64);
+            out.extend_from_slice(&z);
+        }
+        Synth::EsZstd => {
+            if !data.is_empty() {
+                let z = zstd_frame(data, &[]);
+                vint(out, z.len() as u64);
+                out.extend_from_slice(&z);
+            }
+        }
+        Synth::OsZstd => {
+            let dict_len = data.len() / 60;
+            let block_len = (data.len() - dict_len).div_ceil(10);
+            vint(out, dict_len as u64);
+            vint(out, block_len as u64);
+            let dict = &data[..dict_len];
+            let z = if dict.is_empty() {
+                Vec::new()
+            } else {
+                zstd_frame(dict, &[])
+            };
+            vint(out, z.len() as u64);
+            out.extend_from_slice(&z);
+            for block in data[dict_len..].chunks(block_len.max(1)) {
+                let z = zstd_frame(block, dict);
+                vint(out, z.len() as u64);
+                out.extend_from_slice(&z);
+            }
+        }
+        Synth::OsZstdNoDict => {
+            let block_len = data.len().div_ceil(10);
+            vint(out, block_len as u64);
+            for block in data.chunks(block_len.max(1)) {
+                let z = zstd_frame(block, &[]);
+                vint(out, z.len() as u64);
+                out.extend_from_slice(&z);
+            }
+        }
+    }
+}
+
+/// A synthetic document: (field number, value) pairs, serialized as in Lucene 9+ (or
+/// big-endian for the legacy container; only endian-free types are used here).
+type SynthDoc = Vec<(u32, Value)>;
+
+fn serialize(doc: &SynthDoc) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (n, v) in doc {
+        let (t, body): (u64, Vec<u8>) = match v {
+            Value::String(s) => {
+                let mut b = Vec::new();
+                vint(&mut b, s.len() as u64);
+                b.extend_from_slice(s.as_bytes());
+                (0, b)
+            }
+            Value::Binary(x) => {
+                let mut b = Vec::new();
+                vint(&mut b, x.len() as u64);
+                b.extend_from_slice(x);
+                (1, b)
+            }
+            Value::Int(i) => {
+                let mut b = Vec::new();
+                let i = *i as i32;
+                vint(&mut b, ((i << 1) ^ (i >> 31)) as u32 as u64);
+                (2, b)
+            }
+            other => panic!("synthetic writer does not encode {other:?}"),
+        };
+        vint(&mut out, (u64::from(*n) << 3) | t);
+        out.extend_from_slice(&body);
+    }
+    out
+}
+
+/// Writes `.fdt`, `.fdx` (and `.fdm`) of a segment `_0` holding `chunks` (each a list
+/// of docs) in the format of `kind`, with `chunk_size` deciding sliced chunks.
+fn write_segment(
+    kind: Synth,
+    chunks: &[Vec<SynthDoc>],
+    chunk_size: usize,
+    id: &[u8; 16],
+) -> SliceDirectory {
+    let mut fdt = Vec::new();
+    let version = 1;
+    index_header(&mut fdt, kind.codec(), version, id);
+    if kind.legacy() {
+        vint(&mut fdt, chunk_size as u64);
+        vint(&mut fdt, 2);
+    }
+    let mut docs = vec![0u64];
+    let mut pointers = Vec::new();
+    for chunk in chunks {
+        pointers.push(fdt.len() as u64);
+        let base = *docs.last().unwrap();
+        let bytes: Vec<Vec<u8>> = chunk.iter().map(serialize).collect();
+        let data: Vec<u8> = bytes.concat();
+        let sliced = data.len() >= 2 * chunk_size;
+        vint(&mut fdt, base);
+        let n = chunk.len() as u64;
+        vint(
+            &mut fdt,
+            if kind.legacy() { n << 1 } else { n << 2 } | sliced as u64,
+        );
+        let counts: Vec<u32> = chunk.iter().map(|d| d.len() as u32).collect();
+        let lens: Vec<u32> = bytes.iter().map(|b| b.len() as u32).collect();
+        if n == 1 {
+            vint(&mut fdt, u64::from(counts[0]));
+            vint(&mut fdt, u64::from(lens[0]));
+        } else {
+            for vals in [&counts, &lens] {
+                if vals.iter().all(|&v| v == vals[0]) {
+                    if kind.legacy() {
+                        vint(&mut fdt, 0);
+                    } else {
+                        fdt.push(0);
+                    }
+                    vint(&mut fdt, u64::from(vals[0]));
+                } else if kind.legacy() {
+                    vint(&mut fdt, 32);
+                    vals.iter()
+                        .for_each(|v| fdt.extend_from_slice(&v.to_be_bytes()));
+                } else {
+                    assert!(vals.len() < 128, "synthetic writer packs only tails");
+                    fdt.push(32);
+                    vals.iter()
+                        .for_each(|v| fdt.extend_from_slice(&v.to_le_bytes()));
+                }
+            }
+        }
+        if sliced {
+            for slice in data.chunks(chunk_size) {
+                compress_payload(kind, slice, &mut fdt);
+            }
+        } else {
+            compress_payload(kind, &data, &mut fdt);
+        }
+        docs.push(base + n);
+    }
+    let max_pointer = fdt.len() as u64;
+    let max_doc = *docs.last().unwrap();
+    let mut dir = SliceDirectory::new();
+    if kind.legacy() {
+        vint(&mut fdt, chunks.len() as u64);
+        vint(&mut fdt, 0);
+        let mut fdx = Vec::new();
+        index_header(&mut fdx, "Lucene50StoredFieldsHighIndex", version, id);
+        vint(&mut fdx, 2);
+        vint(&mut fdx, chunks.len() as u64);
+        vint(&mut fdx, 0); // doc base
+        vint(&mut fdx, 0); // avg chunk docs: deltas carry everything
+        vint(&mut fdx, 32);
+        for d in &docs[..chunks.len()] {
+            fdx.extend_from_slice(&((*d as u32) << 1).to_be_bytes()); // zig-zag of d ≥ 0
+        }
+        vint(&mut fdx, pointers[0]);
+        vint(&mut fdx, 0);
+        vint(&mut fdx, 64);
+        for p in &pointers {
+            fdx.extend_from_slice(&((p - pointers[0]) << 1).to_be_bytes());
+        }
+        vint(&mut fdx, 0);
+        vint(&mut fdx, max_pointer);
+        footer(&mut fdx);
+        dir.insert("_0.fdx", FileSlice::from_bytes("_0.fdx", fdx));
+    } else {
+        pointers.push(max_pointer);
+        let mut fdx = Vec::new();
+        index_header(&mut fdx, "Lucene90FieldsIndexIdx", 0, id);
+        let docs_start = fdx.len() as u64;
+        docs.iter()
+            .for_each(|d| fdx.extend_from_slice(&d.to_le_bytes()));
+        let docs_end = fdx.len() as u64;
+        pointers
+            .iter()
+            .for_each(|p| fdx.extend_from_slice(&p.to_le_bytes()));
+        let ptrs_end = fdx.len() as u64;
+        footer(&mut fdx);
+        let mut fdm = Vec::new();
+        index_header(&mut fdm, "Lucene90FieldsIndexMeta", 1, id);
+        vint(&mut fdm, chunk_size as u64);
+        fdm.extend_from_slice(&(max_doc as i32).to_le_bytes());
+        fdm.extend_from_slice(&10i32.to_le_bytes());
+        fdm.extend_from_slice(&(docs.len() as i32).to_le_bytes());
+        let monotonic = |fdm: &mut Vec<u8>| {
+            fdm.extend_from_slice(&0i64.to_le_bytes()); // min
+            fdm.extend_from_slice(&0f32.to_bits().to_le_bytes()); // avg slope
+            fdm.extend_from_slice(&0i64.to_le_bytes()); // offset
+            fdm.push(64);
+        };
+        fdm.extend_from_slice(&docs_start.to_le_bytes());
+        monotonic(&mut fdm);
+        fdm.extend_from_slice(&docs_end.to_le_bytes());
+        monotonic(&mut fdm);
+        fdm.extend_from_slice(&ptrs_end.to_le_bytes());
+        fdm.extend_from_slice(&max_pointer.to_le_bytes());
+        vint(&mut fdm, chunks.len() as u64);
+        vint(&mut fdm, 0);
+        vint(&mut fdm, 0);
+        footer(&mut fdm);
+        dir.insert("_0.fdx", FileSlice::from_bytes("_0.fdx", fdx));
+        dir.insert("_0.fdm", FileSlice::from_bytes("_0.fdm", fdm));
+    }
+    footer(&mut fdt);
+    dir.insert("_0.fdt", FileSlice::from_bytes("_0.fdt", fdt));
+    dir
+}
+
+fn synth_chunks(seed: u64) -> Vec<Vec<SynthDoc>> {
+    let mut rng = Rng(seed | 1);
+    let mut text = |n: usize| -> Vec<u8> {
+        let words = [
+            "{\"user\":",
+            "\"kimchy\"",
+            ",\"message\":",
+            "\"trying out\"",
+            " rfs ",
+            "}",
+            "42",
+        ];
+        let mut v = Vec::new();
+        while v.len() < n {
+            v.extend_from_slice(words[rng.below(words.len())].as_bytes());
+        }
+        v.truncate(n);
+        v
+    };
+    let doc = |i: u64, src: Vec<u8>| -> SynthDoc {
+        vec![
+            (0, Value::Binary(format!("doc-{i}").into_bytes())),
+            (1, Value::Binary(src)),
+            (2, Value::String(format!("routing-{}", i % 3))),
+            (3, Value::Int(i as i64 - 50)),
+        ]
+    };
+    vec![
+        (0..40)
+            .map(|i| doc(i, text(200 + (i as usize * 37) % 400)))
+            .collect(),
+        // One doc, larger than two chunks: sliced.
+        vec![doc(40, text(9_000))],
+        // Docs without stored fields only (T = 0).
+        vec![Vec::new(); 30],
+        (71..73)
+            .map(|i| doc(i, text(50)))
+            .chain([Vec::new()])
+            .collect(),
+        vec![doc(74, Vec::new())],
+    ]
+}
+
+#[test]
+fn synthetic_zstd_and_deflate_segments_read_back() {
+    let id = [7u8; 16];
+    for kind in [
+        Synth::LegacyDeflate,
+        Synth::EsZstd,
+        Synth::OsZstd,
+        Synth::OsZstdNoDict,
+    ] {
+        let chunks = synth_chunks(kind as u64 + 11);
+        let dir = write_segment(kind, &chunks, 4096, &id);
+        let expected: Vec<&SynthDoc> = chunks.iter().flatten().collect();
+        let max_doc = expected.len() as u32;
+        let reader = StoredFieldsReader::open(&dir, "_0", &id, max_doc)
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert!(
+            reader.format().starts_with(kind.codec()),
+            "{}",
+            reader.format()
+        );
+        reader.verify_checksums().unwrap();
+        let mut cursor = reader.cursor();
+        for (doc, want) in expected.iter().enumerate() {
+            let mut got: SynthDoc = Vec::new();
+            cursor
+                .visit(doc as u32, &mut |n, v| {
+                    got.push((n, Value::of(&v)));
+                    Ok(())
+                })
+                .unwrap_or_else(|e| panic!("{kind:?} doc {doc}: {e}"));
+            assert_eq!(&got, *want, "{kind:?} doc {doc}");
+        }
+        // Wrong id, wrong max doc and a flipped payload byte are errors naming the file.
+        assert!(StoredFieldsReader::open(&dir, "_0", &[8u8; 16], max_doc).is_err());
+        let wrong = TestSegment {
+            name: "_0".into(),
+            dir: dir.clone(),
+            id,
+            max_doc: max_doc + 1,
+        };
+        assert!(read_all(&dir, &wrong).is_err());
+        let fdt = dir
+            .open_file("_0.fdt")
+            .unwrap()
+            .read_all()
+            .unwrap()
+            .to_vec();
+        let mut rng = Rng(99);
+        for _ in 0..100 {
+            let mut bad = fdt.clone();
+            let i = 40 + rng.below(bad.len() - 56);
+            bad[i] ^= 1 << rng.below(8);
+            let mut d = dir.clone();
+            d.insert("_0.fdt", FileSlice::from_bytes("_0.fdt", bad));
+            let seg = TestSegment {
+                name: "_0".into(),
+                dir: d.clone(),
+                id,
+                max_doc,
+            };
+            if let Err(e) = read_all(&d, &seg) {
+                assert!(e.to_string().contains("_0.fdt"), "{e}");
+            }
+        }
+    }
 }
