@@ -1,3 +1,68 @@
 //! Work coordination for a leaderless fleet of workers: work items, leases with
 //! exponential backoff, successor items with a progress cursor, a control record and
 //! phase records — one protocol over a small `Store` trait with several backends.
+//!
+//! The store is the only shared state. [`open_store`] picks a backend from a URL
+//! (`sqlite://`, `postgres://`, `redis://`, `http(s)://` for an index on an
+//! Elasticsearch/OpenSearch cluster); [`Coordinator`] runs the protocol for one worker.
+//!
+//! ```no_run
+//! # async fn worker() -> Result<(), coordination::Error> {
+//! use coordination::{open_store, Acquired, Config, Coordinator, HandOff, Progress, WorkItem};
+//!
+//! let store = open_store("sqlite:///tmp/rfs-coordination.db").await?;
+//! let coord = Coordinator::new(store, Config::default());
+//! // Any worker may run setup; it only creates what is missing.
+//! coord.setup(&[WorkItem::shard("logs", 0), WorkItem::shard("logs", 1)]).await?;
+//! loop {
+//!     let mut lease = match coord.acquire().await? {
+//!         Acquired::Lease(lease) => lease,
+//!         Acquired::NoWorkLeft => break,
+//!         Acquired::AllLeasedElsewhere { wait, .. } => {
+//!             tokio::time::sleep(wait.min(std::time::Duration::from_secs(5))).await;
+//!             continue;
+//!         }
+//!     };
+//!     let item = lease.item(); // index, shard, from_doc, to_doc
+//!     let mut done = lease.progress(); // resume here (cursor, docs, bytes)
+//!     // ... send documents from `done.cursor`, checkpoint now and then:
+//!     done.cursor += 1000;
+//!     done.docs += 1000;
+//!     lease.checkpoint(done).await?;
+//!     if std::time::Instant::now() >= lease.early_trigger() {
+//!         // Out of time: record a successor at the cursor and move on.
+//!         let _: HandOff = lease.hand_off(done, 0.05).await?;
+//!         continue;
+//!     }
+//!     lease.complete(done).await?;
+//!     let _ = item;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Also: [`Coordinator::control`]/[`Coordinator::set_control`] (RUN / PAUSE / STOP),
+//! [`Coordinator::wait_phase`]/[`Coordinator::complete_phase`] (one worker does a phase,
+//! the others wait), [`Coordinator::keeper_step`] (one keeper summarises and marks the
+//! migration finished) and [`Coordinator::status`].
+
+pub mod contention;
+mod control;
+mod coordinator;
+mod error;
+mod keeper;
+mod phase;
+mod record;
+mod status;
+mod store;
+
+pub use control::Control;
+pub use coordinator::{
+    early_trigger_after, successor_exponent, Acquired, Config, Coordinator, CrashPoint, HandOff,
+    ItemFate, Lease, Progress, WorkerId,
+};
+pub use error::Error;
+pub use keeper::KeeperStep;
+pub use phase::PhaseClaim;
+pub use record::{item_id, Kind, Record, State, Version, WorkItem};
+pub use status::{Failure, IndexProgress, ItemCounts, PhaseStatus, Status};
+pub use store::{open_store, ClusterStore, PostgresStore, RedisStore, SqliteStore, Store};

@@ -1,0 +1,756 @@
+//! The work-item protocol over a [`Store`]: setup, acquisition with exponentially growing
+//! leases, checkpoints, completion, the successor hand-off, release and failure.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::record::{item_id, Kind, Record, State, Version, WorkItem};
+use crate::store::{system_now_ms, Store};
+use crate::Error;
+
+/// How many candidates one acquisition round looks at.
+const CANDIDATES: usize = 8;
+/// Id of the record that says setup has created every work item.
+pub(crate) const SETUP_ID: &str = "phase:items_setup";
+
+/// Protocol settings. The defaults suit production; tests shrink the durations.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// First lease on an item; each acquisition doubles the next one.
+    pub initial_lease: Duration,
+    /// Upper bound of any item lease.
+    pub max_lease: Duration,
+    /// Acquisitions allowed per item before it becomes FAILED.
+    pub max_attempts: u32,
+    /// Largest tolerated difference between this worker's clock and the store's.
+    pub max_clock_skew: Duration,
+    /// First lease on a phase ("snapshot", "metadata", …); doubles per attempt.
+    pub phase_lease: Duration,
+    /// The keeper's lease; the keeper renews it on every step.
+    pub keeper_lease: Duration,
+    /// How often waiting workers look at the store again.
+    pub poll_interval: Duration,
+    /// Added to this machine's clock. Only for tests that simulate a skewed worker.
+    pub local_clock_offset_ms: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            initial_lease: Duration::from_secs(600),
+            max_lease: Duration::from_secs(24 * 3600),
+            max_attempts: 8,
+            max_clock_skew: Duration::from_secs(15),
+            phase_lease: Duration::from_secs(600),
+            keeper_lease: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            local_clock_offset_ms: 0,
+        }
+    }
+}
+
+/// Worker identity: host name, process id and a random part, so two processes on one host
+/// (or a restarted process) never share an id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WorkerId(String);
+
+impl WorkerId {
+    pub fn new() -> Self {
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        let host = if host.is_empty() { "host".into() } else { host };
+        WorkerId(format!(
+            "{host}-{}-{:08x}",
+            std::process::id(),
+            rand::thread_rng().gen::<u32>()
+        ))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for WorkerId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One worker's handle on the shared protocol. Cheap to clone; clones share the worker id
+/// and the one-lease-at-a-time rule.
+#[derive(Clone)]
+pub struct Coordinator {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) worker: WorkerId,
+    pub(crate) config: Config,
+    holding: AtomicBool,
+}
+
+/// Result of [`Coordinator::acquire`].
+#[derive(Debug)]
+pub enum Acquired {
+    /// This worker now holds the lease.
+    Lease(Lease),
+    /// Every item is complete or FAILED.
+    NoWorkLeft,
+    /// Open items exist but all are leased; the first lease ends at `next_expiry`
+    /// (store milliseconds since the epoch), `wait` from now.
+    AllLeasedElsewhere { next_expiry: i64, wait: Duration },
+}
+
+/// Position and totals reported by the worker. `cursor` is the shard-global Lucene doc id
+/// to resume at: every live document of the item below it has been acknowledged. `docs` and
+/// `bytes` are totals for the whole item (not increments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    pub cursor: u64,
+    pub docs: u64,
+    pub bytes: u64,
+}
+
+/// What [`Lease::hand_off`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandOff {
+    /// The successor item `id` covers the rest; this item is complete.
+    Successor(String),
+    /// The cursor reached the item's end: it is simply complete.
+    Completed,
+    /// No progress past the item's start: the lease was released instead.
+    Released,
+}
+
+/// What [`Lease::fail`] did to the item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemFate {
+    /// Released; another attempt will come.
+    WillRetry,
+    /// The last attempt was used: the item is FAILED.
+    Failed,
+}
+
+/// Test hook: where [`Lease::hand_off_crashing`] stops, as if the process died there.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    BeforeRecordSuccessor,
+    AfterRecordSuccessor,
+    AfterCreateSuccessor,
+    AfterCompleteParent,
+}
+
+/// A held lease on one work item. Dropping it without `complete`, `hand_off`, `release` or
+/// `fail` leaves the lease to expire (what a crash does).
+pub struct Lease {
+    coord: Coordinator,
+    rec: Box<Record>,
+    version: Version,
+    exponent: u32,
+    duration: Duration,
+    acquired: Instant,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("id", &self.rec.id)
+            .field("holder", &self.rec.holder)
+            .field("expiry", &self.rec.expiry)
+            .field("duration", &self.duration)
+            .finish()
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.coord.inner.holding.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Coordinator {
+    /// A coordinator with a fresh [`WorkerId`].
+    pub fn new(store: Arc<dyn Store>, config: Config) -> Self {
+        Self::with_worker_id(store, config, WorkerId::new())
+    }
+
+    pub fn with_worker_id(store: Arc<dyn Store>, config: Config, worker: WorkerId) -> Self {
+        Coordinator {
+            inner: Arc::new(Inner {
+                store,
+                worker,
+                config,
+                holding: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub fn worker_id(&self) -> &WorkerId {
+        &self.inner.worker
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub(crate) fn me(&self) -> &str {
+        self.inner.worker.as_str()
+    }
+
+    /// This worker's clock (ms since the epoch), including the test offset.
+    pub fn local_now(&self) -> i64 {
+        system_now_ms() + self.inner.config.local_clock_offset_ms
+    }
+
+    /// The store's clock, after checking it against ours: [`Error::ClockSkew`] when they
+    /// differ by more than `max_clock_skew`.
+    pub async fn checked_now(&self) -> Result<i64, Error> {
+        let before = self.local_now();
+        let now = retry(|| self.inner.store.now()).await?;
+        let after = self.local_now();
+        let skew = now - (before + after) / 2;
+        let max = self.inner.config.max_clock_skew.as_millis() as i64;
+        if skew.abs() > max + (after - before) / 2 {
+            return Err(Error::ClockSkew {
+                skew_ms: skew,
+                max_ms: max,
+            });
+        }
+        Ok(now)
+    }
+
+    /// Create every work item that does not exist yet (any worker may run this, any number
+    /// of times), then record that setup is done. Returns how many items were created.
+    pub async fn setup(&self, items: &[WorkItem]) -> Result<usize, Error> {
+        for it in items {
+            if let Some(to) = it.to_doc {
+                if to <= it.from_doc {
+                    return Err(Error::Invalid(format!(
+                        "work item {} ends at {to}, before it starts",
+                        it.id()
+                    )));
+                }
+            }
+        }
+        let recs: Vec<Record> = items
+            .iter()
+            .map(|it| Record::item(it, 0, self.me()))
+            .collect();
+        let created = retry(|| self.inner.store.create_many(&recs)).await?;
+        let mut done = Record::new(SETUP_ID, Kind::Phase, self.me());
+        done.state = State::Done;
+        done.completed_at = Some(self.inner.store.now().await?);
+        done.data = serde_json::json!({ "items": items.len() });
+        retry(|| self.inner.store.create(&done)).await?;
+        Ok(created)
+    }
+
+    /// True once some worker finished [`Coordinator::setup`].
+    pub async fn is_setup_done(&self) -> Result<bool, Error> {
+        Ok(retry(|| self.inner.store.get(SETUP_ID))
+            .await?
+            .is_some_and(|(r, _)| r.state == State::Done))
+    }
+
+    fn lease_len(&self, base: Duration, exponent: u32) -> Duration {
+        let factor = 1u32 << exponent.min(30);
+        base.saturating_mul(factor)
+            .min(self.inner.config.max_lease.max(base))
+    }
+
+    /// Lease a random available item: never leased, released, or with an expired lease.
+    /// Items out of attempts become FAILED on the way; a parent whose holder died during
+    /// the hand-off is finished first.
+    pub async fn acquire(&self) -> Result<Acquired, Error> {
+        if self.inner.holding.swap(true, Ordering::SeqCst) {
+            return Err(Error::Invalid(
+                "this worker already holds a lease; one at a time".into(),
+            ));
+        }
+        let out = self.acquire_inner().await;
+        if !matches!(out, Ok(Acquired::Lease(_))) {
+            self.inner.holding.store(false, Ordering::SeqCst);
+        }
+        out
+    }
+
+    async fn acquire_inner(&self) -> Result<Acquired, Error> {
+        let store = &self.inner.store;
+        let cfg = &self.inner.config;
+        let mut rounds = 0u32;
+        loop {
+            rounds += 1;
+            let t0 = Instant::now();
+            let now = self.checked_now().await?;
+            let mut cands = retry(|| store.candidates(now, CANDIDATES)).await?;
+            if cands.is_empty() {
+                match retry(|| store.earliest_open_expiry()).await? {
+                    None => return Ok(Acquired::NoWorkLeft),
+                    Some(t) if t > now => {
+                        return Ok(Acquired::AllLeasedElsewhere {
+                            next_expiry: t,
+                            wait: Duration::from_millis((t - now) as u64),
+                        })
+                    }
+                    // Freed between the two reads: look again (a few times).
+                    Some(_) if rounds < 20 => {
+                        backoff(rounds).await;
+                        continue;
+                    }
+                    Some(t) => {
+                        return Ok(Acquired::AllLeasedElsewhere {
+                            next_expiry: t,
+                            wait: cfg.poll_interval,
+                        })
+                    }
+                }
+            }
+            cands.shuffle(&mut rand::thread_rng());
+            for (rec, ver) in cands {
+                if !rec.is_candidate() || rec.expiry > now {
+                    continue;
+                }
+                if rec.attempts >= cfg.max_attempts {
+                    self.mark_failed(rec, ver).await?;
+                    continue;
+                }
+                let exponent = rec.exponent;
+                let duration = self.lease_len(cfg.initial_lease, exponent);
+                let mut new = rec.clone();
+                if let Some(h) = &rec.holder {
+                    if rec.expiry > 0 {
+                        new.last_error =
+                            Some(format!("lease of {h} expired before the item was finished"));
+                    }
+                }
+                new.holder = Some(self.me().to_string());
+                new.expiry = now + duration.as_millis() as i64;
+                new.exponent = exponent.saturating_add(1);
+                new.attempts = rec.attempts.saturating_add(1);
+                let Some(version) = cas(store.as_ref(), &new, ver).await? else {
+                    continue;
+                };
+                let lease = Lease {
+                    coord: self.clone(),
+                    rec: Box::new(new),
+                    version,
+                    exponent,
+                    duration,
+                    acquired: t0,
+                };
+                if !lease.rec.successors.is_empty() {
+                    // The previous holder died mid hand-off: finish steps 2 and 3.
+                    tracing::info!(item = %lease.rec.id, "finishing an interrupted hand-off");
+                    let mut lease = lease;
+                    lease.create_successors().await?;
+                    lease.finish_parent().await?;
+                    // `lease` drops here; keep holding the one-lease slot for this call.
+                    self.inner.holding.store(true, Ordering::SeqCst);
+                    continue;
+                }
+                tracing::debug!(item = %lease.rec.id, ?duration, "lease acquired");
+                return Ok(Acquired::Lease(lease));
+            }
+            backoff(rounds).await;
+        }
+    }
+
+    async fn mark_failed(&self, rec: Record, ver: Version) -> Result<(), Error> {
+        let mut new = rec;
+        new.state = State::Failed;
+        new.holder = None;
+        new.expiry = 0;
+        let reason = new
+            .last_error
+            .take()
+            .unwrap_or_else(|| "no error recorded".into());
+        new.last_error = Some(format!(
+            "gave up after {} attempts; last error: {reason}",
+            new.attempts
+        ));
+        new.completed_at = Some(self.inner.store.now().await?);
+        if cas(self.inner.store.as_ref(), &new, ver).await?.is_some() {
+            tracing::warn!(item = %new.id, error = ?new.last_error, "work item FAILED");
+        }
+        Ok(())
+    }
+}
+
+impl Lease {
+    pub fn id(&self) -> &str {
+        &self.rec.id
+    }
+
+    pub fn item(&self) -> WorkItem {
+        self.rec.work_item()
+    }
+
+    /// Where to start reading: the last checkpoint, or the item's first document.
+    pub fn cursor(&self) -> u64 {
+        self.rec.cursor.max(self.rec.from_doc)
+    }
+
+    /// Documents and bytes already done on this item by earlier holders.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            cursor: self.cursor(),
+            docs: self.rec.docs_done,
+            bytes: self.rec.bytes_done,
+        }
+    }
+
+    /// Acquisitions of this item so far, this one included.
+    pub fn attempts(&self) -> u32 {
+        self.rec.attempts
+    }
+
+    /// Exponent this lease was sized with (duration = initial × 2^exponent).
+    pub fn exponent(&self) -> u32 {
+        self.exponent
+    }
+
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// Lease end on the store's clock (ms since the epoch).
+    pub fn expires_at_ms(&self) -> i64 {
+        self.rec.expiry
+    }
+
+    /// Lease end on this process' monotonic clock (measured from before the store's clock
+    /// was read, so it errs early).
+    pub fn deadline(&self) -> Instant {
+        self.acquired + self.duration
+    }
+
+    /// When to stop sending and hand off: max(0.75 × lease, lease − 4 min 30 s).
+    pub fn early_trigger(&self) -> Instant {
+        self.acquired + early_trigger_after(self.duration)
+    }
+
+    /// Persist progress into the item (guarded by lease holder).
+    pub async fn checkpoint(&mut self, p: Progress) -> Result<(), Error> {
+        self.check_cursor(p.cursor)?;
+        self.guarded(|r| {
+            r.cursor = p.cursor;
+            r.docs_done = p.docs;
+            r.bytes_done = p.bytes;
+        })
+        .await
+    }
+
+    /// Every document of the item is done: mark it complete (guarded by lease holder).
+    pub async fn complete(mut self, p: Progress) -> Result<(), Error> {
+        let now = self.coord.inner.store.now().await?;
+        self.guarded(|r| {
+            r.cursor = r.to_doc.unwrap_or(p.cursor).max(p.cursor);
+            r.docs_done = p.docs;
+            r.bytes_done = p.bytes;
+            r.state = State::Done;
+            r.expiry = 0;
+            r.completed_at = Some(now);
+        })
+        .await
+    }
+
+    /// Give the lease back without finishing; the exponent keeps its growth.
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.guarded(|r| {
+            r.holder = None;
+            r.expiry = 0;
+        })
+        .await
+    }
+
+    /// Record `reason` and release; on the last allowed attempt the item becomes FAILED.
+    pub async fn fail(mut self, reason: &str) -> Result<ItemFate, Error> {
+        let max = self.coord.inner.config.max_attempts;
+        let fate = if self.rec.attempts >= max {
+            ItemFate::Failed
+        } else {
+            ItemFate::WillRetry
+        };
+        let now = self.coord.inner.store.now().await?;
+        let reason = reason.to_string();
+        self.guarded(|r| {
+            r.holder = None;
+            r.expiry = 0;
+            if fate == ItemFate::Failed {
+                r.state = State::Failed;
+                r.completed_at = Some(now);
+                r.last_error = Some(format!(
+                    "gave up after {} attempts; last error: {reason}",
+                    r.attempts
+                ));
+            } else {
+                r.last_error = Some(reason);
+            }
+        })
+        .await?;
+        Ok(fate)
+    }
+
+    /// The successor protocol: record the successor id on this item, create the successor
+    /// (starting at `p.cursor`) if absent, mark this item complete. `setup_fraction` is the
+    /// share of the lease spent before the first document was read; it sizes the
+    /// successor's lease (< 2.5 % → exponent − 1, > 10 % → exponent + 1).
+    pub async fn hand_off(self, p: Progress, setup_fraction: f64) -> Result<HandOff, Error> {
+        self.hand_off_until(p, setup_fraction, None).await
+    }
+
+    /// Test hook: run the hand-off and "crash" at `crash` (the lease is dropped unreleased).
+    #[doc(hidden)]
+    pub async fn hand_off_crashing(
+        self,
+        p: Progress,
+        setup_fraction: f64,
+        crash: CrashPoint,
+    ) -> Result<HandOff, Error> {
+        self.hand_off_until(p, setup_fraction, Some(crash)).await
+    }
+
+    async fn hand_off_until(
+        mut self,
+        p: Progress,
+        setup_fraction: f64,
+        crash: Option<CrashPoint>,
+    ) -> Result<HandOff, Error> {
+        self.check_cursor(p.cursor)?;
+        if p.cursor <= self.rec.from_doc {
+            self.release().await?;
+            return Ok(HandOff::Released);
+        }
+        if self.rec.to_doc.is_some_and(|to| p.cursor >= to) {
+            self.complete(p).await?;
+            return Ok(HandOff::Completed);
+        }
+        let succ = item_id(&self.rec.index, self.rec.shard, p.cursor);
+        let exponent = successor_exponent(self.exponent, setup_fraction);
+        if crash == Some(CrashPoint::BeforeRecordSuccessor) {
+            return Ok(HandOff::Successor(succ));
+        }
+        // Step 1: record the successor on the parent (guarded by lease holder).
+        let succ_id = succ.clone();
+        self.guarded(|r| {
+            r.successors = vec![succ_id];
+            r.cursor = p.cursor;
+            r.docs_done = p.docs;
+            r.bytes_done = p.bytes;
+            r.data = serde_json::json!({ "successor_exponent": exponent });
+        })
+        .await?;
+        if crash == Some(CrashPoint::AfterRecordSuccessor) {
+            return Ok(HandOff::Successor(succ));
+        }
+        // Step 2: create the successor if absent.
+        self.create_successors().await?;
+        if crash == Some(CrashPoint::AfterCreateSuccessor) {
+            return Ok(HandOff::Successor(succ));
+        }
+        // Step 3: mark the parent complete (guarded by lease holder).
+        self.finish_parent().await?;
+        Ok(HandOff::Successor(succ))
+    }
+
+    /// Step 2 of the hand-off, from what step 1 recorded on the parent.
+    async fn create_successors(&mut self) -> Result<(), Error> {
+        let exponent = self
+            .rec
+            .data
+            .get("successor_exponent")
+            .and_then(|e| e.as_u64())
+            .unwrap_or(0) as u32;
+        let item = WorkItem {
+            index: self.rec.index.clone(),
+            shard: self.rec.shard,
+            from_doc: self.rec.cursor,
+            to_doc: self.rec.to_doc,
+        };
+        if !self.rec.successors.contains(&item.id()) {
+            return Err(Error::Corrupt {
+                id: self.rec.id.clone(),
+                reason: format!(
+                    "recorded successors {:?} do not match cursor {}",
+                    self.rec.successors, self.rec.cursor
+                ),
+            });
+        }
+        let rec = Record::item(&item, exponent, self.coord.me());
+        retry(|| self.coord.inner.store.create(&rec)).await?;
+        Ok(())
+    }
+
+    /// Step 3 of the hand-off.
+    async fn finish_parent(&mut self) -> Result<(), Error> {
+        let now = self.coord.inner.store.now().await?;
+        self.guarded(|r| {
+            r.state = State::Done;
+            r.expiry = 0;
+            r.completed_at = Some(now);
+        })
+        .await
+    }
+
+    fn check_cursor(&self, cursor: u64) -> Result<(), Error> {
+        let ok = cursor >= self.rec.from_doc && self.rec.to_doc.is_none_or(|to| cursor <= to);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Invalid(format!(
+                "cursor {cursor} is outside work item {} ({}..{:?})",
+                self.rec.id, self.rec.from_doc, self.rec.to_doc
+            )))
+        }
+    }
+
+    /// Apply `f` to the item if this lease still holds it (holder and attempt unchanged).
+    async fn guarded(&mut self, f: impl FnOnce(&mut Record)) -> Result<(), Error> {
+        let store = self.coord.inner.store.clone();
+        let mut new = (*self.rec).clone();
+        f(&mut new);
+        let mut version = self.version;
+        for _ in 0..3 {
+            if let Some(v) = cas(store.as_ref(), &new, version).await? {
+                *self.rec = new;
+                self.version = v;
+                return Ok(());
+            }
+            // Conflict: still ours (and open)? Then only the version moved; try again.
+            match retry(|| store.get(&self.rec.id)).await? {
+                Some((cur, v))
+                    if cur.holder == self.rec.holder
+                        && cur.attempts == self.rec.attempts
+                        && cur.state == State::Open =>
+                {
+                    version = v;
+                }
+                _ => break,
+            }
+        }
+        Err(Error::LeaseLost {
+            id: self.rec.id.clone(),
+        })
+    }
+}
+
+/// max(0.75 × lease, lease − 4 min 30 s).
+pub fn early_trigger_after(lease: Duration) -> Duration {
+    let three_quarters = lease.mul_f64(0.75);
+    let minus = lease.saturating_sub(Duration::from_secs(270));
+    three_quarters.max(minus)
+}
+
+/// The lease-sizing rule: setup under 2.5 % of the lease → exponent − 1 (not below 0),
+/// over 10 % → exponent + 1, otherwise unchanged.
+pub fn successor_exponent(exponent: u32, setup_fraction: f64) -> u32 {
+    if setup_fraction < 0.025 {
+        exponent.saturating_sub(1)
+    } else if setup_fraction > 0.10 {
+        exponent.saturating_add(1)
+    } else {
+        exponent
+    }
+}
+
+/// Compare-and-set that survives a lost answer: after a transient error, a conflict is
+/// checked against the stored record (our write may have landed).
+pub(crate) async fn cas(
+    store: &dyn Store,
+    new: &Record,
+    expected: Version,
+) -> Result<Option<Version>, Error> {
+    let mut had_error = false;
+    let mut attempt = 0u32;
+    loop {
+        match store.update(new, expected).await {
+            Ok(Some(v)) => return Ok(Some(v)),
+            Ok(None) => {
+                if had_error {
+                    if let Some((cur, v)) = retry(|| store.get(&new.id)).await? {
+                        if cur == *new {
+                            return Ok(Some(v));
+                        }
+                    }
+                }
+                return Ok(None);
+            }
+            Err(e) if e.is_transient() && attempt < 5 => {
+                tracing::debug!("retrying update of {}: {e}", new.id);
+                had_error = true;
+                attempt += 1;
+                backoff(attempt * 3).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Retry an idempotent store call on transient errors, with jittered exponential backoff
+/// (about 3 s in all).
+pub(crate) async fn retry<T, F, Fut>(mut f: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    let mut attempt = 0u32;
+    loop {
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_transient() && attempt < 5 => {
+                tracing::debug!("retrying store call: {e}");
+                attempt += 1;
+                backoff(attempt * 3).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A short random pause that grows with `round` (1 ms … ~100 ms).
+pub(crate) async fn backoff(round: u32) {
+    let cap = 1u64 << round.min(7);
+    let ms = rand::thread_rng().gen_range(0..=cap.min(100));
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn early_trigger_rule() {
+        let m = Duration::from_secs(60);
+        assert_eq!(early_trigger_after(10 * m), Duration::from_secs(450));
+        assert_eq!(early_trigger_after(60 * m), Duration::from_secs(3600 - 270));
+        assert_eq!(early_trigger_after(4 * m), Duration::from_secs(180));
+        assert_eq!(
+            early_trigger_after(Duration::from_millis(100)),
+            Duration::from_millis(75)
+        );
+    }
+
+    #[test]
+    fn lease_sizing_rule() {
+        assert_eq!(successor_exponent(3, 0.01), 2);
+        assert_eq!(successor_exponent(0, 0.01), 0);
+        assert_eq!(successor_exponent(3, 0.05), 3);
+        assert_eq!(successor_exponent(3, 0.2), 4);
+    }
+}

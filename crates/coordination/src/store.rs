@@ -1,0 +1,175 @@
+//! The `Store` trait — the few primitives the protocol needs — and `open_store`, which
+//! picks a backend from a URL.
+
+mod cluster;
+mod postgres;
+mod redis;
+mod sqlite;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::record::{Kind, Record, Version};
+use crate::Error;
+
+pub use cluster::ClusterStore;
+pub use postgres::PostgresStore;
+pub use redis::RedisStore;
+pub use sqlite::SqliteStore;
+
+/// Shared state of the fleet. Every method is one atomic step on the store; the protocol in
+/// [`crate::Coordinator`] is built from these alone.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Short backend name for logs and errors ("sqlite", "postgres", "redis", "cluster").
+    fn backend(&self) -> &'static str;
+
+    /// The store's clock, in milliseconds since the Unix epoch.
+    async fn now(&self) -> Result<i64, Error>;
+
+    /// Create `rec` if no record with its id exists. `None` when it already existed.
+    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error>;
+
+    /// Create every record whose id does not exist yet; returns how many were created.
+    async fn create_many(&self, recs: &[Record]) -> Result<usize, Error>;
+
+    /// Read a record and its current version (a realtime read: sees every acknowledged write).
+    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error>;
+
+    /// Replace the record with id `rec.id` if its version is still `expected`. `None` on a
+    /// conflict (someone else wrote first, or the record is gone).
+    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error>;
+
+    /// Up to `limit` open work items whose lease ended at or before `now` (or was never
+    /// taken), in random order so that racing workers mostly pick different items.
+    /// Versions may be stale on stores with near-realtime search: `update` settles it.
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error>;
+
+    /// The earliest lease expiry among open work items; `None` when no item is open.
+    async fn earliest_open_expiry(&self) -> Result<Option<i64>, Error>;
+
+    /// Every record of `kind` (for status and the keeper), in no particular order.
+    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error>;
+
+    /// Delete every record of this namespace (tests, benchmarks, starting over).
+    async fn clear(&self) -> Result<(), Error>;
+}
+
+/// Open the store a URL names:
+/// - `sqlite://PATH` (`sqlite:///abs/file.db`, `sqlite://relative.db`);
+/// - `postgres://user:pw@host:port/db[?table=NAME]` (default table `rfs_coordination`);
+/// - `redis://[user:pw@]host:port[/db][?prefix=NAME]` (keys `{NAME}:…`, default `rfs`);
+/// - `http(s)://[user:pw@]host:port[/index]` — an index on an Elasticsearch/OpenSearch
+///   cluster (default `rfs_coordination`); `opensearch://` is an alias of `http://`.
+pub async fn open_store(url: &str) -> Result<Arc<dyn Store>, Error> {
+    let bad = |reason: &str| Error::BadUrl {
+        url: redact(url),
+        reason: reason.to_string(),
+    };
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("expected SCHEME://…"))?;
+    match scheme.to_ascii_lowercase().as_str() {
+        "sqlite" => {
+            if rest.is_empty() {
+                return Err(bad("missing file path"));
+            }
+            Ok(Arc::new(SqliteStore::open(rest).await?))
+        }
+        "postgres" | "postgresql" => Ok(Arc::new(PostgresStore::open(url).await?)),
+        "redis" | "rediss" => Ok(Arc::new(RedisStore::open(url).await?)),
+        "http" | "https" => Ok(Arc::new(ClusterStore::open(url).await?)),
+        "opensearch" => Ok(Arc::new(
+            ClusterStore::open(&format!("http://{rest}")).await?,
+        )),
+        _ => Err(bad(
+            "unknown scheme; use sqlite://, postgres://, redis://, http:// or https://",
+        )),
+    }
+}
+
+/// The URL without its password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Remove query parameter `name` from `url`; returns the new URL and the value.
+pub(crate) fn take_query_param(url: &str, name: &str) -> Result<(String, Option<String>), Error> {
+    let mut u = url::Url::parse(url).map_err(|e| Error::BadUrl {
+        url: redact(url),
+        reason: e.to_string(),
+    })?;
+    let mut value = None;
+    let kept: Vec<(String, String)> = u
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k == name {
+                value = Some(v.into_owned());
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    if kept.is_empty() {
+        u.set_query(None);
+    } else {
+        u.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    Ok((u.to_string(), value))
+}
+
+/// Checks a namespace name (table, key prefix): letters, digits and `_` only.
+pub(crate) fn check_name(url: &str, name: &str) -> Result<(), Error> {
+    if name.is_empty()
+        || name.len() > 60
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(Error::BadUrl {
+            url: redact(url),
+            reason: format!("namespace {name:?} must be 1–60 letters, digits or '_'"),
+        });
+    }
+    Ok(())
+}
+
+/// Local wall clock in milliseconds since the epoch.
+pub(crate) fn system_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_param_is_taken_out() {
+        let (u, v) =
+            take_query_param("postgres://u:p@h:5/db?table=x&sslmode=disable", "table").unwrap();
+        assert_eq!(u, "postgres://u:p@h:5/db?sslmode=disable");
+        assert_eq!(v.as_deref(), Some("x"));
+        let (u, v) = take_query_param("redis://h:1/0", "prefix").unwrap();
+        assert_eq!(u, "redis://h:1/0");
+        assert_eq!(v, None);
+        assert!(redact("postgres://u:secret@h/db").contains("***"));
+        assert!(check_name("x", "a-b").is_err());
+        assert!(check_name("x", "ok_1").is_ok());
+    }
+
+    #[tokio::test]
+    async fn bad_urls_are_rejected() {
+        for url in ["nothing", "ftp://x", "sqlite://"] {
+            assert!(matches!(open_store(url).await, Err(Error::BadUrl { .. })));
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! SQLite file backend: the embedded default for one machine. WAL mode and a busy timeout
+//! let several processes share the file; every call runs on a blocking thread.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::Rng;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{system_now_ms, Store};
+use crate::record::{Kind, Record, Version};
+use crate::Error;
+
+const BACKEND: &str = "sqlite";
+const POOL_MAX: usize = 8;
+
+/// Coordination records in one table of a SQLite file.
+pub struct SqliteStore {
+    path: PathBuf,
+    pool: Arc<Mutex<Vec<Connection>>>,
+}
+
+fn err(e: impl std::fmt::Display) -> Error {
+    Error::store(BACKEND, e)
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the file at `path`.
+    pub async fn open(path: &str) -> Result<Self, Error> {
+        let store = SqliteStore {
+            path: PathBuf::from(path),
+            pool: Arc::new(Mutex::new(Vec::new())),
+        };
+        store
+            .with_conn(|c| {
+                c.execute_batch(
+                    "CREATE TABLE IF NOT EXISTS records (
+                        id TEXT PRIMARY KEY,
+                        kind TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        expiry INTEGER NOT NULL,
+                        rnd REAL NOT NULL,
+                        version INTEGER NOT NULL,
+                        doc TEXT NOT NULL
+                    );
+                    CREATE INDEX IF NOT EXISTS records_candidates ON records(kind, state, rnd);",
+                )
+            })
+            .await?;
+        Ok(store)
+    }
+
+    fn connect(path: &PathBuf) -> rusqlite::Result<Connection> {
+        let c = Connection::open(path)?;
+        c.busy_timeout(Duration::from_secs(30))?;
+        c.pragma_update(None, "journal_mode", "WAL")?;
+        c.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(c)
+    }
+
+    /// Run `f` with a pooled connection on a blocking thread.
+    async fn with_conn<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let pool = self.pool.clone();
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let taken = pool.lock().ok().and_then(|mut p| p.pop());
+            let mut conn = match taken {
+                Some(c) => c,
+                None => {
+                    Self::connect(&path).map_err(|e| err(format!("{}: {e}", path.display())))?
+                }
+            };
+            let out = f(&mut conn).map_err(|e| err(format!("{}: {e}", path.display())));
+            if let Ok(mut p) = pool.lock() {
+                if p.len() < POOL_MAX {
+                    p.push(conn);
+                }
+            }
+            out
+        })
+        .await
+        .map_err(err)?
+    }
+}
+
+fn row_to_record(id: &str, doc: &str, version: i64) -> rusqlite::Result<(Record, Version)> {
+    let rec = Record::from_json(id, doc).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    Ok((rec, Version::row(version)))
+}
+
+fn insert(c: &Connection, rec: &Record) -> rusqlite::Result<bool> {
+    let n = c.execute(
+        "INSERT INTO records (id, kind, state, expiry, rnd, version, doc)
+         VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6) ON CONFLICT(id) DO NOTHING",
+        params![
+            rec.id,
+            rec.kind.as_str(),
+            rec.state.as_str(),
+            rec.expiry,
+            rand::thread_rng().gen::<f64>(),
+            rec.to_json()
+        ],
+    )?;
+    Ok(n == 1)
+}
+
+fn select_candidates(
+    c: &Connection,
+    sql: &str,
+    now: i64,
+    pivot: f64,
+    limit: usize,
+) -> rusqlite::Result<Vec<(Record, Version)>> {
+    let mut stmt = c.prepare_cached(sql)?;
+    let rows = stmt.query_map(params![now, pivot, limit as i64], |r| {
+        let id: String = r.get(0)?;
+        let doc: String = r.get(1)?;
+        let v: i64 = r.get(2)?;
+        Ok((id, doc, v))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, doc, v) = row?;
+        out.push(row_to_record(&id, &doc, v)?);
+    }
+    Ok(out)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn now(&self) -> Result<i64, Error> {
+        // Every process sharing the file runs on this machine: its clock is the store's.
+        Ok(system_now_ms())
+    }
+
+    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error> {
+        let rec = rec.clone();
+        let created = self.with_conn(move |c| insert(c, &rec)).await?;
+        Ok(created.then_some(Version::row(1)))
+    }
+
+    async fn create_many(&self, recs: &[Record]) -> Result<usize, Error> {
+        let recs = recs.to_vec();
+        self.with_conn(move |c| {
+            let mut n = 0;
+            for chunk in recs.chunks(500) {
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                for r in chunk {
+                    n += insert(&tx, r)? as usize;
+                }
+                tx.commit()?;
+            }
+            Ok(n)
+        })
+        .await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error> {
+        let id = id.to_string();
+        self.with_conn(move |c| {
+            let row: Option<(String, i64)> = c
+                .prepare_cached("SELECT doc, version FROM records WHERE id = ?1")?
+                .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            row.map(|(doc, v)| row_to_record(&id, &doc, v)).transpose()
+        })
+        .await
+    }
+
+    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error> {
+        let rec = rec.clone();
+        self.with_conn(move |c| {
+            let n = c
+                .prepare_cached(
+                    "UPDATE records SET kind = ?1, state = ?2, expiry = ?3, rnd = ?4,
+                     version = version + 1, doc = ?5 WHERE id = ?6 AND version = ?7",
+                )?
+                .execute(params![
+                    rec.kind.as_str(),
+                    rec.state.as_str(),
+                    rec.expiry,
+                    rand::thread_rng().gen::<f64>(),
+                    rec.to_json(),
+                    rec.id,
+                    expected.seq
+                ])?;
+            Ok((n == 1).then_some(Version::row(expected.seq + 1)))
+        })
+        .await
+    }
+
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error> {
+        let pivot: f64 = rand::thread_rng().gen();
+        self.with_conn(move |c| {
+            let mut out = select_candidates(
+                c,
+                "SELECT id, doc, version FROM records WHERE kind = 'item' AND state = 'open'
+                 AND expiry <= ?1 AND rnd >= ?2 ORDER BY rnd LIMIT ?3",
+                now,
+                pivot,
+                limit,
+            )?;
+            if out.len() < limit {
+                out.extend(select_candidates(
+                    c,
+                    "SELECT id, doc, version FROM records WHERE kind = 'item' AND state = 'open'
+                     AND expiry <= ?1 AND rnd < ?2 ORDER BY rnd LIMIT ?3",
+                    now,
+                    pivot,
+                    limit - out.len(),
+                )?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn earliest_open_expiry(&self) -> Result<Option<i64>, Error> {
+        self.with_conn(|c| {
+            c.query_row(
+                "SELECT MIN(expiry) FROM records WHERE kind = 'item' AND state = 'open'",
+                [],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+        })
+        .await
+    }
+
+    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+        self.with_conn(move |c| {
+            let mut stmt =
+                c.prepare_cached("SELECT id, doc, version FROM records WHERE kind = ?1")?;
+            let rows = stmt.query_map(params![kind.as_str()], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (id, doc, v) = row?;
+                out.push(row_to_record(&id, &doc, v)?.0);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn clear(&self) -> Result<(), Error> {
+        self.with_conn(|c| c.execute("DELETE FROM records", []).map(|_| ()))
+            .await
+    }
+}

@@ -1,0 +1,858 @@
+//! The conformance suite: every case takes a store factory (a fresh namespace per call) and
+//! checks one property of the store primitives or of the protocol on that store.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coordination::{
+    Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff, ItemFate, KeeperStep, Kind,
+    Lease, PhaseClaim, Progress, Record, State, Store, WorkItem,
+};
+
+pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
+/// Opens the backend under test in a namespace of its own.
+pub type Factory = Arc<dyn Fn(String) -> StoreFuture + Send + Sync>;
+
+/// Short durations for tests.
+pub fn config(lease_ms: u64) -> Config {
+    Config {
+        initial_lease: Duration::from_millis(lease_ms),
+        max_lease: Duration::from_secs(60),
+        max_attempts: 4,
+        max_clock_skew: Duration::from_secs(5),
+        phase_lease: Duration::from_millis(lease_ms),
+        keeper_lease: Duration::from_millis(lease_ms),
+        poll_interval: Duration::from_millis(20),
+        local_clock_offset_ms: 0,
+    }
+}
+
+pub async fn run_all(backend: &str, f: &Factory) {
+    macro_rules! case {
+        ($name:ident) => {{
+            let t = std::time::Instant::now();
+            $name(f, &format!("{}_{}", stringify!($name), std::process::id())).await;
+            eprintln!("{backend}: {} ok ({:?})", stringify!($name), t.elapsed());
+        }};
+    }
+    case!(atomic_create);
+    case!(compare_and_set);
+    case!(candidate_query);
+    case!(setup_is_idempotent);
+    case!(one_lease_at_a_time);
+    case!(expiry_and_takeover);
+    case!(release_frees_at_once);
+    case!(exponent_growth);
+    case!(failed_after_max_attempts);
+    case!(failed_after_expired_leases);
+    case!(clock_skew_is_rejected);
+    case!(checkpoint_survives_crash);
+    case!(successor_protocol_with_crashes);
+    case!(split_ranges);
+    case!(control_record);
+    case!(phases);
+    case!(keeper_takeover);
+    case!(status_counts);
+}
+
+async fn lease(c: &Coordinator) -> Lease {
+    match c.acquire().await.expect("acquire") {
+        Acquired::Lease(l) => l,
+        other => panic!("expected a lease, got {other:?}"),
+    }
+}
+
+fn rec(id: &str) -> Record {
+    let mut r = Record::item(&WorkItem::shard("i", 0), 0, "test");
+    r.id = id.to_string();
+    r
+}
+
+async fn atomic_create(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut r = rec("same");
+            r.creator = format!("w{i}");
+            store.create(&r).await.unwrap().map(|_| r.creator)
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        if let Some(w) = t.await.unwrap() {
+            winners.push(w);
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one create wins: {winners:?}");
+    let (got, _) = store.get("same").await.unwrap().unwrap();
+    assert_eq!(got.creator, winners[0], "the stored record is the winner's");
+    assert!(store.get("absent").await.unwrap().is_none());
+    let many: Vec<Record> = (0..30).map(|i| rec(&format!("m{i}"))).collect();
+    assert_eq!(store.create_many(&many).await.unwrap(), 30);
+    assert_eq!(
+        store.create_many(&many).await.unwrap(),
+        0,
+        "second bulk create is a no-op"
+    );
+    let mut mixed = many[..5].to_vec();
+    mixed.push(rec("m30"));
+    assert_eq!(store.create_many(&mixed).await.unwrap(), 1);
+    assert_eq!(store.list(Kind::Item).await.unwrap().len(), 32);
+}
+
+async fn compare_and_set(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let v1 = store.create(&rec("x")).await.unwrap().unwrap();
+    let (mut r, v) = store.get("x").await.unwrap().unwrap();
+    assert_eq!(v, v1);
+    r.cursor = 5;
+    let v2 = store
+        .update(&r, v1)
+        .await
+        .unwrap()
+        .expect("update at the current version");
+    assert_ne!(v2, v1);
+    r.cursor = 6;
+    assert!(
+        store.update(&r, v1).await.unwrap().is_none(),
+        "stale version conflicts"
+    );
+    let (now, vnow) = store.get("x").await.unwrap().unwrap();
+    assert_eq!(now.cursor, 5, "the conflicting write changed nothing");
+    assert_eq!(vnow, v2);
+    // Many writers on one version: one wins.
+    let mut tasks = Vec::new();
+    for i in 0..16u64 {
+        let store = store.clone();
+        let mut r = now.clone();
+        r.docs_done = i;
+        tasks.push(tokio::spawn(async move {
+            store.update(&r, v2).await.unwrap().map(|_| i)
+        }));
+    }
+    let mut wins = Vec::new();
+    for t in tasks {
+        wins.extend(t.await.unwrap());
+    }
+    assert_eq!(wins.len(), 1, "one compare-and-set wins: {wins:?}");
+    assert_eq!(store.get("x").await.unwrap().unwrap().0.docs_done, wins[0]);
+    assert!(
+        store.update(&rec("nope"), v1).await.unwrap().is_none(),
+        "update of a missing record"
+    );
+}
+
+async fn candidate_query(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let now = store.now().await.unwrap();
+    let mut recs = Vec::new();
+    for i in 0..40 {
+        recs.push(rec(&format!("free{i:02}")));
+    }
+    let mut leased = rec("leased");
+    leased.expiry = now + 60_000;
+    let mut expired = rec("expired");
+    expired.expiry = now - 1000;
+    let mut done = rec("done");
+    done.state = State::Done;
+    let mut failed = rec("failed");
+    failed.state = State::Failed;
+    let mut phase = Record::new("phase:x", Kind::Phase, "t");
+    phase.expiry = 0;
+    recs.extend([leased, expired, done, failed, phase]);
+    store.create_many(&recs).await.unwrap();
+    let mut firsts = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..20 {
+        let c = store.candidates(now, 8).await.unwrap();
+        assert_eq!(c.len(), 8);
+        for (r, _) in &c {
+            assert!(
+                r.id.starts_with("free") || r.id == "expired",
+                "not a candidate: {}",
+                r.id
+            );
+            seen.insert(r.id.clone());
+        }
+        firsts.insert(c[0].0.id.clone());
+    }
+    assert!(firsts.len() >= 3, "candidates are randomised: {firsts:?}");
+    assert!(
+        seen.len() >= 16,
+        "candidates spread over the items: {}",
+        seen.len()
+    );
+    let all = store.candidates(now, 100).await.unwrap();
+    assert_eq!(all.len(), 41, "40 free items and the expired one");
+    // Versions returned by the query are usable for compare-and-set.
+    let (mut r, v) = all.into_iter().next().unwrap();
+    r.expiry = now + 60_000;
+    assert!(store.update(&r, v).await.unwrap().is_some());
+    assert_eq!(store.earliest_open_expiry().await.unwrap(), Some(0));
+}
+
+async fn setup_is_idempotent(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let items: Vec<WorkItem> = (0..50).map(|s| WorkItem::shard("logs", s)).collect();
+    let a = Coordinator::new(store.clone(), config(1000));
+    let b = Coordinator::new(store.clone(), config(1000));
+    assert!(!a.is_setup_done().await.unwrap());
+    let (ra, rb) = tokio::join!(a.setup(&items), b.setup(&items));
+    assert_eq!(ra.unwrap() + rb.unwrap(), 50, "each item created once");
+    assert_eq!(a.setup(&items).await.unwrap(), 0);
+    assert!(b.is_setup_done().await.unwrap());
+    let listed = store.list(Kind::Item).await.unwrap();
+    assert_eq!(listed.len(), 50);
+    assert!(listed.iter().any(|r| r.id == "logs__7__0"));
+    let bad = WorkItem {
+        index: "x".into(),
+        shard: 0,
+        from_doc: 10,
+        to_doc: Some(10),
+    };
+    assert!(matches!(a.setup(&[bad]).await, Err(Error::Invalid(_))));
+}
+
+async fn one_lease_at_a_time(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let c = Coordinator::new(store, config(5000));
+    c.setup(&[WorkItem::shard("a", 0), WorkItem::shard("a", 1)])
+        .await
+        .unwrap();
+    let l = lease(&c).await;
+    assert!(matches!(c.acquire().await, Err(Error::Invalid(_))));
+    l.release().await.unwrap();
+    let l = lease(&c).await;
+    l.complete(Progress::default()).await.unwrap();
+}
+
+async fn expiry_and_takeover(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let a = Coordinator::new(store.clone(), config(1000));
+    let b = Coordinator::new(store.clone(), config(1000));
+    a.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    let mut la = lease(&a).await;
+    assert_eq!(la.duration(), Duration::from_millis(1000));
+    let next = match b.acquire().await.unwrap() {
+        Acquired::AllLeasedElsewhere { next_expiry, wait } => {
+            assert!(wait <= Duration::from_millis(1000));
+            next_expiry
+        }
+        other => panic!("expected AllLeasedElsewhere, got {other:?}"),
+    };
+    assert_eq!(next, la.expires_at_ms());
+    la.checkpoint(Progress {
+        cursor: 10,
+        docs: 10,
+        bytes: 100,
+    })
+    .await
+    .unwrap();
+    // Wait for the store clock to pass the expiry.
+    while store.now().await.unwrap() <= la.expires_at_ms() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lb = lease(&b).await;
+    assert_eq!(lb.id(), la.id());
+    assert_eq!(lb.cursor(), 10, "takeover resumes at the checkpoint");
+    assert_eq!(lb.attempts(), 2);
+    let err = la
+        .checkpoint(Progress {
+            cursor: 20,
+            docs: 20,
+            bytes: 200,
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
+    assert!(matches!(
+        la.complete(Progress::default()).await,
+        Err(Error::LeaseLost { .. })
+    ));
+    let (r, _) = store.get(lb.id()).await.unwrap().unwrap();
+    assert_eq!(r.holder.as_deref(), Some(b.worker_id().as_str()));
+    assert!(r.last_error.unwrap().contains("expired"));
+    lb.complete(Progress {
+        cursor: 100,
+        docs: 100,
+        bytes: 1,
+    })
+    .await
+    .unwrap();
+    assert!(matches!(b.acquire().await.unwrap(), Acquired::NoWorkLeft));
+}
+
+async fn release_frees_at_once(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let a = Coordinator::new(store.clone(), config(60_000));
+    let b = Coordinator::new(store.clone(), config(60_000));
+    a.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    let la = lease(&a).await;
+    assert!(matches!(
+        b.acquire().await.unwrap(),
+        Acquired::AllLeasedElsewhere { .. }
+    ));
+    la.release().await.unwrap();
+    let lb = lease(&b).await;
+    assert_eq!(lb.exponent(), 1, "released leases still count as attempts");
+    lb.complete(Progress::default()).await.unwrap();
+}
+
+async fn exponent_growth(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let mut cfg = config(100);
+    cfg.max_attempts = 10;
+    cfg.max_lease = Duration::from_millis(800);
+    let c = Coordinator::new(store.clone(), cfg);
+    c.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    let mut durations = Vec::new();
+    for k in 0..6u32 {
+        let l = lease(&c).await;
+        assert_eq!(l.exponent(), k);
+        assert_eq!(l.attempts(), k + 1);
+        let (r, _) = store.get(l.id()).await.unwrap().unwrap();
+        assert_eq!(
+            r.exponent,
+            k + 1,
+            "the stored exponent rises on each acquisition"
+        );
+        assert!(l.early_trigger() < l.deadline());
+        durations.push(l.duration().as_millis());
+        l.release().await.unwrap();
+    }
+    assert_eq!(
+        durations,
+        vec![100, 200, 400, 800, 800, 800],
+        "doubling, capped at max_lease"
+    );
+}
+
+async fn failed_after_max_attempts(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let c = Coordinator::new(store.clone(), config(60_000));
+    c.setup(&[WorkItem::shard("bad", 0), WorkItem::shard("good", 0)])
+        .await
+        .unwrap();
+    let mut fates = Vec::new();
+    loop {
+        let l = match c.acquire().await.unwrap() {
+            Acquired::Lease(l) => l,
+            Acquired::NoWorkLeft => break,
+            other => panic!("{other:?}"),
+        };
+        if l.item().index == "good" {
+            l.complete(Progress::default()).await.unwrap();
+            continue;
+        }
+        fates.push(l.fail(&format!("boom {}", fates.len() + 1)).await.unwrap());
+    }
+    use ItemFate::*;
+    assert_eq!(fates, vec![WillRetry, WillRetry, WillRetry, Failed]);
+    let st = c.status().await.unwrap();
+    assert_eq!(st.items.failed, 1);
+    assert_eq!(st.items.done, 1);
+    assert_eq!(st.failures.len(), 1);
+    assert_eq!(st.failures[0].id, "bad__0__0");
+    assert_eq!(st.failures[0].attempts, 4);
+    assert!(
+        st.failures[0].last_error.contains("boom 4"),
+        "{}",
+        st.failures[0].last_error
+    );
+}
+
+async fn failed_after_expired_leases(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let mut cfg = config(50);
+    cfg.max_attempts = 2;
+    cfg.max_lease = Duration::from_millis(100);
+    c_crash_until_failed(store, cfg).await;
+}
+
+async fn c_crash_until_failed(store: Arc<dyn Store>, cfg: Config) {
+    let setup = Coordinator::new(store.clone(), cfg.clone());
+    setup.setup(&[WorkItem::shard("crashy", 0)]).await.unwrap();
+    let mut crashes = 0;
+    loop {
+        // Every attempt is a new process that dies holding the lease.
+        let c = Coordinator::new(store.clone(), cfg.clone());
+        match c.acquire().await.unwrap() {
+            Acquired::Lease(l) => {
+                crashes += 1;
+                drop(l);
+            }
+            Acquired::AllLeasedElsewhere { wait, .. } => tokio::time::sleep(wait).await,
+            Acquired::NoWorkLeft => break,
+        }
+    }
+    assert_eq!(crashes, 2);
+    let st = setup.status().await.unwrap();
+    assert_eq!(st.items.failed, 1);
+    assert!(
+        st.failures[0].last_error.contains("expired"),
+        "{:?}",
+        st.failures
+    );
+}
+
+async fn clock_skew_is_rejected(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let mut cfg = config(1000);
+    cfg.local_clock_offset_ms = 60_000;
+    let skewed = Coordinator::new(store.clone(), cfg.clone());
+    let ok = Coordinator::new(store.clone(), config(1000));
+    ok.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    let err = skewed.acquire().await.unwrap_err();
+    match err {
+        Error::ClockSkew { skew_ms, max_ms } => {
+            assert!((skew_ms + 60_000).abs() < 5_000, "{skew_ms}");
+            assert_eq!(max_ms, 5_000);
+        }
+        other => panic!("expected ClockSkew, got {other}"),
+    }
+    cfg.local_clock_offset_ms = -60_000;
+    assert!(matches!(
+        Coordinator::new(store.clone(), cfg)
+            .try_claim_phase("p")
+            .await,
+        Err(Error::ClockSkew { .. })
+    ));
+    // The rejected attempt left the item untouched.
+    let l = lease(&ok).await;
+    assert_eq!(l.attempts(), 1);
+}
+
+async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let cfg = config(300);
+    let a = Coordinator::new(store.clone(), cfg.clone());
+    a.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    let mut l = lease(&a).await;
+    let p = Progress {
+        cursor: 4242,
+        docs: 4000,
+        bytes: 123_456,
+    };
+    l.checkpoint(p).await.unwrap();
+    drop(l); // kill -9
+    let b = Coordinator::new(store, cfg);
+    let l = loop {
+        match b.acquire().await.unwrap() {
+            Acquired::Lease(l) => break l,
+            Acquired::AllLeasedElsewhere { wait, .. } => tokio::time::sleep(wait).await,
+            Acquired::NoWorkLeft => panic!("work lost"),
+        }
+    };
+    let got = l.progress();
+    assert_eq!(got, p, "the checkpoint survived the crash");
+    l.complete(got).await.unwrap();
+}
+
+/// Drive every open item of `index` to the end (`total` docs per shard), 300 docs per lease,
+/// handing off in between; waits out other holders' leases.
+async fn finish_all(store: &Arc<dyn Store>, cfg: &Config, total: u64) {
+    loop {
+        let c = Coordinator::new(store.clone(), cfg.clone());
+        match c.acquire().await.unwrap() {
+            Acquired::Lease(l) => {
+                let end = l.item().to_doc.unwrap_or(total);
+                let from = l.item().from_doc;
+                let next = (l.cursor() + 300).min(end);
+                let p = Progress {
+                    cursor: next,
+                    docs: next - from,
+                    bytes: 0,
+                };
+                if next == end {
+                    l.complete(p).await.unwrap();
+                } else {
+                    let h = l.hand_off(p, 0.05).await.unwrap();
+                    assert!(matches!(h, HandOff::Successor(_)), "{h:?}");
+                }
+            }
+            Acquired::AllLeasedElsewhere { wait, .. } => tokio::time::sleep(wait).await,
+            Acquired::NoWorkLeft => return,
+        }
+    }
+}
+
+/// The items of one shard range form one chain of completed items from `first` to `last`.
+async fn assert_one_chain(store: &Arc<dyn Store>, index: &str, first: u64, last: u64) {
+    let items: Vec<Record> = store
+        .list(Kind::Item)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.index == index && r.from_doc >= first && r.from_doc < last)
+        .collect();
+    let by_id: std::collections::HashMap<&str, &Record> =
+        items.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut cur = *by_id
+        .get(coordination::item_id(index, 0, first).as_str())
+        .expect("root item");
+    let mut visited = 1;
+    loop {
+        assert_eq!(cur.state, State::Done, "{} not done: {cur:?}", cur.id);
+        match cur.successors.as_slice() {
+            [] => {
+                assert_eq!(cur.cursor, last, "the chain ends at the last document");
+                break;
+            }
+            [s] => {
+                let next = by_id
+                    .get(s.as_str())
+                    .unwrap_or_else(|| panic!("missing successor {s}"));
+                assert_eq!(
+                    next.from_doc, cur.cursor,
+                    "successor starts at the parent's cursor"
+                );
+                assert!(next.from_doc > cur.from_doc);
+                cur = next;
+                visited += 1;
+            }
+            many => panic!("more than one successor: {many:?}"),
+        }
+    }
+    assert_eq!(visited, items.len(), "no orphan items: {items:#?}");
+}
+
+async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
+    let points = [
+        None,
+        Some(CrashPoint::BeforeRecordSuccessor),
+        Some(CrashPoint::AfterRecordSuccessor),
+        Some(CrashPoint::AfterCreateSuccessor),
+        Some(CrashPoint::AfterCompleteParent),
+    ];
+    for (i, point) in points.into_iter().enumerate() {
+        let store = f(format!("{ns}_{i}")).await;
+        let cfg = config(300);
+        let a = Coordinator::new(store.clone(), cfg.clone());
+        a.setup(&[WorkItem::shard("idx", 0)]).await.unwrap();
+        let mut l = lease(&a).await;
+        l.checkpoint(Progress {
+            cursor: 100,
+            docs: 100,
+            bytes: 0,
+        })
+        .await
+        .unwrap();
+        let p = Progress {
+            cursor: 400,
+            docs: 400,
+            bytes: 0,
+        };
+        let h = match point {
+            None => l.hand_off(p, 0.2).await.unwrap(),
+            Some(pt) => l.hand_off_crashing(p, 0.2, pt).await.unwrap(),
+        };
+        assert_eq!(h, HandOff::Successor("idx__0__400".into()));
+        if point.is_none() {
+            // Setup took 20 % of the lease: the successor's lease grows (exponent 0 → 1).
+            let (s, _) = store.get("idx__0__400").await.unwrap().unwrap();
+            assert_eq!(s.exponent, 1);
+            assert_eq!(s.from_doc, 400);
+            let (parent, _) = store.get("idx__0__0").await.unwrap().unwrap();
+            assert_eq!(parent.state, State::Done);
+            assert_eq!(parent.successors, vec!["idx__0__400".to_string()]);
+        }
+        if point == Some(CrashPoint::AfterRecordSuccessor) {
+            assert!(store.get("idx__0__400").await.unwrap().is_none());
+        }
+        finish_all(&store, &cfg, 1000).await;
+        assert_one_chain(&store, "idx", 0, 1000).await;
+    }
+    // Lease sizing in the other direction, and no-progress hand-offs.
+    let store = f(format!("{ns}_sizing")).await;
+    let mut cfg = config(60_000);
+    cfg.max_attempts = 10;
+    let c = Coordinator::new(store.clone(), cfg);
+    c.setup(&[WorkItem::shard("s", 0)]).await.unwrap();
+    let l = lease(&c).await;
+    l.release().await.unwrap();
+    let l = lease(&c).await; // exponent 1
+    assert_eq!(
+        l.hand_off(Progress::default(), 0.01).await.unwrap(),
+        HandOff::Released
+    );
+    let l = lease(&c).await; // exponent 2
+    assert_eq!(l.exponent(), 2);
+    let p = Progress {
+        cursor: 10,
+        docs: 10,
+        bytes: 0,
+    };
+    assert_eq!(
+        l.hand_off(p, 0.01).await.unwrap(),
+        HandOff::Successor("s__0__10".into())
+    );
+    let (s, _) = store.get("s__0__10").await.unwrap().unwrap();
+    assert_eq!(s.exponent, 1, "quick setup shrinks the successor's lease");
+}
+
+async fn split_ranges(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let cfg = config(2000);
+    let c = Coordinator::new(store.clone(), cfg.clone());
+    let ranges = [(0, 500), (500, 1000)];
+    let items: Vec<WorkItem> = ranges
+        .iter()
+        .map(|&(a, b)| WorkItem {
+            index: "big".into(),
+            shard: 0,
+            from_doc: a,
+            to_doc: Some(b),
+        })
+        .collect();
+    c.setup(&items).await.unwrap();
+    let l = lease(&c).await;
+    let to = l.item().to_doc.unwrap();
+    // A cursor past the range is refused (and this worker then "crashes").
+    assert!(matches!(
+        l.hand_off(
+            Progress {
+                cursor: to + 1,
+                docs: 0,
+                bytes: 0
+            },
+            0.05
+        )
+        .await,
+        Err(Error::Invalid(_))
+    ));
+    let l = match c.acquire().await {
+        Err(Error::Invalid(_)) => panic!("lease slot not freed"),
+        Ok(Acquired::Lease(l)) => l,
+        other => panic!("{other:?}"),
+    };
+    // A hand-off at the range's end is a completion.
+    let (start, end) = (l.item().from_doc, l.item().to_doc.unwrap());
+    let h = l
+        .hand_off(
+            Progress {
+                cursor: end,
+                docs: end - start,
+                bytes: 0,
+            },
+            0.05,
+        )
+        .await
+        .unwrap();
+    assert_eq!(h, HandOff::Completed);
+    finish_all(&store, &cfg, 1000).await;
+    for (a, b) in ranges {
+        assert_one_chain(&store, "big", a, b).await;
+    }
+}
+
+async fn control_record(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let a = Coordinator::new(store.clone(), config(1000));
+    let b = Coordinator::new(store.clone(), config(1000));
+    assert_eq!(a.control().await.unwrap(), Control::Run);
+    a.set_control(Control::Pause).await.unwrap();
+    assert_eq!(b.control().await.unwrap(), Control::Pause);
+    b.set_control(Control::Stop).await.unwrap();
+    assert_eq!(a.control().await.unwrap(), Control::Stop);
+    let (r1, r2) = tokio::join!(a.set_control(Control::Run), b.set_control(Control::Run));
+    r1.unwrap();
+    r2.unwrap();
+    assert_eq!(a.control().await.unwrap(), Control::Run);
+    assert_eq!("pause".parse::<Control>().unwrap(), Control::Pause);
+    assert!("jump".parse::<Control>().is_err());
+}
+
+async fn phases(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let cfg = config(400);
+    let a = Coordinator::new(store.clone(), cfg.clone());
+    let b = Coordinator::new(store.clone(), cfg.clone());
+    // One does it, the other waits for the result.
+    assert_eq!(
+        a.try_claim_phase("metadata").await.unwrap(),
+        PhaseClaim::Claimed
+    );
+    assert_eq!(
+        a.try_claim_phase("metadata").await.unwrap(),
+        PhaseClaim::Claimed
+    );
+    assert!(matches!(
+        b.try_claim_phase("metadata").await.unwrap(),
+        PhaseClaim::Busy { .. }
+    ));
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { b.wait_phase("metadata").await })
+    };
+    a.renew_phase("metadata").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    a.complete_phase("metadata", serde_json::json!({"templates": 3}))
+        .await
+        .unwrap();
+    let got = waiter.await.unwrap().unwrap();
+    assert_eq!(got, PhaseClaim::Done(serde_json::json!({"templates": 3})));
+    assert!(matches!(
+        b.complete_phase("metadata", serde_json::Value::Null).await,
+        Err(Error::LeaseLost { .. })
+    ));
+    // The holder dies: a waiter takes the phase over after the lease.
+    assert_eq!(
+        a.try_claim_phase("snapshot").await.unwrap(),
+        PhaseClaim::Claimed
+    );
+    let c = Coordinator::new(store.clone(), cfg.clone());
+    assert_eq!(c.wait_phase("snapshot").await.unwrap(), PhaseClaim::Claimed);
+    assert!(matches!(
+        a.complete_phase("snapshot", serde_json::Value::Null).await,
+        Err(Error::LeaseLost { .. })
+    ));
+    c.complete_phase("snapshot", serde_json::Value::Null)
+        .await
+        .unwrap();
+    // Failing phases end FAILED after max attempts.
+    let mut claims = 0;
+    let err = loop {
+        match b.try_claim_phase("indices").await {
+            Ok(PhaseClaim::Claimed) => {
+                claims += 1;
+                b.fail_phase("indices", &format!("no target {claims}"))
+                    .await
+                    .unwrap();
+            }
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(claims, 4);
+    match err {
+        Error::PhaseFailed { name, reason } => {
+            assert_eq!(name, "indices");
+            assert!(reason.contains("no target 4"), "{reason}");
+        }
+        other => panic!("{other}"),
+    }
+    let st = a.status().await.unwrap();
+    let names: Vec<(&str, &str)> = st
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.state.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("indices", "failed"),
+            ("metadata", "done"),
+            ("snapshot", "done")
+        ]
+    );
+}
+
+async fn keeper_takeover(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let cfg = config(400);
+    let a = Coordinator::new(store.clone(), cfg.clone());
+    let b = Coordinator::new(store.clone(), cfg.clone());
+    a.setup(&[WorkItem::shard("k", 0), WorkItem::shard("k", 1)])
+        .await
+        .unwrap();
+    assert!(matches!(
+        a.keeper_step().await.unwrap(),
+        KeeperStep::Keeping(_)
+    ));
+    assert!(matches!(
+        a.keeper_step().await.unwrap(),
+        KeeperStep::Keeping(_)
+    ));
+    match b.keeper_step().await.unwrap() {
+        KeeperStep::NotKeeper { holder, .. } => assert_eq!(holder, a.worker_id().as_str()),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        a.status().await.unwrap().keeper.unwrap().0,
+        a.worker_id().as_str()
+    );
+    // `a` dies; after its lease `b` takes over.
+    let took = loop {
+        match b.keeper_step().await.unwrap() {
+            KeeperStep::Keeping(st) => break st,
+            KeeperStep::NotKeeper { .. } => tokio::time::sleep(Duration::from_millis(50)).await,
+            KeeperStep::Finished(_) => panic!("not finished yet"),
+        }
+    };
+    assert_eq!(took.items.waiting, 2);
+    assert!(matches!(
+        a.keeper_step().await.unwrap(),
+        KeeperStep::NotKeeper { .. }
+    ));
+    for _ in 0..2 {
+        let l = lease(&b).await;
+        l.complete(Progress {
+            cursor: 5,
+            docs: 5,
+            bytes: 50,
+        })
+        .await
+        .unwrap();
+    }
+    match b.keeper_step().await.unwrap() {
+        KeeperStep::Finished(st) => {
+            assert!(st.finished);
+            assert_eq!(st.items.done, 2);
+            assert_eq!(st.docs_done, 10);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        a.keeper_step().await.unwrap(),
+        KeeperStep::Finished(_)
+    ));
+    assert!(a.status().await.unwrap().finished);
+}
+
+async fn status_counts(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let cfg = config(60_000);
+    let c = Coordinator::new(store.clone(), cfg.clone());
+    let d = Coordinator::new(store.clone(), cfg.clone());
+    c.setup(&[
+        WorkItem::shard("a", 0),
+        WorkItem::shard("a", 1),
+        WorkItem::shard("b", 0),
+        WorkItem::shard("b", 1),
+    ])
+    .await
+    .unwrap();
+    let l = lease(&c).await;
+    let first = l.item();
+    l.complete(Progress {
+        cursor: 10,
+        docs: 7,
+        bytes: 700,
+    })
+    .await
+    .unwrap();
+    let _held = lease(&d).await;
+    let st = c.status().await.unwrap();
+    assert!(st.setup_done);
+    assert!(!st.finished);
+    assert_eq!(st.control, Control::Run);
+    assert_eq!(st.items.total, 4);
+    assert_eq!(
+        (
+            st.items.done,
+            st.items.leased,
+            st.items.waiting,
+            st.items.failed
+        ),
+        (1, 1, 2, 0)
+    );
+    assert_eq!((st.docs_done, st.bytes_done), (7, 700));
+    let ix = &st.per_index[&first.index];
+    assert_eq!((ix.items.total, ix.items.done, ix.docs_done), (2, 1, 7));
+    assert_eq!(st.per_index.len(), 2);
+    serde_json::to_string(&st).unwrap();
+}
