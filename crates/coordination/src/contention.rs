@@ -25,6 +25,8 @@ pub struct ContentionConfig {
     pub fail_rate: f64,
     pub crash_rate: f64,
     pub hand_off_rate: f64,
+    /// Every `poison_every`-th shard (0 = none) fails on every attempt, so it ends FAILED.
+    pub poison_every: usize,
     /// Simulated work per lease (uniform in `0..=work`).
     pub work: Duration,
     pub protocol: Config,
@@ -39,6 +41,7 @@ impl ContentionConfig {
             fail_rate: 0.0,
             crash_rate: 0.0,
             hand_off_rate: 0.0,
+            poison_every: 0,
             work: Duration::ZERO,
             protocol,
         }
@@ -233,7 +236,12 @@ async fn worker(
         let (mut failed, mut handed) = (false, false);
         // Every end of a lease except a crash is recorded before its write is issued.
         let end_now = |iv: &mut Interval, t: i64| iv.end = iv.end.min(t);
-        if roll < cfg.crash_rate {
+        let poison = cfg.poison_every > 0 && item.shard as usize % cfg.poison_every == 0;
+        if poison {
+            end_now(&mut iv, store.now().await?);
+            failed = true;
+            lost = lease_lost(lease.fail("poisoned item").await)?;
+        } else if roll < cfg.crash_rate {
             crashed = true;
             drop(lease);
         } else if roll < cfg.crash_rate + cfg.fail_rate {

@@ -359,7 +359,11 @@ impl Coordinator {
                     tracing::info!(item = %lease.rec.id, "finishing an interrupted hand-off");
                     let mut lease = lease;
                     lease.create_successors().await?;
-                    lease.finish_parent().await?;
+                    match lease.finish_parent().await {
+                        // Took so long that the lease moved on: the new holder finishes it.
+                        Ok(()) | Err(Error::LeaseLost { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
                     // `lease` drops here; keep holding the one-lease slot for this call.
                     self.inner.holding.store(true, Ordering::SeqCst);
                     continue;

@@ -16,9 +16,11 @@ use crate::suite::{config, Factory};
 const WORKERS: usize = 64;
 const ITEMS: usize = 2000;
 const DOCS: u64 = 1000;
+/// Every 100th shard always fails: 20 chains must end FAILED.
+const POISON_EVERY: usize = 100;
 
-fn contention_config(workers: usize) -> ContentionConfig {
-    let mut protocol = config(400);
+fn contention_config(workers: usize, lease_ms: u64) -> ContentionConfig {
+    let mut protocol = config(lease_ms);
     protocol.max_attempts = 5;
     ContentionConfig {
         workers,
@@ -26,16 +28,19 @@ fn contention_config(workers: usize) -> ContentionConfig {
         fail_rate: 0.05,
         crash_rate: 0.03,
         hand_off_rate: 0.25,
+        poison_every: POISON_EVERY,
         work: Duration::from_millis(2),
         protocol,
     }
 }
 
-pub async fn run(backend: &str, f: &Factory) {
+/// `items` work items (2 000 on fast stores) and `lease_ms` leases, so crashed leases
+/// expire quickly but healthy ones rarely do.
+pub async fn run(backend: &str, f: &Factory, items: usize, lease_ms: u64) {
     let store = f(format!("contention_{}", std::process::id())).await;
-    let cfg = contention_config(WORKERS);
+    let cfg = contention_config(WORKERS, lease_ms);
     Coordinator::new(store.clone(), cfg.protocol.clone())
-        .setup(&contention_items(ITEMS, DOCS))
+        .setup(&contention_items(items, DOCS))
         .await
         .unwrap();
     let report = run_contention(store.clone(), &cfg).await.unwrap();
@@ -52,11 +57,11 @@ pub async fn run(backend: &str, f: &Factory) {
         report.leases_lost
     );
     assert!(report.crashes > 0 && report.failures > 0 && report.hand_offs > 0);
-    check(&store, &report.intervals).await;
+    check(&store, &report.intervals, items).await;
 }
 
 /// The oracle and the end state.
-async fn check(store: &Arc<dyn Store>, intervals: &[Interval]) {
+async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
     let doubles = double_grants(intervals);
     assert!(
         doubles.is_empty(),
@@ -67,7 +72,7 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval]) {
     let by_id: HashMap<&str, &Record> = items.iter().map(|r| (r.id.as_str(), r)).collect();
     let mut reached = 0;
     let mut failed = 0;
-    for shard in 0..ITEMS as u32 {
+    for shard in 0..chains as u32 {
         let mut cur = by_id[coordination::item_id("bench", shard, 0).as_str()];
         reached += 1;
         loop {
@@ -76,6 +81,9 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval]) {
                     failed += 1;
                     assert!(cur.last_error.as_deref().unwrap_or("").contains("gave up"));
                     break;
+                }
+                (State::Done, _) if shard as usize % POISON_EVERY == 0 => {
+                    panic!("poisoned item completed: {cur:?}")
                 }
                 (State::Done, []) => {
                     assert_eq!(cur.cursor, DOCS, "{} ends at the last document", cur.id);
@@ -95,7 +103,11 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval]) {
         }
     }
     assert_eq!(reached, items.len(), "every item belongs to one chain");
-    eprintln!("{} items in {} chains, {failed} FAILED", items.len(), ITEMS);
+    assert!(
+        failed >= chains.div_ceil(POISON_EVERY),
+        "poisoned chains end FAILED ({failed})"
+    );
+    eprintln!("{} items in {chains} chains, {failed} FAILED", items.len());
 }
 
 const CHILD_DB: &str = "RFS_COORD_CONTENTION_DB";
@@ -107,7 +119,7 @@ pub async fn run_processes() {
     let db = dir.path().join("shared.db");
     let url = format!("sqlite://{}", db.display());
     let store = open_store(&url).await.unwrap();
-    let cfg = contention_config(WORKERS / PROCESSES);
+    let cfg = contention_config(WORKERS / PROCESSES, 400);
     Coordinator::new(store.clone(), cfg.protocol.clone())
         .setup(&contention_items(ITEMS, DOCS))
         .await
@@ -135,7 +147,7 @@ pub async fn run_processes() {
         intervals.extend(mine);
     }
     eprintln!("sqlite, {PROCESSES} processes: {} leases", intervals.len());
-    check(&store, &intervals).await;
+    check(&store, &intervals, ITEMS).await;
 }
 
 pub async fn child() {
@@ -143,7 +155,7 @@ pub async fn child() {
         return;
     };
     let store = open_store(&url).await.unwrap();
-    let cfg = contention_config(WORKERS / PROCESSES);
+    let cfg = contention_config(WORKERS / PROCESSES, 400);
     let report = run_contention(store, &cfg).await.unwrap();
     std::fs::write(&out, serde_json::to_string(&report.intervals).unwrap()).unwrap();
 }

@@ -63,7 +63,7 @@ async fn conformance_osmem() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn contention_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    contention::run("sqlite", &sqlite_factory(dir.path())).await;
+    contention::run("sqlite", &sqlite_factory(dir.path()), 2000, 400).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -72,7 +72,13 @@ async fn contention_postgres() {
         return;
     };
     let base = pg.url();
-    contention::run("postgres", &factory(move |ns| format!("{base}?table={ns}"))).await;
+    contention::run(
+        "postgres",
+        &factory(move |ns| format!("{base}?table={ns}")),
+        2000,
+        400,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -81,7 +87,13 @@ async fn contention_redis() {
         return;
     };
     let base = redis.url();
-    contention::run("redis", &factory(move |ns| format!("{base}?prefix={ns}"))).await;
+    contention::run(
+        "redis",
+        &factory(move |ns| format!("{base}?prefix={ns}")),
+        2000,
+        400,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -90,7 +102,14 @@ async fn contention_osmem() {
         return;
     };
     let base = os.url();
-    contention::run("osmem", &factory(move |ns| format!("{base}/{ns}"))).await;
+    // osmem-server answers a few thousand requests per second: fewer items, longer leases.
+    contention::run(
+        "osmem",
+        &factory(move |ns| format!("{base}/{ns}")),
+        300,
+        2000,
+    )
+    .await;
 }
 
 /// 64 workers in 4 separate processes sharing one SQLite file.
