@@ -26,6 +26,33 @@ fn body(docs: usize, doc_bytes: usize) -> (String, usize) {
     (s, source)
 }
 
+/// CPU seconds (user + system) used so far by this process's threads whose name starts with
+/// `prefix` (all threads when empty), from `/proc/self/task/*/stat`.
+fn cpu_seconds(prefix: &str) -> f64 {
+    let ticks = 100.0; // USER_HZ on Linux
+    let mut total = 0u64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    for t in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if !stat[open + 1..close].starts_with(prefix) {
+            continue;
+        }
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        // after the command: state is field 3, utime 14 and stime 15 (1-based over the whole line)
+        let utime: u64 = fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0);
+        let stime: u64 = fields.get(12).and_then(|f| f.parse().ok()).unwrap_or(0);
+        total += utime + stime;
+    }
+    total as f64 / ticks
+}
+
 fn main() {
     let args: Vec<usize> = std::env::args()
         .skip(1)
@@ -49,6 +76,7 @@ fn main() {
     let sent = Arc::new(AtomicU64::new(0));
     let url = format!("{}/_bulk", server.url());
     let started = Instant::now();
+    let (cpu0, server_cpu0) = (cpu_seconds(""), cpu_seconds("testkit-server"));
     rt.block_on(async {
         let client = reqwest::Client::new();
         let deadline = started + Duration::from_secs(seconds);
@@ -80,12 +108,20 @@ fn main() {
         }
     });
     let secs = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds("") - cpu0;
+    let server_cpu = cpu_seconds("testkit-server") - server_cpu0;
     let requests = sent.load(Ordering::Relaxed);
     let accepted = server.doc_count("sink");
     assert_eq!(accepted, requests * docs as u64, "every item accepted");
     let mb = (requests as f64 * source_per_request as f64) / 1e6;
     println!("sink_source_mb_per_s {:.1}", mb / secs);
     println!("sink_docs_per_s {:.0}", accepted as f64 / secs);
+    println!(
+        "sink_server_source_mb_per_cpu_s {:.1}",
+        mb / server_cpu.max(1e-9)
+    );
+    println!("process_source_mb_per_cpu_s {:.1}", mb / cpu.max(1e-9));
+    println!("server_cpu_s {server_cpu:.2} process_cpu_s {cpu:.2} wall_s {secs:.2}");
     println!("sink_requests_per_s {:.1}", requests as f64 / secs);
     println!("sink_docs_per_request {docs}");
     println!("sink_concurrency {concurrency}");

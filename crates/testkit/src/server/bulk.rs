@@ -431,28 +431,24 @@ pub(crate) fn apply_one(
     index: &mut String,
     mut op: WriteOp,
 ) -> Result<Written, EsError> {
-    let target = match st.write_target(index)? {
-        Some(t) => t,
-        None if shared.config.auto_create_index => {
-            st.create_index(index, &Value::Null, &shared.dialect, None)?;
-            index.clone()
+    // fast path: a concrete index (no allocation); else an alias, or a new index
+    if !st.indices.contains_key(index.as_str()) {
+        match st.write_target(index)? {
+            Some(t) => *index = t,
+            None if shared.config.auto_create_index => {
+                st.create_index(index, &Value::Null, &shared.dialect, None)?;
+            }
+            None => return Err(EsError::index_not_found(index)),
         }
-        None => return Err(EsError::index_not_found(index)),
-    };
-    *index = target.clone();
+    }
     if op.id.is_empty() {
         op.id = st.next_auto_id();
     }
     let idx = st
         .indices
-        .get_mut(&target)
-        .ok_or_else(|| EsError::index_not_found(&target))?;
-    idx.apply(
-        &target,
-        op,
-        shared.config.discard_documents,
-        &shared.dialect,
-    )
+        .get_mut(index.as_str())
+        .ok_or_else(|| EsError::index_not_found(index))?;
+    idx.apply(index, op, shared.config.discard_documents, &shared.dialect)
 }
 
 /// Appends `s` as a JSON string literal.
