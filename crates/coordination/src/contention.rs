@@ -236,7 +236,7 @@ async fn worker(
         let (mut failed, mut handed) = (false, false);
         // Every end of a lease except a crash is recorded before its write is issued.
         let end_now = |iv: &mut Interval, t: i64| iv.end = iv.end.min(t);
-        let poison = cfg.poison_every > 0 && item.shard as usize % cfg.poison_every == 0;
+        let poison = cfg.poison_every > 0 && (item.shard as usize).is_multiple_of(cfg.poison_every);
         if poison {
             end_now(&mut iv, store.now().await?);
             failed = true;

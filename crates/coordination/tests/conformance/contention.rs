@@ -82,7 +82,7 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
                     assert!(cur.last_error.as_deref().unwrap_or("").contains("gave up"));
                     break;
                 }
-                (State::Done, _) if shard as usize % POISON_EVERY == 0 => {
+                (State::Done, _) if (shard as usize).is_multiple_of(POISON_EVERY) => {
                     panic!("poisoned item completed: {cur:?}")
                 }
                 (State::Done, []) => {
