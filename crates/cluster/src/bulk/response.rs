@@ -1,0 +1,207 @@
+//! Per-item results of a `_bulk` response, classified as success, retry or terminal failure.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow, default)]
+    items: Vec<WireItem<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WireItem<'a> {
+    #[serde(borrow)]
+    Index(WireResult<'a>),
+    #[serde(borrow)]
+    Create(WireResult<'a>),
+    #[serde(borrow)]
+    Update(WireResult<'a>),
+    #[serde(borrow)]
+    Delete(WireResult<'a>),
+}
+
+#[derive(Deserialize)]
+struct WireResult<'a> {
+    #[serde(default)]
+    status: u16,
+    #[serde(rename = "_id", borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// What happened to one document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ItemResult {
+    Indexed,
+    /// An error whose type the caller counts as success.
+    Accepted,
+    Retry(ItemError),
+    Fail(ItemError),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ItemError {
+    pub status: u16,
+    pub error_type: String,
+    pub reason: String,
+}
+
+/// Error types worth another try even when the status does not say so.
+const RETRYABLE_TYPES: &[&str] = &[
+    "es_rejected_execution_exception",
+    "opensearch_rejected_execution_exception",
+    "circuit_breaking_exception",
+    "unavailable_shards_exception",
+    "no_shard_available_action_exception",
+    "node_not_connected_exception",
+    "node_closed_exception",
+    "connect_transport_exception",
+    "process_cluster_event_timeout_exception",
+    "receive_timeout_transport_exception",
+];
+
+pub(crate) fn is_retryable_item(status: u16, error_type: &str) -> bool {
+    status == 429
+        || status >= 500
+        || RETRYABLE_TYPES.contains(&error_type)
+        || error_type.ends_with("timeout_exception")
+}
+
+/// Parse a 2xx `_bulk` body whose items must answer `ids` in order.
+pub(crate) fn parse<'i>(
+    body: &[u8],
+    ids: impl ExactSizeIterator<Item = &'i str>,
+    accept: &[String],
+) -> Result<Vec<ItemResult>, String> {
+    let wire: Wire<'_> =
+        serde_json::from_slice(body).map_err(|e| format!("invalid bulk response: {e}"))?;
+    if wire.items.len() != ids.len() {
+        return Err(format!(
+            "bulk response has {} items for {} documents",
+            wire.items.len(),
+            ids.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(wire.items.len());
+    for (item, id) in wire.items.into_iter().zip(ids) {
+        let r = match item {
+            WireItem::Index(r)
+            | WireItem::Create(r)
+            | WireItem::Update(r)
+            | WireItem::Delete(r) => r,
+        };
+        if let Some(got) = &r.id {
+            if got != id {
+                return Err(format!(
+                    "bulk response item for id {got:?} where {id:?} was sent"
+                ));
+            }
+        }
+        out.push(classify(r.status, r.error.as_ref(), accept));
+    }
+    Ok(out)
+}
+
+fn classify(status: u16, error: Option<&Value>, accept: &[String]) -> ItemResult {
+    if (200..300).contains(&status) && error.is_none() {
+        return ItemResult::Indexed;
+    }
+    let (error_type, reason) = match error {
+        Some(Value::Object(e)) => (
+            e.get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_owned(),
+            e.get("reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| Value::Object(e.clone()).to_string()),
+        ),
+        Some(Value::String(s)) => {
+            // ES 1.x/2.x: "MapperParsingException[failed to parse]".
+            let ty = s.split('[').next().unwrap_or("unknown").to_owned();
+            (ty, s.clone())
+        }
+        Some(other) => ("unknown".to_owned(), other.to_string()),
+        None => (
+            "unknown".to_owned(),
+            format!("status {status} without error"),
+        ),
+    };
+    if accept.contains(&error_type) {
+        return ItemResult::Accepted;
+    }
+    let e = ItemError {
+        status,
+        error_type,
+        reason,
+    };
+    if is_retryable_item(status, &e.error_type) {
+        ItemResult::Retry(e)
+    } else {
+        ItemResult::Fail(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_items() {
+        let body = br#"{"took":3,"errors":true,"items":[
+            {"index":{"_index":"i","_id":"1","_version":1,"result":"created","_shards":{"total":1,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}},
+            {"create":{"_index":"i","_id":"2","status":409,"error":{"type":"version_conflict_engine_exception","reason":"[2]: version conflict"}}},
+            {"index":{"_index":"i","_id":"3","status":429,"error":{"type":"es_rejected_execution_exception","reason":"rejected"}}},
+            {"index":{"_index":"i","_id":"4","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [n]"}}},
+            {"index":{"_index":"i","_id":"5","status":503,"error":{"type":"unavailable_shards_exception","reason":"primary shard is not active"}}},
+            {"index":{"_index":"i","_id":"a\"b","status":200}},
+            {"index":{"_index":"i","_id":"7","status":400,"error":"MapperParsingException[failed]"}}
+        ]}"#;
+        let ids = ["1", "2", "3", "4", "5", "a\"b", "7"];
+        let accept = vec!["version_conflict_engine_exception".to_string()];
+        let r = parse(body, ids.iter().copied(), &accept).unwrap();
+        assert_eq!(r[0], ItemResult::Indexed);
+        assert_eq!(r[1], ItemResult::Accepted);
+        assert!(matches!(&r[2], ItemResult::Retry(e) if e.status == 429));
+        assert_eq!(
+            r[3],
+            ItemResult::Fail(ItemError {
+                status: 400,
+                error_type: "mapper_parsing_exception".into(),
+                reason: "failed to parse field [n]".into()
+            })
+        );
+        assert!(
+            matches!(&r[4], ItemResult::Retry(e) if e.error_type == "unavailable_shards_exception")
+        );
+        assert_eq!(r[5], ItemResult::Indexed);
+        assert!(matches!(&r[6], ItemResult::Fail(e) if e.error_type == "MapperParsingException"));
+
+        let r = parse(body, ids.iter().copied(), &[]).unwrap();
+        assert!(matches!(&r[1], ItemResult::Fail(e) if e.status == 409));
+    }
+
+    #[test]
+    fn rejects_mismatched_responses() {
+        let body = br#"{"errors":false,"items":[{"index":{"_id":"1","status":201}}]}"#;
+        assert!(parse(body, ["1", "2"].into_iter(), &[])
+            .unwrap_err()
+            .contains("1 items for 2"));
+        assert!(parse(body, ["9"].into_iter(), &[])
+            .unwrap_err()
+            .contains("\"9\""));
+        assert!(parse(b"<html>", ["1"].into_iter(), &[]).is_err());
+        // filter_path responses carry only what was asked for.
+        let body = br#"{"errors":false,"items":[{"index":{"status":201}}]}"#;
+        assert_eq!(
+            parse(body, ["1"].into_iter(), &[]).unwrap(),
+            vec![ItemResult::Indexed]
+        );
+    }
+}

@@ -1,0 +1,185 @@
+//! The failure log: one JSON line per document that could not be indexed, with why.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::error::ClusterError;
+
+/// One failed document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FailureRecord {
+    /// RFC 3339 UTC time of the final attempt.
+    pub time: String,
+    pub index: String,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doc_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<String>,
+    /// `mapper_parsing_exception`, … (`document_too_large` and the like for local refusals).
+    pub error_type: String,
+    pub reason: String,
+    /// HTTP status of the item (0 when the document was refused before sending).
+    pub status: u16,
+    /// Times the document was sent.
+    pub attempts: u32,
+    /// The `_source`, when the log was opened with sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Box<RawValue>>,
+}
+
+/// An append-only JSON-lines file shared by every bulk call of a process.
+pub struct FailureLog {
+    path: PathBuf,
+    file: Mutex<BufWriter<File>>,
+    written: AtomicU64,
+    include_source: bool,
+}
+
+impl std::fmt::Debug for FailureLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FailureLog")
+            .field("path", &self.path)
+            .field("written", &self.written())
+            .finish()
+    }
+}
+
+impl FailureLog {
+    /// Open (creating it and its directory if needed) for appending.
+    pub fn open(path: impl Into<PathBuf>) -> Result<FailureLog, ClusterError> {
+        let path = path.into();
+        let err = |source| ClusterError::FailureLog {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(err)?;
+        Ok(FailureLog {
+            path,
+            file: Mutex::new(BufWriter::new(file)),
+            written: AtomicU64::new(0),
+            include_source: false,
+        })
+    }
+
+    /// Also record each failed document's `_source` (so it can be fixed and re-sent).
+    pub fn with_sources(mut self, include: bool) -> FailureLog {
+        self.include_source = include;
+        self
+    }
+
+    pub(crate) fn include_source(&self) -> bool {
+        self.include_source
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records written through this handle.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// Append records and flush them to the file before returning.
+    pub fn append(&self, records: &[FailureRecord]) -> Result<(), ClusterError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let err = |source| ClusterError::FailureLog {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        for r in records {
+            serde_json::to_writer(&mut *file, r).map_err(|e| err(e.into()))?;
+            file.write_all(b"\n").map_err(err)?;
+        }
+        file.flush().map_err(err)?;
+        self.written
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Read a failure log back (for reports, re-drives and tests).
+    pub fn read(path: &Path) -> Result<Vec<FailureRecord>, ClusterError> {
+        let err = |source| ClusterError::FailureLog {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(err)?;
+        let mut out = Vec::new();
+        for (n, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(err)?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let r = serde_json::from_str(&line).map_err(|e| {
+                err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("line {}: {e}", n + 1),
+                ))
+            })?;
+            out.push(r);
+        }
+        Ok(out)
+    }
+}
+
+/// The source as embedded JSON, or as a JSON string when it is not valid JSON.
+pub(crate) fn source_value(source: &[u8]) -> Box<RawValue> {
+    let text = String::from_utf8_lossy(source);
+    RawValue::from_string(text.trim().to_owned()).unwrap_or_else(|_| {
+        RawValue::from_string(serde_json::to_string(&text).expect("strings serialise"))
+            .expect("a JSON string is valid JSON")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/failures.jsonl");
+        let log = FailureLog::open(&path).unwrap().with_sources(true);
+        let rec = |id: &str, src: &[u8]| FailureRecord {
+            time: "2026-01-01T00:00:00.000Z".into(),
+            index: "i".into(),
+            id: id.into(),
+            doc_type: None,
+            routing: Some("r".into()),
+            error_type: "mapper_parsing_exception".into(),
+            reason: "failed to parse".into(),
+            status: 400,
+            attempts: 1,
+            source: Some(source_value(src)),
+        };
+        log.append(&[rec("1", b"{\"a\": 1}"), rec("2", b"not json\n")])
+            .unwrap();
+        drop(log);
+        let log = FailureLog::open(&path).unwrap();
+        log.append(&[rec("3", b"{}")]).unwrap();
+        assert_eq!(log.written(), 1);
+        let back = FailureLog::read(&path).unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back[0].id, "1");
+        assert_eq!(back[0].source.as_ref().unwrap().get(), "{\"a\": 1}");
+        assert_eq!(back[1].source.as_ref().unwrap().get(), "\"not json\\n\"");
+        assert_eq!(back[2].routing.as_deref(), Some("r"));
+    }
+}

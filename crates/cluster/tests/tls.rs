@@ -1,0 +1,209 @@
+//! TLS against a local server with certificates made here: a custom CA, mutual TLS,
+//! rejection without the CA or without a client certificate, and `insecure`.
+//! The server is the project's test server behind a TLS acceptor that requires client certificates.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use cluster::{
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression,
+    Distribution, FailureLog, RetryPolicy,
+};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use testkit::server::{ServerConfig, TestServer};
+use tokio::net::{TcpListener, TcpStream};
+
+struct Pki {
+    dir: tempfile::TempDir,
+    ca_der: CertificateDer<'static>,
+    server_chain: Vec<CertificateDer<'static>>,
+    server_key: PrivatePkcs8KeyDer<'static>,
+}
+
+impl Pki {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn make_pki() -> Pki {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "rfs test CA");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+
+    let server_key = KeyPair::generate().unwrap();
+    let mut sp =
+        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    sp.distinguished_name
+        .push(DnType::CommonName, "test server");
+    sp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let server_cert = sp.signed_by(&server_key, &issuer).unwrap();
+
+    let client_key = KeyPair::generate().unwrap();
+    let mut cp = CertificateParams::new(Vec::<String>::new()).unwrap();
+    cp.distinguished_name.push(DnType::CommonName, "rfs client");
+    cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let client_cert = cp.signed_by(&client_key, &issuer).unwrap();
+
+    std::fs::write(dir.path().join("ca.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.path().join("client.pem"), client_cert.pem()).unwrap();
+    std::fs::write(dir.path().join("client.key"), client_key.serialize_pem()).unwrap();
+    // A CA the server does not use, to check that trusting the wrong CA fails.
+    let other_key = KeyPair::generate().unwrap();
+    let mut other = CertificateParams::new(Vec::<String>::new()).unwrap();
+    other.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    std::fs::write(
+        dir.path().join("other-ca.pem"),
+        other.self_signed(&other_key).unwrap().pem(),
+    )
+    .unwrap();
+
+    Pki {
+        ca_der: ca_cert.der().clone(),
+        server_chain: vec![server_cert.der().clone()],
+        server_key: PrivatePkcs8KeyDer::from(server_key.serialize_der()),
+        dir,
+    }
+}
+
+/// Terminate TLS (client certificate required) and forward the plain bytes to `backend`.
+async fn tls_front(pki: &Pki, backend: std::net::SocketAddr) -> u16 {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.ca_der.clone()).unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            pki.server_chain.clone(),
+            PrivateKeyDer::Pkcs8(pki.server_key.clone_key()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut plain) = TcpStream::connect(backend).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    port
+}
+
+fn config(
+    port: u16,
+    ca: Option<&Path>,
+    client: Option<(&Path, &Path)>,
+    insecure: bool,
+) -> ClientConfig {
+    let mut c = ClientConfig::new(format!("https://127.0.0.1:{port}"));
+    c.tls.ca_file = ca.map(Path::to_path_buf);
+    if let Some((cert, key)) = client {
+        c.tls.client_cert = Some(cert.to_path_buf());
+        c.tls.client_key = Some(key.to_path_buf());
+    }
+    c.tls.insecure = insecure;
+    c.compression = Compression::Off;
+    c.retry = RetryPolicy::none();
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_ca_mutual_tls_and_insecure() {
+    let pki = make_pki();
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let port = tls_front(&pki, server.addr()).await;
+    let (ca, other_ca) = (pki.path("ca.pem"), pki.path("other-ca.pem"));
+    let client_id = (pki.path("client.pem"), pki.path("client.key"));
+    let client_id = Some((client_id.0.as_path(), client_id.1.as_path()));
+
+    // Custom CA and client certificate: detection and a bulk request go through.
+    let client = Client::connect(config(port, Some(&ca), client_id, false))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.target().unwrap().distribution,
+        Distribution::OpenSearch
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap());
+    let sender = BulkSender::new(client, BulkOptions::default(), log).unwrap();
+    let docs = (0..10)
+        .map(|i| BulkDoc::new("tls", i.to_string(), Bytes::from(format!("{{\"n\":{i}}}"))))
+        .collect();
+    let out = sender.send(docs).await.unwrap();
+    assert_eq!(out.indexed, 10);
+    let stored = server.documents("tls");
+    assert_eq!(stored.len(), 10);
+    for i in 0..10 {
+        assert_eq!(stored[&i.to_string()], serde_json::json!({ "n": i }));
+    }
+
+    // Without the CA the server certificate is not trusted.
+    let e = Client::connect(config(port, None, client_id, false))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClusterError::Transport { .. }), "{e}");
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+    // Trusting another CA does not help.
+    let e = Client::connect(config(port, Some(&other_ca), client_id, false))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+
+    // The server requires a client certificate.
+    let e = Client::connect(config(port, Some(&ca), None, false))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ClusterError::Transport { .. } | ClusterError::RetriesExhausted { .. }
+        ),
+        "{e}"
+    );
+
+    // insecure accepts the unknown server certificate; the client certificate is still sent.
+    let client = Client::connect(config(port, None, client_id, true))
+        .await
+        .unwrap();
+    assert_eq!(client.count("tls").await.unwrap(), 10);
+    // …but insecure does not replace the client certificate the server demands.
+    assert!(Client::connect(config(port, None, None, true))
+        .await
+        .is_err());
+}
