@@ -1178,3 +1178,102 @@ fn binary_exits_with_its_parent() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn malformed_requests_get_errors_and_the_server_stays_up() {
+    let s = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let c = client();
+    let u = s.url();
+    let cases: Vec<(&str, String, Vec<u8>)> = vec![
+        ("POST", format!("{u}/_bulk"), b"\xff\xfe\n".to_vec()),
+        (
+            "POST",
+            format!("{u}/_bulk"),
+            b"{\"index\":{\"_index\":\"a\"}}\n".to_vec(),
+        ),
+        (
+            "POST",
+            format!("{u}/_bulk"),
+            b"{\"index\":{},\"delete\":{}}\n{}\n".to_vec(),
+        ),
+        (
+            "POST",
+            format!("{u}/_bulk"),
+            b"{\"frobnicate\":{\"_index\":\"a\"}}\n".to_vec(),
+        ),
+        ("POST", format!("{u}/_bulk"), b"[]\n".to_vec()),
+        ("PUT", format!("{u}/idx"), b"{\"settings\": 5}".to_vec()),
+        ("PUT", format!("{u}/idx"), b"not json".to_vec()),
+        ("PUT", format!("{u}/idx2"), b"{\"mappings\": []}".to_vec()),
+        (
+            "POST",
+            format!("{u}/_search"),
+            b"{\"query\": {\"bool\": {\"must\": 7}}}".to_vec(),
+        ),
+        (
+            "POST",
+            format!("{u}/_search"),
+            b"{\"query\": {\"term\": {}}}".to_vec(),
+        ),
+        (
+            "POST",
+            format!("{u}/_search"),
+            b"{\"sort\": [{\"a\": \"sideways\"}]}".to_vec(),
+        ),
+        (
+            "POST",
+            format!("{u}/_search"),
+            b"{\"size\": 20000}".to_vec(),
+        ),
+        ("POST", format!("{u}/_search"), b"{\"aggs\": {}}".to_vec()),
+        ("POST", format!("{u}/_mget"), b"{}".to_vec()),
+        (
+            "POST",
+            format!("{u}/_aliases"),
+            b"{\"actions\": [{\"explode\": {}}]}".to_vec(),
+        ),
+        ("PUT", format!("{u}/_template/t"), b"{}".to_vec()),
+        (
+            "PUT",
+            format!("{u}/_component_template/t"),
+            b"{\"template\": 1}".to_vec(),
+        ),
+        (
+            "PUT",
+            format!("{u}/_snapshot/r"),
+            b"{\"type\": \"s3\"}".to_vec(),
+        ),
+        ("GET", format!("{u}/a/b/c/d/e"), Vec::new()),
+        ("PUT", format!("{u}/x/_doc/1?if_seq_no=abc"), b"{}".to_vec()),
+        ("PUT", format!("{u}/x/_doc/1"), b"[1,2]".to_vec()),
+    ];
+    for (method, url, body) in cases {
+        let r = c
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+                &url,
+            )
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().unwrap();
+        assert!(
+            (400..500).contains(&status)
+                || (status == 200 && text.contains("\"errors\":true"))
+                // Elasticsearch answers an unknown repository type with a 500
+                || (status == 500 && text.contains("repository_exception")),
+            "{method} {url} {:?} -> {status} {text}",
+            String::from_utf8_lossy(&body)
+        );
+        let v: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: not JSON ({e}): {text}"));
+        assert!(
+            v.get("error").is_some() || v["errors"] == true,
+            "{url}: {v}"
+        );
+    }
+    assert_eq!(call(&c, "GET", &u, None).0, 200);
+    assert!(s.index_names().is_empty(), "{:?}", s.index_names());
+}

@@ -1778,8 +1778,14 @@ async fn create_snapshot(c: &Ctx<'_>, repo: &str, snap: &str) -> Result<Resp, Es
     if wait {
         job.await;
         let st = c.state();
-        let r = &st.snapshots[&(repo.to_string(), snap.to_string())];
-        c.ok(200, json!({ "snapshot": snapshot_info(c, repo, snap, r) }))
+        match st.snapshots.get(&(repo.to_string(), snap.to_string())) {
+            Some(r) => c.ok(200, json!({ "snapshot": snapshot_info(c, repo, snap, r) })),
+            None => Err(EsError::new(
+                404,
+                "snapshot_missing_exception",
+                format!("[{repo}:{snap}] was deleted while it was being created"),
+            )),
+        }
     } else {
         tokio::spawn(job);
         c.ok(200, json!({"accepted": true}))

@@ -11,10 +11,16 @@
 //! assert_eq!(server.doc_count("idx"), 0);
 //! ```
 //!
-//! Admin endpoints (never faulted, also served on [`TestServer::admin_url`], which stays up while
-//! the main port is down): `GET|POST /_testkit/faults` (a [`Faults`] JSON), `POST /_testkit/down`
-//! (`{"down": true, "seconds": 2.5}` — `seconds` brings it back up by itself), `GET /_testkit/requests`,
-//! `GET /_testkit/stats`.
+//! Admin endpoints (never faulted, not logged, also served on [`TestServer::admin_url`], which
+//! stays up while the main port is down): `GET|POST /_testkit/faults` (a [`Faults`] JSON; unknown
+//! fields are rejected), `POST /_testkit/down` (`{"down": true, "seconds": 2.5}` — `seconds` brings
+//! it back up by itself), `POST /_testkit/up`, `GET /_testkit/down`, `GET /_testkit/requests`
+//! (the [`RequestRecord`] log), `GET /_testkit/stats` ([`Stats`]), `GET /_testkit/documents`
+//! (index → document count).
+//!
+//! Not supported (a clear 400, never a silent wrong answer): scripts, aggregations, query types
+//! other than those in the search module, non-`fs` repositories. `_source` filtering returns the
+//! whole source. All reads are realtime (`_refresh` is accepted and does nothing).
 
 mod api;
 mod bulk;
