@@ -1277,3 +1277,47 @@ fn malformed_requests_get_errors_and_the_server_stays_up() {
     assert_eq!(call(&c, "GET", &u, None).0, 200);
     assert!(s.index_names().is_empty(), "{:?}", s.index_names());
 }
+
+#[test]
+fn snapshot_of_a_real_repository_reports_its_indices() {
+    let Some(fixtures) =
+        testkit::fixtures::require_fixtures("snapshot_of_a_real_repository_reports_its_indices")
+    else {
+        return;
+    };
+    let source = fixtures.join("snapshots").join("ES_7_10_Single");
+    let target = tempfile::tempdir().unwrap();
+    let s = TestServer::start(ServerConfig {
+        snapshot_source: Some(source.clone()),
+        ..ServerConfig::elasticsearch("7.10.2")
+    });
+    let c = client();
+    let u = s.url();
+    let loc = target.path().join("repo");
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_snapshot/fs"),
+        Some(&json!({"type": "fs", "settings": {"location": loc}})),
+    );
+    assert_eq!(st, 200);
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_snapshot/fs/global_state_snapshot?wait_for_completion=true"),
+        Some(&json!({})),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(v["snapshot"]["state"], "SUCCESS");
+    assert_eq!(
+        v["snapshot"]["indices"],
+        json!(["posts_2023_02_25", "posts_2024_01_01"])
+    );
+    // the copy is byte for byte
+    for name in ["index.latest", "index-1"] {
+        assert_eq!(
+            std::fs::read(source.join(name)).unwrap(),
+            std::fs::read(loc.join(name)).unwrap()
+        );
+    }
+}
