@@ -886,6 +886,21 @@ fn per_item_faults_429_and_failing_ids() {
         !s.documents("f").contains_key("x"),
         "a rejected item must not be applied"
     );
+    s.set_faults(Faults {
+        bulk_item_503: 1.0,
+        ..Faults::default()
+    });
+    let (_, v) = bulk(
+        &c,
+        &s.url(),
+        ndjson(&[json!({"create": {"_index": "f", "_id": "y"}}), json!({})]),
+    );
+    let it = &v["items"][0]["create"];
+    assert_eq!(
+        (it["status"].clone(), it["error"]["type"].clone()),
+        (json!(503), json!("unavailable_shards_exception"))
+    );
+    assert!(!s.documents("f").contains_key("y"));
 
     // a partial mix at p = 0.5: exactly the items reported successful are stored
     s.set_faults(Faults {

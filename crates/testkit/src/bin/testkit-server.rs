@@ -64,6 +64,9 @@ struct Args {
     /// Probability of each _bulk item failing with 429 es_rejected_execution_exception.
     #[arg(long, default_value_t = 0.0)]
     bulk_item_429: f64,
+    /// Probability of each _bulk item failing with 503 unavailable_shards_exception.
+    #[arg(long, default_value_t = 0.0)]
+    bulk_item_503: f64,
     /// Added latency per request in milliseconds.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
@@ -103,6 +106,7 @@ fn main() -> anyhow::Result<()> {
             error_500: a.error_500,
             error_503: a.error_503,
             bulk_item_429: a.bulk_item_429,
+            bulk_item_503: a.bulk_item_503,
             latency_ms: a.latency_ms,
             latency_jitter_ms: a.latency_jitter_ms,
             drop_connection: a.drop_connection,

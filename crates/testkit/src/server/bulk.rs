@@ -339,6 +339,12 @@ pub(crate) fn bulk(
                 "es_rejected_execution_exception",
                 "rejected execution of write operation: write queue is full (testkit fault injection)",
             ));
+        } else if shared.roll_below(faults.bulk_item_503) {
+            item.fail = Some(EsError::new(
+                503,
+                "unavailable_shards_exception",
+                "primary shard is not active (testkit fault injection)",
+            ));
         }
     }
 

@@ -132,6 +132,8 @@ pub struct Faults {
     pub error_503: f64,
     /// Each `_bulk` item answered 429 `es_rejected_execution_exception` (not applied).
     pub bulk_item_429: f64,
+    /// Each `_bulk` item answered 503 `unavailable_shards_exception` (not applied).
+    pub bulk_item_503: f64,
     /// Added latency before each request is handled.
     pub latency_ms: u64,
     /// Extra random latency, uniform in `[0, latency_jitter_ms]`.
