@@ -1,3 +1,45 @@
 //! Elasticsearch/OpenSearch snapshot repositories, read in place (local disk or object
 //! stores): repository data, snapshot and index metadata, shards as Lucene directories,
 //! and Elasticsearch documents (`_id`, `_source`, `_routing`, `_type`) decoded from them.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), snapshot::Error> {
+//! let store = snapshot::open_store("s3://bucket/repo?region=eu-west-1", &Default::default())?;
+//! let repo = snapshot::Repository::open(store)?;
+//! let snap = repo.snapshot("nightly")?;
+//! let index = snap.index("logs-2024")?;
+//! let shard = index.open_shard(0)?;                  // a lucene::Directory over the blobs
+//! let reader = snapshot::ShardReader::open(&shard)?;
+//! for doc in reader.documents(0..reader.max_doc())? {
+//!     let doc = doc?;                                // EsDocument: id, routing, JSON source
+//!     println!("{} {}", doc.id, String::from_utf8_lossy(&doc.source));
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod blob;
+pub mod document;
+pub mod envelope;
+pub mod error;
+mod lzf;
+pub mod metadata;
+pub mod object;
+pub mod reader;
+pub mod repository;
+pub mod shard;
+pub mod uri;
+pub mod write;
+pub mod xcontent;
+
+pub use blob::{BlobMeta, BlobStore, LocalStore};
+pub use document::EsDocument;
+pub use error::{Error, Result};
+pub use metadata::{
+    FileInfo, GlobalMetadata, IndexMetadata, RepositoryData, ShardFailure, ShardSnapshot,
+    SnapshotInfo, SnapshotState, TemplateKind, TypeMapping, Version,
+};
+pub use object::ObjectStoreBlobs;
+pub use reader::{ShardReader, ShardStats, SkipReason, SkippedDocument};
+pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
+pub use shard::ShardDirectory;
+pub use uri::{open_store, StoreOptions};

@@ -1,0 +1,229 @@
+//! Where repository blobs come from: the [`BlobStore`] trait and its local-filesystem
+//! backend. Object stores (S3, GCS, Azure) are in [`crate::object`].
+//!
+//! The trait is synchronous: the Lucene reader runs on blocking threads, and object-store
+//! backends bridge to their own async runtime.
+
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lucene::{FileHandle, MemoryFile};
+
+use crate::error::{Error, Result};
+
+/// One entry of a listing: the blob name relative to the listed directory, and its length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobMeta {
+    pub name: String,
+    pub len: u64,
+}
+
+/// Read-only access to the blobs of one repository. Blob names are `/`-separated paths
+/// relative to the repository root (`indices/<id>/0/__abc`).
+pub trait BlobStore: Send + Sync + fmt::Debug {
+    /// Where the repository is, for messages (`/path/to/repo`, `s3://bucket/base`).
+    fn location(&self) -> String;
+    /// Blobs directly inside directory `dir` (`""` for the root) whose names start with
+    /// `name_prefix`. Sub-directories are not listed.
+    fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>>;
+    /// Length of a blob; [`Error::NotFound`] if it does not exist.
+    fn len(&self, name: &str) -> Result<u64>;
+    /// The whole blob.
+    fn read(&self, name: &str) -> Result<Bytes>;
+    /// Bytes `range` of a blob.
+    fn read_range(&self, name: &str, range: Range<u64>) -> Result<Bytes>;
+    /// A random-access handle over a blob of known length, for the Lucene reader. Object
+    /// stores read ahead in large windows so that sequential scans make few requests.
+    fn open(&self, name: &str, len: u64) -> Result<Arc<dyn FileHandle>>;
+    /// Whether a blob exists.
+    fn exists(&self, name: &str) -> Result<bool> {
+        match self.len(name) {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Joins a directory and a name with `/` (either may be empty).
+pub fn join(dir: &str, name: &str) -> String {
+    match (dir.is_empty(), name.is_empty()) {
+        (true, _) => name.to_string(),
+        (_, true) => dir.to_string(),
+        _ => format!("{}/{}", dir.trim_end_matches('/'), name),
+    }
+}
+
+/// A repository on a local (or mounted) filesystem: the `location` of an `fs` repository.
+/// Blobs are memory-mapped when opened for the Lucene reader, so nothing is copied.
+#[derive(Debug, Clone)]
+pub struct LocalStore {
+    root: PathBuf,
+}
+
+impl LocalStore {
+    /// A store rooted at `root`, which must be a directory.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        let root = root.as_ref().to_path_buf();
+        match std::fs::metadata(&root) {
+            Ok(m) if m.is_dir() => Ok(LocalStore { root }),
+            Ok(_) => Err(Error::Config(format!(
+                "{}: not a directory (a repository location is a directory)",
+                root.display()
+            ))),
+            Err(e) => Err(Error::Config(format!("{}: {e}", root.display()))),
+        }
+    }
+
+    /// The repository directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, name: &str) -> Result<PathBuf> {
+        // Blob names come from repository metadata: refuse anything that could leave the root.
+        if name.split('/').any(|c| c == ".." || c == ".") || name.starts_with('/') {
+            return Err(Error::corrupt(name, "blob name is not a relative path"));
+        }
+        Ok(self.root.join(name))
+    }
+
+    fn io_error(&self, name: &str, e: io::Error) -> Error {
+        if e.kind() == io::ErrorKind::NotFound {
+            Error::NotFound {
+                blob: self.root.join(name).display().to_string(),
+            }
+        } else {
+            Error::Backend {
+                blob: self.root.join(name).display().to_string(),
+                message: e.to_string(),
+            }
+        }
+    }
+
+    fn map(&self, name: &str) -> Result<Bytes> {
+        let path = self.path(name)?;
+        let file = std::fs::File::open(&path).map_err(|e| self.io_error(name, e))?;
+        let len = file.metadata().map_err(|e| self.io_error(name, e))?.len();
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        // SAFETY: read-only mapping of a repository blob. Snapshot blobs are immutable once
+        // written (Elasticsearch never rewrites a data or metadata blob in place); a blob
+        // truncated underneath us by another process is outside the contract of every mmap
+        // reader.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| self.io_error(name, e))?;
+        Ok(Bytes::from_owner(map))
+    }
+}
+
+impl BlobStore for LocalStore {
+    fn location(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>> {
+        let path = self.path(dir)?;
+        let entries = match std::fs::read_dir(&path) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.io_error(dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| self.io_error(dir, e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if !name.starts_with(name_prefix) {
+                continue;
+            }
+            let meta = entry.metadata().map_err(|e| self.io_error(dir, e))?;
+            if meta.is_file() {
+                out.push(BlobMeta {
+                    name,
+                    len: meta.len(),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn len(&self, name: &str) -> Result<u64> {
+        let meta = std::fs::metadata(self.path(name)?).map_err(|e| self.io_error(name, e))?;
+        if !meta.is_file() {
+            return Err(Error::NotFound {
+                blob: self.root.join(name).display().to_string(),
+            });
+        }
+        Ok(meta.len())
+    }
+
+    fn read(&self, name: &str) -> Result<Bytes> {
+        self.map(name)
+    }
+
+    fn read_range(&self, name: &str, range: Range<u64>) -> Result<Bytes> {
+        let all = self.map(name)?;
+        if range.start > range.end || range.end > all.len() as u64 {
+            return Err(Error::corrupt(
+                self.root.join(name).display().to_string(),
+                format!(
+                    "read of bytes {}..{} is outside the blob (length {})",
+                    range.start,
+                    range.end,
+                    all.len()
+                ),
+            ));
+        }
+        Ok(all.slice(range.start as usize..range.end as usize))
+    }
+
+    fn open(&self, name: &str, _len: u64) -> Result<Arc<dyn FileHandle>> {
+        let bytes = self.map(name)?;
+        Ok(Arc::new(MemoryFile::new(
+            self.root.join(name).display().to_string(),
+            bytes,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_store_lists_reads_and_refuses_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("indices/a/0")).unwrap();
+        std::fs::write(dir.path().join("index-1"), b"{}").unwrap();
+        std::fs::write(dir.path().join("index-10"), b"{ }").unwrap();
+        std::fs::write(dir.path().join("index.latest"), [0u8; 8]).unwrap();
+        std::fs::write(dir.path().join("indices/a/0/__x"), b"0123456789").unwrap();
+        let s = LocalStore::open(dir.path()).unwrap();
+        let names: Vec<_> = s
+            .list("", "index-")
+            .unwrap()
+            .into_iter()
+            .map(|b| (b.name, b.len))
+            .collect();
+        assert_eq!(names, vec![("index-1".into(), 2), ("index-10".into(), 3)]);
+        assert!(
+            s.list("indices", "").unwrap().is_empty(),
+            "dirs are not blobs"
+        );
+        assert_eq!(s.list("nope", "").unwrap(), vec![]);
+        assert_eq!(&s.read_range("indices/a/0/__x", 2..5).unwrap()[..], b"234");
+        assert!(s.read_range("indices/a/0/__x", 2..50).is_err());
+        assert_eq!(s.len("indices/a/0/__x").unwrap(), 10);
+        assert!(matches!(s.len("missing"), Err(Error::NotFound { .. })));
+        assert!(s.read("../etc/passwd").is_err());
+        let h = s.open("indices/a/0/__x", 10).unwrap();
+        assert_eq!(&h.read_bytes(8..10).unwrap()[..], b"89");
+    }
+}

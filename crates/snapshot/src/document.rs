@@ -1,0 +1,306 @@
+//! Elasticsearch documents as stored in Lucene: `_id` decoding (binary ids of ES 6+,
+//! `_uid` of ES ≤ 5), and `_source` turned into single-line JSON.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+
+/// One live document of a snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EsDocument {
+    pub index: Arc<str>,
+    pub id: String,
+    /// The mapping type: from `_uid` (ES ≤ 5) or the index's single mapping type (ES 6);
+    /// `None` for indices created by ES 7+.
+    pub doc_type: Option<String>,
+    pub routing: Option<String>,
+    /// JSON on one line (no `\n` or `\r` bytes).
+    pub source: Bytes,
+    /// Shard-global Lucene doc id (segments in commit order, deleted docs counted): the
+    /// resumable cursor of a work item.
+    pub global_doc_id: u64,
+}
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// Decodes the binary `_id` of indices created by ES 6+: `0xFE` + packed decimal digits,
+/// `0xFF` + UTF-8, `0xFD` + bytes of a base64url id that began with a byte ≥ 0xFD, or the
+/// bytes of a base64url id.
+pub fn decode_id(bytes: &[u8]) -> Result<String, String> {
+    match bytes.first() {
+        None => Err("empty _id".into()),
+        Some(0xFE) => {
+            let digits = &bytes[1..];
+            if digits.is_empty() {
+                return Err("numeric _id without digits".into());
+            }
+            let mut s = String::with_capacity(digits.len() * 2);
+            for (i, b) in digits.iter().enumerate() {
+                let (hi, lo) = (b >> 4, b & 0x0F);
+                if hi > 9 {
+                    return Err(format!("numeric _id with nibble {hi:#x}"));
+                }
+                s.push((b'0' + hi) as char);
+                if lo == 0x0F && i + 1 == digits.len() {
+                    break;
+                }
+                if lo > 9 {
+                    return Err(format!("numeric _id with nibble {lo:#x}"));
+                }
+                s.push((b'0' + lo) as char);
+            }
+            Ok(s)
+        }
+        Some(0xFF) => String::from_utf8(bytes[1..].to_vec())
+            .map_err(|_| "UTF-8 _id is not valid UTF-8".to_string()),
+        Some(0xFD) => Ok(B64.encode(&bytes[1..])),
+        Some(_) => Ok(B64.encode(bytes)),
+    }
+}
+
+/// The encoding of `id` that ES 6+ stores (inverse of [`decode_id`]); used by the
+/// repository writer and tests.
+pub fn encode_id(id: &str) -> Vec<u8> {
+    let b = id.as_bytes();
+    if !b.is_empty() && b.iter().all(u8::is_ascii_digit) {
+        let mut out = vec![0xFE];
+        for pair in b.chunks(2) {
+            let hi = pair[0] - b'0';
+            let lo = pair.get(1).map_or(0x0F, |d| d - b'0');
+            out.push(hi << 4 | lo);
+        }
+        return out;
+    }
+    let b64_ok = !b.is_empty()
+        && b.len() % 4 != 1
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_');
+    if b64_ok {
+        if let Ok(decoded) = B64.decode(b) {
+            // Only canonical encodings round-trip (unused trailing bits zero).
+            if B64.encode(&decoded) == id {
+                if decoded.first().is_some_and(|&f| f >= 0xFD) {
+                    let mut out = vec![0xFD];
+                    out.extend_from_slice(&decoded);
+                    return out;
+                }
+                return decoded;
+            }
+        }
+    }
+    let mut out = vec![0xFF];
+    out.extend_from_slice(b);
+    out
+}
+
+/// Splits an ES ≤ 5 `_uid` (`type#id`) at the first `#`.
+pub fn split_uid(uid: &str) -> Option<(&str, &str)> {
+    uid.split_once('#')
+}
+
+/// What a stored `_source` was encoded as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFormat {
+    Json,
+    Smile,
+    Cbor,
+    Yaml,
+}
+
+/// Detects the content type of a stored `_source`.
+pub fn sniff_source(raw: &[u8]) -> Option<SourceFormat> {
+    if raw.starts_with(b":)\n") {
+        return Some(SourceFormat::Smile);
+    }
+    if raw.starts_with(&[0xD9, 0xD9, 0xF7])
+        || raw.first().is_some_and(|&b| (0xA0..=0xBF).contains(&b))
+    {
+        return Some(SourceFormat::Cbor);
+    }
+    if raw.starts_with(b"---") {
+        return Some(SourceFormat::Yaml);
+    }
+    match raw.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Some(SourceFormat::Json),
+        _ => None,
+    }
+}
+
+/// `_source` as single-line JSON: passed through when it already is, minified (same JSON
+/// value, same bytes otherwise) when it has line breaks, converted from SMILE, CBOR or YAML.
+pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
+    match sniff_source(raw) {
+        Some(SourceFormat::Json) => {
+            if !raw.iter().any(|&b| b == b'\n' || b == b'\r') {
+                return Ok(Bytes::copy_from_slice(raw));
+            }
+            minify_json(raw).map(Bytes::from)
+        }
+        Some(SourceFormat::Smile) => {
+            let v: serde_smile::value::Value =
+                serde_smile::from_slice(raw).map_err(|e| format!("SMILE _source: {e}"))?;
+            to_json_bytes(&crate::xcontent::smile_to_json(v))
+        }
+        Some(SourceFormat::Cbor) => {
+            let v: ciborium::Value =
+                ciborium::from_reader(raw).map_err(|e| format!("CBOR _source: {e}"))?;
+            to_json_bytes(&cbor_to_json(v))
+        }
+        Some(SourceFormat::Yaml) => {
+            let v: serde_json::Value =
+                serde_yaml_ng::from_slice(raw).map_err(|e| format!("YAML _source: {e}"))?;
+            to_json_bytes(&v)
+        }
+        None => Err(format!(
+            "_source is not JSON, SMILE, CBOR or YAML (starts with {:02x?})",
+            &raw[..raw.len().min(8)]
+        )),
+    }
+}
+
+fn to_json_bytes(v: &serde_json::Value) -> Result<Bytes, String> {
+    if !v.is_object() {
+        return Err("_source is not an object".into());
+    }
+    serde_json::to_vec(v)
+        .map(Bytes::from)
+        .map_err(|e| e.to_string())
+}
+
+/// Drops whitespace outside strings; everything else is kept byte for byte.
+fn minify_json(raw: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in raw {
+        if in_string {
+            if b == b'\n' || b == b'\r' {
+                return Err("_source has a raw line break inside a string (invalid JSON)".into());
+            }
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                b'"' => {
+                    in_string = true;
+                    out.push(b);
+                }
+                _ => out.push(b),
+            }
+        }
+    }
+    if in_string {
+        return Err("_source ends inside a string".into());
+    }
+    Ok(out)
+}
+
+fn cbor_to_json(v: ciborium::Value) -> serde_json::Value {
+    use ciborium::Value as C;
+    use serde_json::Value as J;
+    match v {
+        C::Integer(i) => {
+            let i: i128 = i.into();
+            i64::try_from(i)
+                .map(J::from)
+                .or_else(|_| u64::try_from(i).map(J::from))
+                .unwrap_or_else(|_| J::String(i.to_string()))
+        }
+        C::Bytes(b) => J::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        C::Float(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
+        C::Text(s) => J::String(s),
+        C::Bool(b) => J::Bool(b),
+        C::Null => J::Null,
+        C::Tag(_, inner) => cbor_to_json(*inner),
+        C::Array(a) => J::Array(a.into_iter().map(cbor_to_json).collect()),
+        C::Map(m) => J::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        C::Text(s) => s,
+                        other => match cbor_to_json(other) {
+                            J::String(s) => s,
+                            j => j.to_string(),
+                        },
+                    };
+                    (key, cbor_to_json(v))
+                })
+                .collect(),
+        ),
+        _ => J::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ids_from_the_fixtures_decode() {
+        // unchangeddoc is valid base64url: stored as its 9 decoded bytes.
+        assert_eq!(encode_id("unchangeddoc").len(), 9);
+        assert_eq!(
+            decode_id(&encode_id("unchangeddoc")).unwrap(),
+            "unchangeddoc"
+        );
+        assert_eq!(encode_id("complexdoc")[0], 0xFF);
+        assert_eq!(encode_id("12345"), vec![0xFE, 0x12, 0x34, 0x5F]);
+        assert_eq!(decode_id(&[0xFE, 0x12, 0x34, 0x5F]).unwrap(), "12345");
+        assert_eq!(decode_id(&[0xFE, 0x12, 0x34]).unwrap(), "1234");
+        assert_eq!(
+            encode_id("_w")[0],
+            0xFD,
+            "decodes to 0xFF…, needs the escape"
+        );
+        assert!(decode_id(&[]).is_err());
+        assert!(decode_id(&[0xFE, 0xA1]).is_err());
+        assert_eq!(split_uid("type1#a#b"), Some(("type1", "a#b")));
+    }
+
+    proptest! {
+        #[test]
+        fn any_id_round_trips(id in "[a-zA-Z0-9_#\\-é ]{1,30}") {
+            prop_assert_eq!(decode_id(&encode_id(&id)).unwrap(), id);
+        }
+
+        #[test]
+        fn minify_keeps_the_json_value(v in proptest::collection::btree_map("[a-z\\n \"\\\\]{0,6}", "[a-z0-9 \\n\"]{0,8}", 0..6)) {
+            let pretty = serde_json::to_string_pretty(&v).unwrap();
+            let out = normalize_source(pretty.as_bytes()).unwrap();
+            prop_assert!(!out.contains(&b'\n'));
+            let back: std::collections::BTreeMap<String, String> = serde_json::from_slice(&out).unwrap();
+            prop_assert_eq!(back, v);
+        }
+    }
+
+    #[test]
+    fn sources_are_normalized() {
+        let single = br#"{"a":1}"#;
+        assert_eq!(&normalize_source(single).unwrap()[..], single);
+        let padded = b"\n\n\n{\n  \"content\": \"x\\ny\"\n}\n\n";
+        assert_eq!(
+            &normalize_source(padded).unwrap()[..],
+            br#"{"content":"x\ny"}"#
+        );
+        let smile = crate::xcontent::to_smile(&serde_json::json!({"a": [1, "b"]}));
+        assert_eq!(&normalize_source(&smile).unwrap()[..], br#"{"a":[1,"b"]}"#);
+        let mut cbor = Vec::new();
+        ciborium::into_writer(&serde_json::json!({"k": true}), &mut cbor).unwrap();
+        assert_eq!(&normalize_source(&cbor).unwrap()[..], br#"{"k":true}"#);
+        assert_eq!(
+            &normalize_source(b"---\nk: 2\n").unwrap()[..],
+            br#"{"k":2}"#
+        );
+        assert!(normalize_source(b"noop reason").is_err());
+        assert!(normalize_source(b"{\"a\":\"x\ny\"}").is_err());
+    }
+}

@@ -1,0 +1,66 @@
+//! Errors of the snapshot crate. Every variant that concerns stored bytes names the blob.
+
+/// Errors reading a snapshot repository.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A blob that should exist does not.
+    #[error("{blob}: not found")]
+    NotFound { blob: String },
+    /// The storage backend failed (I/O, HTTP, credentials).
+    #[error("{blob}: {message}")]
+    Backend { blob: String, message: String },
+    /// The bytes of a blob are not what the format requires.
+    #[error("{blob}: corrupt: {reason}")]
+    Corrupt { blob: String, reason: String },
+    /// The blob uses a format or feature this reader does not support.
+    #[error("{blob}: unsupported: {what}")]
+    Unsupported { blob: String, what: String },
+    /// No snapshot of that name in the repository data.
+    #[error("snapshot {0:?} is not in the repository")]
+    NoSuchSnapshot(String),
+    /// The index is not part of the snapshot.
+    #[error("index {index:?} is not in snapshot {snapshot:?}")]
+    NoSuchIndex { snapshot: String, index: String },
+    /// The shard failed when the snapshot was taken (PARTIAL snapshot); it holds no data.
+    #[error("shard {shard} of index {index:?} failed in snapshot {snapshot:?}: {reason}")]
+    FailedShard {
+        snapshot: String,
+        index: String,
+        shard: u32,
+        reason: String,
+    },
+    /// A repository location or option that cannot be used.
+    #[error("{0}")]
+    Config(String),
+    /// An error of the Lucene reader (names the Lucene file).
+    #[error("{context}: {source}")]
+    Lucene {
+        context: String,
+        #[source]
+        source: lucene::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn corrupt(blob: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Corrupt {
+            blob: blob.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<lucene::DirectoryError> for Error {
+    fn from(e: lucene::DirectoryError) -> Self {
+        match e {
+            lucene::DirectoryError::NotFound { file } => Error::NotFound { blob: file },
+            other => Error::Backend {
+                blob: other.file().to_string(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// Result with the crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,750 @@
+//! Typed repository metadata: repository data (`index-N`), snapshot info, global
+//! metadata (templates), index metadata, shard file lists. Settings and mappings stay
+//! `serde_json::Value` so metadata migration can transform them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::xcontent::{self, Binary};
+
+/// State of a snapshot (repository data codes 0–4, or SnapshotInfo names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SnapshotState {
+    InProgress,
+    Success,
+    Failed,
+    Partial,
+    Incompatible,
+}
+
+impl SnapshotState {
+    /// From the numeric code of repository data.
+    pub fn from_code(code: i64) -> Option<Self> {
+        Some(match code {
+            0 => Self::InProgress,
+            1 => Self::Success,
+            2 => Self::Failed,
+            3 => Self::Partial,
+            4 => Self::Incompatible,
+            _ => return None,
+        })
+    }
+    /// From the name used in SnapshotInfo.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "IN_PROGRESS" => Self::InProgress,
+            "SUCCESS" => Self::Success,
+            "FAILED" => Self::Failed,
+            "PARTIAL" => Self::Partial,
+            "INCOMPATIBLE" => Self::Incompatible,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InProgress => "IN_PROGRESS",
+            Self::Success => "SUCCESS",
+            Self::Failed => "FAILED",
+            Self::Partial => "PARTIAL",
+            Self::Incompatible => "INCOMPATIBLE",
+        }
+    }
+    /// Whether documents can be read from it (all shards, or all but the failed ones).
+    pub fn is_restorable(self) -> bool {
+        matches!(self, Self::Success | Self::Partial)
+    }
+}
+
+impl fmt::Display for SnapshotState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A product version decoded from a numeric version id (`7100299` → 7.10.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub revision: u32,
+    /// The id carried OpenSearch's marker bit.
+    pub opensearch: bool,
+}
+
+impl Version {
+    const OPENSEARCH_MASK: u32 = 0x0800_0000;
+
+    /// Decodes `major*1_000_000 + minor*10_000 + revision*100 + build`; OpenSearch ids
+    /// have bit 0x08000000 set.
+    pub fn from_id(id: u32) -> Version {
+        let opensearch = id & Self::OPENSEARCH_MASK != 0;
+        let id = id & !Self::OPENSEARCH_MASK;
+        Version {
+            major: id / 1_000_000,
+            minor: (id / 10_000) % 100,
+            revision: (id / 100) % 100,
+            opensearch,
+        }
+    }
+
+    /// Parses `"7.10.2"` (extra suffixes such as `-SNAPSHOT` are ignored).
+    pub fn parse(s: &str) -> Option<Version> {
+        let mut it = s.split(['.', '-']);
+        Some(Version {
+            major: it.next()?.parse().ok()?,
+            minor: it.next().unwrap_or("0").parse().ok()?,
+            revision: it.next().unwrap_or("0").parse().unwrap_or(0),
+            opensearch: false,
+        })
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.opensearch {
+            f.write_str("OpenSearch ")?;
+        }
+        write!(f, "{}.{}.{}", self.major, self.minor, self.revision)
+    }
+}
+
+/// One snapshot as listed in repository data.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnapshotEntry {
+    pub name: String,
+    /// The snapshot UUID (the name itself for pre-5.0 repositories).
+    pub uuid: String,
+    pub state: Option<SnapshotState>,
+    /// Version of the cluster that took it (7.6+).
+    pub version: Option<String>,
+    /// Repository index id → index-metadata identifier (7.9+).
+    pub index_metadata_lookup: BTreeMap<String, String>,
+}
+
+/// One index as listed in repository data.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexEntry {
+    /// The index name.
+    pub name: String,
+    /// The repository index id: the directory under `indices/`.
+    pub id: String,
+    /// UUIDs of the snapshots holding this index.
+    pub snapshot_uuids: Vec<String>,
+    /// Shard generations by shard number (7.6+); `None` = unknown, list the shard dir.
+    pub shard_generations: Vec<Option<String>>,
+}
+
+/// The root `index-N` blob: which snapshots and indices the repository holds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RepositoryData {
+    /// `N` of the `index-N` blob read; -1 for an empty repository; `None` for a pre-5.0
+    /// `index` blob.
+    pub generation: Option<i64>,
+    pub snapshots: Vec<SnapshotEntry>,
+    /// By index name.
+    pub indices: BTreeMap<String, IndexEntry>,
+    /// Index-metadata identifier → metadata blob id (7.9+).
+    pub index_metadata_identifiers: BTreeMap<String, String>,
+    pub min_version: Option<String>,
+    pub uuid: Option<String>,
+}
+
+fn str_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), str_of(v)?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl RepositoryData {
+    /// Parses repository data (JSON; a `DFL\0` prefix is inflated first). Lenient: unknown
+    /// keys are ignored and the legacy forms (bare snapshot names, `{name,uuid}` index
+    /// snapshot entries, indices without ids) are accepted.
+    pub fn parse(blob: &str, bytes: &[u8], generation: Option<i64>) -> Result<Self> {
+        let (_, content) = crate::envelope::decompress(blob, bytes)?;
+        let root = xcontent::decode_value(blob, &content)?;
+        let root = root
+            .as_object()
+            .ok_or_else(|| Error::corrupt(blob, "repository data is not a JSON object"))?;
+        let mut data = RepositoryData {
+            generation,
+            min_version: root.get("min_version").and_then(str_of),
+            uuid: root.get("uuid").and_then(str_of),
+            index_metadata_identifiers: string_map(root.get("index_metadata_identifiers")),
+            ..Default::default()
+        };
+        for s in root
+            .get("snapshots")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let entry = match s {
+                Value::String(name) => SnapshotEntry {
+                    name: name.clone(),
+                    uuid: name.clone(),
+                    state: None,
+                    version: None,
+                    index_metadata_lookup: BTreeMap::new(),
+                },
+                Value::Object(o) => {
+                    let name = o
+                        .get("name")
+                        .and_then(str_of)
+                        .ok_or_else(|| Error::corrupt(blob, "snapshot entry without a name"))?;
+                    SnapshotEntry {
+                        uuid: o
+                            .get("uuid")
+                            .and_then(str_of)
+                            .unwrap_or_else(|| name.clone()),
+                        name,
+                        state: o
+                            .get("state")
+                            .and_then(Value::as_i64)
+                            .and_then(SnapshotState::from_code),
+                        version: o.get("version").and_then(str_of),
+                        index_metadata_lookup: string_map(o.get("index_metadata_lookup")),
+                    }
+                }
+                other => {
+                    return Err(Error::corrupt(
+                        blob,
+                        format!("snapshot entry is neither a name nor an object: {other}"),
+                    ))
+                }
+            };
+            data.snapshots.push(entry);
+        }
+        if let Some(indices) = root.get("indices").and_then(Value::as_object) {
+            for (name, v) in indices {
+                let id = v.get("id").and_then(str_of).unwrap_or_else(|| name.clone());
+                let snapshot_uuids = v
+                    .get("snapshots")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| match s {
+                        Value::String(u) => Some(u.clone()),
+                        Value::Object(o) => {
+                            o.get("uuid").or_else(|| o.get("name")).and_then(str_of)
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let shard_generations = v
+                    .get("shard_generations")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|g| {
+                        // Numeric generations in this array are unreliable; "_new" means
+                        // no shard index blob yet: both mean "list the directory".
+                        str_of(g).filter(|s| s != "_new" && !s.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .collect();
+                data.indices.insert(
+                    name.clone(),
+                    IndexEntry {
+                        name: name.clone(),
+                        id,
+                        snapshot_uuids,
+                        shard_generations,
+                    },
+                );
+            }
+        }
+        Ok(data)
+    }
+
+    /// The snapshot named `name`.
+    pub fn snapshot(&self, name: &str) -> Option<&SnapshotEntry> {
+        self.snapshots.iter().find(|s| s.name == name)
+    }
+
+    /// Indices of the snapshot with `uuid`, by name, from the repository data.
+    pub fn indices_of(&self, uuid: &str) -> Vec<&IndexEntry> {
+        self.indices
+            .values()
+            .filter(|i| i.snapshot_uuids.iter().any(|u| u == uuid))
+            .collect()
+    }
+}
+
+/// A shard that failed when the snapshot was taken.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+pub struct ShardFailure {
+    #[serde(default)]
+    pub index: Option<String>,
+    #[serde(default)]
+    pub index_uuid: Option<String>,
+    #[serde(default)]
+    pub shard_id: Option<u32>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub node_id: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// Root `snap-<uuid>.dat`: one snapshot's state, indices and failures.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct SnapshotInfo {
+    pub name: String,
+    #[serde(default)]
+    pub uuid: Option<String>,
+    #[serde(default)]
+    pub version_id: Option<u32>,
+    /// Index names.
+    #[serde(default)]
+    pub indices: Vec<String>,
+    #[serde(default)]
+    pub data_streams: Vec<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub include_global_state: Option<bool>,
+    #[serde(default)]
+    pub start_time: Option<i64>,
+    #[serde(default)]
+    pub end_time: Option<i64>,
+    #[serde(default)]
+    pub total_shards: Option<u32>,
+    #[serde(default)]
+    pub successful_shards: Option<u32>,
+    #[serde(default)]
+    pub failures: Vec<ShardFailure>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct SnapshotInfoRoot {
+    pub snapshot: SnapshotInfo,
+}
+
+impl SnapshotInfo {
+    /// Version of the cluster that took the snapshot.
+    pub fn version(&self) -> Option<Version> {
+        self.version_id.map(Version::from_id)
+    }
+    /// Decoded state, if known.
+    pub fn state(&self) -> Option<SnapshotState> {
+        self.state.as_deref().and_then(SnapshotState::from_name)
+    }
+    /// The failure of shard `shard` of `index`, if it failed.
+    pub fn shard_failure(&self, index: &str, shard: u32) -> Option<&ShardFailure> {
+        self.failures
+            .iter()
+            .find(|f| f.index.as_deref() == Some(index) && f.shard_id == Some(shard))
+    }
+}
+
+/// Kinds of templates in global metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateKind {
+    /// `_template` (legacy index templates; may carry typed mappings).
+    Legacy,
+    /// `_component_template` (7.8+).
+    Component,
+    /// `_index_template` (composable, 7.8+).
+    Index,
+}
+
+/// Root `meta-<uuid>.dat`: cluster-level metadata of a snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct GlobalMetadata {
+    /// Legacy templates by name: `{order, index_patterns | template, settings, mappings, aliases, version?}`.
+    pub legacy_templates: BTreeMap<String, Value>,
+    /// Component templates by name: `{template: {settings?, mappings?, aliases?}, version?, _meta?}`.
+    pub component_templates: BTreeMap<String, Value>,
+    /// Composable index templates by name: `{index_patterns, template?, composed_of, priority?, …}`.
+    pub index_templates: BTreeMap<String, Value>,
+    /// Persistent cluster settings, when present.
+    pub persistent_settings: Option<Value>,
+    /// The whole `meta-data` object.
+    pub raw: Map<String, Value>,
+}
+
+impl GlobalMetadata {
+    pub(crate) fn from_value(blob: &str, v: Value) -> Result<Self> {
+        let Value::Object(mut root) = v else {
+            return Err(Error::corrupt(blob, "global metadata is not an object"));
+        };
+        let Some(Value::Object(md)) = root.remove("meta-data") else {
+            return Err(Error::corrupt(
+                blob,
+                "global metadata has no \"meta-data\" object",
+            ));
+        };
+        let map_of = |v: Option<&Value>| -> BTreeMap<String, Value> {
+            v.and_then(Value::as_object)
+                .map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default()
+        };
+        // Custom metadata is doubly nested: {"index_template":{"index_template":{...}}}.
+        let nested = |key: &str| map_of(md.get(key).and_then(|v| v.get(key).or(Some(v))));
+        Ok(GlobalMetadata {
+            legacy_templates: map_of(md.get("templates")),
+            component_templates: nested("component_template"),
+            index_templates: nested("index_template"),
+            persistent_settings: md.get("settings").cloned(),
+            raw: md,
+        })
+    }
+
+    /// Templates of one kind, by name.
+    pub fn templates(&self, kind: TemplateKind) -> &BTreeMap<String, Value> {
+        match kind {
+            TemplateKind::Legacy => &self.legacy_templates,
+            TemplateKind::Component => &self.component_templates,
+            TemplateKind::Index => &self.index_templates,
+        }
+    }
+}
+
+/// One mapping of an index: its type name (`_doc`, or a custom type before 7.x) and the
+/// type-less mapping body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TypeMapping {
+    pub doc_type: String,
+    pub mapping: Value,
+}
+
+/// `indices/<id>/meta-*.dat`: one index's settings, mappings and aliases in a snapshot.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexMetadata {
+    /// The index name.
+    pub name: String,
+    /// Flat settings (`"index.number_of_shards": "1"`), values as stored (strings).
+    pub settings: Map<String, Value>,
+    /// Mappings in stored order; several entries only for multi-type (≤ 6.x) indices.
+    pub mappings: Vec<TypeMapping>,
+    /// Alias name → definition (`{}` or `filter`, `index_routing`, `search_routing`, …).
+    pub aliases: Map<String, Value>,
+    pub number_of_shards: u32,
+    pub routing_num_shards: Option<u32>,
+    /// `open` or `close`.
+    pub state: Option<String>,
+    /// The whole inner object, for anything not lifted into a field.
+    pub raw: Value,
+}
+
+fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
+    match v {
+        Value::Object(o) => {
+            for (k, v) in o {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        other => {
+            out.insert(prefix.to_string(), other.clone());
+        }
+    }
+}
+
+impl IndexMetadata {
+    pub(crate) fn from_value(blob: &str, v: Value) -> Result<Self> {
+        let Value::Object(root) = v else {
+            return Err(Error::corrupt(blob, "index metadata is not an object"));
+        };
+        let Some((name, inner)) = root.into_iter().next() else {
+            return Err(Error::corrupt(blob, "index metadata is empty"));
+        };
+        let mut settings = Map::new();
+        if let Some(s) = inner.get("settings") {
+            flatten("", s, &mut settings);
+        }
+        let mut mappings = Vec::new();
+        match inner.get("mappings") {
+            Some(Value::Array(items)) => {
+                for item in items {
+                    mappings.extend(decode_mapping(blob, item)?);
+                }
+            }
+            Some(Value::Object(o)) => {
+                for (t, m) in o {
+                    mappings.push(TypeMapping {
+                        doc_type: t.clone(),
+                        mapping: m.clone(),
+                    });
+                }
+            }
+            _ => {}
+        }
+        let aliases = inner
+            .get("aliases")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let shards = settings
+            .get("index.number_of_shards")
+            .and_then(|v| str_of(v)?.parse::<u32>().ok())
+            .ok_or_else(|| {
+                Error::corrupt(blob, "index metadata has no valid index.number_of_shards")
+            })?;
+        if shards == 0 || shards > 100_000 {
+            return Err(Error::corrupt(
+                blob,
+                format!("{shards} shards is impossible"),
+            ));
+        }
+        Ok(IndexMetadata {
+            name,
+            number_of_shards: shards,
+            routing_num_shards: inner
+                .get("routing_num_shards")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
+            state: inner.get("state").and_then(str_of),
+            settings,
+            mappings,
+            aliases,
+            raw: inner,
+        })
+    }
+
+    /// A setting's value as a string.
+    pub fn setting(&self, key: &str) -> Option<String> {
+        self.settings.get(key).and_then(str_of)
+    }
+
+    /// The version that created the index (`index.version.created`).
+    pub fn created_version(&self) -> Option<Version> {
+        self.setting("index.version.created")
+            .and_then(|s| s.parse::<u32>().ok())
+            .map(Version::from_id)
+    }
+
+    /// Whether the index uses soft deletes: the stored setting, else on for indices
+    /// created by 7.0+ (and by any OpenSearch).
+    pub fn soft_deletes_enabled(&self) -> bool {
+        match self.setting("index.soft_deletes.enabled").as_deref() {
+            Some("true") => true,
+            Some("false") => false,
+            _ => self
+                .created_version()
+                .is_some_and(|v| v.opensearch || v.major >= 7),
+        }
+    }
+
+    /// Mapping type names in stored order.
+    pub fn mapping_types(&self) -> Vec<&str> {
+        self.mappings.iter().map(|m| m.doc_type.as_str()).collect()
+    }
+
+    /// Whether any mapping disables `_source` (`"_source": {"enabled": false}`).
+    pub fn source_disabled(&self) -> bool {
+        self.mappings.iter().any(|m| {
+            m.mapping
+                .get("_source")
+                .and_then(|s| s.get("enabled"))
+                .is_some_and(|e| e == false || e == "false")
+        })
+    }
+}
+
+/// One element of `mappings`: `{"<type>": {...}}`, or compressed xcontent (base64 of
+/// `DFL\0`+JSON/SMILE) in the binary form.
+fn decode_mapping(blob: &str, item: &Value) -> Result<Vec<TypeMapping>> {
+    let obj = match item {
+        Value::Object(o) => o.clone(),
+        Value::String(b64) => {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| Error::corrupt(blob, format!("binary mapping: {e}")))?;
+            let (_, content) = crate::envelope::decompress(blob, &raw)?;
+            match xcontent::decode_value(blob, &content)? {
+                Value::Object(o) => o,
+                _ => return Err(Error::corrupt(blob, "binary mapping is not an object")),
+            }
+        }
+        _ => return Err(Error::corrupt(blob, "mapping entry is not an object")),
+    };
+    Ok(obj
+        .into_iter()
+        .map(|(doc_type, mapping)| TypeMapping { doc_type, mapping })
+        .collect())
+}
+
+/// One Lucene file of a shard snapshot.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct FileInfo {
+    /// Blob name in the shard directory: `__…`, or `v__…` for a virtual file.
+    pub name: String,
+    /// The Lucene file name.
+    pub physical_name: String,
+    pub length: u64,
+    /// The Lucene footer CRC-32 in base 36.
+    #[serde(default)]
+    pub checksum: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_size: Option<u64>,
+    #[serde(default)]
+    pub written_by: Option<String>,
+    /// For `segments_N` and `.si` files: the whole file content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_hash: Option<Binary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_uuid: Option<Binary>,
+}
+
+impl FileInfo {
+    /// Whether the content lives only in `meta_hash` (no blob exists).
+    pub fn is_virtual(&self) -> bool {
+        self.name.starts_with("v__")
+    }
+
+    /// The blobs holding the file, with their lengths, in order.
+    pub fn parts(&self) -> Vec<(String, u64)> {
+        let part = self.part_size.filter(|&p| p > 0).unwrap_or(u64::MAX);
+        if self.length <= part {
+            return vec![(self.name.clone(), self.length)];
+        }
+        let n = self.length.div_ceil(part);
+        (0..n)
+            .map(|i| {
+                let len = if i + 1 == n {
+                    self.length - part * (n - 1)
+                } else {
+                    part
+                };
+                (format!("{}.part{i}", self.name), len)
+            })
+            .collect()
+    }
+
+    /// The checksum as a number, if it is a base-36 CRC.
+    pub fn checksum_value(&self) -> Option<u64> {
+        u64::from_str_radix(self.checksum.as_deref()?, 36).ok()
+    }
+}
+
+/// Shard `snap-<uuid>.dat`: the complete file list of one shard in one snapshot.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ShardSnapshot {
+    /// The snapshot name.
+    pub name: String,
+    #[serde(default, alias = "index-version")]
+    pub index_version: Option<i64>,
+    #[serde(default)]
+    pub start_time: Option<i64>,
+    #[serde(default)]
+    pub time: Option<i64>,
+    /// Files uploaded by this snapshot (incremental).
+    #[serde(default)]
+    pub number_of_files: Option<u64>,
+    /// Bytes uploaded by this snapshot (incremental).
+    #[serde(default)]
+    pub total_size: Option<u64>,
+    #[serde(default)]
+    pub files: Vec<FileInfo>,
+}
+
+impl ShardSnapshot {
+    /// Total bytes of the shard's files (not the incremental `total_size`).
+    pub fn size_in_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.length).sum()
+    }
+}
+
+/// Shard `index-<gen>`: every file and every snapshot of a shard.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct ShardSnapshots {
+    #[serde(default)]
+    pub files: Vec<FileInfo>,
+    #[serde(default)]
+    pub snapshots: BTreeMap<String, ShardSnapshotFiles>,
+}
+
+/// One snapshot in a shard `index-<gen>`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct ShardSnapshotFiles {
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub shard_state_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_decode() {
+        assert_eq!(Version::from_id(7100299).to_string(), "7.10.2");
+        assert_eq!(Version::from_id(5061699).to_string(), "5.6.16");
+        let os = Version::from_id(0x0800_0000 ^ 2110099);
+        assert!(os.opensearch);
+        assert_eq!((os.major, os.minor, os.revision), (2, 11, 0));
+    }
+
+    #[test]
+    fn parts_split_like_elasticsearch() {
+        let mut f = FileInfo {
+            name: "__a".into(),
+            physical_name: "_0.fdt".into(),
+            length: 25,
+            checksum: Some("1".into()),
+            part_size: Some(10),
+            written_by: None,
+            meta_hash: None,
+            writer_uuid: None,
+        };
+        assert_eq!(
+            f.parts(),
+            vec![
+                ("__a.part0".into(), 10),
+                ("__a.part1".into(), 10),
+                ("__a.part2".into(), 5)
+            ]
+        );
+        f.part_size = Some(i64::MAX as u64);
+        assert_eq!(f.parts(), vec![("__a".into(), 25)]);
+        f.part_size = Some(25);
+        assert_eq!(f.parts(), vec![("__a".into(), 25)]);
+        f.length = 0;
+        assert_eq!(f.parts(), vec![("__a".into(), 0)]);
+    }
+
+    #[test]
+    fn legacy_repository_data_forms() {
+        let d = RepositoryData::parse(
+            "index",
+            br#"{"snapshots":["s1",{"name":"s2","uuid":"u2","state":3}],"indices":{"i":{"snapshots":[{"name":"s2","uuid":"u2"}],"shard_generations":["abc",null,"_new","7"]}}}"#,
+            None,
+        )
+        .unwrap();
+        assert_eq!(d.snapshots[0].uuid, "s1");
+        assert_eq!(d.snapshots[1].state, Some(SnapshotState::Partial));
+        assert_eq!(d.indices["i"].id, "i");
+        assert_eq!(d.indices_of("u2").len(), 1);
+        assert_eq!(
+            d.indices["i"].shard_generations,
+            vec![Some("abc".into()), None, None, None]
+        );
+    }
+}

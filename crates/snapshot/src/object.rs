@@ -1,0 +1,486 @@
+//! Object-store backend (S3, GCS, Azure through the `object_store` crate) and the
+//! read-ahead file handle that lets the synchronous Lucene reader scan remote blobs with
+//! few, large requests.
+//!
+//! The store owns a small tokio runtime for its requests. Every synchronous call spawns
+//! the request on that runtime and waits on a channel, so it works from any thread —
+//! a blocking thread of the caller's runtime, a plain thread, even an async task (where
+//! it blocks that task's worker for the duration of the request).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::ops::Range;
+use std::sync::{Arc, Condvar, Mutex};
+
+use bytes::{Bytes, BytesMut};
+use futures::TryStreamExt;
+use lucene::{DirectoryError, FileHandle};
+use object_store::path::Path as ObjPath;
+use object_store::ObjectStore;
+
+use crate::blob::{BlobMeta, BlobStore};
+use crate::error::{Error, Result};
+
+/// Default read-ahead window for sequential scans of remote files.
+pub const DEFAULT_WINDOW: u64 = 8 << 20;
+/// Default number of windows kept per open file.
+pub const DEFAULT_WINDOWS_PER_FILE: usize = 4;
+
+/// Owns a tokio runtime and shuts it down without blocking when dropped (dropping a
+/// runtime normally blocks, which panics inside async code).
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Runtime {
+    fn new() -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("rfs-blob-io")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start the object-store runtime: {e}")))?;
+        Ok(Runtime(Some(rt)))
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.0
+            .as_ref()
+            .expect("runtime present until drop")
+            .handle()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+struct Inner {
+    store: Arc<dyn ObjectStore>,
+    /// `scheme://bucket/base` for messages.
+    url: String,
+    /// Key prefix of the repository inside the bucket (no leading/trailing `/`).
+    base: String,
+    rt: Runtime,
+    window: u64,
+    windows_per_file: usize,
+}
+
+impl Inner {
+    fn key(&self, name: &str) -> ObjPath {
+        if self.base.is_empty() {
+            ObjPath::from(name)
+        } else {
+            ObjPath::from(format!("{}/{}", self.base, name))
+        }
+    }
+
+    fn display(&self, name: &str) -> String {
+        format!("{}/{}", self.url.trim_end_matches('/'), name)
+    }
+
+    fn error(&self, name: &str, e: object_store::Error) -> Error {
+        match e {
+            object_store::Error::NotFound { .. } => Error::NotFound {
+                blob: self.display(name),
+            },
+            other => Error::Backend {
+                blob: self.display(name),
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// Runs `fut` on the store's runtime and waits for it from this (any) thread.
+    fn block<F>(&self, name: &str, fut: F) -> Result<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.rt.handle().spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv().map_err(|_| Error::Backend {
+            blob: self.display(name),
+            message: "request task ended without an answer (runtime shut down)".into(),
+        })
+    }
+
+    fn get_range(self: &Arc<Self>, name: &str, range: Range<u64>) -> Result<Bytes> {
+        let store = self.store.clone();
+        let key = self.key(name);
+        let r = range.clone();
+        let bytes = self
+            .block(name, async move { store.get_range(&key, r).await })?
+            .map_err(|e| self.error(name, e))?;
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(Error::corrupt(
+                self.display(name),
+                format!(
+                    "ranged read {}..{} returned {} bytes",
+                    range.start,
+                    range.end,
+                    bytes.len()
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+}
+
+/// A repository in an object store: `s3://bucket/base_path`, `gs://…`, `az://…`.
+#[derive(Clone)]
+pub struct ObjectStoreBlobs {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ObjectStoreBlobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectStoreBlobs({})", self.inner.url)
+    }
+}
+
+impl ObjectStoreBlobs {
+    /// Wraps `store`; `url` is used in messages, `base` is the key prefix of the
+    /// repository inside the bucket.
+    pub fn new(store: Arc<dyn ObjectStore>, url: impl Into<String>, base: &str) -> Result<Self> {
+        Ok(ObjectStoreBlobs {
+            inner: Arc::new(Inner {
+                store,
+                url: url.into(),
+                base: base.trim_matches('/').to_string(),
+                rt: Runtime::new()?,
+                window: DEFAULT_WINDOW,
+                windows_per_file: DEFAULT_WINDOWS_PER_FILE,
+            }),
+        })
+    }
+
+    /// Sets the read-ahead window and how many windows each open file keeps.
+    pub fn with_read_ahead(self, window: u64, windows_per_file: usize) -> Self {
+        let inner = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => {
+                tracing::warn!("read-ahead not changed: the store is already shared");
+                return ObjectStoreBlobs { inner: shared };
+            }
+        };
+        ObjectStoreBlobs {
+            inner: Arc::new(Inner {
+                window: window.max(64 << 10),
+                windows_per_file: windows_per_file.max(1),
+                ..inner
+            }),
+        }
+    }
+
+    /// The underlying object store.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.inner.store
+    }
+}
+
+impl BlobStore for ObjectStoreBlobs {
+    fn location(&self) -> String {
+        self.inner.url.clone()
+    }
+
+    fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>> {
+        let inner = &self.inner;
+        let store = inner.store.clone();
+        let prefix = if dir.is_empty() && inner.base.is_empty() {
+            None
+        } else if dir.is_empty() {
+            Some(ObjPath::from(inner.base.as_str()))
+        } else {
+            Some(inner.key(dir))
+        };
+        let listing = inner
+            .block(dir, async move {
+                store.list_with_delimiter(prefix.as_ref()).await
+            })?
+            .map_err(|e| inner.error(dir, e))?;
+        let mut out: Vec<BlobMeta> = listing
+            .objects
+            .into_iter()
+            .filter_map(|o| {
+                let name = o.location.filename()?.to_string();
+                name.starts_with(name_prefix)
+                    .then_some(BlobMeta { name, len: o.size })
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn len(&self, name: &str) -> Result<u64> {
+        let inner = &self.inner;
+        let store = inner.store.clone();
+        let key = inner.key(name);
+        let meta = inner
+            .block(name, async move { store.head(&key).await })?
+            .map_err(|e| inner.error(name, e))?;
+        Ok(meta.size)
+    }
+
+    fn read(&self, name: &str) -> Result<Bytes> {
+        let inner = &self.inner;
+        let store = inner.store.clone();
+        let key = inner.key(name);
+        inner
+            .block(name, async move {
+                let r = store.get(&key).await?;
+                let mut buf = BytesMut::new();
+                let mut stream = r.into_stream();
+                while let Some(chunk) = stream.try_next().await? {
+                    buf.extend_from_slice(&chunk);
+                }
+                Ok::<_, object_store::Error>(buf.freeze())
+            })?
+            .map_err(|e| inner.error(name, e))
+    }
+
+    fn read_range(&self, name: &str, range: Range<u64>) -> Result<Bytes> {
+        if range.start >= range.end {
+            return Ok(Bytes::new());
+        }
+        self.inner.get_range(name, range)
+    }
+
+    fn open(&self, name: &str, len: u64) -> Result<Arc<dyn FileHandle>> {
+        Ok(Arc::new(ReadAheadFile {
+            inner: self.inner.clone(),
+            blob: name.to_string(),
+            display: self.inner.display(name),
+            len,
+            state: Mutex::new(Windows::default()),
+        }))
+    }
+}
+
+/// The bytes of one window, filled by a request in flight.
+#[derive(Default)]
+struct Slot {
+    value: Mutex<Option<std::result::Result<Bytes, String>>>,
+    ready: Condvar,
+}
+
+impl Slot {
+    fn fill(&self, v: std::result::Result<Bytes, String>) {
+        *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
+        self.ready.notify_all();
+    }
+
+    fn wait(&self) -> std::result::Result<Bytes, String> {
+        let mut g = self.value.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(v) = g.as_ref() {
+                return v.clone();
+            }
+            g = self.ready.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+#[derive(Default)]
+struct Windows {
+    /// start → (end, slot, last use)
+    map: HashMap<u64, (u64, Arc<Slot>, u64)>,
+    tick: u64,
+}
+
+/// A remote blob read through a few large windows: a read outside every cached window
+/// fetches a window starting at that offset; a read in the second half of a window
+/// prefetches the next one in the background. Sequential stored-field scans therefore
+/// make one request per window and rarely wait.
+struct ReadAheadFile {
+    inner: Arc<Inner>,
+    blob: String,
+    display: String,
+    len: u64,
+    state: Mutex<Windows>,
+}
+
+impl fmt::Debug for ReadAheadFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ReadAheadFile({}, {} bytes)", self.display, self.len)
+    }
+}
+
+impl ReadAheadFile {
+    /// Starts fetching `start..end` unless a window already starts there; returns its slot.
+    fn start_window(&self, w: &mut Windows, start: u64, end: u64) -> Arc<Slot> {
+        w.tick += 1;
+        let tick = w.tick;
+        if let Some(e) = w.map.get_mut(&start) {
+            if e.0 >= end {
+                e.2 = tick;
+                return e.1.clone();
+            }
+        }
+        while w.map.len() >= self.inner.windows_per_file {
+            let oldest = w.map.iter().min_by_key(|(_, v)| v.2).map(|(k, _)| *k);
+            match oldest {
+                Some(k) => {
+                    w.map.remove(&k);
+                }
+                None => break,
+            }
+        }
+        let slot = Arc::new(Slot::default());
+        w.map.insert(start, (end, slot.clone(), tick));
+        let store = self.inner.store.clone();
+        let key = self.inner.key(&self.blob);
+        let s = slot.clone();
+        let display = self.display.clone();
+        self.inner.rt.handle().spawn(async move {
+            let r = store.get_range(&key, start..end).await;
+            s.fill(match r {
+                Ok(b) if b.len() as u64 == end - start => Ok(b),
+                Ok(b) => Err(format!(
+                    "{display}: ranged read {start}..{end} returned {} bytes",
+                    b.len()
+                )),
+                Err(e) => Err(format!("{display}: {e}")),
+            });
+        });
+        slot
+    }
+}
+
+impl FileHandle for ReadAheadFile {
+    fn name(&self) -> &str {
+        &self.display
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_bytes(&self, range: Range<u64>) -> std::result::Result<Bytes, DirectoryError> {
+        if range.start >= range.end {
+            return Ok(Bytes::new());
+        }
+        let window = self.inner.window;
+        let backend = |message: String| DirectoryError::Backend {
+            file: self.display.clone(),
+            message,
+        };
+        // Reads larger than a window go straight to the store.
+        if range.end - range.start >= window {
+            return self
+                .inner
+                .get_range(&self.blob, range)
+                .map_err(|e| backend(e.to_string()));
+        }
+        let (start, slot, prefetch) = {
+            let mut w = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            w.tick += 1;
+            let tick = w.tick;
+            let hit = w
+                .map
+                .iter_mut()
+                .find(|(s, v)| **s <= range.start && range.end <= v.0)
+                .map(|(s, v)| {
+                    v.2 = tick;
+                    (*s, v.0, v.1.clone())
+                });
+            let (start, end, slot) = match hit {
+                Some(h) => h,
+                None => {
+                    let end = (range.start + window).min(self.len);
+                    let slot = self.start_window(&mut w, range.start, end);
+                    (range.start, end, slot)
+                }
+            };
+            // Past the middle of this window: fetch the next one in the background.
+            let prefetch = range.end > start + (end - start) / 2
+                && end < self.len
+                && !w.map.contains_key(&end);
+            if prefetch {
+                let next_end = (end + window).min(self.len);
+                self.start_window(&mut w, end, next_end);
+            }
+            (start, slot, prefetch)
+        };
+        let _ = prefetch;
+        let data = slot.wait().map_err(backend)?;
+        let a = (range.start - start) as usize;
+        let b = (range.end - start) as usize;
+        if b > data.len() {
+            return Err(backend(format!(
+                "window at {start} holds {} bytes, read needs {b}",
+                data.len()
+            )));
+        }
+        Ok(data.slice(a..b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::memory::InMemory;
+    use object_store::PutPayload;
+
+    fn store_with(name: &str, data: Vec<u8>) -> ObjectStoreBlobs {
+        let mem = Arc::new(InMemory::new());
+        let s = ObjectStoreBlobs::new(mem.clone(), "mem://bucket/base", "base")
+            .unwrap()
+            .with_read_ahead(64 << 10, 2);
+        let m = mem.clone();
+        let key = ObjPath::from(format!("base/{name}"));
+        s.inner
+            .block(
+                name,
+                async move { m.put(&key, PutPayload::from(data)).await },
+            )
+            .unwrap()
+            .unwrap();
+        s
+    }
+
+    #[test]
+    fn read_ahead_file_serves_sequential_and_random_reads() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let s = store_with("indices/x/0/__a", data.clone());
+        assert_eq!(s.len("indices/x/0/__a").unwrap(), 300_000);
+        let listed = s.list("indices/x/0", "__").unwrap();
+        assert_eq!(
+            listed,
+            vec![BlobMeta {
+                name: "__a".into(),
+                len: 300_000
+            }]
+        );
+        assert!(s.list("indices/x/0", "index-").unwrap().is_empty());
+        let f = s.open("indices/x/0/__a", 300_000).unwrap();
+        let mut pos = 0u64;
+        while pos < 300_000 {
+            let end = (pos + 7_777).min(300_000);
+            assert_eq!(
+                &f.read_bytes(pos..end).unwrap()[..],
+                &data[pos as usize..end as usize]
+            );
+            pos = end;
+        }
+        for (a, b) in [(299_990, 300_000), (5, 100_000), (65_530, 65_540), (0, 1)] {
+            assert_eq!(
+                &f.read_bytes(a..b).unwrap()[..],
+                &data[a as usize..b as usize]
+            );
+        }
+        assert!(matches!(
+            s.read("indices/x/0/missing"),
+            Err(Error::NotFound { .. })
+        ));
+        assert_eq!(
+            &s.read_range("indices/x/0/__a", 10..20).unwrap()[..],
+            &data[10..20]
+        );
+    }
+}

@@ -1,0 +1,413 @@
+//! Elasticsearch documents of one shard, read with the Lucene reader: live documents in
+//! shard-global doc-id order, each turned into an [`EsDocument`]. Nested children are
+//! skipped and counted; documents without `_source` (or with an undecodable one) are
+//! counted, logged and listed — never dropped silently.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use lucene::{FieldInfo, IndexReader, OpenOptions, StoredFieldVisitor, StoredValue};
+use serde::Serialize;
+
+use crate::document::{decode_id, normalize_source, split_uid, EsDocument};
+use crate::error::{Error, Result};
+use crate::repository::Shard;
+
+/// Soft-deletes field of Elasticsearch 6.5+/7+ and OpenSearch.
+pub const SOFT_DELETES_FIELD: &str = "__soft_deletes";
+/// At most this many skipped documents are kept for reporting (all are counted).
+const MAX_SKIPPED_KEPT: usize = 10_000;
+
+/// Why a live Lucene document was not produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// No `_id`/`_uid` and no `_source`: a child of a nested block.
+    Nested,
+    /// An `_id` but no `_source` (source disabled or synthetic).
+    NoSource,
+    /// `_source` present but not JSON, SMILE, CBOR or YAML, or undecodable.
+    BadSource,
+    /// `_id` present but undecodable, or `_source` without any `_id`.
+    BadId,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Nested => "nested",
+            SkipReason::NoSource => "no_source",
+            SkipReason::BadSource => "bad_source",
+            SkipReason::BadId => "bad_id",
+        }
+    }
+}
+
+/// A live document that was not produced, with its reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedDocument {
+    pub global_doc_id: u64,
+    pub id: Option<String>,
+    pub reason: SkipReason,
+    pub detail: String,
+}
+
+/// Counts of one read.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct ShardStats {
+    /// Documents produced.
+    pub documents: u64,
+    /// Bytes of produced `_source` (after normalisation).
+    pub source_bytes: u64,
+    pub nested_skipped: u64,
+    pub without_source: u64,
+    pub bad_source: u64,
+    pub bad_id: u64,
+}
+
+impl ShardStats {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &ShardStats) {
+        self.documents += other.documents;
+        self.source_bytes += other.source_bytes;
+        self.nested_skipped += other.nested_skipped;
+        self.without_source += other.without_source;
+        self.bad_source += other.bad_source;
+        self.bad_id += other.bad_id;
+    }
+    /// Documents skipped for any reason but nesting.
+    pub fn skipped_not_nested(&self) -> u64 {
+        self.without_source + self.bad_source + self.bad_id
+    }
+}
+
+/// Facts about one segment, for `inspect`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentSummary {
+    pub name: String,
+    pub max_doc: u64,
+    pub live_docs: u64,
+    pub lucene_version: String,
+    pub codec: String,
+    pub compound: bool,
+    pub stored_fields_format: String,
+    pub stored_fields_mode: String,
+    pub has_source_field: bool,
+}
+
+/// Where `_type` comes from.
+#[derive(Debug, Clone)]
+enum TypeRule {
+    /// ES 7+: no types.
+    None,
+    /// ES ≤ 6: from `_uid` when present, else this (the index's single mapping type).
+    Legacy(Option<String>),
+}
+
+/// A shard opened for reading documents.
+pub struct ShardReader {
+    index: Arc<str>,
+    reader: IndexReader,
+    types: TypeRule,
+}
+
+impl std::fmt::Debug for ShardReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ShardReader({}, max_doc {})",
+            self.index,
+            self.reader.max_doc()
+        )
+    }
+}
+
+impl ShardReader {
+    /// Opens the shard's latest commit. Soft deletes are applied when the index uses them.
+    pub fn open(shard: &Shard) -> Result<ShardReader> {
+        Self::open_with(shard, false)
+    }
+
+    /// As [`ShardReader::open`]; with `verify_checksums`, every file's CRC-32 is
+    /// recomputed first (reads the whole shard once more).
+    pub fn open_with(shard: &Shard, verify_checksums: bool) -> Result<ShardReader> {
+        let index = shard.index();
+        let md = index.metadata();
+        let context = format!(
+            "{} shard {} ({})",
+            index.name(),
+            shard.shard_number(),
+            index.shard_dir(shard.shard_number())
+        );
+        if verify_checksums {
+            shard.directory().verify_all()?;
+        }
+        let opts = OpenOptions {
+            soft_deletes_field: md
+                .soft_deletes_enabled()
+                .then(|| SOFT_DELETES_FIELD.to_string()),
+            verify_checksums: false,
+        };
+        let dir: Arc<dyn lucene::Directory> = shard.directory().clone();
+        let reader = IndexReader::open(dir, &opts).map_err(|source| Error::Lucene {
+            context: context.clone(),
+            source,
+        })?;
+        let created = md.created_version();
+        let types = match created {
+            Some(v) if v.opensearch || v.major >= 7 => TypeRule::None,
+            // Unknown creation version: only `_uid` can tell.
+            None => TypeRule::Legacy(None),
+            Some(_) => {
+                let types = md.mapping_types();
+                TypeRule::Legacy(match types.as_slice() {
+                    [one] => Some(one.to_string()),
+                    [] => Some("_doc".to_string()),
+                    _ => None,
+                })
+            }
+        };
+        Ok(ShardReader {
+            index: Arc::from(index.name()),
+            reader,
+            types,
+        })
+    }
+
+    /// Documents in the shard, deleted ones included (the end of the doc-id space).
+    pub fn max_doc(&self) -> u64 {
+        self.reader.max_doc()
+    }
+
+    /// Live documents (after hard and soft deletes), nested children included.
+    pub fn live_docs(&self) -> u64 {
+        self.reader.num_live_docs()
+    }
+
+    /// The Lucene reader.
+    pub fn lucene(&self) -> &IndexReader {
+        &self.reader
+    }
+
+    /// One summary per segment.
+    pub fn segments(&self) -> Vec<SegmentSummary> {
+        self.reader
+            .segments()
+            .iter()
+            .map(|s| SegmentSummary {
+                name: s.name().to_string(),
+                max_doc: s.max_doc() as u64,
+                live_docs: s.live_count() as u64,
+                lucene_version: s.lucene_version().to_string(),
+                codec: s.codec().to_string(),
+                compound: s.is_compound(),
+                stored_fields_format: s.stored_fields_format().unwrap_or("none").to_string(),
+                stored_fields_mode: s.stored_fields_mode().unwrap_or("").to_string(),
+                has_source_field: s.field_infos().by_name("_source").is_some(),
+            })
+            .collect()
+    }
+
+    /// Live documents whose shard-global doc id is in `range`, in order.
+    pub fn documents(&self, range: Range<u64>) -> Result<Documents<'_>> {
+        let inner = self
+            .reader
+            .documents(range)
+            .map_err(|source| Error::Lucene {
+                context: self.index.to_string(),
+                source,
+            })?;
+        Ok(Documents {
+            reader: self,
+            inner,
+            visitor: Fields::default(),
+            stats: ShardStats::default(),
+            skipped: Vec::new(),
+            done: false,
+        })
+    }
+}
+
+/// The stored fields of one document that matter.
+#[derive(Default)]
+struct Fields {
+    id: Option<std::result::Result<String, String>>,
+    uid: Option<String>,
+    routing: Option<String>,
+    source: Option<Vec<u8>>,
+}
+
+impl Fields {
+    fn clear(&mut self) {
+        self.id = None;
+        self.uid = None;
+        self.routing = None;
+        if let Some(s) = self.source.as_mut() {
+            s.clear();
+        }
+    }
+}
+
+/// Reused between documents; `source_set` tells whether `_source` was seen.
+struct Visitor<'a> {
+    f: &'a mut Fields,
+    source_set: bool,
+}
+
+impl StoredFieldVisitor for Visitor<'_> {
+    fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> lucene::Result<()> {
+        match (field.name.as_str(), value) {
+            ("_id", StoredValue::Binary(b)) => self.f.id = Some(decode_id(b)),
+            ("_id", StoredValue::String(s)) => self.f.id = Some(Ok(s.to_string())),
+            ("_uid", StoredValue::String(s)) => self.f.uid = Some(s.to_string()),
+            ("_routing", StoredValue::String(s)) => self.f.routing = Some(s.to_string()),
+            ("_source", StoredValue::Binary(b)) => {
+                let buf = self.f.source.get_or_insert_with(Vec::new);
+                buf.clear();
+                buf.extend_from_slice(b);
+                self.source_set = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over the documents of a range of a shard. Stops after the first error.
+pub struct Documents<'a> {
+    reader: &'a ShardReader,
+    inner: lucene::Documents<'a>,
+    visitor: Fields,
+    stats: ShardStats,
+    skipped: Vec<SkippedDocument>,
+    done: bool,
+}
+
+impl Documents<'_> {
+    /// Counts so far.
+    pub fn stats(&self) -> &ShardStats {
+        &self.stats
+    }
+
+    /// Skipped documents (other than nested children) since the last call; at most
+    /// 10,000 are kept between calls, all are counted in [`Documents::stats`].
+    pub fn take_skipped(&mut self) -> Vec<SkippedDocument> {
+        std::mem::take(&mut self.skipped)
+    }
+
+    fn skip(&mut self, global_doc_id: u64, id: Option<String>, reason: SkipReason, detail: String) {
+        match reason {
+            SkipReason::Nested => {
+                self.stats.nested_skipped += 1;
+                return;
+            }
+            SkipReason::NoSource => self.stats.without_source += 1,
+            SkipReason::BadSource => self.stats.bad_source += 1,
+            SkipReason::BadId => self.stats.bad_id += 1,
+        }
+        tracing::warn!(
+            index = %self.reader.index,
+            doc = global_doc_id,
+            id = id.as_deref().unwrap_or(""),
+            reason = reason.as_str(),
+            "{detail}"
+        );
+        if self.skipped.len() < MAX_SKIPPED_KEPT {
+            self.skipped.push(SkippedDocument {
+                global_doc_id,
+                id,
+                reason,
+                detail,
+            });
+        }
+    }
+}
+
+impl Iterator for Documents<'_> {
+    type Item = Result<EsDocument>;
+
+    fn next(&mut self) -> Option<Result<EsDocument>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            self.visitor.clear();
+            let mut v = Visitor {
+                f: &mut self.visitor,
+                source_set: false,
+            };
+            let doc = match self.inner.next(&mut v) {
+                Ok(Some(d)) => d,
+                Ok(None) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(source) => {
+                    self.done = true;
+                    return Some(Err(Error::Lucene {
+                        context: self.reader.index.to_string(),
+                        source,
+                    }));
+                }
+            };
+            let has_source = v.source_set;
+            let uid = self.visitor.uid.take();
+            let stored_id = self.visitor.id.take();
+            let routing = self.visitor.routing.take();
+            let (doc_type, id) = match (uid, stored_id) {
+                (Some(uid), _) => match split_uid(&uid) {
+                    Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
+                    None => (None, Err(format!("_uid {uid:?} has no '#'"))),
+                },
+                (None, Some(id)) => {
+                    let t = match &self.reader.types {
+                        TypeRule::None => None,
+                        TypeRule::Legacy(t) => t.clone(),
+                    };
+                    (t, id)
+                }
+                (None, None) if !has_source => {
+                    self.skip(doc, None, SkipReason::Nested, String::new());
+                    continue;
+                }
+                (None, None) => (None, Err("document has _source but no _id".to_string())),
+            };
+            let id = match id {
+                Ok(id) => id,
+                Err(e) => {
+                    self.skip(doc, None, SkipReason::BadId, e);
+                    continue;
+                }
+            };
+            if !has_source {
+                self.skip(
+                    doc,
+                    Some(id),
+                    SkipReason::NoSource,
+                    "document has no _source (source disabled or synthetic)".into(),
+                );
+                continue;
+            }
+            let raw = self.visitor.source.take().unwrap_or_default();
+            let normalized = normalize_source(&raw);
+            self.visitor.source = Some(raw);
+            let source = match normalized {
+                Ok(s) => s,
+                Err(e) => {
+                    self.skip(doc, Some(id), SkipReason::BadSource, e);
+                    continue;
+                }
+            };
+            self.stats.documents += 1;
+            self.stats.source_bytes += source.len() as u64;
+            return Some(Ok(EsDocument {
+                index: self.reader.index.clone(),
+                id,
+                doc_type,
+                routing,
+                source,
+                global_doc_id: doc,
+            }));
+        }
+    }
+}

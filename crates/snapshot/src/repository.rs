@@ -1,0 +1,398 @@
+//! A snapshot repository: finding the latest repository data, and resolving snapshots,
+//! their global metadata, index metadata and shard file lists.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::blob::{join, BlobStore};
+use crate::envelope::{self, codec};
+use crate::error::{Error, Result};
+use crate::lzf;
+use crate::metadata::{
+    GlobalMetadata, IndexEntry, IndexMetadata, RepositoryData, ShardSnapshot, ShardSnapshots,
+    SnapshotEntry, SnapshotInfo, SnapshotInfoRoot, SnapshotState, Version,
+};
+use crate::shard::ShardDirectory;
+use crate::xcontent;
+
+struct Inner {
+    store: Arc<dyn BlobStore>,
+    data: RepositoryData,
+}
+
+/// An opened repository. Cheap to clone.
+#[derive(Clone)]
+pub struct Repository {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Repository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Repository({})", self.inner.store.location())
+    }
+}
+
+impl Repository {
+    /// Reads the latest repository data: the highest `index-N` found by listing, else
+    /// `index.latest`, else a pre-5.0 `index` blob, else an empty repository.
+    pub fn open(store: Arc<dyn BlobStore>) -> Result<Repository> {
+        let listed = store.list("", "index-")?;
+        let mut generation = listed
+            .iter()
+            .filter_map(|b| b.name.strip_prefix("index-")?.parse::<i64>().ok())
+            .filter(|n| *n >= 0)
+            .max();
+        if generation.is_none() && store.exists("index.latest")? {
+            let b = store.read("index.latest")?;
+            let arr: [u8; 8] = b[..].try_into().map_err(|_| {
+                Error::corrupt("index.latest", format!("{} bytes, expected 8", b.len()))
+            })?;
+            generation = Some(i64::from_be_bytes(arr)).filter(|n| *n >= 0);
+        }
+        let data = match generation {
+            Some(n) => {
+                let name = format!("index-{n}");
+                let bytes = store.read(&name)?;
+                RepositoryData::parse(&name, &bytes, Some(n))?
+            }
+            None if store.exists("index")? => {
+                let bytes = store.read("index")?;
+                let bytes = lzf::maybe_decompress("index", &bytes)?;
+                RepositoryData::parse("index", &bytes, None)?
+            }
+            None => RepositoryData {
+                generation: Some(-1),
+                ..Default::default()
+            },
+        };
+        Ok(Repository {
+            inner: Arc::new(Inner { store, data }),
+        })
+    }
+
+    /// The blob store.
+    pub fn store(&self) -> &Arc<dyn BlobStore> {
+        &self.inner.store
+    }
+
+    /// Where the repository is.
+    pub fn location(&self) -> String {
+        self.inner.store.location()
+    }
+
+    /// The repository data.
+    pub fn data(&self) -> &RepositoryData {
+        &self.inner.data
+    }
+
+    /// The snapshots listed in the repository data (the only ones that exist).
+    pub fn snapshots(&self) -> &[SnapshotEntry] {
+        &self.inner.data.snapshots
+    }
+
+    /// Opens snapshot `name`: reads its SnapshotInfo.
+    pub fn snapshot(&self, name: &str) -> Result<Snapshot> {
+        let entry = self
+            .inner
+            .data
+            .snapshot(name)
+            .ok_or_else(|| Error::NoSuchSnapshot(name.to_string()))?
+            .clone();
+        let info = self.read_snapshot_info(&entry)?;
+        Ok(Snapshot {
+            repo: self.clone(),
+            entry,
+            info,
+        })
+    }
+
+    fn read_snapshot_info(&self, entry: &SnapshotEntry) -> Result<SnapshotInfo> {
+        let store = &self.inner.store;
+        let blob = format!("snap-{}.dat", entry.uuid);
+        if !store.exists(&blob)? {
+            // ES 1.x: plain or LZF JSON `snapshot-<name>`.
+            let legacy = format!("snapshot-{}", entry.name);
+            if store.exists(&legacy)? {
+                let bytes = lzf::maybe_decompress(&legacy, &store.read(&legacy)?)?;
+                let root: SnapshotInfoRoot = xcontent::decode(&legacy, &bytes)?;
+                return Ok(root.snapshot);
+            }
+        }
+        let bytes = store.read(&blob)?;
+        let env = envelope::open(&blob, &bytes, codec::SNAPSHOT)?;
+        let root: SnapshotInfoRoot = xcontent::decode(&blob, &env.content)?;
+        Ok(root.snapshot)
+    }
+
+    /// Reads an enveloped metadata blob (or the ES 1.x JSON fallback) as a JSON value.
+    fn read_value(&self, blob: &str, codec: &str, legacy: Option<&str>) -> Result<Value> {
+        let store = &self.inner.store;
+        if let Some(legacy) = legacy {
+            if !store.exists(blob)? && store.exists(legacy)? {
+                let bytes = lzf::maybe_decompress(legacy, &store.read(legacy)?)?;
+                return xcontent::decode_value(legacy, &bytes);
+            }
+        }
+        let bytes = store.read(blob)?;
+        let env = envelope::open(blob, &bytes, codec)?;
+        xcontent::decode_value(blob, &env.content)
+    }
+}
+
+/// One snapshot of a repository, with its SnapshotInfo. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    repo: Repository,
+    entry: SnapshotEntry,
+    info: SnapshotInfo,
+}
+
+impl Snapshot {
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+    pub fn uuid(&self) -> &str {
+        &self.entry.uuid
+    }
+    /// The repository holding this snapshot.
+    pub fn repository(&self) -> &Repository {
+        &self.repo
+    }
+    /// The SnapshotInfo (`snap-<uuid>.dat`).
+    pub fn info(&self) -> &SnapshotInfo {
+        &self.info
+    }
+    /// The state from SnapshotInfo, else from repository data.
+    pub fn state(&self) -> Option<SnapshotState> {
+        self.info.state().or(self.entry.state)
+    }
+    /// Version of the cluster that took the snapshot.
+    pub fn version(&self) -> Option<Version> {
+        self.info
+            .version()
+            .or_else(|| self.entry.version.as_deref().and_then(Version::parse))
+    }
+
+    /// Index names, from SnapshotInfo (authoritative), else from repository data.
+    pub fn index_names(&self) -> Vec<String> {
+        if !self.info.indices.is_empty() {
+            let mut v = self.info.indices.clone();
+            v.sort();
+            return v;
+        }
+        self.repo
+            .data()
+            .indices_of(&self.entry.uuid)
+            .into_iter()
+            .map(|i| i.name.clone())
+            .collect()
+    }
+
+    /// Cluster-level metadata: templates, persistent settings, customs.
+    pub fn global_metadata(&self) -> Result<GlobalMetadata> {
+        let blob = format!("meta-{}.dat", self.entry.uuid);
+        let legacy = format!("metadata-{}", self.entry.name);
+        let v = self
+            .repo
+            .read_value(&blob, codec::METADATA, Some(&legacy))?;
+        GlobalMetadata::from_value(&blob, v)
+    }
+
+    fn index_entry(&self, name: &str) -> Result<IndexEntry> {
+        if let Some(e) = self.repo.data().indices.get(name) {
+            return Ok(e.clone());
+        }
+        if self.info.indices.iter().any(|i| i == name) {
+            // Pre-5.0: the index id is its name.
+            return Ok(IndexEntry {
+                name: name.to_string(),
+                id: name.to_string(),
+                snapshot_uuids: vec![self.entry.uuid.clone()],
+                shard_generations: Vec::new(),
+            });
+        }
+        Err(Error::NoSuchIndex {
+            snapshot: self.entry.name.clone(),
+            index: name.to_string(),
+        })
+    }
+
+    /// Opens index `name` of this snapshot: reads its IndexMetadata.
+    pub fn index(&self, name: &str) -> Result<SnapshotIndex> {
+        if !self.info.indices.is_empty() && !self.info.indices.iter().any(|i| i == name) {
+            return Err(Error::NoSuchIndex {
+                snapshot: self.entry.name.clone(),
+                index: name.to_string(),
+            });
+        }
+        let entry = self.index_entry(name)?;
+        let data = self.repo.data();
+        let blob_id = self
+            .entry
+            .index_metadata_lookup
+            .get(&entry.id)
+            .and_then(|ident| data.index_metadata_identifiers.get(ident))
+            .cloned()
+            .unwrap_or_else(|| self.entry.uuid.clone());
+        let blob = join(
+            &format!("indices/{}", entry.id),
+            &format!("meta-{blob_id}.dat"),
+        );
+        let legacy = format!("indices/{}/snapshot-{}", entry.id, self.entry.name);
+        let v = self
+            .repo
+            .read_value(&blob, codec::INDEX_METADATA, Some(&legacy))?;
+        let mut metadata = IndexMetadata::from_value(&blob, v)?;
+        // The repository data's key is the name to use.
+        metadata.name = name.to_string();
+        Ok(SnapshotIndex {
+            snapshot: self.clone(),
+            entry,
+            metadata,
+        })
+    }
+}
+
+/// One index of a snapshot, with its metadata. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct SnapshotIndex {
+    snapshot: Snapshot,
+    entry: IndexEntry,
+    metadata: IndexMetadata,
+}
+
+impl SnapshotIndex {
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+    /// The repository index id (directory under `indices/`).
+    pub fn id(&self) -> &str {
+        &self.entry.id
+    }
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+    pub fn metadata(&self) -> &IndexMetadata {
+        &self.metadata
+    }
+    pub fn number_of_shards(&self) -> u32 {
+        self.metadata.number_of_shards
+    }
+
+    /// Blob directory of shard `shard`.
+    pub fn shard_dir(&self, shard: u32) -> String {
+        format!("indices/{}/{}", self.entry.id, shard)
+    }
+
+    /// Why shard `shard` has no data in this snapshot, if it failed.
+    pub fn shard_failure(&self, shard: u32) -> Option<String> {
+        self.snapshot
+            .info
+            .shard_failure(&self.entry.name, shard)
+            .map(|f| {
+                f.reason
+                    .clone()
+                    .unwrap_or_else(|| "no reason recorded".into())
+            })
+    }
+
+    /// The shard's file list (`snap-<uuid>.dat` in the shard directory). A shard that
+    /// failed in a PARTIAL snapshot gives [`Error::FailedShard`].
+    pub fn shard_snapshot(&self, shard: u32) -> Result<ShardSnapshot> {
+        if shard >= self.metadata.number_of_shards {
+            return Err(Error::Config(format!(
+                "index {:?} has {} shards, no shard {shard}",
+                self.entry.name, self.metadata.number_of_shards
+            )));
+        }
+        if let Some(reason) = self.shard_failure(shard) {
+            return Err(Error::FailedShard {
+                snapshot: self.snapshot.entry.name.clone(),
+                index: self.entry.name.clone(),
+                shard,
+                reason,
+            });
+        }
+        let store = self.snapshot.repo.store();
+        let dir = self.shard_dir(shard);
+        let blob = join(&dir, &format!("snap-{}.dat", self.snapshot.entry.uuid));
+        let legacy = join(&dir, &format!("snapshot-{}", self.snapshot.entry.name));
+        if !store.exists(&blob)? && store.exists(&legacy)? {
+            let bytes = lzf::maybe_decompress(&legacy, &store.read(&legacy)?)?;
+            return xcontent::decode(&legacy, &bytes);
+        }
+        let bytes = store.read(&blob)?;
+        let env = envelope::open(&blob, &bytes, codec::SNAPSHOT)?;
+        xcontent::decode(&blob, &env.content)
+    }
+
+    /// The shard's `index-<gen>` (every snapshot of the shard): the generation from
+    /// repository data, else the highest numeric `index-N` in the shard directory.
+    pub fn shard_snapshots(&self, shard: u32) -> Result<Option<ShardSnapshots>> {
+        let store = self.snapshot.repo.store();
+        let dir = self.shard_dir(shard);
+        let gen = match self
+            .entry
+            .shard_generations
+            .get(shard as usize)
+            .cloned()
+            .flatten()
+        {
+            Some(g) => Some(g),
+            None => store
+                .list(&dir, "index-")?
+                .iter()
+                .filter_map(|b| b.name.strip_prefix("index-")?.parse::<u64>().ok())
+                .max()
+                .map(|n| n.to_string()),
+        };
+        let Some(gen) = gen else { return Ok(None) };
+        let blob = join(&dir, &format!("index-{gen}"));
+        let bytes = store.read(&blob)?;
+        let env = envelope::open(&blob, &bytes, codec::SNAPSHOTS)?;
+        xcontent::decode(&blob, &env.content).map(Some)
+    }
+
+    /// Opens shard `shard` as a Lucene directory over its blobs (nothing is copied).
+    pub fn open_shard(&self, shard: u32) -> Result<Shard> {
+        let snap = self.shard_snapshot(shard)?;
+        let dir = ShardDirectory::new(
+            self.snapshot.repo.store().clone(),
+            self.shard_dir(shard),
+            &snap.files,
+        );
+        Ok(Shard {
+            index: self.clone(),
+            shard,
+            files: snap,
+            directory: Arc::new(dir),
+        })
+    }
+}
+
+/// One shard of an index of a snapshot, opened as a Lucene directory.
+#[derive(Clone, Debug)]
+pub struct Shard {
+    index: SnapshotIndex,
+    shard: u32,
+    files: ShardSnapshot,
+    directory: Arc<ShardDirectory>,
+}
+
+impl Shard {
+    pub fn index(&self) -> &SnapshotIndex {
+        &self.index
+    }
+    pub fn shard_number(&self) -> u32 {
+        self.shard
+    }
+    /// The shard's file list.
+    pub fn files(&self) -> &ShardSnapshot {
+        &self.files
+    }
+    /// The shard as a Lucene directory.
+    pub fn directory(&self) -> &Arc<ShardDirectory> {
+        &self.directory
+    }
+}

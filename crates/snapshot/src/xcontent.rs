@@ -1,0 +1,196 @@
+//! Decoding metadata content (SMILE as Elasticsearch writes it, or JSON) into typed
+//! structs or `serde_json::Value`s, and SMILE values into JSON.
+
+use base64::Engine;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+
+use crate::error::{Error, Result};
+
+const SMILE_HEADER: &[u8] = b":)\n";
+
+/// Whether `content` starts with the SMILE header.
+pub fn is_smile(content: &[u8]) -> bool {
+    content.starts_with(SMILE_HEADER)
+}
+
+/// Decodes SMILE or JSON `content` of blob `blob` into `T`.
+pub fn decode<T: DeserializeOwned>(blob: &str, content: &[u8]) -> Result<T> {
+    if is_smile(content) {
+        serde_smile::from_slice(content)
+            .map_err(|e| Error::corrupt(blob, format!("SMILE metadata: {e}")))
+    } else if content
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{' || b == b'[')
+    {
+        serde_json::from_slice(content)
+            .map_err(|e| Error::corrupt(blob, format!("JSON metadata: {e}")))
+    } else {
+        Err(Error::Unsupported {
+            blob: blob.to_string(),
+            what: format!(
+                "metadata content starting with {:02x?} (neither SMILE nor JSON)",
+                &content[..content.len().min(4)]
+            ),
+        })
+    }
+}
+
+/// Decodes SMILE or JSON into a JSON value; SMILE binary values become base64 strings.
+pub fn decode_value(blob: &str, content: &[u8]) -> Result<serde_json::Value> {
+    if is_smile(content) {
+        let v: serde_smile::value::Value = serde_smile::from_slice(content)
+            .map_err(|e| Error::corrupt(blob, format!("SMILE metadata: {e}")))?;
+        Ok(smile_to_json(v))
+    } else {
+        decode(blob, content)
+    }
+}
+
+/// Converts a SMILE value to JSON. Binary becomes standard base64 (as Elasticsearch
+/// renders binary in JSON); big numbers become numbers when they fit, strings otherwise.
+pub fn smile_to_json(v: serde_smile::value::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    use serde_smile::value::Value as S;
+    match v {
+        S::Null => J::Null,
+        S::Boolean(b) => J::Bool(b),
+        S::Integer(i) => J::from(i),
+        S::Long(i) => J::from(i),
+        S::BigInteger(b) => big_integer_to_json(b.as_be_bytes()),
+        S::Float(f) => serde_json::Number::from_f64(f64::from(f)).map_or(J::Null, J::Number),
+        S::Double(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
+        S::BigDecimal(d) => {
+            let unscaled = big_integer_to_json(d.unscaled_value().as_be_bytes());
+            match unscaled.as_f64() {
+                Some(f) => serde_json::Number::from_f64(f / 10f64.powi(d.scale()))
+                    .map_or(J::Null, J::Number),
+                None => unscaled,
+            }
+        }
+        S::String(s) => J::String(s),
+        S::Binary(b) => J::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        S::Array(a) => J::Array(a.into_iter().map(smile_to_json).collect()),
+        S::Object(o) => J::Object(o.into_iter().map(|(k, v)| (k, smile_to_json(v))).collect()),
+    }
+}
+
+fn big_integer_to_json(be: &[u8]) -> serde_json::Value {
+    if be.is_empty() {
+        return serde_json::Value::from(0);
+    }
+    if be.len() <= 16 {
+        let fill = if be[0] & 0x80 != 0 { 0xFF } else { 0 };
+        let mut buf = [fill; 16];
+        buf[16 - be.len()..].copy_from_slice(be);
+        let v = i128::from_be_bytes(buf);
+        if let Ok(i) = i64::try_from(v) {
+            return serde_json::Value::from(i);
+        }
+        if let Ok(u) = u64::try_from(v) {
+            return serde_json::Value::from(u);
+        }
+        return serde_json::Value::String(v.to_string());
+    }
+    serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(be))
+}
+
+/// Binary metadata values (`meta_hash`): raw SMILE binary, or base64 in JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Binary(pub Vec<u8>);
+
+impl<'de> Deserialize<'de> for Binary {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Binary;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("binary bytes or a base64 string")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> std::result::Result<Binary, E> {
+                Ok(Binary(v.to_vec()))
+            }
+            fn visit_byte_buf<E: serde::de::Error>(
+                self,
+                v: Vec<u8>,
+            ) -> std::result::Result<Binary, E> {
+                Ok(Binary(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Binary, E> {
+                base64::engine::general_purpose::STANDARD
+                    .decode(v)
+                    .map(Binary)
+                    .map_err(|e| E::custom(format!("bad base64: {e}")))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Binary, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(Binary(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl serde::Serialize for Binary {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+/// Encodes `value` as SMILE the way Elasticsearch does (shared names, raw binary: flags 0x05).
+pub fn to_smile<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut ser = serde_smile::ser::Serializer::builder()
+        .raw_binary(true)
+        .shared_properties(true)
+        .shared_strings(false)
+        .build(&mut out);
+    value
+        .serialize(&mut ser)
+        .expect("SMILE serialization of in-memory metadata");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, serde::Serialize, PartialEq)]
+    struct T {
+        name: String,
+        hash: Binary,
+        n: u64,
+    }
+
+    #[test]
+    fn smile_round_trip_with_raw_binary() {
+        let t = T {
+            name: "x".into(),
+            hash: Binary(vec![0, 0xFF, 0xFD, 0xFB]),
+            n: u64::MAX >> 1,
+        };
+        let bytes = to_smile(&t);
+        assert_eq!(&bytes[..4], b":)\n\x05");
+        let back: T = decode("b", &bytes).unwrap();
+        assert_eq!(back, t);
+        let v = decode_value("b", &bytes).unwrap();
+        assert_eq!(v["hash"], "AP/9+w==");
+        let from_json: T = decode(
+            "b",
+            br#"{"name":"x","hash":"AP/9+w==","n":9223372036854775807}"#,
+        )
+        .unwrap();
+        assert_eq!(from_json, t);
+        assert!(decode::<T>("blob-name", b"\x00\x01")
+            .unwrap_err()
+            .to_string()
+            .contains("blob-name"));
+    }
+}
