@@ -115,6 +115,21 @@ pub fn decompress(
     Ok(ip)
 }
 
+/// Decodes one complete LZ4 block (`src` is exactly the block, as in Lucene's
+/// preset-dictionary mode, which stores compressed lengths) into all of `out`, with
+/// `dict` as history. Uses `lz4_flex`'s bounds-checked fast decoder.
+pub fn decompress_block(src: &[u8], out: &mut [u8], dict: &[u8]) -> Result<(), DecompressError> {
+    let n = lz4_flex::block::decompress_into_with_dict(src, out, dict)
+        .map_err(|_| DecompressError::Invalid("LZ4 block does not decode"))?;
+    if n != out.len() {
+        return Err(DecompressError::Length {
+            expected: out.len(),
+            actual: n,
+        });
+    }
+    Ok(())
+}
+
 /// Reads an LZ4 length extension: bytes added while they are 255, then the last one.
 #[inline]
 fn read_ext(src: &[u8], ip: &mut usize) -> Result<usize, DecompressError> {
