@@ -171,9 +171,12 @@ impl Chunk {
             self.offsets.push(total as u32);
         }
         let total = total as usize;
-        // Bound the allocation by what the chunk can hold: an unsliced chunk is flushed
-        // before it reaches twice the chunk size; a sliced one is decoded slice by slice.
-        if !sliced && total as u64 > 4 * u64::from(chunk_size) {
+        // Bound the allocation by what the chunk can hold: writers flush an unsliced chunk
+        // before it reaches twice the chunk size (allow 4×, or what its compressed bytes
+        // could expand to at DEFLATE's maximum ratio); a sliced one is decoded slice by
+        // slice, each at most one chunk size.
+        let payload = input.rest().len() as u64;
+        if !sliced && total as u64 > (4 * u64::from(chunk_size)).max(payload * 1032) {
             return Err(input.corrupt(format!(
                 "unsliced chunk of {total} bytes, chunk size is {chunk_size}"
             )));
