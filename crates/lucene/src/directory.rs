@@ -76,7 +76,13 @@ pub struct FileSlice {
 
 impl fmt::Debug for FileSlice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FileSlice({} {}..{})", self.handle.name(), self.start, self.end)
+        write!(
+            f,
+            "FileSlice({} {}..{})",
+            self.handle.name(),
+            self.start,
+            self.end
+        )
     }
 }
 
@@ -134,6 +140,15 @@ impl FileSlice {
     /// All bytes of this slice. Zero-copy for mmap and memory backends.
     pub fn read_all(&self) -> Result<Bytes, DirectoryError> {
         self.read_bytes(0..self.len())
+    }
+
+    /// The same bytes under another name (used for files inside compound files, so that
+    /// errors name `_0.cfs[_0.fdt]` rather than the container alone).
+    pub fn renamed(&self, name: impl Into<String>) -> FileSlice {
+        FileSlice::new(Arc::new(RenamedSlice {
+            name: name.into(),
+            inner: self.clone(),
+        }))
     }
 
     /// Hint that `range` (relative to this slice) will be read sequentially soon.
@@ -207,6 +222,28 @@ impl FileHandle for MemoryFile {
     }
     fn read_bytes(&self, range: Range<u64>) -> Result<Bytes, DirectoryError> {
         Ok(self.bytes.slice(range.start as usize..range.end as usize))
+    }
+}
+
+/// A slice of another file, known under its own name.
+#[derive(Debug)]
+struct RenamedSlice {
+    name: String,
+    inner: FileSlice,
+}
+
+impl FileHandle for RenamedSlice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_bytes(&self, range: Range<u64>) -> Result<Bytes, DirectoryError> {
+        self.inner.read_bytes(range)
+    }
+    fn will_need(&self, range: Range<u64>) {
+        self.inner.will_need(range)
     }
 }
 
@@ -338,6 +375,10 @@ mod tests {
         assert_eq!(&t.read_all().unwrap()[..], b"34");
         let err = s.slice(4..9).unwrap_err();
         assert!(err.to_string().starts_with("mem:"), "{err}");
+        let r = t.renamed("inner");
+        assert_eq!(r.name(), "inner");
+        assert_eq!(&r.read_bytes(1..2).unwrap()[..], b"4");
+        assert_eq!(r.slice(3..3).unwrap_err().file(), "inner");
         let (hi, lo) = (5, 4);
         assert!(s.read_bytes(hi..lo).is_err());
     }

@@ -1,0 +1,27 @@
+//! Lucene release versions as recorded in commits and segment infos.
+
+use std::fmt;
+
+/// A Lucene release `major.minor.bugfix`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub bugfix: u32,
+}
+
+impl Version {
+    pub const fn new(major: u32, minor: u32, bugfix: u32) -> Self {
+        Version {
+            major,
+            minor,
+            bugfix,
+        }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.bugfix)
+    }
+}
