@@ -46,6 +46,7 @@ struct Inner {
     retry: RetryPolicy,
     compression: Compression,
     gzip: AtomicBool,
+    compression_checked: AtomicBool,
     target: OnceLock<Target>,
 }
 
@@ -294,6 +295,7 @@ impl Client {
                 retry: config.retry.clone(),
                 compression: config.compression,
                 gzip: AtomicBool::new(config.compression == Compression::On),
+                compression_checked: AtomicBool::new(false),
                 target,
             }),
         })
@@ -352,6 +354,9 @@ impl Client {
     }
 
     async fn detect_compression(&self) {
+        if self.inner.compression_checked.swap(true, Ordering::Relaxed) {
+            return;
+        }
         let path = "/_cluster/settings?include_defaults=true&flat_settings=true&filter_path=**.http.compression";
         let enabled = match self.execute(Method::GET, path, None, None).await {
             Ok(r) if r.is_success() => {

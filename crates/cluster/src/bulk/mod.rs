@@ -611,7 +611,7 @@ impl BulkSender {
         };
         let resp = match result {
             Err(f) if f.retryable => {
-                permit.succeeded();
+                drop(permit);
                 debug!(url = %f.url, reason = %f.reason, "bulk request failed; will retry");
                 all_retry(report, 0, "transport_error", f.reason);
                 return Split::Done;
