@@ -218,3 +218,59 @@ async fn typed_dialect_for_elasticsearch_6_and_rate_limit() {
     let d = client.get_doc("typed", "doc-5").await.unwrap().unwrap();
     assert_eq!(d.source.unwrap(), expected[5]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsendable_and_malformed_documents_are_logged_not_dropped() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let client = client_for(&server, false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(
+        FailureLog::open(dir.path().join("f.jsonl"))
+            .unwrap()
+            .with_sources(true),
+    );
+    let opts = BulkOptions {
+        hard_max_bytes: 4096,
+        max_bytes: 2048,
+        ..BulkOptions::default()
+    };
+    let sender = BulkSender::new(client, opts, log.clone()).unwrap();
+    let mut docs: Vec<BulkDoc> = (0..40).map(|i| doc("mixed", i).0).collect();
+    docs[5].source = Bytes::from_static(b"   ");
+    docs[9].source = Bytes::from(format!("{{\"big\":\"{}\"}}", "y".repeat(5000)));
+    docs[17].source = Bytes::from_static(b"{\"broken\": ");
+    let out = sender.send(docs.clone()).await.unwrap();
+    assert_eq!(out.indexed + out.failed, 40, "{out:?}");
+    assert_eq!(out.failed, 3, "{out:?}");
+
+    let records: BTreeMap<String, _> = FailureLog::read(log.path())
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id.clone(), r))
+        .collect();
+    assert_eq!(
+        records.keys().cloned().collect::<Vec<_>>(),
+        ["doc-17", "doc-5", "doc-9"]
+    );
+    assert_eq!(records["doc-5"].error_type, "invalid_document");
+    assert_eq!(
+        (
+            records["doc-9"].error_type.as_str(),
+            records["doc-9"].status
+        ),
+        ("document_too_large", 0)
+    );
+    assert_eq!(records["doc-17"].status, 400, "{:?}", records["doc-17"]);
+    assert_eq!(
+        records["doc-17"].source.as_ref().unwrap().get(),
+        "\"{\\\"broken\\\": \""
+    );
+    let stored = server.documents("mixed");
+    assert_eq!(stored.len(), 37);
+    for (i, d) in docs.iter().enumerate() {
+        if ![5, 9, 17].contains(&i) {
+            let v: Value = serde_json::from_slice(&d.source).unwrap();
+            assert_eq!(stored.get(&d.id), Some(&v));
+        }
+    }
+}
