@@ -1,0 +1,221 @@
+//! The half of metadata migration that talks to the target: what exists already (GET and
+//! HEAD only, for `evaluate`), then creating what is missing in order (`migrate`).
+
+use cluster::{Client, ClusterError, Created, TemplateKind};
+use serde_json::Value;
+
+use super::build::{plan, Options};
+use super::error::MetadataError;
+use super::plan::{Action, Item, Kind, Outcome, Report};
+use super::source::SourceMetadata;
+use super::version::{Distribution, Version};
+
+/// How many settings the target may refuse, one by one, before an index is given up.
+const MAX_SETTING_RETRIES: usize = 8;
+
+/// The target's distribution and version (`GET /` on first use).
+pub async fn target_version(client: &Client) -> Result<Version, MetadataError> {
+    let t = match client.target() {
+        Some(t) => t.clone(),
+        None => client.detect().await.map_err(target_err)?,
+    };
+    let distribution = match t.distribution {
+        cluster::Distribution::OpenSearch => Distribution::OpenSearch,
+        cluster::Distribution::Elasticsearch => Distribution::Elasticsearch,
+    };
+    Ok(Version {
+        distribution,
+        major: t.version.major,
+        minor: t.version.minor,
+    })
+}
+
+fn target_err(e: ClusterError) -> MetadataError {
+    MetadataError::Target(e.to_string())
+}
+
+/// What `migrate` would do, asking the target only what exists: no request that writes.
+pub async fn evaluate(
+    source: &SourceMetadata,
+    client: &Client,
+    options: &Options,
+) -> Result<Report, MetadataError> {
+    let target = target_version(client).await?;
+    let mut items = plan(source, target, options);
+    check_existing(&mut items, client).await?;
+    Ok(Report {
+        mode: "evaluate",
+        source_version: source.version,
+        target_version: target,
+        items,
+    })
+}
+
+/// Creates every missing template and index, in order; existing ones are left untouched
+/// and reported as `skip-exists`. A refused item is reported as an error and the rest go on.
+pub async fn migrate(
+    source: &SourceMetadata,
+    client: &Client,
+    options: &Options,
+) -> Result<Report, MetadataError> {
+    let mut report = evaluate(source, client, options).await?;
+    report.mode = "migrate";
+    for item in &mut report.items {
+        if item.action == Action::Create {
+            create(item, client).await;
+        }
+    }
+    Ok(report)
+}
+
+fn template_kind(kind: Kind) -> Option<TemplateKind> {
+    match kind {
+        Kind::LegacyTemplate => Some(TemplateKind::Legacy),
+        Kind::ComponentTemplate => Some(TemplateKind::Component),
+        Kind::IndexTemplate => Some(TemplateKind::Index),
+        Kind::Index => None,
+    }
+}
+
+async fn exists(client: &Client, kind: Kind, name: &str) -> Result<bool, ClusterError> {
+    match template_kind(kind) {
+        Some(k) => client.template_exists(k, name).await,
+        None => client.index_exists(name).await,
+    }
+}
+
+async fn check_existing(items: &mut [Item], client: &Client) -> Result<(), MetadataError> {
+    for item in items.iter_mut() {
+        if item.action != Action::Create {
+            continue;
+        }
+        if exists(client, item.kind, &item.name)
+            .await
+            .map_err(target_err)?
+        {
+            item.action = Action::SkipExists;
+            let what = if item.kind == Kind::Index {
+                "an index or alias with this name exists on the target; left untouched"
+            } else {
+                "exists on the target; left untouched"
+            };
+            item.reasons = vec![what.into()];
+        }
+    }
+    // an index template needs each component it is composed of
+    let components: Vec<(String, Action)> = items
+        .iter()
+        .filter(|i| i.kind == Kind::ComponentTemplate)
+        .map(|i| (i.name.clone(), i.action))
+        .collect();
+    for item in items.iter_mut() {
+        if item.kind != Kind::IndexTemplate || item.action != Action::Create {
+            continue;
+        }
+        let needs: Vec<String> = item
+            .body
+            .as_ref()
+            .and_then(|b| b.get("composed_of"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for c in needs {
+            let planned = components.iter().find(|(n, _)| *n == c).map(|(_, a)| *a);
+            let ok = match planned {
+                Some(Action::Create | Action::SkipExists) => true,
+                Some(_) => false,
+                None => client
+                    .template_exists(TemplateKind::Component, &c)
+                    .await
+                    .map_err(target_err)?,
+            };
+            if !ok {
+                item.action = Action::Error;
+                item.reasons = vec![format!(
+                    "component template {c} is neither migrated nor present on the target"
+                )];
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `unknown setting [index.foo]` in a refusal → `index.foo`.
+fn refused_setting(message: &str) -> Option<String> {
+    let start = message.find("unknown setting [")? + "unknown setting [".len();
+    let end = message[start..].find(']')? + start;
+    Some(message[start..end].to_string())
+}
+
+async fn create(item: &mut Item, client: &Client) {
+    let Some(mut body) = item.body.clone() else {
+        return;
+    };
+    let mut attempts = 0;
+    let result = loop {
+        let r = match template_kind(item.kind) {
+            Some(k) => client.put_template(k, &item.name, &body).await,
+            None => client.create_index(&item.name, &body).await,
+        };
+        match r {
+            Err(e) if e.status() == Some(400) && attempts < MAX_SETTING_RETRIES => {
+                let msg = e.to_string();
+                let removed = refused_setting(&msg).and_then(|key| {
+                    let settings = match item.kind {
+                        Kind::ComponentTemplate | Kind::IndexTemplate => {
+                            body.get_mut("template")?.get_mut("settings")?
+                        }
+                        _ => body.get_mut("settings")?,
+                    };
+                    settings.as_object_mut()?.remove(&key).map(|_| key)
+                });
+                match removed {
+                    Some(key) => {
+                        attempts += 1;
+                        item.notes.warn(format!(
+                            "setting {key} dropped: the target refused it as unknown"
+                        ));
+                    }
+                    None => break Err(e),
+                }
+            }
+            other => break other,
+        }
+    };
+    match result {
+        Ok(Created::Created) => {
+            item.outcome = Outcome::Created;
+            item.reasons.push("created".into());
+            item.body = Some(body);
+        }
+        Ok(Created::AlreadyExists) => {
+            item.action = Action::SkipExists;
+            item.reasons = vec!["created meanwhile by someone else; left untouched".into()];
+        }
+        Err(e) => {
+            tracing::error!(kind = item.kind.label(), name = %item.name, "creation refused: {e}");
+            item.action = Action::Error;
+            item.outcome = Outcome::Failed;
+            item.reasons = vec![e.to_string()];
+            item.body = Some(body);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn refused_setting_is_parsed() {
+        assert_eq!(
+            super::refused_setting("PUT /x: HTTP 400 illegal_argument_exception: unknown setting [index.lifecycle.name] please check"),
+            Some("index.lifecycle.name".into())
+        );
+        assert_eq!(super::refused_setting("mapper_parsing_exception"), None);
+    }
+}

@@ -1,0 +1,673 @@
+//! The pure half of metadata migration: from the snapshot's metadata, the target version
+//! and the options, every item with its action (before looking at the target) and the
+//! exact body that would create it.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use super::aliases;
+use super::filter::{decide, is_system_index, is_system_template, Allowlist, Decision};
+use super::mappings::{self, MultiTypeMode};
+use super::plan::{Action, Item, Kind, Notes};
+use super::settings::{self, SettingsContext};
+use super::source::{SourceIndex, SourceMetadata};
+use super::version::{Distribution, Version};
+
+/// What to migrate and how.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub indices: Allowlist,
+    pub legacy_templates: Allowlist,
+    pub component_templates: Allowlist,
+    pub index_templates: Allowlist,
+    /// Replace every index's `number_of_replicas`.
+    pub replicas: Option<u32>,
+    pub multi_type_mode: MultiTypeMode,
+}
+
+/// Every item in creation order (legacy templates, component templates, index templates,
+/// indices), each `Create`, `SkipExcluded`, `SkipUnsupported` or `Error`; existence on
+/// the target is checked later.
+pub fn plan(source: &SourceMetadata, target: Version, options: &Options) -> Vec<Item> {
+    let mut items = Vec::new();
+    for (name, t) in &source.legacy_templates {
+        items.push(legacy_template(name, t, target, options));
+    }
+
+    let mut index_templates = Vec::new();
+    let mut required = BTreeSet::new();
+    for (name, t) in &source.index_templates {
+        let item = index_template(name, t, target, options);
+        if item.action == Action::Create {
+            if let Some(Value::Array(c)) = t.get("composed_of") {
+                required.extend(
+                    c.iter()
+                        .filter_map(Value::as_str)
+                        .map(|c| (c.to_string(), name.clone())),
+                );
+            }
+        }
+        index_templates.push(item);
+    }
+    for (name, t) in &source.component_templates {
+        let needed_by = required
+            .iter()
+            .find(|(c, _)| c == name)
+            .map(|(_, by)| by.as_str());
+        items.push(component_template(name, t, target, options, needed_by));
+    }
+    items.extend(index_templates);
+
+    for index in &source.indices {
+        items.extend(index_items(index, target, options));
+    }
+    items
+}
+
+fn excluded_or_unsupported(
+    kind: Kind,
+    name: &str,
+    list: &Allowlist,
+    system: bool,
+    target: Version,
+) -> Result<&'static str, Box<Item>> {
+    match decide(list, name, system) {
+        Decision::Exclude(why) => Err(Box::new(Item::new(kind, name, Action::SkipExcluded, why))),
+        Decision::Include(why) => {
+            if matches!(kind, Kind::ComponentTemplate | Kind::IndexTemplate)
+                && !target.supports_composable_templates()
+            {
+                return Err(Box::new(Item::new(
+                    kind,
+                    name,
+                    Action::SkipUnsupported,
+                    format!("{target} has no composable templates (Elasticsearch 7.8+ or OpenSearch needed)"),
+                )));
+            }
+            Ok(why)
+        }
+    }
+}
+
+fn finish(kind: Kind, name: &str, why: &str, body: Result<Value, String>, notes: Notes) -> Item {
+    match body {
+        Ok(body) => {
+            let mut item = Item::new(kind, name, Action::Create, why);
+            item.notes = notes;
+            item.body = Some(body);
+            item
+        }
+        Err(e) => {
+            let mut item = Item::new(kind, name, Action::Error, e);
+            item.notes = notes;
+            item
+        }
+    }
+}
+
+fn legacy_template(name: &str, t: &Value, target: Version, options: &Options) -> Item {
+    let why = match excluded_or_unsupported(
+        Kind::LegacyTemplate,
+        name,
+        &options.legacy_templates,
+        is_system_template(name),
+        target,
+    ) {
+        Ok(why) => why,
+        Err(item) => return *item,
+    };
+    let mut notes = Notes::default();
+    let body = legacy_template_body(t, target, &mut notes);
+    finish(Kind::LegacyTemplate, name, why, body, notes)
+}
+
+/// The `_template` body: patterns (5.x `template` string → `index_patterns`), order,
+/// version, settings, mappings (typed for ES 6), aliases.
+pub fn legacy_template_body(
+    t: &Value,
+    target: Version,
+    notes: &mut Notes,
+) -> Result<Value, String> {
+    let mut body = Map::new();
+    match (t.get("index_patterns"), t.get("template")) {
+        (Some(p @ Value::Array(_)), _) => {
+            body.insert("index_patterns".into(), p.clone());
+        }
+        (Some(Value::String(p)), _) => {
+            body.insert("index_patterns".into(), json!([p]));
+        }
+        (_, Some(Value::String(p))) => {
+            body.insert("index_patterns".into(), json!([p]));
+            notes.change(format!(
+                "template pattern \"{p}\" → index_patterns [\"{p}\"]"
+            ));
+        }
+        _ => return Err("template has no index_patterns".into()),
+    }
+    for key in ["order", "version"] {
+        if let Some(v) = t.get(key).filter(|v| !v.is_null()) {
+            body.insert(key.into(), v.clone());
+        }
+    }
+    template_parts(t, target, true, notes, &mut body)?;
+    Ok(Value::Object(body))
+}
+
+/// Settings, mappings and aliases of a template (legacy: at the top; composable: under `template`).
+fn template_parts(
+    t: &Value,
+    target: Version,
+    typed_target: bool,
+    notes: &mut Notes,
+    into: &mut Map<String, Value>,
+) -> Result<(), String> {
+    if let Some(s) = t.get("settings").filter(|s| !s.is_null()) {
+        let ctx = SettingsContext {
+            target,
+            replicas: None,
+            routing_num_shards: None,
+        };
+        let s = settings::transform(s, &ctx, notes);
+        if !s.is_empty() {
+            into.insert("settings".into(), Value::Object(s));
+        }
+    }
+    if let Some(m) = t.get("mappings") {
+        let types = mappings::without_default(mappings::typed(m)?, notes);
+        if let Some((source_type, mapping)) = one_mapping(types, target, notes)? {
+            let mapping = if typed_target {
+                mappings::for_target(mapping, &source_type, target, notes)
+            } else {
+                mapping
+            };
+            into.insert("mappings".into(), mapping);
+        }
+    }
+    if let Some(a) = t.get("aliases") {
+        let a = aliases::transform(a, target, notes)?;
+        if !a.is_empty() {
+            into.insert("aliases".into(), Value::Object(a));
+        }
+    }
+    Ok(())
+}
+
+/// Cleans every type and merges them: `None` when there is no mapping at all.
+fn one_mapping(
+    types: Vec<(String, Value)>,
+    target: Version,
+    notes: &mut Notes,
+) -> Result<Option<(String, Value)>, String> {
+    let cleaned: Vec<(String, Value)> = types
+        .into_iter()
+        .map(|(t, m)| {
+            let m = mappings::clean(&m, target, notes);
+            (t, m)
+        })
+        .collect();
+    match cleaned.len() {
+        0 => Ok(None),
+        1 => Ok(cleaned.into_iter().next()),
+        _ => Ok(Some(("_doc".into(), mappings::merge(&cleaned, notes)?))),
+    }
+}
+
+fn component_template(
+    name: &str,
+    t: &Value,
+    target: Version,
+    options: &Options,
+    needed_by: Option<&str>,
+) -> Item {
+    let listed = excluded_or_unsupported(
+        Kind::ComponentTemplate,
+        name,
+        &options.component_templates,
+        is_system_template(name),
+        target,
+    );
+    let why = match (listed, needed_by) {
+        (Ok(why), _) => why.to_string(),
+        (Err(item), Some(by)) if item.action == Action::SkipExcluded => {
+            format!(
+                "required by index template {by} ({})",
+                item.reasons.join("; ")
+            )
+        }
+        (Err(item), _) => return *item,
+    };
+    let mut notes = Notes::default();
+    let body = composable_body(t, target, &["template", "version", "_meta"], &mut notes);
+    finish(Kind::ComponentTemplate, name, &why, body, notes)
+}
+
+fn index_template(name: &str, t: &Value, target: Version, options: &Options) -> Item {
+    let why = match excluded_or_unsupported(
+        Kind::IndexTemplate,
+        name,
+        &options.index_templates,
+        is_system_template(name),
+        target,
+    ) {
+        Ok(why) => why,
+        Err(item) => return *item,
+    };
+    let mut notes = Notes::default();
+    let body = composable_body(
+        t,
+        target,
+        &[
+            "index_patterns",
+            "template",
+            "composed_of",
+            "priority",
+            "version",
+            "_meta",
+            "data_stream",
+        ],
+        &mut notes,
+    );
+    finish(Kind::IndexTemplate, name, why, body, notes)
+}
+
+/// A component or index template body; keys outside `known` are dropped with a warning.
+fn composable_body(
+    t: &Value,
+    target: Version,
+    known: &[&str],
+    notes: &mut Notes,
+) -> Result<Value, String> {
+    let Value::Object(src) = t else {
+        return Err("template is not an object".into());
+    };
+    let mut body = Map::new();
+    for (k, v) in src {
+        if v.is_null() {
+            continue;
+        }
+        if !known.contains(&k.as_str()) {
+            notes.warn(format!(
+                "template parameter {k} dropped (not supported by {target})"
+            ));
+            continue;
+        }
+        match k.as_str() {
+            "template" => {
+                let mut inner = Map::new();
+                template_parts(v, target, false, notes, &mut inner)?;
+                body.insert(k.clone(), Value::Object(inner));
+            }
+            "data_stream" if target.distribution == Distribution::OpenSearch => {
+                let mut ds = Map::new();
+                if let Value::Object(d) = v {
+                    for (dk, dv) in d {
+                        if dk == "timestamp_field" {
+                            ds.insert(dk.clone(), dv.clone());
+                        } else {
+                            notes.warn(format!(
+                                "data_stream.{dk} dropped (not supported by {target})"
+                            ));
+                        }
+                    }
+                }
+                body.insert(k.clone(), Value::Object(ds));
+            }
+            _ => {
+                body.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Ok(Value::Object(body))
+}
+
+/// The target index of one mapping type when an index is split per type.
+pub fn split_index_name(index: &str, doc_type: &str) -> String {
+    format!("{index}_{doc_type}")
+}
+
+/// Whether the snapshot marks the index as a system index, or its name says so.
+pub fn index_is_system(index: &SourceIndex) -> bool {
+    is_system_index(&index.name)
+        || index.metadata.get("system").and_then(Value::as_bool) == Some(true)
+}
+
+/// The mapping types of an index (`_default_` aside), in snapshot order.
+pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, String> {
+    let types = mappings::typed(index.metadata.get("mappings").unwrap_or(&Value::Null))?;
+    Ok(types
+        .into_iter()
+        .map(|(t, _)| t)
+        .filter(|t| t != mappings::DEFAULT_TYPE)
+        .collect())
+}
+
+fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<Item> {
+    let name = index.name.as_str();
+    let why = match decide(&options.indices, name, index_is_system(index)) {
+        Decision::Exclude(why) => {
+            return vec![Item::new(Kind::Index, name, Action::SkipExcluded, why)]
+        }
+        Decision::Include(why) => why,
+    };
+    let meta = &index.metadata;
+    let mut notes = Notes::default();
+    if meta.get("state").and_then(Value::as_str) == Some("close") {
+        notes.warn("the source index was closed; it is created open");
+    }
+    let error = |e: String, notes: Notes| {
+        let mut item = Item::new(Kind::Index, name, Action::Error, e);
+        item.notes = notes;
+        vec![item]
+    };
+    let routing_num_shards = meta.get("routing_num_shards").and_then(|v| {
+        v.as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    });
+    let ctx = SettingsContext {
+        target,
+        replicas: options.replicas,
+        routing_num_shards,
+    };
+    let settings = settings::transform(
+        meta.get("settings").unwrap_or(&Value::Null),
+        &ctx,
+        &mut notes,
+    );
+    let aliases = match aliases::transform(
+        meta.get("aliases").unwrap_or(&Value::Null),
+        target,
+        &mut notes,
+    ) {
+        Ok(a) => a,
+        Err(e) => return error(e, notes),
+    };
+    let types = match mappings::typed(meta.get("mappings").unwrap_or(&Value::Null)) {
+        Ok(t) => mappings::without_default(t, &mut notes),
+        Err(e) => return error(e, notes),
+    };
+    let body = |mapping: Option<Value>| {
+        let mut b = Map::new();
+        b.insert("settings".into(), Value::Object(settings.clone()));
+        if let Some(m) = mapping {
+            b.insert("mappings".into(), m);
+        }
+        if !aliases.is_empty() {
+            b.insert("aliases".into(), Value::Object(aliases.clone()));
+        }
+        Value::Object(b)
+    };
+    if types.len() > 1 && options.multi_type_mode == MultiTypeMode::Split {
+        let mut items = Vec::new();
+        for (t, m) in types {
+            let mut n = notes.clone();
+            let target_name = split_index_name(name, &t);
+            n.change(format!(
+                "mapping type {t} of {name} split into its own index {target_name}"
+            ));
+            let m = mappings::clean(&m, target, &mut n);
+            let m = mappings::for_target(m, &t, target, &mut n);
+            let mut item = Item::new(Kind::Index, target_name, Action::Create, why);
+            item.source_name = Some(name.to_string());
+            item.notes = n;
+            item.body = Some(body(Some(m)));
+            items.push(item);
+        }
+        return items;
+    }
+    match one_mapping(types, target, &mut notes) {
+        Ok(m) => {
+            let m = m.map(|(t, m)| mappings::for_target(m, &t, target, &mut notes));
+            vec![finish(Kind::Index, name, why, Ok(body(m)), notes)]
+        }
+        Err(e) => error(e, notes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn es56_index() -> SourceIndex {
+        SourceIndex {
+            name: "test_updates_deletes".into(),
+            metadata: json!({
+                "version": 5,
+                "routing_num_shards": 1,
+                "state": "open",
+                "settings": {
+                    "index.number_of_shards": "1", "index.number_of_replicas": "0",
+                    "index.uuid": "x", "index.creation_date": "1", "index.version.created": "5061699",
+                    "index.provided_name": "test_updates_deletes"
+                },
+                "mappings": [
+                    {"type2": {"_all": {"enabled": false}, "properties": {"content": {"type": "text"}, "title": {"type": "string"}}}},
+                    {"type1": {"properties": {"title": {"type": "string"}, "n": {"type": "long", "include_in_all": false}}}}
+                ],
+                "aliases": {"a": {"filter": {"term": {"x": 1}}}}
+            }),
+        }
+    }
+
+    fn source() -> SourceMetadata {
+        SourceMetadata {
+            version: Some(Version::es(5, 6)),
+            legacy_templates: vec![
+                (
+                    "posts".into(),
+                    json!({"order": 0, "template": "posts_*", "settings": {"index": {"number_of_shards": "1"}}, "mappings": [{"_default_": {"_all": {"enabled": false}}}, {"doc": {"properties": {"t": {"type": "string", "index": "not_analyzed"}}}}], "aliases": {"{index}-alias": {}}}),
+                ),
+                (
+                    ".ml-meta".into(),
+                    json!({"order": 0, "template": ".ml-meta"}),
+                ),
+            ],
+            component_templates: vec![
+                (
+                    "logs-settings".into(),
+                    json!({"template": {"settings": {"index": {"lifecycle": {"name": "logs"}}}}}),
+                ),
+                (
+                    "posts_ct".into(),
+                    json!({"template": {"mappings": {"properties": {"a": {"type": "keyword"}}}}, "version": 1}),
+                ),
+            ],
+            index_templates: vec![
+                (
+                    "logs".into(),
+                    json!({"index_patterns": ["logs-*-*"], "composed_of": ["logs-settings"], "priority": 100, "data_stream": {"hidden": false}}),
+                ),
+                (
+                    "posts_it".into(),
+                    json!({"index_patterns": ["posts*"], "composed_of": ["posts_ct", "logs-settings"], "template": {"aliases": {"cur": {}}}, "allow_auto_create": true}),
+                ),
+            ],
+            indices: vec![
+                es56_index(),
+                SourceIndex {
+                    name: ".kibana".into(),
+                    metadata: json!({}),
+                },
+            ],
+        }
+    }
+
+    fn find<'a>(items: &'a [Item], kind: Kind, name: &str) -> &'a Item {
+        items
+            .iter()
+            .find(|i| i.kind == kind && i.name == name)
+            .unwrap_or_else(|| panic!("no {kind:?} {name} in {items:#?}"))
+    }
+
+    #[test]
+    fn order_filters_and_dependencies() {
+        let items = plan(&source(), Version::os(3, 8), &Options::default());
+        let kinds: Vec<Kind> = items.iter().map(|i| i.kind).collect();
+        let mut sorted = kinds.clone();
+        sorted.sort();
+        assert_eq!(kinds, sorted, "creation order");
+        assert_eq!(
+            find(&items, Kind::LegacyTemplate, ".ml-meta").action,
+            Action::SkipExcluded
+        );
+        assert_eq!(
+            find(&items, Kind::IndexTemplate, "logs").action,
+            Action::SkipExcluded
+        );
+        let ls = find(&items, Kind::ComponentTemplate, "logs-settings");
+        assert_eq!(ls.action, Action::Create, "pulled in by posts_it");
+        assert!(ls.reasons[0].contains("required by index template posts_it"));
+        assert_eq!(
+            ls.body,
+            Some(json!({"template": {}})),
+            "ILM setting dropped for OpenSearch"
+        );
+        let it = find(&items, Kind::IndexTemplate, "posts_it");
+        assert_eq!(
+            it.body,
+            Some(
+                json!({"index_patterns": ["posts*"], "composed_of": ["posts_ct", "logs-settings"], "template": {"aliases": {"cur": {}}}})
+            )
+        );
+        assert!(it
+            .notes
+            .warnings
+            .iter()
+            .any(|w| w.contains("allow_auto_create")));
+        assert_eq!(
+            find(&items, Kind::Index, ".kibana").action,
+            Action::SkipExcluded
+        );
+    }
+
+    #[test]
+    fn legacy_template_for_es6_and_os() {
+        let items = plan(&source(), Version::os(2, 0), &Options::default());
+        let t = find(&items, Kind::LegacyTemplate, "posts");
+        assert_eq!(
+            t.body,
+            Some(
+                json!({"index_patterns": ["posts_*"], "order": 0, "settings": {"index.number_of_shards": "1"},
+                "mappings": {"properties": {"t": {"type": "keyword"}}}, "aliases": {"{index}-alias": {}}})
+            )
+        );
+        let items = plan(&source(), Version::es(6, 8), &Options::default());
+        let t = find(&items, Kind::LegacyTemplate, "posts");
+        assert_eq!(
+            t.body.as_ref().unwrap()["mappings"],
+            json!({"_doc": {"properties": {"t": {"type": "keyword"}}}})
+        );
+        assert_eq!(
+            find(&items, Kind::IndexTemplate, "posts_it").action,
+            Action::SkipUnsupported
+        );
+        assert_eq!(
+            find(&items, Kind::ComponentTemplate, "posts_ct").action,
+            Action::SkipUnsupported
+        );
+    }
+
+    #[test]
+    fn multi_type_index_merged() {
+        let opts = Options {
+            replicas: Some(2),
+            ..Options::default()
+        };
+        let items = plan(&source(), Version::os(3, 8), &opts);
+        let i = find(&items, Kind::Index, "test_updates_deletes");
+        assert_eq!(i.action, Action::Create, "{i:#?}");
+        assert_eq!(
+            i.body,
+            Some(json!({
+                "settings": {"index.number_of_shards": "1", "index.number_of_replicas": "2", "index.number_of_routing_shards": "1"},
+                "mappings": {"properties": {"content": {"type": "text"}, "title": {"type": "text"}, "n": {"type": "long"}}},
+                "aliases": {"a": {"filter": {"term": {"x": 1}}}}
+            }))
+        );
+        let all: Vec<&String> = i
+            .notes
+            .transformations
+            .iter()
+            .chain(&i.notes.warnings)
+            .collect();
+        assert!(
+            all.iter().any(|n| n.contains("type2, type1 merged")),
+            "{all:?}"
+        );
+        assert!(all.iter().any(|n| n.contains("_all")));
+    }
+
+    #[test]
+    fn multi_type_index_split() {
+        let opts = Options {
+            multi_type_mode: MultiTypeMode::Split,
+            ..Options::default()
+        };
+        let items = plan(&source(), Version::es(6, 8), &opts);
+        let t1 = find(&items, Kind::Index, "test_updates_deletes_type1");
+        let t2 = find(&items, Kind::Index, "test_updates_deletes_type2");
+        assert_eq!(t1.source_name.as_deref(), Some("test_updates_deletes"));
+        assert_eq!(
+            t1.body.as_ref().unwrap()["mappings"],
+            json!({"_doc": {"properties": {"title": {"type": "text"}, "n": {"type": "long"}}}})
+        );
+        assert_eq!(
+            t2.body.as_ref().unwrap()["mappings"],
+            json!({"_doc": {"properties": {"content": {"type": "text"}, "title": {"type": "text"}}}})
+        );
+        assert!(t1
+            .notes
+            .transformations
+            .iter()
+            .any(|n| n.contains("type1 → _doc")));
+    }
+
+    #[test]
+    fn conflicting_types_are_an_error_in_merge_mode() {
+        let mut s = source();
+        s.indices[0].metadata["mappings"] = json!([{"a": {"properties": {"x": {"type": "long"}}}}, {"b": {"properties": {"x": {"type": "keyword"}}}}]);
+        let items = plan(&s, Version::os(3, 8), &Options::default());
+        let i = find(&items, Kind::Index, "test_updates_deletes");
+        assert_eq!(i.action, Action::Error);
+        assert!(i.reasons[0].contains("field x"), "{:?}", i.reasons);
+    }
+
+    #[test]
+    fn allowlists() {
+        let opts = Options {
+            indices: Allowlist::parse(&[".kibana"]).unwrap(),
+            legacy_templates: Allowlist::parse(&["regex:\\.ml-.*"]).unwrap(),
+            ..Options::default()
+        };
+        let items = plan(&source(), Version::os(3, 8), &opts);
+        assert_eq!(find(&items, Kind::Index, ".kibana").action, Action::Create);
+        assert_eq!(
+            find(&items, Kind::Index, "test_updates_deletes").action,
+            Action::SkipExcluded
+        );
+        assert_eq!(
+            find(&items, Kind::LegacyTemplate, ".ml-meta").action,
+            Action::Create
+        );
+        assert_eq!(
+            find(&items, Kind::LegacyTemplate, "posts").action,
+            Action::SkipExcluded
+        );
+    }
+
+    #[test]
+    fn bad_metadata_is_an_error_item() {
+        let mut s = source();
+        s.indices[0].metadata["mappings"] = json!(["RFZMAA=="]);
+        s.legacy_templates[0].1 = json!({"order": 1});
+        let items = plan(&s, Version::os(3, 8), &Options::default());
+        assert_eq!(
+            find(&items, Kind::Index, "test_updates_deletes").action,
+            Action::Error
+        );
+        assert_eq!(
+            find(&items, Kind::LegacyTemplate, "posts").action,
+            Action::Error
+        );
+    }
+}

@@ -1,0 +1,38 @@
+//! Metadata migration: templates (legacy, then component, then composable index
+//! templates) and indices (settings, mappings, aliases) read from a snapshot and created
+//! on the target, transformed for the target's version. Nothing that exists on the
+//! target is modified; every item is reported with its action, reasons and changes.
+//!
+//! The work is split in a pure part — [`plan`] turns [`SourceMetadata`] into [`Item`]s
+//! with request bodies — and a part that talks to the target: [`evaluate`] checks what
+//! exists (GET/HEAD only), [`migrate`] also creates what is missing.
+//!
+//! ```no_run
+//! # async fn f(client: &cluster::Client, source: &migrate::metadata::SourceMetadata) -> Result<(), migrate::metadata::MetadataError> {
+//! use migrate::metadata::{migrate, Options};
+//! let report = migrate(source, client, &Options::default()).await?;
+//! println!("{}", report.to_table());
+//! # Ok(()) }
+//! ```
+
+mod aliases;
+mod apply;
+mod build;
+mod error;
+mod filter;
+mod mappings;
+mod plan;
+mod routing;
+mod settings;
+mod source;
+mod version;
+
+pub use apply::{evaluate, migrate, target_version};
+pub use build::{plan, split_index_name, Options};
+pub use error::MetadataError;
+pub use filter::{is_system_index, is_system_template, Allowlist};
+pub use mappings::MultiTypeMode;
+pub use plan::{Action, Item, Kind, Notes, Outcome, Report, Summary};
+pub use routing::DocumentRouting;
+pub use source::{SourceIndex, SourceMetadata};
+pub use version::{Distribution, Version};

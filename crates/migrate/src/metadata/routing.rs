@@ -1,0 +1,129 @@
+//! Where each document goes: the target index of a (source index, mapping type) pair,
+//! so the document pipeline follows the same allowlist and per-type split as metadata
+//! migration. Computed from the snapshot and the options alone, so every worker derives
+//! the same answer without talking to the target.
+
+use std::collections::BTreeMap;
+
+use super::build::{index_is_system, index_types, split_index_name, Options};
+use super::filter::{decide, Decision};
+use super::mappings::MultiTypeMode;
+use super::source::SourceMetadata;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Route {
+    /// Every document of the index goes to one target index.
+    Single(String),
+    /// Each mapping type has its own target index.
+    PerType(BTreeMap<String, String>),
+}
+
+/// Source index (and type) → target index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocumentRouting {
+    routes: BTreeMap<String, Route>,
+}
+
+impl DocumentRouting {
+    /// The routing for `source` under `options`: excluded indices have no route.
+    pub fn new(source: &SourceMetadata, options: &Options) -> Self {
+        let mut routes = BTreeMap::new();
+        for index in &source.indices {
+            if let Decision::Exclude(_) =
+                decide(&options.indices, &index.name, index_is_system(index))
+            {
+                continue;
+            }
+            let types = index_types(index).unwrap_or_default();
+            let route = if types.len() > 1 && options.multi_type_mode == MultiTypeMode::Split {
+                Route::PerType(
+                    types
+                        .iter()
+                        .map(|t| (t.clone(), split_index_name(&index.name, t)))
+                        .collect(),
+                )
+            } else {
+                Route::Single(index.name.clone())
+            };
+            routes.insert(index.name.clone(), route);
+        }
+        DocumentRouting { routes }
+    }
+
+    /// The target index for a document of `index` with mapping type `doc_type` (ES ≤ 6
+    /// documents have one), or `None` when the index is not migrated or, for a split
+    /// index, the type is unknown.
+    pub fn target_index(&self, index: &str, doc_type: Option<&str>) -> Option<&str> {
+        match self.routes.get(index)? {
+            Route::Single(t) => Some(t),
+            Route::PerType(by_type) => by_type.get(doc_type?).map(String::as_str),
+        }
+    }
+
+    /// Whether any document of `index` is migrated.
+    pub fn includes(&self, index: &str) -> bool {
+        self.routes.contains_key(index)
+    }
+
+    /// Every target index of `index` (one, or one per type).
+    pub fn targets_of(&self, index: &str) -> Vec<&str> {
+        match self.routes.get(index) {
+            None => Vec::new(),
+            Some(Route::Single(t)) => vec![t.as_str()],
+            Some(Route::PerType(m)) => m.values().map(String::as_str).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::source::SourceIndex;
+    use super::*;
+    use serde_json::json;
+
+    fn src() -> SourceMetadata {
+        SourceMetadata {
+            indices: vec![
+                SourceIndex {
+                    name: "multi".into(),
+                    metadata: json!({"mappings": [{"_default_": {}}, {"t1": {}}, {"t2": {}}]}),
+                },
+                SourceIndex {
+                    name: "one".into(),
+                    metadata: json!({"mappings": [{"doc": {}}]}),
+                },
+                SourceIndex {
+                    name: ".sys".into(),
+                    metadata: json!({}),
+                },
+            ],
+            ..SourceMetadata::default()
+        }
+    }
+
+    #[test]
+    fn merge_and_split() {
+        let merge = DocumentRouting::new(&src(), &Options::default());
+        assert_eq!(merge.target_index("multi", Some("t2")), Some("multi"));
+        assert_eq!(merge.target_index("one", None), Some("one"));
+        assert_eq!(merge.target_index(".sys", None), None);
+        let split = DocumentRouting::new(
+            &src(),
+            &Options {
+                multi_type_mode: MultiTypeMode::Split,
+                ..Options::default()
+            },
+        );
+        assert_eq!(split.target_index("multi", Some("t1")), Some("multi_t1"));
+        assert_eq!(split.target_index("multi", Some("t2")), Some("multi_t2"));
+        assert_eq!(split.target_index("multi", Some("t3")), None);
+        assert_eq!(split.target_index("multi", None), None);
+        assert_eq!(
+            split.target_index("one", Some("doc")),
+            Some("one"),
+            "a single type is never split"
+        );
+        assert_eq!(split.targets_of("multi"), vec!["multi_t1", "multi_t2"]);
+        assert!(!split.includes(".sys"));
+    }
+}

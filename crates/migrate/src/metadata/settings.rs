@@ -1,0 +1,345 @@
+//! Index and template settings: flattened to dotted `index.*` keys, with the settings a
+//! cluster manages itself (uuid, creation date, created version, provided name, resize
+//! source, allocation ids, history uuid…) removed, write blocks lifted, and what the
+//! target refuses dropped.
+
+use serde_json::{Map, Value};
+
+use super::plan::Notes;
+use super::version::{Distribution, Version};
+
+/// Settings owned by the source cluster: never copied.
+const INTERNAL_EXACT: &[&str] = &[
+    "index.uuid",
+    "index.creation_date",
+    "index.creation_date_string",
+    "index.provided_name",
+    "index.history.uuid",
+    "index.history_uuid",
+    "index.verified_before_close",
+    "index.frozen",
+    "index.search.throttled",
+];
+
+/// Prefixes of settings owned by the source cluster.
+const INTERNAL_PREFIXES: &[&str] = &[
+    "index.version.",
+    "index.resize.source.",
+    "index.shrink.source.",
+    "index.routing.allocation.initial_recovery.",
+    "index.store.snapshot.",
+    "index.ccr.",
+    "archived.",
+];
+
+/// Settings that no longer exist on modern targets (ES 6+, ES 7+).
+const REMOVED: &[(&str, u32, &str)] = &[
+    ("index.mapping.single_type", 6, "removed in Elasticsearch 6"),
+    ("index.mapper.dynamic", 7, "removed in Elasticsearch 7"),
+];
+
+/// What the caller knows about the settings being transformed.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingsContext {
+    pub target: Version,
+    /// Replace `index.number_of_replicas` (indices only).
+    pub replicas: Option<u32>,
+    /// The IndexMetadata's top-level `routing_num_shards` (indices only).
+    pub routing_num_shards: Option<u64>,
+}
+
+/// Flattens nested settings objects into dotted keys; keys without the `index.` prefix
+/// (templates may omit it) get it, as the cluster itself would.
+pub fn flatten(settings: &Value) -> Map<String, Value> {
+    fn walk(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, v, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.clone());
+            }
+        }
+    }
+    let mut flat = Map::new();
+    walk("", settings, &mut flat);
+    flat.into_iter()
+        .map(|(k, v)| {
+            if k.starts_with("index.") || k.starts_with("archived.") {
+                (k, v)
+            } else {
+                (format!("index.{k}"), v)
+            }
+        })
+        .collect()
+}
+
+fn as_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::String(s) => s.trim().parse().ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+fn is_false(v: &Value) -> bool {
+    matches!(v, Value::Bool(false)) || v.as_str() == Some("false")
+}
+
+/// Turns source settings into settings for the target, recording every change in `notes`.
+pub fn transform(settings: &Value, ctx: &SettingsContext, notes: &mut Notes) -> Map<String, Value> {
+    let flat = flatten(settings);
+    let mut out = Map::new();
+    let mut internal = Vec::new();
+    let mut blocks = Vec::new();
+    for (key, value) in flat {
+        if INTERNAL_EXACT.contains(&key.as_str())
+            || INTERNAL_PREFIXES.iter().any(|p| key.starts_with(p))
+        {
+            internal.push(key);
+            continue;
+        }
+        if key.starts_with("index.blocks.") {
+            blocks.push(key);
+            continue;
+        }
+        if let Some((_, major, why)) = REMOVED.iter().find(|(k, _, _)| *k == key) {
+            if ctx.target.distribution == Distribution::OpenSearch || ctx.target.major >= *major {
+                notes.change(format!("setting {key} dropped ({why})"));
+                continue;
+            }
+        }
+        match ctx.target.distribution {
+            Distribution::OpenSearch
+                if key.starts_with("index.lifecycle.") || key.starts_with("index.xpack.") =>
+            {
+                notes.warn(format!(
+                    "setting {key} dropped (Elasticsearch X-Pack feature unknown to OpenSearch)"
+                ));
+                continue;
+            }
+            Distribution::Elasticsearch
+                if key.starts_with("index.plugins.") || key.starts_with("index.opendistro.") =>
+            {
+                notes.warn(format!(
+                    "setting {key} dropped (OpenSearch plugin setting unknown to Elasticsearch)"
+                ));
+                continue;
+            }
+            _ => {}
+        }
+        if ctx.target.rejects_soft_deletes_disabled() {
+            if key == "index.soft_deletes.enabled" && is_false(&value) {
+                notes.change(format!(
+                    "setting {key}=false dropped ({} always uses soft deletes)",
+                    ctx.target
+                ));
+                continue;
+            }
+            if key.starts_with("index.translog.retention.") {
+                notes.change(format!(
+                    "setting {key} dropped (translog retention is replaced by soft deletes on {})",
+                    ctx.target
+                ));
+                continue;
+            }
+        }
+        out.insert(key, value);
+    }
+    if !internal.is_empty() {
+        notes.change(format!(
+            "internal settings removed: {}",
+            internal.join(", ")
+        ));
+    }
+    if !blocks.is_empty() {
+        notes.warn(format!(
+            "index blocks not copied, so documents can be written: {} (re-apply them after the migration)",
+            blocks.join(", ")
+        ));
+    }
+    if let Some(n) = ctx.replicas {
+        let new = Value::String(n.to_string());
+        let old = out.insert("index.number_of_replicas".into(), new.clone());
+        if old.as_ref() != Some(&new) {
+            let was = old
+                .map(|o| {
+                    o.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| o.to_string())
+                })
+                .unwrap_or_else(|| "unset".into());
+            notes.change(format!("index.number_of_replicas {was} → {n} (override)"));
+        }
+    }
+    if let Some(rns) = ctx.routing_num_shards {
+        routing_shards(&mut out, rns, ctx, notes);
+    }
+    out
+}
+
+/// Copies `routing_num_shards` into `index.number_of_routing_shards` so documents with
+/// custom routing land in the same shard numbers as in the source, where the target
+/// accepts it.
+fn routing_shards(
+    out: &mut Map<String, Value>,
+    rns: u64,
+    ctx: &SettingsContext,
+    notes: &mut Notes,
+) {
+    const KEY: &str = "index.number_of_routing_shards";
+    if out.contains_key(KEY) {
+        return;
+    }
+    if !ctx.target.supports_routing_shards() {
+        notes.warn(format!(
+            "routing_num_shards {rns} not copied: {} has no {KEY}",
+            ctx.target
+        ));
+        return;
+    }
+    let Some(shards) = out.get("index.number_of_shards").and_then(as_u64) else {
+        notes.warn(format!(
+            "routing_num_shards {rns} not copied: index.number_of_shards is missing"
+        ));
+        return;
+    };
+    if shards == 0
+        || rns < shards
+        || !rns.is_multiple_of(shards)
+        || !(rns / shards).is_power_of_two()
+    {
+        notes.warn(format!(
+            "routing_num_shards {rns} not copied: not a power-of-two multiple of {shards} shards"
+        ));
+        return;
+    }
+    out.insert(KEY.into(), Value::String(rns.to_string()));
+    notes.change(format!("routing_num_shards {rns} → {KEY}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx(target: Version) -> SettingsContext {
+        SettingsContext {
+            target,
+            replicas: None,
+            routing_num_shards: None,
+        }
+    }
+
+    #[test]
+    fn flattens_nested_template_settings() {
+        let f = flatten(
+            &json!({"index": {"number_of_shards": "1", "analysis": {"analyzer": {"a": {"type": "custom"}}}}, "number_of_replicas": "2"}),
+        );
+        assert_eq!(f["index.number_of_shards"], "1");
+        assert_eq!(f["index.analysis.analyzer.a.type"], "custom");
+        assert_eq!(f["index.number_of_replicas"], "2");
+        assert_eq!(f.len(), 3);
+    }
+
+    #[test]
+    fn strips_internal_settings_and_blocks() {
+        let src = json!({
+            "index.number_of_shards": "1",
+            "index.number_of_replicas": "1",
+            "index.uuid": "abc",
+            "index.creation_date": "1700000000000",
+            "index.version.created": "7100299",
+            "index.version.upgraded": "7100299",
+            "index.provided_name": "posts",
+            "index.resize.source.name": "big",
+            "index.resize.source.uuid": "u",
+            "index.routing.allocation.initial_recovery._id": "n1",
+            "index.history.uuid": "h",
+            "index.blocks.write": "true",
+            "index.refresh_interval": "5s",
+            "archived.index.foo": "x"
+        });
+        let mut notes = Notes::default();
+        let out = transform(&src, &ctx(Version::os(2, 11)), &mut notes);
+        assert_eq!(
+            Value::Object(out),
+            json!({"index.number_of_shards": "1", "index.number_of_replicas": "1", "index.refresh_interval": "5s"})
+        );
+        assert!(notes
+            .transformations
+            .iter()
+            .any(|t| t.contains("index.uuid")));
+        assert!(notes
+            .warnings
+            .iter()
+            .any(|w| w.contains("index.blocks.write")));
+    }
+
+    #[test]
+    fn soft_deletes_disabled_dropped_only_where_rejected() {
+        let src =
+            json!({"index.soft_deletes.enabled": "false", "index.translog.retention.size": "1gb"});
+        let mut notes = Notes::default();
+        assert!(transform(&src, &ctx(Version::os(2, 0)), &mut notes).is_empty());
+        assert_eq!(notes.transformations.len(), 2);
+        let mut notes = Notes::default();
+        let out = transform(&src, &ctx(Version::es(7, 10)), &mut notes);
+        assert_eq!(out.len(), 2);
+        let enabled = json!({"index.soft_deletes.enabled": "true"});
+        assert_eq!(
+            transform(&enabled, &ctx(Version::os(3, 0)), &mut Notes::default()).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn replicas_override_and_routing_shards() {
+        let src = json!({"index.number_of_shards": "2", "index.number_of_replicas": "1"});
+        let c = SettingsContext {
+            target: Version::os(3, 0),
+            replicas: Some(0),
+            routing_num_shards: Some(1024),
+        };
+        let mut notes = Notes::default();
+        let out = transform(&src, &c, &mut notes);
+        assert_eq!(out["index.number_of_replicas"], "0");
+        assert_eq!(out["index.number_of_routing_shards"], "1024");
+        assert_eq!(notes.transformations.len(), 2);
+
+        let bad = SettingsContext {
+            routing_num_shards: Some(12),
+            replicas: None,
+            ..c
+        };
+        let mut notes = Notes::default();
+        let out = transform(&json!({"index.number_of_shards": "5"}), &bad, &mut notes);
+        assert!(!out.contains_key("index.number_of_routing_shards"));
+        assert_eq!(notes.warnings.len(), 1);
+
+        let old = SettingsContext {
+            target: Version::es(6, 0),
+            ..c
+        };
+        let out = transform(&src, &old, &mut Notes::default());
+        assert!(!out.contains_key("index.number_of_routing_shards"));
+    }
+
+    #[test]
+    fn vendor_settings_dropped_across_distributions() {
+        let src = json!({"index.lifecycle.name": "p", "index.mapper.dynamic": "false", "index.mapping.single_type": "true"});
+        let mut notes = Notes::default();
+        assert!(transform(&src, &ctx(Version::os(1, 3)), &mut notes).is_empty());
+        let es6 = transform(&src, &ctx(Version::es(6, 8)), &mut Notes::default());
+        assert!(es6.contains_key("index.lifecycle.name"));
+        assert!(es6.contains_key("index.mapper.dynamic"));
+        assert!(!es6.contains_key("index.mapping.single_type"));
+    }
+}
