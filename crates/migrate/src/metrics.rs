@@ -1,0 +1,157 @@
+//! Process-wide counters of a worker, exposed in the Prometheus text format on
+//! `--metrics-addr` by [`serve`].
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Counters and gauges of one worker process.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub docs_sent: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub source_bytes_sent: AtomicU64,
+    pub docs_failed: AtomicU64,
+    pub batches_sent: AtomicU64,
+    pub items_completed: AtomicU64,
+    pub items_handed_off: AtomicU64,
+    pub in_flight_requests: AtomicI64,
+    /// Unix time (seconds) at which the current lease expires; 0 when none is held.
+    pub lease_expiry_seconds: AtomicI64,
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counters = [
+            (
+                "rfs_documents_sent_total",
+                "Documents acknowledged by the target.",
+                self.docs_sent.load(Relaxed),
+            ),
+            (
+                "rfs_bytes_sent_total",
+                "Bulk body bytes of acknowledged documents.",
+                self.bytes_sent.load(Relaxed),
+            ),
+            (
+                "rfs_source_bytes_sent_total",
+                "_source bytes of acknowledged documents.",
+                self.source_bytes_sent.load(Relaxed),
+            ),
+            (
+                "rfs_documents_failed_total",
+                "Documents written to the failure log.",
+                self.docs_failed.load(Relaxed),
+            ),
+            (
+                "rfs_batches_sent_total",
+                "Bulk batches completed.",
+                self.batches_sent.load(Relaxed),
+            ),
+            (
+                "rfs_items_completed_total",
+                "Work items completed by this worker.",
+                self.items_completed.load(Relaxed),
+            ),
+            (
+                "rfs_items_handed_off_total",
+                "Work items handed to a successor.",
+                self.items_handed_off.load(Relaxed),
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        }
+        let gauges = [
+            (
+                "rfs_in_flight_requests",
+                "Bulk requests in flight.",
+                self.in_flight_requests.load(Relaxed),
+            ),
+            (
+                "rfs_lease_expiry_seconds",
+                "Unix time at which the current lease expires (0: no lease).",
+                self.lease_expiry_seconds.load(Relaxed),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
+        out
+    }
+}
+
+/// Serves `metrics` over HTTP on `addr` (any path) until the task is dropped.
+pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+    loop {
+        let (mut conn, _) = listener.accept().await?;
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            // Read the request head (we answer every path the same way).
+            let mut buf = [0u8; 4096];
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") && seen.len() < 16 * 1024 {
+                match conn.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = metrics.render();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes()).await;
+            let _ = conn.write_all(body.as_bytes()).await;
+            let _ = conn.shutdown().await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn serves_the_text_format() {
+        let m = Metrics::new();
+        m.docs_sent.store(42, Relaxed);
+        m.in_flight_requests.store(3, Relaxed);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let server = tokio::spawn(serve(addr, m.clone()));
+        let mut conn = loop {
+            match tokio::net::TcpStream::connect(addr).await {
+                Ok(c) => break c,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            }
+        };
+        conn.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut text = String::new();
+        conn.read_to_string(&mut text).await.unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+        assert!(text.contains("\nrfs_documents_sent_total 42\n"), "{text}");
+        assert!(text.contains("\nrfs_in_flight_requests 3\n"), "{text}");
+        server.abort();
+    }
+}
