@@ -1,8 +1,258 @@
-//! `rfs status`.
+//! `rfs status`: fleet-wide progress read from the coordination store — items by state,
+//! documents and bytes done out of the snapshot's totals, rate and ETA, failures by type,
+//! and progress per index. `--watch` redraws every few seconds; `--json` prints one object.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use migrate::phases::{read_totals, Totals};
+use serde_json::{json, Value};
+
+use super::common::{runtime, StoreArgs};
+use crate::exit;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Redraw every SECS seconds until the migration is finished (default 5).
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "5")]
+    pub watch: Option<f64>,
+    /// One JSON object (per refresh with --watch) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The failure log(s) to summarise by error type (JSON lines written by workers).
+    #[arg(
+        long,
+        env = "RFS_FAILURE_LOG",
+        default_value = "rfs-failures.jsonl",
+        value_name = "FILE"
+    )]
+    pub failure_log: Vec<PathBuf>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`rfs status` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    runtime()?.block_on(async move {
+        let coord = args
+            .store
+            .coordinator(coordination::Config::default())
+            .await?;
+        let mut last: Option<(Instant, u64, u64)> = None;
+        loop {
+            let status = coord.status().await?;
+            let totals = read_totals(&coord).await?;
+            let now = Instant::now();
+            let rate = match last {
+                Some((t, docs, bytes)) => {
+                    let secs = now.duration_since(t).as_secs_f64().max(0.001);
+                    Some((
+                        status.docs_done.saturating_sub(docs) as f64 / secs,
+                        status.bytes_done.saturating_sub(bytes) as f64 / secs,
+                    ))
+                }
+                None => None,
+            };
+            last = Some((now, status.docs_done, status.bytes_done));
+            let failures = failures_by_type(&args.failure_log);
+            let view = render_json(&status, totals.as_ref(), rate, &failures);
+            if args.json {
+                println!("{view}");
+            } else {
+                if args.watch.is_some() {
+                    print!("\x1b[2J\x1b[H");
+                }
+                print!("{}", render_text(&view));
+            }
+            match args.watch {
+                Some(secs) if !status.finished => {
+                    tokio::time::sleep(Duration::from_secs_f64(secs.max(0.2))).await
+                }
+                _ => break,
+            }
+        }
+        Ok(exit::OK)
+    })
+}
+
+/// Counts of failure-log lines by `error_type`, over every file given that exists.
+fn failures_by_type(paths: &[PathBuf]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for p in paths {
+        let Ok(f) = std::fs::File::open(Path::new(p)) else {
+            continue;
+        };
+        for line in std::io::BufReader::new(f).lines().map_while(Result::ok) {
+            let t = serde_json::from_str::<Value>(&line)
+                .ok()
+                .and_then(|v| {
+                    v.get("error_type")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| "unparsable_line".into());
+            *out.entry(t).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+fn render_json(
+    s: &coordination::Status,
+    totals: Option<&Totals>,
+    rate: Option<(f64, f64)>,
+    failures: &BTreeMap<String, u64>,
+) -> Value {
+    let live = totals.map(|t| t.live_docs);
+    let remaining = live.map(|l| l.saturating_sub(s.docs_done));
+    let eta = match (rate, remaining) {
+        (Some((r, _)), Some(rem)) if r > 0.0 => Some(rem as f64 / r),
+        _ => None,
+    };
+    let mut per_index = serde_json::Map::new();
+    let names: std::collections::BTreeSet<&String> = s
+        .per_index
+        .keys()
+        .chain(totals.map(|t| t.indices.keys()).into_iter().flatten())
+        .collect();
+    for name in names {
+        let p = s.per_index.get(name).cloned().unwrap_or_default();
+        let t = totals.and_then(|t| t.indices.get(name));
+        per_index.insert(
+            name.clone(),
+            json!({
+                "items": p.items,
+                "docs_done": p.docs_done,
+                "bytes_done": p.bytes_done,
+                "live_docs": t.map(|t| t.live_docs),
+                "shards": t.map(|t| t.shards),
+                "failed_shards": t.map(|t| t.failed_shards.clone()),
+            }),
+        );
+    }
+    json!({
+        "finished": s.finished,
+        "setup_done": s.setup_done,
+        "control": s.control.as_str(),
+        "items": s.items,
+        "docs_done": s.docs_done,
+        "bytes_done": s.bytes_done,
+        "live_docs": live,
+        "snapshot_bytes": totals.map(|t| t.indices.values().map(|i| i.bytes).sum::<u64>()),
+        "docs_per_sec": rate.map(|r| r.0),
+        "bytes_per_sec": rate.map(|r| r.1),
+        "eta_seconds": eta,
+        "failed_items": s.failures,
+        "failed_documents_by_type": failures,
+        "phases": s.phases,
+        "keeper": s.keeper.as_ref().map(|(h, e)| json!({"holder": h, "expiry": e})),
+        "per_index": per_index,
+    })
+}
+
+fn render_text(v: &Value) -> String {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64);
+    let items = &v["items"];
+    let i = |k: &str| items.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let mut out = String::new();
+    let state = if v["finished"].as_bool() == Some(true) {
+        "FINISHED"
+    } else {
+        "running"
+    };
+    out.push_str(&format!(
+        "migration: {state}   control: {}\n",
+        v["control"].as_str().unwrap_or("?")
+    ));
+    for p in v["phases"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  phase {:<10} {}\n",
+            p["name"].as_str().unwrap_or("?"),
+            p["state"].as_str().unwrap_or("?")
+        ));
+    }
+    out.push_str(&format!(
+        "items: {} total, {} done, {} leased, {} waiting, {} FAILED\n",
+        i("total"),
+        i("done"),
+        i("leased"),
+        i("waiting"),
+        i("failed")
+    ));
+    let docs = n("docs_done").unwrap_or(0);
+    match n("live_docs") {
+        Some(live) if live > 0 => out.push_str(&format!(
+            "documents: {docs} of {live} ({:.1} %)\n",
+            100.0 * docs as f64 / live as f64
+        )),
+        _ => out.push_str(&format!("documents: {docs}\n")),
+    }
+    out.push_str(&format!(
+        "bytes: {} sent{}\n",
+        human_bytes(n("bytes_done").unwrap_or(0) as f64),
+        n("snapshot_bytes")
+            .map(|b| format!(" (snapshot holds {} on disk)", human_bytes(b as f64)))
+            .unwrap_or_default()
+    ));
+    if let Some(r) = v["docs_per_sec"].as_f64() {
+        out.push_str(&format!(
+            "rate: {:.0} docs/s, {}/s",
+            r,
+            human_bytes(v["bytes_per_sec"].as_f64().unwrap_or(0.0))
+        ));
+        match v["eta_seconds"].as_f64() {
+            Some(eta) => out.push_str(&format!(", ETA {}\n", human_duration(eta))),
+            None => out.push('\n'),
+        }
+    }
+    if let Some(f) = v["failed_documents_by_type"]
+        .as_object()
+        .filter(|f| !f.is_empty())
+    {
+        out.push_str("failed documents by type:\n");
+        for (t, c) in f {
+            out.push_str(&format!("  {t}: {c}\n"));
+        }
+    }
+    for f in v["failed_items"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "FAILED item {}: {}\n",
+            f["id"].as_str().unwrap_or("?"),
+            f["last_error"].as_str().unwrap_or("")
+        ));
+    }
+    out.push_str(&format!(
+        "{:<40} {:>11} {:>12} {:>12}\n",
+        "index", "items done", "docs done", "live docs"
+    ));
+    for (name, p) in v["per_index"].as_object().into_iter().flatten() {
+        out.push_str(&format!(
+            "{:<40} {:>5}/{:<5} {:>12} {:>12}\n",
+            name,
+            p["items"]["done"].as_u64().unwrap_or(0),
+            p["items"]["total"].as_u64().unwrap_or(0),
+            p["docs_done"].as_u64().unwrap_or(0),
+            p["live_docs"]
+                .as_u64()
+                .map_or("?".to_string(), |l| l.to_string())
+        ));
+    }
+    out
+}
+
+fn human_bytes(b: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", units[u])
+}
+
+fn human_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    format!("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60)
 }

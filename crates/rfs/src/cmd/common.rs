@@ -1,0 +1,422 @@
+//! Argument groups shared by `run`, `documents`, `status`, `pause`/`resume`/`stop` and
+//! `verify`, and the helpers that turn them into the crates' objects. Every flag has an
+//! `RFS_*` environment variable and a config-file key (its long name).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use migrate::metadata::{Allowlist, DocumentRouting, MultiTypeMode, SourceMetadata};
+
+/// The snapshot to migrate.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// Snapshot repository: a path, `file:///path`, `s3://bucket/base_path[?region=R&endpoint=URL]`,
+    /// `gs://…` or `az://…`.
+    #[arg(long, env = "RFS_REPO", value_name = "REPO")]
+    pub repo: String,
+    /// The snapshot's name.
+    #[arg(long, env = "RFS_SNAPSHOT", value_name = "NAME")]
+    pub snapshot: String,
+    /// S3 region (else `?region=`, AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
+    #[arg(long, env = "RFS_S3_REGION", value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// S3-compatible endpoint URL (MinIO, …).
+    #[arg(long, env = "RFS_S3_ENDPOINT", value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+}
+
+impl SourceArgs {
+    pub fn open(&self) -> anyhow::Result<snapshot::Snapshot> {
+        let repo = super::inspect::RepoArgs {
+            repo: self.repo.clone(),
+            s3_region: self.s3_region.clone(),
+            s3_endpoint: self.s3_endpoint.clone(),
+            s3_access_key_id: None,
+            s3_secret_access_key: None,
+        }
+        .open()?;
+        repo.snapshot(&self.snapshot)
+            .with_context(|| format!("snapshot {} in {}", self.snapshot, self.repo))
+    }
+}
+
+/// Which indices and templates, and how multi-type indices are mapped.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FilterArgs {
+    /// Indices to migrate: exact names or `regex:PATTERN`; repeatable or comma-separated.
+    /// Default: every index except system and dot indices.
+    #[arg(
+        long = "index",
+        env = "RFS_INDEX",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub index: Vec<String>,
+    /// Legacy templates to migrate (names or `regex:`); default: all non-system ones.
+    #[arg(
+        long = "legacy-template",
+        env = "RFS_LEGACY_TEMPLATE",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub legacy_template: Vec<String>,
+    /// Component templates to migrate.
+    #[arg(
+        long = "component-template",
+        env = "RFS_COMPONENT_TEMPLATE",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub component_template: Vec<String>,
+    /// Composable index templates to migrate.
+    #[arg(
+        long = "index-template",
+        env = "RFS_INDEX_TEMPLATE",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub index_template: Vec<String>,
+    /// Replace every index's number_of_replicas.
+    #[arg(long, env = "RFS_REPLICAS", value_name = "N")]
+    pub replicas: Option<u32>,
+    /// ES ≤ 6 indices with several mapping types: `merge` into one index or `split` into
+    /// `<index>_<type>` indices.
+    #[arg(long, env = "RFS_MULTI_TYPE", default_value = "merge", value_parser = ["merge", "split"])]
+    pub multi_type: String,
+}
+
+impl FilterArgs {
+    pub fn options(&self) -> anyhow::Result<migrate::metadata::Options> {
+        Ok(migrate::metadata::Options {
+            indices: Allowlist::parse(&self.index)?,
+            legacy_templates: Allowlist::parse(&self.legacy_template)?,
+            component_templates: Allowlist::parse(&self.component_template)?,
+            index_templates: Allowlist::parse(&self.index_template)?,
+            replicas: self.replicas,
+            multi_type_mode: self
+                .multi_type
+                .parse::<MultiTypeMode>()
+                .map_err(anyhow::Error::msg)?,
+        })
+    }
+
+    /// The source metadata and where each document goes.
+    pub fn routing(
+        &self,
+        snap: &snapshot::Snapshot,
+    ) -> anyhow::Result<(SourceMetadata, DocumentRouting)> {
+        let source = SourceMetadata::from_snapshot(snap)?;
+        let routing = DocumentRouting::new(&source, &self.options()?);
+        Ok((source, routing))
+    }
+}
+
+/// The target cluster.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TargetArgs {
+    /// Target cluster URL (`https://host:9200`).
+    #[arg(long, env = "RFS_TARGET", value_name = "URL")]
+    pub target: String,
+    /// Basic-auth user name.
+    #[arg(long, env = "RFS_TARGET_USERNAME", value_name = "USER")]
+    pub target_username: Option<String>,
+    /// Basic-auth password.
+    #[arg(
+        long,
+        env = "RFS_TARGET_PASSWORD",
+        value_name = "PASSWORD",
+        hide_env_values = true
+    )]
+    pub target_password: Option<String>,
+    /// API key (the base64 `id:key`).
+    #[arg(
+        long,
+        env = "RFS_TARGET_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub target_api_key: Option<String>,
+    /// Sign requests with AWS SigV4 for this service (`es` or `aoss`); credentials and
+    /// region from the AWS environment variables or --target-aws-region.
+    #[arg(long, env = "RFS_TARGET_SIGV4", value_parser = ["es", "aoss"], value_name = "SERVICE")]
+    pub target_sigv4: Option<String>,
+    /// AWS region for SigV4.
+    #[arg(long, env = "RFS_TARGET_AWS_REGION", value_name = "REGION")]
+    pub target_aws_region: Option<String>,
+    /// PEM CA certificate(s) to trust.
+    #[arg(long, env = "RFS_TARGET_CA", value_name = "FILE")]
+    pub target_ca: Option<PathBuf>,
+    /// PEM client certificate for mutual TLS.
+    #[arg(long, env = "RFS_TARGET_CLIENT_CERT", value_name = "FILE")]
+    pub target_client_cert: Option<PathBuf>,
+    /// PEM private key of --target-client-cert.
+    #[arg(long, env = "RFS_TARGET_CLIENT_KEY", value_name = "FILE")]
+    pub target_client_key: Option<PathBuf>,
+    /// Accept any server certificate (tests and trusted networks only).
+    #[arg(long, env = "RFS_TARGET_INSECURE")]
+    pub target_insecure: bool,
+    /// gzip request bodies: `on`, `off`, or `auto` (when the target enables http.compression).
+    #[arg(long, env = "RFS_GZIP", default_value = "auto", value_parser = ["on", "off", "auto"])]
+    pub gzip: String,
+}
+
+impl TargetArgs {
+    pub fn config(&self) -> anyhow::Result<cluster::ClientConfig> {
+        let mut c = cluster::ClientConfig::new(self.target.clone());
+        c.auth = if let Some(service) = &self.target_sigv4 {
+            cluster::Auth::SigV4(cluster::SigV4Config {
+                region: self.target_aws_region.clone(),
+                service: if service == "aoss" {
+                    cluster::AwsService::Aoss
+                } else {
+                    cluster::AwsService::Es
+                },
+                credentials: None,
+            })
+        } else if let Some(key) = &self.target_api_key {
+            cluster::Auth::ApiKey(key.clone())
+        } else if let Some(user) = &self.target_username {
+            cluster::Auth::Basic {
+                username: user.clone(),
+                password: self.target_password.clone().unwrap_or_default(),
+            }
+        } else {
+            cluster::Auth::None
+        };
+        c.tls = cluster::TlsConfig {
+            ca_file: self.target_ca.clone(),
+            client_cert: self.target_client_cert.clone(),
+            client_key: self.target_client_key.clone(),
+            insecure: self.target_insecure,
+        };
+        c.compression = match self.gzip.as_str() {
+            "on" => cluster::Compression::On,
+            "off" => cluster::Compression::Off,
+            _ => cluster::Compression::Auto,
+        };
+        Ok(c)
+    }
+
+    pub async fn connect(&self) -> anyhow::Result<cluster::Client> {
+        cluster::Client::connect(self.config()?)
+            .await
+            .with_context(|| format!("connecting to the target {}", self.target))
+    }
+}
+
+/// The coordination store and the lease protocol's settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// Coordination store: `sqlite://PATH`, `postgres://…`, `redis://…`, or an index on a
+    /// cluster (`http(s)://host:9200`).
+    #[arg(
+        long,
+        env = "RFS_STORE",
+        default_value = "sqlite://./rfs-state.db",
+        value_name = "URL"
+    )]
+    pub store: String,
+}
+
+impl StoreArgs {
+    /// Opens the store, waiting up to a minute while it is unreachable (restarting).
+    pub async fn coordinator(
+        &self,
+        config: coordination::Config,
+    ) -> anyhow::Result<coordination::Coordinator> {
+        let store = migrate::worker::with_store_retries(|| coordination::open_store(&self.store))
+            .await
+            .with_context(|| format!("opening the coordination store {}", self.store))?;
+        Ok(coordination::Coordinator::new(store, config))
+    }
+}
+
+/// How a worker sends documents and holds leases.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkerArgs {
+    /// Documents per bulk request.
+    #[arg(
+        long,
+        env = "RFS_MAX_BATCH_DOCS",
+        default_value_t = 1000,
+        value_name = "N"
+    )]
+    pub max_batch_docs: usize,
+    /// Bytes per bulk request, action lines included.
+    #[arg(long, env = "RFS_MAX_BATCH_BYTES", default_value_t = 8 << 20, value_name = "BYTES")]
+    pub max_batch_bytes: usize,
+    /// Bulk requests in flight (it adapts down on 429s).
+    #[arg(long, env = "RFS_CONCURRENCY", default_value_t = 4, value_name = "K")]
+    pub concurrency: usize,
+    /// Where documents the target refuses for good are recorded (JSON lines).
+    #[arg(
+        long,
+        env = "RFS_FAILURE_LOG",
+        default_value = "rfs-failures.jsonl",
+        value_name = "FILE"
+    )]
+    pub failure_log: PathBuf,
+    /// Index with `op_type=create` (existing ids are kept, conflicts counted as done).
+    #[arg(long, env = "RFS_CREATE_ONLY")]
+    pub create_only: bool,
+    /// Documents per second per worker at most.
+    #[arg(long, env = "RFS_MAX_DOCS_PER_SEC", value_name = "N")]
+    pub max_docs_per_sec: Option<f64>,
+    /// Bytes per second per worker at most.
+    #[arg(long, env = "RFS_MAX_BYTES_PER_SEC", value_name = "N")]
+    pub max_bytes_per_sec: Option<f64>,
+    /// Split shards with more Lucene documents than this into doc-id ranges at setup.
+    #[arg(
+        long,
+        env = "RFS_SPLIT_DOCS",
+        default_value_t = 5_000_000,
+        value_name = "N"
+    )]
+    pub split_docs: u64,
+    /// First lease on a work item, in seconds (doubles with each acquisition).
+    #[arg(
+        long,
+        env = "RFS_LEASE_SECONDS",
+        default_value_t = 600,
+        value_name = "SECS"
+    )]
+    pub lease_seconds: u64,
+    /// Acquisitions of an item before it is marked FAILED.
+    #[arg(long, env = "RFS_MAX_ATTEMPTS", default_value_t = 8, value_name = "N")]
+    pub max_attempts: u32,
+    /// Seconds between progress checkpoints into the work item.
+    #[arg(
+        long,
+        env = "RFS_CHECKPOINT_SECONDS",
+        default_value_t = 10.0,
+        value_name = "SECS"
+    )]
+    pub checkpoint_seconds: f64,
+    /// Seconds between reads of the control record (RUN / PAUSE / STOP).
+    #[arg(
+        long,
+        env = "RFS_CONTROL_SECONDS",
+        default_value_t = 1.0,
+        value_name = "SECS"
+    )]
+    pub control_seconds: f64,
+    /// Serve Prometheus metrics on this address (`127.0.0.1:9464`).
+    #[arg(long, env = "RFS_METRICS_ADDR", value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// No progress bar even on a terminal.
+    #[arg(long, env = "RFS_NO_PROGRESS")]
+    pub no_progress: bool,
+}
+
+impl WorkerArgs {
+    pub fn coordination_config(&self) -> coordination::Config {
+        let lease = Duration::from_secs(self.lease_seconds.max(1));
+        coordination::Config {
+            initial_lease: lease,
+            max_attempts: self.max_attempts.max(1),
+            phase_lease: lease.max(Duration::from_secs(5)),
+            keeper_lease: Duration::from_secs(30)
+                .min(lease * 3)
+                .max(Duration::from_secs(3)),
+            ..coordination::Config::default()
+        }
+    }
+
+    pub fn worker_options(&self, wait_for_leases: bool) -> migrate::WorkerOptions {
+        migrate::WorkerOptions {
+            pipeline: migrate::PipelineOptions {
+                batch: migrate::BatchLimits {
+                    max_docs: self.max_batch_docs,
+                    max_bytes: self.max_batch_bytes,
+                },
+                in_flight: self.concurrency.max(1),
+                read_ahead: 2,
+                checkpoint_every: Duration::from_secs_f64(self.checkpoint_seconds.max(0.05)),
+                control_every: Duration::from_secs_f64(self.control_seconds.max(0.05)),
+            },
+            wait_for_leases,
+            poll: Duration::from_secs_f64(self.control_seconds.clamp(0.05, 5.0)),
+            max_items: None,
+        }
+    }
+
+    /// The bulk sender: the pipeline already cuts batches, so the sender's own limits are
+    /// set to take a batch in one request.
+    pub fn sender(&self, client: cluster::Client) -> anyhow::Result<Arc<cluster::BulkSender>> {
+        let log = cluster::FailureLog::open(&self.failure_log)
+            .with_context(|| format!("opening the failure log {}", self.failure_log.display()))?;
+        let mut o = cluster::BulkOptions {
+            max_docs: self.max_batch_docs.max(1),
+            max_bytes: self.max_batch_bytes.max(1),
+            max_in_flight: self.concurrency.max(1),
+            max_docs_per_sec: self.max_docs_per_sec,
+            max_bytes_per_sec: self.max_bytes_per_sec,
+            ..cluster::BulkOptions::default()
+        };
+        if self.create_only {
+            o.op_type = cluster::OpType::Create;
+            o.accept_error_types
+                .push("version_conflict_engine_exception".into());
+        }
+        Ok(Arc::new(cluster::BulkSender::new(
+            client,
+            o,
+            Arc::new(log),
+        )?))
+    }
+
+    /// Starts the metrics server if asked.
+    pub fn serve_metrics(&self, metrics: &Arc<migrate::Metrics>) {
+        if let Some(addr) = self.metrics_addr {
+            let m = metrics.clone();
+            tokio::spawn(async move {
+                if let Err(e) = migrate::metrics::serve(addr, m).await {
+                    tracing::error!("metrics server on {addr}: {e}");
+                }
+            });
+        }
+    }
+}
+
+/// A progress bar on stderr when it is a terminal: documents sent by this process, out of
+/// the snapshot's live documents.
+pub fn progress_bar(
+    enabled: bool,
+    total: u64,
+    metrics: Arc<migrate::Metrics>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    use std::io::IsTerminal;
+    if !enabled || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(total.max(1));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} docs by this worker ({per_sec}) {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(tokio::spawn(async move {
+        loop {
+            let m = &metrics;
+            bar.set_position(m.docs_sent.load(std::sync::atomic::Ordering::Relaxed));
+            bar.set_message(format!(
+                "{} failed, {} in flight",
+                m.docs_failed.load(std::sync::atomic::Ordering::Relaxed),
+                m.in_flight_requests
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            ));
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }))
+}
+
+/// A multi-threaded runtime for a command.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
