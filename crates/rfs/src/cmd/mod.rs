@@ -1,6 +1,7 @@
 //! One module per subcommand (or group of subcommands).
 
 pub mod bench;
+pub mod bench_coordination;
 pub mod common;
 pub mod control;
 pub mod documents;
