@@ -22,7 +22,7 @@ impl Notes {
 
     pub fn warn(&mut self, what: impl Into<String>) {
         let what = what.into();
-        tracing::warn!("{what}");
+        tracing::debug!("{what}");
         self.warnings.push(what);
     }
 

@@ -165,6 +165,7 @@ pub fn transform(settings: &Value, ctx: &SettingsContext, notes: &mut Notes) -> 
             blocks.join(", ")
         ));
     }
+    drop_standard_filter(&mut out, ctx.target, notes);
     if let Some(n) = ctx.replicas {
         let new = Value::String(n.to_string());
         let old = out.insert("index.number_of_replicas".into(), new.clone());
@@ -183,6 +184,28 @@ pub fn transform(settings: &Value, ctx: &SettingsContext, notes: &mut Notes) -> 
         routing_shards(&mut out, rns, ctx, notes);
     }
     out
+}
+
+/// The `standard` token filter did nothing since ES 5 and is gone from ES 7 and OpenSearch:
+/// removed from analyzers' filter lists.
+fn drop_standard_filter(out: &mut Map<String, Value>, target: Version, notes: &mut Notes) {
+    if target.distribution == Distribution::Elasticsearch && target.major < 7 {
+        return;
+    }
+    for (key, value) in out.iter_mut() {
+        if !(key.starts_with("index.analysis.analyzer.") && key.ends_with(".filter")) {
+            continue;
+        }
+        if let Value::Array(filters) = value {
+            let before = filters.len();
+            filters.retain(|f| f != "standard");
+            if filters.len() != before {
+                notes.change(format!(
+                    "{key}: token filter standard removed (it no longer exists on {target})"
+                ));
+            }
+        }
+    }
 }
 
 /// Copies `routing_num_shards` into `index.number_of_routing_shards` so documents with
@@ -330,6 +353,24 @@ mod tests {
         };
         let out = transform(&src, &old, &mut Notes::default());
         assert!(!out.contains_key("index.number_of_routing_shards"));
+    }
+
+    #[test]
+    fn standard_token_filter_removed() {
+        let src = json!({"index.analysis.analyzer.a.filter": ["standard", "lowercase"], "index.analysis.analyzer.a.tokenizer": "standard"});
+        let mut notes = Notes::default();
+        let out = transform(&src, &ctx(Version::os(2, 0)), &mut notes);
+        assert_eq!(
+            out["index.analysis.analyzer.a.filter"],
+            json!(["lowercase"])
+        );
+        assert_eq!(out["index.analysis.analyzer.a.tokenizer"], "standard");
+        assert_eq!(notes.transformations.len(), 1);
+        let out = transform(&src, &ctx(Version::es(6, 8)), &mut Notes::default());
+        assert_eq!(
+            out["index.analysis.analyzer.a.filter"],
+            json!(["standard", "lowercase"])
+        );
     }
 
     #[test]
