@@ -1,8 +1,291 @@
-//! `rfs inspect`.
+//! `rfs inspect`: what a snapshot repository holds — snapshots, indices, shards, document
+//! counts, Lucene versions and stored-fields codecs, templates by kind.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+use snapshot::{BlobStore, Repository, ShardReader, TemplateKind};
+
+/// Where the repository is and how to reach it (shared with `rfs export`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepoArgs {
+    /// Repository: a path, `file:///path`, `s3://bucket/base_path[?region=R&endpoint=URL]`,
+    /// `gs://bucket/base_path` or `az://container/base_path`. S3 credentials come from the
+    /// flags below or the standard AWS environment variables (AWS_ACCESS_KEY_ID, …).
+    #[arg(value_name = "REPO", env = "RFS_REPO")]
+    pub repo: String,
+    /// S3 region (else `?region=`, AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
+    #[arg(long, env = "RFS_S3_REGION", value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// S3-compatible endpoint URL (MinIO, …); path-style requests are used with it.
+    #[arg(long, env = "RFS_S3_ENDPOINT", value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// S3 access key id (else AWS_ACCESS_KEY_ID or the usual AWS credential sources).
+    #[arg(
+        long,
+        env = "RFS_S3_ACCESS_KEY_ID",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub s3_access_key_id: Option<String>,
+    /// S3 secret access key (else AWS_SECRET_ACCESS_KEY).
+    #[arg(
+        long,
+        env = "RFS_S3_SECRET_ACCESS_KEY",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub s3_secret_access_key: Option<String>,
+}
+
+impl RepoArgs {
+    /// Opens the blob store and reads the repository data.
+    pub fn open(&self) -> anyhow::Result<Repository> {
+        let opts = snapshot::StoreOptions {
+            s3_region: self.s3_region.clone(),
+            s3_endpoint: self.s3_endpoint.clone(),
+            s3_access_key_id: self.s3_access_key_id.clone(),
+            s3_secret_access_key: self.s3_secret_access_key.clone(),
+            ..Default::default()
+        };
+        let store: Arc<dyn BlobStore> = snapshot::open_store(&self.repo, &opts)
+            .with_context(|| format!("opening repository {}", self.repo))?;
+        Repository::open(store).with_context(|| format!("reading repository {}", self.repo))
+    }
+}
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Only this snapshot (default: every snapshot in the repository).
+    #[arg(long, env = "RFS_SNAPSHOT")]
+    pub snapshot: Option<String>,
+    /// One JSON document on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`rfs inspect` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let repo = args.repo.open()?;
+    let report = inspect(&repo, args.snapshot.as_deref())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(0)
+}
+
+fn names(map: &std::collections::BTreeMap<String, Value>) -> Vec<String> {
+    map.keys().cloned().collect()
+}
+
+/// The whole report as JSON (the `--json` output).
+pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
+    let data = repo.data();
+    let mut snapshots = Vec::new();
+    let entries: Vec<_> = match only {
+        Some(name) => vec![data
+            .snapshot(name)
+            .ok_or_else(|| snapshot::Error::NoSuchSnapshot(name.to_string()))?
+            .clone()],
+        None => data.snapshots.clone(),
+    };
+    for entry in entries {
+        let snap = repo
+            .snapshot(&entry.name)
+            .with_context(|| format!("snapshot {}", entry.name))?;
+        let info = snap.info();
+        let templates = match snap.global_metadata() {
+            Ok(g) => json!({
+                "legacy": names(g.templates(TemplateKind::Legacy)),
+                "component": names(g.templates(TemplateKind::Component)),
+                "index": names(g.templates(TemplateKind::Index)),
+            }),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        let mut indices = Vec::new();
+        for name in snap.index_names() {
+            indices.push(inspect_index(&snap, &name));
+        }
+        snapshots.push(json!({
+            "name": snap.name(),
+            "uuid": snap.uuid(),
+            "state": snap.state().map(|s| s.as_str()),
+            "version": snap.version().map(|v| v.to_string()),
+            "start_time": info.start_time,
+            "end_time": info.end_time,
+            "include_global_state": info.include_global_state,
+            "total_shards": info.total_shards,
+            "successful_shards": info.successful_shards,
+            "failures": info.failures,
+            "templates": templates,
+            "indices": indices,
+        }));
+    }
+    Ok(json!({
+        "repository": repo.location(),
+        "generation": data.generation,
+        "min_version": data.min_version,
+        "snapshots": snapshots,
+    }))
+}
+
+fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
+    let index = match snap.index(name) {
+        Ok(i) => i,
+        Err(e) => return json!({"name": name, "error": e.to_string()}),
+    };
+    let md = index.metadata();
+    let mut aliases: Vec<&String> = md.aliases.keys().collect();
+    aliases.sort();
+    let mut mapping_types: Vec<&str> = md.mapping_types();
+    mapping_types.sort();
+    let (mut live, mut deleted, mut bytes) = (0u64, 0u64, 0u64);
+    let mut versions = BTreeSet::new();
+    let mut stored = BTreeSet::new();
+    let mut source_present = true;
+    let mut shards = Vec::new();
+    for s in 0..index.number_of_shards() {
+        if let Some(reason) = index.shard_failure(s) {
+            shards.push(json!({"shard": s, "failed": reason}));
+            continue;
+        }
+        let shard = match index.open_shard(s) {
+            Ok(sh) => sh,
+            Err(e) => {
+                shards.push(json!({"shard": s, "error": e.to_string()}));
+                continue;
+            }
+        };
+        let size = shard.files().size_in_bytes();
+        bytes += size;
+        match ShardReader::open(&shard) {
+            Ok(r) => {
+                let segs = r.segments();
+                live += r.live_docs();
+                deleted += r.max_doc() - r.live_docs();
+                for seg in &segs {
+                    versions.insert(seg.lucene_version.clone());
+                    stored.insert(format!(
+                        "{} {}",
+                        seg.stored_fields_format, seg.stored_fields_mode
+                    ));
+                    if seg.max_doc > 0 && !seg.has_source_field {
+                        source_present = false;
+                    }
+                }
+                shards.push(json!({
+                    "shard": s,
+                    "max_doc": r.max_doc(),
+                    "live_docs": r.live_docs(),
+                    "deleted_docs": r.max_doc() - r.live_docs(),
+                    "size_in_bytes": size,
+                    "files": shard.files().files.len(),
+                    "segments": segs,
+                }));
+            }
+            Err(e) => {
+                shards.push(json!({"shard": s, "size_in_bytes": size, "error": e.to_string()}))
+            }
+        }
+    }
+    if md.source_disabled() {
+        source_present = false;
+    }
+    json!({
+        "name": name,
+        "id": index.id(),
+        "number_of_shards": index.number_of_shards(),
+        "created_version": md.created_version().map(|v| v.to_string()),
+        "soft_deletes": md.soft_deletes_enabled(),
+        "mapping_types": mapping_types,
+        "aliases": aliases,
+        "live_docs": live,
+        "deleted_docs": deleted,
+        "size_in_bytes": bytes,
+        "lucene_versions": versions,
+        "stored_fields": stored,
+        "source_present": source_present,
+        "shards": shards,
+    })
+}
+
+fn print_text(report: &Value) {
+    println!(
+        "repository {} (generation {})",
+        report["repository"].as_str().unwrap_or(""),
+        report["generation"]
+    );
+    let empty = Vec::new();
+    for s in report["snapshots"].as_array().unwrap_or(&empty) {
+        println!(
+            "\nsnapshot {}  uuid {}  state {}  version {}",
+            s["name"].as_str().unwrap_or(""),
+            s["uuid"].as_str().unwrap_or(""),
+            s["state"].as_str().unwrap_or("?"),
+            s["version"].as_str().unwrap_or("?"),
+        );
+        for f in s["failures"].as_array().unwrap_or(&empty) {
+            println!(
+                "  FAILED shard {} of {}: {}",
+                f["shard_id"],
+                f["index"].as_str().unwrap_or("?"),
+                f["reason"].as_str().unwrap_or("")
+            );
+        }
+        let t = &s["templates"];
+        for kind in ["legacy", "component", "index"] {
+            let list: Vec<&str> = t[kind]
+                .as_array()
+                .unwrap_or(&empty)
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            println!("  {kind} templates ({}): {}", list.len(), list.join(", "));
+        }
+        for i in s["indices"].as_array().unwrap_or(&empty) {
+            if let Some(e) = i["error"].as_str() {
+                println!("  index {}: ERROR {e}", i["name"].as_str().unwrap_or(""));
+                continue;
+            }
+            let join = |v: &Value| {
+                v.as_array()
+                    .unwrap_or(&empty)
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!(
+                "  index {}  shards {}  live {}  deleted {}  bytes {}  created {}",
+                i["name"].as_str().unwrap_or(""),
+                i["number_of_shards"],
+                i["live_docs"],
+                i["deleted_docs"],
+                i["size_in_bytes"],
+                i["created_version"].as_str().unwrap_or("?"),
+            );
+            println!(
+                "    types [{}]  aliases [{}]  _source {}  lucene [{}]  stored fields [{}]",
+                join(&i["mapping_types"]),
+                join(&i["aliases"]),
+                if i["source_present"] == true {
+                    "present"
+                } else {
+                    "MISSING"
+                },
+                join(&i["lucene_versions"]),
+                join(&i["stored_fields"]),
+            );
+            for sh in i["shards"].as_array().unwrap_or(&empty) {
+                if let Some(e) = sh["error"].as_str().or(sh["failed"].as_str()) {
+                    println!("    shard {}: {e}", sh["shard"]);
+                }
+            }
+        }
+    }
 }
