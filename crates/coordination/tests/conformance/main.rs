@@ -123,3 +123,50 @@ async fn contention_sqlite_processes() {
 async fn contention_sqlite_child() {
     contention::child().await;
 }
+
+fn testkit_factory(server: &testkit::server::TestServer) -> Factory {
+    let base = server.url();
+    factory(move |ns| format!("{base}/{ns}"))
+}
+
+/// The project's own test server speaking Elasticsearch 6 (typed endpoints).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_testkit_es6() {
+    use testkit::server::{ServerConfig, TestServer};
+    let server = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
+    suite::run_all("testkit-es6", &testkit_factory(&server)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_testkit_es8() {
+    use testkit::server::{ServerConfig, TestServer};
+    let server = TestServer::start(ServerConfig::elasticsearch("8.15.0"));
+    suite::run_all("testkit-es8", &testkit_factory(&server)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_testkit_opensearch() {
+    use testkit::server::{ServerConfig, TestServer};
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    suite::run_all("testkit-os2", &testkit_factory(&server)).await;
+}
+
+/// Contention through a cluster that answers some requests with 429/500/503 or drops the
+/// connection: retries and lost answers must not break the protocol.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contention_testkit_with_faults() {
+    use testkit::server::{Faults, ServerConfig, TestServer};
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let f = testkit_factory(&server);
+    let store = f("warmup".into()).await;
+    drop(store);
+    server.set_faults(Faults {
+        reject_429: 0.01,
+        retry_after_secs: 0,
+        error_500: 0.01,
+        error_503: 0.01,
+        drop_connection: 0.01,
+        ..Faults::default()
+    });
+    contention::run("testkit-faults", &f, 500, 1000).await;
+}
