@@ -343,11 +343,20 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
                 "pause: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            std::thread::sleep(Duration::from_secs(3));
+            // Paused workers finish their in-flight batches (which may be retrying through
+            // injected faults), checkpoint and release; once no lease is held, nothing may
+            // be written any more.
+            let pause_deadline = Instant::now() + Duration::from_secs(45);
+            let leased_while_paused = loop {
+                std::thread::sleep(Duration::from_millis(500));
+                let leased = status(&bin, &store_url)["items"]["leased"]
+                    .as_u64()
+                    .unwrap();
+                if leased == 0 || Instant::now() > pause_deadline {
+                    break leased;
+                }
+            };
             let before = server.total_doc_count();
-            let leased_while_paused = status(&bin, &store_url)["items"]["leased"]
-                .as_u64()
-                .unwrap();
             std::thread::sleep(Duration::from_secs(2));
             let after = server.total_doc_count();
             assert_eq!(

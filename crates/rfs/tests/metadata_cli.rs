@@ -65,7 +65,7 @@ fn evaluate_then_migrate_es_6_8_single() {
         .env("RFS_REPO", &repo)
         .env("RFS_SNAPSHOT", "global_state_snapshot")
         .env("RFS_TARGET", server.url())
-        .env("RFS_INDEX_ALLOWLIST", "regex:posts_2024.*")
+        .env("RFS_INDEX", "regex:posts_2024.*")
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
@@ -114,7 +114,7 @@ fn evaluate_then_migrate_es_6_8_single() {
             "--json",
             "--snapshot",
             "global_state_snapshot",
-            "--index-allowlist",
+            "--index",
             "regex:posts_2024.*",
         ])
         .arg("--repo")
@@ -140,7 +140,7 @@ fn bad_allowlist_regex_is_a_usage_error() {
             "s",
             "--target",
             "http://127.0.0.1:9",
-            "--index-allowlist",
+            "--index",
             "regex:(",
         ])
         .output()
