@@ -232,6 +232,74 @@ pub fn raw_http(
     Ok((status, resp[head_end + 4..].to_vec()))
 }
 
+/// How many free ports a server that binds a port we pick is tried on.
+const START_ATTEMPTS: usize = 3;
+
+/// Starts a server that listens on a port we choose: `try_start(port)` on a port that was free a
+/// moment ago, again on another one when it fails (the port can be taken before the server binds
+/// it), and a panic with the server's log after [`START_ATTEMPTS`] failures. Returns the port.
+fn start_on_free_port(what: &str, log: &Path, mut try_start: impl FnMut(u16) -> bool) -> u16 {
+    let mut port = 0;
+    for _ in 0..START_ATTEMPTS {
+        port = free_port();
+        if try_start(port) {
+            return port;
+        }
+    }
+    panic!(
+        "{what} did not start (last tried 127.0.0.1:{port}, {START_ATTEMPTS} ports); log {}:\n{}",
+        log.display(),
+        read_log(log)
+    );
+}
+
+/// Spawns a server that picks its own port and prints it: reads its stdout (draining it for the
+/// life of the process, so it never blocks on a full pipe) until `port_in` finds the port in a
+/// line, then waits until `GET /` answers 200. Panics with the log if either takes longer than
+/// [`READY_TIMEOUT`] or the output ends without a port.
+fn spawn_reporting_port(
+    cmd: &mut Command,
+    what: &str,
+    log: &Path,
+    port_in: fn(&str) -> Option<u16>,
+) -> (Proc, u16) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {what} ({cmd:?}): {e}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut proc = Proc { child: Some(child) };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if !sent {
+                if let Some(p) = port_in(&line) {
+                    let _ = tx.send(p);
+                    sent = true;
+                }
+            }
+        }
+    });
+    let port = match rx.recv_timeout(READY_TIMEOUT) {
+        Ok(p) => p,
+        Err(e) => {
+            proc.stop();
+            panic!(
+                "{what} did not report its port ({e}); log {}:\n{}",
+                log.display(),
+                read_log(log)
+            );
+        }
+    };
+    wait_until(what, log, || {
+        matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _)))
+    });
+    (proc, port)
+}
+
 /// Runs a command as the `postgres` user when we are root (initdb refuses root).
 fn as_postgres(bin: &Path, root: bool) -> Command {
     if root {
@@ -316,21 +384,11 @@ impl Postgres {
             root,
             running: false,
         };
-        // a port picked free can be taken before the server binds it: try a few
-        for attempt in 0..3 {
-            pg.port = free_port();
-            if pg.try_start() {
-                return Some(pg);
-            }
-            if attempt == 2 {
-                panic!(
-                    "PostgreSQL did not start on 127.0.0.1:{}; log:\n{}",
-                    pg.port,
-                    read_log(&pg.log())
-                );
-            }
-        }
-        unreachable!()
+        start_on_free_port("PostgreSQL", &log, |port| {
+            pg.port = port;
+            pg.try_start()
+        });
+        Some(pg)
     }
 
     fn log(&self) -> PathBuf {
@@ -497,26 +555,18 @@ impl Redis {
     pub fn start(test: &str) -> Option<Redis> {
         let bin = require_tool(test, "redis-server")?;
         let dir = temp_dir("rfs-redis-");
+        let log = dir.path().join("log");
         let mut r = Redis {
             proc: Proc { child: None },
             dir,
             bin,
             port: 0,
         };
-        for attempt in 0..3 {
-            r.port = free_port();
-            if r.try_start() {
-                return Some(r);
-            }
-            if attempt == 2 {
-                panic!(
-                    "redis-server did not start on 127.0.0.1:{}; log:\n{}",
-                    r.port,
-                    read_log(&r.log())
-                );
-            }
-        }
-        unreachable!()
+        start_on_free_port("redis-server", &log, |port| {
+            r.port = port;
+            r.try_start()
+        });
+        Some(r)
     }
 
     fn log(&self) -> PathBuf {
@@ -605,45 +655,22 @@ impl Osmem {
         let dir = temp_dir("rfs-osmem-");
         let log = dir.path().join("log");
         let (_, err) = log_file(&log);
-        let mut child = Command::new(&bin)
-            .args(["-addr", "127.0.0.1:0", "-no-stdin-watch", "-parent-pid"])
-            .arg(std::process::id().to_string())
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
         // its first stdout line is JSON holding the URL it listens on
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut proc = Proc { child: Some(child) };
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let first = lines.next().and_then(|l| l.ok());
-            let _ = tx.send(first);
-            // keep draining so the server never blocks on a full pipe
-            for _ in lines {}
-        });
-        let line = match rx.recv_timeout(READY_TIMEOUT) {
-            Ok(Some(l)) => l,
-            other => {
-                proc.stop();
-                panic!(
-                    "osmem-server printed no startup line ({other:?}); log:\n{}",
-                    read_log(&log)
-                );
-            }
-        };
-        let port = line
-            .split("\"url\":\"http://127.0.0.1:")
-            .nth(1)
-            .and_then(|r| r.split('"').next())
-            .and_then(|p| p.parse::<u16>().ok())
-            .unwrap_or_else(|| panic!("osmem-server startup line without a URL: {line}"));
-        wait_until("osmem-server", &log, || {
-            matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _)))
-        });
+        let (proc, port) = spawn_reporting_port(
+            Command::new(&bin)
+                .args(["-addr", "127.0.0.1:0", "-no-stdin-watch", "-parent-pid"])
+                .arg(std::process::id().to_string())
+                .current_dir(dir.path())
+                .stderr(err),
+            "osmem-server",
+            &log,
+            |line| {
+                line.split("\"url\":\"http://127.0.0.1:")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .and_then(|p| p.parse::<u16>().ok())
+            },
+        );
         Some(Osmem {
             proc,
             _dir: dir,
@@ -684,48 +711,21 @@ impl S3rver {
         std::fs::create_dir(&data).expect("create the s3rver data dir");
         let log = dir.path().join("log");
         let (_, err) = log_file(&log);
-        let mut child = Command::new(&bin)
-            .arg("-d")
-            .arg(&data)
-            .args(["-a", "127.0.0.1", "-p", "0", "--silent"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
         // even with --silent it prints "S3rver listening on 127.0.0.1:PORT"
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut proc = Proc { child: Some(child) };
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if !sent {
-                    if let Some(p) = line
-                        .split("listening on 127.0.0.1:")
-                        .nth(1)
-                        .and_then(|p| p.trim().parse::<u16>().ok())
-                    {
-                        let _ = tx.send(p);
-                        sent = true;
-                    }
-                }
-            }
-        });
-        let port = match rx.recv_timeout(READY_TIMEOUT) {
-            Ok(p) => p,
-            Err(e) => {
-                proc.stop();
-                panic!(
-                    "s3rver did not report its port ({e}); log:\n{}",
-                    read_log(&log)
-                );
-            }
-        };
-        wait_until("s3rver", &log, || {
-            matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _)))
-        });
+        let (proc, port) = spawn_reporting_port(
+            Command::new(&bin)
+                .arg("-d")
+                .arg(&data)
+                .args(["-a", "127.0.0.1", "-p", "0", "--silent"])
+                .stderr(err),
+            "s3rver",
+            &log,
+            |line| {
+                line.split("listening on 127.0.0.1:")
+                    .nth(1)
+                    .and_then(|p| p.trim().parse::<u16>().ok())
+            },
+        );
         Some(S3rver { proc, dir, port })
     }
 

@@ -734,17 +734,31 @@ fn gzip_request_bodies_are_decoded() {
     ]);
     let mut enc = GzEncoder::new(Vec::new(), Compression::fast());
     enc.write_all(body.as_bytes()).unwrap();
+    let zipped = enc.finish().unwrap();
     let r = client()
         .post(format!("{}/_bulk", s.url()))
         .header("content-type", "application/x-ndjson")
         .header("content-encoding", "gzip")
-        .body(enc.finish().unwrap())
+        .body(zipped.clone())
         .send()
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     let v: Value = r.json().unwrap();
     assert_eq!(v["errors"], false);
     assert_eq!(s.documents("g")["1"], json!({"zipped": true}));
+    let stats = s.stats();
+    assert_eq!(
+        (stats.gzip_requests, stats.gzip_bulk_requests),
+        (1, 1),
+        "{stats:?}"
+    );
+    assert_eq!(stats.gzip_decoded_bytes, body.len() as u64);
+    assert_eq!(stats.body_bytes, zipped.len() as u64);
+    // a plain request is not counted as gzip
+    let (st, _) = bulk(&client(), &s.url(), body.clone());
+    assert_eq!(st, 200);
+    let stats = s.stats();
+    assert_eq!((stats.bulk_requests, stats.gzip_bulk_requests), (2, 1));
     let r = client()
         .post(format!("{}/_bulk", s.url()))
         .header("content-encoding", "gzip")
@@ -1335,4 +1349,352 @@ fn snapshot_of_a_real_repository_reports_its_indices() {
             std::fs::read(loc.join(name)).unwrap()
         );
     }
+}
+
+#[test]
+fn typed_gets_with_all_and_head_requests() {
+    let c = client();
+    let es6 = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
+    let u = es6.url();
+    let (st, _) = call(&c, "PUT", &format!("{u}/i/doc/1"), Some(&json!({"f": 1})));
+    assert_eq!(st, 201);
+    // `_all` finds the document whatever its type
+    let (st, v) = call(&c, "GET", &format!("{u}/i/_all/1"), None);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (v["_type"].clone(), v["found"].clone(), v["_source"].clone()),
+        (json!("doc"), json!(true), json!({"f": 1}))
+    );
+    let (st, v) = call(&c, "GET", &format!("{u}/i/_all/1/_source"), None);
+    assert_eq!((st, v), (200, json!({"f": 1})));
+    let (st, v) = call(&c, "GET", &format!("{u}/i/_all/2"), None);
+    assert_eq!((st, v["found"].clone()), (404, json!(false)));
+    // the typed path with the index's type finds it, another type does not
+    let (st, v) = call(&c, "GET", &format!("{u}/i/doc/1"), None);
+    assert_eq!((st, v["_source"].clone()), (200, json!({"f": 1})));
+    let (st, v) = call(&c, "GET", &format!("{u}/i/doc/1/_source"), None);
+    assert_eq!((st, v), (200, json!({"f": 1})));
+    let (st, v) = call(&c, "GET", &format!("{u}/i/other/1"), None);
+    assert_eq!(
+        (st, v["found"].clone(), v["_type"].clone()),
+        (404, json!(false), json!("other"))
+    );
+    let (st, _) = call(&c, "GET", &format!("{u}/i/other/1/_source"), None);
+    assert_eq!(st, 404);
+    // HEAD: status only, no body
+    for (path, want) in [
+        ("i/doc/1", 200),
+        ("i/_all/1", 200),
+        ("i/other/1", 404),
+        ("i/doc/9", 404),
+    ] {
+        let r = c.head(format!("{u}/{path}")).send().unwrap();
+        assert_eq!(r.status().as_u16(), want, "HEAD {path}");
+        assert!(r.bytes().unwrap().is_empty(), "HEAD {path} has a body");
+    }
+
+    // ES 7: typed paths still read (the type is `_doc`); ES 8 and OpenSearch 2 have no types
+    let es7 = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{}/j/_doc/1", es7.url()),
+        Some(&json!({"g": 1})),
+    );
+    assert_eq!(st, 201);
+    let (st, v) = call(&c, "GET", &format!("{}/j/_all/1", es7.url()), None);
+    assert_eq!((st, v["_source"].clone()), (200, json!({"g": 1})));
+    for srv in [
+        TestServer::start(ServerConfig::elasticsearch("8.15.0")),
+        TestServer::start(ServerConfig::opensearch("2.11.0")),
+    ] {
+        let u = srv.url();
+        let (st, _) = call(&c, "PUT", &format!("{u}/k/_doc/1"), Some(&json!({"h": 1})));
+        assert_eq!(st, 201);
+        let r = c.head(format!("{u}/k/_doc/1")).send().unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert!(r.bytes().unwrap().is_empty());
+        let r = c.head(format!("{u}/k/_doc/2")).send().unwrap();
+        assert_eq!(r.status().as_u16(), 404);
+        let r = c.head(format!("{u}/missing/_doc/1")).send().unwrap();
+        assert_eq!(r.status().as_u16(), 404);
+        let (st, v) = call(&c, "GET", &format!("{u}/k/_all/1"), None);
+        assert_eq!(st, 400, "{v}");
+        assert_eq!(v["error"]["type"], "no_handler_found");
+    }
+}
+
+#[test]
+fn cluster_settings_defaults_flat_and_nested() {
+    let c = client();
+    let s = TestServer::start(ServerConfig {
+        http_compression: true,
+        max_content_length: 10 * 1024 * 1024,
+        ..ServerConfig::elasticsearch("7.10.2")
+    });
+    let u = s.url();
+    let (st, v) = call(&c, "GET", &format!("{u}/_cluster/settings"), None);
+    assert_eq!((st, v), (200, json!({"persistent": {}, "transient": {}})));
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/_cluster/settings?include_defaults=true"),
+        None,
+    );
+    assert_eq!(v["defaults"]["http"]["compression"], "true");
+    assert_eq!(v["defaults"]["http"]["max_content_length"], "10mb");
+    assert_eq!(v["defaults"]["cluster"]["name"], "testkit");
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/_cluster/settings?include_defaults=true&flat_settings=true"),
+        None,
+    );
+    assert_eq!(v["defaults"]["http.compression"], "true");
+    // filter_path matches whole property names, as on the real servers: a flat key is one name
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/_cluster/settings?include_defaults=true&flat_settings=true&filter_path=**.http.compression"),
+        None,
+    );
+    assert_eq!(v, json!({}));
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/_cluster/settings?include_defaults=true&filter_path=*.http.compression"),
+        None,
+    );
+    assert_eq!(v, json!({"defaults": {"http": {"compression": "true"}}}));
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/_cluster/settings?include_defaults=true&flat_settings=true&filter_path=defaults.http\\.compression"),
+        None,
+    );
+    assert_eq!(v, json!({"defaults": {"http.compression": "true"}}));
+
+    // dynamic settings are stored; node settings are refused; null removes
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_cluster/settings"),
+        Some(
+            &json!({"persistent": {"cluster": {"routing": {"allocation": {"enable": "all"}}}},
+                     "transient": {"indices.recovery.max_bytes_per_sec": "50mb"}}),
+        ),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["acknowledged"], true);
+    assert_eq!(
+        v["persistent"]["cluster"]["routing"]["allocation"]["enable"],
+        "all"
+    );
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/_cluster/settings?flat_settings=true"),
+        None,
+    );
+    assert_eq!(
+        v,
+        json!({"persistent": {"cluster.routing.allocation.enable": "all"},
+               "transient": {"indices.recovery.max_bytes_per_sec": "50mb"}})
+    );
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_cluster/settings"),
+        Some(&json!({"persistent": {"http.compression": false}})),
+    );
+    assert_eq!(st, 400);
+    assert!(
+        v["error"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not dynamically updateable"),
+        "{v}"
+    );
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_cluster/settings"),
+        Some(&json!({"transient": {"indices.recovery.max_bytes_per_sec": null}})),
+    );
+    assert_eq!(st, 200);
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/_cluster/settings?flat_settings=true"),
+        None,
+    );
+    assert_eq!(v["transient"], json!({}));
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_cluster/settings"),
+        Some(&json!({"other": {}})),
+    );
+    assert_eq!(st, 400);
+
+    // the default server reports compression off
+    let plain = TestServer::start(ServerConfig::default());
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!(
+            "{}/_cluster/settings?include_defaults=true&flat_settings=true",
+            plain.url()
+        ),
+        None,
+    );
+    assert_eq!(v["defaults"]["http.compression"], "false");
+}
+
+#[test]
+fn filter_path_applies_to_answers_not_to_errors() {
+    let c = client();
+    let s = TestServer::start(ServerConfig::default());
+    let u = s.url();
+    let (st, v) = c
+        .post(format!(
+            "{u}/_bulk?filter_path=errors,items.*.status,items.*._id,items.*.error"
+        ))
+        .header("content-type", "application/x-ndjson")
+        .body(ndjson(&[
+            json!({"create": {"_index": "f", "_id": "1"}}),
+            json!({"a": 1}),
+            json!({"create": {"_index": "f", "_id": "1"}}),
+            json!({"a": 2}),
+        ]))
+        .send()
+        .map(|r| (r.status().as_u16(), r.json::<Value>().unwrap()))
+        .unwrap();
+    assert_eq!(st, 200);
+    assert_eq!(v["errors"], true);
+    assert_eq!(
+        v["items"][0],
+        json!({"create": {"_id": "1", "status": 201}})
+    );
+    assert_eq!(v["items"][1]["create"]["status"], 409);
+    assert_eq!(
+        v["items"][1]["create"]["error"]["type"],
+        "version_conflict_engine_exception"
+    );
+    assert!(v.get("took").is_none());
+    let (_, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/f/_search?filter_path=hits.hits._id,-hits.total"),
+        None,
+    );
+    assert_eq!(v, json!({"hits": {"hits": [{"_id": "1"}]}}));
+    let (_, v) = call(&c, "GET", &format!("{u}/?filter_path=version.number"), None);
+    assert_eq!(v, json!({"version": {"number": "2.11.0"}}));
+    // errors keep their body
+    let (st, v) = call(
+        &c,
+        "GET",
+        &format!("{u}/missing/_search?filter_path=hits"),
+        None,
+    );
+    assert_eq!(st, 404);
+    assert_eq!(v["error"]["type"], "index_not_found_exception");
+}
+
+#[test]
+fn extreme_values_are_answered_not_crashed_on() {
+    let s = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let c = client();
+    let u = s.url();
+    // a version at i64::MAX, then a write that would increment it
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/v/_doc/1?version=9223372036854775807&version_type=external"),
+        Some(&json!({"a": 1})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let (st, v) = call(&c, "PUT", &format!("{u}/v/_doc/1"), Some(&json!({"a": 2})));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["_version"], i64::MAX);
+    // percentages far past 100 %
+    for msm in [
+        "-9223372036854775808%",
+        "9223372036854775807%",
+        "-9223372036854775808",
+    ] {
+        let (st, v) = call(
+            &c,
+            "POST",
+            &format!("{u}/v/_search"),
+            Some(
+                &json!({"query": {"bool": {"should": [{"term": {"a": 2}}], "minimum_should_match": msm}}}),
+            ),
+        );
+        assert_eq!(st, 200, "{msm}: {v}");
+    }
+    // sorting on a field holding numbers, numeric strings, strings and booleans: numbers first
+    // (by value), then strings (as text), every document once
+    let mut lines = Vec::new();
+    let values = [
+        json!(10),
+        json!("9"),
+        json!(9.5),
+        json!("abc"),
+        json!(true),
+        json!(-3),
+        json!("10"),
+    ];
+    for i in 0..60 {
+        lines.push(json!({"index": {"_index": "mixed", "_id": format!("{i:02}")}}));
+        lines.push(json!({"f": values[i % values.len()]}));
+    }
+    let (st, v) = bulk(&c, &u, ndjson(&lines));
+    assert_eq!((st, v["errors"].clone()), (200, json!(false)));
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/mixed/_search"),
+        Some(&json!({"size": 100, "sort": [{"f": "asc"}, {"_id": "asc"}]})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let hits = v["hits"]["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 60);
+    let firsts: Vec<Value> = hits.iter().map(|h| h["sort"][0].clone()).collect();
+    let mut distinct = firsts.clone();
+    distinct.dedup();
+    assert_eq!(
+        distinct,
+        vec![
+            json!(true),
+            json!(-3),
+            json!(9.5),
+            json!(10),
+            json!("10"),
+            json!("9"),
+            json!("abc")
+        ]
+    );
+    // search_after walks the same order without loss or repetition
+    let mut after: Option<Value> = None;
+    let mut seen = Vec::new();
+    loop {
+        let mut body = json!({"size": 7, "sort": [{"f": "asc"}, {"_id": "asc"}]});
+        if let Some(a) = &after {
+            body["search_after"] = a.clone();
+        }
+        let (_, v) = call(&c, "POST", &format!("{u}/mixed/_search"), Some(&body));
+        let page = v["hits"]["hits"].as_array().unwrap().clone();
+        if page.is_empty() {
+            break;
+        }
+        after = Some(page.last().unwrap()["sort"].clone());
+        seen.extend(page.iter().map(|h| h["_id"].as_str().unwrap().to_string()));
+    }
+    let all: Vec<String> = hits
+        .iter()
+        .map(|h| h["_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(seen, all);
 }

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 
 use super::bulk::{self, apply_one, mapping_failure};
 use super::error::EsError;
+use super::filter::FilterPath;
 use super::query::{self, Query, SortKey};
 use super::state::{
     check_mappings, check_settings, flatten_settings, glob, merge, nest_settings, OpKind,
@@ -191,8 +192,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, admin: bool) -> Res
         }
     };
     let body = if gzip {
+        let c = &shared.counters;
+        c.gzip_requests.fetch_add(1, Ordering::Relaxed);
+        if is_bulk {
+            c.gzip_bulk_requests.fetch_add(1, Ordering::Relaxed);
+        }
         match gunzip(&body, shared.config.max_content_length) {
-            Ok(b) => b,
+            Ok(b) => {
+                c.gzip_decoded_bytes
+                    .fetch_add(b.len() as u64, Ordering::Relaxed);
+                b
+            }
             Err(e) => {
                 shared.record(method.as_str(), &path_q, e.status, None);
                 return Ok(error_resp(&shared, &e));
@@ -369,8 +379,18 @@ impl Ctx<'_> {
             .map_err(|e| EsError::parse(format!("request body is not valid JSON: {e}")))
     }
 
+    /// A JSON answer, through `filter_path` when the request has one (error answers are never
+    /// filtered, as with the real servers).
     fn ok(&self, status: u16, v: Value) -> Result<Resp, EsError> {
+        let v = match self.filter_path() {
+            Some(f) => f.apply(v),
+            None => v,
+        };
         Ok(json_resp(self.shared, status, &v))
+    }
+
+    fn filter_path(&self) -> Option<FilterPath> {
+        self.q("filter_path").and_then(FilterPath::parse)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -410,6 +430,8 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_mget"] if get || m == Method::POST => mget(c, None),
         ["_refresh"] if get || m == Method::POST => refresh(c, "_all"),
         ["_cluster", "health", ..] if get => health(c),
+        ["_cluster", "settings"] if get => get_cluster_settings(c),
+        ["_cluster", "settings"] if m == Method::PUT => put_cluster_settings(c),
         ["_cat", "indices", rest @ ..] if get => cat_indices(c, rest.first().copied()),
         ["_alias"] | ["_aliases"] if get => get_aliases(c, "_all", None),
         ["_alias", name] | ["_aliases", name] if get => get_aliases(c, "_all", Some(name)),
@@ -470,7 +492,13 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         [idx, "_doc", id] => doc_endpoint(c, idx, None, id, segs),
         [idx, "_create", id] if write => write_doc(c, idx, None, id, DocOp::Create),
         [idx, "_update", id] if m == Method::POST => write_doc(c, idx, None, id, DocOp::Update),
-        [idx, "_source", id] if get => get_doc(c, idx, id, true),
+        [idx, "_source", id] if get => get_doc(c, idx, None, id, true),
+        // ES 6 style typed reads: `_all` stands for whatever type the index has
+        [idx, "_all", id] if get && typed_ok(c) => get_doc(c, idx, None, id, false),
+        [idx, "_all", id, "_source"] if get && typed_ok(c) => get_doc(c, idx, None, id, true),
+        [idx, t, id, "_source"] if get && !t.starts_with('_') && typed_ok(c) => {
+            get_doc(c, idx, Some(t), id, true)
+        }
         [idx, t] if m == Method::POST && !t.starts_with('_') && typed_ok(c) => {
             write_doc(c, idx, Some(t), "", DocOp::Index)
         }
@@ -536,6 +564,11 @@ fn do_bulk(c: &Ctx<'_>, idx: Option<&str>, t: Option<&str>) -> Result<Resp, EsEr
         .bulk_requests
         .fetch_add(1, Ordering::Relaxed);
     let out = bulk::bulk(c.shared, idx, t, c.body.clone(), c.faults)?;
+    if c.filter_path().is_some() {
+        let v: Value = serde_json::from_slice(&out)
+            .map_err(|e| EsError::new(500, "exception", format!("bulk response: {e}")))?;
+        return c.ok(200, v);
+    }
     Ok(respond(c.shared, 200, out))
 }
 
@@ -555,7 +588,7 @@ fn doc_endpoint(
     segs: &[&str],
 ) -> Result<Resp, EsError> {
     match *c.method {
-        Method::GET | Method::HEAD => get_doc(c, idx, id, false),
+        Method::GET | Method::HEAD => get_doc(c, idx, t, id, false),
         Method::PUT | Method::POST => {
             let create = c.q("op_type") == Some("create");
             write_doc(
@@ -697,8 +730,15 @@ fn source_value(b: &Bytes) -> Value {
     serde_json::from_slice(b).unwrap_or(Value::Null)
 }
 
-/// The body of a GET for one document, and whether it was found.
-fn doc_json(c: &Ctx<'_>, st: &State, idx: &str, id: &str) -> Result<(Value, bool), EsError> {
+/// The body of a GET for one document, and whether it was found. With `want_type`, a document
+/// of an index whose mapping type differs is not found (as with typed GETs on ES ≤ 7).
+fn doc_json(
+    c: &Ctx<'_>,
+    st: &State,
+    idx: &str,
+    want_type: Option<&str>,
+    id: &str,
+) -> Result<(Value, bool), EsError> {
     let targets = st.resolve(idx, false)?;
     if targets.len() != 1 {
         return Err(EsError::bad_request(format!(
@@ -709,14 +749,13 @@ fn doc_json(c: &Ctx<'_>, st: &State, idx: &str, id: &str) -> Result<(Value, bool
     let index = &st.indices[name];
     let mut m = Map::new();
     m.insert("_index".into(), json!(name));
+    let index_type = index.type_name.as_deref().unwrap_or("_doc");
+    let type_matches = want_type.is_none_or(|t| t == index_type);
     if c.shared.dialect.accepts_types() {
-        m.insert(
-            "_type".into(),
-            json!(index.type_name.as_deref().unwrap_or("_doc")),
-        );
+        m.insert("_type".into(), json!(want_type.unwrap_or(index_type)));
     }
     m.insert("_id".into(), json!(id));
-    match index.docs.get(id) {
+    match index.docs.get(id).filter(|_| type_matches) {
         Some(d) => {
             m.insert("_version".into(), json!(d.version));
             m.insert("_seq_no".into(), json!(d.seq_no));
@@ -735,9 +774,15 @@ fn doc_json(c: &Ctx<'_>, st: &State, idx: &str, id: &str) -> Result<(Value, bool
     }
 }
 
-fn get_doc(c: &Ctx<'_>, idx: &str, id: &str, source_only: bool) -> Result<Resp, EsError> {
+fn get_doc(
+    c: &Ctx<'_>,
+    idx: &str,
+    t: Option<&str>,
+    id: &str,
+    source_only: bool,
+) -> Result<Resp, EsError> {
     let st = c.state();
-    let (v, found) = doc_json(c, &st, idx, id)?;
+    let (v, found) = doc_json(c, &st, idx, t, id)?;
     let status = if found { 200 } else { 404 };
     if source_only {
         if !found {
@@ -784,7 +829,7 @@ fn mget(c: &Ctx<'_>, idx: Option<&str>) -> Result<Resp, EsError> {
     let st = c.state();
     let docs: Vec<Value> = wanted
         .iter()
-        .map(|(i, id)| match doc_json(c, &st, i, id) {
+        .map(|(i, id)| match doc_json(c, &st, i, None, id) {
             Ok((v, _)) => v,
             Err(e) => json!({"_index": i, "_id": id, "error": e.cause()}),
         })
@@ -1048,6 +1093,162 @@ fn health(c: &Ctx<'_>) -> Result<Resp, EsError> {
             "active_shards_percent_as_number": 100.0
         }),
     )
+}
+
+/// Cluster-level defaults reported by `GET _cluster/settings?include_defaults=true`.
+fn cluster_defaults(c: &Ctx<'_>) -> BTreeMap<String, Value> {
+    let cfg = &c.shared.config;
+    let size = |b: usize| {
+        let units = [(1usize << 30, "gb"), (1 << 20, "mb"), (1 << 10, "kb")];
+        units
+            .iter()
+            .find(|(u, _)| b >= *u && b.is_multiple_of(*u))
+            .map_or_else(|| format!("{b}b"), |(u, s)| format!("{}{s}", b / u))
+    };
+    [
+        ("cluster.name", cfg.cluster_name.clone()),
+        ("http.compression", cfg.http_compression.to_string()),
+        ("http.compression_level", "3".to_string()),
+        ("http.max_content_length", size(cfg.max_content_length)),
+        ("cluster.max_shards_per_node", "1000".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), Value::String(v)))
+    .collect()
+}
+
+fn cluster_settings_json(c: &Ctx<'_>, flat: &BTreeMap<String, Value>) -> Value {
+    if c.flag("flat_settings") == Some(true) {
+        Value::Object(flat.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+    } else {
+        nest_settings(flat)
+    }
+}
+
+fn get_cluster_settings(c: &Ctx<'_>) -> Result<Resp, EsError> {
+    let st = c.state();
+    let mut out = Map::new();
+    out.insert(
+        "persistent".into(),
+        cluster_settings_json(c, &st.persistent_settings),
+    );
+    out.insert(
+        "transient".into(),
+        cluster_settings_json(c, &st.transient_settings),
+    );
+    if c.flag("include_defaults") == Some(true) {
+        let mut defaults = cluster_defaults(c);
+        defaults.retain(|k, _| {
+            !st.persistent_settings.contains_key(k) && !st.transient_settings.contains_key(k)
+        });
+        out.insert("defaults".into(), cluster_settings_json(c, &defaults));
+    }
+    c.ok(200, Value::Object(out))
+}
+
+/// Node-level settings that `PUT _cluster/settings` refuses.
+fn static_cluster_setting(k: &str) -> bool {
+    ["http.", "transport.", "path.", "node.", "network."]
+        .iter()
+        .any(|p| k.starts_with(p))
+        || k == "cluster.name"
+}
+
+fn put_cluster_settings(c: &Ctx<'_>) -> Result<Resp, EsError> {
+    let body = c.json()?;
+    let Some(m) = body.as_object() else {
+        return Err(validation("no settings to update"));
+    };
+    let mut updates = Vec::new();
+    for (k, v) in m {
+        if k != "persistent" && k != "transient" {
+            return Err(EsError::parse(format!(
+                "request body contains unknown key [{k}]"
+            )));
+        }
+        // `null` values remove keys: keep them as nulls for the update
+        let mut flat = BTreeMap::new();
+        collect_cluster_updates("", v, &mut flat)?;
+        if let Some(bad) = flat.keys().find(|k| static_cluster_setting(k)) {
+            return Err(EsError::bad_request(format!(
+                "{k} setting [{bad}], not dynamically updateable"
+            )));
+        }
+        updates.push((k.clone(), flat));
+    }
+    if updates.iter().all(|(_, f)| f.is_empty()) {
+        return Err(validation("no settings to update"));
+    }
+    let mut st = c.state();
+    let mut out = Map::new();
+    out.insert("acknowledged".into(), json!(true));
+    out.insert("persistent".into(), json!({}));
+    out.insert("transient".into(), json!({}));
+    for (scope, flat) in updates {
+        let target = if scope == "persistent" {
+            &mut st.persistent_settings
+        } else {
+            &mut st.transient_settings
+        };
+        let mut applied = BTreeMap::new();
+        for (k, v) in flat {
+            if v.is_null() {
+                target.remove(&k);
+            } else {
+                target.insert(k.clone(), v.clone());
+                applied.insert(k, v);
+            }
+        }
+        out.insert(scope, cluster_settings_json(c, &applied));
+    }
+    c.ok(200, Value::Object(out))
+}
+
+/// Flattens one `persistent`/`transient` object, keeping `null` leaves (they remove a key).
+fn collect_cluster_updates(
+    prefix: &str,
+    v: &Value,
+    out: &mut BTreeMap<String, Value>,
+) -> Result<(), EsError> {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                collect_cluster_updates(&key, v, out)?;
+            }
+        }
+        _ if prefix.is_empty() => {
+            return Err(EsError::new(
+                400,
+                "settings_exception",
+                "Failed to load settings: expected an object",
+            ))
+        }
+        Value::Null => {
+            out.insert(prefix.to_string(), Value::Null);
+        }
+        Value::String(s) => {
+            out.insert(prefix.to_string(), Value::String(s.clone()));
+        }
+        Value::Array(a) => {
+            let items = a
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) => Value::String(s.clone()),
+                    other => Value::String(other.to_string()),
+                })
+                .collect();
+            out.insert(prefix.to_string(), Value::Array(items));
+        }
+        other => {
+            out.insert(prefix.to_string(), Value::String(other.to_string()));
+        }
+    }
+    Ok(())
 }
 
 fn cat_indices(c: &Ctx<'_>, idx: Option<&str>) -> Result<Resp, EsError> {

@@ -20,11 +20,15 @@
 //!
 //! Not supported (a clear 400, never a silent wrong answer): scripts, aggregations, query types
 //! other than those in the search module, non-`fs` repositories. `_source` filtering returns the
-//! whole source. All reads are realtime (`_refresh` is accepted and does nothing).
+//! whole source. All reads are realtime (`_refresh` is accepted and does nothing). `filter_path`
+//! is applied to successful answers as the real servers do (a flat settings key is one name).
+//! `GET _cluster/settings` reports `http.compression` from [`ServerConfig::http_compression`];
+//! gzip request bodies are always accepted and counted in [`Stats`].
 
 mod api;
 mod bulk;
 mod error;
+mod filter;
 mod query;
 mod state;
 mod version;
@@ -77,6 +81,11 @@ pub struct ServerConfig {
     pub auto_create_index: bool,
     /// `cluster_name` reported (default `testkit`).
     pub cluster_name: String,
+    /// `http.compression` reported in the defaults of `GET _cluster/settings?include_defaults`
+    /// (the cue clients use to gzip request bodies). The real servers default to true; this one
+    /// defaults to false so that clients in automatic mode send plain bodies unless a test asks.
+    /// gzip request bodies are accepted either way, as the real servers do.
+    pub http_compression: bool,
 }
 
 impl Default for ServerConfig {
@@ -94,6 +103,7 @@ impl Default for ServerConfig {
             max_content_length: 100 * 1024 * 1024,
             auto_create_index: true,
             cluster_name: "testkit".into(),
+            http_compression: false,
         }
     }
 }
@@ -186,6 +196,7 @@ impl RequestRecord {
 
 /// Counters since the server started.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stats {
     /// Requests received (admin endpoints excluded).
     pub requests: u64,
@@ -197,6 +208,12 @@ pub struct Stats {
     pub body_bytes: u64,
     /// Bytes of document lines (index/create sources, update bodies) received in `_bulk`.
     pub source_bytes: u64,
+    /// Requests whose body came with `Content-Encoding: gzip`.
+    pub gzip_requests: u64,
+    /// `_bulk` requests whose body came with `Content-Encoding: gzip`.
+    pub gzip_bulk_requests: u64,
+    /// Body bytes of the gzip requests after decoding (`body_bytes` counts them as sent).
+    pub gzip_decoded_bytes: u64,
 }
 
 /// Index metadata as a test reads it back.
@@ -217,6 +234,9 @@ struct Counters {
     bulk_items: AtomicU64,
     body_bytes: AtomicU64,
     source_bytes: AtomicU64,
+    gzip_requests: AtomicU64,
+    gzip_bulk_requests: AtomicU64,
+    gzip_decoded_bytes: AtomicU64,
 }
 
 /// What the connection tasks share.
@@ -304,6 +324,9 @@ impl Shared {
             bulk_items: c.bulk_items.load(Ordering::Relaxed),
             body_bytes: c.body_bytes.load(Ordering::Relaxed),
             source_bytes: c.source_bytes.load(Ordering::Relaxed),
+            gzip_requests: c.gzip_requests.load(Ordering::Relaxed),
+            gzip_bulk_requests: c.gzip_bulk_requests.load(Ordering::Relaxed),
+            gzip_decoded_bytes: c.gzip_decoded_bytes.load(Ordering::Relaxed),
         }
     }
 }

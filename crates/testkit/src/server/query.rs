@@ -261,7 +261,8 @@ fn min_should(spec: Option<&str>, n: usize, no_must: bool) -> usize {
     };
     let spec = spec.trim();
     let count = if let Some(pct) = spec.strip_suffix('%') {
-        let p: i64 = pct.trim().parse().unwrap_or(0);
+        // beyond ±100 % means all clauses (and must not overflow below)
+        let p: i64 = pct.trim().parse::<i64>().unwrap_or(0).clamp(-100, 100);
         let k = (n as i64 * p.abs()) / 100;
         if p < 0 {
             n as i64 - k
@@ -418,17 +419,48 @@ pub(crate) fn sort_value(id: &str, source: &Value, key: &SortKey, seq: i64) -> O
         f => {
             let vals = values(id, source, f);
             if key.descending {
-                vals.into_iter()
-                    .max_by(|a, b| compare(a, b).unwrap_or(Ordering::Equal))
+                vals.into_iter().max_by(sort_cmp)
             } else {
-                vals.into_iter()
-                    .min_by(|a, b| compare(a, b).unwrap_or(Ordering::Equal))
+                vals.into_iter().min_by(sort_cmp)
             }
         }
     }
 }
 
-/// Orders two documents' sort values; missing values sort last in both directions.
+/// A total order over JSON values, for sorting (a comparison that is not total can make the
+/// standard sort panic): booleans, then numbers, then strings, then anything else by its JSON
+/// text. Numbers compare by value, integers exactly; a string is never read as a number here.
+pub(crate) fn sort_cmp(a: &Value, b: &Value) -> Ordering {
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Null => 0,
+            Value::Bool(_) => 1,
+            Value::Number(_) => 2,
+            Value::String(_) => 3,
+            Value::Array(_) => 4,
+            Value::Object(_) => 5,
+        }
+    }
+    fn exact(n: &serde_json::Number) -> Option<i128> {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    }
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (fx, fy) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+            fx.total_cmp(&fy).then_with(|| exact(x).cmp(&exact(y)))
+        }
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        _ => rank(a)
+            .cmp(&rank(b))
+            .then_with(|| a.to_string().cmp(&b.to_string())),
+    }
+}
+
+/// Orders two documents' sort values (a total order, see [`sort_cmp`]); missing values sort
+/// last in both directions.
 pub(crate) fn order(a: &[Option<Value>], b: &[Option<Value>], keys: &[SortKey]) -> Ordering {
     for ((x, y), k) in a.iter().zip(b).zip(keys) {
         let o = match (x, y) {
@@ -436,7 +468,7 @@ pub(crate) fn order(a: &[Option<Value>], b: &[Option<Value>], keys: &[SortKey]) 
             (None, Some(_)) => Ordering::Greater,
             (Some(_), None) => Ordering::Less,
             (Some(x), Some(y)) => {
-                let o = compare(x, y).unwrap_or(Ordering::Equal);
+                let o = sort_cmp(x, y);
                 if k.descending {
                     o.reverse()
                 } else {
@@ -487,5 +519,62 @@ mod tests {
         let c = vec![Some(json!(3))];
         assert_eq!(order(&a, &b, &keys), Ordering::Less);
         assert_eq!(order(&c, &a, &keys), Ordering::Less);
+    }
+
+    #[test]
+    fn sort_order_is_total_over_mixed_values() {
+        let vals = [
+            json!("10"),
+            json!(9),
+            json!("9"),
+            json!(9.5),
+            json!(true),
+            json!(9007199254740993i64),
+            json!(9007199254740992.0),
+            json!(9007199254740992i64),
+            json!(u64::MAX),
+            json!(-1),
+            json!("abc"),
+            json!({"a": 1}),
+            json!([1]),
+            json!(null),
+        ];
+        // antisymmetric and transitive on every triple
+        for a in &vals {
+            assert_eq!(sort_cmp(a, a), Ordering::Equal);
+            for b in &vals {
+                assert_eq!(sort_cmp(a, b), sort_cmp(b, a).reverse(), "{a} {b}");
+                for c in &vals {
+                    if sort_cmp(a, b) != Ordering::Greater && sort_cmp(b, c) != Ordering::Greater {
+                        assert_ne!(sort_cmp(a, c), Ordering::Greater, "{a} {b} {c}");
+                    }
+                }
+            }
+        }
+        let mut sorted = vals.to_vec();
+        sorted.sort_by(sort_cmp);
+        assert_eq!(
+            sorted,
+            vec![
+                json!(null),
+                json!(true),
+                json!(-1),
+                json!(9),
+                json!(9.5),
+                json!(9007199254740992.0),
+                json!(9007199254740992i64),
+                json!(9007199254740993i64),
+                json!(u64::MAX),
+                json!("10"),
+                json!("9"),
+                json!("abc"),
+                json!([1]),
+                json!({"a": 1}),
+            ]
+        );
+        // percentages past 100 % (or any i64) do not overflow
+        assert_eq!(min_should(Some("-9223372036854775808%"), 3, true), 0);
+        assert_eq!(min_should(Some("9223372036854775807%"), 3, true), 3);
+        assert_eq!(min_should(Some("-9223372036854775808"), 3, true), 0);
     }
 }

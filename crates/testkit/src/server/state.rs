@@ -62,6 +62,9 @@ pub(crate) struct State {
     pub index_templates: BTreeMap<String, Value>,
     pub repositories: BTreeMap<String, Value>,
     pub snapshots: BTreeMap<(String, String), SnapshotRecord>,
+    /// Cluster settings set through `PUT _cluster/settings` (flat keys).
+    pub persistent_settings: BTreeMap<String, Value>,
+    pub transient_settings: BTreeMap<String, Value>,
     pub uuid_counter: u64,
 }
 
@@ -199,8 +202,10 @@ impl Index {
             }
         }
         let primary_term = self.primary_term;
-        let next_version =
-            |cur: Option<&Doc>| op.version.unwrap_or(cur.map_or(1, |d| d.version + 1));
+        let next_version = |cur: Option<&Doc>| {
+            op.version
+                .unwrap_or(cur.map_or(1, |d| d.version.saturating_add(1)))
+        };
         match op.kind {
             OpKind::Create | OpKind::Index => {
                 if matches!(op.kind, OpKind::Create) {
@@ -326,8 +331,9 @@ fn merge_key(target: &mut Value, from: &Value, key: &str) {
     }
 }
 
-/// Settings as Elasticsearch stores them: flat `index.*` keys with string values.
-pub(crate) fn flatten_settings(settings: &Value) -> Result<BTreeMap<String, Value>, EsError> {
+/// Settings flattened to dotted keys with string (or array of strings) values; `null` removes a
+/// key. Errors when `settings` is neither an object nor null.
+pub(crate) fn flatten(settings: &Value) -> Result<BTreeMap<String, Value>, EsError> {
     fn walk(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
         match v {
             Value::Object(m) => {
@@ -361,7 +367,12 @@ pub(crate) fn flatten_settings(settings: &Value) -> Result<BTreeMap<String, Valu
     }
     let mut flat = BTreeMap::new();
     walk("", settings, &mut flat);
-    Ok(flat
+    Ok(flat)
+}
+
+/// Settings as Elasticsearch stores them: flat `index.*` keys with string values.
+pub(crate) fn flatten_settings(settings: &Value) -> Result<BTreeMap<String, Value>, EsError> {
+    Ok(flatten(settings)?
         .into_iter()
         .map(|(k, v)| {
             if k.starts_with("index.") {
@@ -847,7 +858,7 @@ impl State {
                     merge_key(&mut aliases, tpl, "aliases");
                 }
             }
-            return (settings, mappings, aliases);
+            return (settings, mappings, templated_aliases(aliases, name));
         }
         let mut legacy: Vec<&Value> = self
             .legacy_templates
@@ -860,7 +871,20 @@ impl State {
             merge_key(&mut mappings, t, "mappings");
             merge_key(&mut aliases, t, "aliases");
         }
-        (settings, mappings, aliases)
+        (settings, mappings, templated_aliases(aliases, name))
+    }
+}
+
+/// Template aliases with `{index}` in their name replaced by the name of the index being created,
+/// as Elasticsearch and OpenSearch do for legacy and composable templates.
+fn templated_aliases(aliases: Value, index: &str) -> Value {
+    match aliases {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| (k.replace("{index}", index), v))
+                .collect(),
+        ),
+        other => other,
     }
 }
 
@@ -876,6 +900,56 @@ mod tests {
         assert!(!glob("a*b*c", "aXXbYY"));
         assert!(!glob("logs-*", "metrics"));
         assert!(glob("exact", "exact"));
+    }
+
+    #[test]
+    fn template_aliases_name_the_new_index() {
+        let d = Dialect::new(crate::server::Distribution::OpenSearch, "2.11.0").unwrap();
+        let mut st = State::default();
+        st.legacy_templates.insert(
+            "logs".into(),
+            json!({"index_patterns": ["logs-*"], "order": 0,
+                   "aliases": {"{index}-alias": {"is_hidden": true}, "all-logs": {}}}),
+        );
+        st.index_templates.insert(
+            "metrics".into(),
+            json!({"index_patterns": ["metrics-*"],
+                   "template": {"aliases": {"{index}_read": {}, "x{index}y{index}": {}}}}),
+        );
+        st.create_index("logs-1", &json!({"aliases": {"own": {}}}), &d, None)
+            .unwrap();
+        st.create_index("metrics-2", &Value::Null, &d, None)
+            .unwrap();
+        st.create_index("other", &Value::Null, &d, None).unwrap();
+        let aliases = |i: &str| -> Vec<(String, Value)> {
+            st.indices[i]
+                .aliases
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        assert_eq!(
+            aliases("logs-1"),
+            vec![
+                ("all-logs".to_string(), json!({})),
+                ("logs-1-alias".to_string(), json!({"is_hidden": true})),
+                ("own".to_string(), json!({})),
+            ]
+        );
+        assert_eq!(
+            aliases("metrics-2"),
+            vec![
+                ("metrics-2_read".to_string(), json!({})),
+                ("xmetrics-2ymetrics-2".to_string(), json!({})),
+            ]
+        );
+        assert!(aliases("other").is_empty());
+        // the templates keep the placeholder for the next index
+        assert!(st.legacy_templates["logs"]["aliases"]
+            .get("{index}-alias")
+            .is_some());
+        // and the placeholder resolves the alias like any other name
+        assert_eq!(st.resolve("logs-1-alias", false).unwrap(), vec!["logs-1"]);
     }
 
     #[test]
