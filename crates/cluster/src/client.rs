@@ -357,13 +357,21 @@ impl Client {
         if self.inner.compression_checked.swap(true, Ordering::Relaxed) {
             return;
         }
-        let path = "/_cluster/settings?include_defaults=true&flat_settings=true&filter_path=**.http.compression";
+        // nested, not flat_settings: filter_path never matches a flat key such as
+        // `http.compression` (it is one property name), so a flat request comes back `{}`
+        let path = "/_cluster/settings?include_defaults=true&filter_path=*.http.compression";
         let enabled = match self.execute(Method::GET, path, None, None).await {
             Ok(r) if r.is_success() => {
                 let v: Value = r.json().unwrap_or(Value::Null);
                 ["transient", "persistent", "defaults"]
                     .iter()
-                    .find_map(|k| v.get(k)?.get("http.compression").cloned())
+                    .find_map(|k| {
+                        let scope = v.get(k)?;
+                        scope
+                            .pointer("/http/compression")
+                            .or_else(|| scope.get("http.compression"))
+                            .cloned()
+                    })
                     .map(|s| s == Value::String("true".into()) || s == Value::Bool(true))
                     .unwrap_or(false)
             }
