@@ -1,44 +1,103 @@
-//! Argument groups shared by `run`, `documents`, `status`, `pause`/`resume`/`stop` and
-//! `verify`, and the helpers that turn them into the crates' objects. Every flag has an
-//! `RFS_*` environment variable and a config-file key (its long name).
+//! Argument groups shared by the subcommands (repository, snapshot, source cluster, target,
+//! store, filters, worker settings), the helpers that turn them into the crates' objects,
+//! and the workers' progress bar. Every flag has an `RFS_*` environment variable and a
+//! config-file key (its long name).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use migrate::metadata::{Allowlist, DocumentRouting, MultiTypeMode, SourceMetadata};
 
-/// The snapshot to migrate.
+/// Where a snapshot repository is and how to reach it: the same flags and `RFS_*` names
+/// for every command that reads one (`inspect`, `export`, `metadata`, `documents`, `run`,
+/// `verify`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct SourceArgs {
+pub struct RepositoryArgs {
     /// Snapshot repository: a path, `file:///path`, `s3://bucket/base_path[?region=R&endpoint=URL]`,
-    /// `gs://…` or `az://…`.
-    #[arg(long, env = "RFS_REPO", value_name = "REPO")]
-    pub repo: String,
-    /// The snapshot's name.
-    #[arg(long, env = "RFS_SNAPSHOT", value_name = "NAME")]
-    pub snapshot: String,
+    /// `gs://bucket/base_path` or `az://container/base_path`. S3 credentials come from the
+    /// flags below or the standard AWS environment variables (AWS_ACCESS_KEY_ID, …).
+    #[arg(
+        long = "repo",
+        env = "RFS_REPO",
+        value_name = "REPO",
+        required_unless_present = "repo_arg"
+    )]
+    pub repo: Option<String>,
+    /// The repository given as a positional argument instead of --repo (wins over --repo
+    /// and RFS_REPO).
+    #[arg(id = "repo_arg", value_name = "REPO")]
+    pub repo_arg: Option<String>,
     /// S3 region (else `?region=`, AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
     #[arg(long, env = "RFS_S3_REGION", value_name = "REGION")]
     pub s3_region: Option<String>,
-    /// S3-compatible endpoint URL (MinIO, …).
+    /// S3-compatible endpoint URL (MinIO, …); path-style requests are used with it.
     #[arg(long, env = "RFS_S3_ENDPOINT", value_name = "URL")]
     pub s3_endpoint: Option<String>,
+    /// S3 access key id (else AWS_ACCESS_KEY_ID or the usual AWS credential sources).
+    #[arg(
+        long,
+        env = "RFS_S3_ACCESS_KEY_ID",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub s3_access_key_id: Option<String>,
+    /// S3 secret access key (else AWS_SECRET_ACCESS_KEY).
+    #[arg(
+        long,
+        env = "RFS_S3_SECRET_ACCESS_KEY",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub s3_secret_access_key: Option<String>,
+}
+
+impl RepositoryArgs {
+    /// The repository location: the positional argument, else --repo / RFS_REPO.
+    pub fn location(&self) -> anyhow::Result<&str> {
+        self.repo_arg
+            .as_deref()
+            .or(self.repo.as_deref())
+            .context("no snapshot repository given (--repo, RFS_REPO or a positional REPO)")
+    }
+
+    /// Opens the blob store and reads the repository data.
+    pub fn open(&self) -> anyhow::Result<snapshot::Repository> {
+        let location = self.location()?;
+        let opts = snapshot::StoreOptions {
+            s3_region: self.s3_region.clone(),
+            s3_endpoint: self.s3_endpoint.clone(),
+            s3_access_key_id: self.s3_access_key_id.clone(),
+            s3_secret_access_key: self.s3_secret_access_key.clone(),
+            ..Default::default()
+        };
+        let store: Arc<dyn snapshot::BlobStore> = snapshot::open_store(location, &opts)
+            .with_context(|| format!("opening repository {location}"))?;
+        snapshot::Repository::open(store).with_context(|| format!("reading repository {location}"))
+    }
+}
+
+/// The snapshot to migrate.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    #[command(flatten)]
+    pub repository: RepositoryArgs,
+    /// The snapshot's name.
+    #[arg(long, env = "RFS_SNAPSHOT", value_name = "NAME")]
+    pub snapshot: String,
 }
 
 impl SourceArgs {
     pub fn open(&self) -> anyhow::Result<snapshot::Snapshot> {
-        let repo = super::inspect::RepoArgs {
-            repo: self.repo.clone(),
-            s3_region: self.s3_region.clone(),
-            s3_endpoint: self.s3_endpoint.clone(),
-            s3_access_key_id: None,
-            s3_secret_access_key: None,
-        }
-        .open()?;
-        repo.snapshot(&self.snapshot)
-            .with_context(|| format!("snapshot {} in {}", self.snapshot, self.repo))
+        let repo = self.repository.open()?;
+        repo.snapshot(&self.snapshot).with_context(|| {
+            format!(
+                "snapshot {} in {}",
+                self.snapshot,
+                self.repository.location().unwrap_or("?")
+            )
+        })
     }
 }
 
@@ -157,17 +216,207 @@ pub struct TargetArgs {
     /// Accept any server certificate (tests and trusted networks only).
     #[arg(long, env = "RFS_TARGET_INSECURE")]
     pub target_insecure: bool,
+    /// Attempts per request to the target before giving up (not `_bulk`, which retries
+    /// per document), with exponential backoff from 0.5 s.
+    #[arg(
+        long,
+        env = "RFS_TARGET_MAX_ATTEMPTS",
+        default_value_t = 8,
+        value_name = "N"
+    )]
+    pub target_max_attempts: u32,
     /// gzip request bodies: `on`, `off`, or `auto` (when the target enables http.compression).
     #[arg(long, env = "RFS_GZIP", default_value = "auto", value_parser = ["on", "off", "auto"])]
     pub gzip: String,
 }
 
 impl TargetArgs {
+    fn connection(&self) -> Connection<'_> {
+        Connection {
+            url: &self.target,
+            username: self.target_username.as_deref(),
+            password: self.target_password.as_deref(),
+            api_key: self.target_api_key.as_deref(),
+            sigv4: self.target_sigv4.as_deref(),
+            aws_region: self.target_aws_region.as_deref(),
+            ca: self.target_ca.as_deref(),
+            client_cert: self.target_client_cert.as_deref(),
+            client_key: self.target_client_key.as_deref(),
+            insecure: self.target_insecure,
+            max_attempts: self.target_max_attempts,
+            gzip: &self.gzip,
+        }
+    }
+
     pub fn config(&self) -> anyhow::Result<cluster::ClientConfig> {
-        let mut c = cluster::ClientConfig::new(self.target.clone());
-        c.auth = if let Some(service) = &self.target_sigv4 {
+        self.connection().config()
+    }
+
+    pub async fn connect(&self) -> anyhow::Result<cluster::Client> {
+        self.connection().connect("the target").await
+    }
+}
+
+/// The source cluster, for taking the snapshot (`snapshot create`, `run --source-cluster`).
+/// The same connection options as the target, prefixed `--source-` / `RFS_SOURCE_`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceClusterArgs {
+    /// Source cluster URL (`https://host:9200`): take the snapshot there.
+    #[arg(
+        long,
+        env = "RFS_SOURCE_CLUSTER",
+        value_name = "URL",
+        requires = "source_repository"
+    )]
+    pub source_cluster: Option<String>,
+    /// Name of the snapshot repository registered on the source cluster.
+    #[arg(long, env = "RFS_SOURCE_REPOSITORY", value_name = "NAME")]
+    pub source_repository: Option<String>,
+    /// Register the repository first as a shared-filesystem (`fs`) repository at this
+    /// location (must be listed in the source cluster's `path.repo`).
+    #[arg(
+        long,
+        env = "RFS_REGISTER_FS",
+        value_name = "PATH",
+        requires = "source_cluster"
+    )]
+    pub register_fs: Option<String>,
+    /// Basic-auth user name on the source cluster.
+    #[arg(long, env = "RFS_SOURCE_USERNAME", value_name = "USER")]
+    pub source_username: Option<String>,
+    /// Basic-auth password on the source cluster.
+    #[arg(
+        long,
+        env = "RFS_SOURCE_PASSWORD",
+        value_name = "PASSWORD",
+        hide_env_values = true
+    )]
+    pub source_password: Option<String>,
+    /// API key for the source cluster (the base64 `id:key`).
+    #[arg(
+        long,
+        env = "RFS_SOURCE_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub source_api_key: Option<String>,
+    /// Sign source requests with AWS SigV4 for this service (`es` or `aoss`); credentials
+    /// and region from the AWS environment variables or --source-aws-region.
+    #[arg(long, env = "RFS_SOURCE_SIGV4", value_parser = ["es", "aoss"], value_name = "SERVICE")]
+    pub source_sigv4: Option<String>,
+    /// AWS region for SigV4 on the source cluster.
+    #[arg(long, env = "RFS_SOURCE_AWS_REGION", value_name = "REGION")]
+    pub source_aws_region: Option<String>,
+    /// PEM CA certificate(s) to trust for the source cluster.
+    #[arg(long, env = "RFS_SOURCE_CA", value_name = "FILE")]
+    pub source_ca: Option<PathBuf>,
+    /// PEM client certificate for mutual TLS with the source cluster.
+    #[arg(long, env = "RFS_SOURCE_CLIENT_CERT", value_name = "FILE")]
+    pub source_client_cert: Option<PathBuf>,
+    /// PEM private key of --source-client-cert.
+    #[arg(long, env = "RFS_SOURCE_CLIENT_KEY", value_name = "FILE")]
+    pub source_client_key: Option<PathBuf>,
+    /// Accept any source server certificate (tests and trusted networks only).
+    #[arg(long, env = "RFS_SOURCE_INSECURE")]
+    pub source_insecure: bool,
+    /// Attempts per request to the source cluster before giving up, with exponential
+    /// backoff from 0.5 s.
+    #[arg(
+        long,
+        env = "RFS_SOURCE_MAX_ATTEMPTS",
+        default_value_t = 8,
+        value_name = "N"
+    )]
+    pub source_max_attempts: u32,
+}
+
+/// A connected source cluster and the repository to snapshot into.
+pub struct SourceCluster {
+    pub client: cluster::Client,
+    pub url: String,
+    pub repository: String,
+    pub register_fs: Option<String>,
+}
+
+impl SourceClusterArgs {
+    /// Connects to the source cluster; `None` without --source-cluster.
+    pub async fn connect(&self) -> anyhow::Result<Option<SourceCluster>> {
+        let Some(url) = &self.source_cluster else {
+            return Ok(None);
+        };
+        let repository = self
+            .source_repository
+            .clone()
+            .context("--source-cluster needs --source-repository")?;
+        let connection = Connection {
+            url,
+            username: self.source_username.as_deref(),
+            password: self.source_password.as_deref(),
+            api_key: self.source_api_key.as_deref(),
+            sigv4: self.source_sigv4.as_deref(),
+            aws_region: self.source_aws_region.as_deref(),
+            ca: self.source_ca.as_deref(),
+            client_cert: self.source_client_cert.as_deref(),
+            client_key: self.source_client_key.as_deref(),
+            insecure: self.source_insecure,
+            max_attempts: self.source_max_attempts,
+            gzip: "auto",
+        };
+        let client = connection.connect("the source cluster").await?;
+        Ok(Some(SourceCluster {
+            client,
+            url: url.clone(),
+            repository,
+            register_fs: self.register_fs.clone(),
+        }))
+    }
+}
+
+impl SourceCluster {
+    /// Registers the `fs` repository if asked, then creates snapshot `name` (or finds it)
+    /// and waits until it is SUCCESS.
+    pub async fn take_snapshot(
+        &self,
+        name: &str,
+    ) -> Result<serde_json::Value, migrate::phases::PhaseError> {
+        if let Some(location) = &self.register_fs {
+            self.client
+                .register_fs_repository(&self.repository, location)
+                .await
+                .map_err(|e| {
+                    migrate::phases::PhaseError::Other(format!(
+                        "registering repository {} at {location} on {}: {e}",
+                        self.repository, self.url
+                    ))
+                })?;
+        }
+        migrate::phases::create_snapshot(&self.client, &self.repository, name).await
+    }
+}
+
+/// How to reach one cluster: what [`TargetArgs`] and [`SourceClusterArgs`] share, turned
+/// into a [`cluster::ClientConfig`] in one place.
+struct Connection<'a> {
+    url: &'a str,
+    username: Option<&'a str>,
+    password: Option<&'a str>,
+    api_key: Option<&'a str>,
+    sigv4: Option<&'a str>,
+    aws_region: Option<&'a str>,
+    ca: Option<&'a Path>,
+    client_cert: Option<&'a Path>,
+    client_key: Option<&'a Path>,
+    insecure: bool,
+    max_attempts: u32,
+    gzip: &'a str,
+}
+
+impl Connection<'_> {
+    fn config(&self) -> anyhow::Result<cluster::ClientConfig> {
+        let mut c = cluster::ClientConfig::new(self.url);
+        c.auth = if let Some(service) = self.sigv4 {
             cluster::Auth::SigV4(cluster::SigV4Config {
-                region: self.target_aws_region.clone(),
+                region: self.aws_region.map(str::to_string),
                 service: if service == "aoss" {
                     cluster::AwsService::Aoss
                 } else {
@@ -175,23 +424,24 @@ impl TargetArgs {
                 },
                 credentials: None,
             })
-        } else if let Some(key) = &self.target_api_key {
-            cluster::Auth::ApiKey(key.clone())
-        } else if let Some(user) = &self.target_username {
+        } else if let Some(key) = self.api_key {
+            cluster::Auth::ApiKey(key.to_string())
+        } else if let Some(user) = self.username {
             cluster::Auth::Basic {
-                username: user.clone(),
-                password: self.target_password.clone().unwrap_or_default(),
+                username: user.to_string(),
+                password: self.password.unwrap_or_default().to_string(),
             }
         } else {
             cluster::Auth::None
         };
         c.tls = cluster::TlsConfig {
-            ca_file: self.target_ca.clone(),
-            client_cert: self.target_client_cert.clone(),
-            client_key: self.target_client_key.clone(),
-            insecure: self.target_insecure,
+            ca_file: self.ca.map(Path::to_path_buf),
+            client_cert: self.client_cert.map(Path::to_path_buf),
+            client_key: self.client_key.map(Path::to_path_buf),
+            insecure: self.insecure,
         };
-        c.compression = match self.gzip.as_str() {
+        c.retry.max_attempts = self.max_attempts.max(1);
+        c.compression = match self.gzip {
             "on" => cluster::Compression::On,
             "off" => cluster::Compression::Off,
             _ => cluster::Compression::Auto,
@@ -199,10 +449,10 @@ impl TargetArgs {
         Ok(c)
     }
 
-    pub async fn connect(&self) -> anyhow::Result<cluster::Client> {
+    async fn connect(&self, what: &str) -> anyhow::Result<cluster::Client> {
         cluster::Client::connect(self.config()?)
             .await
-            .with_context(|| format!("connecting to the target {}", self.target))
+            .with_context(|| format!("connecting to {what} {}", self.url))
     }
 }
 
@@ -381,36 +631,59 @@ impl WorkerArgs {
 }
 
 /// A progress bar on stderr when it is a terminal: documents sent by this process, out of
-/// the snapshot's live documents.
-pub fn progress_bar(
-    enabled: bool,
-    total: u64,
+/// the snapshot's live documents. [`Progress::finish`] draws the final count and leaves it.
+pub struct Progress {
+    bar: indicatif::ProgressBar,
     metrics: Arc<migrate::Metrics>,
-) -> Option<tokio::task::JoinHandle<()>> {
-    use std::io::IsTerminal;
-    if !enabled || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(total.max(1));
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} docs by this worker ({per_sec}) {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    Some(tokio::spawn(async move {
-        loop {
-            let m = &metrics;
-            bar.set_position(m.docs_sent.load(std::sync::atomic::Ordering::Relaxed));
-            bar.set_message(format!(
-                "{} failed, {} in flight",
-                m.docs_failed.load(std::sync::atomic::Ordering::Relaxed),
-                m.in_flight_requests
-                    .load(std::sync::atomic::Ordering::Relaxed)
-            ));
-            tokio::time::sleep(Duration::from_millis(250)).await;
+    ticker: tokio::task::JoinHandle<()>,
+}
+
+impl Progress {
+    /// Starts the bar, or returns `None` when disabled or stderr is not a terminal.
+    pub fn start(enabled: bool, total: u64, metrics: Arc<migrate::Metrics>) -> Option<Progress> {
+        use std::io::IsTerminal;
+        if !enabled || !std::io::stderr().is_terminal() {
+            return None;
         }
-    }))
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} docs by this worker ({per_sec}) {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        let ticker = {
+            let (bar, metrics) = (bar.clone(), metrics.clone());
+            tokio::spawn(async move {
+                loop {
+                    Progress::update(&bar, &metrics);
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            })
+        };
+        Some(Progress {
+            bar,
+            metrics,
+            ticker,
+        })
+    }
+
+    fn update(bar: &indicatif::ProgressBar, m: &migrate::Metrics) {
+        use std::sync::atomic::Ordering::Relaxed;
+        bar.set_position(m.docs_sent.load(Relaxed));
+        bar.set_message(format!(
+            "{} failed, {} in flight",
+            m.docs_failed.load(Relaxed),
+            m.in_flight_requests.load(Relaxed)
+        ));
+    }
+
+    /// Stops updating and draws the final position, which stays on the terminal.
+    pub fn finish(self) {
+        self.ticker.abort();
+        Progress::update(&self.bar, &self.metrics);
+        self.bar.finish();
+    }
 }
 
 /// A multi-threaded runtime for a command.

@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use snapshot::{EsDocument, ShardReader, ShardStats};
 
-pub use super::inspect::RepoArgs;
+use super::common::RepositoryArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub repo: RepositoryArgs,
     /// The snapshot to export.
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: String,

@@ -2,64 +2,17 @@
 //! counts, Lucene versions and stored-fields codecs, templates by kind.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::{json, Value};
-use snapshot::{BlobStore, Repository, ShardReader, TemplateKind};
+use snapshot::{Repository, ShardReader, TemplateKind};
 
-/// Where the repository is and how to reach it (shared with `rfs export`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct RepoArgs {
-    /// Repository: a path, `file:///path`, `s3://bucket/base_path[?region=R&endpoint=URL]`,
-    /// `gs://bucket/base_path` or `az://container/base_path`. S3 credentials come from the
-    /// flags below or the standard AWS environment variables (AWS_ACCESS_KEY_ID, …).
-    #[arg(value_name = "REPO", env = "RFS_REPO")]
-    pub repo: String,
-    /// S3 region (else `?region=`, AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
-    #[arg(long, env = "RFS_S3_REGION", value_name = "REGION")]
-    pub s3_region: Option<String>,
-    /// S3-compatible endpoint URL (MinIO, …); path-style requests are used with it.
-    #[arg(long, env = "RFS_S3_ENDPOINT", value_name = "URL")]
-    pub s3_endpoint: Option<String>,
-    /// S3 access key id (else AWS_ACCESS_KEY_ID or the usual AWS credential sources).
-    #[arg(
-        long,
-        env = "RFS_S3_ACCESS_KEY_ID",
-        value_name = "KEY",
-        hide_env_values = true
-    )]
-    pub s3_access_key_id: Option<String>,
-    /// S3 secret access key (else AWS_SECRET_ACCESS_KEY).
-    #[arg(
-        long,
-        env = "RFS_S3_SECRET_ACCESS_KEY",
-        value_name = "SECRET",
-        hide_env_values = true
-    )]
-    pub s3_secret_access_key: Option<String>,
-}
-
-impl RepoArgs {
-    /// Opens the blob store and reads the repository data.
-    pub fn open(&self) -> anyhow::Result<Repository> {
-        let opts = snapshot::StoreOptions {
-            s3_region: self.s3_region.clone(),
-            s3_endpoint: self.s3_endpoint.clone(),
-            s3_access_key_id: self.s3_access_key_id.clone(),
-            s3_secret_access_key: self.s3_secret_access_key.clone(),
-            ..Default::default()
-        };
-        let store: Arc<dyn BlobStore> = snapshot::open_store(&self.repo, &opts)
-            .with_context(|| format!("opening repository {}", self.repo))?;
-        Repository::open(store).with_context(|| format!("reading repository {}", self.repo))
-    }
-}
+use super::common::RepositoryArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub repo: RepositoryArgs,
     /// Only this snapshot (default: every snapshot in the repository).
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: Option<String>,

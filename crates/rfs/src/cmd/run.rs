@@ -3,16 +3,14 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
-use std::time::Duration;
-
-use anyhow::Context as _;
-use coordination::KeeperStep;
-use migrate::phases::{create_snapshot, guarded_phase, PhaseError, PHASE_METADATA, PHASE_SNAPSHOT};
+use migrate::phases::{guarded_phase, PhaseError, PHASE_METADATA, PHASE_SNAPSHOT};
 use migrate::WorkerExit;
 use serde_json::json;
 
-use super::common::{runtime, FilterArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs};
-use super::documents::WorkerContext;
+use super::common::{
+    runtime, FilterArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs, WorkerArgs,
+};
+use super::documents::{WorkEnd, WorkerContext};
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
@@ -27,18 +25,10 @@ pub struct Args {
     pub filter: FilterArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
-    /// Source cluster URL: take the snapshot there first (phase "snapshot"), in the
+    /// With --source-cluster: take the snapshot there first (phase "snapshot"), in the
     /// repository named by --source-repository, under the name given by --snapshot.
-    #[arg(
-        long,
-        env = "RFS_SOURCE_CLUSTER",
-        value_name = "URL",
-        requires = "source_repository"
-    )]
-    pub source_cluster: Option<String>,
-    /// Name of the snapshot repository registered on the source cluster.
-    #[arg(long, env = "RFS_SOURCE_REPOSITORY", value_name = "NAME")]
-    pub source_repository: Option<String>,
+    #[command(flatten)]
+    pub source_cluster: Box<SourceClusterArgs>,
     /// Skip the metadata phase (templates and indices exist already).
     #[arg(long, env = "RFS_SKIP_METADATA")]
     pub skip_metadata: bool,
@@ -50,17 +40,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
     // Phase "snapshot" runs before the snapshot can be opened.
-    if let (Some(url), Some(repo)) = (&args.source_cluster, &args.source_repository) {
+    if let Some(source) = args.source_cluster.connect().await? {
         let coord = args
             .store
             .coordinator(args.worker.coordination_config())
             .await?;
-        let source = cluster::Client::connect(cluster::ClientConfig::new(url.clone()))
-            .await
-            .with_context(|| format!("connecting to the source cluster {url}"))?;
         let name = args.source.snapshot.clone();
         guarded_phase(&coord, PHASE_SNAPSHOT, || async {
-            create_snapshot(&source, repo, &name).await
+            source.take_snapshot(&name).await
         })
         .await?;
     }
@@ -91,59 +78,14 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         tracing::debug!("metadata phase: {report}");
     }
     let totals = ctx.items().await?;
-    let keeper = {
-        let coord = ctx.coord.clone();
-        let every = (coord.config().keeper_lease / 3).max(Duration::from_millis(500));
-        tokio::spawn(async move {
-            loop {
-                match coord.keeper_step().await {
-                    Ok(KeeperStep::Finished(_)) => return,
-                    Ok(_) => {}
-                    Err(e) => tracing::debug!("keeper step: {e}"),
-                }
-                tokio::time::sleep(every).await;
-            }
-        })
-    };
-    let exit_kind = ctx.work(&totals, true).await;
-    keeper.abort();
-    match exit_kind? {
-        WorkerExit::Stopped => return Ok(exit::STOPPED),
-        WorkerExit::LeasedElsewhere | WorkerExit::ItemLimit => return Ok(exit::LEASED_ELSEWHERE),
-        WorkerExit::NoWorkLeft => {}
-    }
-    // Every item is complete or FAILED: make sure the migration is marked finished.
-    let status = loop {
-        match ctx.coord.keeper_step().await {
-            Ok(KeeperStep::Finished(s)) | Ok(KeeperStep::Keeping(s)) if s.items.open() == 0 => {
-                break *s
-            }
-            Ok(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-            Err(e) if e.is_transient() => tokio::time::sleep(Duration::from_secs(1)).await,
-            Err(e) => return Err(e.into()),
+    match ctx.work(&totals, true).await? {
+        WorkEnd::Finished(status) => {
+            ctx.report_finished(&status)?;
+            Ok(exit::OK)
         }
-    };
-    if !status.failures.is_empty() {
-        for f in &status.failures {
-            eprintln!(
-                "FAILED {} (index {}, shard {}): {}",
-                f.id, f.index, f.shard, f.last_error
-            );
-        }
-        anyhow::bail!(
-            "{} work item(s) FAILED; see above and `rfs status`",
-            status.failures.len()
-        );
+        WorkEnd::Left(WorkerExit::Stopped) => Ok(exit::STOPPED),
+        WorkEnd::Left(_) => Ok(exit::LEASED_ELSEWHERE),
     }
-    eprintln!(
-        "migration finished: {} documents in {} work items ({} by this worker)",
-        status.docs_done,
-        status.items.done,
-        ctx.metrics
-            .docs_sent
-            .load(std::sync::atomic::Ordering::Relaxed)
-    );
-    Ok(exit::OK)
 }
 
 async fn stopped(ctx: &WorkerContext) -> anyhow::Result<bool> {
