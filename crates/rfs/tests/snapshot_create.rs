@@ -306,3 +306,169 @@ fn run_takes_the_snapshot_once_then_migrates_it() {
         .collect();
     assert_eq!(phases.get("snapshot"), Some(&"done"), "{phases:?}");
 }
+
+/// A basic-auth gate in front of a test server (which has no authentication of its own):
+/// every request must carry `Authorization: Basic base64(user:password)`; one that does not
+/// is answered 401 and its connection closed. Accepted requests are forwarded unchanged.
+struct AuthGate {
+    addr: std::net::SocketAddr,
+    /// (request line, accepted) for every request seen.
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, bool)>>>,
+}
+
+impl AuthGate {
+    fn start(upstream: std::net::SocketAddr, user: &str, password: &str) -> AuthGate {
+        use base64::Engine as _;
+        let expected = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let (expected, log) = (expected.clone(), log.clone());
+                std::thread::spawn(move || {
+                    let _ = AuthGate::serve(client, upstream, &expected, &log);
+                });
+            }
+        });
+        AuthGate { addr, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        let seen = self.seen.lock().unwrap();
+        let ok = seen.iter().filter(|(_, ok)| *ok).count();
+        (ok, seen.len() - ok)
+    }
+
+    fn serve(
+        client: std::net::TcpStream,
+        upstream: std::net::SocketAddr,
+        expected: &str,
+        log: &std::sync::Mutex<Vec<(String, bool)>>,
+    ) -> std::io::Result<()> {
+        use std::io::{BufRead, Read, Write};
+        let mut up = std::net::TcpStream::connect(upstream)?;
+        let (mut up_read, mut to_client) = (up.try_clone()?, client.try_clone()?);
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut up_read, &mut to_client);
+            let _ = to_client.shutdown(std::net::Shutdown::Both);
+        });
+        let mut to_client = client.try_clone()?;
+        let mut reader = std::io::BufReader::new(client);
+        loop {
+            let mut head = Vec::new();
+            loop {
+                let mut line = Vec::new();
+                if reader.read_until(b'\n', &mut line)? == 0 {
+                    let _ = up.shutdown(std::net::Shutdown::Write);
+                    return Ok(());
+                }
+                head.extend_from_slice(&line);
+                if line == b"\r\n" {
+                    break;
+                }
+            }
+            let text = String::from_utf8_lossy(&head).into_owned();
+            let header = |name: &str| {
+                text.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.trim()
+                        .eq_ignore_ascii_case(name)
+                        .then(|| v.trim().to_string())
+                })
+            };
+            let accepted = header("authorization").as_deref() == Some(expected);
+            let request_line = text.lines().next().unwrap_or("").to_string();
+            log.lock().unwrap().push((request_line, accepted));
+            if !accepted {
+                let body = r#"{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}"#;
+                write!(
+                    to_client,
+                    "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )?;
+                let _ = to_client.shutdown(std::net::Shutdown::Both);
+                let _ = up.shutdown(std::net::Shutdown::Both);
+                return Ok(());
+            }
+            up.write_all(&head)?;
+            let len: u64 = header("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            std::io::copy(&mut (&mut reader).take(len), &mut up)?;
+        }
+    }
+}
+
+#[test]
+fn source_cluster_credentials_reach_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((source, expected)) = fixture("source_cluster_credentials", dir.path()) else {
+        return;
+    };
+    let server = source_server(Some(&source));
+    let gate = AuthGate::start(server.addr(), "migrator", "s3cret");
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let location = dir.path().join("repo");
+    let create = |extra: &[&str]| {
+        let mut c = rfs();
+        c.args(["snapshot", "create", "--source-cluster", &gate.url()])
+            .args(["--source-repository", REPOSITORY, "--snapshot", SNAPSHOT])
+            .arg("--register-fs")
+            .arg(&location)
+            .args(extra);
+        c.output().unwrap()
+    };
+
+    // No credentials, then a wrong password: refused, nothing reaches the cluster.
+    for extra in [
+        &[][..],
+        &["--source-username", "migrator", "--source-password", "nope"][..],
+    ] {
+        let out = create(extra);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("401") || err.contains("security_exception"),
+            "{err}"
+        );
+    }
+    let (accepted, refused) = gate.counts();
+    assert_eq!(accepted, 0);
+    assert!(refused >= 2);
+    assert_eq!(creations(&server, REPOSITORY, SNAPSHOT), 0);
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+
+    // `rfs run`, credentials from the environment: every request carries them.
+    let store = format!("sqlite://{}", dir.path().join("state.db").display());
+    let out = rfs()
+        .args(["run", "--source-cluster", &gate.url()])
+        .args(["--source-repository", REPOSITORY, "--register-fs"])
+        .arg(&location)
+        .args(["--snapshot", SNAPSHOT, "--repo"])
+        .arg(&location)
+        .args(["--target", &target.url(), "--store", &store])
+        .arg("--failure-log")
+        .arg(dir.path().join("failures.jsonl"))
+        .env("RFS_SOURCE_USERNAME", "migrator")
+        .env("RFS_SOURCE_PASSWORD", "s3cret")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    ok(&out, "rfs run through the auth gate");
+    let (accepted, refused_after) = gate.counts();
+    assert_eq!(refused_after, refused, "{:?}", gate.seen.lock().unwrap());
+    assert!(accepted >= 3, "{:?}", gate.seen.lock().unwrap());
+    assert_eq!(creations(&server, REPOSITORY, SNAPSHOT), 1);
+    let live: usize = expected.values().map(BTreeMap::len).sum();
+    assert_eq!(target.total_doc_count(), live as u64);
+}
