@@ -1698,3 +1698,76 @@ fn extreme_values_are_answered_not_crashed_on() {
         .collect();
     assert_eq!(seen, all);
 }
+
+/// The bulk response is filtered while it is written; it must equal the general filter's
+/// answer (forced here by a `-` exclusion of a path that does not exist) for every shape.
+#[test]
+fn bulk_filter_path_written_directly_matches_the_general_filter() {
+    let c = client();
+    let filters = [
+        "errors,items.*.status,items.*._id,items.*.error",
+        "items.*.error.type,items.*.error.caused_by.reason",
+        "items.index",
+        "items.*._shards.total",
+        "**.status",
+        "**",
+        "errors",
+        "took,items.index._seq_no",
+        "items.delete.result,items.update.result",
+        "nothing.at.all",
+        "items.*._type,items.*._index",
+        "items",
+    ];
+    let body = ndjson(&[
+        json!({"index": {"_index": "a", "_id": "1"}}),
+        json!({"n": 1}),
+        json!({"create": {"_index": "a", "_id": "1"}}),
+        json!({"n": 2}),
+        json!({"update": {"_index": "a", "_id": "1"}}),
+        json!({"doc": {"n": 1}}),
+        json!({"delete": {"_index": "a", "_id": "9"}}),
+        json!({"index": {"_index": "a", "_id": "bad"}}),
+        json!({"n": 3}),
+        json!({"update": {"_index": "a", "_id": "nope"}}),
+        json!({"doc": {"n": 4}}),
+    ]);
+    for version in ["6.8.23", "7.10.2", "8.15.0"] {
+        let failing = Faults {
+            failing_ids: ["bad".to_string()].into(),
+            ..Faults::default()
+        };
+        let start = || {
+            let body = if version.starts_with('6') {
+                body.replace("\"_index\":\"a\"", "\"_index\":\"a\",\"_type\":\"doc\"")
+            } else {
+                body.clone()
+            };
+            let s = TestServer::start(ServerConfig {
+                faults: failing.clone(),
+                ..ServerConfig::elasticsearch(version)
+            });
+            (s, body)
+        };
+        let ((direct, body), (general, _)) = (start(), start());
+        for f in filters {
+            let send = |s: &TestServer, param: String| -> Value {
+                let r = c
+                    .post(format!("{}/_bulk?filter_path={param}", s.url()))
+                    .header("content-type", "application/x-ndjson")
+                    .body(body.clone())
+                    .send()
+                    .unwrap();
+                assert_eq!(r.status().as_u16(), 200);
+                let mut v: Value = r.json().unwrap();
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("took");
+                }
+                v
+            };
+            let a = send(&direct, f.to_string());
+            let b = send(&general, format!("{f},-no.such.path"));
+            assert_eq!(a, b, "{version} filter_path={f}");
+            assert_eq!(a == json!({}), f == "nothing.at.all", "{version} {f}: {a}");
+        }
+    }
+}

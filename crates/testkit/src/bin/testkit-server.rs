@@ -49,6 +49,10 @@ struct Args {
     /// Refuse writes to indices that do not exist instead of creating them.
     #[arg(long)]
     no_auto_create_index: bool,
+    /// Report `http.compression: true` in `GET _cluster/settings?include_defaults` (clients in
+    /// automatic mode then gzip their request bodies).
+    #[arg(long)]
+    http_compression: bool,
     /// Probability of a whole-request 429 with Retry-After.
     #[arg(long, default_value_t = 0.0)]
     reject_429: f64,
@@ -100,6 +104,7 @@ fn main() -> anyhow::Result<()> {
         snapshot_duration: Duration::from_millis(a.snapshot_duration_ms),
         max_content_length: a.max_content_length,
         auto_create_index: !a.no_auto_create_index,
+        http_compression: a.http_compression,
         faults: Faults {
             reject_429: a.reject_429,
             retry_after_secs: a.retry_after_secs,

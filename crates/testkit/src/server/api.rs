@@ -563,11 +563,18 @@ fn do_bulk(c: &Ctx<'_>, idx: Option<&str>, t: Option<&str>) -> Result<Resp, EsEr
         .counters
         .bulk_requests
         .fetch_add(1, Ordering::Relaxed);
-    let out = bulk::bulk(c.shared, idx, t, c.body.clone(), c.faults)?;
-    if c.filter_path().is_some() {
+    let filter = c.filter_path();
+    // an include-only filter is applied while the response is written (the fast path clients
+    // use); one with exclusions goes through the general filter
+    let (direct, general) = match filter {
+        Some(f) if f.include_only() => (Some(f), None),
+        other => (None, other),
+    };
+    let out = bulk::bulk(c.shared, idx, t, c.body.clone(), c.faults, direct.as_ref())?;
+    if let Some(f) = general {
         let v: Value = serde_json::from_slice(&out)
             .map_err(|e| EsError::new(500, "exception", format!("bulk response: {e}")))?;
-        return c.ok(200, v);
+        return Ok(json_resp(c.shared, 200, &f.apply(v)));
     }
     Ok(respond(c.shared, 200, out))
 }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::EsError;
+use super::filter::{FilterPath, Keep};
 use super::state::{OpKind, State, WriteOp, Written};
 use super::{Faults, Shared};
 
@@ -117,13 +118,15 @@ fn lines(body: &[u8]) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> +
     })
 }
 
-/// Handles one `_bulk` request body; returns the response body.
+/// Handles one `_bulk` request body; returns the response body, filtered by `filter` (an
+/// include-only `filter_path`) when given.
 pub(crate) fn bulk(
     shared: &Shared,
     path_index: Option<&str>,
     path_type: Option<&str>,
     body: Bytes,
     faults: &Faults,
+    filter: Option<&FilterPath>,
 ) -> Result<Vec<u8>, EsError> {
     let started = Instant::now();
     let dialect = &shared.dialect;
@@ -374,47 +377,222 @@ pub(crate) fn bulk(
         }
     }
 
-    let mut out = String::with_capacity(64 + items.len() * 160);
     let errors = results.iter().any(Result::is_err);
-    let _ = write!(
-        out,
-        "{{\"took\":{},\"errors\":{errors},\"items\":[",
-        started.elapsed().as_millis()
-    );
-    for (i, (item, res)) in items.iter().zip(&results).enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "{{\"{}\":{{\"_index\":", item.action);
-        push_json_str(&mut out, &item.index);
-        if dialect.accepts_types() {
-            out.push_str(",\"_type\":");
-            push_json_str(&mut out, item.op.type_name.as_deref().unwrap_or("_doc"));
-        }
-        out.push_str(",\"_id\":");
-        push_json_str(&mut out, &item.op.id);
-        match res {
-            Ok(w) => {
-                let shards = if w.result == "noop" {
-                    "{\"total\":0,\"successful\":0,\"failed\":0}"
-                } else {
-                    "{\"total\":2,\"successful\":1,\"failed\":0}"
-                };
-                let _ = write!(
-                    out,
-                    ",\"_version\":{},\"result\":\"{}\",\"_shards\":{shards},\"_seq_no\":{},\"_primary_term\":{},\"status\":{}}}}}",
-                    w.version, w.result, w.seq_no, w.primary_term, w.status
-                );
-            }
-            Err(e) => {
-                let _ = write!(out, ",\"status\":{},\"error\":", e.status);
-                out.push_str(&e.cause().to_string());
-                out.push_str("}}");
-            }
+    let took = started.elapsed().as_millis();
+    let out = match filter {
+        Some(f) => write_response(took, errors, &items, &results, dialect, &Selection::new(f)),
+        None => write_response(
+            took,
+            errors,
+            &items,
+            &results,
+            dialect,
+            &Selection::everything(),
+        ),
+    };
+    Ok(out.into_bytes())
+}
+
+const ACTIONS: [&str; 4] = ["index", "create", "update", "delete"];
+const FIELDS: [&str; 10] = [
+    "_index",
+    "_type",
+    "_id",
+    "_version",
+    "result",
+    "_shards",
+    "_seq_no",
+    "_primary_term",
+    "status",
+    "error",
+];
+const F_INDEX: usize = 0;
+const F_TYPE: usize = 1;
+const F_ID: usize = 2;
+const F_VERSION: usize = 3;
+const F_RESULT: usize = 4;
+const F_SHARDS: usize = 5;
+const F_SEQ_NO: usize = 6;
+const F_TERM: usize = 7;
+const F_STATUS: usize = 8;
+const F_ERROR: usize = 9;
+
+/// Which parts of the response `filter_path` keeps, decided once per request so that the
+/// writer filters while it writes (no second pass over a parsed response).
+pub(crate) struct Selection {
+    took: bool,
+    errors: bool,
+    items: bool,
+    /// Per action (in [`ACTIONS`] order): any of the item kept, and each field of [`FIELDS`].
+    actions: [(bool, [Keep; FIELDS.len()]); ACTIONS.len()],
+}
+
+impl Selection {
+    fn everything() -> Selection {
+        Selection {
+            took: true,
+            errors: true,
+            items: true,
+            actions: std::array::from_fn(|_| (true, std::array::from_fn(|_| Keep::All))),
         }
     }
-    out.push_str("]}");
-    Ok(out.into_bytes())
+
+    /// For an include-only filter (see [`FilterPath::include_only`]).
+    pub(crate) fn new(f: &FilterPath) -> Selection {
+        Selection {
+            took: f.pick(&["took"]).all(),
+            errors: f.pick(&["errors"]).all(),
+            items: f.pick(&["items"]).any(),
+            actions: std::array::from_fn(|a| {
+                let action = ACTIONS[a];
+                (
+                    f.pick(&["items", action]).any(),
+                    std::array::from_fn(|i| f.pick(&["items", action, FIELDS[i]])),
+                )
+            }),
+        }
+    }
+}
+
+/// Writes `"name":` after a comma unless it is the first member.
+fn key(out: &mut String, first: &mut bool, name: &str) {
+    if !*first {
+        out.push(',');
+    }
+    *first = false;
+    out.push('"');
+    out.push_str(name);
+    out.push_str("\":");
+}
+
+/// Writes an object member when the selection keeps some of it.
+fn object_field(
+    out: &mut String,
+    first: &mut bool,
+    name: &str,
+    keep: &Keep,
+    v: impl FnOnce() -> Value,
+) {
+    if !keep.any() {
+        return;
+    }
+    if let Some(v) = keep.apply(v()) {
+        key(out, first, name);
+        out.push_str(&v.to_string());
+    }
+}
+
+fn write_response(
+    took: u128,
+    errors: bool,
+    items: &[Item],
+    results: &[Result<Written, EsError>],
+    dialect: &super::version::Dialect,
+    sel: &Selection,
+) -> String {
+    let mut out = String::with_capacity(64 + items.len() * 160);
+    out.push('{');
+    let mut first = true;
+    if sel.took {
+        key(&mut out, &mut first, "took");
+        let _ = write!(out, "{took}");
+    }
+    if sel.errors {
+        key(&mut out, &mut first, "errors");
+        let _ = write!(out, "{errors}");
+    }
+    if sel.items {
+        let mark = out.len();
+        key(&mut out, &mut first, "items");
+        out.push('[');
+        let mut any_item = false;
+        for (item, res) in items.iter().zip(results) {
+            let a = ACTIONS.iter().position(|x| *x == item.action).unwrap_or(0);
+            let (any, fields) = &sel.actions[a];
+            if !any {
+                continue;
+            }
+            let item_mark = out.len();
+            if any_item {
+                out.push(',');
+            }
+            let _ = write!(out, "{{\"{}\":{{", item.action);
+            let inner = out.len();
+            let mut f = true;
+            if fields[F_INDEX].all() {
+                key(&mut out, &mut f, "_index");
+                push_json_str(&mut out, &item.index);
+            }
+            if dialect.accepts_types() && fields[F_TYPE].all() {
+                key(&mut out, &mut f, "_type");
+                push_json_str(&mut out, item.op.type_name.as_deref().unwrap_or("_doc"));
+            }
+            if fields[F_ID].all() {
+                key(&mut out, &mut f, "_id");
+                push_json_str(&mut out, &item.op.id);
+            }
+            match res {
+                Ok(w) => {
+                    if fields[F_VERSION].all() {
+                        key(&mut out, &mut f, "_version");
+                        let _ = write!(out, "{}", w.version);
+                    }
+                    if fields[F_RESULT].all() {
+                        key(&mut out, &mut f, "result");
+                        let _ = write!(out, "\"{}\"", w.result);
+                    }
+                    let noop = w.result == "noop";
+                    if fields[F_SHARDS].all() {
+                        key(&mut out, &mut f, "_shards");
+                        out.push_str(if noop {
+                            "{\"total\":0,\"successful\":0,\"failed\":0}"
+                        } else {
+                            "{\"total\":2,\"successful\":1,\"failed\":0}"
+                        });
+                    } else {
+                        object_field(&mut out, &mut f, "_shards", &fields[F_SHARDS], || {
+                            let ok = u8::from(!noop);
+                            serde_json::json!({"total": 2 * ok, "successful": ok, "failed": 0})
+                        });
+                    }
+                    if fields[F_SEQ_NO].all() {
+                        key(&mut out, &mut f, "_seq_no");
+                        let _ = write!(out, "{}", w.seq_no);
+                    }
+                    if fields[F_TERM].all() {
+                        key(&mut out, &mut f, "_primary_term");
+                        let _ = write!(out, "{}", w.primary_term);
+                    }
+                    if fields[F_STATUS].all() {
+                        key(&mut out, &mut f, "status");
+                        let _ = write!(out, "{}", w.status);
+                    }
+                }
+                Err(e) => {
+                    if fields[F_STATUS].all() {
+                        key(&mut out, &mut f, "status");
+                        let _ = write!(out, "{}", e.status);
+                    }
+                    object_field(&mut out, &mut f, "error", &fields[F_ERROR], || e.cause());
+                }
+            }
+            if out.len() == inner {
+                // nothing of this item is kept
+                out.truncate(item_mark);
+                continue;
+            }
+            out.push_str("}}");
+            any_item = true;
+        }
+        if any_item {
+            out.push(']');
+        } else {
+            // no item kept: no `items` member (the last member, so `first` needs no repair)
+            out.truncate(mark);
+        }
+    }
+    out.push('}');
+    out
 }
 
 /// The error a configured failing id gets.

@@ -64,6 +64,65 @@ impl FilterPath {
     }
 }
 
+/// What the include paths keep of the value found at one path.
+#[derive(Clone, Debug)]
+pub(crate) enum Keep {
+    /// The whole value.
+    All,
+    /// Nothing of it.
+    Nothing,
+    /// The parts of an object or array the remaining paths select (a scalar: nothing).
+    Part(Vec<Vec<String>>),
+}
+
+impl Keep {
+    /// Whether anything may be kept.
+    pub fn any(&self) -> bool {
+        !matches!(self, Keep::Nothing)
+    }
+
+    /// Whether the whole value is kept (what a scalar needs).
+    pub fn all(&self) -> bool {
+        matches!(self, Keep::All)
+    }
+
+    /// The kept part of the value at this path; `None` when nothing is left.
+    pub fn apply(&self, v: Value) -> Option<Value> {
+        match self {
+            Keep::All => Some(v),
+            Keep::Nothing => None,
+            Keep::Part(states) => {
+                let states: Vec<&[String]> = states.iter().map(Vec::as_slice).collect();
+                include(v, &states)
+            }
+        }
+    }
+}
+
+impl FilterPath {
+    /// Whether there are no `-path` exclusions (then [`FilterPath::pick`] describes the filter).
+    pub fn include_only(&self) -> bool {
+        self.excludes.is_empty()
+    }
+
+    /// What the include paths keep of the value at `path` (property names from the root; arrays
+    /// do not count as levels), so a writer can filter while it writes.
+    pub fn pick(&self, path: &[&str]) -> Keep {
+        let mut states: Vec<&[String]> = self.includes.iter().map(Vec::as_slice).collect();
+        for name in path {
+            let mut next = Vec::new();
+            if step(&states, name, &mut next) {
+                return Keep::All;
+            }
+            if next.is_empty() {
+                return Keep::Nothing;
+            }
+            states = next;
+        }
+        Keep::Part(states.into_iter().map(<[String]>::to_vec).collect())
+    }
+}
+
 /// What remains of the paths after a property named `name`: `true` when one path ends there.
 fn step<'a>(states: &[&'a [String]], name: &str, next: &mut Vec<&'a [String]>) -> bool {
     let mut full = false;
@@ -205,6 +264,42 @@ mod tests {
             f("defaults.http*", flat),
             json!({"defaults": {"http.compression": "true", "http.port": "9200"}})
         );
+    }
+
+    #[test]
+    fn pick_agrees_with_apply() {
+        let v = json!({"took": 1, "items": [{"index": {"_id": "1", "status": 201,
+            "error": {"type": "x", "reason": "y"}}}]});
+        for p in [
+            "took",
+            "items",
+            "items.*._id",
+            "items.*.error.type",
+            "**.type",
+            "nothing",
+            "items.index",
+        ] {
+            let f = FilterPath::parse(p).unwrap();
+            let by_pick = {
+                let mut out = serde_json::Map::new();
+                if f.pick(&["took"]).all() {
+                    out.insert("took".into(), json!(1));
+                }
+                let mut item = serde_json::Map::new();
+                for (k, x) in v["items"][0]["index"].as_object().unwrap() {
+                    if let Some(x) = f.pick(&["items", "index", k]).apply(x.clone()) {
+                        if x.is_object() || f.pick(&["items", "index", k]).all() {
+                            item.insert(k.clone(), x);
+                        }
+                    }
+                }
+                if !item.is_empty() {
+                    out.insert("items".into(), json!([{"index": item}]));
+                }
+                Value::Object(out)
+            };
+            assert_eq!(by_pick, f.apply(v.clone()), "{p}");
+        }
     }
 
     #[test]
