@@ -233,24 +233,25 @@ fn run_takes_the_snapshot_once_then_migrates_it() {
     let location = dir.path().join("repo");
     let store = format!("sqlite://{}", dir.path().join("state.db").display());
 
+    let source_url = server.url();
+    let run = |i: usize| {
+        let mut c = rfs();
+        c.args(["run", "--source-cluster", &source_url])
+            .args(["--source-repository", REPOSITORY, "--register-fs"])
+            .arg(&location)
+            .args(["--snapshot", SNAPSHOT, "--repo"])
+            .arg(&location)
+            .args(["--target", &target.url(), "--store", &store])
+            .args(["--control-seconds", "0.2", "--failure-log"])
+            .arg(dir.path().join(format!("failures-{i}.jsonl")))
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+
     // Two workers of one fleet, started together.
-    let workers: Vec<_> = (0..2)
-        .map(|i| {
-            let mut c = rfs();
-            c.args(["run", "--source-cluster", &server.url()])
-                .args(["--source-repository", REPOSITORY, "--register-fs"])
-                .arg(&location)
-                .args(["--snapshot", SNAPSHOT, "--repo"])
-                .arg(&location)
-                .args(["--target", &target.url(), "--store", &store])
-                .args(["--control-seconds", "0.2", "--failure-log"])
-                .arg(dir.path().join(format!("failures-{i}.jsonl")))
-                .current_dir(dir.path())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            c.spawn().unwrap()
-        })
-        .collect();
+    let workers: Vec<_> = (0..2).map(|i| run(i).spawn().unwrap()).collect();
     for (i, w) in workers.into_iter().enumerate() {
         let out = w.wait_with_output().unwrap();
         ok(&out, &format!("rfs run #{i}"));
@@ -305,6 +306,13 @@ fn run_takes_the_snapshot_once_then_migrates_it() {
         .map(|p| (p["name"].as_str().unwrap(), p["state"].as_str().unwrap()))
         .collect();
     assert_eq!(phases.get("snapshot"), Some(&"done"), "{phases:?}");
+
+    // A worker started after the snapshot phase does not need the source cluster (gone now).
+    server.shutdown();
+    let out = run(2).output().unwrap();
+    ok(&out, "rfs run after the source cluster is gone");
+    let live: usize = expected.values().map(BTreeMap::len).sum();
+    assert_eq!(target.total_doc_count(), live as u64);
 }
 
 /// A basic-auth gate in front of a test server (which has no authentication of its own):

@@ -330,23 +330,22 @@ pub struct SourceClusterArgs {
     pub source_max_attempts: u32,
 }
 
-/// A connected source cluster and the repository to snapshot into.
-pub struct SourceCluster {
-    pub client: cluster::Client,
-    pub url: String,
-    pub repository: String,
-    pub register_fs: Option<String>,
-}
-
 impl SourceClusterArgs {
-    /// Connects to the source cluster; `None` without --source-cluster.
-    pub async fn connect(&self) -> anyhow::Result<Option<SourceCluster>> {
-        let Some(url) = &self.source_cluster else {
-            return Ok(None);
-        };
+    /// Whether a source cluster was given (`run` then takes the snapshot first).
+    pub fn is_set(&self) -> bool {
+        self.source_cluster.is_some()
+    }
+
+    /// Connects to the source cluster, registers the `fs` repository if asked, then creates
+    /// snapshot `name` (or finds it) and waits until it is SUCCESS. Returns the final state.
+    pub async fn take_snapshot(&self, name: &str) -> anyhow::Result<serde_json::Value> {
+        let url = self
+            .source_cluster
+            .as_deref()
+            .context("no source cluster given (--source-cluster)")?;
         let repository = self
             .source_repository
-            .clone()
+            .as_deref()
             .context("--source-cluster needs --source-repository")?;
         let connection = Connection {
             url,
@@ -363,34 +362,15 @@ impl SourceClusterArgs {
             gzip: "auto",
         };
         let client = connection.connect("the source cluster").await?;
-        Ok(Some(SourceCluster {
-            client,
-            url: url.clone(),
-            repository,
-            register_fs: self.register_fs.clone(),
-        }))
-    }
-}
-
-impl SourceCluster {
-    /// Registers the `fs` repository if asked, then creates snapshot `name` (or finds it)
-    /// and waits until it is SUCCESS.
-    pub async fn take_snapshot(
-        &self,
-        name: &str,
-    ) -> Result<serde_json::Value, migrate::phases::PhaseError> {
         if let Some(location) = &self.register_fs {
-            self.client
-                .register_fs_repository(&self.repository, location)
+            client
+                .register_fs_repository(repository, location)
                 .await
-                .map_err(|e| {
-                    migrate::phases::PhaseError::Other(format!(
-                        "registering repository {} at {location} on {}: {e}",
-                        self.repository, self.url
-                    ))
+                .with_context(|| {
+                    format!("registering repository {repository} at {location} on {url}")
                 })?;
         }
-        migrate::phases::create_snapshot(&self.client, &self.repository, name).await
+        Ok(migrate::phases::create_snapshot(&client, repository, name).await?)
     }
 }
 

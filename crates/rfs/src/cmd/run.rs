@@ -39,15 +39,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
-    // Phase "snapshot" runs before the snapshot can be opened.
-    if let Some(source) = args.source_cluster.connect().await? {
+    // Phase "snapshot" runs before the snapshot can be opened; the source cluster is only
+    // contacted by the worker that runs it (later workers may start after it is gone).
+    if args.source_cluster.is_set() {
         let coord = args
             .store
             .coordinator(args.worker.coordination_config())
             .await?;
         let name = args.source.snapshot.clone();
         guarded_phase(&coord, PHASE_SNAPSHOT, || async {
-            source.take_snapshot(&name).await
+            args.source_cluster
+                .take_snapshot(&name)
+                .await
+                .map_err(|e| PhaseError::Other(format!("{e:#}")))
         })
         .await?;
     }

@@ -1,8 +1,6 @@
 //! `rfs snapshot create`: take a snapshot on a source cluster under a chosen name and wait
 //! for it. Idempotent: an existing snapshot of that name is waited for, not re-created.
 
-use anyhow::Context;
-
 use super::common::{runtime, SourceClusterArgs};
 use crate::exit;
 
@@ -28,12 +26,7 @@ pub struct CreateArgs {
 pub fn run(cmd: Command) -> anyhow::Result<u8> {
     let Command::Create(args) = cmd;
     runtime()?.block_on(async move {
-        let source = args
-            .source
-            .connect()
-            .await?
-            .context("--source-cluster is required")?;
-        let result = source.take_snapshot(&args.snapshot).await?;
+        let result = args.source.take_snapshot(&args.snapshot).await?;
         println!("{result}");
         Ok(exit::OK)
     })
