@@ -1050,6 +1050,24 @@ fn going_down_and_coming_back_keeps_data_and_port() {
         .send()
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
+
+    // a duration past what a Duration holds means down until told otherwise
+    s.set_faults(Faults::default());
+    let r = c
+        .post(format!("{admin}/_testkit/down"))
+        .json(&json!({"down": true, "seconds": 1e300}))
+        .send()
+        .unwrap();
+    assert!(r.status().is_success());
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(s.is_down());
+    let r = c.post(format!("{admin}/_testkit/up")).send().unwrap();
+    assert!(r.status().is_success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.get(s.url()).send().is_err() {
+        assert!(Instant::now() < deadline, "server did not come back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -214,7 +214,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, admin: bool) -> Res
     let faults = shared.faults();
     let mut drop_after = false;
     if !faults.bulk_only || is_bulk {
-        let delay = faults.latency_ms + shared.jitter(faults.latency_jitter_ms);
+        let delay = faults
+            .latency_ms
+            .saturating_add(shared.jitter(faults.latency_jitter_ms));
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }

@@ -129,6 +129,9 @@ fn step<'a>(states: &[&'a [String]], name: &str, next: &mut Vec<&'a [String]>) -
     for s in states {
         full |= step_one(s, name, next);
     }
+    // `**` keeps itself at every level: without this, `**.**.**…` would multiply the states
+    next.sort_unstable();
+    next.dedup();
     full
 }
 
@@ -300,6 +303,19 @@ mod tests {
             };
             assert_eq!(by_pick, f.apply(v.clone()), "{p}");
         }
+    }
+
+    #[test]
+    fn repeated_double_wildcards_stay_cheap() {
+        // 60 levels, each with a scalar the filter drops; 40 `**` in a row before `leaf`
+        let (mut v, mut want) = (json!({"leaf": 1}), json!({"leaf": 1}));
+        for _ in 0..60 {
+            v = json!({"a": [v], "x": 2});
+            want = json!({"a": [want]});
+        }
+        let p = vec!["**"; 40].join(".") + ".leaf";
+        // without merging equal states this would need 40^60 of them
+        assert_eq!(f(&p, v), want);
     }
 
     #[test]

@@ -307,7 +307,9 @@ impl Shared {
         if let (true, Some(secs)) = (down, for_secs) {
             let me = Arc::clone(self);
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_secs_f64(secs.max(0.0)));
+                // seconds too large for a Duration mean "until told otherwise"
+                let d = Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX);
+                std::thread::sleep(d);
                 // only if nobody changed the switch in the meantime
                 if me.down_generation.load(Ordering::SeqCst) == generation {
                     me.down.send_replace(false);
