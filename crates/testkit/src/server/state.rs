@@ -699,7 +699,8 @@ impl State {
             if !a.is_object() {
                 return Err(EsError::parse("aliases must be an object"));
             }
-            merge(&mut aliases, a);
+            // a requested alias replaces a template's alias of the same name whole
+            overlay_aliases(&mut aliases, Some(a));
         }
         let aliases: BTreeMap<String, Value> = aliases
             .as_object()
@@ -855,7 +856,7 @@ impl State {
                 if let Some(tpl) = p.get("template") {
                     merge_key(&mut settings, tpl, "settings");
                     merge_key(&mut mappings, tpl, "mappings");
-                    merge_key(&mut aliases, tpl, "aliases");
+                    overlay_aliases(&mut aliases, tpl.get("aliases"));
                 }
             }
             return (settings, mappings, templated_aliases(aliases, name));
@@ -869,9 +870,20 @@ impl State {
         for t in legacy {
             merge_key(&mut settings, t, "settings");
             merge_key(&mut mappings, t, "mappings");
-            merge_key(&mut aliases, t, "aliases");
+            overlay_aliases(&mut aliases, t.get("aliases"));
         }
         (settings, mappings, templated_aliases(aliases, name))
+    }
+}
+
+/// Adds aliases by name: an alias replaces one of the same name whole (its filter, routing and
+/// flags are not merged with those of a lower-priority template), as the real servers do.
+fn overlay_aliases(aliases: &mut Value, from: Option<&Value>) {
+    let (Some(target), Some(Value::Object(from))) = (aliases.as_object_mut(), from) else {
+        return;
+    };
+    for (k, v) in from {
+        target.insert(k.clone(), v.clone());
     }
 }
 
@@ -921,7 +933,7 @@ mod tests {
         st.create_index("metrics-2", &Value::Null, &d, None)
             .unwrap();
         st.create_index("other", &Value::Null, &d, None).unwrap();
-        let aliases = |i: &str| -> Vec<(String, Value)> {
+        let aliases = |st: &State, i: &str| -> Vec<(String, Value)> {
             st.indices[i]
                 .aliases
                 .iter()
@@ -929,7 +941,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            aliases("logs-1"),
+            aliases(&st, "logs-1"),
             vec![
                 ("all-logs".to_string(), json!({})),
                 ("logs-1-alias".to_string(), json!({"is_hidden": true})),
@@ -937,13 +949,40 @@ mod tests {
             ]
         );
         assert_eq!(
-            aliases("metrics-2"),
+            aliases(&st, "metrics-2"),
             vec![
                 ("metrics-2_read".to_string(), json!({})),
                 ("xmetrics-2ymetrics-2".to_string(), json!({})),
             ]
         );
-        assert!(aliases("other").is_empty());
+        assert!(aliases(&st, "other").is_empty());
+
+        // an alias of a higher-order template, or of the request, replaces the whole body
+        st.legacy_templates.insert(
+            "logs-high".into(),
+            json!({"index_patterns": ["logs-*"], "order": 5,
+                   "aliases": {"all-logs": {"index_routing": "1"}, "shared": {"is_hidden": true}}}),
+        );
+        st.legacy_templates.insert(
+            "logs-low".into(),
+            json!({"index_patterns": ["logs-*"], "order": -1,
+                   "aliases": {"all-logs": {"filter": {"term": {"a": 1}}}}}),
+        );
+        st.create_index(
+            "logs-2",
+            &json!({"aliases": {"shared": {"search_routing": "2"}}}),
+            &d,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            aliases(&st, "logs-2"),
+            vec![
+                ("all-logs".to_string(), json!({"index_routing": "1"})),
+                ("logs-2-alias".to_string(), json!({"is_hidden": true})),
+                ("shared".to_string(), json!({"search_routing": "2"})),
+            ]
+        );
         // the templates keep the placeholder for the next index
         assert!(st.legacy_templates["logs"]["aliases"]
             .get("{index}-alias")
