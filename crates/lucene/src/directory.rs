@@ -1,7 +1,7 @@
 //! Where Lucene files come from: a [`Directory`] of named files, each opened as a
 //! [`FileSlice`] — a cheap, clonable view of a byte range of some backing storage.
 //!
-//! Backing storage is anything that implements [`FileHandle`]: a memory-mapped local
+//! Backing storage is anything that implements [`FileHandle`]: a local
 //! file, an in-memory buffer, a blob in an object store, a range of another file
 //! (compound files), or several blobs concatenated (multi-part snapshot files).
 //! Readers decode from slices, so nothing is copied until it must be.
@@ -137,7 +137,7 @@ impl FileSlice {
             .read_bytes(self.start + range.start..self.start + range.end)
     }
 
-    /// All bytes of this slice. Zero-copy for mmap and memory backends.
+    /// All bytes of this slice. Zero-copy for memory backends.
     pub fn read_all(&self) -> Result<Bytes, DirectoryError> {
         self.read_bytes(0..self.len())
     }
@@ -278,7 +278,8 @@ impl Directory for SliceDirectory {
     }
 }
 
-/// A local directory; files are memory-mapped on open.
+/// A local directory; files are read with positioned reads ([`crate::LocalFile`]), so
+/// memory does not grow with the size of the files scanned.
 #[derive(Debug, Clone)]
 pub struct FsDirectory {
     root: PathBuf,
@@ -326,39 +327,8 @@ impl Directory for FsDirectory {
     fn open_file(&self, name: &str) -> Result<FileSlice, DirectoryError> {
         let path = self.root.join(name);
         let display = path.display().to_string();
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(DirectoryError::NotFound { file: display })
-            }
-            Err(source) => {
-                return Err(DirectoryError::Io {
-                    file: display,
-                    source,
-                })
-            }
-        };
-        let len = file
-            .metadata()
-            .map_err(|source| DirectoryError::Io {
-                file: display.clone(),
-                source,
-            })?
-            .len();
-        if len == 0 {
-            return Ok(FileSlice::from_bytes(display, Bytes::new()));
-        }
-        // SAFETY: the mapping is read-only. Index and snapshot files are immutable once
-        // written (Lucene and Elasticsearch never rewrite a file in place); a file truncated
-        // underneath us by another process is outside the contract, as with every mmap reader.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| DirectoryError::Io {
-            file: display.clone(),
-            source,
-        })?;
-        Ok(FileSlice::new(Arc::new(MemoryFile {
-            name: display,
-            bytes: Bytes::from_owner(map),
-        })))
+        let file = crate::local_file::LocalFile::open(&path, display)?;
+        Ok(FileSlice::new(Arc::new(file)))
     }
 }
 
@@ -384,7 +354,7 @@ mod tests {
     }
 
     #[test]
-    fn fs_directory_maps_files() {
+    fn fs_directory_reads_files() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a"), b"hello").unwrap();
         std::fs::write(dir.path().join("empty"), b"").unwrap();

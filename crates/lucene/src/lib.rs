@@ -34,6 +34,7 @@ pub mod doc_values;
 pub mod error;
 pub mod field_infos;
 pub mod live_docs;
+pub mod local_file;
 pub mod names;
 mod reader;
 pub mod segment_info;
@@ -47,6 +48,7 @@ pub use directory::{
 };
 pub use error::{Error, Result};
 pub use field_infos::{DocValuesType, FieldInfo, FieldInfos};
+pub use local_file::LocalFile;
 pub use reader::{Documents, IndexReader, OpenOptions, SegmentReader, StoredFieldVisitor};
 pub use segment_info::SegmentInfo;
 pub use stored_fields::{StoredFieldsReader, StoredValue};

@@ -10,7 +10,11 @@ pub fn init(format: &str, verbose: u8, quiet: bool) {
         (false, _) => "trace",
     };
     let filter = EnvFilter::try_from_env("RFS_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // Colours only on a terminal, and never when NO_COLOR is set (https://no-color.org).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt()
+        .with_ansi(ansi)
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let _ = if format == "json" {

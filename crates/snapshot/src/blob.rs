@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lucene::{FileHandle, MemoryFile};
+use lucene::{FileHandle, LocalFile};
 
 use crate::error::{Error, Result};
 
@@ -59,7 +59,8 @@ pub fn join(dir: &str, name: &str) -> String {
 }
 
 /// A repository on a local (or mounted) filesystem: the `location` of an `fs` repository.
-/// Blobs are memory-mapped when opened for the Lucene reader, so nothing is copied.
+/// Blobs are read with positioned reads ([`LocalFile`]): nothing is staged, and memory does
+/// not grow with the size of the shard files scanned.
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     root: PathBuf,
@@ -105,19 +106,9 @@ impl LocalStore {
         }
     }
 
-    fn map(&self, name: &str) -> Result<Bytes> {
+    fn file(&self, name: &str) -> Result<LocalFile> {
         let path = self.path(name)?;
-        let file = std::fs::File::open(&path).map_err(|e| self.io_error(name, e))?;
-        let len = file.metadata().map_err(|e| self.io_error(name, e))?.len();
-        if len == 0 {
-            return Ok(Bytes::new());
-        }
-        // SAFETY: read-only mapping of a repository blob. Snapshot blobs are immutable once
-        // written (Elasticsearch never rewrites a data or metadata blob in place); a blob
-        // truncated underneath us by another process is outside the contract of every mmap
-        // reader.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| self.io_error(name, e))?;
-        Ok(Bytes::from_owner(map))
+        Ok(LocalFile::open(&path, path.display().to_string())?)
     }
 }
 
@@ -165,31 +156,28 @@ impl BlobStore for LocalStore {
     }
 
     fn read(&self, name: &str) -> Result<Bytes> {
-        self.map(name)
+        let file = self.file(name)?;
+        Ok(file.read_bytes(0..file.len())?)
     }
 
     fn read_range(&self, name: &str, range: Range<u64>) -> Result<Bytes> {
-        let all = self.map(name)?;
-        if range.start > range.end || range.end > all.len() as u64 {
+        let file = self.file(name)?;
+        if range.start > range.end || range.end > file.len() {
             return Err(Error::corrupt(
-                self.root.join(name).display().to_string(),
+                file.name(),
                 format!(
                     "read of bytes {}..{} is outside the blob (length {})",
                     range.start,
                     range.end,
-                    all.len()
+                    file.len()
                 ),
             ));
         }
-        Ok(all.slice(range.start as usize..range.end as usize))
+        Ok(file.read_bytes(range)?)
     }
 
     fn open(&self, name: &str, _len: u64) -> Result<Arc<dyn FileHandle>> {
-        let bytes = self.map(name)?;
-        Ok(Arc::new(MemoryFile::new(
-            self.root.join(name).display().to_string(),
-            bytes,
-        )))
+        Ok(Arc::new(self.file(name)?))
     }
 }
 

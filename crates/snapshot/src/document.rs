@@ -132,7 +132,7 @@ pub fn sniff_source(raw: &[u8]) -> Option<SourceFormat> {
 pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
     match sniff_source(raw) {
         Some(SourceFormat::Json) => {
-            if !raw.iter().any(|&b| b == b'\n' || b == b'\r') {
+            if memchr::memchr2(b'\n', b'\r', raw).is_none() {
                 return Ok(Bytes::copy_from_slice(raw));
             }
             minify_json(raw).map(Bytes::from)

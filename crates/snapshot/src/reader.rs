@@ -234,7 +234,8 @@ struct Fields {
     id: Option<std::result::Result<String, String>>,
     uid: Option<String>,
     routing: Option<String>,
-    source: Option<Vec<u8>>,
+    /// `_source` already normalised (one copy, straight from the decompressed chunk).
+    source: Option<std::result::Result<bytes::Bytes, String>>,
 }
 
 impl Fields {
@@ -242,16 +243,13 @@ impl Fields {
         self.id = None;
         self.uid = None;
         self.routing = None;
-        if let Some(s) = self.source.as_mut() {
-            s.clear();
-        }
+        self.source = None;
     }
 }
 
-/// Reused between documents; `source_set` tells whether `_source` was seen.
+/// Collects the fields of one document into the reused [`Fields`].
 struct Visitor<'a> {
     f: &'a mut Fields,
-    source_set: bool,
 }
 
 impl StoredFieldVisitor for Visitor<'_> {
@@ -262,10 +260,7 @@ impl StoredFieldVisitor for Visitor<'_> {
             ("_uid", StoredValue::String(s)) => self.f.uid = Some(s.to_string()),
             ("_routing", StoredValue::String(s)) => self.f.routing = Some(s.to_string()),
             ("_source", StoredValue::Binary(b)) => {
-                let buf = self.f.source.get_or_insert_with(Vec::new);
-                buf.clear();
-                buf.extend_from_slice(b);
-                self.source_set = true;
+                self.f.source = Some(normalize_source(b));
             }
             _ => {}
         }
@@ -334,7 +329,6 @@ impl Iterator for Documents<'_> {
             self.visitor.clear();
             let mut v = Visitor {
                 f: &mut self.visitor,
-                source_set: false,
             };
             let doc = match self.inner.next(&mut v) {
                 Ok(Some(d)) => d,
@@ -350,7 +344,7 @@ impl Iterator for Documents<'_> {
                     }));
                 }
             };
-            let has_source = v.source_set;
+            let has_source = self.visitor.source.is_some();
             let uid = self.visitor.uid.take();
             let stored_id = self.visitor.id.take();
             let routing = self.visitor.routing.take();
@@ -379,7 +373,7 @@ impl Iterator for Documents<'_> {
                     continue;
                 }
             };
-            if !has_source {
+            let Some(normalized) = self.visitor.source.take() else {
                 self.skip(
                     doc,
                     Some(id),
@@ -387,10 +381,7 @@ impl Iterator for Documents<'_> {
                     "document has no _source (source disabled or synthetic)".into(),
                 );
                 continue;
-            }
-            let raw = self.visitor.source.take().unwrap_or_default();
-            let normalized = normalize_source(&raw);
-            self.visitor.source = Some(raw);
+            };
             let source = match normalized {
                 Ok(s) => s,
                 Err(e) => {

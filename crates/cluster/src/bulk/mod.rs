@@ -476,7 +476,13 @@ impl BulkSender {
         let opts = &self.inner.opts;
         let mut chunks = Vec::new();
         let mut members = Vec::new();
-        let mut buf = Vec::with_capacity(opts.max_bytes.min(1 << 24) + 4096);
+        // Sized for what is to come rather than for the ceiling: a mostly empty 10 MB
+        // buffer per request costs page faults on every batch.
+        let estimate: usize = pending
+            .iter()
+            .map(|p| p.doc.source.len() + p.doc.id.len() + p.doc.index.len() + 64)
+            .sum();
+        let mut buf = Vec::with_capacity(estimate.min(opts.max_bytes).min(1 << 24) + 4096);
         for (i, p) in pending.iter().enumerate() {
             let before = buf.len();
             if let Err(reason) = self.inner.encoder.encode(&mut buf, &p.doc) {
