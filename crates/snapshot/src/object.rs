@@ -24,8 +24,9 @@ use crate::error::{Error, Result};
 
 /// Default read-ahead window for sequential scans of remote files.
 pub const DEFAULT_WINDOW: u64 = 8 << 20;
-/// Default number of windows kept per open file.
-pub const DEFAULT_WINDOWS_PER_FILE: usize = 4;
+/// Default number of windows the whole store keeps (fetched or in flight), whatever the
+/// number of open files: with the default window, 64 MB.
+pub const DEFAULT_WINDOWS: usize = 8;
 
 /// Owns a tokio runtime and shuts it down without blocking when dropped (dropping a
 /// runtime normally blocks, which panics inside async code).
@@ -66,7 +67,10 @@ struct Inner {
     base: String,
     rt: Runtime,
     window: u64,
-    windows_per_file: usize,
+    /// Windows kept by the whole store, in least-recently-used order of eviction.
+    max_windows: usize,
+    windows: Mutex<Windows>,
+    next_file: std::sync::atomic::AtomicU64,
 }
 
 impl Inner {
@@ -155,13 +159,16 @@ impl ObjectStoreBlobs {
                 base: base.trim_matches('/').to_string(),
                 rt: Runtime::new()?,
                 window: DEFAULT_WINDOW,
-                windows_per_file: DEFAULT_WINDOWS_PER_FILE,
+                max_windows: DEFAULT_WINDOWS,
+                windows: Mutex::new(Windows::default()),
+                next_file: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
 
-    /// Sets the read-ahead window and how many windows each open file keeps.
-    pub fn with_read_ahead(self, window: u64, windows_per_file: usize) -> Self {
+    /// Sets the read-ahead window and how many windows the store keeps in all (at least
+    /// two: the one being read and the next one being fetched).
+    pub fn with_read_ahead(self, window: u64, max_windows: usize) -> Self {
         let inner = match Arc::try_unwrap(self.inner) {
             Ok(inner) => inner,
             Err(shared) => {
@@ -172,7 +179,7 @@ impl ObjectStoreBlobs {
         ObjectStoreBlobs {
             inner: Arc::new(Inner {
                 window: window.max(64 << 10),
-                windows_per_file: windows_per_file.max(1),
+                max_windows: max_windows.max(2),
                 ..inner
             }),
         }
@@ -252,12 +259,16 @@ impl BlobStore for ObjectStoreBlobs {
     }
 
     fn open(&self, name: &str, len: u64) -> Result<Arc<dyn FileHandle>> {
+        let id = self
+            .inner
+            .next_file
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Arc::new(ReadAheadFile {
             inner: self.inner.clone(),
+            id,
             blob: name.to_string(),
             display: self.inner.display(name),
             len,
-            state: Mutex::new(Windows::default()),
         }))
     }
 }
@@ -286,23 +297,27 @@ impl Slot {
     }
 }
 
+/// The windows of every open file of a store, bounded in number so that memory does not
+/// grow with the number of files (a shard may have hundreds) or their size.
 #[derive(Default)]
 struct Windows {
-    /// start → (end, slot, last use)
-    map: HashMap<u64, (u64, Arc<Slot>, u64)>,
+    /// (file, start) → (end, slot, last use)
+    map: HashMap<(u64, u64), (u64, Arc<Slot>, u64)>,
     tick: u64,
 }
 
-/// A remote blob read through a few large windows: a read outside every cached window
-/// fetches a window starting at that offset; a read in the second half of a window
-/// prefetches the next one in the background. Sequential stored-field scans therefore
-/// make one request per window and rarely wait.
+/// A remote blob read through large windows: a read outside every cached window fetches a
+/// window starting at that offset; a read in the second half of a window prefetches the
+/// next one in the background. Sequential stored-field scans therefore make one request
+/// per window and rarely wait. Reads are copied out of the window, so no returned buffer
+/// keeps a whole window alive after it is evicted.
 struct ReadAheadFile {
     inner: Arc<Inner>,
+    /// Key of this file in the store's window cache.
+    id: u64,
     blob: String,
     display: String,
     len: u64,
-    state: Mutex<Windows>,
 }
 
 impl fmt::Debug for ReadAheadFile {
@@ -316,13 +331,13 @@ impl ReadAheadFile {
     fn start_window(&self, w: &mut Windows, start: u64, end: u64) -> Arc<Slot> {
         w.tick += 1;
         let tick = w.tick;
-        if let Some(e) = w.map.get_mut(&start) {
+        if let Some(e) = w.map.get_mut(&(self.id, start)) {
             if e.0 >= end {
                 e.2 = tick;
                 return e.1.clone();
             }
         }
-        while w.map.len() >= self.inner.windows_per_file {
+        while w.map.len() >= self.inner.max_windows {
             let oldest = w.map.iter().min_by_key(|(_, v)| v.2).map(|(k, _)| *k);
             match oldest {
                 Some(k) => {
@@ -332,7 +347,7 @@ impl ReadAheadFile {
             }
         }
         let slot = Arc::new(Slot::default());
-        w.map.insert(start, (end, slot.clone(), tick));
+        w.map.insert((self.id, start), (end, slot.clone(), tick));
         let store = self.inner.store.clone();
         let key = self.inner.key(&self.blob);
         let s = slot.clone();
@@ -377,15 +392,15 @@ impl FileHandle for ReadAheadFile {
                 .get_range(&self.blob, range)
                 .map_err(|e| backend(e.to_string()));
         }
-        let (start, slot, prefetch) = {
-            let mut w = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (start, slot) = {
+            let mut w = self.inner.windows.lock().unwrap_or_else(|p| p.into_inner());
             w.tick += 1;
             let tick = w.tick;
             let hit = w
                 .map
                 .iter_mut()
-                .find(|(s, v)| **s <= range.start && range.end <= v.0)
-                .map(|(s, v)| {
+                .find(|((f, s), v)| *f == self.id && *s <= range.start && range.end <= v.0)
+                .map(|((_, s), v)| {
                     v.2 = tick;
                     (*s, v.0, v.1.clone())
                 });
@@ -400,14 +415,13 @@ impl FileHandle for ReadAheadFile {
             // Past the middle of this window: fetch the next one in the background.
             let prefetch = range.end > start + (end - start) / 2
                 && end < self.len
-                && !w.map.contains_key(&end);
+                && !w.map.contains_key(&(self.id, end));
             if prefetch {
                 let next_end = (end + window).min(self.len);
                 self.start_window(&mut w, end, next_end);
             }
-            (start, slot, prefetch)
+            (start, slot)
         };
-        let _ = prefetch;
         let data = slot.wait().map_err(backend)?;
         let a = (range.start - start) as usize;
         let b = (range.end - start) as usize;
@@ -417,7 +431,14 @@ impl FileHandle for ReadAheadFile {
                 data.len()
             )));
         }
-        Ok(data.slice(a..b))
+        Ok(Bytes::copy_from_slice(&data[a..b]))
+    }
+}
+
+impl Drop for ReadAheadFile {
+    fn drop(&mut self) {
+        let mut w = self.inner.windows.lock().unwrap_or_else(|p| p.into_inner());
+        w.map.retain(|(f, _), _| *f != self.id);
     }
 }
 
@@ -482,5 +503,26 @@ mod tests {
             &s.read_range("indices/x/0/__a", 10..20).unwrap()[..],
             &data[10..20]
         );
+    }
+
+    #[test]
+    fn windows_are_bounded_for_the_whole_store() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
+        let s = store_with("indices/x/0/__a", data.clone());
+        // Many handles on the same blob stand for the many files of a large shard.
+        let files: Vec<_> = (0..10)
+            .map(|_| s.open("indices/x/0/__a", 200_000).unwrap())
+            .collect();
+        for (i, f) in files.iter().enumerate() {
+            let a = (i as u64) * 10_000;
+            assert_eq!(
+                &f.read_bytes(a..a + 40_000).unwrap()[..],
+                &data[a as usize..a as usize + 40_000]
+            );
+            let held = s.inner.windows.lock().unwrap().map.len();
+            assert!(held <= 2, "{held} windows held with a budget of 2");
+        }
+        drop(files);
+        assert!(s.inner.windows.lock().unwrap().map.is_empty());
     }
 }

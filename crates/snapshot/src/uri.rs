@@ -114,7 +114,7 @@ pub fn open_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobStore>> 
     };
     let mut blobs = ObjectStoreBlobs::new(store, shown, base)?;
     if let Some(w) = opts.read_ahead {
-        blobs = blobs.with_read_ahead(w, crate::object::DEFAULT_WINDOWS_PER_FILE);
+        blobs = blobs.with_read_ahead(w, crate::object::DEFAULT_WINDOWS);
     }
     Ok(Arc::new(blobs))
 }
