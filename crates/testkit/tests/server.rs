@@ -1399,6 +1399,34 @@ fn typed_gets_with_all_and_head_requests() {
     );
     let (st, _) = call(&c, "GET", &format!("{u}/i/other/1/_source"), None);
     assert_eq!(st, 404);
+    // typed search and count list only indices of that type
+    let (_, other) = call(&c, "PUT", &format!("{u}/o/other/1"), Some(&json!({"f": 9})));
+    assert_eq!(other["result"], "created");
+    for (path, want) in [
+        ("i,o/doc/_search", vec!["i"]),
+        ("i,o/other/_search", vec!["o"]),
+        ("i,o/doc,other/_search", vec!["i", "o"]),
+        ("i,o/_all/_search", vec!["i", "o"]),
+        ("_all/nothing/_search", vec![]),
+    ] {
+        let (st, v) = call(&c, "GET", &format!("{u}/{path}"), None);
+        assert_eq!(st, 200, "{path}: {v}");
+        let mut got: Vec<&str> = v["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["_index"].as_str().unwrap())
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{path}");
+        let count_path = path.replace("_search", "_count");
+        let (st, v) = call(&c, "GET", &format!("{u}/{count_path}"), None);
+        assert_eq!(
+            (st, v["count"].clone()),
+            (200, json!(want.len())),
+            "{count_path}"
+        );
+    }
     // HEAD: status only, no body
     for (path, want) in [
         ("i/doc/1", 200),
@@ -1422,6 +1450,12 @@ fn typed_gets_with_all_and_head_requests() {
     assert_eq!(st, 201);
     let (st, v) = call(&c, "GET", &format!("{}/j/_all/1", es7.url()), None);
     assert_eq!((st, v["_source"].clone()), (200, json!({"g": 1})));
+    let (st, v) = call(&c, "GET", &format!("{}/j/_doc/_search", es7.url()), None);
+    assert_eq!(
+        (st, v["hits"]["total"]["value"].clone()),
+        (200, json!(1)),
+        "{v}"
+    );
     for srv in [
         TestServer::start(ServerConfig::elasticsearch("8.15.0")),
         TestServer::start(ServerConfig::opensearch("2.11.0")),

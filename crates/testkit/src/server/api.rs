@@ -427,8 +427,8 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
     match segs {
         [] if get => c.ok(200, root(c.shared)),
         ["_bulk"] if write => do_bulk(c, None, None),
-        ["_search"] if get || m == Method::POST => search(c, "_all"),
-        ["_count"] if get || m == Method::POST => count(c, "_all"),
+        ["_search"] if get || m == Method::POST => search(c, "_all", None),
+        ["_count"] if get || m == Method::POST => count(c, "_all", None),
         ["_mget"] if get || m == Method::POST => mget(c, None),
         ["_refresh"] if get || m == Method::POST => refresh(c, "_all"),
         ["_cluster", "health", ..] if get => health(c),
@@ -475,8 +475,8 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
             _ => Err(no_handler(&m, segs)),
         },
         [idx, "_bulk"] if write => do_bulk(c, Some(idx), None),
-        [idx, "_search"] if get || m == Method::POST => search(c, idx),
-        [idx, "_count"] if get || m == Method::POST => count(c, idx),
+        [idx, "_search"] if get || m == Method::POST => search(c, idx, None),
+        [idx, "_count"] if get || m == Method::POST => count(c, idx, None),
         [idx, "_mget"] if get || m == Method::POST => mget(c, Some(idx)),
         [idx, "_refresh"] if get || m == Method::POST => refresh(c, idx),
         [idx, "_mapping", ..] if get => get_mappings(c, idx),
@@ -489,6 +489,13 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         [idx, "_alias", name] | [idx, "_aliases", name] if write => put_alias(c, idx, name),
         [idx, "_alias", name] | [idx, "_aliases", name] if m == Method::DELETE => {
             delete_alias(c, idx, name)
+        }
+        // typed search and count (ES ≤ 7): only indices whose mapping type is listed
+        [idx, t, "_search"] if (get || m == Method::POST) && typed_search(c, t) => {
+            search(c, idx, Some(t))
+        }
+        [idx, t, "_count"] if (get || m == Method::POST) && typed_search(c, t) => {
+            count(c, idx, Some(t))
         }
         [idx, "_doc"] if m == Method::POST => write_doc(c, idx, None, "", DocOp::Index),
         [idx, "_doc", id] => doc_endpoint(c, idx, None, id, segs),
@@ -521,6 +528,11 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
 
 fn typed_ok(c: &Ctx<'_>) -> bool {
     c.shared.dialect.accepts_types()
+}
+
+/// `/{index}/{type}/_search` for a type name (or `_doc`, `_all`) on a dialect with types.
+fn typed_search(c: &Ctx<'_>, t: &str) -> bool {
+    typed_ok(c) && (!t.starts_with('_') || t == "_doc" || t == "_all")
 }
 
 fn root(shared: &Shared) -> Value {
@@ -910,7 +922,29 @@ fn matching<'a>(st: &'a State, targets: &'a [String], q: &Query, keys: &[SortKey
     hits
 }
 
-fn search(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
+/// Concrete indices of `idx` whose mapping type is in the comma-separated `types` (`_all` or
+/// none: every index).
+fn search_targets(
+    c: &Ctx<'_>,
+    st: &State,
+    idx: &str,
+    types: Option<&str>,
+) -> Result<Vec<String>, EsError> {
+    let mut targets = st.resolve(idx, c.flag("ignore_unavailable").unwrap_or(false))?;
+    if let Some(types) = types.filter(|t| *t != "_all") {
+        targets.retain(|n| {
+            let t = st
+                .indices
+                .get(n)
+                .and_then(|i| i.type_name.as_deref())
+                .unwrap_or("_doc");
+            types.split(',').any(|x| x == t)
+        });
+    }
+    Ok(targets)
+}
+
+fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp, EsError> {
     let body = c.json()?;
     if let Some(m) = body.as_object() {
         for k in m.keys() {
@@ -951,9 +985,8 @@ fn search(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
         || body.get("seq_no_primary_term").and_then(Value::as_bool) == Some(true);
     let with_version = body.get("version").and_then(Value::as_bool) == Some(true);
     let with_source = !matches!(body.get("_source"), Some(Value::Bool(false)));
-    let lenient = c.flag("ignore_unavailable").unwrap_or(false);
     let st = c.state();
-    let targets = st.resolve(idx, lenient)?;
+    let targets = search_targets(c, &st, idx, types)?;
     let mut hits = matching(&st, &targets, &q, &keys);
     if sorted {
         hits.sort_by(|a, b| query::order(&a.sort, &b.sort, &keys));
@@ -1050,14 +1083,14 @@ fn search(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
     )
 }
 
-fn count(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
+fn count(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp, EsError> {
     let body = c.json()?;
     let q = match body.get("query") {
         Some(v) => Query::parse(v)?,
         None => Query::All,
     };
     let st = c.state();
-    let targets = st.resolve(idx, c.flag("ignore_unavailable").unwrap_or(false))?;
+    let targets = search_targets(c, &st, idx, types)?;
     let mut n: u64 = matching(&st, &targets, &q, &[]).len() as u64;
     if matches!(q, Query::All) {
         n += targets
