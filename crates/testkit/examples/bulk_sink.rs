@@ -2,7 +2,8 @@
 //! sender benchmarks). Prints one figure per line: MB/s of document source and docs/s, with the
 //! client in the same process (so the figure is a lower bound for the sink alone).
 //!
-//! `cargo run --release -p testkit --example bulk_sink [-- DOCS_PER_REQUEST CONCURRENCY SECONDS]`
+//! `cargo run --release -p testkit --example bulk_sink [-- DOCS_PER_REQUEST CONCURRENCY SECONDS]
+//! [--filter-path]` (`--filter-path` asks for the trimmed item results the cluster client asks for)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -74,7 +75,15 @@ fn main() {
         .build()
         .expect("runtime");
     let sent = Arc::new(AtomicU64::new(0));
-    let url = format!("{}/_bulk", server.url());
+    let filtered = std::env::args().any(|a| a == "--filter-path");
+    let url = if filtered {
+        format!(
+            "{}/_bulk?filter_path=errors,items.*.status,items.*._id,items.*.error",
+            server.url()
+        )
+    } else {
+        format!("{}/_bulk", server.url())
+    };
     let started = Instant::now();
     let (cpu0, server_cpu0) = (cpu_seconds(""), cpu_seconds("testkit-server"));
     rt.block_on(async {
@@ -125,4 +134,5 @@ fn main() {
     println!("sink_requests_per_s {:.1}", requests as f64 / secs);
     println!("sink_docs_per_request {docs}");
     println!("sink_concurrency {concurrency}");
+    println!("sink_filter_path {filtered}");
 }
