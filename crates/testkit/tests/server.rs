@@ -1427,6 +1427,64 @@ fn typed_gets_with_all_and_head_requests() {
             "{count_path}"
         );
     }
+    // typed mget: the path's type, or each doc's `_type`
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/i/doc/_mget"),
+        Some(&json!({"ids": ["1", "2"]})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let found: Vec<Value> = v["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["found"].clone())
+        .collect();
+    assert_eq!(found, vec![json!(true), json!(false)]);
+    let (_, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/_mget"),
+        Some(&json!({"docs": [
+            {"_index": "i", "_type": "doc", "_id": "1"},
+            {"_index": "i", "_type": "other", "_id": "1"},
+            {"_index": "o", "_type": "_all", "_id": "1"},
+            {"_index": "o", "_id": "1"}
+        ]})),
+    );
+    let found: Vec<Value> = v["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["found"].clone())
+        .collect();
+    assert_eq!(
+        found,
+        vec![json!(true), json!(false), json!(true), json!(true)],
+        "{v}"
+    );
+    let (_, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/i/other/_mget"),
+        Some(&json!({"ids": ["1"]})),
+    );
+    assert_eq!(v["docs"][0]["found"], false);
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/_mget"),
+        Some(&json!({"docs": [{"_index": "i", "_id": "1"}, {"_index": "i"}]})),
+    );
+    assert_eq!(st, 400);
+    assert!(
+        v["error"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("id is missing for doc 1"),
+        "{v}"
+    );
     // HEAD: status only, no body
     for (path, want) in [
         ("i/doc/1", 200),

@@ -429,7 +429,7 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_bulk"] if write => do_bulk(c, None, None),
         ["_search"] if get || m == Method::POST => search(c, "_all", None),
         ["_count"] if get || m == Method::POST => count(c, "_all", None),
-        ["_mget"] if get || m == Method::POST => mget(c, None),
+        ["_mget"] if get || m == Method::POST => mget(c, None, None),
         ["_refresh"] if get || m == Method::POST => refresh(c, "_all"),
         ["_cluster", "health", ..] if get => health(c),
         ["_cluster", "settings"] if get => get_cluster_settings(c),
@@ -477,7 +477,7 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         [idx, "_bulk"] if write => do_bulk(c, Some(idx), None),
         [idx, "_search"] if get || m == Method::POST => search(c, idx, None),
         [idx, "_count"] if get || m == Method::POST => count(c, idx, None),
-        [idx, "_mget"] if get || m == Method::POST => mget(c, Some(idx)),
+        [idx, "_mget"] if get || m == Method::POST => mget(c, Some(idx), None),
         [idx, "_refresh"] if get || m == Method::POST => refresh(c, idx),
         [idx, "_mapping", ..] if get => get_mappings(c, idx),
         [idx, "_mapping"] if write => put_mapping(c, idx, None),
@@ -496,6 +496,9 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         }
         [idx, t, "_count"] if (get || m == Method::POST) && typed_search(c, t) => {
             count(c, idx, Some(t))
+        }
+        [idx, t, "_mget"] if (get || m == Method::POST) && typed_search(c, t) => {
+            mget(c, Some(idx), Some(t))
         }
         [idx, "_doc"] if m == Method::POST => write_doc(c, idx, None, "", DocOp::Index),
         [idx, "_doc", id] => doc_endpoint(c, idx, None, id, segs),
@@ -818,31 +821,33 @@ fn get_doc(
     c.ok(status, v)
 }
 
-fn mget(c: &Ctx<'_>, idx: Option<&str>) -> Result<Resp, EsError> {
+/// `_mget` by `docs` or `ids`; `t` (typed paths, ES ≤ 7) or a doc's `_type` restricts the
+/// mapping type, `_all` meaning any.
+fn mget(c: &Ctx<'_>, idx: Option<&str>, t: Option<&str>) -> Result<Resp, EsError> {
     let body = c.json()?;
-    let mut wanted: Vec<(String, String)> = Vec::new();
+    let id_of = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut wanted: Vec<(String, Option<String>, String)> = Vec::new();
     if let Some(docs) = body.get("docs").and_then(Value::as_array) {
-        for d in docs {
+        for (n, d) in docs.iter().enumerate() {
             let index = d
                 .get("_index")
                 .and_then(Value::as_str)
                 .or(idx)
-                .ok_or_else(|| validation("index is missing for doc 0"))?;
-            let id = match d.get("_id") {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-                None => return Err(validation("id is missing for doc 0")),
-            };
-            wanted.push((index.to_string(), id));
+                .ok_or_else(|| validation(&format!("index is missing for doc {n}")))?;
+            let id = d
+                .get("_id")
+                .map(id_of)
+                .ok_or_else(|| validation(&format!("id is missing for doc {n}")))?;
+            let doc_type = d.get("_type").and_then(Value::as_str).or(t);
+            wanted.push((index.to_string(), doc_type.map(str::to_string), id));
         }
     } else if let Some(ids) = body.get("ids").and_then(Value::as_array) {
         let index = idx.ok_or_else(|| validation("index is missing for doc 0"))?;
         for id in ids {
-            let id = match id {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            wanted.push((index.to_string(), id));
+            wanted.push((index.to_string(), t.map(str::to_string), id_of(id)));
         }
     } else {
         return Err(validation("no documents to get"));
@@ -850,9 +855,12 @@ fn mget(c: &Ctx<'_>, idx: Option<&str>) -> Result<Resp, EsError> {
     let st = c.state();
     let docs: Vec<Value> = wanted
         .iter()
-        .map(|(i, id)| match doc_json(c, &st, i, None, id) {
-            Ok((v, _)) => v,
-            Err(e) => json!({"_index": i, "_id": id, "error": e.cause()}),
+        .map(|(i, doc_type, id)| {
+            let doc_type = doc_type.as_deref().filter(|t| *t != "_all");
+            match doc_json(c, &st, i, doc_type, id) {
+                Ok((v, _)) => v,
+                Err(e) => json!({"_index": i, "_id": id, "error": e.cause()}),
+            }
         })
         .collect();
     c.ok(200, json!({ "docs": docs }))
