@@ -230,6 +230,7 @@ async fn worker(
             cursor: to,
             docs: to - item.from_doc,
             bytes: (to - item.from_doc) * 100,
+            failed: 0,
         };
         let mut lost = false;
         let mut crashed = false;
@@ -254,6 +255,7 @@ async fn worker(
                 cursor,
                 docs: cursor - item.from_doc,
                 bytes: (cursor - item.from_doc) * 100,
+                failed: 0,
             };
             handed = true;
             if crash_pick == 0 {

@@ -114,12 +114,14 @@ pub enum Acquired {
 
 /// Position and totals reported by the worker. `cursor` is the shard-global Lucene doc id
 /// to resume at: every live document of the item below it has been acknowledged. `docs` and
-/// `bytes` are totals for the whole item (not increments).
+/// `bytes` are totals for the whole item (not increments); `failed` counts the documents
+/// among `docs` that the target refused for good (they are in a worker's failure log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Progress {
     pub cursor: u64,
     pub docs: u64,
     pub bytes: u64,
+    pub failed: u64,
 }
 
 /// What [`Lease::hand_off`] did.
@@ -416,6 +418,7 @@ impl Lease {
             cursor: self.cursor(),
             docs: self.rec.docs_done,
             bytes: self.rec.bytes_done,
+            failed: self.rec.docs_failed,
         }
     }
 
@@ -456,6 +459,7 @@ impl Lease {
             r.cursor = p.cursor;
             r.docs_done = p.docs;
             r.bytes_done = p.bytes;
+            r.docs_failed = p.failed;
         })
         .await
     }
@@ -467,6 +471,7 @@ impl Lease {
             r.cursor = r.to_doc.unwrap_or(p.cursor).max(p.cursor);
             r.docs_done = p.docs;
             r.bytes_done = p.bytes;
+            r.docs_failed = p.failed;
             r.state = State::Done;
             r.expiry = 0;
             r.completed_at = Some(now);
@@ -557,6 +562,7 @@ impl Lease {
             r.cursor = p.cursor;
             r.docs_done = p.docs;
             r.bytes_done = p.bytes;
+            r.docs_failed = p.failed;
             r.data = serde_json::json!({ "successor_exponent": exponent });
         })
         .await?;

@@ -101,6 +101,9 @@ pub struct Record {
     pub docs_done: u64,
     #[serde(default)]
     pub bytes_done: u64,
+    /// Of `docs_done`, documents the target refused for good (in a worker's failure log).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub docs_failed: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub successors: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,6 +133,7 @@ impl Record {
             to_doc: None,
             cursor: 0,
             docs_done: 0,
+            docs_failed: 0,
             bytes_done: 0,
             successors: Vec::new(),
             last_error: None,
@@ -215,6 +219,10 @@ impl WorkItem {
 /// `<index>__<shard>__<from_doc>`; parse from the right, since index names may hold `__`.
 pub fn item_id(index: &str, shard: u32, from_doc: u64) -> String {
     format!("{index}__{shard}__{from_doc}")
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

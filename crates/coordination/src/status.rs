@@ -23,6 +23,8 @@ pub struct Status {
     pub items: ItemCounts,
     pub docs_done: u64,
     pub bytes_done: u64,
+    /// Of `docs_done`, documents the target refused for good (see the failure logs).
+    pub docs_failed: u64,
     /// FAILED items with their last error.
     pub failures: Vec<Failure>,
     pub per_index: BTreeMap<String, IndexProgress>,
@@ -64,6 +66,7 @@ pub struct IndexProgress {
     pub items: ItemCounts,
     pub docs_done: u64,
     pub bytes_done: u64,
+    pub docs_failed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -102,6 +105,7 @@ impl Coordinator {
             items: ItemCounts::default(),
             docs_done: 0,
             bytes_done: 0,
+            docs_failed: 0,
             failures: Vec::new(),
             per_index: BTreeMap::new(),
             phases: Vec::new(),
@@ -119,6 +123,8 @@ impl Coordinator {
             ix.bytes_done += it.bytes_done;
             st.docs_done += it.docs_done;
             st.bytes_done += it.bytes_done;
+            ix.docs_failed += it.docs_failed;
+            st.docs_failed += it.docs_failed;
             if it.state == State::Failed {
                 st.failures.push(Failure {
                     id: it.id.clone(),

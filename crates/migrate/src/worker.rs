@@ -276,6 +276,7 @@ fn to_coord(p: Progress, base: coordination::Progress, from: u64) -> coordinatio
         cursor: p.cursor.map_or(base.cursor.max(from), |c| c + 1),
         docs: base.docs + p.docs,
         bytes: base.bytes + p.bytes,
+        failed: base.failed + p.failed,
     }
 }
 

@@ -56,6 +56,11 @@ impl DocumentSource for Source {
     }
 }
 
+/// Documents the sink refuses for good (as a target refuses a mapping conflict).
+fn refused(id: u64) -> bool {
+    id % 97 == 3
+}
+
 #[derive(Default)]
 struct Sink {
     got: Mutex<Vec<(String, u32, u64)>>,
@@ -65,13 +70,15 @@ impl DocumentSink for Sink {
     async fn send(&self, docs: Vec<Doc>) -> Result<SinkOutcome, SinkError> {
         tokio::time::sleep(Duration::from_millis(30)).await;
         let n = docs.len() as u64;
-        self.got
-            .lock()
-            .unwrap()
-            .extend(docs.into_iter().map(|d| (d.index, d.shard, d.id)));
+        let failed = docs.iter().filter(|d| refused(d.id)).count() as u64;
+        self.got.lock().unwrap().extend(
+            docs.into_iter()
+                .filter(|d| !refused(d.id))
+                .map(|d| (d.index, d.shard, d.id)),
+        );
         Ok(SinkOutcome {
-            indexed: n,
-            failed: 0,
+            indexed: n - failed,
+            failed,
             source_bytes: n * 100,
         })
     }
@@ -158,17 +165,26 @@ async fn workers_with_crashes_and_hand_offs_deliver_every_document() {
         assert_eq!(exit, WorkerExit::NoWorkLeft);
     }
     let got: BTreeSet<(String, u32, u64)> = sink.got.lock().unwrap().iter().cloned().collect();
-    let want: BTreeSet<(String, u32, u64)> = (0..SHARDS)
+    let live: Vec<(String, u32, u64)> = (0..SHARDS)
         .flat_map(|s| {
             (0..MAX_DOC)
                 .filter(|i| i % 5 != 0)
                 .map(move |i| ("ix".to_string(), s, i))
         })
         .collect();
+    let want: BTreeSet<(String, u32, u64)> =
+        live.iter().filter(|d| !refused(d.2)).cloned().collect();
     assert_eq!(got.len(), want.len(), "documents delivered");
     assert_eq!(got, want);
     let status = setup.status().await.unwrap();
     assert_eq!(status.items.failed, 0);
+    // The counts in the store are exact despite crashes and re-sends: every live document
+    // once, the refused ones among them.
+    let refused_live = live.iter().filter(|d| refused(d.2)).count() as u64;
+    assert!(refused_live > 0);
+    assert_eq!(status.docs_done, live.len() as u64);
+    assert_eq!(status.docs_failed, refused_live);
+    assert_eq!(status.per_index["ix"].docs_failed, refused_live);
     assert_eq!(status.items.open(), 0);
     assert!(
         status.items.total > items.len(),
@@ -245,7 +261,8 @@ async fn a_paused_fleet_sends_nothing_and_stop_ends_the_worker() {
     assert_eq!(exit, WorkerExit::NoWorkLeft);
     let got = sink.got.lock().unwrap().clone();
     let distinct: BTreeSet<_> = got.iter().cloned().collect();
-    assert_eq!(distinct.len(), (0..MAX_DOC).filter(|i| i % 5 != 0).count());
+    let delivered = (0..MAX_DOC).filter(|i| i % 5 != 0 && !refused(*i)).count();
+    assert_eq!(distinct.len(), delivered);
     assert_eq!(
         got.len(),
         distinct.len(),

@@ -68,7 +68,19 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
         "double grants: {:#?}",
         &doubles[..doubles.len().min(5)]
     );
-    let items = store.list(Kind::Item).await.unwrap();
+    // Fault-injecting stores may still refuse this read: retry transient errors, as the
+    // coordinator does for every store call.
+    let mut attempt = 0;
+    let items = loop {
+        match store.list(Kind::Item).await {
+            Ok(items) => break items,
+            Err(e) if e.is_transient() && attempt < 20 => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("listing the items: {e}"),
+        }
+    };
     let by_id: HashMap<&str, &Record> = items.iter().map(|r| (r.id.as_str(), r)).collect();
     let mut reached = 0;
     let mut failed = 0;

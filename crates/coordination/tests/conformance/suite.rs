@@ -249,6 +249,7 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
         cursor: 10,
         docs: 10,
         bytes: 100,
+        failed: 0,
     })
     .await
     .unwrap();
@@ -265,6 +266,7 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
             cursor: 20,
             docs: 20,
             bytes: 200,
+            failed: 0,
         })
         .await
         .unwrap_err();
@@ -280,6 +282,7 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
         cursor: 100,
         docs: 100,
         bytes: 1,
+        failed: 0,
     })
     .await
     .unwrap();
@@ -436,6 +439,7 @@ async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
         cursor: 4242,
         docs: 4000,
         bytes: 123_456,
+        failed: 17,
     };
     l.checkpoint(p).await.unwrap();
     drop(l); // kill -9
@@ -450,6 +454,9 @@ async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
     let got = l.progress();
     assert_eq!(got, p, "the checkpoint survived the crash");
     l.complete(got).await.unwrap();
+    let st = b.status().await.unwrap();
+    assert_eq!((st.docs_done, st.docs_failed), (4000, 17));
+    assert_eq!(st.per_index["a"].docs_failed, 17);
 }
 
 /// Drive every open item of `index` to the end (`total` docs per shard), 300 docs per lease,
@@ -466,6 +473,7 @@ async fn finish_all(store: &Arc<dyn Store>, cfg: &Config, total: u64) {
                     cursor: next,
                     docs: next - from,
                     bytes: 0,
+                    failed: 0,
                 };
                 if next == end {
                     l.complete(p).await.unwrap();
@@ -538,6 +546,7 @@ async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
             cursor: 100,
             docs: 100,
             bytes: 0,
+            failed: 0,
         })
         .await
         .unwrap();
@@ -545,6 +554,7 @@ async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
             cursor: 400,
             docs: 400,
             bytes: 0,
+            failed: 0,
         };
         let h = match point {
             None => l.hand_off(p, 0.2).await.unwrap(),
@@ -585,6 +595,7 @@ async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
         cursor: 10,
         docs: 10,
         bytes: 0,
+        failed: 0,
     };
     assert_eq!(
         l.hand_off(p, 0.01).await.unwrap(),
@@ -617,7 +628,8 @@ async fn split_ranges(f: &Factory, ns: &str) {
             Progress {
                 cursor: to + 1,
                 docs: 0,
-                bytes: 0
+                bytes: 0,
+                failed: 0
             },
             0.05
         )
@@ -637,6 +649,7 @@ async fn split_ranges(f: &Factory, ns: &str) {
                 cursor: end,
                 docs: end - start,
                 bytes: 0,
+                failed: 0,
             },
             0.05,
         )
@@ -794,6 +807,7 @@ async fn keeper_takeover(f: &Factory, ns: &str) {
             cursor: 5,
             docs: 5,
             bytes: 50,
+            failed: 0,
         })
         .await
         .unwrap();
@@ -832,6 +846,7 @@ async fn status_counts(f: &Factory, ns: &str) {
         cursor: 10,
         docs: 7,
         bytes: 700,
+        failed: 0,
     })
     .await
     .unwrap();

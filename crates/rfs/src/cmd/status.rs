@@ -1,5 +1,6 @@
 //! `rfs status`: fleet-wide progress read from the coordination store — items by state,
-//! documents and bytes done out of the snapshot's totals, rate and ETA, failures by type,
+//! documents and bytes done out of the snapshot's totals, rate and ETA, refused documents
+//! (fleet-wide from the store; by type from the failure logs given), failed items,
 //! and progress per index. `--watch` redraws every few seconds; `--json` prints one object.
 
 use std::collections::BTreeMap;
@@ -124,6 +125,7 @@ fn render_json(
             json!({
                 "items": p.items,
                 "docs_done": p.docs_done,
+                "docs_failed": p.docs_failed,
                 "bytes_done": p.bytes_done,
                 "live_docs": t.map(|t| t.live_docs),
                 "shards": t.map(|t| t.shards),
@@ -137,6 +139,7 @@ fn render_json(
         "control": s.control.as_str(),
         "items": s.items,
         "docs_done": s.docs_done,
+        "docs_failed": s.docs_failed,
         "bytes_done": s.bytes_done,
         "live_docs": live,
         "snapshot_bytes": totals.map(|t| t.indices.values().map(|i| i.bytes).sum::<u64>()),
@@ -188,6 +191,11 @@ fn render_text(v: &Value) -> String {
         )),
         _ => out.push_str(&format!("documents: {docs}\n")),
     }
+    if let Some(failed) = n("docs_failed").filter(|&f| f > 0) {
+        out.push_str(&format!(
+            "  of which {failed} refused by the target (in the workers' failure logs)\n"
+        ));
+    }
     out.push_str(&format!(
         "bytes: {} sent{}\n",
         human_bytes(n("bytes_done").unwrap_or(0) as f64),
@@ -223,19 +231,20 @@ fn render_text(v: &Value) -> String {
         ));
     }
     out.push_str(&format!(
-        "{:<40} {:>11} {:>12} {:>12}\n",
-        "index", "items done", "docs done", "live docs"
+        "{:<40} {:>11} {:>12} {:>12} {:>8}\n",
+        "index", "items done", "docs done", "live docs", "failed"
     ));
     for (name, p) in v["per_index"].as_object().into_iter().flatten() {
         out.push_str(&format!(
-            "{:<40} {:>5}/{:<5} {:>12} {:>12}\n",
+            "{:<40} {:>5}/{:<5} {:>12} {:>12} {:>8}\n",
             name,
             p["items"]["done"].as_u64().unwrap_or(0),
             p["items"]["total"].as_u64().unwrap_or(0),
             p["docs_done"].as_u64().unwrap_or(0),
             p["live_docs"]
                 .as_u64()
-                .map_or("?".to_string(), |l| l.to_string())
+                .map_or("?".to_string(), |l| l.to_string()),
+            p["docs_failed"].as_u64().unwrap_or(0)
         ));
     }
     out
