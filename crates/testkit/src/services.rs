@@ -343,11 +343,71 @@ pub struct Postgres {
     port: u16,
     root: bool,
     running: bool,
+    /// Extra `-c` settings (TLS).
+    extra: String,
 }
 
 impl Postgres {
     /// Initialises a cluster and starts it on a free port; `None` (skip) if PostgreSQL is not installed.
     pub fn start(test: &str) -> Option<Postgres> {
+        Self::start_with(test, false)
+    }
+
+    /// As [`Postgres::start`], but the server accepts TCP connections only over TLS, with a
+    /// certificate for `127.0.0.1`/`localhost` signed by a test CA ([`Postgres::ca_file`]).
+    pub fn start_tls(test: &str) -> Option<Postgres> {
+        Self::start_with(test, true)
+    }
+
+    /// PEM file of the CA that signed the server certificate of [`Postgres::start_tls`].
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// Writes a test CA and a server certificate, and a `pg_hba.conf` that refuses TCP
+    /// connections without TLS; returns the server settings that turn TLS on.
+    fn enable_tls(&self) -> String {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().expect("CA key");
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "rfs test PostgreSQL CA");
+        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().expect("server key");
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("server params");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "rfs test PostgreSQL");
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        let data = self.dir.path().join("data");
+        let write = |name: &str, text: String| {
+            let path = data.join(name);
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            if self.root {
+                let (uid, gid) = user_ids("postgres");
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("chown");
+            }
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .expect("chmod");
+        };
+        std::fs::write(self.ca_file(), ca_cert.pem()).expect("write the CA");
+        write("server.crt", cert.pem());
+        write("server.key", key.serialize_pem());
+        write(
+            "pg_hba.conf",
+            "local all all trust\n\
+             hostssl all all 127.0.0.1/32 trust\n\
+             hostnossl all all 127.0.0.1/32 reject\n"
+                .to_string(),
+        );
+        "-c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key".to_string()
+    }
+
+    fn start_with(test: &str, tls: bool) -> Option<Postgres> {
         let initdb = require_tool(test, "initdb")?;
         let pg_ctl = require_tool(test, "pg_ctl")?;
         let root = is_root();
@@ -383,7 +443,11 @@ impl Postgres {
             port: 0,
             root,
             running: false,
+            extra: String::new(),
         };
+        if tls {
+            pg.extra = pg.enable_tls();
+        }
         start_on_free_port("PostgreSQL", &log, |port| {
             pg.port = port;
             pg.try_start()
@@ -397,9 +461,10 @@ impl Postgres {
 
     fn try_start(&mut self) -> bool {
         let opts = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off {}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.extra
         );
         let status = as_postgres(&self.pg_ctl, self.root)
             .arg("-D")

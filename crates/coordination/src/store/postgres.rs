@@ -1,5 +1,8 @@
 //! PostgreSQL backend: one table, compare-and-set by a version column, the server's
-//! `clock_timestamp()` as the clock. Connections come from a small pool.
+//! `clock_timestamp()` as the clock. Connections come from a small pool; `sslmode=require`
+//! (with `sslrootcert=CA.pem` for a private CA) makes them TLS with a verified certificate.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -34,6 +37,30 @@ fn err(e: impl std::fmt::Display) -> Error {
     Error::store(BACKEND, e)
 }
 
+/// A pool error; a connection refused by the server carries the server's message.
+fn pool_err(e: deadpool_postgres::PoolError) -> Error {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => match e.as_db_error() {
+            Some(db) => err(format!(
+                "connecting: {}: {}",
+                db.code().code(),
+                db.message()
+            )),
+            None => {
+                // tokio-postgres keeps the cause (a TLS or I/O error) out of its message.
+                let mut msg = format!("connecting: {e}");
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    msg.push_str(&format!(": {c}"));
+                    cause = c.source();
+                }
+                err(msg)
+            }
+        },
+        other => err(other),
+    }
+}
+
 /// The database error's own message (tokio-postgres' Display hides it behind "db error").
 fn db_err(e: tokio_postgres::Error) -> Error {
     match e.as_db_error() {
@@ -42,23 +69,71 @@ fn db_err(e: tokio_postgres::Error) -> Error {
     }
 }
 
+/// A rustls connector trusting the public web roots and, if given, the PEM certificates of
+/// `root_cert`.
+fn tls_connector(
+    url: &str,
+    root_cert: Option<&str>,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, Error> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let bad = |reason: String| Error::BadUrl {
+        url: redact(url),
+        reason,
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = root_cert {
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+            .and_then(|it| it.collect::<Result<_, _>>())
+            .map_err(|e| bad(format!("sslrootcert {path}: {e}")))?;
+        if certs.is_empty() {
+            return Err(bad(format!("sslrootcert {path}: no PEM certificate in it")));
+        }
+        for c in certs {
+            roots
+                .add(c)
+                .map_err(|e| bad(format!("sslrootcert {path}: {e}")))?;
+        }
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| bad(format!("TLS setup: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
 impl PostgresStore {
     /// Connect to `url`; `?table=NAME` picks the table (default `rfs_coordination`).
     pub async fn open(url: &str) -> Result<Self, Error> {
         let (conn_url, table) = take_query_param(url, "table")?;
+        let (conn_url, root_cert) = take_query_param(&conn_url, "sslrootcert")?;
         let table = table.unwrap_or_else(|| "rfs_coordination".to_string());
         check_name(url, &table)?;
         let config: tokio_postgres::Config = conn_url.parse().map_err(|e| Error::BadUrl {
             url: redact(url),
             reason: format!("{e}"),
         })?;
-        let mgr = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        // `sslmode=require` means TLS with a verified server certificate (public roots and
+        // the CA file of `sslrootcert=`); otherwise the connection is plain, as libpq's
+        // default `prefer` would be against a server without TLS.
+        let mgr = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            let tls = tls_connector(url, root_cert.as_deref())?;
+            Manager::from_config(config, tls, manager_config)
+        } else {
+            if root_cert.is_some() {
+                return Err(Error::BadUrl {
+                    url: redact(url),
+                    reason: "sslrootcert is only used with sslmode=require".into(),
+                });
+            }
+            Manager::from_config(config, NoTls, manager_config)
+        };
         let pool = Pool::builder(mgr)
             .max_size(POOL_SIZE)
             .build()
@@ -110,7 +185,7 @@ impl PostgresStore {
         // Two workers creating the table at once can collide on the catalog: retry.
         let mut tries = 0;
         loop {
-            let client = store.pool.get().await.map_err(err)?;
+            let client = store.pool.get().await.map_err(pool_err)?;
             match client.batch_execute(&ddl).await {
                 Ok(()) => break,
                 Err(e) if tries < 5 => {
@@ -125,7 +200,7 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, Error> {
-        self.pool.get().await.map_err(err)
+        self.pool.get().await.map_err(pool_err)
     }
 }
 

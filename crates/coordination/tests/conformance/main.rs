@@ -42,6 +42,41 @@ async fn conformance_postgres() {
     suite::run_all("postgres", &factory(move |ns| format!("{base}?table={ns}"))).await;
 }
 
+/// PostgreSQL that accepts TCP connections only over TLS, with a private CA: the store
+/// connects with `sslmode=require&sslrootcert=`, and refuses a server it cannot verify.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_postgres_tls() {
+    let Some(pg) = testkit::services::Postgres::start_tls("conformance_postgres_tls") else {
+        return;
+    };
+    let base = pg.url();
+    let ca = pg.ca_file().display().to_string();
+    let first_use = |url: String| async move {
+        match open_store(&url).await {
+            Ok(store) => store.now().await.map(|_| ()),
+            Err(e) => Err(e),
+        }
+    };
+    // Without TLS the server refuses the connection.
+    let e = first_use(format!("{base}?table=plain")).await.unwrap_err();
+    assert!(e.to_string().contains("pg_hba.conf"), "{e}");
+    // With TLS but without the private CA, the certificate is not trusted.
+    let e = first_use(format!("{base}?sslmode=require&table=untrusted"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("certificate"), "{e}");
+    // sslrootcert without TLS is a mistake, said at once.
+    let e = first_use(format!("{base}?sslrootcert={ca}"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("sslmode=require"), "{e}");
+    suite::run_all(
+        "postgres-tls",
+        &factory(move |ns| format!("{base}?sslmode=require&sslrootcert={ca}&table={ns}")),
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_redis() {
     let Some(redis) = testkit::services::Redis::start("conformance_redis") else {
