@@ -336,6 +336,40 @@ fn user_ids(user: &str) -> (u32, u32) {
     (id("-u"), id("-g"))
 }
 
+/// A private CA and a server certificate for `127.0.0.1`/`localhost` signed by it, in PEM,
+/// for servers started with TLS.
+struct TestPki {
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+}
+
+impl TestPki {
+    fn new(server_name: &str) -> TestPki {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().expect("CA key");
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, format!("{server_name} CA"));
+        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().expect("server key");
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("server params");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, server_name);
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        TestPki {
+            ca_pem: ca_cert.pem(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+}
+
 /// A PostgreSQL server (user `postgres`, trust auth, fsync off) in a temporary directory.
 pub struct Postgres {
     dir: TempDir,
@@ -367,22 +401,7 @@ impl Postgres {
     /// Writes a test CA and a server certificate, and a `pg_hba.conf` that refuses TCP
     /// connections without TLS; returns the server settings that turn TLS on.
     fn enable_tls(&self) -> String {
-        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-        let ca_key = KeyPair::generate().expect("CA key");
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name
-            .push(DnType::CommonName, "rfs test PostgreSQL CA");
-        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
-        let issuer = Issuer::new(ca, ca_key);
-        let key = KeyPair::generate().expect("server key");
-        let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-                .expect("server params");
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "rfs test PostgreSQL");
-        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        let pki = TestPki::new("rfs test PostgreSQL");
         let data = self.dir.path().join("data");
         let write = |name: &str, text: String| {
             let path = data.join(name);
@@ -394,9 +413,9 @@ impl Postgres {
             std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
                 .expect("chmod");
         };
-        std::fs::write(self.ca_file(), ca_cert.pem()).expect("write the CA");
-        write("server.crt", cert.pem());
-        write("server.key", key.serialize_pem());
+        std::fs::write(self.ca_file(), &pki.ca_pem).expect("write the CA");
+        write("server.crt", pki.cert_pem.clone());
+        write("server.key", pki.key_pem.clone());
         write(
             "pg_hba.conf",
             "local all all trust\n\
@@ -613,19 +632,43 @@ pub struct Redis {
     dir: TempDir,
     bin: PathBuf,
     port: u16,
+    /// Serves TLS only (on `port`), with [`Redis::ca_file`] as its CA.
+    tls: bool,
 }
 
 impl Redis {
     /// Starts `redis-server` on a free port; `None` (skip) if it is not installed.
     pub fn start(test: &str) -> Option<Redis> {
+        Self::start_with(test, false)
+    }
+
+    /// As [`Redis::start`], but the server speaks only TLS, with a certificate for
+    /// `127.0.0.1`/`localhost` signed by a test CA ([`Redis::ca_file`]).
+    pub fn start_tls(test: &str) -> Option<Redis> {
+        Self::start_with(test, true)
+    }
+
+    /// PEM file of the CA that signed the certificate of [`Redis::start_tls`].
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    fn start_with(test: &str, tls: bool) -> Option<Redis> {
         let bin = require_tool(test, "redis-server")?;
         let dir = temp_dir("rfs-redis-");
         let log = dir.path().join("log");
+        if tls {
+            let pki = TestPki::new("rfs test Redis");
+            std::fs::write(dir.path().join("ca.pem"), &pki.ca_pem).expect("write the CA");
+            std::fs::write(dir.path().join("server.crt"), &pki.cert_pem).expect("write the cert");
+            std::fs::write(dir.path().join("server.key"), &pki.key_pem).expect("write the key");
+        }
         let mut r = Redis {
             proc: Proc { child: None },
             dir,
             bin,
             port: 0,
+            tls,
         };
         start_on_free_port("redis-server", &log, |port| {
             r.port = port;
@@ -640,8 +683,22 @@ impl Redis {
 
     fn try_start(&mut self) -> bool {
         let (out, err) = log_file(&self.log());
-        let child = Command::new(&self.bin)
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let mut cmd = Command::new(&self.bin);
+        if self.tls {
+            let file = |name: &str| self.dir.path().join(name);
+            cmd.args(["--port", "0", "--tls-port", &self.port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(file("server.crt"))
+                .arg("--tls-key-file")
+                .arg(file("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(file("ca.pem"))
+                .args(["--tls-auth-clients", "no"]);
+        } else {
+            cmd.args(["--port", &self.port.to_string()]);
+        }
+        let child = cmd
+            .args(["--bind", "127.0.0.1"])
             .args(["--daemonize", "no", "--save", "", "--appendonly", "yes"])
             .args(["--appendfsync", "no", "--protected-mode", "no"])
             .arg("--dir")
@@ -654,7 +711,8 @@ impl Redis {
         self.proc.child = Some(child);
         let deadline = Instant::now() + READY_TIMEOUT;
         while Instant::now() < deadline {
-            if redis_ping(self.port) {
+            // A TLS-only server cannot be PINGed in plain text; accepting TCP will do.
+            if (self.tls && tcp_connects(self.port)) || (!self.tls && redis_ping(self.port)) {
                 return true;
             }
             if self.proc.exited() {
@@ -669,9 +727,10 @@ impl Redis {
         );
     }
 
-    /// `redis://127.0.0.1:PORT/`
+    /// `redis://127.0.0.1:PORT/`, or `rediss://…` for [`Redis::start_tls`].
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}/", self.port)
     }
 
     /// The TCP port.

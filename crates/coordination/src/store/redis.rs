@@ -1,7 +1,8 @@
 //! Redis backend: each record is a hash (`d` = JSON, `v` = version); open work items sit in
 //! a sorted set scored by lease expiry, so "never leased or expired" is a rank range. Every
 //! write is a Lua script (atomic on the server); the clock is the server's `TIME`. All keys
-//! share the hash tag `{prefix}` so they live in one slot of a Redis Cluster too.
+//! share the hash tag `{prefix}` so they live in one slot of a Redis Cluster too. `rediss://`
+//! connects over TLS (`cacert=CA.pem` for a private CA).
 
 use async_trait::async_trait;
 use rand::Rng;
@@ -114,12 +115,31 @@ impl RedisStore {
     /// Connect to `url`; `?prefix=NAME` picks the key prefix (default `rfs`).
     pub async fn open(url: &str) -> Result<Self, Error> {
         let (conn_url, prefix) = take_query_param(url, "prefix")?;
+        let (conn_url, ca_file) = take_query_param(&conn_url, "cacert")?;
         let prefix = prefix.unwrap_or_else(|| "rfs".to_string());
         check_name(url, &prefix)?;
-        let client = redis::Client::open(conn_url.as_str()).map_err(|e| Error::BadUrl {
+        let bad = |reason: String| Error::BadUrl {
             url: redact(url),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        // `rediss://` is TLS with the system's trusted roots, or with the CA of `cacert=`.
+        let client = match ca_file {
+            None => redis::Client::open(conn_url.as_str()),
+            Some(_) if !conn_url.starts_with("rediss://") => {
+                return Err(bad("cacert is only used with rediss:// (TLS)".into()))
+            }
+            Some(path) => {
+                let pem = std::fs::read(&path).map_err(|e| bad(format!("cacert {path}: {e}")))?;
+                redis::Client::build_with_tls(
+                    conn_url.as_str(),
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(pem),
+                    },
+                )
+            }
+        }
+        .map_err(|e| bad(e.to_string()))?;
         let conn = ConnectionManager::new(client).await.map_err(err)?;
         Ok(RedisStore {
             conn,

@@ -86,6 +86,38 @@ async fn conformance_redis() {
     suite::run_all("redis", &factory(move |ns| format!("{base}?prefix={ns}"))).await;
 }
 
+/// Redis that speaks only TLS, with a private CA: `rediss://…?cacert=`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_redis_tls() {
+    let Some(redis) = testkit::services::Redis::start_tls("conformance_redis_tls") else {
+        return;
+    };
+    let base = redis.url();
+    assert!(base.starts_with("rediss://"));
+    let ca = redis.ca_file().display().to_string();
+    // The server's CA is not among the system's roots: refused.
+    let untrusted = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        open_store(&format!("{base}?prefix=untrusted")),
+    )
+    .await
+    .expect("refused in time");
+    let Err(e) = untrusted else {
+        panic!("an unverified server was accepted");
+    };
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+    let plain = base.replacen("rediss://", "redis://", 1);
+    let Err(e) = open_store(&format!("{plain}?cacert={ca}")).await else {
+        panic!("cacert without TLS was accepted");
+    };
+    assert!(e.to_string().contains("rediss://"), "{e}");
+    suite::run_all(
+        "redis-tls",
+        &factory(move |ns| format!("{base}?cacert={ca}&prefix={ns}")),
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_osmem() {
     let Some(os) = testkit::services::Osmem::start("conformance_osmem") else {
