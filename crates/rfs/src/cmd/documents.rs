@@ -229,6 +229,12 @@ impl WorkerContext {
             status.items.done,
             self.metrics.docs_sent.load(Relaxed)
         );
+        if status.docs_failed > 0 {
+            eprintln!(
+                "{} of those documents were refused by the target: see the workers' failure logs",
+                status.docs_failed
+            );
+        }
         Ok(())
     }
 }
