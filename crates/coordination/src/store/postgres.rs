@@ -40,33 +40,29 @@ fn err(e: impl std::fmt::Display) -> Error {
 /// A pool error; a connection refused by the server carries the server's message.
 fn pool_err(e: deadpool_postgres::PoolError) -> Error {
     match e {
-        deadpool_postgres::PoolError::Backend(e) => match e.as_db_error() {
-            Some(db) => err(format!(
-                "connecting: {}: {}",
-                db.code().code(),
-                db.message()
-            )),
-            None => {
-                // tokio-postgres keeps the cause (a TLS or I/O error) out of its message.
-                let mut msg = format!("connecting: {e}");
-                let mut cause = std::error::Error::source(&e);
-                while let Some(c) = cause {
-                    msg.push_str(&format!(": {c}"));
-                    cause = c.source();
-                }
-                err(msg)
-            }
-        },
+        deadpool_postgres::PoolError::Backend(e) => err(format!("connecting: {}", describe(&e))),
         other => err(other),
     }
 }
 
 /// The database error's own message (tokio-postgres' Display hides it behind "db error").
 fn db_err(e: tokio_postgres::Error) -> Error {
-    match e.as_db_error() {
-        Some(db) => err(format!("{}: {}", db.code().code(), db.message())),
-        None => err(e),
+    err(describe(&e))
+}
+
+/// The server's code and message for a database error; otherwise the error with its causes
+/// (tokio-postgres keeps a TLS or I/O cause out of its own message).
+fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.code().code(), db.message());
     }
+    let mut msg = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        msg.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    msg
 }
 
 /// A rustls connector trusting the public web roots and, if given, the PEM certificates of
