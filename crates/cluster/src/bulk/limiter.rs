@@ -102,28 +102,53 @@ impl Drop for Permit<'_> {
 }
 
 /// A rate in units per second with up to one second of burst (virtual scheduling).
+///
+/// Any rate is safe here, whatever the command line let through: a rate that is not a
+/// positive number (0, negative, NaN) is taken as [`RateLimiter::MIN_PER_SEC`], an
+/// infinite one as no limit, and no single acquisition waits longer than
+/// [`RateLimiter::MAX_WAIT`] — never an invalid `Duration`.
 pub(crate) struct RateLimiter {
     per_sec: f64,
     next: Mutex<Instant>,
 }
 
 impl RateLimiter {
+    /// The slowest rate: one unit every 1000 seconds.
+    pub const MIN_PER_SEC: f64 = 1e-3;
+    /// The longest one acquisition may be made to wait.
+    pub const MAX_WAIT: Duration = Duration::from_secs(3600);
+
     pub fn new(per_sec: f64) -> RateLimiter {
+        let per_sec = if per_sec >= Self::MIN_PER_SEC {
+            per_sec // +inf included: no wait
+        } else {
+            Self::MIN_PER_SEC // 0, negative, NaN, tiny
+        };
         RateLimiter {
-            per_sec: per_sec.max(f64::MIN_POSITIVE),
+            per_sec,
             next: Mutex::new(Instant::now()),
         }
+    }
+
+    /// How long `amount` units take at this rate, within `0..=MAX_WAIT`.
+    fn cost(&self, amount: f64) -> Duration {
+        let secs = amount / self.per_sec;
+        if secs.is_nan() || secs <= 0.0 {
+            return Duration::ZERO;
+        }
+        Duration::try_from_secs_f64(secs).map_or(Self::MAX_WAIT, |d| d.min(Self::MAX_WAIT))
     }
 
     /// Wait until `amount` units may pass.
     pub async fn acquire(&self, amount: f64) {
         let wait = {
-            let mut next = self.next.lock().expect("rate lock");
+            // A panic elsewhere while holding the lock leaves a valid Instant behind.
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
             let now = Instant::now();
             let floor = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
             let start = (*next).max(floor);
-            *next = start + Duration::from_secs_f64(amount / self.per_sec);
-            start.saturating_duration_since(now)
+            *next = start.checked_add(self.cost(amount)).unwrap_or(start);
+            start.saturating_duration_since(now).min(Self::MAX_WAIT)
         };
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
@@ -203,6 +228,46 @@ mod tests {
         assert!(
             took >= Duration::from_secs(3) && took <= Duration::from_secs(5),
             "{took:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn any_rate_gives_a_valid_bounded_wait() {
+        for rate in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+            1e-300,
+            RateLimiter::MIN_PER_SEC,
+            1.0,
+            1e15,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            let r = RateLimiter::new(rate);
+            for amount in [0.0, 1.0, 8e6, f64::MAX, f64::INFINITY, f64::NAN, -5.0] {
+                let cost = r.cost(amount);
+                assert!(cost <= RateLimiter::MAX_WAIT, "{rate} {amount}: {cost:?}");
+            }
+            // Three acquisitions: the first passes within the burst, the others wait at
+            // most MAX_WAIT each (the paused clock makes this instant).
+            let start = tokio::time::Instant::now();
+            for _ in 0..3 {
+                r.acquire(1e9).await;
+            }
+            assert!(
+                start.elapsed() <= RateLimiter::MAX_WAIT * 3,
+                "{rate}: {:?}",
+                start.elapsed()
+            );
+        }
+        assert_eq!(RateLimiter::new(f64::INFINITY).cost(1e12), Duration::ZERO);
+        assert_eq!(
+            RateLimiter::new(0.0).cost(1.0),
+            Duration::from_secs(1000),
+            "0 is taken as the slowest rate"
         );
     }
 }
