@@ -12,6 +12,7 @@ pub mod batcher;
 pub mod cursor;
 pub mod metadata;
 pub mod metrics;
+pub mod naming;
 pub mod phases;
 pub mod pipeline;
 pub mod ports;

@@ -8,7 +8,7 @@ mod logging;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// mimalloc rather than the system allocator: every document allocates its id and
 /// `_source` and frees them after its batch is acknowledged, and with glibc's allocator
@@ -26,8 +26,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 ///
 /// Every flag can also be set by an `RFS_*` environment variable (shown in each
 /// command's --help) or by a key of the TOML file given with --config: the key is the
-/// flag's long name (`target = "http://localhost:9200"`). Flags win over the
-/// environment, the environment over the config file.
+/// flag's long name (`target = "http://localhost:9200"`, `max-docs-per-sec = 500`,
+/// `index = ["a", "b"]`, `no-progress = true`). Flags win over the environment, the
+/// environment over the config file. An unknown key, a wrong type or a value the flag
+/// refuses is an error naming the key and the file (exit code 2); a key that belongs to
+/// another command is checked and left out.
+///
+/// Numeric flags are range-checked (each --help gives the range); passwords and URLs with
+/// `user:password@` are masked in logs, errors, status and --help.
 ///
 /// Exit codes: 0 done; 1 fatal error; 2 usage error; 3 no work left for this worker;
 /// 4 all remaining work is leased by other workers; 5 stopped by `rfs stop`;
@@ -46,14 +52,16 @@ struct GlobalArgs {
     /// TOML file whose keys (flag long names) give defaults for every flag.
     #[arg(long, global = true, env = "RFS_CONFIG", value_name = "FILE")]
     config: Option<std::path::PathBuf>,
-    /// Log format: `text` for people, `json` for log pipelines (one object per line).
-    #[arg(long, global = true, env = "RFS_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
-    /// More log output (-v debug, -vv trace). `RFS_LOG` takes a full filter (`rfs=debug,cluster=trace`).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    /// Log format: `text` for people, `json` for log pipelines (one object per line on
+    /// stderr, the commands' own messages included).
+    #[arg(long, global = true, env = "RFS_LOG_FORMAT", value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
+    /// More log output (-v debug, -vv trace; RFS_VERBOSE=N). `RFS_LOG` takes a full filter
+    /// (`rfs=debug,cluster=trace`).
+    #[arg(short, long, global = true, env = "RFS_VERBOSE", action = clap::ArgAction::Count)]
     verbose: u8,
     /// Only warnings and errors.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, env = "RFS_QUIET")]
     quiet: bool,
 }
 
@@ -92,12 +100,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    if let Err(e) = config::apply_config_file_to_env() {
-        eprintln!("error: {e:#}");
-        return ExitCode::from(exit::USAGE);
-    }
-    let cli = Cli::parse();
-    logging::init(&cli.global.log_format, cli.global.verbose, cli.global.quiet);
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    logging::init(cli.global.log_format, cli.global.verbose, cli.global.quiet);
     let result = match cli.command {
         Command::Inspect(a) => cmd::inspect::run(a),
         Command::Export(a) => cmd::export::run(a),
@@ -106,9 +113,9 @@ fn main() -> ExitCode {
         Command::Documents(a) => cmd::documents::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Status(a) => cmd::status::run(a),
-        Command::Pause(a) => cmd::control::run(a, "pause"),
-        Command::Resume(a) => cmd::control::run(a, "resume"),
-        Command::Stop(a) => cmd::control::run(a, "stop"),
+        Command::Pause(a) => cmd::control::run(a, coordination::Control::Pause),
+        Command::Resume(a) => cmd::control::run(a, coordination::Control::Run),
+        Command::Stop(a) => cmd::control::run(a, coordination::Control::Stop),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Lucene(c) => cmd::lucene::run(c),
         Command::Bench(c) => cmd::bench::run(c),
@@ -116,9 +123,275 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("error: {e:#}");
+            if logging::json() {
+                tracing::error!("{e:#}");
+            } else {
+                // Once, on stderr, masked like every log line.
+                eprintln!("error: {}", redact::text(&format!("{e:#}")));
+            }
             ExitCode::from(exit::FATAL)
         }
+    }
+}
+
+/// The command line with the config file's keys added ([`config::apply`]), parsed. Usage
+/// errors, --help and --version are printed here (masked: an `[env: …]` value or an
+/// echoed argument never shows a password) and give the exit code.
+fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, ExitCode> {
+    let argv = config::apply(Cli::command(), argv).map_err(|e| {
+        eprintln!("error: {}", redact::text(&e.to_string()));
+        ExitCode::from(exit::USAGE)
+    })?;
+    Cli::command()
+        .try_get_matches_from(argv)
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .map_err(|e| {
+            use std::io::{IsTerminal, Write};
+            let styled = e.render();
+            let (text, terminal) = if e.use_stderr() {
+                (
+                    &mut std::io::stderr() as &mut dyn Write,
+                    std::io::stderr().is_terminal(),
+                )
+            } else {
+                (
+                    &mut std::io::stdout() as &mut dyn Write,
+                    std::io::stdout().is_terminal(),
+                )
+            };
+            let rendered = if terminal {
+                styled.ansi().to_string()
+            } else {
+                styled.to_string()
+            };
+            let _ = text.write_all(redact::text(&rendered).as_bytes());
+            let _ = text.flush();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(exit::USAGE))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command of the tree with its path (`rfs documents`, `rfs lucene dump`, …).
+    fn commands() -> Vec<(String, clap::Command)> {
+        fn walk(path: String, cmd: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
+            out.push((path.clone(), cmd.clone()));
+            for c in cmd.get_subcommands() {
+                walk(format!("{path} {}", c.get_name()), c, out);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut out = Vec::new();
+        walk("rfs".into(), &cmd, &mut out);
+        out
+    }
+
+    #[test]
+    fn every_flag_has_an_rfs_variable() {
+        let mut missing = Vec::new();
+        let mut seen = 0;
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if matches!(long, "help" | "version" | "config") {
+                    continue;
+                }
+                seen += 1;
+                match arg.get_env().and_then(|e| e.to_str()) {
+                    Some(env) if env.starts_with("RFS_") => {}
+                    other => missing.push(format!("{path} --{long}: {other:?}")),
+                }
+            }
+        }
+        assert!(seen > 100, "walked only {seen} flags");
+        assert!(
+            missing.is_empty(),
+            "flags without an RFS_* variable:\n{}",
+            missing.join("\n")
+        );
+    }
+
+    /// A flag that can hold a secret: a password, a key, a user name, or a URL (which may
+    /// carry `user:password@` or a signature).
+    fn may_hold_a_secret(arg: &clap::Arg) -> bool {
+        let long = arg.get_long().unwrap_or_default();
+        let value_name = arg
+            .get_value_names()
+            .and_then(|v| v.first())
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        matches!(
+            value_name.as_str(),
+            "URL" | "REPO" | "PASSWORD" | "KEY" | "SECRET" | "USER"
+        ) || ["password", "api-key", "secret", "access-key", "username"]
+            .iter()
+            .any(|w| long.contains(w))
+    }
+
+    #[test]
+    fn secret_flags_hide_their_environment_values() {
+        let mut shown = Vec::new();
+        let mut hidden = 0;
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                if arg.get_env().is_some() && may_hold_a_secret(arg) {
+                    if arg.is_hide_env_values_set() {
+                        hidden += 1;
+                    } else {
+                        shown.push(format!("{path} --{}", arg.get_long().unwrap_or_default()));
+                    }
+                }
+            }
+        }
+        assert!(
+            shown.is_empty(),
+            "env values shown in --help:\n{}",
+            shown.join("\n")
+        );
+        assert!(hidden > 30, "only {hidden} secret flags found");
+    }
+
+    #[test]
+    fn debug_of_the_arguments_masks_secrets() {
+        let cli = Cli::try_parse_from([
+            "rfs",
+            "run",
+            "--repo",
+            "s3://b/p?X-Amz-Signature=SIGSECRET",
+            "--snapshot",
+            "s",
+            "--s3-access-key-id",
+            "AKIDSECRET",
+            "--s3-secret-access-key",
+            "S3SECRET",
+            "--target",
+            "https://elastic:TGTSECRET@h:9200",
+            "--target-password",
+            "PWSECRET",
+            "--target-api-key",
+            "APISECRET",
+            "--store",
+            "postgres://rfs:STORESECRET@db/rfs",
+            "--source-cluster",
+            "https://u:SRCSECRET@src:9200",
+            "--source-repository",
+            "r",
+            "--source-password",
+            "SRCPWSECRET",
+            "--source-api-key",
+            "SRCAPISECRET",
+        ])
+        .unwrap();
+        let debug = format!("{cli:?} {cli:#?}");
+        for secret in [
+            "SIGSECRET",
+            "AKIDSECRET",
+            "S3SECRET",
+            "TGTSECRET",
+            "PWSECRET",
+            "APISECRET",
+            "STORESECRET",
+            "SRCSECRET",
+            "SRCPWSECRET",
+            "SRCAPISECRET",
+        ] {
+            assert!(!debug.contains(secret), "{secret} in {debug}");
+        }
+        // What is not secret stays visible.
+        assert!(debug.contains("https://elastic:***@h:9200"), "{debug}");
+        assert!(debug.contains("postgres://rfs:***@db/rfs"), "{debug}");
+    }
+
+    fn worker_args(extra: &[&str]) -> cmd::common::WorkerArgs {
+        let mut argv = vec![
+            "rfs",
+            "documents",
+            "--repo",
+            "r",
+            "--snapshot",
+            "s",
+            "--target",
+            "t",
+        ];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Documents(a) => a.worker,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn worker_settings_at_their_limits_make_valid_durations() {
+        for extra in [
+            &[
+                "--lease-seconds",
+                "86400",
+                "--checkpoint-seconds",
+                "3600",
+                "--control-seconds",
+                "60",
+                "--max-attempts",
+                "100",
+                "--max-docs-per-sec",
+                "1000000000",
+                "--max-bytes-per-sec",
+                "1000000000000",
+                "--concurrency",
+                "256",
+                "--max-batch-docs",
+                "1000000",
+                "--max-batch-bytes",
+                "1073741824",
+            ][..],
+            &[
+                "--lease-seconds",
+                "1",
+                "--checkpoint-seconds",
+                "0.05",
+                "--control-seconds",
+                "0.05",
+                "--max-attempts",
+                "1",
+                "--max-docs-per-sec",
+                "0.001",
+                "--max-bytes-per-sec",
+                "1",
+                "--concurrency",
+                "1",
+                "--max-batch-docs",
+                "1",
+                "--max-batch-bytes",
+                "1024",
+            ][..],
+        ] {
+            let w = worker_args(extra);
+            let c = w.coordination_config();
+            assert!(c.initial_lease >= std::time::Duration::from_secs(1));
+            assert!(c.keeper_lease <= std::time::Duration::from_secs(30));
+            assert!(c.keeper_lease >= std::time::Duration::from_secs(3));
+            let o = w.worker_options(false);
+            assert!(o.pipeline.checkpoint_every <= std::time::Duration::from_secs(3600));
+            assert!(o.pipeline.control_every >= std::time::Duration::from_millis(50));
+            assert!(o.poll <= std::time::Duration::from_secs(5));
+        }
+        // Out-of-range values that reach the struct another way are clamped, not a panic.
+        let mut w = worker_args(&[]);
+        w.lease_seconds = u64::MAX;
+        w.checkpoint_seconds = f64::MAX;
+        w.control_seconds = f64::NAN;
+        let c = w.coordination_config();
+        assert_eq!(c.initial_lease, std::time::Duration::from_secs(86_400));
+        let o = w.worker_options(true);
+        assert_eq!(
+            o.pipeline.checkpoint_every,
+            std::time::Duration::from_secs(3600)
+        );
+        assert_eq!(
+            o.pipeline.control_every,
+            std::time::Duration::from_millis(50)
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Locating `shared/fixtures`: `$RFS_FIXTURES`, else `<workspace root>/../shared/fixtures`.
 //! Outside CI a test may skip when fixtures are missing; under `CI=true` it must fail.
+//! Every skip goes through [`skip`], so it is counted as skipped, not passed.
 
 use std::path::PathBuf;
 
@@ -27,17 +28,48 @@ pub fn in_ci() -> bool {
     matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1"))
 }
 
-/// The fixtures directory, or `None` after printing why the caller should skip.
+/// The fixtures directory, or `None` after [`skip`] (the caller returns at once).
 /// Panics under CI, where a missing fixture is a failure.
 pub fn require_fixtures(test: &str) -> Option<PathBuf> {
     match fixtures_dir() {
         Some(p) => Some(p),
-        None if in_ci() => panic!(
-            "{test}: fixtures not found (set RFS_FIXTURES or place shared/fixtures beside the repository); CI=true makes this a failure"
-        ),
         None => {
-            eprintln!("{test}: SKIPPED — fixtures not found (set RFS_FIXTURES)");
+            skip(
+                test,
+                "fixtures not found (set RFS_FIXTURES or place shared/fixtures beside the repository)",
+            );
             None
+        }
+    }
+}
+
+/// The variable naming the file where [`skip`] records skipped tests (`scripts/test` sets
+/// it and counts the lines).
+pub const SKIP_LOG_VAR: &str = "TESTKIT_SKIP_LOG";
+
+/// The one way a test skips: outside CI prints the marker line `SKIPPED: <test>: <reason>`
+/// on stderr and appends it to the file named by [`SKIP_LOG_VAR`], so the run's summary
+/// counts the test as skipped rather than passed; the caller then returns. Under
+/// `CI=true` it panics instead: there a missing fixture or server is a failure.
+pub fn skip(test: &str, reason: &str) {
+    let line = format!("SKIPPED: {test}: {reason}");
+    if in_ci() {
+        panic!("{line}; CI=true makes this a failure");
+    }
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os(SKIP_LOG_VAR) {
+        use std::io::Write;
+        // One short append per line: concurrent tests do not interleave within it.
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        if let Err(e) = appended {
+            eprintln!(
+                "cannot record the skip in {}: {e}",
+                PathBuf::from(path).display()
+            );
         }
     }
 }

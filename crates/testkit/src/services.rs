@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::fixtures::{in_ci, workspace_root};
+use crate::fixtures::{skip, workspace_root};
 
 /// How long any server may take to become ready before the test fails.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -113,15 +113,14 @@ fn find_osmem() -> Option<PathBuf> {
     None
 }
 
-/// `None` after a skip message, or a panic under CI, for a missing tool.
+/// `None` after [`skip`] (a panic under CI) for a missing tool.
 fn missing(test: &str, what: &str) -> Option<PathBuf> {
-    let msg = format!(
-        "{test}: {what} not found (PATH, $RFS_TEST_TOOLS, <workspace>/.test-tools, /usr/lib/postgresql/*/bin); run scripts/install-test-deps"
+    skip(
+        test,
+        &format!(
+            "{what} not found (PATH, $RFS_TEST_TOOLS, <workspace>/.test-tools, /usr/lib/postgresql/*/bin); run scripts/install-test-deps"
+        ),
     );
-    if in_ci() {
-        panic!("{msg}; CI=true makes this a failure");
-    }
-    eprintln!("{msg} — SKIPPED");
     None
 }
 
@@ -944,7 +943,10 @@ mod tests {
     fn spawn_reporting_port_reads_the_port_and_waits_for_http() {
         // a Python one-liner standing in for a server that prints the port it picked
         let Some(python) = find_tool("python3") else {
-            eprintln!("python3 not found — SKIPPED");
+            skip(
+                "spawn_reporting_port_reads_the_port_and_waits_for_http",
+                "python3 not found",
+            );
             return;
         };
         let dir = temp_dir("rfs-services-test-");

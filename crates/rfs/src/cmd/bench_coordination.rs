@@ -8,21 +8,44 @@ use anyhow::Context;
 use coordination::contention::{contention_items, double_grants, run_contention, ContentionConfig};
 use coordination::{open_store, Config, Coordinator, Kind};
 
-#[derive(Debug, clap::Args)]
+use super::common::usize_in;
+
+#[derive(clap::Args)]
 pub struct Args {
     /// Coordination store URL (sqlite://FILE, postgres://…, redis://…, http(s)://host:port/index).
     /// Use a namespace of its own: the benchmark writes work items there.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, env = "RFS_STORE", value_name = "URL", hide_env_values = true)]
     store: String,
-    /// Concurrent workers (async tasks in this process).
-    #[arg(long, default_value_t = 64)]
+    /// Concurrent workers (async tasks in this process; 1–10000).
+    #[arg(
+        long,
+        env = "RFS_BENCH_WORKERS",
+        default_value_t = 64,
+        value_parser = usize_in(1, 10_000)
+    )]
     workers: usize,
-    /// Work items to create and complete.
-    #[arg(long, default_value_t = 2000)]
+    /// Work items to create and complete (1–10000000).
+    #[arg(
+        long,
+        env = "RFS_BENCH_ITEMS",
+        default_value_t = 2000,
+        value_parser = usize_in(1, 10_000_000)
+    )]
     items: usize,
     /// Delete every record in the store's namespace first (required when it is not empty).
-    #[arg(long)]
+    #[arg(long, env = "RFS_BENCH_CLEAR")]
     clear: bool,
+}
+
+impl std::fmt::Debug for Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Args")
+            .field("store", &redact::url(&self.store))
+            .field("workers", &self.workers)
+            .field("items", &self.items)
+            .field("clear", &self.clear)
+            .finish()
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

@@ -1,7 +1,9 @@
 //! Argument groups shared by the subcommands (repository, snapshot, source cluster, target,
 //! store, filters, worker settings), the helpers that turn them into the crates' objects,
 //! and the workers' progress bar. Every flag has an `RFS_*` environment variable and a
-//! config-file key (its long name).
+//! config-file key (its long name); every numeric flag has a range checked by the parser;
+//! every flag that can hold a secret (a password, a key, a URL with `user:password@`)
+//! hides its environment value in `--help`, and the argument structs' `Debug` masks them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use migrate::metadata::{Allowlist, DocumentRouting, MultiTypeMode, SourceMetadat
 /// Where a snapshot repository is and how to reach it: the same flags and `RFS_*` names
 /// for every command that reads one (`inspect`, `export`, `metadata`, `documents`, `run`,
 /// `verify`).
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct RepositoryArgs {
     /// Snapshot repository: a path, `file:///path`, `s3://bucket/base_path[?region=R&endpoint=URL]`,
     /// `gs://bucket/base_path` or `az://container/base_path`. S3 credentials come from the
@@ -22,7 +24,8 @@ pub struct RepositoryArgs {
         long = "repo",
         env = "RFS_REPO",
         value_name = "REPO",
-        required_unless_present = "repo_arg"
+        required_unless_present = "repo_arg",
+        hide_env_values = true
     )]
     pub repo: Option<String>,
     /// The repository given as a positional argument instead of --repo (wins over --repo
@@ -33,7 +36,12 @@ pub struct RepositoryArgs {
     #[arg(long, env = "RFS_S3_REGION", value_name = "REGION")]
     pub s3_region: Option<String>,
     /// S3-compatible endpoint URL (MinIO, …); path-style requests are used with it.
-    #[arg(long, env = "RFS_S3_ENDPOINT", value_name = "URL")]
+    #[arg(
+        long,
+        env = "RFS_S3_ENDPOINT",
+        value_name = "URL",
+        hide_env_values = true
+    )]
     pub s3_endpoint: Option<String>,
     /// S3 access key id (else AWS_ACCESS_KEY_ID or the usual AWS credential sources).
     #[arg(
@@ -72,10 +80,29 @@ impl RepositoryArgs {
             s3_secret_access_key: self.s3_secret_access_key.clone(),
             ..Default::default()
         };
+        let shown = redact::url(location);
         let store: Arc<dyn snapshot::BlobStore> = snapshot::open_store(location, &opts)
-            .with_context(|| format!("opening repository {location}"))?;
-        snapshot::Repository::open(store).with_context(|| format!("reading repository {location}"))
+            .with_context(|| format!("opening repository {shown}"))?;
+        snapshot::Repository::open(store).with_context(|| format!("reading repository {shown}"))
     }
+}
+
+impl std::fmt::Debug for RepositoryArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RepositoryArgs")
+            .field("repo", &self.repo.as_deref().map(redact::url))
+            .field("repo_arg", &self.repo_arg.as_deref().map(redact::url))
+            .field("s3_region", &self.s3_region)
+            .field("s3_endpoint", &self.s3_endpoint.as_deref().map(redact::url))
+            .field("s3_access_key_id", &masked(&self.s3_access_key_id))
+            .field("s3_secret_access_key", &masked(&self.s3_secret_access_key))
+            .finish()
+    }
+}
+
+/// What `Debug` shows of a secret: whether it is set, never its value.
+pub fn masked(secret: &Option<String>) -> Option<&'static str> {
+    secret.as_ref().map(|_| redact::MASK)
 }
 
 /// The snapshot to migrate.
@@ -95,7 +122,7 @@ impl SourceArgs {
             format!(
                 "snapshot {} in {}",
                 self.snapshot,
-                self.repository.location().unwrap_or("?")
+                redact::url(self.repository.location().unwrap_or("?"))
             )
         })
     }
@@ -137,13 +164,31 @@ pub struct FilterArgs {
         value_name = "NAME"
     )]
     pub index_template: Vec<String>,
-    /// Replace every index's number_of_replicas.
-    #[arg(long, env = "RFS_REPLICAS", value_name = "N")]
+    /// Replace every index's number_of_replicas (0–100).
+    #[arg(long, env = "RFS_REPLICAS", value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub replicas: Option<u32>,
     /// ES ≤ 6 indices with several mapping types: `merge` into one index or `split` into
     /// `<index>_<type>` indices.
-    #[arg(long, env = "RFS_MULTI_TYPE", default_value = "merge", value_parser = ["merge", "split"])]
-    pub multi_type: String,
+    #[arg(long, env = "RFS_MULTI_TYPE", value_enum, default_value_t = MultiType::Merge)]
+    pub multi_type: MultiType,
+}
+
+/// `--multi-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MultiType {
+    /// Every mapping type into one index.
+    Merge,
+    /// One `<index>_<type>` index per mapping type.
+    Split,
+}
+
+impl From<MultiType> for MultiTypeMode {
+    fn from(m: MultiType) -> MultiTypeMode {
+        match m {
+            MultiType::Merge => MultiTypeMode::Merge,
+            MultiType::Split => MultiTypeMode::Split,
+        }
+    }
 }
 
 impl FilterArgs {
@@ -154,10 +199,7 @@ impl FilterArgs {
             component_templates: Allowlist::parse(&self.component_template)?,
             index_templates: Allowlist::parse(&self.index_template)?,
             replicas: self.replicas,
-            multi_type_mode: self
-                .multi_type
-                .parse::<MultiTypeMode>()
-                .map_err(anyhow::Error::msg)?,
+            multi_type_mode: self.multi_type.into(),
         })
     }
 
@@ -173,13 +215,18 @@ impl FilterArgs {
 }
 
 /// The target cluster.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct TargetArgs {
     /// Target cluster URL (`https://host:9200`).
-    #[arg(long, env = "RFS_TARGET", value_name = "URL")]
+    #[arg(long, env = "RFS_TARGET", value_name = "URL", hide_env_values = true)]
     pub target: String,
     /// Basic-auth user name.
-    #[arg(long, env = "RFS_TARGET_USERNAME", value_name = "USER")]
+    #[arg(
+        long,
+        env = "RFS_TARGET_USERNAME",
+        value_name = "USER",
+        hide_env_values = true
+    )]
     pub target_username: Option<String>,
     /// Basic-auth password.
     #[arg(
@@ -199,8 +246,8 @@ pub struct TargetArgs {
     pub target_api_key: Option<String>,
     /// Sign requests with AWS SigV4 for this service (`es` or `aoss`); credentials and
     /// region from the AWS environment variables or --target-aws-region.
-    #[arg(long, env = "RFS_TARGET_SIGV4", value_parser = ["es", "aoss"], value_name = "SERVICE")]
-    pub target_sigv4: Option<String>,
+    #[arg(long, env = "RFS_TARGET_SIGV4", value_enum, value_name = "SERVICE")]
+    pub target_sigv4: Option<SigV4Service>,
     /// AWS region for SigV4.
     #[arg(long, env = "RFS_TARGET_AWS_REGION", value_name = "REGION")]
     pub target_aws_region: Option<String>,
@@ -216,18 +263,58 @@ pub struct TargetArgs {
     /// Accept any server certificate (tests and trusted networks only).
     #[arg(long, env = "RFS_TARGET_INSECURE")]
     pub target_insecure: bool,
-    /// Attempts per request to the target before giving up (not `_bulk`, which retries
-    /// per document), with exponential backoff from 0.5 s.
+    /// Attempts per request to the target before giving up (1–100; not `_bulk`, which
+    /// retries per document), with exponential backoff from 0.5 s.
     #[arg(
         long,
         env = "RFS_TARGET_MAX_ATTEMPTS",
         default_value_t = 8,
-        value_name = "N"
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=100)
     )]
     pub target_max_attempts: u32,
     /// gzip request bodies: `on`, `off`, or `auto` (when the target enables http.compression).
-    #[arg(long, env = "RFS_GZIP", default_value = "auto", value_parser = ["on", "off", "auto"])]
-    pub gzip: String,
+    #[arg(long, env = "RFS_GZIP", value_enum, default_value_t = Gzip::Auto)]
+    pub gzip: Gzip,
+}
+
+/// `--target-sigv4` / `--source-sigv4`: the AWS service requests are signed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SigV4Service {
+    /// Amazon OpenSearch Service (managed domains).
+    Es,
+    /// Amazon OpenSearch Serverless.
+    Aoss,
+}
+
+/// `--gzip`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Gzip {
+    /// Always compress request bodies.
+    On,
+    /// Never compress.
+    Off,
+    /// Compress when the target enables `http.compression`.
+    Auto,
+}
+
+impl std::fmt::Debug for TargetArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TargetArgs")
+            .field("target", &redact::url(&self.target))
+            .field("target_username", &self.target_username)
+            .field("target_password", &masked(&self.target_password))
+            .field("target_api_key", &masked(&self.target_api_key))
+            .field("target_sigv4", &self.target_sigv4)
+            .field("target_aws_region", &self.target_aws_region)
+            .field("target_ca", &self.target_ca)
+            .field("target_client_cert", &self.target_client_cert)
+            .field("target_client_key", &self.target_client_key)
+            .field("target_insecure", &self.target_insecure)
+            .field("target_max_attempts", &self.target_max_attempts)
+            .field("gzip", &self.gzip)
+            .finish()
+    }
 }
 
 impl TargetArgs {
@@ -237,14 +324,14 @@ impl TargetArgs {
             username: self.target_username.as_deref(),
             password: self.target_password.as_deref(),
             api_key: self.target_api_key.as_deref(),
-            sigv4: self.target_sigv4.as_deref(),
+            sigv4: self.target_sigv4,
             aws_region: self.target_aws_region.as_deref(),
             ca: self.target_ca.as_deref(),
             client_cert: self.target_client_cert.as_deref(),
             client_key: self.target_client_key.as_deref(),
             insecure: self.target_insecure,
             max_attempts: self.target_max_attempts,
-            gzip: &self.gzip,
+            gzip: self.gzip,
         }
     }
 
@@ -259,14 +346,15 @@ impl TargetArgs {
 
 /// The source cluster, for taking the snapshot (`snapshot create`, `run --source-cluster`).
 /// The same connection options as the target, prefixed `--source-` / `RFS_SOURCE_`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct SourceClusterArgs {
     /// Source cluster URL (`https://host:9200`): take the snapshot there.
     #[arg(
         long,
         env = "RFS_SOURCE_CLUSTER",
         value_name = "URL",
-        requires = "source_repository"
+        requires = "source_repository",
+        hide_env_values = true
     )]
     pub source_cluster: Option<String>,
     /// Name of the snapshot repository registered on the source cluster.
@@ -282,7 +370,12 @@ pub struct SourceClusterArgs {
     )]
     pub register_fs: Option<String>,
     /// Basic-auth user name on the source cluster.
-    #[arg(long, env = "RFS_SOURCE_USERNAME", value_name = "USER")]
+    #[arg(
+        long,
+        env = "RFS_SOURCE_USERNAME",
+        value_name = "USER",
+        hide_env_values = true
+    )]
     pub source_username: Option<String>,
     /// Basic-auth password on the source cluster.
     #[arg(
@@ -302,8 +395,8 @@ pub struct SourceClusterArgs {
     pub source_api_key: Option<String>,
     /// Sign source requests with AWS SigV4 for this service (`es` or `aoss`); credentials
     /// and region from the AWS environment variables or --source-aws-region.
-    #[arg(long, env = "RFS_SOURCE_SIGV4", value_parser = ["es", "aoss"], value_name = "SERVICE")]
-    pub source_sigv4: Option<String>,
+    #[arg(long, env = "RFS_SOURCE_SIGV4", value_enum, value_name = "SERVICE")]
+    pub source_sigv4: Option<SigV4Service>,
     /// AWS region for SigV4 on the source cluster.
     #[arg(long, env = "RFS_SOURCE_AWS_REGION", value_name = "REGION")]
     pub source_aws_region: Option<String>,
@@ -319,15 +412,39 @@ pub struct SourceClusterArgs {
     /// Accept any source server certificate (tests and trusted networks only).
     #[arg(long, env = "RFS_SOURCE_INSECURE")]
     pub source_insecure: bool,
-    /// Attempts per request to the source cluster before giving up, with exponential
-    /// backoff from 0.5 s.
+    /// Attempts per request to the source cluster before giving up (1–100), with
+    /// exponential backoff from 0.5 s.
     #[arg(
         long,
         env = "RFS_SOURCE_MAX_ATTEMPTS",
         default_value_t = 8,
-        value_name = "N"
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=100)
     )]
     pub source_max_attempts: u32,
+}
+
+impl std::fmt::Debug for SourceClusterArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceClusterArgs")
+            .field(
+                "source_cluster",
+                &self.source_cluster.as_deref().map(redact::url),
+            )
+            .field("source_repository", &self.source_repository)
+            .field("register_fs", &self.register_fs)
+            .field("source_username", &self.source_username)
+            .field("source_password", &masked(&self.source_password))
+            .field("source_api_key", &masked(&self.source_api_key))
+            .field("source_sigv4", &self.source_sigv4)
+            .field("source_aws_region", &self.source_aws_region)
+            .field("source_ca", &self.source_ca)
+            .field("source_client_cert", &self.source_client_cert)
+            .field("source_client_key", &self.source_client_key)
+            .field("source_insecure", &self.source_insecure)
+            .field("source_max_attempts", &self.source_max_attempts)
+            .finish()
+    }
 }
 
 impl SourceClusterArgs {
@@ -352,14 +469,14 @@ impl SourceClusterArgs {
             username: self.source_username.as_deref(),
             password: self.source_password.as_deref(),
             api_key: self.source_api_key.as_deref(),
-            sigv4: self.source_sigv4.as_deref(),
+            sigv4: self.source_sigv4,
             aws_region: self.source_aws_region.as_deref(),
             ca: self.source_ca.as_deref(),
             client_cert: self.source_client_cert.as_deref(),
             client_key: self.source_client_key.as_deref(),
             insecure: self.source_insecure,
             max_attempts: self.source_max_attempts,
-            gzip: "auto",
+            gzip: Gzip::Auto,
         };
         let client = connection.connect("the source cluster").await?;
         if let Some(location) = &self.register_fs {
@@ -367,7 +484,10 @@ impl SourceClusterArgs {
                 .register_fs_repository(repository, location)
                 .await
                 .with_context(|| {
-                    format!("registering repository {repository} at {location} on {url}")
+                    format!(
+                        "registering repository {repository} at {location} on {}",
+                        redact::url(url)
+                    )
                 })?;
         }
         Ok(migrate::phases::create_snapshot(&client, repository, name).await?)
@@ -381,14 +501,14 @@ struct Connection<'a> {
     username: Option<&'a str>,
     password: Option<&'a str>,
     api_key: Option<&'a str>,
-    sigv4: Option<&'a str>,
+    sigv4: Option<SigV4Service>,
     aws_region: Option<&'a str>,
     ca: Option<&'a Path>,
     client_cert: Option<&'a Path>,
     client_key: Option<&'a Path>,
     insecure: bool,
     max_attempts: u32,
-    gzip: &'a str,
+    gzip: Gzip,
 }
 
 impl Connection<'_> {
@@ -397,10 +517,9 @@ impl Connection<'_> {
         c.auth = if let Some(service) = self.sigv4 {
             cluster::Auth::SigV4(cluster::SigV4Config {
                 region: self.aws_region.map(str::to_string),
-                service: if service == "aoss" {
-                    cluster::AwsService::Aoss
-                } else {
-                    cluster::AwsService::Es
+                service: match service {
+                    SigV4Service::Aoss => cluster::AwsService::Aoss,
+                    SigV4Service::Es => cluster::AwsService::Es,
                 },
                 credentials: None,
             })
@@ -422,9 +541,9 @@ impl Connection<'_> {
         };
         c.retry.max_attempts = self.max_attempts.max(1);
         c.compression = match self.gzip {
-            "on" => cluster::Compression::On,
-            "off" => cluster::Compression::Off,
-            _ => cluster::Compression::Auto,
+            Gzip::On => cluster::Compression::On,
+            Gzip::Off => cluster::Compression::Off,
+            Gzip::Auto => cluster::Compression::Auto,
         };
         Ok(c)
     }
@@ -432,12 +551,12 @@ impl Connection<'_> {
     async fn connect(&self, what: &str) -> anyhow::Result<cluster::Client> {
         cluster::Client::connect(self.config()?)
             .await
-            .with_context(|| format!("connecting to {what} {}", self.url))
+            .with_context(|| format!("connecting to {what} {}", redact::url(self.url)))
     }
 }
 
 /// The coordination store and the lease protocol's settings.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct StoreArgs {
     /// Coordination store: `sqlite://PATH`, `postgres://…`, `redis://…`, or an index on a
     /// cluster (`http(s)://host:9200`).
@@ -445,12 +564,26 @@ pub struct StoreArgs {
         long,
         env = "RFS_STORE",
         default_value = "sqlite://./rfs-state.db",
-        value_name = "URL"
+        value_name = "URL",
+        hide_env_values = true
     )]
     pub store: String,
 }
 
+impl std::fmt::Debug for StoreArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreArgs")
+            .field("store", &self.redacted())
+            .finish()
+    }
+}
+
 impl StoreArgs {
+    /// The store URL as it may be shown: its password and secret parameters masked.
+    pub fn redacted(&self) -> String {
+        redact::url(&self.store)
+    }
+
     /// Opens the store, waiting up to a minute while it is unreachable (restarting).
     pub async fn coordinator(
         &self,
@@ -458,7 +591,7 @@ impl StoreArgs {
     ) -> anyhow::Result<coordination::Coordinator> {
         let store = migrate::worker::with_store_retries(|| coordination::open_store(&self.store))
             .await
-            .with_context(|| format!("opening the coordination store {}", self.store))?;
+            .with_context(|| format!("opening the coordination store {}", self.redacted()))?;
         Ok(coordination::Coordinator::new(store, config))
     }
 }
@@ -466,19 +599,32 @@ impl StoreArgs {
 /// How a worker sends documents and holds leases.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkerArgs {
-    /// Documents per bulk request.
+    /// Documents per bulk request (1–1000000).
     #[arg(
         long,
         env = "RFS_MAX_BATCH_DOCS",
         default_value_t = 1000,
-        value_name = "N"
+        value_name = "N",
+        value_parser = usize_in(1, 1_000_000)
     )]
     pub max_batch_docs: usize,
-    /// Bytes per bulk request, action lines included.
-    #[arg(long, env = "RFS_MAX_BATCH_BYTES", default_value_t = 8 << 20, value_name = "BYTES")]
+    /// Bytes per bulk request, action lines included (1024–1073741824, i.e. 1 KiB–1 GiB).
+    #[arg(
+        long,
+        env = "RFS_MAX_BATCH_BYTES",
+        default_value_t = 8 << 20,
+        value_name = "BYTES",
+        value_parser = usize_in(1024, 1 << 30)
+    )]
     pub max_batch_bytes: usize,
-    /// Bulk requests in flight (it adapts down on 429s).
-    #[arg(long, env = "RFS_CONCURRENCY", default_value_t = 4, value_name = "K")]
+    /// Bulk requests in flight (1–256; it adapts down on 429s).
+    #[arg(
+        long,
+        env = "RFS_CONCURRENCY",
+        default_value_t = 4,
+        value_name = "K",
+        value_parser = usize_in(1, 256)
+    )]
     pub concurrency: usize,
     /// Where documents the target refuses for good are recorded (JSON lines).
     #[arg(
@@ -491,45 +637,66 @@ pub struct WorkerArgs {
     /// Index with `op_type=create` (existing ids are kept, conflicts counted as done).
     #[arg(long, env = "RFS_CREATE_ONLY")]
     pub create_only: bool,
-    /// Documents per second per worker at most.
-    #[arg(long, env = "RFS_MAX_DOCS_PER_SEC", value_name = "N")]
+    /// Documents per second per worker at most (0.001–1000000000).
+    #[arg(
+        long,
+        env = "RFS_MAX_DOCS_PER_SEC",
+        value_name = "N",
+        value_parser = float_in(1e-3, 1e9)
+    )]
     pub max_docs_per_sec: Option<f64>,
-    /// Bytes per second per worker at most.
-    #[arg(long, env = "RFS_MAX_BYTES_PER_SEC", value_name = "N")]
+    /// Bytes per second per worker at most (1–1000000000000, i.e. up to 1 TB/s).
+    #[arg(
+        long,
+        env = "RFS_MAX_BYTES_PER_SEC",
+        value_name = "N",
+        value_parser = float_in(1.0, 1e12)
+    )]
     pub max_bytes_per_sec: Option<f64>,
-    /// Split shards with more Lucene documents than this into doc-id ranges at setup.
+    /// Split shards with more Lucene documents than this into doc-id ranges at setup
+    /// (1–2147483647).
     #[arg(
         long,
         env = "RFS_SPLIT_DOCS",
         default_value_t = 5_000_000,
-        value_name = "N"
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64)
     )]
     pub split_docs: u64,
-    /// First lease on a work item, in seconds (doubles with each acquisition).
+    /// First lease on a work item, in seconds (1–86400; doubles with each acquisition).
     #[arg(
         long,
         env = "RFS_LEASE_SECONDS",
         default_value_t = 600,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
     )]
     pub lease_seconds: u64,
-    /// Acquisitions of an item before it is marked FAILED.
-    #[arg(long, env = "RFS_MAX_ATTEMPTS", default_value_t = 8, value_name = "N")]
+    /// Acquisitions of an item before it is marked FAILED (1–100).
+    #[arg(
+        long,
+        env = "RFS_MAX_ATTEMPTS",
+        default_value_t = 8,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=100)
+    )]
     pub max_attempts: u32,
-    /// Seconds between progress checkpoints into the work item.
+    /// Seconds between progress checkpoints into the work item (0.05–3600).
     #[arg(
         long,
         env = "RFS_CHECKPOINT_SECONDS",
         default_value_t = 10.0,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = float_in(0.05, 3600.0)
     )]
     pub checkpoint_seconds: f64,
-    /// Seconds between reads of the control record (RUN / PAUSE / STOP).
+    /// Seconds between reads of the control record (RUN / PAUSE / STOP) (0.05–60).
     #[arg(
         long,
         env = "RFS_CONTROL_SECONDS",
         default_value_t = 1.0,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = float_in(0.05, 60.0)
     )]
     pub control_seconds: f64,
     /// Serve Prometheus metrics on this address (`127.0.0.1:9464`).
@@ -540,15 +707,50 @@ pub struct WorkerArgs {
     pub no_progress: bool,
 }
 
+/// A float flag's parser: a finite number within `min..=max` (so never NaN, infinite, or
+/// 0 where 0 makes no sense); the error names the range.
+pub fn float_in(
+    min: f64,
+    max: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("not a number (expected {min}–{max})"))?;
+        if v.is_finite() && (min..=max).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("{s} is not in {min}–{max}"))
+        }
+    }
+}
+
+/// An integer flag's parser for a `usize` field: within `min..=max`.
+pub fn usize_in(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(min..=max)
+}
+
+/// `secs` as a Duration within `min..=max` seconds, whatever `secs` is (NaN: `min`).
+fn seconds(secs: f64, min: f64, max: f64) -> Duration {
+    let s = if secs.is_nan() {
+        min
+    } else {
+        secs.clamp(min, max)
+    };
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::from_secs_f64(min))
+}
+
 impl WorkerArgs {
     pub fn coordination_config(&self) -> coordination::Config {
-        let lease = Duration::from_secs(self.lease_seconds.max(1));
+        // The parser bounds --lease-seconds; the arithmetic saturates anyway.
+        let lease = Duration::from_secs(self.lease_seconds.clamp(1, 86_400));
         coordination::Config {
             initial_lease: lease,
             max_attempts: self.max_attempts.max(1),
             phase_lease: lease.max(Duration::from_secs(5)),
             keeper_lease: Duration::from_secs(30)
-                .min(lease * 3)
+                .min(lease.saturating_mul(3))
                 .max(Duration::from_secs(3)),
             ..coordination::Config::default()
         }
@@ -563,11 +765,11 @@ impl WorkerArgs {
                 },
                 in_flight: self.concurrency.max(1),
                 read_ahead: 2,
-                checkpoint_every: Duration::from_secs_f64(self.checkpoint_seconds.max(0.05)),
-                control_every: Duration::from_secs_f64(self.control_seconds.max(0.05)),
+                checkpoint_every: seconds(self.checkpoint_seconds, 0.05, 3600.0),
+                control_every: seconds(self.control_seconds, 0.05, 60.0),
             },
             wait_for_leases,
-            poll: Duration::from_secs_f64(self.control_seconds.clamp(0.05, 5.0)),
+            poll: seconds(self.control_seconds, 0.05, 5.0),
             max_items: None,
         }
     }
@@ -581,8 +783,8 @@ impl WorkerArgs {
             max_docs: self.max_batch_docs.max(1),
             max_bytes: self.max_batch_bytes.max(1),
             max_in_flight: self.concurrency.max(1),
-            max_docs_per_sec: self.max_docs_per_sec,
-            max_bytes_per_sec: self.max_bytes_per_sec,
+            max_docs_per_sec: self.max_docs_per_sec.filter(|r| r.is_finite() && *r > 0.0),
+            max_bytes_per_sec: self.max_bytes_per_sec.filter(|r| r.is_finite() && *r > 0.0),
             ..cluster::BulkOptions::default()
         };
         if self.create_only {

@@ -11,20 +11,14 @@ pub struct Args {
     pub store: StoreArgs,
 }
 
-pub fn run(args: Args, action: &str) -> anyhow::Result<u8> {
-    let value = match action {
-        "pause" => coordination::Control::Pause,
-        "resume" => coordination::Control::Run,
-        "stop" => coordination::Control::Stop,
-        other => anyhow::bail!("unknown control action {other}"),
-    };
+pub fn run(args: Args, value: coordination::Control) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let coord = args
             .store
             .coordinator(coordination::Config::default())
             .await?;
         coord.set_control(value).await?;
-        eprintln!("control set to {}", value.as_str());
+        crate::say!("control set to {}", value.as_str());
         Ok(exit::OK)
     })
 }

@@ -104,7 +104,7 @@ impl WorkerContext {
         };
         let client = target.connect().await?;
         let coord = store.coordinator(worker.coordination_config()).await?;
-        tracing::info!(worker = %coord.worker_id(), store = %store.store, "worker ready");
+        tracing::info!(worker = %coord.worker_id(), store = %store.redacted(), "worker ready");
         let metrics = Metrics::new();
         worker.serve_metrics(&metrics);
         Ok(WorkerContext {
@@ -213,9 +213,12 @@ impl WorkerContext {
     pub fn report_finished(&self, status: &coordination::Status) -> anyhow::Result<()> {
         if !status.failures.is_empty() {
             for f in &status.failures {
-                eprintln!(
+                crate::say!(
                     "FAILED {} (index {}, shard {}): {}",
-                    f.id, f.index, f.shard, f.last_error
+                    f.id,
+                    f.index,
+                    f.shard,
+                    f.last_error
                 );
             }
             anyhow::bail!(
@@ -223,14 +226,14 @@ impl WorkerContext {
                 status.failures.len()
             );
         }
-        eprintln!(
+        crate::say!(
             "migration finished: {} documents in {} work items ({} by this worker)",
             status.docs_done,
             status.items.done,
             self.metrics.docs_sent.load(Relaxed)
         );
         if status.docs_failed > 0 {
-            eprintln!(
+            crate::say!(
                 "{} of those documents were refused by the target: see the workers' failure logs",
                 status.docs_failed
             );

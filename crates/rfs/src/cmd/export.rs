@@ -18,19 +18,35 @@ pub struct Args {
     /// The snapshot to export.
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: String,
-    /// Only indices matching this pattern (`*` and `?` wildcards); repeatable. Default: all.
-    #[arg(long = "index", value_name = "PATTERN")]
+    /// Only indices matching this pattern (`*` and `?` wildcards); repeatable or
+    /// comma-separated. Default: all.
+    #[arg(
+        long = "index",
+        env = "RFS_INDEX",
+        value_delimiter = ',',
+        value_name = "PATTERN"
+    )]
     pub index: Vec<String>,
     /// `jsonl`: one `{"_index","_id","_type"?,"_routing"?,"_source"}` object per line;
     /// `bulk`: action and source lines for `curl --data-binary @FILE …/_bulk` (no `_type`).
-    #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "bulk"])]
-    pub format: String,
-    /// A directory (one `<index>.jsonl` / `<index>.bulk` file per index) or `-` for stdout.
-    #[arg(long, default_value = "-", value_name = "DIR|-")]
+    #[arg(long, env = "RFS_FORMAT", value_enum, default_value_t = Format::Jsonl)]
+    pub format: Format,
+    /// A directory (one `<index>.jsonl` / `<index>.bulk` file per index; an index name that
+    /// is not a safe file name is cleaned and given a hash suffix) or `-` for stdout.
+    #[arg(long, env = "RFS_OUT", default_value = "-", value_name = "DIR|-")]
     pub out: String,
     /// Recompute every shard file's CRC-32 before reading it (reads each shard twice).
-    #[arg(long)]
+    #[arg(long, env = "RFS_VERIFY_CHECKSUMS")]
     pub verify_checksums: bool,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One JSON object per document.
+    Jsonl,
+    /// `_bulk` request bodies.
+    Bulk,
 }
 
 /// `*`/`?` wildcard match.
@@ -124,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             args.index
         );
     }
-    let bulk = args.format == "bulk";
+    let bulk = args.format == Format::Bulk;
     let to_stdout = args.out == "-";
     let out_dir = PathBuf::from(&args.out);
     if !to_stdout {
@@ -161,7 +177,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             None
         } else {
             let ext = if bulk { "bulk" } else { "jsonl" };
-            let path = out_dir.join(format!("{}.{ext}", index.name()));
+            // Index names come from the repository: never a path of their own.
+            let file = migrate::naming::file_name_for(index.name());
+            let path = out_dir.join(format!("{file}.{ext}"));
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("creating {}", path.display()))?;
             Some(std::io::BufWriter::with_capacity(1 << 20, f))
@@ -227,7 +245,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let secs = started.elapsed().as_secs_f64();
     let source_bytes: u64 = summaries.values().map(|s| s.stats.source_bytes).sum();
-    eprintln!(
+    crate::say!(
         "exported {total_docs} documents ({:.1} MB of _source) from snapshot {} in {secs:.1}s",
         source_bytes as f64 / 1e6,
         snap.name()
@@ -248,7 +266,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for (shard, reason) in &s.failed_shards {
             line.push_str(&format!(", shard {shard} FAILED in snapshot ({reason})"));
         }
-        eprintln!("{line}");
+        crate::say!("{line}");
     }
     Ok(0)
 }

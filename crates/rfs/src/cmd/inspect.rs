@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: Option<String>,
     /// One JSON document on stdout instead of text.
-    #[arg(long)]
+    #[arg(long, env = "RFS_JSON")]
     pub json: bool,
 }
 

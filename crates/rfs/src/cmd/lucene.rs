@@ -23,13 +23,13 @@ pub enum LuceneCommand {
         #[arg(long, env = "RFS_SOFT_DELETES_FIELD")]
         soft_deletes_field: Option<String>,
         /// Verify the CRC-32 of every file read before dumping.
-        #[arg(long)]
+        #[arg(long, env = "RFS_VERIFY_CHECKSUMS")]
         verify_checksums: bool,
-        /// First shard-global doc id to dump.
-        #[arg(long, default_value_t = 0)]
+        /// First shard-global doc id to dump (any u64).
+        #[arg(long, env = "RFS_LUCENE_FROM", default_value_t = 0, value_name = "DOC")]
         from: u64,
-        /// Stop before this shard-global doc id.
-        #[arg(long)]
+        /// Stop before this shard-global doc id (any u64; default: the end).
+        #[arg(long, env = "RFS_LUCENE_TO", value_name = "DOC")]
         to: Option<u64>,
     },
     /// Print segments, Lucene versions, codecs and modes, max doc and live counts.
@@ -40,7 +40,7 @@ pub enum LuceneCommand {
         #[arg(long, env = "RFS_SOFT_DELETES_FIELD")]
         soft_deletes_field: Option<String>,
         /// One JSON object instead of a table.
-        #[arg(long)]
+        #[arg(long, env = "RFS_JSON")]
         json: bool,
     },
 }

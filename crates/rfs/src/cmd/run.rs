@@ -72,7 +72,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
             let report = migrate::metadata::migrate(&ctx.source_metadata, &ctx.client, &options)
                 .await
                 .map_err(|e| PhaseError::Other(format!("metadata migration: {e}")))?;
-            eprintln!("{}", report.to_table());
+            crate::say!("{}", report.to_table());
             if report.has_errors() {
                 tracing::warn!("metadata migration reported errors (see the table); documents of those indices may fail");
             }

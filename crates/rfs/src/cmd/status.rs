@@ -11,18 +11,25 @@ use std::time::{Duration, Instant};
 use migrate::phases::{read_totals, Totals};
 use serde_json::{json, Value};
 
-use super::common::{runtime, StoreArgs};
+use super::common::{float_in, runtime, StoreArgs};
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Redraw every SECS seconds until the migration is finished (default 5).
-    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "5")]
+    /// Redraw every SECS seconds until the migration is finished (0.2–3600, default 5).
+    #[arg(
+        long,
+        env = "RFS_WATCH",
+        value_name = "SECS",
+        num_args = 0..=1,
+        default_missing_value = "5",
+        value_parser = float_in(0.2, 3600.0)
+    )]
     pub watch: Option<f64>,
     /// One JSON object (per refresh with --watch) instead of text.
-    #[arg(long)]
+    #[arg(long, env = "RFS_JSON")]
     pub json: bool,
     /// The failure log(s) to summarise by error type (JSON lines written by workers).
     #[arg(
@@ -58,17 +65,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             last = Some((now, status.docs_done, status.bytes_done));
             let failures = failures_by_type(&args.failure_log);
             let view = render_json(&status, totals.as_ref(), rate, &failures);
+            // Errors recorded by workers may hold a URL: masked like every log line.
             if args.json {
-                println!("{view}");
+                println!("{}", redact::text(&view.to_string()));
             } else {
                 if args.watch.is_some() {
                     print!("\x1b[2J\x1b[H");
                 }
-                print!("{}", render_text(&view));
+                print!("{}", redact::text(&render_text(&view)));
             }
             match args.watch {
                 Some(secs) if !status.finished => {
-                    tokio::time::sleep(Duration::from_secs_f64(secs.max(0.2))).await
+                    tokio::time::sleep(Duration::from_secs_f64(secs.clamp(0.2, 3600.0))).await
                 }
                 _ => break,
             }

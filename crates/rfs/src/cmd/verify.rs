@@ -6,7 +6,7 @@
 use anyhow::Context;
 use migrate::verify::{verify, Sample};
 
-use super::common::{runtime, FilterArgs, SourceArgs, TargetArgs};
+use super::common::{runtime, usize_in, FilterArgs, SourceArgs, TargetArgs};
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
@@ -17,19 +17,21 @@ pub struct Args {
     pub target: TargetArgs,
     #[command(flatten)]
     pub filter: FilterArgs,
-    /// Documents compared per index (a uniform random sample).
+    /// Documents compared per index (a uniform random sample; 0–100000, 0: counts only;
+    /// --all for every document).
     #[arg(
         long,
         env = "RFS_VERIFY_SAMPLE",
         default_value_t = 100,
-        value_name = "N"
+        value_name = "N",
+        value_parser = usize_in(0, 100_000)
     )]
     pub sample: usize,
     /// Compare every document instead of a sample.
-    #[arg(long)]
+    #[arg(long, env = "RFS_VERIFY_ALL")]
     pub all: bool,
     /// Print the report as JSON.
-    #[arg(long)]
+    #[arg(long, env = "RFS_JSON")]
     pub json: bool,
 }
 
@@ -61,10 +63,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             print!("{}", report.to_table());
         }
         if report.ok() {
-            eprintln!("verify: every index matches");
+            crate::say!("verify: every index matches");
             Ok(exit::OK)
         } else {
-            eprintln!("verify: MISMATCH");
+            crate::say!("verify: MISMATCH");
             Ok(exit::VERIFY_MISMATCH)
         }
     })
