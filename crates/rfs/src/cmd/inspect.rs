@@ -80,7 +80,7 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
         }));
     }
     Ok(json!({
-        "repository": redact::url(repo.location()),
+        "repository": redact::url(&repo.location()),
         "generation": data.generation,
         "min_version": data.min_version,
         "snapshots": snapshots,
