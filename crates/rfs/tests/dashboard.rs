@@ -128,7 +128,8 @@ struct Browser {
 
 fn find_program(env: &str, candidates: &[&str]) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(env) {
-        return Some(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
     }
     for c in candidates {
         let p = Path::new(c);

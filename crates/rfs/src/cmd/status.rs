@@ -5,7 +5,6 @@
 //! `--serve ADDR` serves a live web page of the same (see `crate::dashboard`).
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -50,62 +49,18 @@ pub struct Args {
         env = "RFS_SERVE_TOKEN",
         hide_env_values = true,
         value_name = "TOKEN",
-        value_parser = TokenParser
+        value_parser = crate::dashboard::TokenParser
     )]
-    pub serve_token: Option<Token>,
+    pub serve_token: Option<crate::dashboard::Token>,
     /// With --serve: seconds between reads of the store (0.2 to 3600).
     #[arg(
         long,
         env = "RFS_SERVE_INTERVAL",
         default_value_t = 2.0,
         value_name = "SECS",
-        value_parser = parse_serve_interval
+        value_parser = crate::dashboard::parse_interval
     )]
     pub serve_interval: f64,
-}
-
-/// The dashboard token; never printed (its `Debug` is masked).
-#[derive(Clone)]
-pub struct Token(String);
-
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Token(***)")
-    }
-}
-
-/// Checks a token without ever echoing it (clap's own errors quote the value).
-#[derive(Debug, Clone, Copy)]
-struct TokenParser;
-
-impl clap::builder::TypedValueParser for TokenParser {
-    type Value = Token;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        _arg: Option<&clap::Arg>,
-        value: &OsStr,
-    ) -> Result<Token, clap::Error> {
-        value
-            .to_str()
-            .filter(|s| (16..=256).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic()))
-            .map(|s| Token(s.to_string()))
-            .ok_or_else(|| {
-                clap::Error::raw(
-                    clap::error::ErrorKind::InvalidValue,
-                    "--serve-token must be 16 to 256 visible ASCII characters (the value given is not shown)\n",
-                )
-                .with_cmd(cmd)
-            })
-    }
-}
-
-fn parse_serve_interval(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.2..=3600.0).contains(&v) => Ok(v),
-        _ => Err("expected seconds from 0.2 to 3600".into()),
-    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -171,7 +126,7 @@ fn serve(args: Args, addr: SocketAddr) -> anyhow::Result<u8> {
     });
     let opts = crate::dashboard::Options {
         addr,
-        token: args.serve_token.map(|t| t.0),
+        token: args.serve_token.map(crate::dashboard::Token::into_inner),
         interval: Duration::from_secs_f64(args.serve_interval),
         store_url: args.store.store,
         failure_logs: args.failure_log,

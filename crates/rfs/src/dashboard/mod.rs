@@ -17,6 +17,7 @@ mod rates;
 mod redact;
 mod sampler;
 
+use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -71,4 +72,88 @@ pub async fn serve(opts: Options, open: Opener) -> anyhow::Result<()> {
     }
     tracing::info!("dashboard on http://{local}/");
     http::serve(listener, server).await
+}
+
+/// The dashboard token; never printed (its `Debug` is masked).
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(***)")
+    }
+}
+
+/// Checks a token without ever echoing it (clap's own errors quote the value).
+#[derive(Debug, Clone, Copy)]
+pub struct TokenParser;
+
+impl clap::builder::TypedValueParser for TokenParser {
+    type Value = Token;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<Token, clap::Error> {
+        value
+            .to_str()
+            .filter(|s| (16..=256).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic()))
+            .map(|s| Token(s.to_string()))
+            .ok_or_else(|| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidValue,
+                    "--serve-token must be 16 to 256 visible ASCII characters (the value given is not shown)\n",
+                )
+                .with_cmd(cmd)
+            })
+    }
+}
+
+/// `--serve-interval`: seconds from 0.2 to 3600.
+pub fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.2..=3600.0).contains(&v) => Ok(v),
+        _ => Err("expected seconds from 0.2 to 3600".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::builder::TypedValueParser;
+
+    #[test]
+    fn the_interval_is_range_checked() {
+        assert_eq!(parse_interval("2"), Ok(2.0));
+        assert_eq!(parse_interval("0.2"), Ok(0.2));
+        for bad in ["0.1", "3601", "nan", "inf", "-1", "x"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_bad_token_is_refused_without_being_shown() {
+        let cmd = clap::Command::new("rfs");
+        let ok = TokenParser
+            .parse_ref(&cmd, None, OsStr::new("0123456789abcdef"))
+            .unwrap();
+        assert_eq!(format!("{ok:?}"), "Token(***)");
+        assert_eq!(ok.into_inner(), "0123456789abcdef");
+        for bad in ["short-secret", "with a space 0123456789", &"x".repeat(257)] {
+            let e = TokenParser
+                .parse_ref(&cmd, None, OsStr::new(bad))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--serve-token"), "{e}");
+            assert!(!e.contains(bad), "{e}");
+        }
+    }
 }
