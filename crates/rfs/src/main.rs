@@ -3,7 +3,9 @@
 
 mod cmd;
 mod config;
+mod dashboard;
 mod exit;
+mod failure_logs;
 mod logging;
 
 use std::process::ExitCode;

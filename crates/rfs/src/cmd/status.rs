@@ -1,11 +1,12 @@
 //! `rfs status`: fleet-wide progress read from the coordination store — items by state,
 //! documents and bytes done out of the snapshot's totals, rate and ETA, refused documents
 //! (fleet-wide from the store; by type from the failure logs given), failed items,
-//! and progress per index. `--watch` redraws every few seconds; `--json` prints one object.
+//! and progress per index. `--watch` redraws every few seconds; `--json` prints one object;
+//! `--serve ADDR` serves a live web page of the same (see `crate::dashboard`).
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use migrate::phases::{read_totals, Totals};
@@ -13,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::common::{float_in, runtime, StoreArgs};
 use crate::exit;
+use crate::failure_logs::FailureLogs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -39,15 +41,46 @@ pub struct Args {
         value_name = "FILE"
     )]
     pub failure_log: Vec<PathBuf>,
+    /// Serve a live web page of the migration on ADDR (`127.0.0.1:8080`; port 0 picks a
+    /// free port) instead of printing: progress per index, rate chart, ETA, items and
+    /// their holders, failures, and pause / resume / stop buttons. `GET /api/status`
+    /// answers the JSON of --json.
+    #[arg(long, env = "RFS_SERVE", value_name = "ADDR", conflicts_with_all = ["watch", "json"])]
+    pub serve: Option<SocketAddr>,
+    /// With --serve: the token that allows pause / resume / stop (from any host) and
+    /// reads from other hosts, sent as `Authorization: Bearer TOKEN` (the page asks for
+    /// it, or takes it from `#token=TOKEN` at the end of its URL). Without a token,
+    /// control is allowed only from this host. 16 to 256 visible ASCII characters.
+    #[arg(
+        long,
+        env = "RFS_SERVE_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN",
+        value_parser = crate::dashboard::TokenParser
+    )]
+    pub serve_token: Option<crate::dashboard::Token>,
+    /// With --serve: seconds between reads of the store (0.2 to 3600).
+    #[arg(
+        long,
+        env = "RFS_SERVE_INTERVAL",
+        default_value_t = 2.0,
+        value_name = "SECS",
+        value_parser = crate::dashboard::parse_interval
+    )]
+    pub serve_interval: f64,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    if let Some(addr) = args.serve {
+        return serve(args, addr);
+    }
     runtime()?.block_on(async move {
         let coord = args
             .store
             .coordinator(coordination::Config::default())
             .await?;
         let mut last: Option<(Instant, u64, u64)> = None;
+        let mut logs = FailureLogs::new(&args.failure_log, 0);
         loop {
             let status = coord.status().await?;
             let totals = read_totals(&coord).await?;
@@ -63,7 +96,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 None => None,
             };
             last = Some((now, status.docs_done, status.bytes_done));
-            let failures = failures_by_type(&args.failure_log);
+            logs.refresh();
+            let failures = logs.by_type();
             let view = render_json(&status, totals.as_ref(), rate, &failures);
             // Errors recorded by workers may hold a URL: masked like every log line.
             if args.json {
@@ -85,29 +119,32 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     })
 }
 
-/// Counts of failure-log lines by `error_type`, over every file given that exists.
-fn failures_by_type(paths: &[PathBuf]) -> BTreeMap<String, u64> {
-    let mut out = BTreeMap::new();
-    for p in paths {
-        let Ok(f) = std::fs::File::open(Path::new(p)) else {
-            continue;
-        };
-        for line in std::io::BufReader::new(f).lines().map_while(Result::ok) {
-            let t = serde_json::from_str::<Value>(&line)
-                .ok()
-                .and_then(|v| {
-                    v.get("error_type")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
-                .unwrap_or_else(|| "unparsable_line".into());
-            *out.entry(t).or_insert(0) += 1;
-        }
-    }
-    out
+/// `rfs status --serve`: the page server, until the process is ended.
+fn serve(args: Args, addr: SocketAddr) -> anyhow::Result<u8> {
+    let url = args.store.store.clone();
+    let open: crate::dashboard::Opener = Box::new(move || {
+        let url = url.clone();
+        Box::pin(async move {
+            let store = coordination::open_store(&url).await?;
+            Ok(coordination::Coordinator::new(
+                store,
+                coordination::Config::default(),
+            ))
+        })
+    });
+    let opts = crate::dashboard::Options {
+        addr,
+        token: args.serve_token.map(crate::dashboard::Token::into_inner),
+        interval: Duration::from_secs_f64(args.serve_interval),
+        store_url: args.store.store,
+        failure_logs: args.failure_log,
+    };
+    runtime()?.block_on(crate::dashboard::serve(opts, open))?;
+    Ok(exit::OK)
 }
 
-fn render_json(
+/// The JSON object of `rfs status --json`, also served as the dashboard's `/api/status`.
+pub(crate) fn render_json(
     s: &coordination::Status,
     totals: Option<&Totals>,
     rate: Option<(f64, f64)>,
