@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Compression, FailureLog};
+use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Compression};
 use futures::StreamExt;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -131,22 +131,21 @@ fn main() {
                 Compression::Off
             };
             let client = Client::connect(cfg).await.unwrap();
-            let dir = tempfile::tempdir().unwrap();
-            let log = Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap());
             let opts = BulkOptions {
-                max_docs: args.batch,
                 max_in_flight: args.in_flight,
                 ..BulkOptions::default()
             };
-            let sender = BulkSender::new(client, opts, log).unwrap();
+            let sender = BulkSender::new(client, opts).unwrap();
             let cpu0 = cpu_time(libc::RUSAGE_SELF);
             let t0 = Instant::now();
-            let mut total = cluster::BulkOutcome::default();
+            let mut total = cluster::BulkResult::default();
             let mut results = futures::stream::iter(batches)
                 .map(|b| sender.send(b))
                 .buffer_unordered(args.in_flight);
             while let Some(r) = results.next().await {
-                total.add(&r.expect("bulk send"));
+                let r = r.expect("bulk send");
+                total.indexed += r.indexed;
+                total.requests += r.requests;
             }
             (t0.elapsed(), cpu_time(libc::RUSAGE_SELF) - cpu0, total)
         });

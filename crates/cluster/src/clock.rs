@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A UTC instant broken into calendar fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct UtcTime {
+pub struct UtcTime {
     pub year: i64,
     pub month: u32,
     pub day: u32,

@@ -49,14 +49,6 @@ pub enum ClusterError {
         url: String,
         reason: String,
     },
-
-    /// The failure log could not be written: documents would be lost, so this is fatal.
-    #[error("failure log {path}: {source}")]
-    FailureLog {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 impl ClusterError {
@@ -65,6 +57,17 @@ impl ClusterError {
         match self {
             ClusterError::Status { status, .. } => Some(*status),
             _ => None,
+        }
+    }
+
+    /// True when retrying cannot help and nothing else will work either: the credentials
+    /// are refused (401, 403), or the configuration cannot work. A worker stops on these
+    /// instead of spending work-item attempts.
+    pub fn is_fatal(&self) -> bool {
+        match self {
+            ClusterError::Config(_) | ClusterError::TlsFile { .. } => true,
+            ClusterError::Status { status, .. } => matches!(status, 401 | 403),
+            _ => false,
         }
     }
 

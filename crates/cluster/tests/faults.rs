@@ -1,13 +1,12 @@
 //! Bulk indexing against the project's fault-injecting test server: every document ends on
-//! the target exactly once by id, or in the failure log with its reason, and counts add up.
+//! the target exactly once by id, or refused with its reason, and counts add up.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression, FailureLog,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression, Refused,
     RetryPolicy,
 };
 use serde_json::{json, Value};
@@ -67,60 +66,59 @@ async fn bulk_under_faults_loses_nothing() {
         ..ServerConfig::opensearch("2.11.0")
     });
     let client = client_for(&server, true).await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(FailureLog::open(dir.path().join("failures.jsonl")).unwrap());
     let opts = BulkOptions {
-        max_docs: 100,
-        max_bytes: 64 * 1024,
         max_in_flight: 4,
         retry: fast_retries(25),
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client, opts, log.clone()).unwrap();
+    let sender = BulkSender::new(client, opts).unwrap();
 
     let n = 2500;
     let (docs, expected): (Vec<BulkDoc>, Vec<Value>) = (0..n).map(|i| doc("faulty", i)).unzip();
     let started = Instant::now();
-    // Like the migration pipeline: batches of 250, four sends at a time.
-    let mut total = cluster::BulkOutcome::default();
-    for group in docs.chunks(1000) {
-        let sends = group.chunks(250).map(|b| sender.send(b.to_vec()));
+    // Like the migration pipeline: bodies of 100, four sends at a time.
+    let (mut docs_n, mut indexed, mut accepted, mut retries, mut throttled) = (0, 0, 0, 0, 0);
+    let mut refused: Vec<Refused> = Vec::new();
+    for group in docs.chunks(400) {
+        let sends = group.chunks(100).map(|b| sender.send(b.to_vec()));
         for r in futures::future::join_all(sends).await {
-            total.add(&r.unwrap());
+            let r = r.unwrap();
+            docs_n += r.docs;
+            indexed += r.indexed;
+            accepted += r.accepted;
+            retries += r.retries;
+            throttled += r.throttled;
+            refused.extend(r.refused);
         }
     }
     let elapsed = started.elapsed();
 
     // Counts add up.
-    assert_eq!(total.docs, n as u64);
-    assert_eq!(
-        total.indexed + total.accepted + total.failed,
-        n as u64,
-        "{total:?}"
-    );
-    assert_eq!(total.failed, failing.len() as u64, "{total:?}");
-    assert!(
-        total.retries > 0 && total.throttled > 0,
-        "faults were injected: {total:?}"
-    );
+    assert_eq!(docs_n, n as u64);
+    assert_eq!(indexed + accepted + refused.len() as u64, n as u64);
+    assert_eq!(refused.len(), failing.len(), "{refused:?}");
+    assert!(retries > 0 && throttled > 0, "faults were injected");
     // Retry-After: 1 s was honoured at least once.
     assert!(elapsed >= Duration::from_secs(1), "{elapsed:?}");
 
-    // The failure log holds exactly the failing ids, each once, with the server's reason.
-    let records = FailureLog::read(log.path()).unwrap();
-    let logged: BTreeMap<String, _> = records.iter().map(|r| (r.id.clone(), r)).collect();
-    assert_eq!(records.len(), logged.len(), "an id logged twice");
+    // Exactly the failing ids are refused, each once, with the server's reason.
+    let logged: BTreeMap<String, &Refused> =
+        refused.iter().map(|r| (r.meta.id.clone(), r)).collect();
+    assert_eq!(refused.len(), logged.len(), "an id refused twice");
     assert_eq!(logged.keys().cloned().collect::<BTreeSet<_>>(), failing);
     for r in logged.values() {
-        assert_eq!(r.index, "faulty");
-        assert_eq!(r.error_type, "mapper_parsing_exception");
-        assert_eq!(r.status, 400);
-        assert!(!r.reason.is_empty() && r.attempts >= 1, "{r:?}");
+        assert_eq!(&*r.meta.index, "faulty");
+        assert_eq!(r.error.error_type, "mapper_parsing_exception");
+        assert_eq!(r.error.status, 400);
+        assert!(!r.error.reason.is_empty() && r.attempts >= 1, "{r:?}");
+        let sent: Value = serde_json::from_slice(&r.source).unwrap();
+        let i: usize = r.meta.id["doc-".len()..].parse().unwrap();
+        assert_eq!(sent, expected[i], "the refused source is the one sent");
     }
 
     // Every other document is on the server exactly once, identical to what was sent.
     let stored = server.documents("faulty");
-    assert_eq!(stored.len() as u64, total.indexed);
+    assert_eq!(stored.len() as u64, indexed);
     for (i, v) in expected.iter().enumerate() {
         let id = format!("doc-{i}");
         if failing.contains(&id) {
@@ -130,7 +128,7 @@ async fn bulk_under_faults_loses_nothing() {
         }
     }
     let stats = sender.stats();
-    assert_eq!(stats.indexed, total.indexed);
+    assert_eq!(stats.indexed, indexed);
     assert!(stats.concurrency_limit >= 1.0 && stats.concurrency_limit <= 4.0);
 }
 
@@ -138,13 +136,11 @@ async fn bulk_under_faults_loses_nothing() {
 async fn target_down_past_the_budget_is_an_error_and_recovers() {
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let client = client_for(&server, false).await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap());
     let opts = BulkOptions {
         retry: fast_retries(4),
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client.clone(), opts, log.clone()).unwrap();
+    let sender = BulkSender::new(client.clone(), opts).unwrap();
     let docs: Vec<BulkDoc> = (0..50).map(|i| doc("down", i).0).collect();
 
     server.set_down(true);
@@ -155,9 +151,9 @@ async fn target_down_past_the_budget_is_an_error_and_recovers() {
         "{e}"
     );
     assert_eq!(
-        log.written(),
+        sender.stats().refused,
         0,
-        "nothing is logged as failed when the target is down"
+        "nothing is refused when the target is down"
     );
 
     // Down for a while, then up again within a patient budget: everything arrives.
@@ -170,7 +166,7 @@ async fn target_down_past_the_budget_is_an_error_and_recovers() {
         },
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client, patient, log.clone()).unwrap();
+    let sender = BulkSender::new(client, patient).unwrap();
     let up = async {
         tokio::time::sleep(Duration::from_millis(700)).await;
         server.set_down(false);
@@ -187,14 +183,11 @@ async fn typed_dialect_for_elasticsearch_6_and_rate_limit() {
     let server = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
     let client = client_for(&server, false).await;
     assert_eq!(client.target().unwrap().dialect(), cluster::Dialect::Typed);
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap());
     let opts = BulkOptions {
-        max_docs: 50,
         max_docs_per_sec: Some(400.0),
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client.clone(), opts, log).unwrap();
+    let sender = BulkSender::new(client.clone(), opts).unwrap();
     let (docs, expected): (Vec<BulkDoc>, Vec<Value>) = (0..800)
         .map(|i| {
             let (mut d, v) = doc("typed", i);
@@ -203,7 +196,11 @@ async fn typed_dialect_for_elasticsearch_6_and_rate_limit() {
         })
         .unzip();
     let started = Instant::now();
-    let out = sender.send(docs).await.unwrap();
+    let mut out = cluster::BulkResult::default();
+    for body in docs.chunks(50) {
+        let r = sender.send(body.to_vec()).await.unwrap();
+        out.indexed += r.indexed;
+    }
     // 800 documents at 400/s with one second of burst cannot take less than one second.
     assert!(
         started.elapsed() >= Duration::from_millis(900),
@@ -220,33 +217,40 @@ async fn typed_dialect_for_elasticsearch_6_and_rate_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unsendable_and_malformed_documents_are_logged_not_dropped() {
+async fn unsendable_and_malformed_documents_are_refused_not_dropped() {
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let client = client_for(&server, false).await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(
-        FailureLog::open(dir.path().join("f.jsonl"))
-            .unwrap()
-            .with_sources(true),
-    );
     let opts = BulkOptions {
         hard_max_bytes: 4096,
-        max_bytes: 2048,
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client, opts, log.clone()).unwrap();
+    let sender = BulkSender::new(client, opts).unwrap();
     let mut docs: Vec<BulkDoc> = (0..40).map(|i| doc("mixed", i).0).collect();
     docs[5].source = Bytes::from_static(b"   ");
     docs[9].source = Bytes::from(format!("{{\"big\":\"{}\"}}", "y".repeat(5000)));
     docs[17].source = Bytes::from_static(b"{\"broken\": ");
     let out = sender.send(docs.clone()).await.unwrap();
-    assert_eq!(out.indexed + out.failed, 40, "{out:?}");
-    assert_eq!(out.failed, 3, "{out:?}");
+    assert_eq!(out.indexed + out.refused.len() as u64, 40, "{out:?}");
+    assert_eq!(out.refused.len(), 3, "{out:?}");
 
-    let records: BTreeMap<String, _> = FailureLog::read(log.path())
-        .unwrap()
+    struct Rec {
+        error_type: String,
+        status: u16,
+        source: Bytes,
+    }
+    let records: BTreeMap<String, Rec> = out
+        .refused
         .into_iter()
-        .map(|r| (r.id.clone(), r))
+        .map(|r| {
+            (
+                r.meta.id,
+                Rec {
+                    error_type: r.error.error_type,
+                    status: r.error.status,
+                    source: r.source,
+                },
+            )
+        })
         .collect();
     assert_eq!(
         records.keys().cloned().collect::<Vec<_>>(),
@@ -260,11 +264,8 @@ async fn unsendable_and_malformed_documents_are_logged_not_dropped() {
         ),
         ("document_too_large", 0)
     );
-    assert_eq!(records["doc-17"].status, 400, "{:?}", records["doc-17"]);
-    assert_eq!(
-        records["doc-17"].source.as_ref().unwrap().get(),
-        "\"{\\\"broken\\\": \""
-    );
+    assert_eq!(records["doc-17"].status, 400);
+    assert_eq!(&records["doc-17"].source[..], b"{\"broken\":");
     let stored = server.documents("mixed");
     assert_eq!(stored.len(), 37);
     for (i, d) in docs.iter().enumerate() {

@@ -4,11 +4,10 @@
 //! `osmem-server`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Compression, FailureLog};
+use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Compression};
 use serde_json::{json, Value};
 use testkit::server::{ServerConfig, TestServer};
 
@@ -42,21 +41,20 @@ async fn connect(url: String, compression: Compression) -> Client {
 
 /// Sends `docs` in bulks of 100 and checks every one was acknowledged.
 async fn send(client: &Client, docs: Vec<BulkDoc>) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(FailureLog::open(dir.path().join("failures.jsonl")).unwrap());
     let opts = BulkOptions {
-        max_docs: 100,
         max_in_flight: 2,
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client.clone(), opts, log).unwrap();
-    let n = docs.len() as u64;
-    let outcome = sender.send(docs).await.unwrap();
-    assert_eq!(
-        (outcome.docs, outcome.indexed, outcome.failed),
-        (n, n, 0),
-        "{outcome:?}"
-    );
+    let sender = BulkSender::new(client.clone(), opts).unwrap();
+    for chunk in docs.chunks(100) {
+        let n = chunk.len() as u64;
+        let outcome = sender.send(chunk.to_vec()).await.unwrap();
+        assert_eq!(
+            (outcome.docs, outcome.indexed, outcome.refused.len()),
+            (n, n, 0),
+            "{outcome:?}"
+        );
+    }
 }
 
 fn assert_same_documents(got: &BTreeMap<String, Value>, want: &BTreeMap<String, Value>) {

@@ -1,12 +1,10 @@
 //! The client against a real OpenSearch-API server, `osmem-server` (PyPI): detection, index
 //! and template calls, bulk indexing read back document by document, create conflicts.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Created, Distribution, FailureLog,
-    OpType, TemplateKind,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Created, Distribution, OpType,
+    TemplateKind,
 };
 use serde_json::{json, Value};
 use testkit::services::Osmem;
@@ -146,15 +144,12 @@ async fn index_template_and_bulk_calls_against_osmem() {
         "an existing template is not modified"
     );
 
-    // Bulk: several requests per send (max_docs 64), two sends at once.
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(FailureLog::open(dir.path().join("failures.jsonl")).unwrap());
+    // Bulk: bodies of 64 documents, several at once.
     let opts = BulkOptions {
-        max_docs: 64,
         max_in_flight: 3,
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client.clone(), opts, log.clone()).unwrap();
+    let sender = BulkSender::new(client.clone(), opts).unwrap();
     let n = 400;
     let docs: Vec<BulkDoc> = (0..n)
         .map(|i| {
@@ -169,12 +164,17 @@ async fn index_template_and_bulk_calls_against_osmem() {
             d
         })
         .collect();
-    let (a, b) = docs.split_at(n / 2);
-    let (ra, rb) = tokio::join!(sender.send(a.to_vec()), sender.send(b.to_vec()));
-    let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.indexed + rb.indexed, n as u64);
-    assert_eq!(ra.failed + rb.failed, 0);
-    assert!(ra.requests >= 4, "{ra:?}");
+    let results = futures::future::join_all(docs.chunks(64).map(|b| sender.send(b.to_vec()))).await;
+    let (mut indexed, mut refused, mut requests) = (0, 0, 0);
+    for r in results {
+        let r = r.unwrap();
+        indexed += r.indexed;
+        refused += r.refused.len();
+        requests += r.requests;
+    }
+    assert_eq!(indexed, n as u64);
+    assert_eq!(refused, 0);
+    assert_eq!(requests, n.div_ceil(64) as u64);
     client.refresh("books").await.unwrap();
     assert_eq!(client.count("books").await.unwrap(), n as u64);
 
@@ -214,16 +214,15 @@ async fn index_template_and_bulk_calls_against_osmem() {
         accept_error_types: vec!["version_conflict_engine_exception".into()],
         ..BulkOptions::default()
     };
-    let sender = BulkSender::new(client.clone(), create.clone(), log.clone()).unwrap();
+    let sender = BulkSender::new(client.clone(), create.clone()).unwrap();
     let out = sender.send(docs[..50].to_vec()).await.unwrap();
-    assert_eq!((out.accepted, out.indexed, out.failed), (50, 0, 0));
-    assert_eq!(log.written(), 0);
+    assert_eq!((out.accepted, out.indexed, out.refused.len()), (50, 0, 0));
 
     let strict = BulkOptions {
         accept_error_types: vec![],
         ..create
     };
-    let sender = BulkSender::new(client.clone(), strict, log.clone()).unwrap();
+    let sender = BulkSender::new(client.clone(), strict).unwrap();
     let mut batch = docs[..10].to_vec();
     batch.push(BulkDoc::new(
         "books",
@@ -231,16 +230,14 @@ async fn index_template_and_bulk_calls_against_osmem() {
         Bytes::from_static(b"{\"title\":\"new\"}"),
     ));
     let out = sender.send(batch).await.unwrap();
-    assert_eq!((out.indexed, out.failed), (1, 10));
-    let records = FailureLog::read(log.path()).unwrap();
-    assert_eq!(records.len(), 10);
-    for (r, i) in records.iter().zip(0..) {
-        assert_eq!(r.id, id(i));
-        assert_eq!(r.index, "books");
-        assert_eq!(r.error_type, "version_conflict_engine_exception");
-        assert_eq!(r.status, 409);
+    assert_eq!((out.indexed, out.refused.len()), (1, 10));
+    for (r, i) in out.refused.iter().zip(0..) {
+        assert_eq!(r.meta.id, id(i));
+        assert_eq!(&*r.meta.index, "books");
+        assert_eq!(r.error.error_type, "version_conflict_engine_exception");
+        assert_eq!(r.error.status, 409);
         assert_eq!(r.attempts, 1);
-        assert!(!r.reason.is_empty());
+        assert!(!r.error.reason.is_empty());
     }
-    assert_eq!(sender.stats().failed, 10);
+    assert_eq!(sender.stats().refused, 10);
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use cluster::{
     BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression,
-    Distribution, FailureLog, RetryPolicy,
+    Distribution, RetryPolicy,
 };
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -159,9 +159,7 @@ async fn custom_ca_mutual_tls_and_insecure() {
         client.target().unwrap().distribution,
         Distribution::OpenSearch
     );
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap());
-    let sender = BulkSender::new(client, BulkOptions::default(), log).unwrap();
+    let sender = BulkSender::new(client, BulkOptions::default()).unwrap();
     let docs = (0..10)
         .map(|i| BulkDoc::new("tls", i.to_string(), Bytes::from(format!("{{\"n\":{i}}}"))))
         .collect();

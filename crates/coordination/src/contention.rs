@@ -10,6 +10,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{Acquired, Config, Coordinator, CrashPoint, HandOff, Progress};
+use crate::position::Position;
 use crate::record::WorkItem;
 use crate::store::Store;
 use crate::Error;
@@ -119,10 +120,10 @@ pub fn double_grants(intervals: &[Interval]) -> Vec<(Interval, Interval)> {
 pub fn contention_items(items: usize, docs_per_item: u64) -> Vec<WorkItem> {
     (0..items)
         .map(|i| WorkItem {
-            index: "bench".into(),
-            shard: i as u32,
-            from_doc: 0,
-            to_doc: Some(docs_per_item),
+            group: "bench".into(),
+            part: i as u32,
+            after: None,
+            until: Some(Position::Doc(docs_per_item)),
         })
         .collect()
 }
@@ -224,20 +225,26 @@ async fn worker(
             tokio::time::sleep(Duration::from_micros(work)).await;
         }
         let item = lease.item();
-        let to = item.to_doc.unwrap_or(cfg.docs_per_item);
-        let resume = lease.cursor();
+        let to = item
+            .until
+            .as_ref()
+            .and_then(Position::doc)
+            .unwrap_or(cfg.docs_per_item);
+        // The first doc number not acknowledged yet, and the item's first one.
+        let first = |c: &Option<Position>| c.as_ref().and_then(Position::doc).map_or(0, |d| d + 1);
+        let (item_first, resume) = (first(&item.after), first(lease.cursor()));
         let done = Progress {
-            cursor: to,
-            docs: to - item.from_doc,
-            bytes: (to - item.from_doc) * 100,
-            failed: 0,
+            cursor: Some(Position::Doc(to - 1)),
+            docs: to - item_first,
+            bytes: (to - item_first) * 100,
+            ..Progress::default()
         };
         let mut lost = false;
         let mut crashed = false;
         let (mut failed, mut handed) = (false, false);
         // Every end of a lease except a crash is recorded before its write is issued.
         let end_now = |iv: &mut Interval, t: i64| iv.end = iv.end.min(t);
-        let poison = cfg.poison_every > 0 && (item.shard as usize).is_multiple_of(cfg.poison_every);
+        let poison = cfg.poison_every > 0 && (item.part as usize).is_multiple_of(cfg.poison_every);
         if poison {
             end_now(&mut iv, store.now().await?);
             failed = true;
@@ -250,12 +257,13 @@ async fn worker(
             failed = true;
             lost = lease_lost(lease.fail("simulated failure").await)?;
         } else if roll < cfg.crash_rate + cfg.fail_rate + cfg.hand_off_rate && to > resume + 1 {
-            let cursor = resume + 1 + ((to - resume - 1) as f64 * cursor_pick) as u64;
+            // Acknowledged up to `cursor`, somewhere before the item's last document.
+            let cursor = resume + ((to - resume - 1) as f64 * cursor_pick) as u64;
             let p = Progress {
-                cursor,
-                docs: cursor - item.from_doc,
-                bytes: (cursor - item.from_doc) * 100,
-                failed: 0,
+                cursor: Some(Position::Doc(cursor)),
+                docs: cursor + 1 - item_first,
+                bytes: (cursor + 1 - item_first) * 100,
+                ..Progress::default()
             };
             handed = true;
             if crash_pick == 0 {
@@ -267,16 +275,16 @@ async fn worker(
                     CrashPoint::AfterCompleteParent,
                 ][(cursor as usize) % 4];
                 crashed = true;
-                lost = lease_lost(lease.hand_off_crashing(p, 0.05, point).await.map(|_| ()))?;
+                lost = lease_lost(lease.hand_off_crashing(&p, 0.05, point).await.map(|_| ()))?;
             } else {
                 end_now(&mut iv, store.now().await?);
-                lost = lease_lost(lease.hand_off(p, 0.05).await.map(|h| {
+                lost = lease_lost(lease.hand_off(&p, 0.05).await.map(|h| {
                     debug_assert!(matches!(h, HandOff::Successor(_)));
                 }))?;
             }
         } else {
             end_now(&mut iv, store.now().await?);
-            lost = lease_lost(lease.complete(done).await)?;
+            lost = lease_lost(lease.complete(&done).await)?;
         }
         {
             let mut s = shared.lock().map_err(|_| poisoned())?;

@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 use rand::seq::SliceRandom;
 use rand::Rng;
 
+use std::collections::BTreeMap;
+
+use crate::position::{cursor_display, Cursor, Position};
 use crate::record::{item_id, Kind, Record, State, Version, WorkItem};
 use crate::store::{system_now_ms, Store};
 use crate::Error;
@@ -112,16 +115,30 @@ pub enum Acquired {
     AllLeasedElsewhere { next_expiry: i64, wait: Duration },
 }
 
-/// Position and totals reported by the worker. `cursor` is the shard-global Lucene doc id
-/// to resume at: every live document of the item below it has been acknowledged. `docs` and
-/// `bytes` are totals for the whole item (not increments); `failed` counts the documents
-/// among `docs` that the target refused for good (they are in a worker's failure log).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Position and totals reported by the worker. `cursor` is the last acknowledged position:
+/// every document of the item up to it is delivered, refused or skipped. The counts are
+/// totals for the whole item up to the cursor (not increments): `docs` delivered (`bytes`
+/// of them), `refused` by the target and `skipped` by the source or transform (each in a
+/// failure log), and the refused and skipped ones by reason.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Progress {
-    pub cursor: u64,
+    pub cursor: Cursor,
     pub docs: u64,
     pub bytes: u64,
-    pub failed: u64,
+    pub refused: u64,
+    pub skipped: u64,
+    pub reasons: BTreeMap<String, u64>,
+}
+
+impl Progress {
+    fn apply(&self, r: &mut Record) {
+        r.cursor = self.cursor.clone();
+        r.docs_done = self.docs;
+        r.bytes_done = self.bytes;
+        r.docs_refused = self.refused;
+        r.docs_skipped = self.skipped;
+        r.reasons = self.reasons.clone();
+    }
 }
 
 /// What [`Lease::hand_off`] did.
@@ -241,10 +258,15 @@ impl Coordinator {
     /// of times), then record that setup is done. Returns how many items were created.
     pub async fn setup(&self, items: &[WorkItem]) -> Result<usize, Error> {
         for it in items {
-            if let Some(to) = it.to_doc {
-                if to <= it.from_doc {
+            if let (Some(Position::Doc(until)), after) = (&it.until, &it.after) {
+                let first = match after {
+                    None => 0,
+                    Some(Position::Doc(a)) => a.saturating_add(1),
+                    Some(Position::Key(_)) => u64::MAX,
+                };
+                if *until <= first {
                     return Err(Error::Invalid(format!(
-                        "work item {} ends at {to}, before it starts",
+                        "work item {} ends at {until}, before it starts",
                         it.id()
                     )));
                 }
@@ -407,18 +429,20 @@ impl Lease {
         self.rec.work_item()
     }
 
-    /// Where to start reading: the last checkpoint, or the item's first document.
-    pub fn cursor(&self) -> u64 {
-        self.rec.cursor.max(self.rec.from_doc)
+    /// The last acknowledged position: read strictly after it.
+    pub fn cursor(&self) -> &Cursor {
+        &self.rec.cursor
     }
 
-    /// Documents and bytes already done on this item by earlier holders.
+    /// Where earlier holders got to, and their counts.
     pub fn progress(&self) -> Progress {
         Progress {
-            cursor: self.cursor(),
+            cursor: self.rec.cursor.clone(),
             docs: self.rec.docs_done,
             bytes: self.rec.bytes_done,
-            failed: self.rec.docs_failed,
+            refused: self.rec.docs_refused,
+            skipped: self.rec.docs_skipped,
+            reasons: self.rec.reasons.clone(),
         }
     }
 
@@ -453,25 +477,17 @@ impl Lease {
     }
 
     /// Persist progress into the item (guarded by lease holder).
-    pub async fn checkpoint(&mut self, p: Progress) -> Result<(), Error> {
-        self.check_cursor(p.cursor)?;
-        self.guarded(|r| {
-            r.cursor = p.cursor;
-            r.docs_done = p.docs;
-            r.bytes_done = p.bytes;
-            r.docs_failed = p.failed;
-        })
-        .await
+    pub async fn checkpoint(&mut self, p: &Progress) -> Result<(), Error> {
+        self.check_cursor(&p.cursor)?;
+        self.guarded(|r| p.apply(r)).await
     }
 
     /// Every document of the item is done: mark it complete (guarded by lease holder).
-    pub async fn complete(mut self, p: Progress) -> Result<(), Error> {
+    pub async fn complete(mut self, p: &Progress) -> Result<(), Error> {
+        self.check_cursor(&p.cursor)?;
         let now = self.coord.inner.store.now().await?;
         self.guarded(|r| {
-            r.cursor = r.to_doc.unwrap_or(p.cursor).max(p.cursor);
-            r.docs_done = p.docs;
-            r.bytes_done = p.bytes;
-            r.docs_failed = p.failed;
+            p.apply(r);
             r.state = State::Done;
             r.expiry = 0;
             r.completed_at = Some(now);
@@ -520,7 +536,7 @@ impl Lease {
     /// (starting at `p.cursor`) if absent, mark this item complete. `setup_fraction` is the
     /// share of the lease spent before the first document was read; it sizes the
     /// successor's lease (< 2.5 % → exponent − 1, > 10 % → exponent + 1).
-    pub async fn hand_off(self, p: Progress, setup_fraction: f64) -> Result<HandOff, Error> {
+    pub async fn hand_off(self, p: &Progress, setup_fraction: f64) -> Result<HandOff, Error> {
         self.hand_off_until(p, setup_fraction, None).await
     }
 
@@ -528,7 +544,7 @@ impl Lease {
     #[doc(hidden)]
     pub async fn hand_off_crashing(
         self,
-        p: Progress,
+        p: &Progress,
         setup_fraction: f64,
         crash: CrashPoint,
     ) -> Result<HandOff, Error> {
@@ -537,20 +553,22 @@ impl Lease {
 
     async fn hand_off_until(
         mut self,
-        p: Progress,
+        p: &Progress,
         setup_fraction: f64,
         crash: Option<CrashPoint>,
     ) -> Result<HandOff, Error> {
-        self.check_cursor(p.cursor)?;
-        if p.cursor <= self.rec.from_doc {
+        self.check_cursor(&p.cursor)?;
+        if p.cursor == self.rec.after {
             self.release().await?;
             return Ok(HandOff::Released);
         }
-        if self.rec.to_doc.is_some_and(|to| p.cursor >= to) {
-            self.complete(p).await?;
-            return Ok(HandOff::Completed);
+        if let (Some(Position::Doc(c)), Some(Position::Doc(until))) = (&p.cursor, &self.rec.until) {
+            if c.saturating_add(1) >= *until {
+                self.complete(p).await?;
+                return Ok(HandOff::Completed);
+            }
         }
-        let succ = item_id(&self.rec.index, self.rec.shard, p.cursor);
+        let succ = item_id(&self.rec.group, self.rec.part, &p.cursor);
         let exponent = successor_exponent(self.exponent, setup_fraction);
         if crash == Some(CrashPoint::BeforeRecordSuccessor) {
             return Ok(HandOff::Successor(succ));
@@ -559,10 +577,7 @@ impl Lease {
         let succ_id = succ.clone();
         self.guarded(|r| {
             r.successors = vec![succ_id];
-            r.cursor = p.cursor;
-            r.docs_done = p.docs;
-            r.bytes_done = p.bytes;
-            r.docs_failed = p.failed;
+            p.apply(r);
             r.data = serde_json::json!({ "successor_exponent": exponent });
         })
         .await?;
@@ -588,17 +603,18 @@ impl Lease {
             .and_then(|e| e.as_u64())
             .unwrap_or(0) as u32;
         let item = WorkItem {
-            index: self.rec.index.clone(),
-            shard: self.rec.shard,
-            from_doc: self.rec.cursor,
-            to_doc: self.rec.to_doc,
+            group: self.rec.group.clone(),
+            part: self.rec.part,
+            after: self.rec.cursor.clone(),
+            until: self.rec.until.clone(),
         };
         if !self.rec.successors.contains(&item.id()) {
             return Err(Error::Corrupt {
                 id: self.rec.id.clone(),
                 reason: format!(
                     "recorded successors {:?} do not match cursor {}",
-                    self.rec.successors, self.rec.cursor
+                    self.rec.successors,
+                    cursor_display(&self.rec.cursor)
                 ),
             });
         }
@@ -618,14 +634,40 @@ impl Lease {
         .await
     }
 
-    fn check_cursor(&self, cursor: u64) -> Result<(), Error> {
-        let ok = cursor >= self.rec.from_doc && self.rec.to_doc.is_none_or(|to| cursor <= to);
+    /// A cursor must lie in the item: at or after `after`, before `until`, and of the same
+    /// kind (doc numbers are checked; keys are ordered only by their source).
+    fn check_cursor(&self, cursor: &Cursor) -> Result<(), Error> {
+        let (after, until) = (&self.rec.after, &self.rec.until);
+        let ok = match cursor {
+            None => after.is_none(),
+            Some(Position::Doc(c)) => {
+                let from_ok = match after {
+                    None => true,
+                    Some(Position::Doc(a)) => c >= a,
+                    Some(Position::Key(_)) => false,
+                };
+                let until_ok = match until {
+                    None => true,
+                    Some(Position::Doc(u)) => c < u,
+                    Some(Position::Key(_)) => false,
+                };
+                from_ok && until_ok
+            }
+            Some(Position::Key(_)) => {
+                !matches!(after, Some(Position::Doc(_))) && !matches!(until, Some(Position::Doc(_)))
+            }
+        };
         if ok {
             Ok(())
         } else {
             Err(Error::Invalid(format!(
-                "cursor {cursor} is outside work item {} ({}..{:?})",
-                self.rec.id, self.rec.from_doc, self.rec.to_doc
+                "cursor {} is outside work item {} (after {}, until {})",
+                cursor_display(cursor),
+                self.rec.id,
+                cursor_display(after),
+                until
+                    .as_ref()
+                    .map_or_else(|| "the end".to_string(), ToString::to_string)
             )))
         }
     }

@@ -8,12 +8,12 @@
 //!
 //! ```no_run
 //! # async fn worker() -> Result<(), coordination::Error> {
-//! use coordination::{open_store, Acquired, Config, Coordinator, HandOff, Progress, WorkItem};
+//! use coordination::{open_store, Acquired, Config, Coordinator, HandOff, Position, WorkItem};
 //!
 //! let store = open_store("sqlite:///tmp/rfs-coordination.db").await?;
 //! let coord = Coordinator::new(store, Config::default());
 //! // Any worker may run setup; it only creates what is missing.
-//! coord.setup(&[WorkItem::shard("logs", 0), WorkItem::shard("logs", 1)]).await?;
+//! coord.setup(&[WorkItem::whole("logs", 0), WorkItem::whole("logs", 1)]).await?;
 //! loop {
 //!     let mut lease = match coord.acquire().await? {
 //!         Acquired::Lease(lease) => lease,
@@ -23,18 +23,18 @@
 //!             continue;
 //!         }
 //!     };
-//!     let item = lease.item(); // index, shard, from_doc, to_doc
-//!     let mut done = lease.progress(); // resume here (cursor, docs, bytes)
-//!     // ... send documents from `done.cursor`, checkpoint now and then:
-//!     done.cursor += 1000;
+//!     let item = lease.item(); // group, part, after, until
+//!     let mut done = lease.progress(); // the last acknowledged position and the counts
+//!     // ... send the documents after `done.cursor`, checkpoint now and then:
+//!     done.cursor = Some(Position::Doc(999));
 //!     done.docs += 1000;
-//!     lease.checkpoint(done).await?;
+//!     lease.checkpoint(&done).await?;
 //!     if std::time::Instant::now() >= lease.early_trigger() {
-//!         // Out of time: record a successor at the cursor and move on.
-//!         let _: HandOff = lease.hand_off(done, 0.05).await?;
+//!         // Out of time: record a successor after the cursor and move on.
+//!         let _: HandOff = lease.hand_off(&done, 0.05).await?;
 //!         continue;
 //!     }
-//!     lease.complete(done).await?;
+//!     lease.complete(&done).await?;
 //!     let _ = item;
 //! }
 //! # Ok(()) }
@@ -51,6 +51,7 @@ mod coordinator;
 mod error;
 mod keeper;
 mod phase;
+mod position;
 mod record;
 mod status;
 mod store;
@@ -63,6 +64,9 @@ pub use coordinator::{
 pub use error::Error;
 pub use keeper::KeeperStep;
 pub use phase::PhaseClaim;
+pub use position::{cursor_display, Cursor, Position};
 pub use record::{item_id, Kind, Record, State, Version, WorkItem};
-pub use status::{Failure, IndexProgress, ItemCounts, PhaseStatus, Status};
-pub use store::{open_store, ClusterStore, PostgresStore, RedisStore, SqliteStore, Store};
+pub use status::{Failure, GroupProgress, ItemCounts, LeaseStatus, PhaseStatus, Status};
+pub use store::{
+    open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore, SqliteStore, Store,
+};

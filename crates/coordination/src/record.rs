@@ -1,15 +1,18 @@
 //! The one record shape every backend stores: work items, phases, the control record and
 //! the keeper lease are all `Record`s that differ by `kind`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
+use crate::position::{Cursor, Position};
 use crate::Error;
 
 /// What a record is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
-    /// A range of one shard's documents to migrate.
+    /// A range of one partition (a shard, a key slot) to migrate.
     Item,
     /// A once-per-migration step ("snapshot", "metadata", …) that one worker does.
     Phase,
@@ -86,24 +89,35 @@ pub struct Record {
     pub attempts: u32,
     #[serde(default)]
     pub creator: String,
+    /// The partition group: a source index, a table.
     #[serde(default)]
-    pub index: String,
+    pub group: String,
+    /// The partition's number in its group: a shard, a slot.
     #[serde(default)]
-    pub shard: u32,
-    #[serde(default)]
-    pub from_doc: u64,
+    pub part: u32,
+    /// The item covers positions strictly after this one (`None`: from the start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_doc: Option<u64>,
-    /// Checkpointed position: every document of the range below it is acknowledged.
-    #[serde(default)]
-    pub cursor: u64,
+    pub after: Cursor,
+    /// ... and strictly before this one (`None`: to the end of the partition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Position>,
+    /// The last acknowledged position (checkpointed); starts at `after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Cursor,
+    /// Documents the sink acknowledged, up to the cursor.
     #[serde(default)]
     pub docs_done: u64,
     #[serde(default)]
     pub bytes_done: u64,
-    /// Of `docs_done`, documents the target refused for good (in a worker's failure log).
+    /// Documents the target refused for good (each in a failure log), up to the cursor.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub docs_failed: u64,
+    pub docs_refused: u64,
+    /// Documents the source or the transform could not deliver (each in a failure log).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub docs_skipped: u64,
+    /// Refused and skipped documents by reason (`refused:<type>`, `skipped:<reason>`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub successors: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,14 +141,16 @@ impl Record {
             exponent: 0,
             attempts: 0,
             creator: creator.to_string(),
-            index: String::new(),
-            shard: 0,
-            from_doc: 0,
-            to_doc: None,
-            cursor: 0,
+            group: String::new(),
+            part: 0,
+            after: None,
+            until: None,
+            cursor: None,
             docs_done: 0,
-            docs_failed: 0,
             bytes_done: 0,
+            docs_refused: 0,
+            docs_skipped: 0,
+            reasons: BTreeMap::new(),
             successors: Vec::new(),
             last_error: None,
             completed_at: None,
@@ -145,11 +161,11 @@ impl Record {
     /// A new work item for `item`, never leased.
     pub fn item(item: &WorkItem, exponent: u32, creator: &str) -> Self {
         let mut r = Record::new(item.id(), Kind::Item, creator);
-        r.index = item.index.clone();
-        r.shard = item.shard;
-        r.from_doc = item.from_doc;
-        r.to_doc = item.to_doc;
-        r.cursor = item.from_doc;
+        r.group = item.group.clone();
+        r.part = item.part;
+        r.after = item.after.clone();
+        r.until = item.until.clone();
+        r.cursor = item.after.clone();
         r.exponent = exponent;
         r
     }
@@ -161,10 +177,10 @@ impl Record {
 
     pub fn work_item(&self) -> WorkItem {
         WorkItem {
-            index: self.index.clone(),
-            shard: self.shard,
-            from_doc: self.from_doc,
-            to_doc: self.to_doc,
+            group: self.group.clone(),
+            part: self.part,
+            after: self.after.clone(),
+            until: self.until.clone(),
         }
     }
 
@@ -188,37 +204,64 @@ impl Record {
     }
 }
 
-/// A unit of document work: one shard of one index from `from_doc` (a shard-global Lucene
-/// doc id) to `to_doc` (exclusive; `None` = end of shard).
+/// A unit of work: the positions of partition `part` of `group` strictly after `after` and
+/// strictly before `until` (a whole shard: both `None`; a slot of a table: two keys).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WorkItem {
-    pub index: String,
-    pub shard: u32,
-    pub from_doc: u64,
+    pub group: String,
+    pub part: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_doc: Option<u64>,
+    pub after: Cursor,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Position>,
 }
 
 impl WorkItem {
-    /// A whole shard.
-    pub fn shard(index: impl Into<String>, shard: u32) -> Self {
+    /// A whole partition.
+    pub fn whole(group: impl Into<String>, part: u32) -> Self {
         WorkItem {
-            index: index.into(),
-            shard,
-            from_doc: 0,
-            to_doc: None,
+            group: group.into(),
+            part,
+            after: None,
+            until: None,
         }
     }
 
-    /// `<index>__<shard>__<from_doc>`.
+    /// `<group>__<part>__<start>`, see [`item_id`].
     pub fn id(&self) -> String {
-        item_id(&self.index, self.shard, self.from_doc)
+        item_id(&self.group, self.part, &self.after)
     }
 }
 
-/// `<index>__<shard>__<from_doc>`; parse from the right, since index names may hold `__`.
-pub fn item_id(index: &str, shard: u32, from_doc: u64) -> String {
-    format!("{index}__{shard}__{from_doc}")
+/// `<group>__<part>__<start>`: `start` is the first doc number the item may hold (`0` for a
+/// whole partition) or, for keys, the key after which it starts (hashed when long or
+/// unusual). Ids are labels: nothing parses them.
+pub fn item_id(group: &str, part: u32, after: &Cursor) -> String {
+    let start = match after {
+        None => "0".to_string(),
+        Some(Position::Doc(d)) => d.saturating_add(1).to_string(),
+        Some(Position::Key(k)) => {
+            let plain = k.len() <= 48
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:+".contains(&b));
+            if plain {
+                format!("after-{k}")
+            } else {
+                format!("after-h{:016x}", fnv1a(k.as_bytes()))
+            }
+        }
+    };
+    format!("{group}__{part}__{start}")
+}
+
+/// FNV-1a, 64 bits: a stable label for long keys (not a security measure).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -233,10 +276,10 @@ mod tests {
     fn record_json_round_trip() {
         let mut r = Record::item(
             &WorkItem {
-                index: "a__b".into(),
-                shard: 3,
-                from_doc: 10,
-                to_doc: Some(20),
+                group: "a__b".into(),
+                part: 3,
+                after: Some(Position::Doc(9)),
+                until: Some(Position::Doc(20)),
             },
             2,
             "w",
@@ -247,5 +290,10 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(r.id, "a__b__3__10");
         assert!(Record::from_json("x", "{").is_err());
+        assert_eq!(WorkItem::whole("logs", 2).id(), "logs__2__0");
+        let key = |k: &str| item_id("t", 0, &Some(Position::Key(k.into())));
+        assert_eq!(key("01HX2"), "t__0__after-01HX2");
+        assert_ne!(key("a/b"), key("a/c"));
+        assert!(key(&"x".repeat(500)).len() < 64);
     }
 }

@@ -1,5 +1,6 @@
 //! Fleet-wide progress read from the store: items by state, documents and bytes done,
-//! failures with their last errors, progress per index, control, phases and the keeper.
+//! refused and skipped documents by reason, failures with their last errors, progress per
+//! group (index or table), the leases held now, control, phases and the keeper.
 
 use std::collections::BTreeMap;
 
@@ -7,6 +8,7 @@ use serde::Serialize;
 
 use crate::control::Control;
 use crate::coordinator::{retry, Coordinator, SETUP_ID};
+use crate::position::Cursor;
 use crate::record::{Kind, State};
 use crate::Error;
 
@@ -21,13 +23,21 @@ pub struct Status {
     pub finished: bool,
     pub control: Control,
     pub items: ItemCounts,
+    /// Documents the sink acknowledged.
     pub docs_done: u64,
     pub bytes_done: u64,
-    /// Of `docs_done`, documents the target refused for good (see the failure logs).
-    pub docs_failed: u64,
+    /// Documents the target refused for good (each in a worker's failure log).
+    pub docs_refused: u64,
+    /// Documents the source or the transform could not deliver (each in a failure log).
+    pub docs_skipped: u64,
+    /// Refused and skipped documents by reason (`refused:<type>`, `skipped:<reason>`).
+    pub reasons: BTreeMap<String, u64>,
     /// FAILED items with their last error.
     pub failures: Vec<Failure>,
-    pub per_index: BTreeMap<String, IndexProgress>,
+    /// Progress per group (source index or table).
+    pub per_group: BTreeMap<String, GroupProgress>,
+    /// Items leased now: who holds them, until when, and how far they got.
+    pub leases: Vec<LeaseStatus>,
     pub phases: Vec<PhaseStatus>,
     /// Current keeper and when its lease ends.
     pub keeper: Option<(String, i64)>,
@@ -55,18 +65,32 @@ impl ItemCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Failure {
     pub id: String,
-    pub index: String,
-    pub shard: u32,
+    pub group: String,
+    pub part: u32,
     pub attempts: u32,
     pub last_error: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct IndexProgress {
+pub struct GroupProgress {
     pub items: ItemCounts,
     pub docs_done: u64,
     pub bytes_done: u64,
-    pub docs_failed: u64,
+    pub docs_refused: u64,
+    pub docs_skipped: u64,
+}
+
+/// One held lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeaseStatus {
+    pub id: String,
+    pub holder: String,
+    /// Lease end, store ms since the epoch.
+    pub expiry: i64,
+    pub attempts: u32,
+    /// The last acknowledged position (`null`: nothing yet).
+    pub cursor: Cursor,
+    pub docs_done: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,9 +129,12 @@ impl Coordinator {
             items: ItemCounts::default(),
             docs_done: 0,
             bytes_done: 0,
-            docs_failed: 0,
+            docs_refused: 0,
+            docs_skipped: 0,
+            reasons: BTreeMap::new(),
             failures: Vec::new(),
-            per_index: BTreeMap::new(),
+            per_group: BTreeMap::new(),
+            leases: Vec::new(),
             phases: Vec::new(),
             keeper: keeper
                 .iter()
@@ -117,25 +144,41 @@ impl Coordinator {
         for it in &items {
             let leased = it.state == State::Open && it.holder.is_some() && it.expiry > now;
             count(&mut st.items, it.state, leased);
-            let ix = st.per_index.entry(it.index.clone()).or_default();
-            count(&mut ix.items, it.state, leased);
-            ix.docs_done += it.docs_done;
-            ix.bytes_done += it.bytes_done;
+            let g = st.per_group.entry(it.group.clone()).or_default();
+            count(&mut g.items, it.state, leased);
+            g.docs_done += it.docs_done;
+            g.bytes_done += it.bytes_done;
+            g.docs_refused += it.docs_refused;
+            g.docs_skipped += it.docs_skipped;
             st.docs_done += it.docs_done;
             st.bytes_done += it.bytes_done;
-            ix.docs_failed += it.docs_failed;
-            st.docs_failed += it.docs_failed;
+            st.docs_refused += it.docs_refused;
+            st.docs_skipped += it.docs_skipped;
+            for (reason, n) in &it.reasons {
+                *st.reasons.entry(reason.clone()).or_default() += n;
+            }
+            if leased {
+                st.leases.push(LeaseStatus {
+                    id: it.id.clone(),
+                    holder: it.holder.clone().unwrap_or_default(),
+                    expiry: it.expiry,
+                    attempts: it.attempts,
+                    cursor: it.cursor.clone(),
+                    docs_done: it.docs_done,
+                });
+            }
             if it.state == State::Failed {
                 st.failures.push(Failure {
                     id: it.id.clone(),
-                    index: it.index.clone(),
-                    shard: it.shard,
+                    group: it.group.clone(),
+                    part: it.part,
                     attempts: it.attempts,
                     last_error: it.last_error.clone().unwrap_or_default(),
                 });
             }
         }
         st.failures.sort_by(|a, b| a.id.cmp(&b.id));
+        st.leases.sort_by(|a, b| a.id.cmp(&b.id));
         let mut phases: Vec<PhaseStatus> = phases
             .into_iter()
             .filter(|p| p.id != SETUP_ID)

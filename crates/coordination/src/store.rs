@@ -2,6 +2,7 @@
 //! picks a backend from a URL.
 
 mod cluster;
+mod memory;
 mod postgres;
 mod redis;
 mod sqlite;
@@ -14,6 +15,7 @@ use crate::record::{Kind, Record, Version};
 use crate::Error;
 
 pub use cluster::ClusterStore;
+pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
@@ -60,6 +62,7 @@ pub trait Store: Send + Sync {
 /// - `sqlite://PATH` (`sqlite:///abs/file.db`, `sqlite://relative.db`);
 /// - `postgres://user:pw@host:port/db[?table=NAME]` (default table `rfs_coordination`);
 /// - `redis://[user:pw@]host:port[/db][?prefix=NAME]` (keys `{NAME}:…`, default `rfs`);
+/// - `memory://` — this process only (records are gone when it exits);
 /// - `http(s)://[user:pw@]host:port[/index]` — an index on an Elasticsearch/OpenSearch
 ///   cluster (default `rfs_coordination`); `opensearch://` is an alias of `http://`.
 pub async fn open_store(url: &str) -> Result<Arc<dyn Store>, Error> {
@@ -77,6 +80,7 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn Store>, Error> {
             }
             Ok(Arc::new(SqliteStore::open(rest).await?))
         }
+        "memory" => Ok(Arc::new(MemoryStore::new())),
         "postgres" | "postgresql" => Ok(Arc::new(PostgresStore::open(url).await?)),
         "redis" | "rediss" => Ok(Arc::new(RedisStore::open(url).await?)),
         "http" | "https" => Ok(Arc::new(ClusterStore::open(url).await?)),

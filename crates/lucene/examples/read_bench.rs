@@ -1,7 +1,10 @@
 //! Reads every live document of a Lucene index single-threaded and prints throughput,
 //! in the same `key=value` form as the Java `ReadIndex` tool of `shared/tools/lucene-fixtures`.
 //!
-//! usage: read_bench INDEX_DIR [--soft-deletes-field NAME] [--passes N]
+//! usage: read_bench INDEX_DIR [--soft-deletes-field NAME] [--passes N] [--no-verify-checksums]
+//!
+//! Checksums are checked as the files are read (the reader's default); the last flag turns
+//! that off, to measure what the check costs.
 //!
 //! Per pass: live docs visited, docs with `_source`, the sum of CRC-32 of every `_source`
 //! (comparable with the writer's `expectedSourceCrcSum`), MB of `_source`, docs/s and MB/s,
@@ -18,9 +21,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut dir = None;
     let mut soft = None;
     let mut passes = 3;
+    let mut verify = true;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--soft-deletes-field" => soft = args.next(),
+            "--no-verify-checksums" => verify = false,
             "--passes" => passes = args.next().ok_or("--passes needs a value")?.parse()?,
             _ if dir.is_none() => dir = Some(a),
             _ => return Err(format!("unexpected argument {a}").into()),
@@ -31,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t0 = Instant::now();
         let opts = OpenOptions {
             soft_deletes_field: soft.clone(),
-            verify_checksums: false,
+            verify_checksums: verify,
         };
         let reader = IndexReader::open(Arc::new(FsDirectory::open(&dir)?), &opts)?;
         let t1 = Instant::now();
@@ -58,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|c| format!("{:.1}", bytes as f64 / 1e6 / c))
             .unwrap_or_else(|| "-".into());
         println!(
-            "pass={pass} access=rust segments={} maxDoc={} live={live} withSource={with_source} \
+            "pass={pass} access=rust verify={verify} segments={} maxDoc={} live={live} withSource={with_source} \
              sourceCrcSum={crc_sum} sourceMB={:.1} openMs={:.1} readS={secs:.3} docs/s={:.0} sourceMB/s={:.1} cpuS={:.2} cpuMB/s={cpu_mbs}",
             reader.segments().len(),
             reader.max_doc(),

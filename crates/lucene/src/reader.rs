@@ -14,26 +14,47 @@ use crate::field_infos::{self, DocValuesType, FieldInfo, FieldInfos};
 use crate::live_docs::{self, LiveDocs};
 use crate::names;
 use crate::segment_info::{self, SegmentInfo};
-use crate::stored_fields::{StoredFieldsCursor, StoredFieldsReader, StoredValue};
+use crate::stored_fields::{StoredFieldsCursor, StoredFieldsReader, StoredValue, Verified};
 use crate::version::Version;
 
 /// How to open an index.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OpenOptions {
     /// The NUMERIC doc-values field that marks soft-deleted documents (Elasticsearch and
     /// OpenSearch: `__soft_deletes`). `None`: only hard deletes are applied.
     pub soft_deletes_field: Option<String>,
-    /// Verify the CRC-32 of every large file read (stored fields, compound data, doc
-    /// values data) on open. Small files are always fully verified.
+    /// Check the CRC-32 of the large files as they are read (default: on). Files read
+    /// whole on open (`segments_N`, `.si`, `.fnm`, `.liv`, `.cfe`, `.fdx`, `.fdm`, `.dvm`)
+    /// are always checked. With this on, the soft-deletes `.dvd` is checked on open when
+    /// it is at most [`DOC_VALUES_VERIFY_MAX`] bytes or a doc-values update file, and a
+    /// sequential walk ([`IndexReader::documents`]) checks each segment's `.fdt` from the
+    /// chunks it reads anyway: the check completes when the walk leaves a segment it
+    /// covered from its first document to its last, and fails with
+    /// [`Error::Checksum`] naming the file. A walk that covers part of a segment checks
+    /// nothing there (a debug log says so). [`IndexReader::verify_checksums`] checks
+    /// every file in full instead, with a second read.
     pub verify_checksums: bool,
 }
 
+/// Largest base `.dvd` whose CRC-32 is checked on open when it holds the soft-deletes
+/// field (an update file, which holds only that field, is always checked).
+pub const DOC_VALUES_VERIFY_MAX: u64 = 16 << 20;
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            soft_deletes_field: None,
+            verify_checksums: true,
+        }
+    }
+}
+
 impl OpenOptions {
-    /// Options with the soft-deletes field Elasticsearch and OpenSearch use.
+    /// Options with the soft-deletes field Elasticsearch and OpenSearch use, checksums on.
     pub fn elasticsearch() -> Self {
         OpenOptions {
             soft_deletes_field: Some("__soft_deletes".to_string()),
-            verify_checksums: false,
+            verify_checksums: true,
         }
     }
 }
@@ -59,6 +80,7 @@ pub struct IndexReader {
     segments: Vec<SegmentReader>,
     max_doc: u64,
     num_live_docs: u64,
+    verify_checksums: bool,
 }
 
 impl IndexReader {
@@ -93,6 +115,7 @@ impl IndexReader {
             segments,
             max_doc: doc_base,
             num_live_docs,
+            verify_checksums: opts.verify_checksums,
         })
     }
 
@@ -116,7 +139,9 @@ impl IndexReader {
         self.num_live_docs
     }
 
-    /// Live documents whose shard-global doc id lies in `range`, in order.
+    /// Live documents whose shard-global doc id lies in `range`, in order. With
+    /// [`OpenOptions::verify_checksums`], the `.fdt` of every segment the range covers
+    /// whole is checked on the way (see there).
     pub fn documents(&self, range: Range<u64>) -> Result<Documents<'_>> {
         let end = range.end.min(self.max_doc);
         let start = range.start.min(end);
@@ -131,6 +156,7 @@ impl IndexReader {
             reader: self,
             seg,
             next_doc,
+            seg_start: next_doc,
             end,
             cursor: None,
         })
@@ -151,6 +177,8 @@ pub struct Documents<'a> {
     reader: &'a IndexReader,
     seg: usize,
     next_doc: u32,
+    /// The segment-local doc the walk of the current segment started at.
+    seg_start: u32,
     end: u64,
     cursor: Option<StoredFieldsCursor<'a>>,
 }
@@ -171,7 +199,13 @@ impl Documents<'_> {
             match seg.next_live(self.next_doc) {
                 Some(doc) if doc < local_end => {
                     if let Some(stored) = &seg.stored_fields {
-                        let cursor = self.cursor.get_or_insert_with(|| stored.cursor());
+                        let cursor = self.cursor.get_or_insert_with(|| {
+                            if reader.verify_checksums && self.seg_start == 0 {
+                                stored.verifying_cursor()
+                            } else {
+                                stored.cursor()
+                            }
+                        });
                         let fields = &seg.field_infos;
                         let fdt = &seg.fdt_name;
                         cursor.visit(doc, &mut |number, value| match fields.by_number(number) {
@@ -188,12 +222,44 @@ impl Documents<'_> {
                     return Ok(Some(seg.doc_base + u64::from(doc)));
                 }
                 _ => {
+                    if let Some(mut cursor) = self.cursor.take() {
+                        self.finish_segment(seg, &mut cursor, local_end)?;
+                    }
                     self.seg += 1;
                     self.next_doc = 0;
-                    self.cursor = None;
+                    self.seg_start = 0;
                 }
             }
         }
+    }
+}
+
+impl Documents<'_> {
+    /// Completes the checksum of the segment's `.fdt` when the walk covered all of it.
+    fn finish_segment(
+        &self,
+        seg: &SegmentReader,
+        cursor: &mut StoredFieldsCursor<'_>,
+        local_end: u32,
+    ) -> Result<()> {
+        if !self.reader.verify_checksums {
+            return Ok(());
+        }
+        let fdt = seg.stored_fields.as_ref().map_or("", |s| s.fdt_name());
+        if self.seg_start != 0 || local_end != seg.max_doc() {
+            tracing::debug!(
+                file = fdt,
+                from = self.seg_start,
+                to = local_end,
+                max_doc = seg.max_doc(),
+                "the range covers part of the segment: stored fields checksum not verified"
+            );
+            return Ok(());
+        }
+        if cursor.finish()? == Verified::No {
+            tracing::debug!(file = fdt, "stored fields checksum not verified");
+        }
+        Ok(())
     }
 }
 
@@ -284,6 +350,10 @@ impl SegmentReader {
             match field.doc_values_type {
                 DocValuesType::None => {}
                 DocValuesType::Numeric => {
+                    let verify = opts.verify_checksums
+                        && (field.doc_values_gen != -1
+                            || dvd_len(dir.as_ref(), name, fnm.name(), field)?
+                                <= DOC_VALUES_VERIFY_MAX);
                     let docs = doc_values::open_numeric_docs_with_field(
                         dir.as_ref(),
                         index_dir.as_ref(),
@@ -292,7 +362,7 @@ impl SegmentReader {
                         fnm.name(),
                         &field_infos,
                         field,
-                        opts.verify_checksums,
+                        verify,
                     )?;
                     let live = live_docs.get_or_insert_with(|| LiveDocs::all(max_doc));
                     docs.for_each_doc(max_doc, |doc| {
@@ -332,9 +402,6 @@ impl SegmentReader {
         let (stored_fields, fdt_name) = if has_fdt {
             let fdt_name = dir.open_file(&fdt_file)?.name().to_string();
             let sf = StoredFieldsReader::open(dir.as_ref(), name, &sci.id, max_doc)?;
-            if opts.verify_checksums {
-                sf.verify_checksums()?;
-            }
             (Some(sf), fdt_name)
         } else {
             (None, fdt_file)
@@ -344,11 +411,6 @@ impl SegmentReader {
         } else {
             None
         };
-        if opts.verify_checksums {
-            if let Some(cfs) = &cfs {
-                codec_util::verify_checksum(cfs)?;
-            }
-        }
 
         Ok(SegmentReader {
             commit_info: sci.clone(),
@@ -476,4 +538,12 @@ impl SegmentReader {
         }
         Ok(())
     }
+}
+
+/// Length of the segment's (non-update) `.dvd` holding `field`.
+fn dvd_len(dir: &dyn Directory, segment: &str, fnm_name: &str, field: &FieldInfo) -> Result<u64> {
+    let suffix = doc_values::doc_values_suffix(fnm_name, field)?;
+    Ok(dir
+        .open_file(&names::segment_file_name(segment, &suffix, "dvd"))?
+        .len())
 }

@@ -1,11 +1,15 @@
 //! Damaged indexes: bytes flipped in, and truncations of, every file the reader uses in
-//! several real indexes. With checksum verification every damage is an error naming the
-//! damaged file; without it, small files still always fail (their CRC is always checked)
-//! and nothing ever panics.
+//! several real indexes. With full verification ([`IndexReader::verify_checksums`]) every
+//! damage is an error naming the damaged file. With the default checks made as the files
+//! are read, a full walk fails on every damage to a byte it depends on (any file outside
+//! a compound file; inside one, the stored-fields files and the header), naming the file.
+//! Without checks, small files still always fail (their CRC is always checked), and
+//! nothing ever panics.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use lucene::{Directory, DirectoryError, FileSlice, IndexReader, OpenOptions};
@@ -27,9 +31,12 @@ impl Directory for Recording {
     }
 }
 
-/// Opens and reads every live document.
-fn read_all(dir: Arc<dyn Directory>, opts: &OpenOptions) -> lucene::Result<u64> {
+/// Opens and reads every live document; with `full`, verifies every file first.
+fn read_all(dir: Arc<dyn Directory>, opts: &OpenOptions, full: bool) -> lucene::Result<u64> {
     let reader = IndexReader::open(dir, opts)?;
+    if full {
+        reader.verify_checksums()?;
+    }
     let mut docs = reader.documents(0..u64::MAX)?;
     let mut n = 0;
     while docs
@@ -49,6 +56,34 @@ fn always_verified(name: &str) -> bool {
             .any(|e| name.ends_with(e))
 }
 
+/// Byte ranges of a `.cfs` whose damage a checked walk must detect: its header and the
+/// stored-fields files inside it.
+fn checked_cfs_ranges(files: &BTreeMap<String, Vec<u8>>, cfs: &str) -> Vec<Range<usize>> {
+    let segment = cfs.trim_end_matches(".cfs");
+    let dir = common::memory_dir(files);
+    let commit = lucene::commit::read_latest_commit(dir.as_ref()).unwrap();
+    let id = commit
+        .segments
+        .iter()
+        .find(|s| s.name == segment)
+        .unwrap()
+        .id;
+    let cfe = &files[&format!("{segment}.cfe")];
+    let entries = lucene::compound::parse_entries("cfe", cfe, &id).unwrap();
+    let data_codec = match entries.codec {
+        "Lucene50CompoundEntries" => "Lucene50CompoundData",
+        _ => "Lucene90CompoundData",
+    };
+    let mut ranges = Vec::new();
+    ranges.push(0..lucene::codec_util::index_header_len(data_codec, ""));
+    for (name, offset, len) in &entries.entries {
+        if [".fdt", ".fdx", ".fdm"].contains(&name.as_str()) {
+            ranges.push(*offset as usize..(*offset + *len) as usize);
+        }
+    }
+    ranges
+}
+
 /// Small deterministic generator (xorshift).
 struct Rng(u64);
 impl Rng {
@@ -62,16 +97,23 @@ impl Rng {
 
 fn damage_every_file(fx: &common::Fixture, flips_per_file: usize) -> usize {
     let files = common::load_files(&fx.dir);
-    let opts = fx.options();
-    let verify = OpenOptions {
+    let checked = OpenOptions {
         verify_checksums: true,
-        ..opts.clone()
+        ..fx.options()
+    };
+    let unchecked = OpenOptions {
+        verify_checksums: false,
+        ..fx.options()
     };
     let recording = Arc::new(Recording {
         inner: common::memory_dir(&files),
         opened: Mutex::new(BTreeSet::new()),
     });
-    let live = read_all(recording.clone(), &verify).unwrap();
+    let live = read_all(recording.clone(), &checked, true).unwrap();
+    assert_eq!(
+        read_all(common::memory_dir(&files), &checked, false).unwrap(),
+        live
+    );
     assert!(live > 0, "{}", fx.name);
     let used: Vec<String> = recording.opened.lock().unwrap().iter().cloned().collect();
     assert!(
@@ -85,7 +127,14 @@ fn damage_every_file(fx: &common::Fixture, flips_per_file: usize) -> usize {
     for name in &used {
         let original = &files[name];
         let len = original.len();
-        let mut variants: Vec<(String, Vec<u8>)> = Vec::new();
+        // Positions a checked walk must notice when damaged.
+        let walk_checks: Vec<Range<usize>> = if name.ends_with(".cfs") {
+            checked_cfs_ranges(&files, name)
+        } else {
+            std::iter::once(0..len).collect()
+        };
+        // (what, damaged bytes, whether a checked walk must fail)
+        let mut variants: Vec<(String, Vec<u8>, bool)> = Vec::new();
         // Flips: the header, the footer and positions spread over the file.
         let mut positions: BTreeSet<usize> = (0..len.min(40)).collect();
         positions.extend(len.saturating_sub(16)..len);
@@ -95,7 +144,8 @@ fn damage_every_file(fx: &common::Fixture, flips_per_file: usize) -> usize {
         for &p in &positions {
             let mut b = original.clone();
             b[p] ^= 1 << (rng.next() % 8);
-            variants.push((format!("bit flip at {p}"), b));
+            let must = walk_checks.iter().any(|r| r.contains(&p));
+            variants.push((format!("bit flip at {p}"), b, must));
         }
         // Truncations.
         let mut cuts: BTreeSet<usize> = [
@@ -113,16 +163,16 @@ fn damage_every_file(fx: &common::Fixture, flips_per_file: usize) -> usize {
         }
         cuts.remove(&len);
         for &c in &cuts {
-            variants.push((format!("truncated to {c}"), original[..c].to_vec()));
+            variants.push((format!("truncated to {c}"), original[..c].to_vec(), true));
         }
 
-        for (what, bytes) in variants {
+        for (what, bytes, walk_must_fail) in variants {
             let mut damaged: BTreeMap<String, Vec<u8>> = files.clone();
             damaged.insert(name.clone(), bytes);
             let dir = common::memory_dir(&damaged);
-            match read_all(dir.clone(), &verify) {
+            match read_all(dir.clone(), &checked, true) {
                 Ok(_) => panic!(
-                    "{} {name}: {what}: no error with checksum verification",
+                    "{} {name}: {what}: no error with full checksum verification",
                     fx.name
                 ),
                 Err(e) => assert!(
@@ -131,7 +181,19 @@ fn damage_every_file(fx: &common::Fixture, flips_per_file: usize) -> usize {
                     fx.name
                 ),
             }
-            let plain = read_all(dir, &opts);
+            match read_all(dir.clone(), &checked, false) {
+                Err(e) => assert!(
+                    e.to_string().contains(name.as_str()),
+                    "{} {name}: {what}: the error of a checked walk does not name the file: {e}",
+                    fx.name
+                ),
+                Ok(_) => assert!(
+                    !walk_must_fail,
+                    "{} {name}: {what}: a checked walk read the damage without error",
+                    fx.name
+                ),
+            }
+            let plain = read_all(dir, &unchecked, false);
             if always_verified(name) {
                 let e = plain.expect_err(&format!(
                     "{} {name}: {what}: small file damage accepted",

@@ -1,29 +1,42 @@
-//! The migration itself: phases guarded by the coordination store, metadata migration,
-//! and the document pipeline from snapshot shard to bulk requests with checkpoints.
+//! The migration engine: one [`Job`] moves documents from a [`Source`] through a
+//! [`Transform`] into a [`Sink`], with any number of identical processes sharing the work
+//! through the coordination store.
 //!
-//! The pipeline ([`pipeline::run_item`]) is written against two small ports
-//! ([`ports::DocumentSource`], [`ports::DocumentSink`]) and a lease port
-//! ([`pipeline::ItemLease`]); [`adapters`] connect them to the `snapshot`, `cluster` and
-//! `coordination` crates. [`worker`] leases items until none is left; [`phases`] runs a
-//! whole migration, each phase done once by whichever worker gets there first.
+//! - [`source`], [`transform`], [`sink`]: the ports. A source plans partitions and reads
+//!   one after a cursor; the transform names targets; a sink frames, batches and delivers.
+//!   [`sources`] and [`sinks`] hold the implementations (snapshot; `_bulk`, files).
+//! - [`pipeline`]: one work item from reader thread to acknowledged batches, with the
+//!   low-water-mark cursor, checkpoints, the memory budget and the failure log.
+//! - [`worker`]: leases items until none is left; [`job`]: phases, items phase, N item
+//!   workers plus the keeper, the report.
+//! - [`metadata`]: templates and indices; [`verify`]: the target against the snapshot.
 
-pub mod adapters;
-pub mod batcher;
-pub mod cursor;
+pub mod budget;
+pub mod document;
+pub mod error;
+pub mod failure_log;
+pub mod job;
+pub mod low_water;
 pub mod metadata;
 pub mod metrics;
 pub mod naming;
 pub mod phases;
 pub mod pipeline;
-pub mod ports;
+pub mod sink;
+pub mod sinks;
+pub mod source;
+pub mod sources;
+pub mod transform;
 pub mod verify;
 pub mod worker;
 
-pub use batcher::BatchLimits;
-pub use cursor::Progress;
+pub use document::{Document, Op, Read, Skip};
+pub use error::{Severity, SinkError, SourceError};
+pub use failure_log::{FailureLog, FailureRecord, Stage};
+pub use job::{Job, JobEnd, JobError, JobOptions, JobReport};
 pub use metrics::Metrics;
-pub use pipeline::{
-    run_item, Control, ItemEnd, ItemLease, ItemPlan, ItemReport, LeaseError, PipelineOptions,
-};
-pub use ports::{DocRange, DocumentSink, DocumentSource, SinkOutcome};
-pub use worker::{run_worker, WorkerExit, WorkerOptions};
+pub use pipeline::{Control, PipelineOptions};
+pub use sink::{Delivered, Refusal, Sink, SinkWriter};
+pub use source::{GroupTotals, Plan, Source, Totals};
+pub use transform::{Naming, Transform};
+pub use worker::{WorkerExit, WorkerOptions};

@@ -14,13 +14,18 @@ pub struct Metrics {
     pub docs_sent: AtomicU64,
     pub bytes_sent: AtomicU64,
     pub source_bytes_sent: AtomicU64,
-    pub docs_failed: AtomicU64,
+    /// Documents the target (or the sink's limits) refused for good.
+    pub docs_refused: AtomicU64,
+    /// Documents the source or the transform could not deliver.
+    pub docs_skipped: AtomicU64,
     pub batches_sent: AtomicU64,
     pub items_completed: AtomicU64,
     pub items_handed_off: AtomicU64,
-    pub in_flight_requests: AtomicI64,
-    /// Unix time (seconds) at which the current lease expires; 0 when none is held.
+    pub in_flight_batches: AtomicI64,
+    /// Unix time (seconds) at which the most recently taken lease expires; 0 when none is held.
     pub lease_expiry_seconds: AtomicI64,
+    /// Work items this process holds a lease on now.
+    pub leases_held: AtomicI64,
 }
 
 impl Metrics {
@@ -48,9 +53,14 @@ impl Metrics {
                 self.source_bytes_sent.load(Relaxed),
             ),
             (
-                "rfs_documents_failed_total",
-                "Documents written to the failure log.",
-                self.docs_failed.load(Relaxed),
+                "rfs_documents_refused_total",
+                "Documents the target refused for good (in the failure log).",
+                self.docs_refused.load(Relaxed),
+            ),
+            (
+                "rfs_documents_skipped_total",
+                "Documents the source or transform could not deliver (in the failure log).",
+                self.docs_skipped.load(Relaxed),
             ),
             (
                 "rfs_batches_sent_total",
@@ -76,9 +86,14 @@ impl Metrics {
         }
         let gauges = [
             (
-                "rfs_in_flight_requests",
-                "Bulk requests in flight.",
-                self.in_flight_requests.load(Relaxed),
+                "rfs_in_flight_batches",
+                "Batches in flight.",
+                self.in_flight_batches.load(Relaxed),
+            ),
+            (
+                "rfs_leases_held",
+                "Work items this process holds a lease on.",
+                self.leases_held.load(Relaxed),
             ),
             (
                 "rfs_lease_expiry_seconds",
@@ -133,7 +148,7 @@ mod tests {
     async fn serves_the_text_format() {
         let m = Metrics::new();
         m.docs_sent.store(42, Relaxed);
-        m.in_flight_requests.store(3, Relaxed);
+        m.in_flight_batches.store(3, Relaxed);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
@@ -151,7 +166,7 @@ mod tests {
         conn.read_to_string(&mut text).await.unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
         assert!(text.contains("\nrfs_documents_sent_total 42\n"), "{text}");
-        assert!(text.contains("\nrfs_in_flight_requests 3\n"), "{text}");
+        assert!(text.contains("\nrfs_in_flight_batches 3\n"), "{text}");
         server.abort();
     }
 }

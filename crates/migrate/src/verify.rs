@@ -1,18 +1,22 @@
-//! Verification of a finished migration: per target index, the number of documents the
-//! snapshot holds against the target's `_count` after a refresh, and sampled documents
-//! (or all of them) fetched by id and compared JSON-equal to the snapshot's `_source`.
+//! Verification of a finished migration: per target index, the documents the source holds
+//! (read with the same source and transform as the migration) against the target's
+//! `_count` after a refresh, and sampled documents (or all of them) fetched by id and
+//! compared JSON-equal. Every live document must be accounted for: delivered (on the
+//! target), refused (in a failure log given to verify) or skipped (the source or the
+//! transform could not deliver it; listed with the reason).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use cluster::{encode_segment, Client, Method};
 use rand::Rng;
 use serde::Serialize;
 use serde_json::{json, Value};
-use snapshot::{ShardReader, Snapshot};
 use tokio::sync::mpsc;
 
-use crate::metadata::DocumentRouting;
+use crate::document::Read;
+use crate::source::Source;
+use crate::transform::Transform;
 
 /// How many documents to compare per index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +31,10 @@ pub enum Sample {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IndexVerdict {
     pub index: String,
-    /// Documents the snapshot holds for this index.
+    /// Documents the source delivers to this index (live documents that are not skipped).
     pub expected: u64,
+    /// Of those, documents a failure log says the target refused (not expected there).
+    pub refused: u64,
     /// `_count` on the target after a refresh (`None`: the index does not exist).
     pub target_count: Option<u64>,
     pub compared: u64,
@@ -42,15 +48,31 @@ pub struct IndexVerdict {
 
 impl IndexVerdict {
     pub fn ok(&self) -> bool {
-        self.target_count == Some(self.expected)
+        self.target_count == Some(self.expected - self.refused)
             && self.missing_count == 0
             && self.different_count == 0
     }
 }
 
+/// A live document that is not expected on the target, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedDoc {
+    /// The source index or table.
+    pub index: String,
+    pub id: Option<String>,
+    pub reason: String,
+    pub detail: String,
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct VerifyReport {
     pub indices: Vec<IndexVerdict>,
+    /// Live documents the source holds (delivered + refused + skipped must equal it).
+    pub live: u64,
+    /// Documents skipped by the source or the transform, by reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// The first skipped documents (at most 100 listed).
+    pub skipped_listed: Vec<SkippedDoc>,
 }
 
 impl VerifyReport {
@@ -58,16 +80,22 @@ impl VerifyReport {
         self.indices.iter().all(IndexVerdict::ok)
     }
 
+    /// Documents skipped for any reason.
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.values().sum()
+    }
+
     pub fn to_table(&self) -> String {
         let mut out = format!(
-            "{:<40} {:>12} {:>12} {:>9} {:>8} {:>9}  result\n",
-            "index", "snapshot", "target", "compared", "missing", "different"
+            "{:<40} {:>12} {:>9} {:>12} {:>9} {:>8} {:>9}  result\n",
+            "index", "expected", "refused", "target", "compared", "missing", "different"
         );
         for v in &self.indices {
             out.push_str(&format!(
-                "{:<40} {:>12} {:>12} {:>9} {:>8} {:>9}  {}\n",
+                "{:<40} {:>12} {:>9} {:>12} {:>9} {:>8} {:>9}  {}\n",
                 v.index,
                 v.expected,
+                v.refused,
                 v.target_count
                     .map_or("absent".to_string(), |c| c.to_string()),
                 v.compared,
@@ -82,14 +110,33 @@ impl VerifyReport {
                 out.push_str(&format!("    different {id}\n"));
             }
         }
+        if !self.skipped.is_empty() {
+            out.push_str(&format!(
+                "{} of {} live documents are not expected on the target (skipped):\n",
+                self.skipped_total(),
+                self.live
+            ));
+            for (reason, n) in &self.skipped {
+                out.push_str(&format!("    {n:>10} {reason}\n"));
+            }
+            for s in &self.skipped_listed {
+                out.push_str(&format!(
+                    "    skipped   {} {} ({}: {})\n",
+                    s.index,
+                    s.id.as_deref().unwrap_or("(no id)"),
+                    s.reason,
+                    s.detail
+                ));
+            }
+        }
         out
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    #[error("snapshot: {0}")]
-    Snapshot(#[from] snapshot::Error),
+    #[error("source: {0}")]
+    Source(#[from] crate::error::SourceError),
     #[error("target: {0}")]
     Target(#[from] cluster::ClusterError),
     #[error("{0}")]
@@ -107,25 +154,36 @@ struct Expected {
 
 enum Msg {
     Doc(Expected),
-    /// The number of documents per target index, at the end.
-    Counts(BTreeMap<Arc<str>, u64>),
+    /// At the end: documents per target index, and the skipped ones.
+    Counts(BTreeMap<Arc<str>, u64>, Skipped),
+}
+
+#[derive(Default)]
+struct Skipped {
+    live: u64,
+    by_reason: BTreeMap<String, u64>,
+    listed: Vec<SkippedDoc>,
 }
 
 const MGET_CHUNK: usize = 500;
 const LISTED: usize = 100;
 
 /// Compares the target with the snapshot.
-pub async fn verify(
-    snapshot: &Snapshot,
-    routing: &DocumentRouting,
+/// Compares the target with what `source` through `transform` delivers. `refused` holds
+/// the (target index, id) pairs failure logs say the target refused.
+pub async fn verify<S: Source>(
+    source: Arc<S>,
+    transform: Arc<dyn Transform>,
     client: &Client,
     sample: Sample,
+    refused: HashSet<(String, String)>,
 ) -> Result<VerifyReport, VerifyError> {
     let (tx, mut rx) = mpsc::channel::<Result<Msg, VerifyError>>(4 * MGET_CHUNK);
+    let refused = Arc::new(refused);
     let reader = {
-        let (snapshot, routing) = (snapshot.clone(), routing.clone());
+        let refused = refused.clone();
         tokio::task::spawn_blocking(move || {
-            if let Err(e) = read_expected(&snapshot, &routing, sample, &tx) {
+            if let Err(e) = read_expected(&*source, &*transform, sample, &refused, &tx) {
                 let _ = tx.blocking_send(Err(e));
             }
         })
@@ -150,23 +208,33 @@ pub async fn verify(
                     compare(client, &target, batch, v).await?;
                 }
             }
-            Msg::Counts(c) => counts = Some(c),
+            Msg::Counts(c, s) => counts = Some((c, s)),
         }
     }
     reader
         .await
         .map_err(|e| VerifyError::Other(format!("snapshot reader: {e}")))?;
-    let counts =
-        counts.ok_or_else(|| VerifyError::Other("the snapshot reader stopped early".into()))?;
+    let (counts, skipped) =
+        counts.ok_or_else(|| VerifyError::Other("the source reader stopped early".into()))?;
     for (target, batch) in pending {
         let v = verdicts.entry(target.clone()).or_default();
         compare(client, &target, batch, v).await?;
     }
-    let mut report = VerifyReport::default();
+    let mut report = VerifyReport {
+        live: skipped.live,
+        skipped: skipped.by_reason,
+        skipped_listed: skipped.listed,
+        ..VerifyReport::default()
+    };
+    let mut refused_per_index: BTreeMap<&str, u64> = BTreeMap::new();
+    for (index, _) in refused.iter() {
+        *refused_per_index.entry(index.as_str()).or_default() += 1;
+    }
     for (target, expected) in counts {
         let mut v = verdicts.remove(&target).unwrap_or_default();
         v.index = target.to_string();
         v.expected = expected;
+        v.refused = refused_per_index.get(&*target).copied().unwrap_or(0);
         let exists = match refreshed.get(&target) {
             Some(e) => *e,
             None => refresh(client, &target).await?,
@@ -250,68 +318,75 @@ async fn compare(
     Ok(())
 }
 
-/// Reads every live document of the routed indices; sends the ones to compare and, at
-/// the end, the counts per target index.
-fn read_expected(
-    snapshot: &Snapshot,
-    routing: &DocumentRouting,
+/// Reads every partition of the source through the transform; sends the documents to
+/// compare and, at the end, the counts per target index and the skipped documents.
+fn read_expected<S: Source>(
+    source: &S,
+    transform: &dyn Transform,
     sample: Sample,
+    refused: &HashSet<(String, String)>,
     tx: &mpsc::Sender<Result<Msg, VerifyError>>,
 ) -> Result<(), VerifyError> {
     let mut counts: BTreeMap<Arc<str>, u64> = BTreeMap::new();
     let mut reservoirs: BTreeMap<Arc<str>, Vec<Expected>> = BTreeMap::new();
+    let mut skipped = Skipped::default();
     let mut rng = rand::thread_rng();
-    for name in snapshot.index_names() {
-        if !routing.includes(&name) {
-            continue;
-        }
-        for t in routing.targets_of(&name) {
-            counts.entry(Arc::from(t)).or_insert(0);
-        }
-        let index = snapshot.index(&name)?;
-        for shard_no in 0..index.number_of_shards() {
-            if index.shard_failure(shard_no).is_some() {
-                continue;
-            }
-            let shard = index.open_shard(shard_no)?;
-            let reader = ShardReader::open(&shard)?;
-            for doc in reader.documents(0..reader.max_doc())? {
-                let doc = doc?;
-                let Some(target) = routing.target_index(&name, doc.doc_type.as_deref()) else {
-                    continue;
-                };
-                let target: Arc<str> = counts
-                    .keys()
-                    .find(|k| &***k == target)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::from(target));
-                let n = counts.entry(target.clone()).or_insert(0);
-                *n += 1;
-                let e = Expected {
-                    target: target.clone(),
-                    id: doc.id,
-                    routing: doc.routing,
-                    source: doc.source,
-                };
-                match sample {
-                    Sample::All => {
-                        if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
-                            return Ok(());
-                        }
+    let plan = source.plan()?;
+    let mut hung_up = false;
+    for item in &plan.items {
+        source.read(item, &item.after, &mut |read| {
+            skipped.live += 1;
+            let doc = match read {
+                Read::Skip(s) => {
+                    skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
+                    return true;
+                }
+                Read::Doc(mut d) => match transform.apply(&mut d) {
+                    Ok(()) => d,
+                    Err(u) => {
+                        skipped.skip(d.index.to_string(), Some(d.id), u.reason, u.detail);
+                        return true;
                     }
-                    Sample::PerIndex(k) => {
-                        let r = reservoirs.entry(target).or_default();
-                        if r.len() < k {
-                            r.push(e);
-                        } else {
-                            let j = rng.gen_range(0..*n) as usize;
-                            if j < k {
-                                r[j] = e;
-                            }
+                },
+            };
+            let target = match counts.get_key_value(&*doc.index) {
+                Some((k, _)) => k.clone(),
+                None => doc.index.clone(),
+            };
+            let n = counts.entry(target.clone()).or_insert(0);
+            *n += 1;
+            if refused.contains(&(target.to_string(), doc.id.clone())) {
+                return true;
+            }
+            let e = Expected {
+                target: target.clone(),
+                id: doc.id,
+                routing: doc.routing,
+                source: doc.source,
+            };
+            match sample {
+                Sample::All => {
+                    if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
+                        hung_up = true;
+                        return false;
+                    }
+                }
+                Sample::PerIndex(k) => {
+                    let r = reservoirs.entry(target).or_default();
+                    if r.len() < k {
+                        r.push(e);
+                    } else {
+                        let j = rng.gen_range(0..*n) as usize;
+                        if j < k {
+                            r[j] = e;
                         }
                     }
                 }
             }
+            true
+        })?;
+        if hung_up {
+            return Ok(());
         }
     }
     for (_, r) in reservoirs {
@@ -321,6 +396,20 @@ fn read_expected(
             }
         }
     }
-    let _ = tx.blocking_send(Ok(Msg::Counts(counts)));
+    let _ = tx.blocking_send(Ok(Msg::Counts(counts, skipped)));
     Ok(())
+}
+
+impl Skipped {
+    fn skip(&mut self, index: String, id: Option<String>, reason: &str, detail: String) {
+        *self.by_reason.entry(reason.to_string()).or_default() += 1;
+        if self.listed.len() < LISTED {
+            self.listed.push(SkippedDoc {
+                index,
+                id,
+                reason: reason.to_string(),
+                detail,
+            });
+        }
+    }
 }

@@ -1,20 +1,22 @@
-//! The document worker: lease a work item, run it through the pipeline, then complete it,
-//! hand the rest to a successor, or release it — until no work is left, the fleet is
-//! stopped, or (when not waiting) every remaining item is leased elsewhere.
+//! The item worker: lease a work item, run it through the pipeline, then complete it, hand
+//! the rest to a successor, or release it — until no work is left, the fleet is stopped,
+//! the process shuts down, or (when not waiting) every remaining item is leased elsewhere.
+//! A process runs several of these side by side (`--parallel`), each with its own lease.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordination::{Acquired, Coordinator, HandOff, ItemFate, Lease};
+use coordination::{cursor_display, Acquired, Coordinator, HandOff, ItemFate, Lease, Progress};
 use tokio::time::Instant;
 
-use crate::cursor::Progress;
-use crate::metrics::Metrics;
+use crate::error::Severity;
 use crate::pipeline::{
-    run_item, Control, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions,
+    run_item, Control, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions, Shared,
 };
-use crate::ports::{DocRange, DocumentSink, DocumentSource};
+use crate::sink::Sink;
+use crate::source::Source;
+use crate::transform::Transform;
 
 /// How a worker behaves around the pipeline.
 #[derive(Debug, Clone)]
@@ -47,7 +49,7 @@ pub enum WorkerExit {
     NoWorkLeft,
     /// Work remains, but every remaining item is leased by another worker.
     LeasedElsewhere,
-    /// The control record said STOP.
+    /// The control record said STOP, or the process is shutting down.
     Stopped,
     /// `max_items` items were worked on.
     ItemLimit,
@@ -57,27 +59,45 @@ pub enum WorkerExit {
 pub enum WorkerError {
     #[error("coordination store: {0}")]
     Store(#[from] coordination::Error),
+    /// Nothing will work until an operator acts; the item was released, not failed.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// The parts of a migration an item worker runs.
+pub struct Parts<S, K> {
+    pub source: Arc<S>,
+    pub transform: Arc<dyn Transform>,
+    pub sink: Arc<K>,
+}
+
+impl<S, K> Clone for Parts<S, K> {
+    fn clone(&self) -> Self {
+        Parts {
+            source: self.source.clone(),
+            transform: self.transform.clone(),
+            sink: self.sink.clone(),
+        }
+    }
 }
 
 /// Leases items and runs them until one of the [`WorkerExit`] conditions.
-pub async fn run_worker<S, K>(
+pub async fn run_worker<S: Source, K: Sink>(
     coord: &Coordinator,
-    source: Arc<S>,
-    sink: Arc<K>,
+    parts: &Parts<S, K>,
     opts: &WorkerOptions,
-    metrics: &Metrics,
-) -> Result<WorkerExit, WorkerError>
-where
-    S: DocumentSource,
-    K: DocumentSink<Doc = S::Doc>,
-{
+    shared: &Shared,
+) -> Result<WorkerExit, WorkerError> {
     let mut items = 0usize;
     let mut failures_in_a_row = 0u32;
     loop {
         if opts.max_items.is_some_and(|m| items >= m) {
             return Ok(WorkerExit::ItemLimit);
         }
-        match wait_while_paused(coord, opts.poll).await? {
+        if shutting_down(shared) {
+            return Ok(WorkerExit::Stopped);
+        }
+        match wait_while_paused(coord, opts.poll, shared).await? {
             Control::Stop => return Ok(WorkerExit::Stopped),
             Control::Run | Control::Pause => {}
         }
@@ -88,32 +108,51 @@ where
                 if !opts.wait_for_leases {
                     return Ok(WorkerExit::LeasedElsewhere);
                 }
-                tokio::time::sleep(wait.clamp(Duration::from_millis(50), opts.poll)).await;
+                sleep_unless_shutdown(wait.clamp(Duration::from_millis(50), opts.poll), shared)
+                    .await;
                 continue;
             }
         };
         items += 1;
-        let outcome = work_on(coord, lease, source.clone(), sink.clone(), opts, metrics).await;
-        if outcome == Outcome::Stopped {
-            return Ok(WorkerExit::Stopped);
-        }
-        // A failed item (source or sink error) is followed by a growing pause, so a target
-        // that is down does not burn every item's attempts in a few seconds.
-        if outcome == Outcome::Failed {
-            failures_in_a_row += 1;
-            let pause = Duration::from_millis(500u64 << failures_in_a_row.min(6));
-            tracing::info!("pausing {pause:?} after a failed item");
-            tokio::time::sleep(pause).await;
-        } else {
-            failures_in_a_row = 0;
+        match work_on(coord, lease, parts, opts, shared).await {
+            Outcome::Stopped => return Ok(WorkerExit::Stopped),
+            Outcome::Fatal(e) => return Err(WorkerError::Fatal(e)),
+            // A failed item is followed by a growing pause, so a target that is down does
+            // not burn every item's attempts in a few seconds.
+            Outcome::Failed => {
+                failures_in_a_row += 1;
+                let pause = Duration::from_millis(500u64 << failures_in_a_row.min(6));
+                tracing::info!("pausing {pause:?} after a failed item");
+                sleep_unless_shutdown(pause, shared).await;
+            }
+            Outcome::Continue => failures_in_a_row = 0,
         }
     }
 }
 
-/// Returns the control value once it is not PAUSE.
-async fn wait_while_paused(coord: &Coordinator, poll: Duration) -> Result<Control, WorkerError> {
+fn shutting_down(shared: &Shared) -> bool {
+    *shared.shutdown.borrow()
+}
+
+async fn sleep_unless_shutdown(d: Duration, shared: &Shared) {
+    let mut rx = shared.shutdown.clone();
+    tokio::select! {
+        _ = tokio::time::sleep(d) => {}
+        _ = rx.wait_for(|stop| *stop) => {}
+    }
+}
+
+/// Returns the control value once it is not PAUSE (or STOP when the process shuts down).
+async fn wait_while_paused(
+    coord: &Coordinator,
+    poll: Duration,
+    shared: &Shared,
+) -> Result<Control, WorkerError> {
     let mut said = false;
     loop {
+        if shutting_down(shared) {
+            return Ok(Control::Stop);
+        }
         let c = to_control(with_store_retries(|| coord.control()).await?);
         if c != Control::Pause {
             if said {
@@ -125,7 +164,7 @@ async fn wait_while_paused(coord: &Coordinator, poll: Duration) -> Result<Contro
             tracing::info!("paused by the control record; waiting for resume");
             said = true;
         }
-        tokio::time::sleep(poll).await;
+        sleep_unless_shutdown(poll, shared).await;
     }
 }
 
@@ -137,41 +176,32 @@ fn to_control(c: coordination::Control) -> Control {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
     Continue,
     Failed,
     Stopped,
+    Fatal(String),
 }
 
 /// Runs one leased item to one of its ends and records that end in the store.
-async fn work_on<S, K>(
+async fn work_on<S: Source, K: Sink>(
     coord: &Coordinator,
     mut lease: Lease,
-    source: Arc<S>,
-    sink: Arc<K>,
+    parts: &Parts<S, K>,
     opts: &WorkerOptions,
-    metrics: &Metrics,
-) -> Outcome
-where
-    S: DocumentSource,
-    K: DocumentSink<Doc = S::Doc>,
-{
+    shared: &Shared,
+) -> Outcome {
     let item = lease.item();
     let base = lease.progress();
-    let range = DocRange {
-        index: item.index.clone(),
-        shard: item.shard,
-        from: item.from_doc,
-        to: item.to_doc,
-    };
-    let resume = (base.cursor > item.from_doc).then(|| base.cursor - 1);
+    let metrics = &shared.metrics;
     metrics
         .lease_expiry_seconds
         .store(lease.expires_at_ms() / 1000, Ordering::Relaxed);
+    metrics.leases_held.fetch_add(1, Ordering::Relaxed);
     tracing::info!(
         item = lease.id(),
-        resume_at = base.cursor,
+        after = %cursor_display(&base.cursor),
         lease = ?lease.duration(),
         attempt = lease.attempts(),
         "working on item"
@@ -183,28 +213,37 @@ where
         let mut port = CoordLease {
             lease: &mut lease,
             coord,
-            base,
-            from: item.from_doc,
         };
         let plan = ItemPlan {
-            range,
-            resume_cursor: resume,
+            item,
+            base,
             trigger,
         };
-        run_item(source, sink, &mut port, plan, &opts.pipeline, metrics).await
+        run_item(
+            parts.source.clone(),
+            parts.transform.clone(),
+            parts.sink.clone(),
+            &mut port,
+            plan,
+            &opts.pipeline,
+            shared,
+        )
+        .await
     };
-    metrics.lease_expiry_seconds.store(0, Ordering::Relaxed);
-    let done = to_coord(report.progress, base, item.from_doc);
+    if metrics.leases_held.fetch_sub(1, Ordering::Relaxed) == 1 {
+        metrics.lease_expiry_seconds.store(0, Ordering::Relaxed);
+    }
+    let done = report.progress;
     let id = lease.id().to_string();
     let elapsed = started.elapsed();
     match report.end {
         ItemEnd::Finished => {
             // Make sure the store answers (it may be restarting) before the one-shot completion.
-            if checkpoint_with_retries(&mut lease, done).await.is_ok() {
-                match lease.complete(done).await {
+            if checkpoint_with_retries(&mut lease, &done).await.is_ok() {
+                match lease.complete(&done).await {
                     Ok(()) => {
                         metrics.items_completed.fetch_add(1, Ordering::Relaxed);
-                        tracing::info!(item = %id, docs = done.docs, ?elapsed, "item complete");
+                        tracing::info!(item = %id, docs = done.docs, refused = done.refused, skipped = done.skipped, ?elapsed, "item complete");
                     }
                     Err(e) => {
                         tracing::warn!(item = %id, "could not mark the item complete ({e}); it will be redone from its last checkpoint")
@@ -216,11 +255,11 @@ where
         ItemEnd::Triggered => {
             let setup = report.first_batch_after.unwrap_or(elapsed);
             let fraction = setup.as_secs_f64() / lease_len.as_secs_f64().max(0.001);
-            if checkpoint_with_retries(&mut lease, done).await.is_ok() {
-                match lease.hand_off(done, fraction).await {
+            if checkpoint_with_retries(&mut lease, &done).await.is_ok() {
+                match lease.hand_off(&done, fraction).await {
                     Ok(HandOff::Successor(s)) => {
                         metrics.items_handed_off.fetch_add(1, Ordering::Relaxed);
-                        tracing::info!(item = %id, successor = %s, cursor = done.cursor, "handed off to a successor");
+                        tracing::info!(item = %id, successor = %s, cursor = %cursor_display(&done.cursor), "handed off to a successor");
                     }
                     Ok(HandOff::Completed) => {
                         metrics.items_completed.fetch_add(1, Ordering::Relaxed);
@@ -238,12 +277,8 @@ where
         }
         ItemEnd::Paused | ItemEnd::Stopped => {
             let stopped = matches!(report.end, ItemEnd::Stopped);
-            if checkpoint_with_retries(&mut lease, done).await.is_ok() {
-                if let Err(e) = lease.release().await {
-                    tracing::warn!(item = %id, "release failed ({e}); the lease will expire");
-                }
-            }
-            tracing::info!(item = %id, cursor = done.cursor, "{} at a checkpoint", if stopped { "stopped" } else { "paused" });
+            release_at_checkpoint(lease, &done).await;
+            tracing::info!(item = %id, cursor = %cursor_display(&done.cursor), "{} at a checkpoint", if stopped { "stopped" } else { "paused" });
             if stopped {
                 Outcome::Stopped
             } else {
@@ -254,9 +289,15 @@ where
             tracing::warn!(item = %id, "lease lost ({e}); moving on");
             Outcome::Continue
         }
+        ItemEnd::Failed(e) if e.severity == Severity::Fatal => {
+            tracing::error!(item = %id, cursor = %cursor_display(&done.cursor), "{e}");
+            // Not the item's fault: give it back untouched by an attempt count.
+            release_at_checkpoint(lease, &done).await;
+            Outcome::Fatal(e.to_string())
+        }
         ItemEnd::Failed(e) => {
-            tracing::error!(item = %id, cursor = done.cursor, "item failed: {e}");
-            let _ = checkpoint_with_retries(&mut lease, done).await;
+            tracing::error!(item = %id, cursor = %cursor_display(&done.cursor), "item failed: {e}");
+            let _ = checkpoint_with_retries(&mut lease, &done).await;
             match lease.fail(&e.to_string()).await {
                 Ok(ItemFate::Failed) => {
                     tracing::error!(item = %id, "item FAILED: no attempts left")
@@ -269,21 +310,19 @@ where
     }
 }
 
-/// The item's progress in the store's terms: the cursor is where to resume (one past the
-/// last acknowledged doc) and the counts are totals over every holder.
-fn to_coord(p: Progress, base: coordination::Progress, from: u64) -> coordination::Progress {
-    coordination::Progress {
-        cursor: p.cursor.map_or(base.cursor.max(from), |c| c + 1),
-        docs: base.docs + p.docs,
-        bytes: base.bytes + p.bytes,
-        failed: base.failed + p.failed,
+async fn release_at_checkpoint(mut lease: Lease, done: &Progress) {
+    let id = lease.id().to_string();
+    if checkpoint_with_retries(&mut lease, done).await.is_ok() {
+        if let Err(e) = lease.release().await {
+            tracing::warn!(item = %id, "release failed ({e}); the lease will expire");
+        }
     }
 }
 
 /// Checkpoints, retrying for up to a minute while the store is unreachable.
 async fn checkpoint_with_retries(
     lease: &mut Lease,
-    p: coordination::Progress,
+    p: &Progress,
 ) -> Result<(), coordination::Error> {
     let start = Instant::now();
     let mut wait = Duration::from_millis(100);
@@ -311,11 +350,18 @@ where
 {
     let start = Instant::now();
     let mut wait = Duration::from_millis(100);
+    let mut said_at: Option<Instant> = None;
     loop {
         match f().await {
             Ok(v) => return Ok(v),
             Err(e) if e.is_transient() && start.elapsed() < Duration::from_secs(120) => {
-                tracing::warn!("coordination store unavailable, retrying: {e}");
+                if said_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                    tracing::warn!(
+                        "coordination store unavailable for {:.0?}, retrying: {e}",
+                        start.elapsed()
+                    );
+                    said_at = Some(Instant::now());
+                }
                 tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_secs(5));
             }
@@ -328,8 +374,6 @@ where
 struct CoordLease<'a> {
     lease: &'a mut Lease,
     coord: &'a Coordinator,
-    base: coordination::Progress,
-    from: u64,
 }
 
 fn lease_error(e: coordination::Error) -> LeaseError {
@@ -340,9 +384,8 @@ fn lease_error(e: coordination::Error) -> LeaseError {
 }
 
 impl ItemLease for CoordLease<'_> {
-    async fn checkpoint(&mut self, progress: Progress) -> Result<(), LeaseError> {
-        let p = to_coord(progress, self.base, self.from);
-        self.lease.checkpoint(p).await.map_err(lease_error)
+    async fn checkpoint(&mut self, progress: &Progress) -> Result<(), LeaseError> {
+        self.lease.checkpoint(progress).await.map_err(lease_error)
     }
 
     async fn control(&mut self) -> Result<Control, LeaseError> {

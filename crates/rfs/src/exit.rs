@@ -19,3 +19,6 @@ pub const STOPPED: u8 = 5;
 /// `rfs verify` found documents missing, extra or different.
 #[allow(dead_code)]
 pub const VERIFY_MISMATCH: u8 = 6;
+/// The migration finished, but documents were refused by the target or skipped by the
+/// source (each in a failure log, counted in `rfs status`).
+pub const NOT_DELIVERED: u8 = 7;

@@ -39,7 +39,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 ///
 /// Exit codes: 0 done; 1 fatal error; 2 usage error; 3 no work left for this worker;
 /// 4 all remaining work is leased by other workers; 5 stopped by `rfs stop`;
-/// 6 `rfs verify` found a mismatch.
+/// 6 `rfs verify` found a mismatch; 7 the migration finished but documents were refused by
+/// the target or skipped (see `rfs status` and the failure log; `rfs redrive` re-sends them).
 #[derive(Debug, Parser)]
 #[command(name = "rfs", version, propagate_version = true, max_term_width = 100)]
 struct Cli {
@@ -91,6 +92,8 @@ enum Command {
     Resume(cmd::control::Args),
     /// Ask every worker to finish its in-flight batches, checkpoint, release and exit (code 5).
     Stop(cmd::control::Args),
+    /// Send the documents a failure log says the target refused once more (after a fix).
+    Redrive(cmd::redrive::Args),
     /// Compare target and snapshot: live counts per index and sampled documents by id.
     Verify(cmd::verify::Args),
     /// Read Lucene index directories directly (debugging and format checks).
@@ -119,6 +122,7 @@ fn main() -> ExitCode {
         Command::Resume(a) => cmd::control::run(a, coordination::Control::Run),
         Command::Stop(a) => cmd::control::run(a, coordination::Control::Stop),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Redrive(a) => cmd::redrive::run(a),
         Command::Lucene(c) => cmd::lucene::run(c),
         Command::Bench(c) => cmd::bench::run(c),
     };
@@ -374,7 +378,7 @@ mod tests {
             assert!(c.initial_lease >= std::time::Duration::from_secs(1));
             assert!(c.keeper_lease <= std::time::Duration::from_secs(30));
             assert!(c.keeper_lease >= std::time::Duration::from_secs(3));
-            let o = w.worker_options(false);
+            let o = w.job_options(false).worker;
             assert!(o.pipeline.checkpoint_every <= std::time::Duration::from_secs(3600));
             assert!(o.pipeline.control_every >= std::time::Duration::from_millis(50));
             assert!(o.poll <= std::time::Duration::from_secs(5));
@@ -386,7 +390,9 @@ mod tests {
         w.control_seconds = f64::NAN;
         let c = w.coordination_config();
         assert_eq!(c.initial_lease, std::time::Duration::from_secs(86_400));
-        let o = w.worker_options(true);
+        let j = w.job_options(true);
+        assert!(j.memory_budget >= 2 * w.max_batch_bytes * j.parallel);
+        let o = j.worker;
         assert_eq!(
             o.pipeline.checkpoint_every,
             std::time::Duration::from_secs(3600)

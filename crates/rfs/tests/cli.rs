@@ -799,11 +799,13 @@ fn exit_4_when_work_is_leased_elsewhere_5_after_stop_and_metrics_served() {
             "rfs_documents_sent_total",
             "rfs_bytes_sent_total",
             "rfs_source_bytes_sent_total",
-            "rfs_documents_failed_total",
+            "rfs_documents_refused_total",
+            "rfs_documents_skipped_total",
+            "rfs_leases_held",
             "rfs_batches_sent_total",
             "rfs_items_completed_total",
             "rfs_items_handed_off_total",
-            "rfs_in_flight_requests",
+            "rfs_in_flight_batches",
             "rfs_lease_expiry_seconds",
         ] {
             assert!(text.contains(&format!("# TYPE {name} ")), "{name}:\n{text}");

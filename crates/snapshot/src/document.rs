@@ -6,6 +6,8 @@ use std::sync::Arc;
 use base64::Engine;
 use bytes::Bytes;
 
+use crate::json;
+
 /// One live document of a snapshot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EsDocument {
@@ -127,15 +129,18 @@ pub fn sniff_source(raw: &[u8]) -> Option<SourceFormat> {
     }
 }
 
-/// `_source` as single-line JSON: passed through when it already is, minified (same JSON
-/// value, same bytes otherwise) when it has line breaks, converted from SMILE, CBOR or YAML.
+/// `_source` as single-line JSON: checked to be one valid JSON value, then passed through
+/// when it has no line breaks, minified (same JSON value, same bytes otherwise) when it
+/// has; converted from SMILE, CBOR or YAML. The error says why the bytes cannot be sent.
 pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
     match sniff_source(raw) {
         Some(SourceFormat::Json) => {
-            if memchr::memchr2(b'\n', b'\r', raw).is_none() {
+            let scan =
+                json::check_value(raw).map_err(|e| format!("_source is not valid JSON: {e}"))?;
+            if !scan.line_breaks {
                 return Ok(Bytes::copy_from_slice(raw));
             }
-            minify_json(raw).map(Bytes::from)
+            Ok(Bytes::from(minify_json(raw)))
         }
         Some(SourceFormat::Smile) => {
             let v: serde_smile::value::Value =
@@ -168,16 +173,14 @@ fn to_json_bytes(v: &serde_json::Value) -> Result<Bytes, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Drops whitespace outside strings; everything else is kept byte for byte.
-fn minify_json(raw: &[u8]) -> Result<Vec<u8>, String> {
+/// Drops whitespace outside strings of JSON already checked to be valid; everything
+/// else is kept byte for byte.
+fn minify_json(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     let mut in_string = false;
     let mut escaped = false;
     for &b in raw {
         if in_string {
-            if b == b'\n' || b == b'\r' {
-                return Err("_source has a raw line break inside a string (invalid JSON)".into());
-            }
             out.push(b);
             if escaped {
                 escaped = false;
@@ -197,10 +200,7 @@ fn minify_json(raw: &[u8]) -> Result<Vec<u8>, String> {
             }
         }
     }
-    if in_string {
-        return Err("_source ends inside a string".into());
-    }
-    Ok(out)
+    out
 }
 
 fn cbor_to_json(v: ciborium::Value) -> serde_json::Value {
@@ -302,5 +302,22 @@ mod tests {
         );
         assert!(normalize_source(b"noop reason").is_err());
         assert!(normalize_source(b"{\"a\":\"x\ny\"}").is_err());
+    }
+
+    #[test]
+    fn invalid_json_sources_are_refused_with_the_reason() {
+        for (raw, reason) in [
+            (&br#"{"title":"mountai"#[..], "string is not closed"),
+            (br#"{"a":1,}"#, "expected a key"),
+            (br#"{"a":01}"#, "leading zero"),
+            (b"{\"a\":\"\xff\"}", "not valid UTF-8"),
+            (br#"{"a":1} {"b":2}"#, "trailing characters"),
+            (b"{\n\"a\": tru\n}", "invalid literal"),
+            (b"{\"a\":\"x\x01\"}", "control character"),
+        ] {
+            let e = normalize_source(raw).unwrap_err();
+            assert!(e.starts_with("_source is not valid JSON: "), "{e}");
+            assert!(e.contains(reason), "{e}");
+        }
     }
 }

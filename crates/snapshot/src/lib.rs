@@ -21,6 +21,7 @@ pub mod blob;
 pub mod document;
 pub mod envelope;
 pub mod error;
+pub mod json;
 mod lzf;
 pub mod metadata;
 pub mod object;
@@ -39,7 +40,7 @@ pub use metadata::{
     SnapshotInfo, SnapshotState, TemplateKind, TypeMapping, Version,
 };
 pub use object::ObjectStoreBlobs;
-pub use reader::{ShardReader, ShardStats, SkipReason, SkippedDocument};
+pub use reader::{ReadOptions, ShardReader, ShardStats, SkipReason, SkippedDocument};
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use uri::{open_store, StoreOptions};

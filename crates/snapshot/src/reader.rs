@@ -104,9 +104,35 @@ enum TypeRule {
     Legacy(Option<String>),
 }
 
+/// How to open a shard for reading documents.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Check the CRC-32 of every shard file as it is read (default: on). Small files are
+    /// checked when opened; each segment's stored fields (`.fdt`, also inside a `.cfs`)
+    /// while [`ShardReader::documents`] walks them, completed when a walk covers a
+    /// segment whole. A mismatch is an error naming the file, its blob and the shard.
+    /// See [`lucene::OpenOptions::verify_checksums`].
+    pub verify_checksums: bool,
+    /// Before anything is read, recompute the CRC-32 of every file of the shard and
+    /// compare it with the footer and the snapshot metadata: a second read of the whole
+    /// shard, for `export --verify-checksums`.
+    pub verify_all_files_first: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            verify_checksums: true,
+            verify_all_files_first: false,
+        }
+    }
+}
+
 /// A shard opened for reading documents.
 pub struct ShardReader {
     index: Arc<str>,
+    /// `<index> shard <n> (<shard dir>)`, for errors.
+    context: String,
     reader: IndexReader,
     types: TypeRule,
 }
@@ -123,14 +149,14 @@ impl std::fmt::Debug for ShardReader {
 }
 
 impl ShardReader {
-    /// Opens the shard's latest commit. Soft deletes are applied when the index uses them.
+    /// Opens the shard's latest commit with the default [`ReadOptions`] (checksums checked
+    /// as the files are read). Soft deletes are applied when the index uses them.
     pub fn open(shard: &Shard) -> Result<ShardReader> {
-        Self::open_with(shard, false)
+        Self::open_with(shard, &ReadOptions::default())
     }
 
-    /// As [`ShardReader::open`]; with `verify_checksums`, every file's CRC-32 is
-    /// recomputed first (reads the whole shard once more).
-    pub fn open_with(shard: &Shard, verify_checksums: bool) -> Result<ShardReader> {
+    /// As [`ShardReader::open`], with `options`.
+    pub fn open_with(shard: &Shard, options: &ReadOptions) -> Result<ShardReader> {
         let index = shard.index();
         let md = index.metadata();
         let context = format!(
@@ -139,14 +165,14 @@ impl ShardReader {
             shard.shard_number(),
             index.shard_dir(shard.shard_number())
         );
-        if verify_checksums {
+        if options.verify_all_files_first {
             shard.directory().verify_all()?;
         }
         let opts = OpenOptions {
             soft_deletes_field: md
                 .soft_deletes_enabled()
                 .then(|| SOFT_DELETES_FIELD.to_string()),
-            verify_checksums: false,
+            verify_checksums: options.verify_checksums,
         };
         let dir: Arc<dyn lucene::Directory> = shard.directory().clone();
         let reader = IndexReader::open(dir, &opts).map_err(|source| Error::Lucene {
@@ -169,6 +195,7 @@ impl ShardReader {
         };
         Ok(ShardReader {
             index: Arc::from(index.name()),
+            context,
             reader,
             types,
         })
@@ -214,7 +241,7 @@ impl ShardReader {
             .reader
             .documents(range)
             .map_err(|source| Error::Lucene {
-                context: self.index.to_string(),
+                context: self.context.clone(),
                 source,
             })?;
         Ok(Documents {
@@ -339,7 +366,7 @@ impl Iterator for Documents<'_> {
                 Err(source) => {
                     self.done = true;
                     return Some(Err(Error::Lucene {
-                        context: self.reader.index.to_string(),
+                        context: self.reader.context.clone(),
                         source,
                     }));
                 }

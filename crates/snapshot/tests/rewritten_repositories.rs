@@ -194,7 +194,13 @@ fn corrupted_blobs_give_errors_naming_the_blob() {
     for n in snap.index_names() {
         let index = snap.index(&n).unwrap();
         let shard = index.open_shard(0).unwrap();
-        if let Err(e) = ShardReader::open_with(&shard, true) {
+        if let Err(e) = ShardReader::open_with(
+            &shard,
+            &snapshot::ReadOptions {
+                verify_all_files_first: true,
+                ..Default::default()
+            },
+        ) {
             let e = e.to_string();
             assert!(e.contains(&blob_name), "{e}");
             seen = true;

@@ -1,51 +1,195 @@
-//! Bulk request bodies: one action line and the untouched `_source` bytes per document,
-//! copied into a single buffer (no JSON tree is ever built).
+//! Bulk request bodies, framed once: one action line and the untouched `_source` bytes per
+//! document, copied into a single buffer (no JSON tree is ever built). Each document keeps
+//! its place in the buffer, so a retry or a split re-sends slices of it, never re-encodes.
 
-use super::{BulkDoc, OpType};
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{ItemError, OpType};
 use crate::version::{Dialect, Target};
+
+/// What a bulk entry does with its document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BulkAction {
+    /// Write the document (`index`, or `create` with [`OpType::Create`]).
+    #[default]
+    Write,
+    /// Remove the document with this id (no source line).
+    Delete,
+}
+
+/// Who a bulk entry is about: what the response is matched with and what a failure record
+/// names. Built once per document and moved, never copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocMeta {
+    pub index: Arc<str>,
+    pub id: String,
+    /// Mapping type; only sent to typed (ES ≤ 6) targets, where `None` means `_doc`.
+    pub doc_type: Option<Arc<str>>,
+    pub routing: Option<String>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// The entry's bytes in the body (action line and source line).
+    range: Range<usize>,
+    /// Where its source line starts (== `range.end` for a delete).
+    source_at: usize,
+    delete: bool,
+    meta: DocMeta,
+}
+
+/// One `_bulk` request body and the documents in it, in order.
+#[derive(Debug, Default)]
+pub struct BulkBody {
+    buf: Vec<u8>,
+    entries: Vec<Entry>,
+    source_bytes: u64,
+}
+
+impl BulkBody {
+    /// An empty body with room for about `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> BulkBody {
+        BulkBody {
+            buf: Vec::with_capacity(bytes),
+            entries: Vec::new(),
+            source_bytes: 0,
+        }
+    }
+
+    /// Documents in the body.
+    pub fn docs(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Bytes of the body.
+    pub fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// `_source` bytes of the documents.
+    pub fn source_bytes(&self) -> u64 {
+        self.source_bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The body as sent.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    pub(crate) fn into_parts(self) -> (Bytes, Vec<Part>) {
+        let parts = self
+            .entries
+            .into_iter()
+            .map(|e| Part {
+                range: e.range,
+                source_at: e.source_at,
+                delete: e.delete,
+                meta: e.meta,
+            })
+            .collect();
+        (Bytes::from(self.buf), parts)
+    }
+}
+
+/// An entry of a body being sent.
+#[derive(Debug)]
+pub(crate) struct Part {
+    pub range: Range<usize>,
+    pub source_at: usize,
+    pub delete: bool,
+    pub meta: DocMeta,
+}
+
+/// A document that can never be sent, given back with why.
+#[derive(Debug, Clone)]
+pub struct Unframed {
+    pub meta: DocMeta,
+    pub error: ItemError,
+}
 
 /// Writes action lines for one target dialect.
 #[derive(Debug, Clone)]
-pub(crate) struct BodyEncoder {
-    pub op: OpType,
-    pub dialect: Dialect,
+pub struct BulkEncoder {
+    op: OpType,
+    dialect: Dialect,
     /// ES 5 spells `_routing` and `_version`.
-    pub underscored: bool,
-    pub external_versioning: bool,
+    underscored: bool,
+    external_versioning: bool,
+    /// No entry may be larger.
+    hard_max_bytes: usize,
 }
 
-impl BodyEncoder {
-    pub fn new(target: &Target, op: OpType, external_versioning: bool) -> BodyEncoder {
-        BodyEncoder {
+impl BulkEncoder {
+    pub fn new(
+        target: &Target,
+        op: OpType,
+        external_versioning: bool,
+        hard_max_bytes: usize,
+    ) -> BulkEncoder {
+        BulkEncoder {
             op,
             dialect: target.dialect(),
             underscored: target.underscored_bulk_keys(),
             external_versioning,
+            hard_max_bytes,
         }
     }
 
-    /// Append the document's two lines, or say why it cannot be sent.
-    pub fn encode(&self, buf: &mut Vec<u8>, doc: &BulkDoc) -> Result<(), &'static str> {
-        let source = trim_ascii(&doc.source);
-        if source.is_empty() {
-            return Err("empty _source");
+    /// Appends one document to `body`, or gives its meta back with the reason it can never
+    /// be sent (empty source, too large, no version under external versioning; status 0);
+    /// the body is then unchanged.
+    pub fn push(
+        &self,
+        body: &mut BulkBody,
+        action: BulkAction,
+        meta: DocMeta,
+        version: Option<u64>,
+        source: &[u8],
+    ) -> Result<(), Box<Unframed>> {
+        let refuse = |error_type: &str, reason: String| ItemError {
+            status: 0,
+            error_type: error_type.into(),
+            reason,
+        };
+        let start = body.buf.len();
+        let source = trim_ascii(source);
+        if action == BulkAction::Write && source.is_empty() {
+            return Err(Box::new(Unframed {
+                meta,
+                error: refuse("invalid_document", "empty _source".into()),
+            }));
         }
-        if self.external_versioning && doc.version.is_none() {
-            return Err("external versioning requested but the document has no version");
+        if self.external_versioning && version.is_none() {
+            return Err(Box::new(Unframed {
+                meta,
+                error: refuse(
+                    "invalid_document",
+                    "external versioning requested but the document has no version".into(),
+                ),
+            }));
         }
-        buf.reserve(source.len() + doc.id.len() + doc.index.len() + 48);
-        buf.extend_from_slice(match self.op {
-            OpType::Index => b"{\"index\":{\"_index\":",
-            OpType::Create => b"{\"create\":{\"_index\":",
+        let buf = &mut body.buf;
+        buf.reserve(source.len() + meta.id.len() + meta.index.len() + 48);
+        buf.extend_from_slice(match (action, self.op) {
+            (BulkAction::Delete, _) => b"{\"delete\":{\"_index\":",
+            (BulkAction::Write, OpType::Index) => b"{\"index\":{\"_index\":",
+            (BulkAction::Write, OpType::Create) => b"{\"create\":{\"_index\":",
         });
-        write_json_str(buf, &doc.index);
+        write_json_str(buf, &meta.index);
         buf.extend_from_slice(b",\"_id\":");
-        write_json_str(buf, &doc.id);
+        write_json_str(buf, &meta.id);
         if self.dialect == Dialect::Typed {
             buf.extend_from_slice(b",\"_type\":");
-            write_json_str(buf, doc.doc_type.as_deref().unwrap_or("_doc"));
+            write_json_str(buf, meta.doc_type.as_deref().unwrap_or("_doc"));
         }
-        if let Some(r) = &doc.routing {
+        if let Some(r) = &meta.routing {
             buf.extend_from_slice(if self.underscored {
                 b",\"_routing\":"
             } else {
@@ -53,34 +197,56 @@ impl BodyEncoder {
             });
             write_json_str(buf, r);
         }
-        if self.external_versioning {
-            if let Some(v) = doc.version {
-                buf.extend_from_slice(if self.underscored {
-                    b",\"_version\":"
-                } else {
-                    b",\"version\":"
-                });
-                buf.extend_from_slice(v.to_string().as_bytes());
-                buf.extend_from_slice(if self.underscored {
-                    b",\"_version_type\":\"external\""
-                } else {
-                    b",\"version_type\":\"external\""
-                });
-            }
+        if let (true, Some(v)) = (self.external_versioning, version) {
+            buf.extend_from_slice(if self.underscored {
+                b",\"_version\":"
+            } else {
+                b",\"version\":"
+            });
+            buf.extend_from_slice(v.to_string().as_bytes());
+            buf.extend_from_slice(if self.underscored {
+                b",\"_version_type\":\"external\""
+            } else {
+                b",\"version_type\":\"external\""
+            });
         }
         buf.extend_from_slice(b"}}\n");
-        // A raw line break can only be whitespace in valid JSON (inside strings it must be
-        // escaped), so replacing it by a space keeps the document and the framing intact.
-        if memchr::memchr2(b'\n', b'\r', source).is_some() {
-            buf.extend(
-                source
-                    .iter()
-                    .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
-            );
-        } else {
-            buf.extend_from_slice(source);
+        let source_at = buf.len();
+        if action == BulkAction::Write {
+            // A raw line break can only be whitespace in valid JSON (inside strings it must be
+            // escaped), so replacing it by a space keeps the document and the framing intact.
+            if memchr::memchr2(b'\n', b'\r', source).is_some() {
+                buf.extend(
+                    source
+                        .iter()
+                        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+                );
+            } else {
+                buf.extend_from_slice(source);
+            }
+            buf.push(b'\n');
         }
-        buf.push(b'\n');
+        let len = buf.len() - start;
+        if len > self.hard_max_bytes {
+            buf.truncate(start);
+            return Err(Box::new(Unframed {
+                meta,
+                error: refuse(
+                    "document_too_large",
+                    format!(
+                        "the bulk entry takes {len} bytes, more than the {} byte request ceiling",
+                        self.hard_max_bytes
+                    ),
+                ),
+            }));
+        }
+        body.source_bytes += source.len() as u64;
+        body.entries.push(Entry {
+            range: start..buf.len(),
+            source_at,
+            delete: action == BulkAction::Delete,
+            meta,
+        });
         Ok(())
     }
 }
@@ -123,11 +289,15 @@ pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
 mod tests {
     use super::*;
     use crate::version::{Distribution, Version};
-    use bytes::Bytes;
     use serde_json::{json, Value};
 
-    fn doc(id: &str, source: &str) -> BulkDoc {
-        BulkDoc::new("idx", id, Bytes::from(source.to_owned()))
+    fn meta(id: &str) -> DocMeta {
+        DocMeta {
+            index: "idx".into(),
+            id: id.into(),
+            doc_type: None,
+            routing: None,
+        }
     }
 
     fn lines(buf: &[u8]) -> Vec<Value> {
@@ -138,27 +308,43 @@ mod tests {
             .collect()
     }
 
+    fn enc(t: &Target, op: OpType, ext: bool) -> BulkEncoder {
+        BulkEncoder::new(t, op, ext, 1 << 20)
+    }
+
     #[test]
-    fn typeless_index_and_create() {
+    fn typeless_index_create_and_delete() {
         let os = Target::new(Distribution::OpenSearch, Version::new(2, 11, 0));
-        let e = BodyEncoder::new(&os, OpType::Index, false);
-        let mut buf = Vec::new();
-        let mut d = doc("a\"b\\c\n\u{1}é", "{\"x\":1}");
+        let e = enc(&os, OpType::Index, false);
+        let mut body = BulkBody::default();
+        let mut d = meta("a\"b\\c\n\u{1}é");
         d.doc_type = Some("ignored".into());
         d.routing = Some("r1".into());
-        e.encode(&mut buf, &d).unwrap();
+        e.push(&mut body, BulkAction::Write, d, None, b"{\"x\":1}")
+            .unwrap();
+        e.push(&mut body, BulkAction::Delete, meta("gone"), None, b"")
+            .unwrap();
         assert_eq!(
-            lines(&buf),
+            lines(body.as_bytes()),
             vec![
                 json!({"index":{"_index":"idx","_id":"a\"b\\c\n\u{1}é","routing":"r1"}}),
-                json!({"x":1})
+                json!({"x":1}),
+                json!({"delete":{"_index":"idx","_id":"gone"}}),
             ]
         );
-        let e = BodyEncoder::new(&os, OpType::Create, false);
-        let mut buf = Vec::new();
-        e.encode(&mut buf, &doc("1", "  {\"y\":\n2}\r\n")).unwrap();
+        assert_eq!((body.docs(), body.source_bytes()), (2, 7));
+        let e = enc(&os, OpType::Create, false);
+        let mut body = BulkBody::default();
+        e.push(
+            &mut body,
+            BulkAction::Write,
+            meta("1"),
+            None,
+            b"  {\"y\":\n2}\r\n",
+        )
+        .unwrap();
         assert_eq!(
-            buf,
+            body.as_bytes(),
             b"{\"create\":{\"_index\":\"idx\",\"_id\":\"1\"}}\n{\"y\": 2}\n"
         );
     }
@@ -166,15 +352,16 @@ mod tests {
     #[test]
     fn typed_and_versioned_for_old_elasticsearch() {
         let es6 = Target::new(Distribution::Elasticsearch, Version::new(6, 8, 0));
-        let e = BodyEncoder::new(&es6, OpType::Index, true);
-        let mut buf = Vec::new();
-        let mut d = doc("7", "{}");
-        d.version = Some(42);
-        e.encode(&mut buf, &d).unwrap();
-        d.doc_type = Some("tweet".into());
-        e.encode(&mut buf, &d).unwrap();
+        let e = enc(&es6, OpType::Index, true);
+        let mut body = BulkBody::default();
+        e.push(&mut body, BulkAction::Write, meta("7"), Some(42), b"{}")
+            .unwrap();
+        let mut typed = meta("7");
+        typed.doc_type = Some("tweet".into());
+        e.push(&mut body, BulkAction::Write, typed.clone(), Some(42), b"{}")
+            .unwrap();
         assert_eq!(
-            lines(&buf),
+            lines(body.as_bytes()),
             vec![
                 json!({"index":{"_index":"idx","_id":"7","_type":"_doc","version":42,"version_type":"external"}}),
                 json!({}),
@@ -183,16 +370,48 @@ mod tests {
             ]
         );
         let es5 = Target::new(Distribution::Elasticsearch, Version::new(5, 6, 0));
-        let e = BodyEncoder::new(&es5, OpType::Index, true);
-        let mut buf = Vec::new();
-        d.routing = Some("r".into());
-        e.encode(&mut buf, &d).unwrap();
+        let e = enc(&es5, OpType::Index, true);
+        let mut body = BulkBody::default();
+        typed.routing = Some("r".into());
+        e.push(&mut body, BulkAction::Write, typed.clone(), Some(42), b"{}")
+            .unwrap();
         assert_eq!(
-            lines(&buf)[0],
+            lines(body.as_bytes())[0],
             json!({"index":{"_index":"idx","_id":"7","_type":"tweet","_routing":"r","_version":42,"_version_type":"external"}})
         );
-        d.version = None;
-        assert!(e.encode(&mut buf, &d).is_err());
-        assert!(e.encode(&mut buf, &doc("x", " \n ")).is_err());
+        let before = body.bytes();
+        assert!(e
+            .push(&mut body, BulkAction::Write, typed, None, b"{}")
+            .is_err());
+        assert!(e
+            .push(&mut body, BulkAction::Write, meta("x"), Some(1), b" \n ")
+            .is_err());
+        assert_eq!(
+            body.bytes(),
+            before,
+            "a refused document leaves the body unchanged"
+        );
+    }
+
+    #[test]
+    fn entries_larger_than_the_ceiling_are_refused() {
+        let os = Target::new(Distribution::OpenSearch, Version::new(2, 11, 0));
+        let e = BulkEncoder::new(&os, OpType::Index, false, 100);
+        let mut body = BulkBody::default();
+        let big = format!("{{\"x\":\"{}\"}}", "a".repeat(200));
+        let u = e
+            .push(
+                &mut body,
+                BulkAction::Write,
+                meta("big"),
+                None,
+                big.as_bytes(),
+            )
+            .unwrap_err();
+        let (m, why) = (u.meta, u.error);
+        assert_eq!(m.id, "big");
+        assert_eq!(why.error_type, "document_too_large");
+        assert!(why.reason.contains("ceiling"), "{why:?}");
+        assert!(body.is_empty() && body.bytes() == 0);
     }
 }

@@ -1,27 +1,30 @@
-//! Bulk indexing: batches bounded by documents and bytes, K requests in flight under an
-//! adaptive limit, per-item retries with backoff, and a failure log for what cannot succeed.
+//! Bulk indexing: request bodies framed once ([`BulkEncoder`], [`BulkBody`]), sent under an
+//! adaptive concurrency limit and optional rate limits, with per-item retries and backoff.
+//! Documents the target refuses for good come back as [`Refused`]; what to do with them (a
+//! failure log) is the caller's business.
 
 mod body;
 mod limiter;
 mod response;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::client::{error_details, gzip_bytes, is_retryable_status, Client, Method};
-use crate::clock::UtcTime;
 use crate::error::ClusterError;
-use crate::failure_log::{source_value, FailureLog, FailureRecord};
 use crate::retry::RetryPolicy;
-use body::BodyEncoder;
+use body::Part;
+pub use body::{BulkAction, BulkBody, BulkEncoder, DocMeta, Unframed};
 use limiter::{AimdLimiter, RateLimiter};
-use response::{ItemError, ItemResult};
+pub use response::ItemError;
+use response::ItemResult;
 
-/// One document to index.
+/// One document to index, owned (for callers that do not frame bodies themselves).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkDoc {
     pub index: Arc<str>,
@@ -59,24 +62,21 @@ pub enum OpType {
 /// Knobs of a [`BulkSender`].
 #[derive(Debug, Clone)]
 pub struct BulkOptions {
-    /// Documents per request.
-    pub max_docs: usize,
-    /// Bytes per request, action lines included; a bigger document goes alone.
-    pub max_bytes: usize,
-    /// No request is ever larger: a document that does not fit is logged as failed.
+    /// No entry is ever larger: a bigger document is refused when framed.
     pub hard_max_bytes: usize,
-    /// Requests in flight at most (K), across all concurrent `send` calls.
+    /// Requests in flight at most, across all concurrent `send` calls (the AIMD limit
+    /// starts here and halves on throttling).
     pub max_in_flight: usize,
     pub op_type: OpType,
-    /// Send `version`/`version_type=external` from `BulkDoc::version`.
+    /// Send `version`/`version_type=external` from the document's version.
     pub external_versioning: bool,
     /// Item error types counted as success, e.g. `version_conflict_engine_exception` with create.
     pub accept_error_types: Vec<String>,
     /// Backoff for retryable items and failed requests.
     pub retry: RetryPolicy,
     /// When retries run out: `false` (default) fails the call — the target is unwell and the
-    /// batch must be redone later; `true` logs the remaining documents as failed and goes on.
-    pub log_exhausted_items: bool,
+    /// batch must be redone later; `true` refuses the remaining documents and goes on.
+    pub refuse_exhausted_items: bool,
     pub max_docs_per_sec: Option<f64>,
     pub max_bytes_per_sec: Option<f64>,
     /// gzip request bodies; `None` follows the client (`Compression` setting / detection).
@@ -91,15 +91,13 @@ pub const DEFAULT_HARD_MAX_BYTES: usize = 100 * 1024 * 1024;
 impl Default for BulkOptions {
     fn default() -> Self {
         BulkOptions {
-            max_docs: 1000,
-            max_bytes: 10 * 1024 * 1024,
             hard_max_bytes: DEFAULT_HARD_MAX_BYTES,
             max_in_flight: 8,
             op_type: OpType::Index,
             external_versioning: false,
             accept_error_types: Vec::new(),
             retry: RetryPolicy::bulk_default(),
-            log_exhausted_items: false,
+            refuse_exhausted_items: false,
             max_docs_per_sec: None,
             max_bytes_per_sec: None,
             gzip: None,
@@ -108,41 +106,45 @@ impl Default for BulkOptions {
     }
 }
 
-/// What one `send` did. `docs == indexed + accepted + failed` always holds on success.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BulkOutcome {
+/// A document the target refused for good (or that could not be framed).
+#[derive(Debug, Clone)]
+pub struct Refused {
+    pub meta: DocMeta,
+    pub error: ItemError,
+    /// Times it was sent (0: refused before sending).
+    pub attempts: u32,
+    /// Its `_source` line as it was sent (empty for deletes and framing refusals).
+    pub source: Bytes,
+    /// It was a delete.
+    pub delete: bool,
+}
+
+/// What one `send` did. `docs == indexed + accepted + refused.len()` always holds.
+#[derive(Debug, Clone, Default)]
+pub struct BulkResult {
     pub docs: u64,
     /// Acknowledged with a 2xx item status.
     pub indexed: u64,
-    /// Answered with an error type listed in `accept_error_types`.
+    /// Answered with an error type listed in `accept_error_types` (or a delete of a
+    /// missing document).
     pub accepted: u64,
-    /// Written to the failure log.
-    pub failed: u64,
+    pub refused: Vec<Refused>,
     /// Item re-sends (a document sent three times counts two).
     pub retries: u64,
     /// HTTP requests made.
     pub requests: u64,
     /// Throttling answers seen (429 requests or rejected items).
     pub throttled: u64,
+    /// Bytes of the body as framed.
+    pub body_bytes: u64,
     /// `_source` bytes of the documents.
     pub source_bytes: u64,
 }
 
-impl BulkOutcome {
-    /// Documents that are on the target.
+impl BulkResult {
+    /// Documents that are on the target as asked.
     pub fn acknowledged(&self) -> u64 {
         self.indexed + self.accepted
-    }
-
-    pub fn add(&mut self, o: &BulkOutcome) {
-        self.docs += o.docs;
-        self.indexed += o.indexed;
-        self.accepted += o.accepted;
-        self.failed += o.failed;
-        self.retries += o.retries;
-        self.requests += o.requests;
-        self.throttled += o.throttled;
-        self.source_bytes += o.source_bytes;
     }
 }
 
@@ -151,7 +153,7 @@ impl BulkOutcome {
 pub struct BulkStats {
     pub indexed: u64,
     pub accepted: u64,
-    pub failed: u64,
+    pub refused: u64,
     pub retries: u64,
     pub requests: u64,
     pub throttled: u64,
@@ -160,7 +162,7 @@ pub struct BulkStats {
     pub concurrency_limit: f64,
 }
 
-/// Sends documents in bulk. Cheap to clone; clones share limits, counters and the failure log.
+/// Sends bulk bodies. Cheap to clone; clones share limits and counters.
 #[derive(Clone)]
 pub struct BulkSender {
     inner: Arc<Inner>,
@@ -178,32 +180,26 @@ impl std::fmt::Debug for BulkSender {
 struct Inner {
     client: Client,
     opts: BulkOptions,
-    encoder: BodyEncoder,
-    failures: Arc<FailureLog>,
+    encoder: BulkEncoder,
     limiter: AimdLimiter,
     docs_rate: Option<RateLimiter>,
     bytes_rate: Option<RateLimiter>,
     gzip: bool,
     path: &'static str,
     totals: Totals,
+    /// When a retry was last logged at warn level (they are rate-limited).
+    last_retry_warning: Mutex<Option<Instant>>,
 }
 
 #[derive(Default)]
 struct Totals {
     indexed: AtomicU64,
     accepted: AtomicU64,
-    failed: AtomicU64,
+    refused: AtomicU64,
     retries: AtomicU64,
     requests: AtomicU64,
     throttled: AtomicU64,
     source_bytes: AtomicU64,
-}
-
-/// A document waiting for its next attempt.
-struct Pending {
-    doc: BulkDoc,
-    attempts: u32,
-    last: Option<ItemError>,
 }
 
 /// Result of one request (after splitting on 400/413).
@@ -221,21 +217,32 @@ enum Verdict {
     Accepted,
     Retry(ItemError),
     Fail(ItemError),
-    /// Never sent (invalid or too large); already recorded.
-    Refused,
+}
+
+/// Where each document of a body stands.
+enum Fate {
+    Pending {
+        attempts: u32,
+        last: Option<ItemError>,
+    },
+    Indexed,
+    Accepted,
+    Refused {
+        error: ItemError,
+        attempts: u32,
+    },
 }
 
 const FILTERED_BULK_PATH: &str =
     "/_bulk?filter_path=errors,items.*.status,items.*._id,items.*.error";
 
+/// Retries are logged at warn level at most this often per sender.
+const RETRY_WARNING_EVERY: Duration = Duration::from_secs(10);
+
 impl BulkSender {
     /// A sender for `client`'s detected target (call [`Client::detect`] or use
     /// [`Client::connect`] first: the dialect depends on the version).
-    pub fn new(
-        client: Client,
-        options: BulkOptions,
-        failures: Arc<FailureLog>,
-    ) -> Result<BulkSender, ClusterError> {
+    pub fn new(client: Client, options: BulkOptions) -> Result<BulkSender, ClusterError> {
         let target = client.target().cloned().ok_or_else(|| {
             ClusterError::Config(
                 "the target version is unknown: call Client::detect before bulk indexing".into(),
@@ -246,14 +253,18 @@ impl BulkSender {
                 "op_type create cannot be combined with external versioning".into(),
             ));
         }
-        if options.max_docs == 0 || options.max_bytes == 0 || options.retry.max_attempts == 0 {
+        if options.hard_max_bytes == 0 || options.retry.max_attempts == 0 {
             return Err(ClusterError::Config(
-                "bulk max_docs, max_bytes and retry attempts must be at least 1".into(),
+                "bulk hard_max_bytes and retry attempts must be at least 1".into(),
             ));
         }
-        let mut opts = options;
-        opts.max_bytes = opts.max_bytes.min(opts.hard_max_bytes);
-        let encoder = BodyEncoder::new(&target, opts.op_type, opts.external_versioning);
+        let opts = options;
+        let encoder = BulkEncoder::new(
+            &target,
+            opts.op_type,
+            opts.external_versioning,
+            opts.hard_max_bytes,
+        );
         let gzip = opts.gzip.unwrap_or_else(|| client.gzip());
         Ok(BulkSender {
             inner: Arc::new(Inner {
@@ -267,10 +278,10 @@ impl BulkSender {
                 },
                 client,
                 encoder,
-                failures,
                 gzip,
                 opts,
                 totals: Totals::default(),
+                last_retry_warning: Mutex::new(None),
             }),
         })
     }
@@ -279,8 +290,9 @@ impl BulkSender {
         &self.inner.opts
     }
 
-    pub fn failure_log(&self) -> &Arc<FailureLog> {
-        &self.inner.failures
+    /// The encoder that frames bodies for this sender's target.
+    pub fn encoder(&self) -> &BulkEncoder {
+        &self.inner.encoder
     }
 
     pub fn stats(&self) -> BulkStats {
@@ -289,7 +301,7 @@ impl BulkSender {
         BulkStats {
             indexed: g(&t.indexed),
             accepted: g(&t.accepted),
-            failed: g(&t.failed),
+            refused: g(&t.refused),
             retries: g(&t.retries),
             requests: g(&t.requests),
             throttled: g(&t.throttled),
@@ -298,263 +310,243 @@ impl BulkSender {
         }
     }
 
-    /// Index `docs` and return once every one of them is acknowledged or written to the
-    /// failure log. Requests are split by `max_docs`/`max_bytes` and run concurrently
-    /// (within the shared in-flight limit). An error means the batch is not done (target
-    /// down past the retry budget, authentication refused, failure log unwritable):
-    /// some documents may be indexed, none is reported as done.
-    pub async fn send(&self, docs: Vec<BulkDoc>) -> Result<BulkOutcome, ClusterError> {
+    /// Frames `docs` into one body and sends it (see [`BulkSender::send_body`]); documents
+    /// that cannot be framed come back refused with status 0.
+    pub async fn send(&self, docs: Vec<BulkDoc>) -> Result<BulkResult, ClusterError> {
+        let estimate: usize = docs
+            .iter()
+            .map(|d| d.source.len() + d.id.len() + d.index.len() + 48)
+            .sum();
+        let mut body = BulkBody::with_capacity(estimate.min(self.inner.opts.hard_max_bytes));
+        let mut early = Vec::new();
+        for d in docs {
+            let meta = DocMeta {
+                index: d.index,
+                id: d.id,
+                doc_type: d.doc_type,
+                routing: d.routing,
+            };
+            if let Err(u) =
+                self.inner
+                    .encoder
+                    .push(&mut body, BulkAction::Write, meta, d.version, &d.source)
+            {
+                let Unframed { meta, error } = *u;
+                early.push(Refused {
+                    meta,
+                    error,
+                    attempts: 0,
+                    source: Bytes::new(),
+                    delete: false,
+                });
+            }
+        }
+        let mut result = self.send_body(body).await?;
+        result.docs += early.len() as u64;
+        self.inner
+            .totals
+            .refused
+            .fetch_add(early.len() as u64, Ordering::Relaxed);
+        result.refused.extend(early);
+        Ok(result)
+    }
+
+    /// Sends `body` and returns once every document of it is acknowledged or refused for
+    /// good. Retryable items are re-sent alone (slices of the body, never re-encoded) with
+    /// backoff; a request refused with 400/413 is split in halves to isolate the culprit.
+    /// An error means the body is not done (target down past the retry budget,
+    /// authentication refused): some documents may be indexed, none is reported as done.
+    pub async fn send_body(&self, body: BulkBody) -> Result<BulkResult, ClusterError> {
         let inner = &*self.inner;
-        let mut outcome = BulkOutcome {
-            docs: docs.len() as u64,
-            source_bytes: docs.iter().map(|d| d.source.len() as u64).sum(),
-            ..BulkOutcome::default()
+        let mut result = BulkResult {
+            docs: body.docs() as u64,
+            body_bytes: body.bytes() as u64,
+            source_bytes: body.source_bytes(),
+            ..BulkResult::default()
         };
-        let mut pending: Vec<Pending> = docs
-            .into_iter()
-            .map(|doc| Pending {
-                doc,
+        let (buf, parts) = body.into_parts();
+        let mut fates: Vec<Fate> = parts
+            .iter()
+            .map(|_| Fate::Pending {
                 attempts: 0,
                 last: None,
             })
             .collect();
+        let started = Instant::now();
         let mut round = 0u32;
-        let result = loop {
-            if pending.is_empty() {
+        let outcome = loop {
+            let members: Vec<usize> = fates
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f, Fate::Pending { .. }))
+                .map(|(i, _)| i)
+                .collect();
+            if members.is_empty() {
                 break Ok(());
             }
             round += 1;
-            let mut terminal: Vec<FailureRecord> = Vec::new();
-            let mut verdicts: Vec<Option<Verdict>> = (0..pending.len()).map(|_| None).collect();
-            let chunks = self.chunk(&pending, &mut terminal, &mut verdicts);
-            let reports = futures::future::join_all(
-                chunks
-                    .into_iter()
-                    .map(|(members, body)| self.run_request(&pending, members, body)),
-            )
-            .await;
-
-            let mut hard_error = None;
-            let mut retry_after: Option<Duration> = None;
-            for r in reports {
-                outcome.requests += r.requests;
-                outcome.throttled += r.throttled;
-                retry_after = retry_after.max(r.retry_after);
-                if hard_error.is_none() {
-                    hard_error = r.hard_error;
-                }
-                for (i, v) in r.results {
-                    verdicts[i] = Some(v);
-                }
-            }
-            let mut next = Vec::new();
-            for (p, v) in pending.drain(..).zip(verdicts) {
-                match v {
-                    // Refused before sending; `chunk` already wrote its record.
-                    Some(Verdict::Refused) => outcome.failed += 1,
-                    None => next.push(p), // not sent: a hard error stopped its request
-                    Some(Verdict::Indexed) => outcome.indexed += 1,
-                    Some(Verdict::Accepted) => outcome.accepted += 1,
-                    Some(Verdict::Fail(e)) => {
-                        terminal.push(self.record(&p.doc, &e, p.attempts + 1));
-                        outcome.failed += 1;
-                    }
-                    Some(Verdict::Retry(e)) => next.push(Pending {
-                        attempts: p.attempts + 1,
+            let whole = members.len() == parts.len();
+            let request_body = if whole {
+                buf.clone()
+            } else {
+                slices(&buf, &parts, &members)
+            };
+            let report = self.run_request(&buf, &parts, members, request_body).await;
+            result.requests += report.requests;
+            result.throttled += report.throttled;
+            for (i, v) in report.results {
+                let Fate::Pending { attempts, .. } = fates[i] else {
+                    continue;
+                };
+                fates[i] = match v {
+                    Verdict::Indexed => Fate::Indexed,
+                    Verdict::Accepted => Fate::Accepted,
+                    Verdict::Fail(error) => Fate::Refused {
+                        error,
+                        attempts: attempts + 1,
+                    },
+                    Verdict::Retry(e) => Fate::Pending {
+                        attempts: attempts + 1,
                         last: Some(e),
-                        doc: p.doc,
-                    }),
-                }
+                    },
+                };
             }
-            if let Err(e) = inner.failures.append(&terminal) {
+            if let Some(e) = report.hard_error {
                 break Err(e);
             }
-            pending = next;
-            if let Some(e) = hard_error {
-                break Err(e);
-            }
+            let pending: Vec<usize> = fates
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f, Fate::Pending { .. }))
+                .map(|(i, _)| i)
+                .collect();
             if pending.is_empty() {
                 break Ok(());
             }
-            if pending
+            let exhausted = |f: &Fate| matches!(f, Fate::Pending { attempts, .. } if *attempts >= inner.opts.retry.max_attempts);
+            let last_error = pending
                 .iter()
-                .any(|p| p.attempts >= inner.opts.retry.max_attempts)
-            {
-                let last = pending
-                    .iter()
-                    .find_map(|p| p.last.as_ref())
-                    .map(|e| format!("{} {}: {}", e.status, e.error_type, e.reason))
-                    .unwrap_or_default();
-                if inner.opts.log_exhausted_items {
-                    let (done, keep): (Vec<_>, Vec<_>) = pending
-                        .into_iter()
-                        .partition(|p| p.attempts >= inner.opts.retry.max_attempts);
-                    let recs: Vec<_> = done
-                        .iter()
-                        .map(|p| {
-                            let e = p.last.clone().unwrap_or(ItemError {
-                                status: 0,
-                                error_type: "retries_exhausted".into(),
-                                reason: String::new(),
-                            });
-                            let mut rec = self.record(&p.doc, &e, p.attempts);
-                            rec.reason = format!("retries exhausted; last error: {}", rec.reason);
-                            rec
-                        })
-                        .collect();
-                    outcome.failed += recs.len() as u64;
-                    if let Err(e) = inner.failures.append(&recs) {
-                        break Err(e);
-                    }
-                    pending = keep;
-                    if pending.is_empty() {
-                        break Ok(());
-                    }
-                } else {
+                .find_map(|&i| match &fates[i] {
+                    Fate::Pending { last: Some(e), .. } => Some(e.clone()),
+                    _ => None,
+                })
+                .unwrap_or(ItemError {
+                    status: 0,
+                    error_type: "retries_exhausted".into(),
+                    reason: String::new(),
+                });
+            if pending.iter().any(|&i| exhausted(&fates[i])) {
+                if !inner.opts.refuse_exhausted_items {
                     break Err(ClusterError::RetriesExhausted {
                         method: "POST".into(),
                         url: format!("{}/_bulk", inner.client.base_url()),
                         attempts: inner.opts.retry.max_attempts,
                         last: format!(
-                            "{} documents still unacknowledged; last error: {last}",
-                            pending.len()
+                            "{} documents still unacknowledged after {:.0?}; last error: {} {}: {}",
+                            pending.len(),
+                            started.elapsed(),
+                            last_error.status,
+                            last_error.error_type,
+                            last_error.reason
                         ),
                     });
                 }
+                for &i in &pending {
+                    if let Fate::Pending { attempts, last } = &fates[i] {
+                        if *attempts >= inner.opts.retry.max_attempts {
+                            let mut error = last.clone().unwrap_or(last_error.clone());
+                            error.reason =
+                                format!("retries exhausted; last error: {}", error.reason);
+                            fates[i] = Fate::Refused {
+                                error,
+                                attempts: *attempts,
+                            };
+                        }
+                    }
+                }
+                continue;
             }
-            outcome.retries += pending.len() as u64;
-            let wait = inner.opts.retry.delay(round, retry_after);
-            debug!(
-                docs = pending.len(),
-                round,
-                ?wait,
-                "re-sending retryable bulk items"
-            );
+            result.retries += pending.len() as u64;
+            let wait = inner.opts.retry.delay(round, report.retry_after);
+            self.log_retry(pending.len(), round, wait, started, &last_error);
             tokio::time::sleep(wait).await;
         };
+        for (fate, part) in fates.into_iter().zip(parts) {
+            match fate {
+                Fate::Indexed => result.indexed += 1,
+                Fate::Accepted => result.accepted += 1,
+                Fate::Refused { error, attempts } => result.refused.push(Refused {
+                    delete: part.delete,
+                    // The source line without its newline (empty for a delete).
+                    source: buf.slice(part.source_at..(part.range.end - 1).max(part.source_at)),
+                    meta: part.meta,
+                    error,
+                    attempts,
+                }),
+                Fate::Pending { .. } => {}
+            }
+        }
         let t = &inner.totals;
-        t.indexed.fetch_add(outcome.indexed, Ordering::Relaxed);
-        t.accepted.fetch_add(outcome.accepted, Ordering::Relaxed);
-        t.failed.fetch_add(outcome.failed, Ordering::Relaxed);
-        t.retries.fetch_add(outcome.retries, Ordering::Relaxed);
-        t.requests.fetch_add(outcome.requests, Ordering::Relaxed);
-        t.throttled.fetch_add(outcome.throttled, Ordering::Relaxed);
-        result.map(|()| {
+        t.indexed.fetch_add(result.indexed, Ordering::Relaxed);
+        t.accepted.fetch_add(result.accepted, Ordering::Relaxed);
+        t.refused
+            .fetch_add(result.refused.len() as u64, Ordering::Relaxed);
+        t.retries.fetch_add(result.retries, Ordering::Relaxed);
+        t.requests.fetch_add(result.requests, Ordering::Relaxed);
+        t.throttled.fetch_add(result.throttled, Ordering::Relaxed);
+        outcome.map(|()| {
             t.source_bytes
-                .fetch_add(outcome.source_bytes, Ordering::Relaxed);
-            outcome
+                .fetch_add(result.source_bytes, Ordering::Relaxed);
+            result
         })
     }
 
-    fn record(&self, doc: &BulkDoc, e: &ItemError, attempts: u32) -> FailureRecord {
-        FailureRecord {
-            time: UtcTime::from_system(SystemTime::now()).rfc3339(),
-            index: doc.index.to_string(),
-            id: doc.id.clone(),
-            doc_type: doc.doc_type.as_deref().map(str::to_owned),
-            routing: doc.routing.clone(),
-            error_type: e.error_type.clone(),
-            reason: e.reason.clone(),
-            status: e.status,
-            attempts,
-            source: self
+    /// Retries are worth a line at the default level, but not one per round: the first,
+    /// then at most one every [`RETRY_WARNING_EVERY`] per sender.
+    fn log_retry(&self, docs: usize, round: u32, wait: Duration, since: Instant, e: &ItemError) {
+        let now = Instant::now();
+        let due = {
+            let mut last = self
                 .inner
-                .failures
-                .include_source()
-                .then(|| source_value(&doc.source)),
+                .last_retry_warning
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let due = last.is_none_or(|t| now.duration_since(t) >= RETRY_WARNING_EVERY);
+            if due {
+                *last = Some(now);
+            }
+            due
+        };
+        if due {
+            warn!(
+                docs,
+                round,
+                elapsed = ?since.elapsed(),
+                next_in = ?wait,
+                "bulk documents not acknowledged yet, retrying: {} {}: {}",
+                e.status,
+                e.error_type,
+                e.reason
+            );
+        } else {
+            debug!(docs, round, ?wait, "re-sending retryable bulk items");
         }
-    }
-
-    /// Split pending documents into request bodies; documents that can never be sent go
-    /// straight to `terminal`.
-    fn chunk(
-        &self,
-        pending: &[Pending],
-        terminal: &mut Vec<FailureRecord>,
-        verdicts: &mut [Option<Verdict>],
-    ) -> Vec<(Vec<usize>, Vec<u8>)> {
-        let opts = &self.inner.opts;
-        let mut chunks = Vec::new();
-        let mut members = Vec::new();
-        // Sized for what is to come rather than for the ceiling: a mostly empty 10 MB
-        // buffer per request costs page faults on every batch.
-        let estimate: usize = pending
-            .iter()
-            .map(|p| p.doc.source.len() + p.doc.id.len() + p.doc.index.len() + 64)
-            .sum();
-        let mut buf = Vec::with_capacity(estimate.min(opts.max_bytes).min(1 << 24) + 4096);
-        for (i, p) in pending.iter().enumerate() {
-            let before = buf.len();
-            if let Err(reason) = self.inner.encoder.encode(&mut buf, &p.doc) {
-                buf.truncate(before);
-                terminal.push(self.local_failure(&p.doc, "invalid_document", reason));
-                verdicts[i] = Some(Verdict::Refused);
-                continue;
-            }
-            let len = buf.len() - before;
-            if len > opts.hard_max_bytes {
-                buf.truncate(before);
-                let reason = format!(
-                    "the bulk entry takes {len} bytes, more than the {} byte request ceiling",
-                    opts.hard_max_bytes
-                );
-                terminal.push(self.local_failure(&p.doc, "document_too_large", &reason));
-                verdicts[i] = Some(Verdict::Refused);
-                continue;
-            }
-            if !members.is_empty() && buf.len() > opts.max_bytes {
-                let tail = buf.split_off(before);
-                chunks.push((
-                    std::mem::take(&mut members),
-                    std::mem::replace(&mut buf, tail),
-                ));
-            }
-            members.push(i);
-            if members.len() >= opts.max_docs {
-                chunks.push((std::mem::take(&mut members), std::mem::take(&mut buf)));
-            }
-        }
-        if !members.is_empty() {
-            chunks.push((members, buf));
-        }
-        chunks
-    }
-
-    fn local_failure(&self, doc: &BulkDoc, error_type: &str, reason: &str) -> FailureRecord {
-        self.record(
-            doc,
-            &ItemError {
-                status: 0,
-                error_type: error_type.into(),
-                reason: reason.into(),
-            },
-            0,
-        )
     }
 
     /// Send one body; on 400/413 for several documents, split it in halves to isolate the
     /// culprit (a lone document with such an answer fails terminally).
     async fn run_request(
         &self,
-        pending: &[Pending],
+        buf: &Bytes,
+        parts: &[Part],
         members: Vec<usize>,
-        body: Vec<u8>,
+        body: Bytes,
     ) -> RequestReport {
         let mut report = RequestReport::default();
         let mut work = vec![(members, Some(body))];
         while let Some((members, body)) = work.pop() {
-            let body = match body {
-                Some(b) => b,
-                None => {
-                    let mut b = Vec::new();
-                    for &i in &members {
-                        // Encoded once already, so it cannot fail now.
-                        let _ = self.inner.encoder.encode(&mut b, &pending[i].doc);
-                    }
-                    b
-                }
-            };
-            match self.send_one(pending, &members, body, &mut report).await {
+            let body = body.unwrap_or_else(|| slices(buf, parts, &members));
+            match self.send_one(parts, &members, body, &mut report).await {
                 Split::Done => {}
                 Split::Halve if members.len() > 1 => {
                     let (a, b) = members.split_at(members.len() / 2);
@@ -570,13 +562,16 @@ impl BulkSender {
 
     async fn send_one(
         &self,
-        pending: &[Pending],
+        parts: &[Part],
         members: &[usize],
-        body: Vec<u8>,
+        body: Bytes,
         report: &mut RequestReport,
     ) -> Split {
         let inner = &*self.inner;
-        let source_bytes: usize = members.iter().map(|&i| pending[i].doc.source.len()).sum();
+        let source_bytes: usize = members
+            .iter()
+            .map(|&i| parts[i].range.end - parts[i].source_at)
+            .sum();
         if let Some(r) = &inner.docs_rate {
             r.acquire(members.len() as f64).await;
         }
@@ -584,11 +579,17 @@ impl BulkSender {
             r.acquire(source_bytes as f64).await;
         }
         let body = if inner.gzip {
-            tokio::task::spawn_blocking(move || gzip_bytes(&body))
-                .await
-                .expect("gzip task does not panic")
+            match tokio::task::spawn_blocking(move || gzip_bytes(&body)).await {
+                Ok(b) => b,
+                Err(e) => {
+                    report.hard_error = Some(ClusterError::Config(format!(
+                        "compressing a bulk body failed: {e}"
+                    )));
+                    return Split::Stop;
+                }
+            }
         } else {
-            Bytes::from(body)
+            body
         };
         let permit = inner.limiter.acquire().await;
         report.requests += 1;
@@ -633,7 +634,7 @@ impl BulkSender {
             Ok(r) => r,
         };
         if resp.is_success() {
-            let ids = members.iter().map(|&i| pending[i].doc.id.as_str());
+            let ids = members.iter().map(|&i| parts[i].meta.id.as_str());
             match response::parse(&resp.body, ids, &inner.opts.accept_error_types) {
                 Ok(items) => {
                     let mut throttled = false;
@@ -700,6 +701,16 @@ impl BulkSender {
         report.hard_error = Some(resp.to_error());
         Split::Stop
     }
+}
+
+/// The entries `members` of `buf`, concatenated into a new body.
+fn slices(buf: &Bytes, parts: &[Part], members: &[usize]) -> Bytes {
+    let len = members.iter().map(|&i| parts[i].range.len()).sum();
+    let mut out = Vec::with_capacity(len);
+    for &i in members {
+        out.extend_from_slice(&buf[parts[i].range.clone()]);
+    }
+    Bytes::from(out)
 }
 
 enum Split {

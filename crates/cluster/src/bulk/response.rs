@@ -44,8 +44,10 @@ pub(crate) enum ItemResult {
     Fail(ItemError),
 }
 
+/// Why the target refused one document.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ItemError {
+pub struct ItemError {
+    /// HTTP status of the item (0 when the document was refused before sending).
     pub status: u16,
     pub error_type: String,
     pub reason: String,
@@ -89,11 +91,9 @@ pub(crate) fn parse<'i>(
     }
     let mut out = Vec::with_capacity(wire.items.len());
     for (item, id) in wire.items.into_iter().zip(ids) {
-        let r = match item {
-            WireItem::Index(r)
-            | WireItem::Create(r)
-            | WireItem::Update(r)
-            | WireItem::Delete(r) => r,
+        let (r, delete) = match item {
+            WireItem::Index(r) | WireItem::Create(r) | WireItem::Update(r) => (r, false),
+            WireItem::Delete(r) => (r, true),
         };
         if let Some(got) = &r.id {
             if got != id {
@@ -101,6 +101,11 @@ pub(crate) fn parse<'i>(
                     "bulk response item for id {got:?} where {id:?} was sent"
                 ));
             }
+        }
+        // Deleting a document that is not there leaves the target as asked.
+        if delete && r.status == 404 {
+            out.push(ItemResult::Accepted);
+            continue;
         }
         out.push(classify(r.status, r.error.as_ref(), accept));
     }
@@ -182,6 +187,10 @@ mod tests {
         );
         assert_eq!(r[5], ItemResult::Indexed);
         assert!(matches!(&r[6], ItemResult::Fail(e) if e.error_type == "MapperParsingException"));
+
+        let deletes = br#"{"items":[{"delete":{"_id":"1","status":404,"result":"not_found"}},{"delete":{"_id":"2","status":200}}]}"#;
+        let r = parse(deletes, ["1", "2"].into_iter(), &[]).unwrap();
+        assert_eq!(r, vec![ItemResult::Accepted, ItemResult::Indexed]);
 
         let r = parse(body, ids.iter().copied(), &[]).unwrap();
         assert!(matches!(&r[1], ItemResult::Fail(e) if e.status == 409));

@@ -85,7 +85,7 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
     let mut reached = 0;
     let mut failed = 0;
     for shard in 0..chains as u32 {
-        let mut cur = by_id[coordination::item_id("bench", shard, 0).as_str()];
+        let mut cur = by_id[coordination::item_id("bench", shard, &None).as_str()];
         reached += 1;
         loop {
             match (cur.state, cur.successors.as_slice()) {
@@ -98,15 +98,20 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
                     panic!("poisoned item completed: {cur:?}")
                 }
                 (State::Done, []) => {
-                    assert_eq!(cur.cursor, DOCS, "{} ends at the last document", cur.id);
+                    assert_eq!(
+                        cur.cursor,
+                        Some(coordination::Position::Doc(DOCS - 1)),
+                        "{} ends at the last document",
+                        cur.id
+                    );
                     break;
                 }
                 (State::Done, [s]) => {
                     let next = by_id
                         .get(s.as_str())
                         .unwrap_or_else(|| panic!("{} names missing successor {s}", cur.id));
-                    assert_eq!(next.from_doc, cur.cursor);
-                    assert!(next.from_doc > cur.from_doc);
+                    assert_eq!(next.after, cur.cursor);
+                    assert!(next.after > cur.after);
                     cur = next;
                     reached += 1;
                 }

@@ -27,6 +27,26 @@ fn sqlite_factory(dir: &std::path::Path) -> Factory {
     factory(move |ns| format!("sqlite://{}/{ns}.db", dir.display()))
 }
 
+/// One in-process store per namespace, shared by every handle opened on it.
+fn memory_factory() -> Factory {
+    let stores: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<dyn Store>>>> =
+        Arc::default();
+    Arc::new(move |ns: String| -> StoreFuture {
+        let store = stores
+            .lock()
+            .unwrap()
+            .entry(ns)
+            .or_insert_with(|| Arc::new(coordination::MemoryStore::new()))
+            .clone();
+        Box::pin(async move { store })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_memory() {
+    suite::run_all("memory", &memory_factory()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_sqlite() {
     let dir = tempfile::tempdir().unwrap();

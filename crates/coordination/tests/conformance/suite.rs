@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use coordination::{
     Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff, ItemFate, KeeperStep, Kind,
-    Lease, PhaseClaim, Progress, Record, State, Store, WorkItem,
+    Lease, PhaseClaim, Position, Progress, Record, State, Store, WorkItem,
 };
 
 pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
@@ -57,6 +57,16 @@ pub async fn run_all(backend: &str, f: &Factory) {
     case!(status_counts);
 }
 
+/// A cursor: every document up to `last` acknowledged.
+fn acked(last: u64) -> Option<Position> {
+    Some(Position::Doc(last))
+}
+
+/// The first doc number after a cursor.
+fn next_doc(c: &Option<Position>) -> u64 {
+    c.as_ref().and_then(Position::doc).map_or(0, |d| d + 1)
+}
+
 async fn lease(c: &Coordinator) -> Lease {
     match c.acquire().await.expect("acquire") {
         Acquired::Lease(l) => l,
@@ -65,7 +75,7 @@ async fn lease(c: &Coordinator) -> Lease {
 }
 
 fn rec(id: &str) -> Record {
-    let mut r = Record::item(&WorkItem::shard("i", 0), 0, "test");
+    let mut r = Record::item(&WorkItem::whole("i", 0), 0, "test");
     r.id = id.to_string();
     r
 }
@@ -109,20 +119,24 @@ async fn compare_and_set(f: &Factory, ns: &str) {
     let v1 = store.create(&rec("x")).await.unwrap().unwrap();
     let (mut r, v) = store.get("x").await.unwrap().unwrap();
     assert_eq!(v, v1);
-    r.cursor = 5;
+    r.cursor = acked(5);
     let v2 = store
         .update(&r, v1)
         .await
         .unwrap()
         .expect("update at the current version");
     assert_ne!(v2, v1);
-    r.cursor = 6;
+    r.cursor = acked(6);
     assert!(
         store.update(&r, v1).await.unwrap().is_none(),
         "stale version conflicts"
     );
     let (now, vnow) = store.get("x").await.unwrap().unwrap();
-    assert_eq!(now.cursor, 5, "the conflicting write changed nothing");
+    assert_eq!(
+        now.cursor,
+        acked(5),
+        "the conflicting write changed nothing"
+    );
     assert_eq!(vnow, v2);
     // Many writers on one version: one wins.
     let mut tasks = Vec::new();
@@ -197,7 +211,7 @@ async fn candidate_query(f: &Factory, ns: &str) {
 
 async fn setup_is_idempotent(f: &Factory, ns: &str) {
     let store = f(ns.into()).await;
-    let items: Vec<WorkItem> = (0..50).map(|s| WorkItem::shard("logs", s)).collect();
+    let items: Vec<WorkItem> = (0..50).map(|s| WorkItem::whole("logs", s)).collect();
     let a = Coordinator::new(store.clone(), config(1000));
     let b = Coordinator::new(store.clone(), config(1000));
     assert!(!a.is_setup_done().await.unwrap());
@@ -209,10 +223,10 @@ async fn setup_is_idempotent(f: &Factory, ns: &str) {
     assert_eq!(listed.len(), 50);
     assert!(listed.iter().any(|r| r.id == "logs__7__0"));
     let bad = WorkItem {
-        index: "x".into(),
-        shard: 0,
-        from_doc: 10,
-        to_doc: Some(10),
+        group: "x".into(),
+        part: 0,
+        after: acked(9),
+        until: Some(Position::Doc(10)),
     };
     assert!(matches!(a.setup(&[bad]).await, Err(Error::Invalid(_))));
 }
@@ -220,21 +234,21 @@ async fn setup_is_idempotent(f: &Factory, ns: &str) {
 async fn one_lease_at_a_time(f: &Factory, ns: &str) {
     let store = f(ns.into()).await;
     let c = Coordinator::new(store, config(5000));
-    c.setup(&[WorkItem::shard("a", 0), WorkItem::shard("a", 1)])
+    c.setup(&[WorkItem::whole("a", 0), WorkItem::whole("a", 1)])
         .await
         .unwrap();
     let l = lease(&c).await;
     assert!(matches!(c.acquire().await, Err(Error::Invalid(_))));
     l.release().await.unwrap();
     let l = lease(&c).await;
-    l.complete(Progress::default()).await.unwrap();
+    l.complete(&Progress::default()).await.unwrap();
 }
 
 async fn expiry_and_takeover(f: &Factory, ns: &str) {
     let store = f(ns.into()).await;
     let a = Coordinator::new(store.clone(), config(1000));
     let b = Coordinator::new(store.clone(), config(1000));
-    a.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    a.setup(&[WorkItem::whole("a", 0)]).await.unwrap();
     let mut la = lease(&a).await;
     assert_eq!(la.duration(), Duration::from_millis(1000));
     let next = match b.acquire().await.unwrap() {
@@ -245,11 +259,11 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
         other => panic!("expected AllLeasedElsewhere, got {other:?}"),
     };
     assert_eq!(next, la.expires_at_ms());
-    la.checkpoint(Progress {
-        cursor: 10,
+    la.checkpoint(&Progress {
+        cursor: acked(9),
         docs: 10,
         bytes: 100,
-        failed: 0,
+        ..Progress::default()
     })
     .await
     .unwrap();
@@ -259,30 +273,34 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
     }
     let lb = lease(&b).await;
     assert_eq!(lb.id(), la.id());
-    assert_eq!(lb.cursor(), 10, "takeover resumes at the checkpoint");
+    assert_eq!(
+        *lb.cursor(),
+        acked(9),
+        "takeover resumes after the checkpoint"
+    );
     assert_eq!(lb.attempts(), 2);
     let err = la
-        .checkpoint(Progress {
-            cursor: 20,
+        .checkpoint(&Progress {
+            cursor: acked(19),
             docs: 20,
             bytes: 200,
-            failed: 0,
+            ..Progress::default()
         })
         .await
         .unwrap_err();
     assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
     assert!(matches!(
-        la.complete(Progress::default()).await,
+        la.complete(&Progress::default()).await,
         Err(Error::LeaseLost { .. })
     ));
     let (r, _) = store.get(lb.id()).await.unwrap().unwrap();
     assert_eq!(r.holder.as_deref(), Some(b.worker_id().as_str()));
     assert!(r.last_error.unwrap().contains("expired"));
-    lb.complete(Progress {
-        cursor: 100,
+    lb.complete(&Progress {
+        cursor: acked(99),
         docs: 100,
         bytes: 1,
-        failed: 0,
+        ..Progress::default()
     })
     .await
     .unwrap();
@@ -293,7 +311,7 @@ async fn release_frees_at_once(f: &Factory, ns: &str) {
     let store = f(ns.into()).await;
     let a = Coordinator::new(store.clone(), config(60_000));
     let b = Coordinator::new(store.clone(), config(60_000));
-    a.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    a.setup(&[WorkItem::whole("a", 0)]).await.unwrap();
     let la = lease(&a).await;
     assert!(matches!(
         b.acquire().await.unwrap(),
@@ -302,7 +320,7 @@ async fn release_frees_at_once(f: &Factory, ns: &str) {
     la.release().await.unwrap();
     let lb = lease(&b).await;
     assert_eq!(lb.exponent(), 1, "released leases still count as attempts");
-    lb.complete(Progress::default()).await.unwrap();
+    lb.complete(&Progress::default()).await.unwrap();
 }
 
 async fn exponent_growth(f: &Factory, ns: &str) {
@@ -311,7 +329,7 @@ async fn exponent_growth(f: &Factory, ns: &str) {
     cfg.max_attempts = 10;
     cfg.max_lease = Duration::from_millis(800);
     let c = Coordinator::new(store.clone(), cfg);
-    c.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    c.setup(&[WorkItem::whole("a", 0)]).await.unwrap();
     let mut durations = Vec::new();
     for k in 0..6u32 {
         let l = lease(&c).await;
@@ -337,7 +355,7 @@ async fn exponent_growth(f: &Factory, ns: &str) {
 async fn failed_after_max_attempts(f: &Factory, ns: &str) {
     let store = f(ns.into()).await;
     let c = Coordinator::new(store.clone(), config(60_000));
-    c.setup(&[WorkItem::shard("bad", 0), WorkItem::shard("good", 0)])
+    c.setup(&[WorkItem::whole("bad", 0), WorkItem::whole("good", 0)])
         .await
         .unwrap();
     let mut fates = Vec::new();
@@ -347,8 +365,8 @@ async fn failed_after_max_attempts(f: &Factory, ns: &str) {
             Acquired::NoWorkLeft => break,
             other => panic!("{other:?}"),
         };
-        if l.item().index == "good" {
-            l.complete(Progress::default()).await.unwrap();
+        if l.item().group == "good" {
+            l.complete(&Progress::default()).await.unwrap();
             continue;
         }
         fates.push(l.fail(&format!("boom {}", fates.len() + 1)).await.unwrap());
@@ -378,7 +396,7 @@ async fn failed_after_expired_leases(f: &Factory, ns: &str) {
 
 async fn c_crash_until_failed(store: Arc<dyn Store>, cfg: Config) {
     let setup = Coordinator::new(store.clone(), cfg.clone());
-    setup.setup(&[WorkItem::shard("crashy", 0)]).await.unwrap();
+    setup.setup(&[WorkItem::whole("crashy", 0)]).await.unwrap();
     let mut crashes = 0;
     loop {
         // Every attempt is a new process that dies holding the lease.
@@ -408,7 +426,7 @@ async fn clock_skew_is_rejected(f: &Factory, ns: &str) {
     cfg.local_clock_offset_ms = 60_000;
     let skewed = Coordinator::new(store.clone(), cfg.clone());
     let ok = Coordinator::new(store.clone(), config(1000));
-    ok.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    ok.setup(&[WorkItem::whole("a", 0)]).await.unwrap();
     let err = skewed.acquire().await.unwrap_err();
     match err {
         Error::ClockSkew { skew_ms, max_ms } => {
@@ -433,15 +451,21 @@ async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
     let store = f(ns.into()).await;
     let cfg = config(300);
     let a = Coordinator::new(store.clone(), cfg.clone());
-    a.setup(&[WorkItem::shard("a", 0)]).await.unwrap();
+    a.setup(&[WorkItem::whole("a", 0)]).await.unwrap();
     let mut l = lease(&a).await;
     let p = Progress {
-        cursor: 4242,
+        cursor: acked(4241),
         docs: 4000,
         bytes: 123_456,
-        failed: 17,
+        refused: 17,
+        skipped: 3,
+        reasons: [
+            ("refused:mapper_parsing_exception".to_string(), 17),
+            ("skipped:no_source".to_string(), 3),
+        ]
+        .into(),
     };
-    l.checkpoint(p).await.unwrap();
+    l.checkpoint(&p).await.unwrap();
     drop(l); // kill -9
     let b = Coordinator::new(store, cfg);
     let l = loop {
@@ -453,10 +477,16 @@ async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
     };
     let got = l.progress();
     assert_eq!(got, p, "the checkpoint survived the crash");
-    l.complete(got).await.unwrap();
+    l.complete(&got).await.unwrap();
     let st = b.status().await.unwrap();
-    assert_eq!((st.docs_done, st.docs_failed), (4000, 17));
-    assert_eq!(st.per_index["a"].docs_failed, 17);
+    assert_eq!(
+        (st.docs_done, st.docs_refused, st.docs_skipped),
+        (4000, 17, 3)
+    );
+    assert_eq!(st.per_group["a"].docs_refused, 17);
+    assert_eq!(st.per_group["a"].docs_skipped, 3);
+    assert_eq!(st.reasons["refused:mapper_parsing_exception"], 17);
+    assert_eq!(st.reasons["skipped:no_source"], 3);
 }
 
 /// Drive every open item of `index` to the end (`total` docs per shard), 300 docs per lease,
@@ -466,19 +496,24 @@ async fn finish_all(store: &Arc<dyn Store>, cfg: &Config, total: u64) {
         let c = Coordinator::new(store.clone(), cfg.clone());
         match c.acquire().await.unwrap() {
             Acquired::Lease(l) => {
-                let end = l.item().to_doc.unwrap_or(total);
-                let from = l.item().from_doc;
-                let next = (l.cursor() + 300).min(end);
+                let end = l
+                    .item()
+                    .until
+                    .as_ref()
+                    .and_then(Position::doc)
+                    .unwrap_or(total);
+                let from = next_doc(&l.item().after);
+                let next = (next_doc(l.cursor()) + 300).min(end);
                 let p = Progress {
-                    cursor: next,
+                    cursor: acked(next - 1),
                     docs: next - from,
                     bytes: 0,
-                    failed: 0,
+                    ..Progress::default()
                 };
                 if next == end {
-                    l.complete(p).await.unwrap();
+                    l.complete(&p).await.unwrap();
                 } else {
-                    let h = l.hand_off(p, 0.05).await.unwrap();
+                    let h = l.hand_off(&p, 0.05).await.unwrap();
                     assert!(matches!(h, HandOff::Successor(_)), "{h:?}");
                 }
             }
@@ -495,19 +530,24 @@ async fn assert_one_chain(store: &Arc<dyn Store>, index: &str, first: u64, last:
         .await
         .unwrap()
         .into_iter()
-        .filter(|r| r.index == index && r.from_doc >= first && r.from_doc < last)
+        .filter(|r| r.group == index && next_doc(&r.after) >= first && next_doc(&r.after) < last)
         .collect();
     let by_id: std::collections::HashMap<&str, &Record> =
         items.iter().map(|r| (r.id.as_str(), r)).collect();
+    let root = first.checked_sub(1).map(Position::Doc);
     let mut cur = *by_id
-        .get(coordination::item_id(index, 0, first).as_str())
+        .get(coordination::item_id(index, 0, &root).as_str())
         .expect("root item");
     let mut visited = 1;
     loop {
         assert_eq!(cur.state, State::Done, "{} not done: {cur:?}", cur.id);
         match cur.successors.as_slice() {
             [] => {
-                assert_eq!(cur.cursor, last, "the chain ends at the last document");
+                assert_eq!(
+                    cur.cursor,
+                    acked(last - 1),
+                    "the chain ends at the last document"
+                );
                 break;
             }
             [s] => {
@@ -515,10 +555,10 @@ async fn assert_one_chain(store: &Arc<dyn Store>, index: &str, first: u64, last:
                     .get(s.as_str())
                     .unwrap_or_else(|| panic!("missing successor {s}"));
                 assert_eq!(
-                    next.from_doc, cur.cursor,
-                    "successor starts at the parent's cursor"
+                    next.after, cur.cursor,
+                    "successor starts after the parent's cursor"
                 );
-                assert!(next.from_doc > cur.from_doc);
+                assert!(next_doc(&next.after) > next_doc(&cur.after));
                 cur = next;
                 visited += 1;
             }
@@ -540,32 +580,32 @@ async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
         let store = f(format!("{ns}_{i}")).await;
         let cfg = config(300);
         let a = Coordinator::new(store.clone(), cfg.clone());
-        a.setup(&[WorkItem::shard("idx", 0)]).await.unwrap();
+        a.setup(&[WorkItem::whole("idx", 0)]).await.unwrap();
         let mut l = lease(&a).await;
-        l.checkpoint(Progress {
-            cursor: 100,
+        l.checkpoint(&Progress {
+            cursor: acked(99),
             docs: 100,
             bytes: 0,
-            failed: 0,
+            ..Progress::default()
         })
         .await
         .unwrap();
         let p = Progress {
-            cursor: 400,
+            cursor: acked(399),
             docs: 400,
             bytes: 0,
-            failed: 0,
+            ..Progress::default()
         };
         let h = match point {
-            None => l.hand_off(p, 0.2).await.unwrap(),
-            Some(pt) => l.hand_off_crashing(p, 0.2, pt).await.unwrap(),
+            None => l.hand_off(&p, 0.2).await.unwrap(),
+            Some(pt) => l.hand_off_crashing(&p, 0.2, pt).await.unwrap(),
         };
         assert_eq!(h, HandOff::Successor("idx__0__400".into()));
         if point.is_none() {
             // Setup took 20 % of the lease: the successor's lease grows (exponent 0 → 1).
             let (s, _) = store.get("idx__0__400").await.unwrap().unwrap();
             assert_eq!(s.exponent, 1);
-            assert_eq!(s.from_doc, 400);
+            assert_eq!(s.after, acked(399));
             let (parent, _) = store.get("idx__0__0").await.unwrap().unwrap();
             assert_eq!(parent.state, State::Done);
             assert_eq!(parent.successors, vec!["idx__0__400".to_string()]);
@@ -581,24 +621,24 @@ async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
     let mut cfg = config(60_000);
     cfg.max_attempts = 10;
     let c = Coordinator::new(store.clone(), cfg);
-    c.setup(&[WorkItem::shard("s", 0)]).await.unwrap();
+    c.setup(&[WorkItem::whole("s", 0)]).await.unwrap();
     let l = lease(&c).await;
     l.release().await.unwrap();
     let l = lease(&c).await; // exponent 1
     assert_eq!(
-        l.hand_off(Progress::default(), 0.01).await.unwrap(),
+        l.hand_off(&Progress::default(), 0.01).await.unwrap(),
         HandOff::Released
     );
     let l = lease(&c).await; // exponent 2
     assert_eq!(l.exponent(), 2);
     let p = Progress {
-        cursor: 10,
+        cursor: acked(9),
         docs: 10,
         bytes: 0,
-        failed: 0,
+        ..Progress::default()
     };
     assert_eq!(
-        l.hand_off(p, 0.01).await.unwrap(),
+        l.hand_off(&p, 0.01).await.unwrap(),
         HandOff::Successor("s__0__10".into())
     );
     let (s, _) = store.get("s__0__10").await.unwrap().unwrap();
@@ -612,24 +652,24 @@ async fn split_ranges(f: &Factory, ns: &str) {
     let ranges = [(0, 500), (500, 1000)];
     let items: Vec<WorkItem> = ranges
         .iter()
-        .map(|&(a, b)| WorkItem {
-            index: "big".into(),
-            shard: 0,
-            from_doc: a,
-            to_doc: Some(b),
+        .map(|&(a, b): &(u64, u64)| WorkItem {
+            group: "big".into(),
+            part: 0,
+            after: a.checked_sub(1).map(Position::Doc),
+            until: Some(Position::Doc(b)),
         })
         .collect();
     c.setup(&items).await.unwrap();
     let l = lease(&c).await;
-    let to = l.item().to_doc.unwrap();
+    let to = l.item().until.as_ref().and_then(Position::doc).unwrap();
     // A cursor past the range is refused (and this worker then "crashes").
     assert!(matches!(
         l.hand_off(
-            Progress {
-                cursor: to + 1,
+            &Progress {
+                cursor: acked(to),
                 docs: 0,
                 bytes: 0,
-                failed: 0
+                ..Progress::default()
             },
             0.05
         )
@@ -642,14 +682,18 @@ async fn split_ranges(f: &Factory, ns: &str) {
         other => panic!("{other:?}"),
     };
     // A hand-off at the range's end is a completion.
-    let (start, end) = (l.item().from_doc, l.item().to_doc.unwrap());
+    let item = l.item();
+    let (start, end) = (
+        next_doc(&item.after),
+        item.until.as_ref().and_then(Position::doc).unwrap(),
+    );
     let h = l
         .hand_off(
-            Progress {
-                cursor: end,
+            &Progress {
+                cursor: acked(end - 1),
                 docs: end - start,
                 bytes: 0,
-                failed: 0,
+                ..Progress::default()
             },
             0.05,
         )
@@ -769,7 +813,7 @@ async fn keeper_takeover(f: &Factory, ns: &str) {
     let cfg = config(400);
     let a = Coordinator::new(store.clone(), cfg.clone());
     let b = Coordinator::new(store.clone(), cfg.clone());
-    a.setup(&[WorkItem::shard("k", 0), WorkItem::shard("k", 1)])
+    a.setup(&[WorkItem::whole("k", 0), WorkItem::whole("k", 1)])
         .await
         .unwrap();
     assert!(matches!(
@@ -803,11 +847,11 @@ async fn keeper_takeover(f: &Factory, ns: &str) {
     ));
     for _ in 0..2 {
         let l = lease(&b).await;
-        l.complete(Progress {
-            cursor: 5,
+        l.complete(&Progress {
+            cursor: acked(4),
             docs: 5,
             bytes: 50,
-            failed: 0,
+            ..Progress::default()
         })
         .await
         .unwrap();
@@ -833,20 +877,20 @@ async fn status_counts(f: &Factory, ns: &str) {
     let c = Coordinator::new(store.clone(), cfg.clone());
     let d = Coordinator::new(store.clone(), cfg.clone());
     c.setup(&[
-        WorkItem::shard("a", 0),
-        WorkItem::shard("a", 1),
-        WorkItem::shard("b", 0),
-        WorkItem::shard("b", 1),
+        WorkItem::whole("a", 0),
+        WorkItem::whole("a", 1),
+        WorkItem::whole("b", 0),
+        WorkItem::whole("b", 1),
     ])
     .await
     .unwrap();
     let l = lease(&c).await;
     let first = l.item();
-    l.complete(Progress {
-        cursor: 10,
+    l.complete(&Progress {
+        cursor: acked(9),
         docs: 7,
         bytes: 700,
-        failed: 0,
+        ..Progress::default()
     })
     .await
     .unwrap();
@@ -866,8 +910,10 @@ async fn status_counts(f: &Factory, ns: &str) {
         (1, 1, 2, 0)
     );
     assert_eq!((st.docs_done, st.bytes_done), (7, 700));
-    let ix = &st.per_index[&first.index];
+    let ix = &st.per_group[&first.group];
     assert_eq!((ix.items.total, ix.items.done, ix.docs_done), (2, 1, 7));
-    assert_eq!(st.per_index.len(), 2);
+    assert_eq!(st.per_group.len(), 2);
+    assert_eq!(st.leases.len(), 1, "the held lease is listed");
+    assert_eq!(st.leases[0].holder, d.worker_id().as_str());
     serde_json::to_string(&st).unwrap();
 }

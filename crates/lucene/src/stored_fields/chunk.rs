@@ -27,6 +27,26 @@ pub(crate) struct Chunk {
     pub data: Vec<u8>,
     decoders: Decoders,
     lengths: Vec<u32>,
+    /// When set, every preset-dictionary block decoded is also copied here.
+    pub record: Option<Vec<RawBlock>>,
+}
+
+/// One compressed block with its dictionary, as handed to the decompression library.
+#[derive(Debug, Clone)]
+pub struct RawBlock {
+    pub kind: BlockKind,
+    pub src: Vec<u8>,
+    pub dict: Vec<u8>,
+    pub out_len: usize,
+}
+
+/// The library a [`RawBlock`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// LZ4 block, preset dictionary (Lucene 8.7+ `BEST_SPEED`).
+    Lz4,
+    /// Raw DEFLATE, preset dictionary (Lucene 8.7+ `BEST_COMPRESSION`).
+    Deflate,
 }
 
 #[derive(Debug, Default)]
@@ -261,6 +281,14 @@ impl Chunk {
                 if dict_len > 0 {
                     lz4::decompress_block(dict_src, &mut self.data[dict.clone()], &[])
                         .map_err(|e| wrap(input, e))?;
+                    if let Some(r) = &mut self.record {
+                        r.push(RawBlock {
+                            kind: BlockKind::Lz4,
+                            src: dict_src.to_vec(),
+                            dict: Vec::new(),
+                            out_len: dict_len,
+                        });
+                    }
                 }
                 let mut out = dict.end;
                 let end = start + len;
@@ -271,6 +299,14 @@ impl Chunk {
                     let (head, tail) = self.data.split_at_mut(out);
                     lz4::decompress_block(src, &mut tail[..n], &head[dict.clone()])
                         .map_err(|e| wrap(input, e))?;
+                    if let Some(r) = &mut self.record {
+                        r.push(RawBlock {
+                            kind: BlockKind::Lz4,
+                            src: src.to_vec(),
+                            dict: head[dict.clone()].to_vec(),
+                            out_len: n,
+                        });
+                    }
                     out += n;
                 }
             }
@@ -287,6 +323,14 @@ impl Chunk {
                 if dict_len > 0 {
                     self.block(zstd, src, start..start, start..dict_end)
                         .map_err(|e| wrap(input, e))?;
+                    if let (Some(r), false) = (&mut self.record, zstd) {
+                        r.push(RawBlock {
+                            kind: BlockKind::Deflate,
+                            src: src.to_vec(),
+                            dict: Vec::new(),
+                            out_len: dict_len,
+                        });
+                    }
                 }
                 let mut out = dict_end;
                 while out < end {
@@ -295,6 +339,14 @@ impl Chunk {
                     let n = block_len.min(end - out);
                     self.block(zstd, src, start..dict_end, out..out + n)
                         .map_err(|e| wrap(input, e))?;
+                    if let (Some(r), false) = (&mut self.record, zstd) {
+                        r.push(RawBlock {
+                            kind: BlockKind::Deflate,
+                            src: src.to_vec(),
+                            dict: self.data[start..dict_end].to_vec(),
+                            out_len: n,
+                        });
+                    }
                     out += n;
                 }
             }

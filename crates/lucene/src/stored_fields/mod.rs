@@ -6,6 +6,12 @@
 //! into a reused buffer and hands every field to a visitor, strings and byte arrays as
 //! slices of that buffer.
 //!
+//! A cursor made by [`StoredFieldsReader::verifying_cursor`] also computes the CRC-32 of
+//! `.fdt` from the chunk bytes it reads anyway, in file order; [`StoredFieldsCursor::finish`]
+//! reads what the walk did not (chunks of deleted documents, the trailer) and compares
+//! the result with the footer. The file is read once, and the check costs one CRC-32
+//! pass over compressed bytes.
+//!
 //! ```no_run
 //! # fn demo(dir: &dyn lucene::Directory, id: &[u8; 16]) -> lucene::Result<()> {
 //! use lucene::stored_fields::{StoredFieldsReader, StoredValue};
@@ -37,6 +43,7 @@ use crate::data_input::DataInput;
 use crate::directory::{Directory, FileSlice};
 use crate::error::{Error, Result};
 
+pub use chunk::{BlockKind, RawBlock};
 use chunk::{Chunk, MAX_CHUNK_SIZE};
 use fields_index::ChunkIndex;
 use format::{Container, Format};
@@ -63,6 +70,10 @@ pub struct StoredFieldsReader {
     chunk_size: u32,
     max_doc: u32,
     index: ChunkIndex,
+    /// The CRC-32 the `.fdt` footer records.
+    footer_crc: u32,
+    /// `.fdt` bytes before the first chunk, when they were read on open.
+    head: Option<Bytes>,
 }
 
 impl StoredFieldsReader {
@@ -79,7 +90,7 @@ impl StoredFieldsReader {
         let fdt = dir.open_file(&format!("{segment}.fdt"))?;
         let fdt_name = fdt.name().to_string();
         let fdt_len = fdt.len();
-        codec_util::check_footer(&fdt)?;
+        let footer_crc = codec_util::check_footer(&fdt)?;
         let head = fdt.read_bytes(0..fdt_len.min(512))?;
         let mut input = DataInput::new(&fdt_name, &head);
         let header = codec_util::read_index_header_any(&mut input)?;
@@ -161,6 +172,10 @@ impl StoredFieldsReader {
             }
         };
         index.validate(&fdt_name, max_doc, first_chunk, data_end)?;
+        let head = usize::try_from(index.pointers[0])
+            .ok()
+            .filter(|&n| n <= head.len())
+            .map(|n| head.slice(..n));
         Ok(StoredFieldsReader {
             fdt,
             fdx,
@@ -170,6 +185,8 @@ impl StoredFieldsReader {
             chunk_size,
             max_doc,
             index,
+            footer_crc,
+            head,
         })
     }
 
@@ -205,7 +222,40 @@ impl StoredFieldsReader {
             chunk_index: usize::MAX,
             chunk: Chunk::default(),
             raw: Bytes::new(),
+            check: Check::Off,
         }
+    }
+
+    /// A cursor that also verifies the `.fdt` CRC-32 from the bytes it reads, for a walk
+    /// that visits documents in increasing order from the start of the segment. Call
+    /// [`StoredFieldsCursor::finish`] when the walk is over to complete the check.
+    pub fn verifying_cursor(&self) -> StoredFieldsCursor<'_> {
+        let mut c = self.cursor();
+        c.check = Check::Running {
+            hasher: crc32fast::Hasher::new(),
+            next_chunk: 0,
+        };
+        c
+    }
+
+    /// The `.fdt` name (inside its compound file when compound), for messages.
+    pub fn fdt_name(&self) -> &str {
+        self.fdt.name()
+    }
+
+    /// Decompresses every chunk once, without decoding documents, and returns the
+    /// preset-dictionary blocks (LZ4 or DEFLATE) as handed to the library, with the
+    /// number of bytes all chunks decompress to. For decode-only benchmarks: the same
+    /// blocks can then be decoded by the library alone.
+    pub fn raw_blocks(&self) -> Result<(Vec<RawBlock>, u64)> {
+        let mut cursor = self.cursor();
+        cursor.chunk.record = Some(Vec::new());
+        let mut total = 0u64;
+        for i in 0..self.index.num_chunks() {
+            cursor.load(self.index.docs[i])?;
+            total += u64::from(*cursor.chunk.offsets.last().unwrap_or(&0));
+        }
+        Ok((cursor.chunk.record.take().unwrap_or_default(), total))
     }
 
     /// Verifies the full CRC-32 of `.fdt`, `.fdx` and `.fdm`.
@@ -217,6 +267,27 @@ impl StoredFieldsReader {
         }
         Ok(())
     }
+}
+
+/// Adds the `.fdt` bytes before the first chunk to `hasher`.
+fn hash_head(reader: &StoredFieldsReader, hasher: &mut crc32fast::Hasher) -> Result<()> {
+    match &reader.head {
+        Some(head) => hasher.update(head),
+        None => hasher.update(&reader.fdt.read_bytes(0..reader.index.pointers[0])?),
+    }
+    Ok(())
+}
+
+/// Adds `fdt[from..to]` to `hasher`, read in pieces of at most 4 MiB.
+fn hash_range(fdt: &FileSlice, hasher: &mut crc32fast::Hasher, from: u64, to: u64) -> Result<()> {
+    const PIECE: u64 = 4 << 20;
+    let mut pos = from;
+    while pos < to {
+        let next = (pos + PIECE).min(to);
+        hasher.update(&fdt.read_bytes(pos..next)?);
+        pos = next;
+    }
+    Ok(())
 }
 
 fn read_chunk_size(input: &mut DataInput<'_>) -> Result<u32> {
@@ -284,6 +355,31 @@ pub struct StoredFieldsCursor<'r> {
     chunk_index: usize,
     chunk: Chunk,
     raw: Bytes,
+    check: Check,
+}
+
+/// The running CRC-32 of a verifying cursor.
+#[derive(Debug)]
+enum Check {
+    /// Not verifying.
+    Off,
+    /// Every byte of `.fdt` before chunk `next_chunk` has gone into `hasher` (the bytes
+    /// before the first chunk are added when the first chunk is read).
+    Running {
+        hasher: crc32fast::Hasher,
+        next_chunk: usize,
+    },
+    /// Verification was given up: the walk went back.
+    Abandoned,
+}
+
+/// What [`StoredFieldsCursor::finish`] could check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    /// Every byte of `.fdt` was checked against its footer CRC-32.
+    Whole,
+    /// The cursor was not verifying, or visited documents out of order.
+    No,
 }
 
 impl StoredFieldsCursor<'_> {
@@ -330,6 +426,35 @@ impl StoredFieldsCursor<'_> {
         Ok(n)
     }
 
+    /// Ends a walk. A verifying cursor reads the chunks it has not (documents deleted at
+    /// the end of the segment) and the trailer, and compares the CRC-32 of the whole file
+    /// with its footer: a mismatch is [`Error::Checksum`] naming the file.
+    pub fn finish(&mut self) -> Result<Verified> {
+        let reader = self.reader;
+        match std::mem::replace(&mut self.check, Check::Off) {
+            Check::Running {
+                mut hasher,
+                next_chunk,
+            } => {
+                if next_chunk == 0 {
+                    hash_head(reader, &mut hasher)?;
+                }
+                let from = reader.index.pointers[next_chunk];
+                hash_range(&reader.fdt, &mut hasher, from, reader.fdt.len() - 8)?;
+                let actual = hasher.finalize();
+                if actual != reader.footer_crc {
+                    return Err(Error::Checksum {
+                        file: reader.fdt.name().to_string(),
+                        expected: reader.footer_crc,
+                        actual,
+                    });
+                }
+                Ok(Verified::Whole)
+            }
+            Check::Off | Check::Abandoned => Ok(Verified::No),
+        }
+    }
+
     fn load(&mut self, doc: u32) -> Result<()> {
         let reader = self.reader;
         let index = &reader.index;
@@ -342,7 +467,30 @@ impl StoredFieldsCursor<'_> {
             };
         self.chunk_index = usize::MAX;
         let (start, end) = (index.pointers[i], index.pointers[i + 1]);
-        self.raw = reader.fdt.read_bytes(start..end)?;
+        self.raw = match &mut self.check {
+            Check::Running { hasher, next_chunk } if *next_chunk <= i => {
+                if *next_chunk == 0 {
+                    hash_head(reader, hasher)?;
+                }
+                // Chunks skipped since the last one (all their documents deleted) are
+                // hashed too, so the whole file is covered in order, each byte read once.
+                hash_range(&reader.fdt, hasher, index.pointers[*next_chunk], start)?;
+                let bytes = reader.fdt.read_bytes(start..end)?;
+                hasher.update(&bytes);
+                *next_chunk = i + 1;
+                bytes
+            }
+            Check::Running { .. } => {
+                tracing::debug!(
+                    file = reader.fdt.name(),
+                    chunk = i,
+                    "stored fields read out of order: checksum not verified"
+                );
+                self.check = Check::Abandoned;
+                reader.fdt.read_bytes(start..end)?
+            }
+            Check::Off | Check::Abandoned => reader.fdt.read_bytes(start..end)?,
+        };
         self.chunk.load(
             reader.fdt.name(),
             &reader.format,

@@ -242,7 +242,7 @@ fn check_index(files: &BTreeMap<String, Bytes>, golden: &Path) -> (usize, Vec<St
         let expected = docs.remove(&seg.name).unwrap_or_default();
         let mut expected = expected.iter().peekable();
         let mut names: HashMap<u32, String> = HashMap::new();
-        let mut cursor = reader.cursor();
+        let mut cursor = reader.verifying_cursor();
         for doc in 0..seg.max_doc {
             let mut got = Vec::new();
             cursor
@@ -266,6 +266,8 @@ fn check_index(files: &BTreeMap<String, Bytes>, golden: &Path) -> (usize, Vec<St
             expected.next().is_none(),
             "{ctx}: golden docs beyond maxDoc"
         );
+        // The walk covered the file: its CRC-32 was checked on the way.
+        assert_eq!(cursor.finish().unwrap(), Verified::Whole, "{ctx}");
         // Random access (backwards) gives the same docs.
         let mut back = reader.cursor();
         let mut fwd = reader.cursor();
@@ -849,7 +851,7 @@ fn synthetic_zstd_and_deflate_segments_read_back() {
             reader.format()
         );
         reader.verify_checksums().unwrap();
-        let mut cursor = reader.cursor();
+        let mut cursor = reader.verifying_cursor();
         for (doc, want) in expected.iter().enumerate() {
             let mut got: SynthDoc = Vec::new();
             cursor
@@ -860,6 +862,7 @@ fn synthetic_zstd_and_deflate_segments_read_back() {
                 .unwrap_or_else(|e| panic!("{kind:?} doc {doc}: {e}"));
             assert_eq!(&got, *want, "{kind:?} doc {doc}");
         }
+        assert_eq!(cursor.finish().unwrap(), Verified::Whole, "{kind:?}");
         // Wrong id, wrong max doc and a flipped payload byte are errors naming the file.
         assert!(StoredFieldsReader::open(&dir, "_0", &[8u8; 16], max_doc).is_err());
         let wrong = TestSegment {
@@ -893,4 +896,69 @@ fn synthetic_zstd_and_deflate_segments_read_back() {
             }
         }
     }
+}
+
+/// A walk checks the `.fdt` CRC-32 from the chunks it reads: a file whose bytes decode
+/// but do not match the footer fails when the walk is finished, whatever documents the
+/// walk skipped (deleted ones at the start, in the middle, at the end); an out-of-order
+/// walk or a plain cursor checks nothing.
+#[test]
+fn walks_check_the_stored_fields_checksum() {
+    let id = [7u8; 16];
+    let chunks = synth_chunks(5);
+    let dir = write_segment(Synth::EsZstd, &chunks, 4096, &id);
+    let max_doc = chunks.iter().map(Vec::len).sum::<usize>() as u32;
+    let fdt = dir
+        .open_file("_0.fdt")
+        .unwrap()
+        .read_all()
+        .unwrap()
+        .to_vec();
+    // Same content, wrong CRC in the footer (its low 32 bits).
+    let mut bad = fdt.clone();
+    let n = bad.len();
+    bad[n - 1] ^= 0x10;
+    let mut bad_dir = dir.clone();
+    bad_dir.insert("_0.fdt", FileSlice::from_bytes("_0.fdt", bad));
+
+    let walk = |d: &SliceDirectory, docs: &mut dyn Iterator<Item = u32>, verifying: bool| {
+        let reader = StoredFieldsReader::open(d, "_0", &id, max_doc).unwrap();
+        let mut cursor = if verifying {
+            reader.verifying_cursor()
+        } else {
+            reader.cursor()
+        };
+        for doc in docs {
+            cursor.visit(doc, &mut |_, _| Ok(())).unwrap();
+        }
+        cursor.finish()
+    };
+    let all = || 0..max_doc;
+    let sparse = || (0..max_doc).filter(|d| d % 3 == 1 && *d > max_doc / 4);
+    let few = || [max_doc / 2].into_iter();
+    for docs in [
+        &mut all() as &mut dyn Iterator<Item = u32>,
+        &mut sparse(),
+        &mut few(),
+        &mut std::iter::empty(),
+    ] {
+        let docs: Vec<u32> = docs.collect();
+        assert_eq!(
+            walk(&dir, &mut docs.iter().copied(), true).unwrap(),
+            Verified::Whole
+        );
+        match walk(&bad_dir, &mut docs.iter().copied(), true) {
+            Err(Error::Checksum { file, .. }) => assert_eq!(file, "_0.fdt"),
+            other => panic!("{docs:?}: {other:?}"),
+        }
+        assert_eq!(
+            walk(&bad_dir, &mut docs.iter().copied(), false).unwrap(),
+            Verified::No
+        );
+    }
+    // Backwards: verification is given up, nothing fails.
+    assert_eq!(
+        walk(&bad_dir, &mut (0..max_doc).rev(), true).unwrap(),
+        Verified::No
+    );
 }

@@ -53,10 +53,11 @@ impl Fixture {
             .then(|| "__soft_deletes".to_string())
     }
 
+    /// Options for the fixture: its soft-deletes field, checksums checked as files are read.
     pub fn options(&self) -> OpenOptions {
         OpenOptions {
             soft_deletes_field: self.soft_deletes_field(),
-            verify_checksums: false,
+            verify_checksums: true,
         }
     }
 

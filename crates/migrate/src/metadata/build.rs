@@ -2,7 +2,7 @@
 //! and the options, every item with its action (before looking at the target) and the
 //! exact body that would create it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
@@ -24,6 +24,44 @@ pub struct Options {
     /// Replace every index's `number_of_replicas`.
     pub replicas: Option<u32>,
     pub multi_type_mode: MultiTypeMode,
+    /// Target index names (renames, prefix, suffix); templates and aliases keep theirs.
+    pub naming: crate::transform::Naming,
+    /// Per mapping type of an ES ≤ 6 index (`index/type`): the target index its documents
+    /// go to (before [`Options::naming`]), or `None` to leave that type out (its documents
+    /// are skipped with reason `no_route`). Types not listed follow `multi_type_mode`.
+    pub type_routes: BTreeMap<String, Option<String>>,
+}
+
+impl Options {
+    /// The route `--type-route` gives the documents of `doc_type` in `index`, if any.
+    pub fn type_route(&self, index: &str, doc_type: &str) -> Option<Option<&str>> {
+        self.type_routes
+            .get(&format!("{index}/{doc_type}"))
+            .map(Option::as_deref)
+    }
+
+    /// Parses `INDEX/TYPE=TARGET` (or `INDEX/TYPE=` to leave the type out).
+    pub fn parse_type_routes(
+        routes: &[String],
+    ) -> Result<BTreeMap<String, Option<String>>, String> {
+        let mut out = BTreeMap::new();
+        for r in routes {
+            let (key, target) = r
+                .split_once('=')
+                .ok_or_else(|| format!("type route {r:?}: expected INDEX/TYPE=TARGET"))?;
+            let ok = key
+                .split_once('/')
+                .is_some_and(|(i, t)| !i.is_empty() && !t.is_empty());
+            if !ok {
+                return Err(format!("type route {r:?}: expected INDEX/TYPE=TARGET"));
+            }
+            let target = (!target.is_empty()).then(|| target.to_string());
+            if out.insert(key.to_string(), target).is_some() {
+                return Err(format!("type {key} is routed twice"));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Every item in creation order (legacy templates, component templates, index templates,
@@ -401,7 +439,11 @@ fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<I
         let mut items = Vec::new();
         for (t, m) in types {
             let mut n = notes.clone();
-            let target_name = split_index_name(name, &t);
+            let target_name = match options.type_route(name, &t) {
+                Some(None) => continue,
+                Some(Some(route)) => options.naming.target(route),
+                None => options.naming.target(&split_index_name(name, &t)),
+            };
             n.change(format!(
                 "mapping type {t} of {name} split into its own index {target_name}"
             ));
@@ -418,7 +460,14 @@ fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<I
     match one_mapping(types, target, &mut notes) {
         Ok(m) => {
             let m = m.map(|(t, m)| mappings::for_target(m, &t, target, &mut notes));
-            vec![finish(Kind::Index, name, why, Ok(body(m)), notes)]
+            let target_name = options.naming.target(name);
+            if target_name == name {
+                return vec![finish(Kind::Index, name, why, Ok(body(m)), notes)];
+            }
+            notes.change(format!("{name} is created as {target_name}"));
+            let mut item = finish(Kind::Index, &target_name, why, Ok(body(m)), notes);
+            item.source_name = Some(name.to_string());
+            vec![item]
         }
         Err(e) => error(e, notes),
     }

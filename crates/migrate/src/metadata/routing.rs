@@ -35,15 +35,28 @@ impl DocumentRouting {
                 continue;
             }
             let types = index_types(index).unwrap_or_default();
-            let route = if types.len() > 1 && options.multi_type_mode == MultiTypeMode::Split {
+            let naming = &options.naming;
+            let split = types.len() > 1 && options.multi_type_mode == MultiTypeMode::Split;
+            let routed = types
+                .iter()
+                .any(|t| options.type_route(&index.name, t).is_some());
+            let route = if split || routed {
+                // Each type to its own route; a type routed to nothing has no entry.
                 Route::PerType(
                     types
                         .iter()
-                        .map(|t| (t.clone(), split_index_name(&index.name, t)))
+                        .filter_map(|t| {
+                            let target = match options.type_route(&index.name, t) {
+                                Some(route) => route?.to_string(),
+                                None if split => split_index_name(&index.name, t),
+                                None => index.name.clone(),
+                            };
+                            Some((t.clone(), naming.target(&target)))
+                        })
                         .collect(),
                 )
             } else {
-                Route::Single(index.name.clone())
+                Route::Single(naming.target(&index.name))
             };
             routes.insert(index.name.clone(), route);
         }
@@ -63,6 +76,14 @@ impl DocumentRouting {
     /// Whether any document of `index` is migrated.
     pub fn includes(&self, index: &str) -> bool {
         self.routes.contains_key(index)
+    }
+
+    /// For an index split per type: each mapping type and its target index.
+    pub fn types_of(&self, index: &str) -> Vec<(&str, &str)> {
+        match self.routes.get(index) {
+            Some(Route::PerType(m)) => m.iter().map(|(t, i)| (t.as_str(), i.as_str())).collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Every target index of `index` (one, or one per type).
@@ -125,5 +146,41 @@ mod tests {
         );
         assert_eq!(split.targets_of("multi"), vec!["multi_t1", "multi_t2"]);
         assert!(!split.includes(".sys"));
+        let renamed = DocumentRouting::new(
+            &src(),
+            &Options {
+                multi_type_mode: MultiTypeMode::Split,
+                naming: crate::transform::Naming {
+                    renames: [("one".to_string(), "uno".to_string())].into(),
+                    prefix: "v2-".into(),
+                    suffix: String::new(),
+                },
+                ..Options::default()
+            },
+        );
+        assert_eq!(renamed.target_index("one", None), Some("v2-uno"));
+        let routed = DocumentRouting::new(
+            &src(),
+            &Options {
+                type_routes: Options::parse_type_routes(&[
+                    "multi/t1=".into(),
+                    "multi/t2=other".into(),
+                ])
+                .unwrap(),
+                ..Options::default()
+            },
+        );
+        assert_eq!(
+            routed.target_index("multi", Some("t1")),
+            None,
+            "t1 is left out"
+        );
+        assert_eq!(routed.target_index("multi", Some("t2")), Some("other"));
+        assert!(Options::parse_type_routes(&["multi=x".into()]).is_err());
+        assert!(Options::parse_type_routes(&["a/b=x".into(), "a/b=y".into()]).is_err());
+        assert_eq!(
+            renamed.target_index("multi", Some("t1")),
+            Some("v2-multi_t1")
+        );
     }
 }

@@ -171,6 +171,41 @@ pub struct FilterArgs {
     /// `<index>_<type>` indices.
     #[arg(long, env = "RFS_MULTI_TYPE", value_enum, default_value_t = MultiType::Merge)]
     pub multi_type: MultiType,
+    /// Create index OLD as NEW on the target (and send its documents there); repeatable or
+    /// comma-separated `OLD=NEW`. Applied before --index-prefix/--index-suffix.
+    #[arg(
+        long = "rename",
+        env = "RFS_RENAME",
+        value_delimiter = ',',
+        value_name = "OLD=NEW"
+    )]
+    pub rename: Vec<String>,
+    /// Where the documents of one mapping type of an ES ≤ 6 index go: `INDEX/TYPE=TARGET`,
+    /// or `INDEX/TYPE=` to leave that type out (its documents are counted as skipped);
+    /// repeatable or comma-separated. Other types follow --multi-type.
+    #[arg(
+        long = "type-route",
+        env = "RFS_TYPE_ROUTE",
+        value_delimiter = ',',
+        value_name = "INDEX/TYPE=TARGET"
+    )]
+    pub type_route: Vec<String>,
+    /// Put this before every target index name (templates and aliases keep theirs).
+    #[arg(
+        long,
+        env = "RFS_INDEX_PREFIX",
+        default_value = "",
+        value_name = "TEXT"
+    )]
+    pub index_prefix: String,
+    /// Put this after every target index name.
+    #[arg(
+        long,
+        env = "RFS_INDEX_SUFFIX",
+        default_value = "",
+        value_name = "TEXT"
+    )]
+    pub index_suffix: String,
 }
 
 /// `--multi-type`.
@@ -200,6 +235,18 @@ impl FilterArgs {
             index_templates: Allowlist::parse(&self.index_template)?,
             replicas: self.replicas,
             multi_type_mode: self.multi_type.into(),
+            naming: self.naming()?,
+            type_routes: migrate::metadata::Options::parse_type_routes(&self.type_route)
+                .map_err(anyhow::Error::msg)?,
+        })
+    }
+
+    /// Target index names from --rename, --index-prefix and --index-suffix.
+    pub fn naming(&self) -> anyhow::Result<migrate::Naming> {
+        Ok(migrate::Naming {
+            renames: migrate::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+            prefix: self.index_prefix.clone(),
+            suffix: self.index_suffix.clone(),
         })
     }
 
@@ -584,15 +631,19 @@ impl StoreArgs {
         redact::url(&self.store)
     }
 
-    /// Opens the store, waiting up to a minute while it is unreachable (restarting).
+    /// Opens the store, waiting up to two minutes while it is unreachable (restarting).
+    pub async fn open(&self) -> anyhow::Result<Arc<dyn coordination::Store>> {
+        migrate::worker::with_store_retries(|| coordination::open_store(&self.store))
+            .await
+            .with_context(|| format!("opening the coordination store {}", self.redacted()))
+    }
+
+    /// Opens the store and a coordinator on it.
     pub async fn coordinator(
         &self,
         config: coordination::Config,
     ) -> anyhow::Result<coordination::Coordinator> {
-        let store = migrate::worker::with_store_retries(|| coordination::open_store(&self.store))
-            .await
-            .with_context(|| format!("opening the coordination store {}", self.redacted()))?;
-        Ok(coordination::Coordinator::new(store, config))
+        Ok(coordination::Coordinator::new(self.open().await?, config))
     }
 }
 
@@ -705,6 +756,27 @@ pub struct WorkerArgs {
     /// No progress bar even on a terminal.
     #[arg(long, env = "RFS_NO_PROGRESS")]
     pub no_progress: bool,
+    /// Work items this process works on at once, each with its own lease (1–256; default:
+    /// the number of CPUs).
+    #[arg(
+        long,
+        env = "RFS_PARALLEL",
+        value_name = "N",
+        value_parser = usize_in(1, 256)
+    )]
+    pub parallel: Option<usize>,
+    /// Bytes of framed batches the whole process may hold, read ahead and in flight
+    /// (1 MiB–16 GiB; default 128 MiB, raised to hold at least two batches per item).
+    #[arg(
+        long,
+        env = "RFS_MEMORY_BUDGET",
+        value_name = "BYTES",
+        value_parser = usize_in(1 << 20, 16 << 30)
+    )]
+    pub memory_budget: Option<usize>,
+    /// Do not check shard files against their Lucene checksums while reading them.
+    #[arg(long, env = "RFS_NO_VERIFY_CHECKSUMS")]
+    pub no_verify_checksums: bool,
 }
 
 /// A float flag's parser: a finite number within `min..=max` (so never NaN, infinite, or
@@ -756,33 +828,67 @@ impl WorkerArgs {
         }
     }
 
-    pub fn worker_options(&self, wait_for_leases: bool) -> migrate::WorkerOptions {
-        migrate::WorkerOptions {
-            pipeline: migrate::PipelineOptions {
-                batch: migrate::BatchLimits {
-                    max_docs: self.max_batch_docs,
-                    max_bytes: self.max_batch_bytes,
-                },
-                in_flight: self.concurrency.max(1),
-                read_ahead: 2,
-                checkpoint_every: seconds(self.checkpoint_seconds, 0.05, 3600.0),
-                control_every: seconds(self.control_seconds, 0.05, 60.0),
+    /// Item workers in this process.
+    pub fn parallel(&self) -> usize {
+        self.parallel.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+    }
+
+    /// How the job runs: N item workers, batch limits, checkpoints, the memory budget.
+    pub fn job_options(&self, wait_for_leases: bool) -> migrate::JobOptions {
+        let parallel = self.parallel();
+        let pipeline = migrate::PipelineOptions {
+            read_ahead: 2,
+            in_flight: self.concurrency.max(1),
+            checkpoint_every: seconds(self.checkpoint_seconds, 0.05, 3600.0),
+            control_every: seconds(self.control_seconds, 0.05, 60.0),
+            skips_per_chunk: 1000,
+        };
+        // At least two batches per item fit, whatever the budget says.
+        let floor = self
+            .max_batch_bytes
+            .saturating_mul(2)
+            .saturating_mul(parallel);
+        migrate::JobOptions {
+            parallel,
+            worker: migrate::WorkerOptions {
+                pipeline,
+                wait_for_leases,
+                poll: seconds(self.control_seconds, 0.05, 5.0),
+                max_items: None,
             },
-            wait_for_leases,
-            poll: seconds(self.control_seconds, 0.05, 5.0),
-            max_items: None,
+            coordination: self.coordination_config(),
+            memory_budget: self.memory_budget.unwrap_or(128 << 20).max(floor),
+            migration: None,
         }
     }
 
-    /// The bulk sender: the pipeline already cuts batches, so the sender's own limits are
-    /// set to take a batch in one request.
-    pub fn sender(&self, client: cluster::Client) -> anyhow::Result<Arc<cluster::BulkSender>> {
-        let log = cluster::FailureLog::open(&self.failure_log)
-            .with_context(|| format!("opening the failure log {}", self.failure_log.display()))?;
-        let mut o = cluster::BulkOptions {
+    /// The batch limits every sink uses.
+    pub fn batch_limits(&self) -> migrate::sinks::bulk::BatchLimits {
+        migrate::sinks::bulk::BatchLimits {
             max_docs: self.max_batch_docs.max(1),
             max_bytes: self.max_batch_bytes.max(1),
-            max_in_flight: self.concurrency.max(1),
+        }
+    }
+
+    /// The failure log, opened for appending (with each document's source, so it can be
+    /// re-driven).
+    pub fn failure_log(&self) -> anyhow::Result<Arc<migrate::FailureLog>> {
+        let log = migrate::FailureLog::open(&self.failure_log)?.with_sources(true);
+        Ok(Arc::new(log))
+    }
+
+    /// The `_bulk` sink into `client`'s cluster; `target` names it (no credentials).
+    pub fn bulk_sink(
+        &self,
+        client: cluster::Client,
+        target: String,
+    ) -> anyhow::Result<migrate::sinks::bulk::BulkSink> {
+        let mut o = cluster::BulkOptions {
+            max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
             max_docs_per_sec: self.max_docs_per_sec.filter(|r| r.is_finite() && *r > 0.0),
             max_bytes_per_sec: self.max_bytes_per_sec.filter(|r| r.is_finite() && *r > 0.0),
             ..cluster::BulkOptions::default()
@@ -792,11 +898,12 @@ impl WorkerArgs {
             o.accept_error_types
                 .push("version_conflict_engine_exception".into());
         }
-        Ok(Arc::new(cluster::BulkSender::new(
-            client,
-            o,
-            Arc::new(log),
-        )?))
+        let sender = cluster::BulkSender::new(client, o)?;
+        Ok(migrate::sinks::bulk::BulkSink::new(
+            sender,
+            self.batch_limits(),
+            target,
+        ))
     }
 
     /// Starts the metrics server if asked.
@@ -821,13 +928,18 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts the bar, or returns `None` when disabled or stderr is not a terminal.
-    pub fn start(enabled: bool, total: u64, metrics: Arc<migrate::Metrics>) -> Option<Progress> {
+    /// Starts the bar, or returns `None` when disabled or stderr is not a terminal. Its
+    /// length is the source's total once the items phase has planned it.
+    pub fn start(
+        enabled: bool,
+        totals: Arc<std::sync::OnceLock<migrate::Totals>>,
+        metrics: Arc<migrate::Metrics>,
+    ) -> Option<Progress> {
         use std::io::IsTerminal;
         if !enabled || !std::io::stderr().is_terminal() {
             return None;
         }
-        let bar = indicatif::ProgressBar::new(total);
+        let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} docs by this worker ({per_sec}) {msg}",
@@ -838,6 +950,9 @@ impl Progress {
             let (bar, metrics) = (bar.clone(), metrics.clone());
             tokio::spawn(async move {
                 loop {
+                    if let Some(t) = totals.get() {
+                        bar.set_length(t.docs);
+                    }
                     Progress::update(&bar, &metrics);
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
@@ -852,11 +967,14 @@ impl Progress {
 
     fn update(bar: &indicatif::ProgressBar, m: &migrate::Metrics) {
         use std::sync::atomic::Ordering::Relaxed;
-        bar.set_position(m.docs_sent.load(Relaxed));
+        bar.set_position(
+            m.docs_sent.load(Relaxed) + m.docs_refused.load(Relaxed) + m.docs_skipped.load(Relaxed),
+        );
         bar.set_message(format!(
-            "{} failed, {} in flight",
-            m.docs_failed.load(Relaxed),
-            m.in_flight_requests.load(Relaxed)
+            "{} refused, {} skipped, {} in flight",
+            m.docs_refused.load(Relaxed),
+            m.docs_skipped.load(Relaxed),
+            m.in_flight_batches.load(Relaxed)
         ));
     }
 

@@ -3,15 +3,16 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
+use std::sync::Arc;
+
 use migrate::phases::{guarded_phase, PhaseError, PHASE_METADATA, PHASE_SNAPSHOT};
-use migrate::WorkerExit;
+use migrate::Job;
 use serde_json::json;
 
 use super::common::{
     runtime, FilterArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs, WorkerArgs,
 };
-use super::documents::{WorkEnd, WorkerContext};
-use crate::exit;
+use super::engine::{drive, finish, open_snapshot, Role};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -39,13 +40,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
+    let store = args.store.open().await?;
     // Phase "snapshot" runs before the snapshot can be opened; the source cluster is only
     // contacted by the worker that runs it (later workers may start after it is gone).
     if args.source_cluster.is_set() {
-        let coord = args
-            .store
-            .coordinator(args.worker.coordination_config())
-            .await?;
+        let coord =
+            coordination::Coordinator::new(store.clone(), args.worker.coordination_config());
         let name = args.source.snapshot.clone();
         guarded_phase(&coord, PHASE_SNAPSHOT, || async {
             args.source_cluster
@@ -55,43 +55,38 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         })
         .await?;
     }
-    let ctx = WorkerContext::open(
-        &args.source,
-        &args.target,
-        &args.store,
-        &args.filter,
-        &args.worker,
-    )
-    .await?;
-    if stopped(&ctx).await? {
-        return Ok(exit::STOPPED);
-    }
+    let m = open_snapshot(&args.source, &args.filter, Some(&args.worker)).await?;
+    let client = args.target.connect().await?;
+    let sink = args
+        .worker
+        .bulk_sink(client.clone(), redact::url(&args.target.target))?;
+    let mut job = Job::new(
+        m.source,
+        m.transform,
+        Arc::new(sink),
+        store,
+        args.worker.failure_log()?,
+        args.worker.job_options(true),
+    );
     if !args.skip_metadata {
-        let report = guarded_phase(&ctx.coord, PHASE_METADATA, || async {
-            let options = ctx.filter.options().map_err(|e| PhaseError::Other(e.to_string()))?;
-            let report = migrate::metadata::migrate(&ctx.source_metadata, &ctx.client, &options)
-                .await
-                .map_err(|e| PhaseError::Other(format!("metadata migration: {e}")))?;
-            crate::say!("{}", report.to_table());
-            if report.has_errors() {
-                tracing::warn!("metadata migration reported errors (see the table); documents of those indices may fail");
-            }
-            Ok(json!({ "summary": report.to_json() }))
-        })
-        .await?;
-        tracing::debug!("metadata phase: {report}");
+        let options = args.filter.options()?;
+        let metadata = m.metadata;
+        job = job.phase(
+            PHASE_METADATA,
+            Box::new(move || {
+                Box::pin(async move {
+                    let report = migrate::metadata::migrate(&metadata, &client, &options)
+                        .await
+                        .map_err(|e| PhaseError::Other(format!("metadata migration: {e}")))?;
+                    crate::say!("{}", report.to_table());
+                    if report.has_errors() {
+                        tracing::warn!("metadata migration reported errors (see the table); documents of those indices may fail");
+                    }
+                    Ok(json!({ "summary": report.to_json() }))
+                })
+            }),
+        );
     }
-    let totals = ctx.items().await?;
-    match ctx.work(&totals, true).await? {
-        WorkEnd::Finished(status) => {
-            ctx.report_finished(&status)?;
-            Ok(exit::OK)
-        }
-        WorkEnd::Left(WorkerExit::Stopped) => Ok(exit::STOPPED),
-        WorkEnd::Left(_) => Ok(exit::LEASED_ELSEWHERE),
-    }
-}
-
-async fn stopped(ctx: &WorkerContext) -> anyhow::Result<bool> {
-    Ok(ctx.coord.control().await? == coordination::Control::Stop)
+    let report = drive(job, &args.worker).await?;
+    finish(&report, Role::Run)
 }

@@ -9,7 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use migrate::phases::{read_totals, Totals};
+use migrate::phases::read_totals;
+use migrate::Totals;
 use serde_json::{json, Value};
 
 use super::common::{float_in, runtime, StoreArgs};
@@ -150,31 +151,34 @@ pub(crate) fn render_json(
     rate: Option<(f64, f64)>,
     failures: &BTreeMap<String, u64>,
 ) -> Value {
-    let live = totals.map(|t| t.live_docs);
-    let remaining = live.map(|l| l.saturating_sub(s.docs_done));
+    // `failures`: refused documents by type, read from failure-log files on this machine.
+    let live = totals.map(|t| t.docs);
+    let accounted = s.docs_done + s.docs_refused + s.docs_skipped;
+    let remaining = live.map(|l| l.saturating_sub(accounted));
     let eta = match (rate, remaining) {
         (Some((r, _)), Some(rem)) if r > 0.0 => Some(rem as f64 / r),
         _ => None,
     };
     let mut per_index = serde_json::Map::new();
     let names: std::collections::BTreeSet<&String> = s
-        .per_index
+        .per_group
         .keys()
-        .chain(totals.map(|t| t.indices.keys()).into_iter().flatten())
+        .chain(totals.map(|t| t.groups.keys()).into_iter().flatten())
         .collect();
     for name in names {
-        let p = s.per_index.get(name).cloned().unwrap_or_default();
-        let t = totals.and_then(|t| t.indices.get(name));
+        let p = s.per_group.get(name).cloned().unwrap_or_default();
+        let t = totals.and_then(|t| t.groups.get(name));
         per_index.insert(
             name.clone(),
             json!({
                 "items": p.items,
                 "docs_done": p.docs_done,
-                "docs_failed": p.docs_failed,
+                "docs_refused": p.docs_refused,
+                "docs_skipped": p.docs_skipped,
                 "bytes_done": p.bytes_done,
-                "live_docs": t.map(|t| t.live_docs),
-                "shards": t.map(|t| t.shards),
-                "failed_shards": t.map(|t| t.failed_shards.clone()),
+                "live_docs": t.map(|t| t.docs),
+                "shards": t.map(|t| t.parts),
+                "broken_shards": t.map(|t| t.broken.clone()),
             }),
         );
     }
@@ -184,10 +188,12 @@ pub(crate) fn render_json(
         "control": s.control.as_str(),
         "items": s.items,
         "docs_done": s.docs_done,
-        "docs_failed": s.docs_failed,
+        "docs_refused": s.docs_refused,
+        "docs_skipped": s.docs_skipped,
+        "undelivered_by_reason": s.reasons,
         "bytes_done": s.bytes_done,
         "live_docs": live,
-        "snapshot_bytes": totals.map(|t| t.indices.values().map(|i| i.bytes).sum::<u64>()),
+        "snapshot_bytes": totals.map(|t| t.bytes),
         "docs_per_sec": rate.map(|r| r.0),
         "bytes_per_sec": rate.map(|r| r.1),
         "eta_seconds": eta,
@@ -196,6 +202,7 @@ pub(crate) fn render_json(
         "phases": s.phases,
         "keeper": s.keeper.as_ref().map(|(h, e)| json!({"holder": h, "expiry": e})),
         "per_index": per_index,
+        "leases": s.leases,
     })
 }
 
@@ -229,17 +236,28 @@ fn render_text(v: &Value) -> String {
         i("failed")
     ));
     let docs = n("docs_done").unwrap_or(0);
+    let (refused, skipped) = (
+        n("docs_refused").unwrap_or(0),
+        n("docs_skipped").unwrap_or(0),
+    );
+    let accounted = docs + refused + skipped;
     match n("live_docs") {
         Some(live) if live > 0 => out.push_str(&format!(
-            "documents: {docs} of {live} ({:.1} %)\n",
-            100.0 * docs as f64 / live as f64
+            "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} of {live} ({:.1} %)\n",
+            100.0 * accounted as f64 / live as f64
         )),
-        _ => out.push_str(&format!("documents: {docs}\n")),
+        _ => out.push_str(&format!(
+            "documents: {docs} delivered, {refused} refused, {skipped} skipped\n"
+        )),
     }
-    if let Some(failed) = n("docs_failed").filter(|&f| f > 0) {
+    if refused + skipped > 0 {
         out.push_str(&format!(
-            "  of which {failed} refused by the target (in the workers' failure logs)\n"
+            "NOT DELIVERED: {} documents (in the workers' failure logs):\n",
+            refused + skipped
         ));
+        for (reason, c) in v["undelivered_by_reason"].as_object().into_iter().flatten() {
+            out.push_str(&format!("  {reason}: {c}\n"));
+        }
     }
     out.push_str(&format!(
         "bytes: {} sent{}\n",
@@ -276,12 +294,12 @@ fn render_text(v: &Value) -> String {
         ));
     }
     out.push_str(&format!(
-        "{:<40} {:>11} {:>12} {:>12} {:>8}\n",
-        "index", "items done", "docs done", "live docs", "failed"
+        "{:<40} {:>11} {:>12} {:>12} {:>8} {:>8}\n",
+        "index", "items done", "docs done", "live docs", "refused", "skipped"
     ));
     for (name, p) in v["per_index"].as_object().into_iter().flatten() {
         out.push_str(&format!(
-            "{:<40} {:>5}/{:<5} {:>12} {:>12} {:>8}\n",
+            "{:<40} {:>5}/{:<5} {:>12} {:>12} {:>8} {:>8}\n",
             name,
             p["items"]["done"].as_u64().unwrap_or(0),
             p["items"]["total"].as_u64().unwrap_or(0),
@@ -289,7 +307,8 @@ fn render_text(v: &Value) -> String {
             p["live_docs"]
                 .as_u64()
                 .map_or("?".to_string(), |l| l.to_string()),
-            p["docs_failed"].as_u64().unwrap_or(0)
+            p["docs_refused"].as_u64().unwrap_or(0),
+            p["docs_skipped"].as_u64().unwrap_or(0)
         ));
     }
     out

@@ -1,12 +1,16 @@
-//! `rfs verify`: compare the target with the snapshot — per index, the snapshot's document
-//! count against the target's `_count` after a refresh, and sampled documents (or all)
-//! fetched by id and compared JSON-equal to the snapshot's `_source`. Exit code 6 on any
-//! mismatch.
+//! `rfs verify`: compare the target with the snapshot — per index, the documents the
+//! snapshot delivers (read through the same source and transform as the migration) against
+//! the target's `_count` after a refresh, and sampled documents (or all) fetched by id and
+//! compared JSON-equal. Every live document must be accounted for: on the target, refused
+//! (in a failure log given with --failure-log) or skipped (listed with the reason). Exit
+//! code 6 on any mismatch.
 
-use anyhow::Context;
+use std::collections::HashSet;
+
 use migrate::verify::{verify, Sample};
 
 use super::common::{runtime, usize_in, FilterArgs, SourceArgs, TargetArgs};
+use super::engine::open_snapshot;
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
@@ -30,6 +34,15 @@ pub struct Args {
     /// Compare every document instead of a sample.
     #[arg(long, env = "RFS_VERIFY_ALL")]
     pub all: bool,
+    /// Failure logs of the migration: the documents they say the target refused are not
+    /// expected on it (repeatable or comma-separated).
+    #[arg(
+        long = "failure-log",
+        env = "RFS_FAILURE_LOG",
+        value_delimiter = ',',
+        value_name = "FILE"
+    )]
+    pub failure_log: Vec<std::path::PathBuf>,
     /// Print the report as JSON.
     #[arg(long, env = "RFS_JSON")]
     pub json: bool,
@@ -37,33 +50,42 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
-        let (snap, routing) = {
-            let (source, filter) = (args.source.clone(), args.filter.clone());
-            tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-                let snap = source.open()?;
-                let (_, routing) = filter.routing(&snap)?;
-                Ok((snap, routing))
-            })
-            .await
-            .context("opening the snapshot")??
-        };
+        let m = open_snapshot(&args.source, &args.filter, None).await?;
+        let mut refused = HashSet::new();
+        for path in &args.failure_log {
+            for r in migrate::FailureLog::read(path)? {
+                if r.stage == migrate::Stage::Target {
+                    refused.insert((r.index, r.id));
+                }
+            }
+        }
         let client = args.target.connect().await?;
         let sample = if args.all {
             Sample::All
         } else {
             Sample::PerIndex(args.sample)
         };
-        let report = verify(&snap, &routing, &client, sample).await?;
+        let report = verify(m.source, m.transform, &client, sample, refused).await?;
         if args.json {
             println!(
                 "{}",
-                serde_json::json!({ "ok": report.ok(), "indices": report.indices })
+                serde_json::json!({
+                    "ok": report.ok(),
+                    "live": report.live,
+                    "skipped": report.skipped,
+                    "skipped_listed": report.skipped_listed,
+                    "indices": report.indices,
+                })
             );
         } else {
             print!("{}", report.to_table());
         }
         if report.ok() {
-            crate::say!("verify: every index matches");
+            crate::say!(
+                "verify: every index matches ({} live documents, {} skipped and listed)",
+                report.live,
+                report.skipped_total()
+            );
             Ok(exit::OK)
         } else {
             crate::say!("verify: MISMATCH");

@@ -40,8 +40,8 @@ pub fn view(records: &[Record], now: i64, cap: usize) -> Value {
     let item = |r: &Record| {
         json!({
             "id": r.id,
-            "index": r.index,
-            "shard": r.shard,
+            "index": r.group,
+            "shard": r.part,
             "holder": r.holder,
             "expiry": (r.expiry > 0).then_some(r.expiry),
             "attempts": r.attempts,
@@ -76,7 +76,7 @@ mod tests {
     use coordination::{Kind, WorkItem};
 
     fn item(shard: u32, state: State, holder: Option<&str>, expiry: i64) -> Record {
-        let mut r = Record::item(&WorkItem::shard("logs", shard), 0, "test");
+        let mut r = Record::item(&WorkItem::whole("logs", shard), 0, "test");
         r.state = state;
         r.holder = holder.map(str::to_string);
         r.expiry = expiry;

@@ -131,7 +131,7 @@ pub async fn run(shared: Arc<Shared>, open: Opener, failure_logs: Vec<PathBuf>) 
 /// One good reading: (status JSON without failure counts, items view).
 struct Read {
     status: coordination::Status,
-    totals: Option<migrate::phases::Totals>,
+    totals: Option<migrate::Totals>,
     items: Value,
 }
 

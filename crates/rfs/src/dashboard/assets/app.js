@@ -185,7 +185,8 @@
       : s.control === "PAUSE" ? "– (paused)" : s.control === "STOP" ? "– (stopped)" : duration(s.eta_seconds);
     $("bytes-done").textContent =
       bytes(s.bytes_done) + (typeof s.snapshot_bytes === "number" ? " (snapshot: " + bytes(s.snapshot_bytes) + " on disk)" : "");
-    $("docs-failed").textContent = int(s.docs_failed);
+    $("docs-failed").textContent = int(s.docs_refused);
+    $("docs-skipped").textContent = int(s.docs_skipped);
     const chips = $("item-counts");
     chips.replaceChildren(el("span", "items:", ""));
     chips.firstChild.style.background = "none";
@@ -242,7 +243,7 @@
     const k = Object.keys(s).find((x) => /^per_/.test(x) && s[x] && typeof s[x] === "object");
     return k ? [k.slice(4), s[k]] : ["index", {}];
   }
-  const KNOWN_GROUP = ["items", "docs_done", "docs_failed", "bytes_done", "live_docs", "bytes_total", "shards", "failed_shards"];
+  const KNOWN_GROUP = ["items", "docs_done", "docs_refused", "docs_skipped", "bytes_done", "live_docs", "bytes_total", "shards", "broken_shards"];
 
   function renderIndices(s) {
     const [kind, per] = groups(s);
@@ -276,7 +277,7 @@
         { text: int(p.docs_done), cls: "num" },
         { text: int(it.done) + " / " + int(it.total), cls: "num" },
         { text: int(it.leased), cls: "num" },
-        { text: int(p.docs_failed), cls: it.failed ? "num state-failed" : "num" },
+        { text: int((p.docs_refused || 0) + (p.docs_skipped || 0)), cls: it.failed ? "num state-failed" : "num" },
         { text: bytes(p.bytes_done), cls: "num" },
       ];
       extra.forEach((k) => row.push(typeof p[k] === "number" ? { text: int(p[k]), cls: "num" } : String(p[k])));
@@ -361,7 +362,7 @@
   }
 
   const KNOWN_STATUS = [
-    "finished", "setup_done", "control", "items", "docs_done", "docs_failed", "bytes_done", "live_docs",
+    "finished", "setup_done", "control", "items", "docs_done", "docs_refused", "docs_skipped", "bytes_done", "live_docs", "leases",
     "snapshot_bytes", "docs_per_sec", "bytes_per_sec", "eta_seconds", "failed_items", "phases", "keeper",
   ];
   function renderOther(s) {

@@ -1,4 +1,6 @@
-//! The failure log: one JSON line per document that could not be indexed, with why.
+//! The failure log: one JSON line per document that was not delivered — refused by the
+//! target, or skipped because the source or the transform could not turn it into a target
+//! document — with why and where it sits in its partition, so it can be found again.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -9,32 +11,84 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::error::ClusterError;
+use coordination::Position;
 
-/// One failed document.
+/// The failure log could not be written or read: documents would be lost, so this is fatal.
+#[derive(Debug, thiserror::Error)]
+#[error("failure log {path}: {source}")]
+pub struct FailureLogError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Which side could not deliver a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// The source could not produce it (no `_source`, undecodable, bad id, bad row).
+    Source,
+    /// The transform found no route for it (a mapping type without a target index).
+    Transform,
+    /// The target (or the sink's own limits) refused it.
+    Target,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Source => "source",
+            Stage::Transform => "transform",
+            Stage::Target => "target",
+        }
+    }
+
+    /// The key this stage's counts go under in the store (`skipped:…`, `refused:…`).
+    pub fn reason_key(self, error_type: &str) -> String {
+        match self {
+            Stage::Source | Stage::Transform => format!("skipped:{error_type}"),
+            Stage::Target => format!("refused:{error_type}"),
+        }
+    }
+}
+
+/// One document that was not delivered.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FailureRecord {
     /// RFC 3339 UTC time of the final attempt.
     pub time: String,
+    pub stage: Stage,
+    /// The index (target index for refusals, source index or table for skips).
     pub index: String,
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing: Option<String>,
-    /// `mapper_parsing_exception`, … (`document_too_large` and the like for local refusals).
+    /// Where the document sits in its source partition (`group`, `part`, `position`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+    /// `mapper_parsing_exception`, … (`document_too_large` and the like for local
+    /// refusals; `no_source`, `bad_source`, `no_route`, … for skips).
     pub error_type: String,
     pub reason: String,
     /// HTTP status of the item (0 when the document was refused before sending).
     pub status: u16,
     /// Times the document was sent.
     pub attempts: u32,
+    /// Delete (`true`) rather than index: re-driving it deletes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete: bool,
     /// The `_source`, when the log was opened with sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Box<RawValue>>,
 }
 
-/// An append-only JSON-lines file shared by every bulk call of a process.
+/// An append-only JSON-lines file shared by every item worker of a process.
 pub struct FailureLog {
     path: PathBuf,
     file: Mutex<BufWriter<File>>,
@@ -53,9 +107,9 @@ impl std::fmt::Debug for FailureLog {
 
 impl FailureLog {
     /// Open (creating it and its directory if needed) for appending.
-    pub fn open(path: impl Into<PathBuf>) -> Result<FailureLog, ClusterError> {
+    pub fn open(path: impl Into<PathBuf>) -> Result<FailureLog, FailureLogError> {
         let path = path.into();
-        let err = |source| ClusterError::FailureLog {
+        let err = |source| FailureLogError {
             path: path.clone(),
             source,
         };
@@ -81,7 +135,7 @@ impl FailureLog {
         self
     }
 
-    pub(crate) fn include_source(&self) -> bool {
+    pub fn include_source(&self) -> bool {
         self.include_source
     }
 
@@ -95,11 +149,11 @@ impl FailureLog {
     }
 
     /// Append records and flush them to the file before returning.
-    pub fn append(&self, records: &[FailureRecord]) -> Result<(), ClusterError> {
+    pub fn append(&self, records: &[FailureRecord]) -> Result<(), FailureLogError> {
         if records.is_empty() {
             return Ok(());
         }
-        let err = |source| ClusterError::FailureLog {
+        let err = |source| FailureLogError {
             path: self.path.clone(),
             source,
         };
@@ -115,8 +169,8 @@ impl FailureLog {
     }
 
     /// Read a failure log back (for reports, re-drives and tests).
-    pub fn read(path: &Path) -> Result<Vec<FailureRecord>, ClusterError> {
-        let err = |source| ClusterError::FailureLog {
+    pub fn read(path: &Path) -> Result<Vec<FailureRecord>, FailureLogError> {
+        let err = |source| FailureLogError {
             path: path.to_path_buf(),
             source,
         };
@@ -139,8 +193,13 @@ impl FailureLog {
     }
 }
 
+/// Now, as the failure log writes times.
+pub fn now_rfc3339() -> String {
+    cluster::UtcTime::from_system(std::time::SystemTime::now()).rfc3339()
+}
+
 /// The source as embedded JSON, or as a JSON string when it is not valid JSON.
-pub(crate) fn source_value(source: &[u8]) -> Box<RawValue> {
+pub fn source_value(source: &[u8]) -> Box<RawValue> {
     let text = String::from_utf8_lossy(source);
     RawValue::from_string(text.trim().to_owned()).unwrap_or_else(|_| {
         RawValue::from_string(serde_json::to_string(&text).expect("strings serialise"))
@@ -159,7 +218,11 @@ mod tests {
         let log = FailureLog::open(&path).unwrap().with_sources(true);
         let rec = |id: &str, src: &[u8]| FailureRecord {
             time: "2026-01-01T00:00:00.000Z".into(),
+            stage: Stage::Target,
             index: "i".into(),
+            group: Some("i".into()),
+            part: Some(0),
+            position: Some(Position::Doc(7)),
             id: id.into(),
             doc_type: None,
             routing: Some("r".into()),
@@ -167,6 +230,7 @@ mod tests {
             reason: "failed to parse".into(),
             status: 400,
             attempts: 1,
+            delete: false,
             source: Some(source_value(src)),
         };
         log.append(&[rec("1", b"{\"a\": 1}"), rec("2", b"not json\n")])
@@ -181,5 +245,7 @@ mod tests {
         assert_eq!(back[0].source.as_ref().unwrap().get(), "{\"a\": 1}");
         assert_eq!(back[1].source.as_ref().unwrap().get(), "\"not json\\n\"");
         assert_eq!(back[2].routing.as_deref(), Some("r"));
+        assert_eq!(back[2].position, Some(Position::Doc(7)));
+        assert_eq!(back[2].stage, Stage::Target);
     }
 }

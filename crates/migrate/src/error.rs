@@ -1,0 +1,63 @@
+//! Errors that cross the ports, typed by what the worker must do about them.
+
+/// What a failure means for the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Nothing will work until an operator acts (credentials refused, a configuration that
+    /// cannot work, a failure log that cannot be written): the worker stops with the
+    /// message and spends no work-item attempt.
+    Fatal,
+    /// This attempt at this item failed (a corrupt or missing file, a target that stayed
+    /// down past the retry budget): the item is retried later with backoff, and FAILED
+    /// after its attempts run out; other items go on.
+    Item,
+}
+
+/// A source could not read a partition.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct SourceError {
+    pub severity: Severity,
+    /// Names the file, table or key, and says why.
+    pub message: String,
+}
+
+impl SourceError {
+    pub fn item(message: impl Into<String>) -> Self {
+        SourceError {
+            severity: Severity::Item,
+            message: message.into(),
+        }
+    }
+
+    pub fn fatal(message: impl Into<String>) -> Self {
+        SourceError {
+            severity: Severity::Fatal,
+            message: message.into(),
+        }
+    }
+}
+
+/// A sink could not deliver a batch (its documents are neither delivered nor refused).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct SinkError {
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl SinkError {
+    pub fn item(message: impl Into<String>) -> Self {
+        SinkError {
+            severity: Severity::Item,
+            message: message.into(),
+        }
+    }
+
+    pub fn fatal(message: impl Into<String>) -> Self {
+        SinkError {
+            severity: Severity::Fatal,
+            message: message.into(),
+        }
+    }
+}

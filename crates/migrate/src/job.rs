@@ -1,0 +1,363 @@
+//! A whole migration run by one process: guarded phases (the caller's, such as metadata,
+//! then the items phase that plans the source's partitions), then `parallel` item workers
+//! side by side with the keeper, then the final report. Identical processes anywhere run
+//! the same job against the same store and finish one migration together.
+//!
+//! ```no_run
+//! # async fn demo<S: migrate::Source, K: migrate::Sink>(
+//! #     source: S, sink: K, store: std::sync::Arc<dyn coordination::Store>,
+//! #     failures: std::sync::Arc<migrate::FailureLog>,
+//! # ) -> Result<(), migrate::JobError> {
+//! use std::sync::Arc;
+//! use migrate::{Job, JobOptions, transform::Rename};
+//!
+//! let job = Job::new(
+//!     Arc::new(source), Arc::new(Rename::default()), Arc::new(sink),
+//!     store, failures, JobOptions::default(),
+//! );
+//! let report = job.run().await?;
+//! println!("{:?}: {} documents delivered by this process", report.end, report.delivered);
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use coordination::{Coordinator, KeeperStep, Status, Store};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::budget::Budget;
+use crate::failure_log::FailureLog;
+use crate::metrics::Metrics;
+use crate::phases::{guarded_phase, PhaseError, PHASE_ITEMS};
+use crate::pipeline::Shared;
+use crate::sink::Sink;
+use crate::source::{Source, Totals};
+use crate::transform::Transform;
+use crate::worker::{
+    run_worker, with_store_retries, Parts, WorkerError, WorkerExit, WorkerOptions,
+};
+
+/// A phase the caller adds before the items phase (metadata migration, …): run once for
+/// the fleet; its result is stored.
+pub type PhaseWork = Box<
+    dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<Value, PhaseError>> + Send>> + Send + Sync,
+>;
+
+/// How the job runs.
+#[derive(Debug, Clone)]
+pub struct JobOptions {
+    /// Item workers in this process (each holds its own lease).
+    pub parallel: usize,
+    pub worker: WorkerOptions,
+    pub coordination: coordination::Config,
+    /// Bytes of framed batches the whole process may hold (read ahead and in flight).
+    pub memory_budget: usize,
+    /// The migration's name in the store (default: derived from what is copied where).
+    pub migration: Option<String>,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            parallel: 1,
+            worker: WorkerOptions::default(),
+            coordination: coordination::Config::default(),
+            memory_budget: 128 << 20,
+            migration: None,
+        }
+    }
+}
+
+/// How this process's part of the migration ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobEnd {
+    /// Every item is complete or FAILED and the migration is marked finished.
+    Finished,
+    /// Work remains, every remaining item is leased by another worker, and this process
+    /// was told not to wait.
+    LeasedElsewhere,
+    /// The control record said STOP, or the process was told to shut down.
+    Stopped,
+    /// An item limit was reached (tests).
+    ItemLimit,
+}
+
+/// What the job did.
+#[derive(Debug, Clone)]
+pub struct JobReport {
+    pub end: JobEnd,
+    /// What the source holds (from the items phase).
+    pub totals: Totals,
+    /// The fleet's final status when [`JobEnd::Finished`].
+    pub status: Option<Box<Status>>,
+    /// Documents this process delivered, refused and skipped, and batches it sent.
+    pub delivered: u64,
+    pub refused: u64,
+    pub skipped: u64,
+    pub batches: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("coordination store: {0}")]
+    Store(#[from] coordination::Error),
+    #[error("{0}")]
+    Phase(#[from] PhaseError),
+    /// Nothing will work until an operator acts (credentials, configuration, failure log).
+    #[error("{0}")]
+    Fatal(String),
+}
+
+impl From<WorkerError> for JobError {
+    fn from(e: WorkerError) -> Self {
+        match e {
+            WorkerError::Store(e) => JobError::Store(e),
+            WorkerError::Fatal(m) => JobError::Fatal(m),
+        }
+    }
+}
+
+/// One migration: a source, a transform, a sink, a store.
+pub struct Job<S, K> {
+    parts: Parts<S, K>,
+    store: Arc<dyn Store>,
+    opts: JobOptions,
+    phases: Vec<(String, PhaseWork)>,
+    shared: Shared,
+    shutdown_tx: Option<watch::Sender<bool>>,
+    totals: Arc<OnceLock<Totals>>,
+}
+
+impl<S: Source, K: Sink> Job<S, K> {
+    pub fn new(
+        source: Arc<S>,
+        transform: Arc<dyn Transform>,
+        sink: Arc<K>,
+        store: Arc<dyn Store>,
+        failures: Arc<FailureLog>,
+        opts: JobOptions,
+    ) -> Self {
+        let (tx, rx) = watch::channel(false);
+        Job {
+            parts: Parts {
+                source,
+                transform,
+                sink,
+            },
+            store,
+            shared: Shared {
+                metrics: Metrics::new(),
+                failures,
+                budget: Budget::new(opts.memory_budget),
+                shutdown: rx,
+            },
+            opts,
+            phases: Vec::new(),
+            shutdown_tx: Some(tx),
+            totals: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Adds a phase to run (once for the fleet) before the items phase.
+    pub fn phase(mut self, name: &str, work: PhaseWork) -> Self {
+        self.phases.push((name.to_string(), work));
+        self
+    }
+
+    /// Stops the job gracefully when `signal` becomes `true` (SIGTERM, SIGINT): in-flight
+    /// batches finish, items are checkpointed and released, [`JobEnd::Stopped`] returns.
+    pub fn shutdown_on(mut self, signal: watch::Receiver<bool>) -> Self {
+        self.shared.shutdown = signal;
+        self.shutdown_tx = None;
+        self
+    }
+
+    /// What the source holds, once the items phase is done (for a progress bar).
+    pub fn totals(&self) -> Arc<OnceLock<Totals>> {
+        self.totals.clone()
+    }
+
+    /// The process's counters (for a progress bar or a metrics endpoint).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
+    }
+
+    /// Runs the job to one of its ends.
+    pub async fn run(mut self) -> Result<JobReport, JobError> {
+        let coord = Coordinator::new(self.store.clone(), self.opts.coordination.clone());
+        if with_store_retries(|| coord.control()).await? == coordination::Control::Stop {
+            return Ok(self.report(JobEnd::Stopped, Totals::default(), None));
+        }
+        for (name, work) in std::mem::take(&mut self.phases) {
+            guarded_phase(&coord, &name, work).await?;
+        }
+        let totals = self.items_phase(&coord).await?;
+        let _ = self.totals.set(totals.clone());
+        let keeper = spawn_keeper(coord.clone());
+        let mut workers = tokio::task::JoinSet::new();
+        for _ in 0..self.opts.parallel.max(1) {
+            // Each item worker is a worker of its own in the protocol (one lease each).
+            let c = Coordinator::new(self.store.clone(), self.opts.coordination.clone());
+            let (parts, opts, shared) = (
+                self.parts.clone(),
+                self.opts.worker.clone(),
+                self.shared.clone(),
+            );
+            workers.spawn(async move { run_worker(&c, &parts, &opts, &shared).await });
+        }
+        let mut exits = Vec::new();
+        let mut error: Option<JobError> = None;
+        while let Some(joined) = workers.join_next().await {
+            match joined {
+                Ok(Ok(exit)) => exits.push(exit),
+                Ok(Err(e)) => {
+                    if error.is_none() {
+                        // One worker cannot go on (credentials…): the others would fail
+                        // the same way, so the process stops as a whole.
+                        if let Some(tx) = &self.shutdown_tx {
+                            let _ = tx.send(true);
+                        }
+                        error = Some(e.into());
+                    }
+                }
+                Err(join) => {
+                    error.get_or_insert(JobError::Fatal(format!(
+                        "an item worker ended abnormally: {join}"
+                    )));
+                }
+            }
+        }
+        keeper.abort();
+        let m = &self.shared.metrics;
+        tracing::info!(
+            delivered = m.docs_sent.load(Relaxed),
+            refused = m.docs_refused.load(Relaxed),
+            skipped = m.docs_skipped.load(Relaxed),
+            source_bytes = m.source_bytes_sent.load(Relaxed),
+            items_completed = m.items_completed.load(Relaxed),
+            items_handed_off = m.items_handed_off.load(Relaxed),
+            "workers of this process finished: {exits:?}"
+        );
+        if let Some(e) = error {
+            let _ = coord.resign_keeper().await;
+            return Err(e);
+        }
+        let end = if exits.contains(&WorkerExit::Stopped) {
+            JobEnd::Stopped
+        } else if exits.iter().all(|e| *e == WorkerExit::NoWorkLeft) {
+            JobEnd::Finished
+        } else if exits.contains(&WorkerExit::LeasedElsewhere) {
+            JobEnd::LeasedElsewhere
+        } else {
+            JobEnd::ItemLimit
+        };
+        if end != JobEnd::Finished {
+            // Let another worker take the keeper role at once rather than at expiry.
+            if let Err(e) = coord.resign_keeper().await {
+                tracing::debug!("resigning as keeper: {e}");
+            }
+            return Ok(self.report(end, totals, None));
+        }
+        let status = finish(&coord).await?;
+        Ok(self.report(end, totals, Some(Box::new(status))))
+    }
+
+    /// The items phase (once for the fleet): the source plans its partitions, they become
+    /// work items, and everyone gets the totals.
+    async fn items_phase(&self, coord: &Coordinator) -> Result<Totals, JobError> {
+        let source = self.parts.source.clone();
+        let value = guarded_phase(coord, PHASE_ITEMS, || async move {
+            let plan = tokio::task::spawn_blocking(move || source.plan())
+                .await
+                .map_err(|e| PhaseError::Other(format!("planning work items: {e}")))??;
+            let mut totals = plan.totals;
+            totals.items = plan.items.len();
+            let created = with_store_retries(|| coord.setup(&plan.items)).await?;
+            tracing::info!(
+                items = plan.items.len(),
+                created,
+                docs = totals.docs,
+                "work items ready"
+            );
+            serde_json::to_value(&totals)
+                .map_err(|e| PhaseError::Other(format!("items phase result: {e}")))
+        })
+        .await?;
+        serde_json::from_value(value)
+            .map_err(|e| JobError::Phase(PhaseError::Other(format!("items phase result: {e}"))))
+    }
+
+    fn report(&self, end: JobEnd, totals: Totals, status: Option<Box<Status>>) -> JobReport {
+        let m = &self.shared.metrics;
+        JobReport {
+            end,
+            totals,
+            status,
+            delivered: m.docs_sent.load(Relaxed),
+            refused: m.docs_refused.load(Relaxed),
+            skipped: m.docs_skipped.load(Relaxed),
+            batches: m.batches_sent.load(Relaxed),
+        }
+    }
+}
+
+/// The keeper loop: every worker tries, one at a time holds the role, writes the progress
+/// summary and marks the end.
+fn spawn_keeper(coord: Coordinator) -> tokio::task::JoinHandle<()> {
+    let every = (coord.config().keeper_lease / 3).max(Duration::from_millis(500));
+    tokio::spawn(async move {
+        loop {
+            match coord.keeper_step().await {
+                Ok(KeeperStep::Finished(_)) => return,
+                Ok(KeeperStep::Keeping(s)) => tracing::debug!(
+                    done = s.items.done,
+                    open = s.items.open(),
+                    docs = s.docs_done,
+                    "keeper summary"
+                ),
+                Ok(KeeperStep::NotKeeper { .. }) => {}
+                Err(e) => tracing::debug!("keeper step: {e}"),
+            }
+            tokio::time::sleep(every).await;
+        }
+    })
+}
+
+/// Every item is complete or FAILED: make sure the migration is marked finished and
+/// return the final status.
+async fn finish(coord: &Coordinator) -> Result<Status, JobError> {
+    loop {
+        match coord.keeper_step().await {
+            Ok(KeeperStep::Finished(s)) => return Ok(*s),
+            Ok(KeeperStep::Keeping(s)) if s.items.open() == 0 && !s.setup_done => {
+                return Err(JobError::Fatal(
+                    "no work item is open but the items phase is not done".into(),
+                ))
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            Err(e) if e.is_transient() => tokio::time::sleep(Duration::from_secs(1)).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The identity of a migration for the store: what is copied (the source's identity) and
+/// where to (the sink's), named by `name` when given.
+pub fn identity<S: Source, K: Sink>(
+    source: &S,
+    sink: &K,
+    name: Option<&str>,
+) -> BTreeMap<String, String> {
+    let mut id = source.identity();
+    id.insert("target".into(), sink.identity());
+    if let Some(n) = name {
+        id.insert("migration".into(), n.to_string());
+    }
+    id
+}

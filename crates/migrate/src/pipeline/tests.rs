@@ -1,0 +1,624 @@
+//! The pipeline against an in-memory source and sink: every document is delivered,
+//! refused or skipped exactly once, the cursor never passes an unacknowledged document,
+//! and every end (trigger, pause, stop, shutdown, errors) leaves a cursor that is exact.
+
+use super::*;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+use crate::document::{Document, Op};
+use crate::error::{SinkError, SourceError};
+use crate::sink::{Delivered, Refusal, SinkWriter};
+use crate::source::Plan;
+use crate::transform::Unroutable;
+
+/// Live docs: every id below `max_doc` not divisible by 3 (the rest are "deleted"). Ids
+/// divisible by 7 are skips (no `_source`); ids divisible by 11 have mapping type "lost"
+/// (no route); an error at `fail_at` if set.
+struct Src {
+    max_doc: u64,
+    fail_at: Option<u64>,
+}
+
+fn is_live(i: u64) -> bool {
+    !i.is_multiple_of(3)
+}
+
+impl Source for Src {
+    fn identity(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Result<Plan, SourceError> {
+        Ok(Plan::default())
+    }
+    fn read(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<(), SourceError> {
+        let first = after.as_ref().and_then(Position::doc).map_or(0, |d| d + 1);
+        let end = item
+            .until
+            .as_ref()
+            .and_then(Position::doc)
+            .unwrap_or(self.max_doc)
+            .min(self.max_doc);
+        for i in (first..end).filter(|i| is_live(*i)) {
+            if Some(i) == self.fail_at {
+                return Err(SourceError::item(format!("corrupt doc {i}")));
+            }
+            let read = if i.is_multiple_of(7) {
+                Read::Skip(Skip {
+                    position: Position::Doc(i),
+                    index: "i".into(),
+                    id: Some(i.to_string()),
+                    doc_type: None,
+                    routing: None,
+                    reason: "no_source",
+                    detail: "no _source".into(),
+                    source: None,
+                })
+            } else {
+                Read::Doc(Document {
+                    position: Position::Doc(i),
+                    op: Op::Index,
+                    index: "i".into(),
+                    id: i.to_string(),
+                    doc_type: Some(if i.is_multiple_of(11) { "lost" } else { "t" }.into()),
+                    routing: None,
+                    source: Bytes::from(format!("{{\"n\":{i}}}")),
+                })
+            };
+            if !emit(read) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Routes type "t" to index "out"; anything else has no route.
+struct Tr;
+impl Transform for Tr {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        if doc.doc_type.as_deref() != Some("t") {
+            return Err(Unroutable {
+                reason: "no_route",
+                detail: "type lost".into(),
+            });
+        }
+        doc.index = "out".into();
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Snk {
+    received: Mutex<Vec<u64>>,
+    /// Random delay per batch, up to this many ms.
+    jitter_ms: u64,
+    /// Fail the batch containing this id (once, or always).
+    fail_id: Option<u64>,
+    fatal: bool,
+    /// Refuse documents whose id is divisible by this.
+    refuse_every: Option<u64>,
+}
+
+struct W {
+    batch: Vec<u64>,
+    max_docs: usize,
+}
+
+impl SinkWriter for W {
+    type Batch = Vec<u64>;
+    fn push(&mut self, doc: Document) -> Result<Option<Vec<u64>>, Box<Refusal>> {
+        let id: u64 = doc.id.parse().unwrap();
+        if id.is_multiple_of(13) {
+            return Err(Box::new(Refusal {
+                index: doc.index,
+                id: doc.id,
+                doc_type: None,
+                routing: None,
+                delete: false,
+                error_type: "document_too_large".into(),
+                reason: "too big".into(),
+                status: 0,
+                attempts: 0,
+                source: doc.source,
+            }));
+        }
+        self.batch.push(id);
+        Ok((self.batch.len() >= self.max_docs).then(|| std::mem::take(&mut self.batch)))
+    }
+    fn finish(&mut self) -> Option<Vec<u64>> {
+        (!self.batch.is_empty()).then(|| std::mem::take(&mut self.batch))
+    }
+    fn size(batch: &Vec<u64>) -> usize {
+        batch.len() * 100
+    }
+}
+
+impl Sink for Snk {
+    type Writer = W;
+    fn writer(&self) -> W {
+        W {
+            batch: Vec::new(),
+            max_docs: 7,
+        }
+    }
+    async fn send(&self, docs: Vec<u64>) -> Result<Delivered, SinkError> {
+        if self.jitter_ms > 0 {
+            let ms = rand::random::<u64>() % self.jitter_ms;
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if let Some(f) = self.fail_id {
+            if docs.contains(&f) {
+                return Err(if self.fatal {
+                    SinkError::fatal("401 unauthorized")
+                } else {
+                    SinkError::item("target refused")
+                });
+            }
+        }
+        let (refused, ok): (Vec<u64>, Vec<u64>) = docs
+            .iter()
+            .partition(|d| self.refuse_every.is_some_and(|r| *d % r == 0));
+        self.received.lock().unwrap().extend(&ok);
+        Ok(Delivered {
+            delivered: ok.len() as u64,
+            bytes: docs.len() as u64 * 100,
+            source_bytes: docs.len() as u64 * 10,
+            refused: refused
+                .into_iter()
+                .map(|d| Refusal {
+                    index: "out".into(),
+                    id: d.to_string(),
+                    doc_type: None,
+                    routing: None,
+                    delete: false,
+                    error_type: "mapper_parsing_exception".into(),
+                    reason: "bad field".into(),
+                    status: 400,
+                    attempts: 1,
+                    source: Bytes::new(),
+                })
+                .collect(),
+        })
+    }
+    fn identity(&self) -> String {
+        "memory".into()
+    }
+}
+
+#[derive(Default)]
+struct Lease {
+    checkpoints: Vec<Progress>,
+    /// Control answers, in order; `Run` after the last.
+    controls: Vec<Control>,
+}
+
+impl ItemLease for Lease {
+    async fn checkpoint(&mut self, progress: &Progress) -> Result<(), LeaseError> {
+        self.checkpoints.push(progress.clone());
+        Ok(())
+    }
+    async fn control(&mut self) -> Result<Control, LeaseError> {
+        Ok(if self.controls.is_empty() {
+            Control::Run
+        } else {
+            self.controls.remove(0)
+        })
+    }
+}
+
+fn opts(in_flight: usize) -> PipelineOptions {
+    PipelineOptions {
+        read_ahead: 2,
+        in_flight,
+        checkpoint_every: Duration::from_millis(5),
+        control_every: Duration::from_millis(5),
+        skips_per_chunk: 5,
+    }
+}
+
+fn item(after: Option<u64>, until: Option<u64>) -> WorkItem {
+    WorkItem {
+        group: "i".into(),
+        part: 0,
+        after: after.map(Position::Doc),
+        until: until.map(Position::Doc),
+    }
+}
+
+/// What each live doc in `from..to` becomes: delivered, refused (by the writer or the
+/// target), or skipped (by the source or the transform).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Fates {
+    delivered: Vec<u64>,
+    refused: u64,
+    skipped: u64,
+}
+
+fn fates(from: u64, to: u64, refuse_every: Option<u64>) -> Fates {
+    let mut f = Fates::default();
+    for i in (from..to).filter(|i| is_live(*i)) {
+        if i.is_multiple_of(7) || i.is_multiple_of(11) {
+            f.skipped += 1;
+        } else if i.is_multiple_of(13) || refuse_every.is_some_and(|r| i % r == 0) {
+            f.refused += 1;
+        } else {
+            f.delivered.push(i);
+        }
+    }
+    f
+}
+
+struct Run {
+    report: ItemReport,
+    lease: Lease,
+    log: Vec<FailureRecord>,
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn go(
+    src: Src,
+    sink: Arc<Snk>,
+    mut lease: Lease,
+    it: WorkItem,
+    base: Progress,
+    trigger: Instant,
+    o: PipelineOptions,
+    shutdown: Option<watch::Receiver<bool>>,
+) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("failures.jsonl");
+    let (_tx, rx) = watch::channel(false);
+    let shared = Shared {
+        metrics: Metrics::new(),
+        failures: Arc::new(FailureLog::open(&path).unwrap()),
+        budget: Budget::new(1 << 20),
+        shutdown: shutdown.unwrap_or(rx),
+    };
+    let plan = ItemPlan {
+        item: it,
+        base,
+        trigger,
+    };
+    let report = run_item(
+        Arc::new(src),
+        Arc::new(Tr),
+        sink,
+        &mut lease,
+        plan,
+        &o,
+        &shared,
+    )
+    .await;
+    let log = FailureLog::read(&path).unwrap();
+    Run { report, lease, log }
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(3600)
+}
+
+fn received(sink: &Snk) -> Vec<u64> {
+    let mut got = sink.received.lock().unwrap().clone();
+    got.sort();
+    got
+}
+
+/// The counts of a report match the fates of every live doc up to its cursor, and the
+/// failure log holds exactly the refused and skipped ones.
+fn check_accounting(run: &Run, sink: &Snk, from: u64, refuse_every: Option<u64>) {
+    let p = &run.report.progress;
+    let to = p
+        .cursor
+        .as_ref()
+        .and_then(Position::doc)
+        .map_or(from, |c| c + 1);
+    let want = fates(from, to, refuse_every);
+    assert_eq!(
+        received(sink),
+        want.delivered,
+        "delivered docs are exactly those up to the cursor"
+    );
+    assert_eq!(p.docs, want.delivered.len() as u64);
+    assert_eq!(p.refused, want.refused);
+    assert_eq!(p.skipped, want.skipped);
+    assert_eq!(p.reasons.values().sum::<u64>(), want.refused + want.skipped);
+    assert_eq!(
+        run.log.len() as u64,
+        want.refused + want.skipped,
+        "one failure record each"
+    );
+    let skipped_in_log = run.log.iter().filter(|r| r.stage != Stage::Target).count() as u64;
+    assert_eq!(skipped_in_log, want.skipped);
+    for r in run.log.iter().filter(|r| r.stage != Stage::Target) {
+        let pos = r.position.as_ref().and_then(Position::doc).unwrap();
+        assert!(pos < to, "a skip past the cursor was logged: {r:?}");
+        assert_eq!(r.group.as_deref(), Some("i"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_live_doc_is_delivered_refused_or_skipped_once() {
+    let sink = Arc::new(Snk {
+        jitter_ms: 5,
+        refuse_every: Some(17),
+        ..Snk::default()
+    });
+    let r = go(
+        Src {
+            max_doc: 500,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        far(),
+        opts(4),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Finished),
+        "{:?}",
+        r.report.end
+    );
+    assert_eq!(r.report.progress.cursor, Some(Position::Doc(499)));
+    check_accounting(&r, &sink, 0, Some(17));
+    let p = &r.report.progress;
+    assert!(p.reasons["skipped:no_source"] > 0);
+    assert!(p.reasons["skipped:no_route"] > 0);
+    assert!(p.reasons["refused:document_too_large"] > 0);
+    assert!(p.reasons["refused:mapper_parsing_exception"] > 0);
+    // Checkpoints never go backwards.
+    let cursors: Vec<_> = r
+        .lease
+        .checkpoints
+        .iter()
+        .map(|p| p.cursor.clone())
+        .collect();
+    assert!(cursors.windows(2).all(|w| w[0] <= w[1]), "{cursors:?}");
+}
+
+#[tokio::test]
+async fn resumes_just_after_the_cursor_adds_to_the_counts_and_stops_at_the_item_end() {
+    let sink = Arc::new(Snk::default());
+    let base = Progress {
+        cursor: Some(Position::Doc(150)),
+        docs: 40,
+        refused: 2,
+        skipped: 3,
+        reasons: [("skipped:no_source".to_string(), 3)].into(),
+        ..Progress::default()
+    };
+    let r = go(
+        Src {
+            max_doc: 500,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(Some(99), Some(200)),
+        base,
+        far(),
+        opts(2),
+        None,
+    )
+    .await;
+    assert!(matches!(r.report.end, ItemEnd::Finished));
+    let want = fates(151, 200, None);
+    assert_eq!(received(&sink), want.delivered);
+    let p = &r.report.progress;
+    assert_eq!(p.cursor, Some(Position::Doc(199)));
+    assert_eq!(p.docs, 40 + want.delivered.len() as u64);
+    assert_eq!(p.skipped, 3 + want.skipped);
+    assert_eq!(p.refused, 2 + want.refused);
+}
+
+#[tokio::test]
+async fn an_empty_range_finishes_without_moving_the_cursor() {
+    let sink = Arc::new(Snk::default());
+    let r = go(
+        Src {
+            max_doc: 500,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(Some(599), None),
+        Progress {
+            cursor: Some(Position::Doc(599)),
+            ..Progress::default()
+        },
+        far(),
+        opts(2),
+        None,
+    )
+    .await;
+    assert!(matches!(r.report.end, ItemEnd::Finished));
+    assert_eq!(r.report.progress.cursor, Some(Position::Doc(599)));
+    assert!(sink.received.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trigger_drains_in_flight_batches_and_the_cursor_covers_exactly_what_was_sent() {
+    let sink = Arc::new(Snk {
+        jitter_ms: 20,
+        ..Snk::default()
+    });
+    let trigger = Instant::now() + Duration::from_millis(60);
+    let r = go(
+        Src {
+            max_doc: 100_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        trigger,
+        opts(3),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Triggered),
+        "{:?}",
+        r.report.end
+    );
+    assert!(r.report.progress.cursor.is_some(), "some batches were sent");
+    check_accounting(&r, &sink, 0, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_stop_and_shutdown_finish_in_flight_batches() {
+    for (control, want) in [(Control::Pause, "Paused"), (Control::Stop, "Stopped")] {
+        let sink = Arc::new(Snk {
+            jitter_ms: 10,
+            ..Snk::default()
+        });
+        let lease = Lease {
+            controls: vec![Control::Run, Control::Run, control],
+            ..Lease::default()
+        };
+        let r = go(
+            Src {
+                max_doc: 1_000_000,
+                fail_at: None,
+            },
+            sink.clone(),
+            lease,
+            item(None, None),
+            Progress::default(),
+            far(),
+            opts(4),
+            None,
+        )
+        .await;
+        assert_eq!(format!("{:?}", r.report.end), want);
+        check_accounting(&r, &sink, 0, None);
+    }
+    // SIGTERM: the process's shutdown signal.
+    let sink = Arc::new(Snk {
+        jitter_ms: 10,
+        ..Snk::default()
+    });
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = tx.send(true);
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    });
+    let r = go(
+        Src {
+            max_doc: 1_000_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        far(),
+        opts(4),
+        Some(rx),
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Stopped),
+        "{:?}",
+        r.report.end
+    );
+    check_accounting(&r, &sink, 0, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_error_stops_with_the_cursor_before_the_failed_batch() {
+    for fatal in [false, true] {
+        let sink = Arc::new(Snk {
+            jitter_ms: 3,
+            fail_id: Some(302),
+            fatal,
+            ..Snk::default()
+        });
+        let r = go(
+            Src {
+                max_doc: 1000,
+                fail_at: None,
+            },
+            sink.clone(),
+            Lease::default(),
+            item(None, None),
+            Progress::default(),
+            far(),
+            opts(4),
+            None,
+        )
+        .await;
+        let ItemEnd::Failed(e) = &r.report.end else {
+            panic!("{:?}", r.report.end)
+        };
+        assert_eq!(
+            e.severity,
+            if fatal {
+                Severity::Fatal
+            } else {
+                Severity::Item
+            }
+        );
+        let cursor = r
+            .report
+            .progress
+            .cursor
+            .as_ref()
+            .and_then(Position::doc)
+            .unwrap();
+        assert!(cursor < 302, "cursor {cursor} passed the failed doc");
+        let got: BTreeSet<u64> = sink.received.lock().unwrap().iter().copied().collect();
+        for id in fates(0, cursor + 1, None).delivered {
+            assert!(
+                got.contains(&id),
+                "doc {id} before the cursor was not delivered"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_source_error_stops_with_the_cursor_before_the_bad_doc() {
+    let sink = Arc::new(Snk::default());
+    let r = go(
+        Src {
+            max_doc: 1000,
+            fail_at: Some(500),
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        far(),
+        opts(2),
+        None,
+    )
+    .await;
+    let ItemEnd::Failed(e) = &r.report.end else {
+        panic!("{:?}", r.report.end)
+    };
+    assert_eq!(e.severity, Severity::Item);
+    assert!(e.message.contains("corrupt doc 500"), "{e}");
+    let cursor = r
+        .report
+        .progress
+        .cursor
+        .as_ref()
+        .and_then(Position::doc)
+        .unwrap();
+    assert!(cursor < 500);
+    check_accounting(&r, &sink, 0, None);
+}

@@ -1,0 +1,81 @@
+//! The sink port: where documents go. A sink owns batching and framing (its writer frames
+//! documents into request bodies on the reader thread, and decides when a batch is full),
+//! and sending: concurrency limits, retries, and which documents the target refused. The
+//! pipeline keeps positions, checkpoints and the failure log.
+//!
+//! A new sink implements [`SinkWriter`] (frame, cut) and [`Sink::send`] (deliver one
+//! batch, report refusals); it knows nothing of sources, leases or the store.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::document::Document;
+use crate::error::SinkError;
+
+/// A document a sink will not deliver, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub index: Arc<str>,
+    pub id: String,
+    pub doc_type: Option<Arc<str>>,
+    pub routing: Option<String>,
+    pub delete: bool,
+    /// `mapper_parsing_exception`, `document_too_large`, …
+    pub error_type: String,
+    pub reason: String,
+    /// The target's status for the document (0: refused before sending).
+    pub status: u16,
+    /// Times it was sent.
+    pub attempts: u32,
+    /// Its source as sent, when the sink has it cheaply (empty otherwise).
+    pub source: Bytes,
+}
+
+/// What became of one batch.
+#[derive(Debug, Clone, Default)]
+pub struct Delivered {
+    /// Documents the target acknowledged.
+    pub delivered: u64,
+    /// Bytes sent (request bodies as framed).
+    pub bytes: u64,
+    /// `_source` bytes of the documents.
+    pub source_bytes: u64,
+    /// Documents refused for good.
+    pub refused: Vec<Refusal>,
+}
+
+/// Frames documents into batches (one per reader thread; runs on it).
+pub trait SinkWriter: Send + 'static {
+    type Batch: Send + 'static;
+
+    /// Frames `doc` into the current batch and returns the batch when it is full (this
+    /// document included). `Err`: the document can never be sent; nothing was framed.
+    fn push(&mut self, doc: Document) -> Result<Option<Self::Batch>, Box<Refusal>>;
+
+    /// The partly filled batch, if any.
+    fn finish(&mut self) -> Option<Self::Batch>;
+
+    /// Bytes a batch holds in memory (for the process-wide memory budget).
+    fn size(batch: &Self::Batch) -> usize;
+}
+
+/// Where documents go.
+pub trait Sink: Send + Sync + 'static {
+    type Writer: SinkWriter;
+
+    /// A writer for one item's reader thread.
+    fn writer(&self) -> Self::Writer;
+
+    /// Delivers one batch and returns when every document of it is acknowledged or
+    /// refused for good. An `Err` means the batch's fate is unknown: the pipeline stops
+    /// without moving its cursor past it.
+    fn send(
+        &self,
+        batch: <Self::Writer as SinkWriter>::Batch,
+    ) -> impl Future<Output = Result<Delivered, SinkError>> + Send;
+
+    /// What the sink writes to, for the migration's identity (no secrets).
+    fn identity(&self) -> String;
+}

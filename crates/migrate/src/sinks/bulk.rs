@@ -1,0 +1,157 @@
+//! The cluster sink: documents framed once into `_bulk` bodies by the reader thread, sent
+//! by `cluster::BulkSender` (adaptive concurrency, rate limits, per-item retries).
+
+use cluster::{BulkAction, BulkBody, BulkEncoder, BulkResult, BulkSender, ClusterError, DocMeta};
+
+use crate::document::{Document, Op};
+use crate::error::SinkError;
+use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
+
+/// When a batch is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    pub max_docs: usize,
+    /// Bytes of the framed body (action lines included).
+    pub max_bytes: usize,
+}
+
+impl Default for BatchLimits {
+    fn default() -> Self {
+        BatchLimits {
+            max_docs: 1000,
+            max_bytes: 8 << 20,
+        }
+    }
+}
+
+/// Documents into a cluster through `_bulk`.
+pub struct BulkSink {
+    sender: BulkSender,
+    limits: BatchLimits,
+    target: String,
+}
+
+impl BulkSink {
+    /// `target` names the cluster for the migration identity (a URL without credentials).
+    pub fn new(sender: BulkSender, limits: BatchLimits, target: String) -> Self {
+        BulkSink {
+            sender,
+            limits: BatchLimits {
+                max_docs: limits.max_docs.max(1),
+                max_bytes: limits.max_bytes.max(1),
+            },
+            target,
+        }
+    }
+
+    pub fn sender(&self) -> &BulkSender {
+        &self.sender
+    }
+}
+
+/// Frames documents into one `_bulk` body at a time.
+pub struct BulkWriter {
+    encoder: BulkEncoder,
+    limits: BatchLimits,
+    body: Option<BulkBody>,
+}
+
+impl SinkWriter for BulkWriter {
+    type Batch = BulkBody;
+
+    fn push(&mut self, doc: Document) -> Result<Option<BulkBody>, Box<Refusal>> {
+        let limits = self.limits;
+        // Sized for a full batch: pages are only touched as they are written.
+        let body = self
+            .body
+            .get_or_insert_with(|| BulkBody::with_capacity(limits.max_bytes.min(64 << 20) + 4096));
+        let action = match doc.op {
+            Op::Index => BulkAction::Write,
+            Op::Delete => BulkAction::Delete,
+        };
+        let meta = DocMeta {
+            index: doc.index,
+            id: doc.id,
+            doc_type: doc.doc_type,
+            routing: doc.routing,
+        };
+        if let Err(u) = self.encoder.push(body, action, meta, None, &doc.source) {
+            let cluster::Unframed { meta, error: e } = *u;
+            return Err(Box::new(Refusal {
+                index: meta.index,
+                id: meta.id,
+                doc_type: meta.doc_type,
+                routing: meta.routing,
+                delete: action == BulkAction::Delete,
+                error_type: e.error_type,
+                reason: e.reason,
+                status: e.status,
+                attempts: 0,
+                source: doc.source,
+            }));
+        }
+        if body.docs() >= limits.max_docs || body.bytes() >= limits.max_bytes {
+            return Ok(self.body.take());
+        }
+        Ok(None)
+    }
+
+    fn finish(&mut self) -> Option<BulkBody> {
+        self.body.take().filter(|b| !b.is_empty())
+    }
+
+    fn size(batch: &BulkBody) -> usize {
+        batch.bytes()
+    }
+}
+
+impl Sink for BulkSink {
+    type Writer = BulkWriter;
+
+    fn writer(&self) -> BulkWriter {
+        BulkWriter {
+            encoder: self.sender.encoder().clone(),
+            limits: self.limits,
+            body: None,
+        }
+    }
+
+    async fn send(&self, batch: BulkBody) -> Result<Delivered, SinkError> {
+        let r: BulkResult = self.sender.send_body(batch).await.map_err(sink_error)?;
+        Ok(Delivered {
+            delivered: r.acknowledged(),
+            bytes: r.body_bytes,
+            source_bytes: r.source_bytes,
+            refused: r
+                .refused
+                .into_iter()
+                .map(|x| Refusal {
+                    index: x.meta.index,
+                    id: x.meta.id,
+                    doc_type: x.meta.doc_type,
+                    routing: x.meta.routing,
+                    delete: x.delete,
+                    error_type: x.error.error_type,
+                    reason: x.error.reason,
+                    status: x.error.status,
+                    attempts: x.attempts,
+                    source: x.source,
+                })
+                .collect(),
+        })
+    }
+
+    fn identity(&self) -> String {
+        self.target.clone()
+    }
+}
+
+/// Credentials refused or a configuration that cannot work stop the worker; anything
+/// else fails this item's attempt.
+pub fn sink_error(e: ClusterError) -> SinkError {
+    if e.is_fatal() {
+        SinkError::fatal(e.to_string())
+    } else {
+        SinkError::item(e.to_string())
+    }
+}

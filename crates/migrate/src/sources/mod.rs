@@ -1,0 +1,3 @@
+//! Sources: where documents come from ([`crate::source::Source`] implementations).
+
+pub mod snapshot;

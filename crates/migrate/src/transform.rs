@@ -1,0 +1,203 @@
+//! The transform stage between source and sink: names each document's target index
+//! (type routes for multi-type indices, then renames), keeps its routing, and converts
+//! values where the target needs it. A document with no route is a skip with a reason,
+//! never a warning.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::document::Document;
+use crate::metadata::DocumentRouting;
+
+/// Why the transform could not route a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unroutable {
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+/// Turns a source document into a target document.
+pub trait Transform: Send + Sync + 'static {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable>;
+}
+
+/// Target index names: exact renames first, then a prefix and a suffix for every name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Naming {
+    pub renames: BTreeMap<String, String>,
+    pub prefix: String,
+    pub suffix: String,
+}
+
+impl Naming {
+    /// Parses `OLD=NEW` renames.
+    pub fn parse_renames(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
+        let mut out = BTreeMap::new();
+        for p in pairs {
+            let (old, new) = p
+                .split_once('=')
+                .filter(|(o, n)| !o.is_empty() && !n.is_empty())
+                .ok_or_else(|| format!("rename {p:?}: expected OLD=NEW"))?;
+            if out.insert(old.to_string(), new.to_string()).is_some() {
+                return Err(format!("index {old} is renamed twice"));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The target name of `name`.
+    pub fn target(&self, name: &str) -> String {
+        let base = self.renames.get(name).map_or(name, String::as_str);
+        format!("{}{base}{}", self.prefix, self.suffix)
+    }
+
+    pub fn is_identity(&self) -> bool {
+        self.renames.is_empty() && self.prefix.is_empty() && self.suffix.is_empty()
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Route {
+    Single(Arc<str>),
+    PerType(HashMap<Box<str>, Arc<str>>),
+}
+
+/// The snapshot transform: the routes metadata migration decided (allowlist, merge or
+/// split of mapping types, [`Naming`]), one lookup per document.
+#[derive(Debug, Clone)]
+pub struct Routes {
+    routes: HashMap<Box<str>, Route>,
+}
+
+impl Routes {
+    /// Routes for every index of `indices` that `routing` migrates.
+    pub fn new(routing: &DocumentRouting, indices: &[String]) -> Routes {
+        let mut routes = HashMap::new();
+        for index in indices {
+            let targets = routing.targets_of(index);
+            if targets.is_empty() {
+                continue;
+            }
+            let route = match routing.target_index(index, None) {
+                Some(t) => Route::Single(Arc::from(t)),
+                None => Route::PerType(
+                    routing
+                        .types_of(index)
+                        .into_iter()
+                        .map(|(ty, t)| (Box::from(ty), Arc::from(t)))
+                        .collect(),
+                ),
+            };
+            routes.insert(Box::from(index.as_str()), route);
+        }
+        Routes { routes }
+    }
+}
+
+impl Transform for Routes {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        let target = match self.routes.get(&*doc.index) {
+            None => {
+                return Err(Unroutable {
+                    reason: "no_route",
+                    detail: format!("index {} is not migrated", doc.index),
+                })
+            }
+            Some(Route::Single(t)) => t,
+            Some(Route::PerType(by_type)) => {
+                let ty = doc.doc_type.as_deref().unwrap_or("");
+                by_type.get(ty).ok_or_else(|| Unroutable {
+                    reason: "no_route",
+                    detail: format!(
+                        "mapping type {ty:?} of index {} has no target index",
+                        doc.index
+                    ),
+                })?
+            }
+        };
+        doc.index = target.clone();
+        Ok(())
+    }
+}
+
+/// A transform for sources without mapping types (tables): every group goes to the index
+/// [`Naming`] gives it.
+#[derive(Debug, Clone, Default)]
+pub struct Rename {
+    naming: Naming,
+    cache: HashMap<Box<str>, Arc<str>>,
+}
+
+impl Rename {
+    /// Renames for the groups a plan holds (others are named on the fly).
+    pub fn new(naming: Naming, groups: &[String]) -> Rename {
+        let cache = groups
+            .iter()
+            .map(|g| (Box::from(g.as_str()), Arc::from(naming.target(g))))
+            .collect();
+        Rename { naming, cache }
+    }
+}
+
+impl Transform for Rename {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        if self.naming.is_identity() {
+            return Ok(());
+        }
+        doc.index = match self.cache.get(&*doc.index) {
+            Some(t) => t.clone(),
+            None => Arc::from(self.naming.target(&doc.index)),
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coordination::Position;
+
+    fn doc(index: &str, ty: Option<&str>) -> Document {
+        Document {
+            position: Position::Doc(0),
+            op: Default::default(),
+            index: index.into(),
+            id: "1".into(),
+            doc_type: ty.map(Arc::from),
+            routing: Some("r".into()),
+            source: bytes::Bytes::from_static(b"{}"),
+        }
+    }
+
+    #[test]
+    fn naming_renames_then_affixes() {
+        let n = Naming {
+            renames: Naming::parse_renames(&["logs=events".into()]).unwrap(),
+            prefix: "new-".into(),
+            suffix: "-v2".into(),
+        };
+        assert_eq!(n.target("logs"), "new-events-v2");
+        assert_eq!(n.target("other"), "new-other-v2");
+        assert!(Naming::parse_renames(&["x".into()]).is_err());
+        assert!(Naming::parse_renames(&["a=b".into(), "a=c".into()]).is_err());
+        assert!(Naming::parse_renames(&["=b".into()]).is_err());
+    }
+
+    #[test]
+    fn rename_keeps_routing_and_ids() {
+        let t = Rename::new(
+            Naming {
+                prefix: "p_".into(),
+                ..Naming::default()
+            },
+            &["t".into()],
+        );
+        let mut d = doc("t", None);
+        t.apply(&mut d).unwrap();
+        assert_eq!(&*d.index, "p_t");
+        assert_eq!(d.routing.as_deref(), Some("r"));
+        let mut d = doc("u", None);
+        t.apply(&mut d).unwrap();
+        assert_eq!(&*d.index, "p_u");
+    }
+}

@@ -1,0 +1,174 @@
+//! What the commands that run the engine share: building the snapshot source and its
+//! transform from the flags, running a job with signals, a progress bar and the metrics
+//! endpoint, and turning its report into lines and an exit code. Orchestration lives in
+//! `migrate::Job`; this only builds, calls and renders.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use migrate::metadata::SourceMetadata;
+use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
+use migrate::transform::Routes;
+use migrate::{Job, JobEnd, JobReport, Sink, Source};
+use tokio::sync::watch;
+
+use super::common::{FilterArgs, Progress, SourceArgs, WorkerArgs};
+use crate::exit;
+
+/// A snapshot opened for a migration: its metadata, where each document goes, and the
+/// engine's source and transform over it.
+pub struct SnapshotMigration {
+    pub metadata: SourceMetadata,
+    pub source: Arc<SnapshotSource>,
+    pub transform: Arc<Routes>,
+}
+
+/// Opens the snapshot and builds the source and the transform (blocking reads; runs on a
+/// blocking thread).
+pub async fn open_snapshot(
+    source: &SourceArgs,
+    filter: &FilterArgs,
+    worker: Option<&WorkerArgs>,
+) -> anyhow::Result<SnapshotMigration> {
+    let (source, filter) = (source.clone(), filter.clone());
+    let opts = SnapshotOptions {
+        split_docs: worker.map(|w| w.split_docs),
+        verify_checksums: worker.is_none_or(|w| !w.no_verify_checksums),
+    };
+    tokio::task::spawn_blocking(move || -> anyhow::Result<SnapshotMigration> {
+        let snap = source.open()?;
+        let (metadata, routing) = filter.routing(&snap)?;
+        let indices: Vec<String> = snap
+            .index_names()
+            .into_iter()
+            .filter(|n| routing.includes(n))
+            .collect();
+        let transform = Arc::new(Routes::new(&routing, &indices));
+        Ok(SnapshotMigration {
+            metadata,
+            source: Arc::new(SnapshotSource::new(snap, indices, opts)),
+            transform,
+        })
+    })
+    .await
+    .context("opening the snapshot")?
+}
+
+/// A signal that becomes `true` on SIGTERM or SIGINT: workers finish their in-flight
+/// batches, checkpoint and release their items. A second signal, or 60 s without
+/// finishing, ends the process with the "stopped" code at once.
+pub fn shutdown_signal() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("cannot listen for SIGTERM: {e}");
+                    return;
+                }
+            };
+        let first = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+        };
+        tracing::warn!(
+            "{first}: finishing the batches in flight, checkpointing and releasing work items"
+        );
+        let _ = tx.send(true);
+        tokio::select! {
+            _ = term.recv() => tracing::error!("second signal: exiting now"),
+            _ = tokio::signal::ctrl_c() => tracing::error!("second signal: exiting now"),
+            _ = tokio::time::sleep(Duration::from_secs(60)) => {
+                tracing::error!("still not stopped after 60 s: exiting now")
+            }
+        }
+        std::process::exit(i32::from(exit::STOPPED));
+    });
+    rx
+}
+
+/// Runs `job` with the worker's metrics endpoint, progress bar and the shutdown signal.
+pub async fn drive<S: Source, K: Sink>(
+    job: Job<S, K>,
+    worker: &WorkerArgs,
+) -> anyhow::Result<JobReport> {
+    let job = job.shutdown_on(shutdown_signal());
+    let metrics = job.metrics().clone();
+    worker.serve_metrics(&metrics);
+    let bar = Progress::start(!worker.no_progress, job.totals(), metrics);
+    let result = job.run().await;
+    if let Some(b) = bar {
+        b.finish();
+    }
+    Ok(result?)
+}
+
+/// What the command was, for the exit code of a finished migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `rfs run`: the migration is the point.
+    Run,
+    /// `rfs documents`: a worker that found nothing to do says so (exit 3).
+    Documents,
+}
+
+/// Prints the outcome and returns the exit code.
+pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
+    match report.end {
+        JobEnd::LeasedElsewhere => return Ok(exit::LEASED_ELSEWHERE),
+        JobEnd::Stopped => {
+            crate::say!(
+                "stopped: this process delivered {} documents; its items are checkpointed",
+                report.delivered
+            );
+            return Ok(exit::STOPPED);
+        }
+        JobEnd::ItemLimit => return Ok(exit::OK),
+        JobEnd::Finished => {}
+    }
+    let Some(status) = &report.status else {
+        return Ok(exit::OK);
+    };
+    if !status.failures.is_empty() {
+        for f in &status.failures {
+            crate::say!(
+                "FAILED {} (index {}, part {}): {}",
+                f.id,
+                f.group,
+                f.part,
+                f.last_error
+            );
+        }
+        anyhow::bail!(
+            "{} work item(s) FAILED; see above and `rfs status`",
+            status.failures.len()
+        );
+    }
+    crate::say!(
+        "migration finished: {} documents delivered, {} refused by the target, {} skipped, in {} work items ({} delivered by this process)",
+        status.docs_done,
+        status.docs_refused,
+        status.docs_skipped,
+        status.items.done,
+        report.delivered
+    );
+    let undelivered = status.docs_refused + status.docs_skipped;
+    if undelivered > 0 {
+        for (reason, n) in &status.reasons {
+            crate::say!("  {n} {reason}");
+        }
+        crate::say!(
+            "{undelivered} documents were not delivered: see the failure logs and `rfs status`; `rfs redrive` sends refused ones again once the cause is fixed"
+        );
+    }
+    if role == Role::Documents && report.batches == 0 {
+        return Ok(exit::NO_WORK_LEFT);
+    }
+    Ok(if undelivered > 0 {
+        exit::NOT_DELIVERED
+    } else {
+        exit::OK
+    })
+}

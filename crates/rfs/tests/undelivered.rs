@@ -1,0 +1,178 @@
+//! Documents that are not delivered are never lost from view: a mapping type left out
+//! (skipped by the transform) and a document the target refuses are both in the failure
+//! log with their reason, counted per reason in the store and by `rfs status`, make the run
+//! exit 7, and are accounted for by `rfs verify`; `rfs redrive` delivers the refused one
+//! once the target accepts it. Real ES 5.6 snapshot (two mapping types) into the test server.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use testkit::server::{Faults, ServerConfig, TestServer};
+
+fn rfs() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rfs"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("RFS_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("NO_COLOR", "1").stdin(Stdio::null());
+    c
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn fixture(test: &str) -> Option<PathBuf> {
+    let root = testkit::fixtures::require_fixtures(test)?;
+    Some(root.join("snapshots").join("ES_5_6_Updates_Deletes"))
+}
+
+fn source_of(repo: &Path, id: &str) -> Value {
+    let text = std::fs::read_to_string(repo.with_extension("expected.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let docs = &v["snapshots"]["rfs_snapshot"]["indices"]["test_updates_deletes"]["documents"];
+    let doc = docs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["_id"] == id)
+        .unwrap();
+    serde_json::from_str(doc["_source"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn skipped_and_refused_documents_are_logged_counted_verified_and_redriven() {
+    let Some(repo) = fixture("skipped_and_refused_documents") else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    server.set_faults(Faults {
+        failing_ids: ["updateddoc".to_string()].into(),
+        bulk_only: true,
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("state.db").display());
+    let log = dir.path().join("failures.jsonl");
+    let out = rfs()
+        .arg("run")
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--snapshot", "rfs_snapshot", "--target", &server.url()])
+        .args(["--store", &store])
+        .arg("--failure-log")
+        .arg(&log)
+        .args([
+            "--type-route",
+            "test_updates_deletes/type1=",
+            "--no-progress",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 skipped:no_route"), "{stderr}");
+    assert!(
+        stderr.contains("1 refused:mapper_parsing_exception"),
+        "{stderr}"
+    );
+
+    // The target holds exactly the one deliverable document.
+    let held = server.documents("test_updates_deletes");
+    assert_eq!(
+        held.keys().cloned().collect::<Vec<_>>(),
+        ["unchangeddoc"],
+        "{held:?}"
+    );
+    assert_eq!(held["unchangeddoc"], source_of(&repo, "unchangeddoc"));
+
+    // The failure log names both, with the stage and the reason.
+    let records = migrate::FailureLog::read(&log).unwrap();
+    assert_eq!(records.len(), 2, "{records:?}");
+    let skipped = records.iter().find(|r| r.id == "complexdoc").unwrap();
+    assert_eq!(skipped.stage, migrate::Stage::Transform);
+    assert_eq!(skipped.error_type, "no_route");
+    assert_eq!(skipped.doc_type.as_deref(), Some("type1"));
+    assert!(skipped.position.is_some());
+    let refused = records.iter().find(|r| r.id == "updateddoc").unwrap();
+    assert_eq!(refused.stage, migrate::Stage::Target);
+    assert_eq!(refused.error_type, "mapper_parsing_exception");
+    let kept: Value = serde_json::from_str(refused.source.as_ref().unwrap().get()).unwrap();
+    assert_eq!(kept, source_of(&repo, "updateddoc"));
+
+    // The store counts them; `rfs status` says so plainly.
+    let st = rfs()
+        .args(["status", "--json", "--store", &store])
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(0), "{}", show(&st));
+    let v: Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(v["finished"], true);
+    assert_eq!(
+        (&v["docs_done"], &v["docs_refused"], &v["docs_skipped"]),
+        (&Value::from(1), &Value::from(1), &Value::from(1))
+    );
+    assert_eq!(v["undelivered_by_reason"]["skipped:no_route"], 1);
+    assert_eq!(
+        v["undelivered_by_reason"]["refused:mapper_parsing_exception"],
+        1
+    );
+    let text = rfs().args(["status", "--store", &store]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("NOT DELIVERED: 2 documents"), "{text}");
+
+    let verify = |extra: &[&str]| {
+        rfs()
+            .arg("verify")
+            .arg("--repo")
+            .arg(&repo)
+            .args(["--snapshot", "rfs_snapshot", "--target", &server.url()])
+            .args(["--type-route", "test_updates_deletes/type1=", "--all"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // Without the failure log the refused document is unaccounted for: a mismatch.
+    let v1 = verify(&[]);
+    assert_eq!(v1.status.code(), Some(6), "{}", show(&v1));
+    // With it, every live document is accounted for; the skipped one is listed.
+    let v2 = verify(&["--failure-log", log.to_str().unwrap()]);
+    assert_eq!(v2.status.code(), Some(0), "{}", show(&v2));
+    let report = String::from_utf8_lossy(&v2.stdout);
+    assert!(
+        report.contains("1 of 3 live documents are not expected"),
+        "{report}"
+    );
+    assert!(report.contains("complexdoc (no_route"), "{report}");
+
+    // The cause is fixed: `rfs redrive` delivers the refused document.
+    server.set_faults(Faults::default());
+    let rd = rfs()
+        .arg("redrive")
+        .arg("--failure-log")
+        .arg(&log)
+        .args(["--target", &server.url()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(rd.status.code(), Some(0), "{}", show(&rd));
+    assert!(String::from_utf8_lossy(&rd.stderr).contains("1 documents delivered"));
+    let held = server.documents("test_updates_deletes");
+    assert_eq!(
+        held.keys().cloned().collect::<BTreeSet<_>>(),
+        ["unchangeddoc".to_string(), "updateddoc".to_string()].into()
+    );
+    assert_eq!(held["updateddoc"], source_of(&repo, "updateddoc"));
+    let v3 = verify(&[]);
+    assert_eq!(v3.status.code(), Some(0), "{}", show(&v3));
+}
