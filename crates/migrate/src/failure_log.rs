@@ -88,10 +88,11 @@ pub struct FailureRecord {
     pub source: Option<Box<RawValue>>,
 }
 
-/// An append-only JSON-lines file shared by every item worker of a process.
+/// An append-only JSON-lines file shared by every item worker of a process. The file is
+/// created with the first record: a run without failures leaves none behind.
 pub struct FailureLog {
     path: PathBuf,
-    file: Mutex<BufWriter<File>>,
+    file: Mutex<Option<BufWriter<File>>>,
     written: AtomicU64,
     include_source: bool,
 }
@@ -106,7 +107,8 @@ impl std::fmt::Debug for FailureLog {
 }
 
 impl FailureLog {
-    /// Open (creating it and its directory if needed) for appending.
+    /// Prepare appending to `path`: its directory is created now (so a path that cannot
+    /// be written fails at once), the file itself with the first record.
     pub fn open(path: impl Into<PathBuf>) -> Result<FailureLog, FailureLogError> {
         let path = path.into();
         let err = |source| FailureLogError {
@@ -116,14 +118,15 @@ impl FailureLog {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(err)?;
+        if path.is_dir() {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "the failure log path is a directory",
+            )));
+        }
         Ok(FailureLog {
             path,
-            file: Mutex::new(BufWriter::new(file)),
+            file: Mutex::new(None),
             written: AtomicU64::new(0),
             include_source: false,
         })
@@ -157,7 +160,18 @@ impl FailureLog {
             path: self.path.clone(),
             source,
         };
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let file = match &mut *guard {
+            Some(f) => f,
+            slot => {
+                let f = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.path)
+                    .map_err(err)?;
+                slot.insert(BufWriter::new(f))
+            }
+        };
         for r in records {
             serde_json::to_writer(&mut *file, r).map_err(|e| err(e.into()))?;
             file.write_all(b"\n").map_err(err)?;
@@ -168,13 +182,18 @@ impl FailureLog {
         Ok(())
     }
 
-    /// Read a failure log back (for reports, re-drives and tests).
+    /// Read a failure log back (for reports, re-drives and tests). A log that was never
+    /// created holds no records (the file appears with the first failure).
     pub fn read(path: &Path) -> Result<Vec<FailureRecord>, FailureLogError> {
         let err = |source| FailureLogError {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::open(path).map_err(err)?;
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(err(e)),
+        };
         let mut out = Vec::new();
         for (n, line) in BufReader::new(file).lines().enumerate() {
             let line = line.map_err(err)?;

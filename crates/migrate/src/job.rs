@@ -257,6 +257,13 @@ impl<S: Source, K: Sink> Job<S, K> {
         } else {
             JobEnd::ItemLimit
         };
+        if end == JobEnd::LeasedElsewhere {
+            // The last items may have been finished by this process's other item workers
+            // after this one looked: then the migration is over, not leased elsewhere.
+            if let Ok(KeeperStep::Finished(status)) = coord.keeper_step().await {
+                return Ok(self.report(JobEnd::Finished, totals, Some(status)));
+            }
+        }
         if end != JobEnd::Finished {
             // Let another worker take the keeper role at once rather than at expiry.
             if let Err(e) = coord.resign_keeper().await {

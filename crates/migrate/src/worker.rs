@@ -105,11 +105,19 @@ pub async fn run_worker<S: Source, K: Sink>(
             Acquired::Lease(l) => l,
             Acquired::NoWorkLeft => return Ok(WorkerExit::NoWorkLeft),
             Acquired::AllLeasedElsewhere { wait, .. } => {
-                if !opts.wait_for_leases {
+                // Items held by this process's other item workers end here, or hand off
+                // successors this worker can take: only leases of other processes are
+                // "elsewhere".
+                let siblings_busy = shared.metrics.leases_held.load(Ordering::Relaxed) > 0;
+                if !opts.wait_for_leases && !siblings_busy {
                     return Ok(WorkerExit::LeasedElsewhere);
                 }
-                sleep_unless_shutdown(wait.clamp(Duration::from_millis(50), opts.poll), shared)
-                    .await;
+                let most = if siblings_busy {
+                    opts.poll.min(Duration::from_millis(250))
+                } else {
+                    opts.poll
+                };
+                sleep_unless_shutdown(wait.clamp(Duration::from_millis(50), most), shared).await;
                 continue;
             }
         };
