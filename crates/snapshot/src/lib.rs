@@ -28,6 +28,7 @@ pub mod object;
 pub mod reader;
 pub mod repository;
 pub mod shard;
+pub mod shard_paths;
 pub mod uri;
 pub mod write;
 pub mod xcontent;
@@ -36,11 +37,12 @@ pub use blob::{BlobMeta, BlobStore, LocalStore};
 pub use document::EsDocument;
 pub use error::{Error, Result};
 pub use metadata::{
-    FileInfo, GlobalMetadata, IndexMetadata, RepositoryData, ShardFailure, ShardSnapshot,
-    SnapshotInfo, SnapshotState, TemplateKind, TypeMapping, Version,
+    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, RepositoryData, ShardFailure,
+    ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind, TypeMapping, Version,
 };
 pub use object::ObjectStoreBlobs;
 pub use reader::{ReadOptions, ShardReader, ShardStats, SkipReason, SkippedDocument};
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
+pub use shard_paths::ShardPathType;
 pub use uri::{open_store, StoreOptions};
