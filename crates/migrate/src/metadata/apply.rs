@@ -60,6 +60,22 @@ pub async fn migrate(
 ) -> Result<Report, MetadataError> {
     let mut report = evaluate(source, client, options).await?;
     report.mode = "migrate";
+    if report.is_blocked() {
+        // Blocking conversions are reported before anything is created: a half-created
+        // set of templates and indices would be worse than none.
+        let blocked = report.summary().blocked;
+        tracing::error!(
+            "{blocked} item(s) BLOCKED by conversions the target cannot hold: nothing is created"
+        );
+        for item in &mut report.items {
+            if item.action == Action::Create {
+                item.reasons.push(format!(
+                    "not created: {blocked} item(s) are BLOCKED (see BLOCKING)"
+                ));
+            }
+        }
+        return Ok(report);
+    }
     for item in &mut report.items {
         if item.action == Action::Create {
             create(item, client).await;

@@ -9,6 +9,7 @@ use super::build::{index_is_system, index_types, split_index_name, Options};
 use super::filter::{decide, Decision};
 use super::mappings::MultiTypeMode;
 use super::source::SourceMetadata;
+use crate::vectors::{self, VectorField};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
@@ -18,20 +19,41 @@ enum Route {
     PerType(BTreeMap<String, String>),
 }
 
-/// Source index (and type) → target index.
+/// Source index (and type) → target index, and the values to rewrite on the way.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DocumentRouting {
     routes: BTreeMap<String, Route>,
+    /// Source index → its `dense_vector` fields (whose string values become arrays).
+    vector_fields: BTreeMap<String, Vec<VectorField>>,
 }
 
 impl DocumentRouting {
     /// The routing for `source` under `options`: excluded indices have no route.
     pub fn new(source: &SourceMetadata, options: &Options) -> Self {
         let mut routes = BTreeMap::new();
+        let mut by_index = BTreeMap::new();
         for index in &source.indices {
-            if let Decision::Exclude(_) =
-                decide(&options.indices, &index.name, index_is_system(index))
-            {
+            // A backing index follows its data stream's name (`.ds-…` names are hidden).
+            let included = match source.data_stream_of(&index.name) {
+                Some(ds) => {
+                    matches!(
+                        decide(&options.indices, &ds.name, ds.system),
+                        Decision::Include(_)
+                    ) || matches!(
+                        decide(
+                            &options.indices,
+                            &index.name,
+                            index_is_system(index) && ds.system
+                        ),
+                        Decision::Include(_)
+                    )
+                }
+                None => matches!(
+                    decide(&options.indices, &index.name, index_is_system(index)),
+                    Decision::Include(_)
+                ),
+            };
+            if !included {
                 continue;
             }
             let types = index_types(index).unwrap_or_default();
@@ -59,8 +81,30 @@ impl DocumentRouting {
                 Route::Single(naming.target(&index.name))
             };
             routes.insert(index.name.clone(), route);
+            let mut vectors: Vec<VectorField> = super::mappings::typed(
+                index
+                    .metadata
+                    .get("mappings")
+                    .unwrap_or(&serde_json::Value::Null),
+            )
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|(_, m)| vectors::vector_fields(m))
+            .collect();
+            vectors.dedup();
+            if !vectors.is_empty() {
+                by_index.insert(index.name.clone(), vectors);
+            }
         }
-        DocumentRouting { routes }
+        DocumentRouting {
+            routes,
+            vector_fields: by_index,
+        }
+    }
+
+    /// The `dense_vector` fields of `index` in the snapshot's mapping.
+    pub fn vector_fields(&self, index: &str) -> &[VectorField] {
+        self.vector_fields.get(index).map_or(&[], Vec::as_slice)
     }
 
     /// The target index for a document of `index` with mapping type `doc_type` (ES ≤ 6

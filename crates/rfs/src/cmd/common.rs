@@ -206,6 +206,33 @@ pub struct FilterArgs {
         value_name = "TEXT"
     )]
     pub index_suffix: String,
+    /// The k-NN engine of vector fields converted for OpenSearch (`dense_vector` →
+    /// `knn_vector`, or an engine the target refuses). Default: by target version — lucene
+    /// on OpenSearch 2.2+ (faiss for inner product before 2.13), nmslib before 2.2, never
+    /// nmslib on 3.x. A field the chosen engine cannot hold on the target is BLOCKED.
+    #[arg(long, env = "RFS_KNN_ENGINE", value_enum, value_name = "ENGINE")]
+    pub knn_engine: Option<KnnEngineArg>,
+}
+
+/// `--knn-engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KnnEngineArg {
+    /// Lucene's HNSW (OpenSearch 2.2+): filtering during search, smaller deployments.
+    Lucene,
+    /// Faiss (HNSW, quantization, binary vectors): large deployments.
+    Faiss,
+    /// NMSLIB (deprecated; refused for new indices by OpenSearch 3).
+    Nmslib,
+}
+
+impl From<KnnEngineArg> for migrate::metadata::KnnEngine {
+    fn from(e: KnnEngineArg) -> Self {
+        match e {
+            KnnEngineArg::Lucene => migrate::metadata::KnnEngine::Lucene,
+            KnnEngineArg::Faiss => migrate::metadata::KnnEngine::Faiss,
+            KnnEngineArg::Nmslib => migrate::metadata::KnnEngine::Nmslib,
+        }
+    }
 }
 
 /// `--multi-type`.
@@ -238,6 +265,10 @@ impl FilterArgs {
             naming: self.naming()?,
             type_routes: migrate::metadata::Options::parse_type_routes(&self.type_route)
                 .map_err(anyhow::Error::msg)?,
+            convert: migrate::metadata::ConvertOptions {
+                knn_engine: self.knn_engine.map(Into::into),
+            },
+            ..Default::default()
         })
     }
 

@@ -9,7 +9,7 @@
 // numbers or base 64), `_source` (JSON, stored), `_seq_no` / `_primary_term` / `_version`
 // doc values, and its `embedding` indexed as a Lucene float vector (HNSW, cosine), as an
 // Elasticsearch 8 `dense_vector` field with `index: true` is. `_source` holds the vector
-// as a JSON array, a byte vector as a hexadecimal string (the form Elasticsearch 8.14+
+// as a JSON array, an `@timestamp` (so the documents fit a data stream), a byte vector as a hexadecimal string (the form Elasticsearch 8.14+
 // accepts for `element_type: byte`), a `flattened` object, a `match_only_text` field,
 // an `unsigned_long` above 2^63 and a `version` string. Every third document is updated
 // once (the old version soft-deleted, as Elasticsearch does). Standard output: the live
@@ -72,7 +72,8 @@ public class MakeVectorIndex {
         }
         String w1 = WORDS[r.nextInt(WORDS.length)];
         String w2 = WORDS[r.nextInt(WORDS.length)];
-        return "{\"title\":\"" + w1 + " " + w2 + "\",\"embedding\":[" + vec + "]"
+        return "{\"@timestamp\":\"2024-01-01T00:00:" + String.format(Locale.ROOT, "%02d", r.nextInt(60)) + ".000Z\""
+            + ",\"title\":\"" + w1 + " " + w2 + "\",\"embedding\":[" + vec + "]"
             + ",\"byte_embedding\":\"" + hex + "\""
             + ",\"labels\":{\"team\":\"" + w2 + "\",\"priority\":\"p" + r.nextInt(4) + "\"}"
             + ",\"body\":\"" + w1 + " " + w2 + " " + w1 + "\""

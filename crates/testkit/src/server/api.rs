@@ -26,6 +26,7 @@ use super::state::{
     check_mappings, check_settings, flatten_settings, glob, merge, nest_settings, OpKind,
     SnapshotRecord, State, WriteOp, Written,
 };
+use super::version::Dialect;
 use super::{Faults, Shared};
 
 type Resp = Response<Full<Bytes>>;
@@ -1456,7 +1457,7 @@ fn get_settings(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
 fn put_settings(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
     let body = c.json()?;
     let flat = flatten_settings(body.get("settings").unwrap_or(&body))?;
-    check_settings(&flat)?;
+    check_settings(&flat, &c.shared.dialect)?;
     let static_keys: Vec<&String> = flat
         .keys()
         .filter(|k| {
@@ -1664,9 +1665,9 @@ fn select<'a>(t: &'a BTreeMap<String, Value>, name: &str) -> Vec<(&'a String, &'
         .collect()
 }
 
-fn normalized_settings(v: Option<&Value>) -> Result<Value, EsError> {
+fn normalized_settings(v: Option<&Value>, d: &Dialect) -> Result<Value, EsError> {
     let flat = flatten_settings(v.unwrap_or(&Value::Null))?;
-    check_settings(&flat)?;
+    check_settings(&flat, d)?;
     Ok(nest_settings(&flat))
 }
 
@@ -1689,7 +1690,7 @@ fn put_legacy_template(c: &Ctx<'_>, name: &str) -> Result<Resp, EsError> {
     t.insert("index_patterns".into(), Value::Array(patterns));
     t.insert(
         "settings".into(),
-        normalized_settings(body.get("settings"))?,
+        normalized_settings(body.get("settings"), d)?,
     );
     let mappings = match body.get("mappings") {
         Some(m) => check_mappings(name, m, d, c.include_type_name())?.0,
@@ -1732,7 +1733,7 @@ fn checked_template_part(c: &Ctx<'_>, name: &str, body: &Value) -> Result<Value,
             return Err(EsError::parse("[template] must be an object"));
         }
         if tpl.get("settings").is_some() {
-            tpl["settings"] = normalized_settings(tpl.get("settings"))?;
+            tpl["settings"] = normalized_settings(tpl.get("settings"), &c.shared.dialect)?;
         }
         if let Some(m) = tpl.get("mappings") {
             tpl["mappings"] = check_mappings(name, m, &c.shared.dialect, None)?.0;

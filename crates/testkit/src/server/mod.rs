@@ -28,6 +28,7 @@
 mod api;
 mod bulk;
 mod error;
+mod fields;
 mod filter;
 mod query;
 mod state;

@@ -208,6 +208,7 @@ impl Index {
         };
         match op.kind {
             OpKind::Create | OpKind::Index => {
+                super::fields::check_document(&self.mappings, &op.source)?;
                 if matches!(op.kind, OpKind::Create) {
                     if let Some(d) = current {
                         return Err(conflict(
@@ -421,8 +422,12 @@ const PRIVATE_SETTINGS: &[&str] = &[
     "index.routing_num_shards",
 ];
 
-pub(crate) fn check_settings(flat: &BTreeMap<String, Value>) -> Result<(), EsError> {
+pub(crate) fn check_settings(
+    flat: &BTreeMap<String, Value>,
+    dialect: &Dialect,
+) -> Result<(), EsError> {
     for k in flat.keys() {
+        super::fields::check_setting(k, dialect)?;
         if PRIVATE_SETTINGS.contains(&k.as_str()) || k.starts_with("index.version.") {
             return Err(EsError::bad_request(format!(
                 "private index setting [{k}] can not be set explicitly"
@@ -455,7 +460,7 @@ fn mapper_error(reason: String) -> EsError {
     EsError::new(400, "mapper_parsing_exception", reason)
 }
 
-fn check_properties(props: &Value, path: &str) -> Result<(), EsError> {
+fn check_properties(props: &Value, path: &str, dialect: &Dialect) -> Result<(), EsError> {
     let Some(m) = props.as_object() else {
         return Ok(());
     };
@@ -465,22 +470,18 @@ fn check_properties(props: &Value, path: &str) -> Result<(), EsError> {
         } else {
             format!("{path}.{name}")
         };
-        if field.get("type").and_then(Value::as_str) == Some("string") {
-            return Err(mapper_error(format!(
-                "No handler for type [string] declared on field [{name}]"
-            )));
-        }
+        super::fields::check_field(name, &full, field, dialect)?;
         if let Some(p) = field.get("properties") {
-            check_properties(p, &full)?;
+            check_properties(p, &full, dialect)?;
         }
         if let Some(f) = field.get("fields") {
-            check_properties(f, &full)?;
+            check_properties(f, &full, dialect)?;
         }
     }
     Ok(())
 }
 
-fn check_root_mapping(root: &Value, typed: bool) -> Result<(), EsError> {
+fn check_root_mapping(root: &Value, typed: bool, dialect: &Dialect) -> Result<(), EsError> {
     let Some(m) = root.as_object() else {
         return Err(mapper_error(
             "Failed to parse mapping: expected an object".into(),
@@ -507,7 +508,7 @@ fn check_root_mapping(root: &Value, typed: bool) -> Result<(), EsError> {
         )));
     }
     if let Some(p) = m.get("properties") {
-        check_properties(p, "")?;
+        check_properties(p, "", dialect)?;
     }
     Ok(())
 }
@@ -539,7 +540,7 @@ pub(crate) fn check_mappings(
                     dialect.number
                 )));
             }
-            check_root_mapping(mappings, true)?;
+            check_root_mapping(mappings, true, dialect)?;
             return Ok((json!({ "_doc": mappings }), Some("_doc".into())));
         }
         if m.len() > 1 {
@@ -550,15 +551,15 @@ pub(crate) fn check_mappings(
             )));
         }
         let (t, body) = m.iter().next().expect("one entry");
-        check_root_mapping(body, true)?;
+        check_root_mapping(body, true, dialect)?;
         return Ok((mappings.clone(), Some(t.clone())));
     }
     if include_type_name == Some(true) && m.len() == 1 && !looks_typeless {
         let body = m.values().next().expect("one entry");
-        check_root_mapping(body, false)?;
+        check_root_mapping(body, false, dialect)?;
         return Ok((body.clone(), None));
     }
-    check_root_mapping(mappings, false)?;
+    check_root_mapping(mappings, false, dialect)?;
     Ok((mappings.clone(), None))
 }
 
@@ -687,7 +688,7 @@ impl State {
             }
         }
         let req_settings = flatten_settings(body.get("settings").unwrap_or(&Value::Null))?;
-        check_settings(&req_settings)?;
+        check_settings(&req_settings, dialect)?;
         let (tpl_settings, mut mappings, mut aliases) = self.template_defaults(name);
         let mut settings = flatten_settings(&tpl_settings)?;
         settings.extend(req_settings);
