@@ -223,8 +223,55 @@ fn es8_snapshot_with_vectors_migrates_into_osmem() {
     let p = &m[VECTORS]["mappings"]["properties"];
     assert_eq!(p["embedding"]["type"], "knn_vector");
     assert_eq!(p["embedding"]["method"]["engine"], "lucene");
-    assert_eq!(p["byte_embedding"]["data_type"], "byte");
+    // osmem writes the data type in capitals
+    assert_eq!(
+        p["byte_embedding"]["data_type"]
+            .as_str()
+            .map(str::to_lowercase),
+        Some("byte".into())
+    );
     assert_eq!(p["labels"]["type"], "flat_object");
     assert_eq!(p["body"]["type"], "match_only_text");
     assert_eq!(p["counter"]["type"], "unsigned_long");
+}
+
+#[test]
+fn evaluate_shows_every_conversion_before_and_after() {
+    let repo = tempfile::tempdir().unwrap();
+    write_es8_repository(repo.path());
+    let server = TestServer::start(ServerConfig::opensearch("2.11.1"));
+    let out = Command::new(env!("CARGO_BIN_EXE_rfs"))
+        .env_remove("RFS_CONFIG")
+        .args([
+            "--quiet",
+            "metadata",
+            "evaluate",
+            "--snapshot",
+            SNAPSHOT,
+            "--target",
+            &server.url(),
+        ])
+        .arg("--repo")
+        .arg(repo.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "convert [dense_vector_to_knn_vector] embedding:",
+        "convert [dense_vector_to_knn_vector] byte_embedding:",
+        "convert [flattened_to_flat_object] labels:",
+        "convert [match_only_text_to_text] body:",
+        "convert [version_to_keyword] release:",
+        "before: {\"dims\":4",
+        "after:  {\"dimension\":4",
+        "backing index of data stream logs-app-default",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    assert!(server.write_requests().is_empty(), "evaluate wrote");
 }
