@@ -116,7 +116,7 @@ fn decode(s: &str, element: VectorElement) -> Option<Vec<Value>> {
     match element {
         VectorElement::Byte => {
             let s = s.trim();
-            if s.len() % 2 != 0 || s.is_empty() {
+            if !s.len().is_multiple_of(2) || s.is_empty() {
                 return None;
             }
             let bytes = s.as_bytes();
@@ -132,7 +132,7 @@ fn decode(s: &str, element: VectorElement) -> Option<Vec<Value>> {
             let raw = base64::engine::general_purpose::STANDARD
                 .decode(s.trim())
                 .ok()?;
-            if raw.is_empty() || raw.len() % 4 != 0 {
+            if raw.is_empty() || !raw.len().is_multiple_of(4) {
                 return None;
             }
             raw.chunks_exact(4)
@@ -179,7 +179,7 @@ fn rewrite(v: &mut Value, path: &[String], element: VectorElement) -> bool {
                     rewrite(child, rest, element)
                 };
             }
-            if rest.len() > 0 {
+            if !rest.is_empty() {
                 let joined = path.join(".");
                 if let Some(child @ Value::String(_)) = o.get_mut(joined.as_str()) {
                     if let Value::String(s) = child {

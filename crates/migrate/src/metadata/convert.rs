@@ -341,9 +341,8 @@ pub fn convert_mapping(
     if let Some(Value::Array(templates)) = root.get_mut("dynamic_templates") {
         let mut kept = Vec::new();
         for tpl in templates.drain(..) {
-            match convert_dynamic_template(tpl, ctx, notes) {
-                Some(t) => kept.push(t),
-                None => {}
+            if let Some(t) = convert_dynamic_template(tpl, ctx, notes) {
+                kept.push(t);
             }
         }
         *templates = kept;
@@ -415,7 +414,10 @@ fn convert_properties(
 
 /// Field types by where they exist: (type, Elasticsearch since, OpenSearch since); `None`
 /// = never there.
-const TYPE_SUPPORT: &[(&str, Option<(u32, u32)>, Option<(u32, u32)>)] = &[
+/// A release line (major, minor) since which a type exists; `None` = never.
+type Since = Option<(u32, u32)>;
+
+const TYPE_SUPPORT: &[(&str, Since, Since)] = &[
     ("dense_vector", Some((7, 0)), None),
     ("knn_vector", None, Some((1, 0))),
     ("flattened", Some((7, 3)), None),

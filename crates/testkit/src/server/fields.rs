@@ -51,7 +51,10 @@ const COMMON: &[&str] = &[
 ];
 
 /// (type, Elasticsearch since, OpenSearch since); `None` = never.
-const VERSIONED: &[(&str, Option<(u32, u32)>, Option<(u32, u32)>)] = &[
+/// A release line (major, minor) since which a type exists; `None` = never.
+type Since = Option<(u32, u32)>;
+
+const VERSIONED: &[(&str, Since, Since)] = &[
     ("dense_vector", Some((7, 0)), None),
     ("knn_vector", None, Some((1, 0))),
     ("flattened", Some((7, 3)), None),
