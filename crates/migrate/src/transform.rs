@@ -3,7 +3,7 @@
 //! values where the target needs it (string-encoded vectors become arrays: see
 //! [`crate::vectors`]). A document with no route is a skip with a reason, never a warning.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::document::{Document, Op};
@@ -70,6 +70,8 @@ enum Route {
 pub struct Routes {
     routes: HashMap<Box<str>, Route>,
     vectors: HashMap<Box<str>, Arc<[VectorField]>>,
+    /// Source indices written with `create` (their target is a data stream).
+    create_only: HashSet<Box<str>>,
 }
 
 impl Routes {
@@ -77,7 +79,11 @@ impl Routes {
     pub fn new(routing: &DocumentRouting, indices: &[String]) -> Routes {
         let mut routes = HashMap::new();
         let mut vectors = HashMap::new();
+        let mut create_only = HashSet::new();
         for index in indices {
+            if routing.create_only(index) {
+                create_only.insert(Box::from(index.as_str()));
+            }
             let fields = routing.vector_fields(index);
             if !fields.is_empty() {
                 vectors.insert(Box::from(index.as_str()), Arc::from(fields));
@@ -98,7 +104,11 @@ impl Routes {
             };
             routes.insert(Box::from(index.as_str()), route);
         }
-        Routes { routes, vectors }
+        Routes {
+            routes,
+            vectors,
+            create_only,
+        }
     }
 }
 
@@ -109,6 +119,9 @@ impl Transform for Routes {
                 if let Some(new) = rewrite_vectors(&doc.source, fields) {
                     doc.source = bytes::Bytes::from(new);
                 }
+            }
+            if self.create_only.contains(&*doc.index) {
+                doc.op = Op::Create;
             }
         }
         let target = match self.routes.get(&*doc.index) {

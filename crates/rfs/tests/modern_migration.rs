@@ -64,6 +64,12 @@ fn write_es8_repository(dest: &Path) {
         timestamp_field: "@timestamp".into(),
         indices: vec![BACKING.into()],
     }];
+    // The template the data stream was created from, with the same (converted) mapping.
+    spec.index_templates.insert(
+        "logs-app".into(),
+        json!({"index_patterns": ["logs-app-*"], "data_stream": {}, "priority": 200,
+               "template": {"mappings": testkit::fixtures::vector_mapping()}}),
+    );
     write_repository(dest, &[spec], &WriteOptions::default()).unwrap();
 }
 
@@ -98,7 +104,7 @@ fn expected(n: usize) -> BTreeMap<String, Value> {
         .collect()
 }
 
-fn rfs_run(repo: &Path, target: &str, work: &Path) -> (Option<i32>, String) {
+fn rfs_run(repo: &Path, target: &str, work: &Path, extra: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rfs"))
         .env_remove("RFS_CONFIG")
         .args([
@@ -110,6 +116,7 @@ fn rfs_run(repo: &Path, target: &str, work: &Path) -> (Option<i32>, String) {
             target,
             "--no-progress",
         ])
+        .args(extra)
         .arg("--repo")
         .arg(repo)
         .arg("--store")
@@ -156,10 +163,21 @@ fn es8_snapshot_with_vectors_migrates_into_every_target_version() {
         let opensearch = config.distribution == testkit::server::Distribution::OpenSearch;
         let server = TestServer::start(config);
         let work = tempfile::tempdir().unwrap();
-        let (code, out) = rfs_run(repo.path(), &server.url(), work.path());
+        let (code, out) = rfs_run(repo.path(), &server.url(), work.path(), &[]);
         assert_eq!(code, Some(0), "{what}:\n{out}");
         assert_same(&what, &server.documents(VECTORS), &both);
-        assert_same(&what, &server.documents(BACKING), &expected(1));
+        // The data stream was created from its template; its documents went in with
+        // `create` (the server refuses anything else on a data stream).
+        let streams = server.data_streams();
+        let backing_target = streams
+            .get(STREAM)
+            .unwrap_or_else(|| panic!("{what}: {streams:?}\n{out}"))[0]
+            .clone();
+        assert_same(&what, &server.documents(&backing_target), &expected(1));
+        assert!(
+            server.index(BACKING).is_none(),
+            "{what}: backing index created as an index"
+        );
         let info = server.index(VECTORS).unwrap();
         let embedding = &info.mappings["properties"]["embedding"];
         if opensearch {
@@ -174,14 +192,43 @@ fn es8_snapshot_with_vectors_migrates_into_every_target_version() {
             assert_eq!(embedding["type"], "dense_vector", "{what}: {embedding}");
             assert_eq!(embedding["dims"], 4);
         }
-        // The data stream's name is an alias over its backing index, the write index.
-        let backing = server.index(BACKING).unwrap();
-        assert!(
-            backing.aliases.contains_key(STREAM),
-            "{what}: {:?}",
-            backing.aliases
+        let ds_embedding =
+            &server.index(&backing_target).unwrap().mappings["properties"]["embedding"];
+        assert_eq!(
+            ds_embedding["type"], embedding["type"],
+            "{what}: template converted"
         );
+
+        // A second run (a new store) sends every document again: `create` finds the
+        // data stream's documents there, which counts as delivered.
+        let work = tempfile::tempdir().unwrap();
+        let (code, out) = rfs_run(repo.path(), &server.url(), work.path(), &[]);
+        assert_eq!(code, Some(0), "{what} again:\n{out}");
+        assert_same(&what, &server.documents(&backing_target), &expected(1));
     }
+}
+
+#[test]
+fn data_streams_as_indices() {
+    let repo = tempfile::tempdir().unwrap();
+    write_es8_repository(repo.path());
+    let server = TestServer::start(ServerConfig::opensearch("2.19.2"));
+    let work = tempfile::tempdir().unwrap();
+    let (code, out) = rfs_run(
+        repo.path(),
+        &server.url(),
+        work.path(),
+        &["--data-streams", "indices"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(server.data_streams().is_empty());
+    assert_same("indices", &server.documents(BACKING), &expected(1));
+    // The data stream's name is an alias over its backing index, the write index.
+    let backing = server.index(BACKING).unwrap();
+    assert_eq!(
+        backing.aliases.get(STREAM),
+        Some(&json!({"is_write_index": true}))
+    );
 }
 
 fn search_all(port: u16, index: &str) -> BTreeMap<String, Value> {
@@ -212,7 +259,13 @@ fn es8_snapshot_with_vectors_migrates_into_osmem() {
     let repo = tempfile::tempdir().unwrap();
     write_es8_repository(repo.path());
     let work = tempfile::tempdir().unwrap();
-    let (code, out) = rfs_run(repo.path(), &osmem.url(), work.path());
+    // osmem has no data streams: the backing index comes over as an index.
+    let (code, out) = rfs_run(
+        repo.path(),
+        &osmem.url(),
+        work.path(),
+        &["--data-streams", "indices"],
+    );
     assert_eq!(code, Some(0), "{out}");
     let mut both = expected(0);
     both.extend(expected(1));

@@ -40,12 +40,12 @@ pub struct Options {
 /// What becomes of a data stream of the snapshot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum DataStreamMode {
-    /// A data stream on the target (its index template must come along), documents
-    /// written to it with `create`; falls back to indices when the target has none.
+    /// A data stream on the target, created from its index template (which must come
+    /// along), documents written to it with `create`; BLOCKED when the target has none.
+    #[default]
     DataStreams,
     /// Each backing index becomes a plain index, and the data stream's name an alias over
     /// them (the newest is the write index).
-    #[default]
     Indices,
 }
 
@@ -148,7 +148,13 @@ pub fn plan(source: &SourceMetadata, target: Version, options: &Options) -> Vec<
             .map(|(_, by)| by.as_str());
         items.push(component_template(name, t, cx, needed_by));
     }
+    let stream_items: Vec<Item> = source
+        .data_streams
+        .iter()
+        .filter_map(|ds| data_stream_item(ds, &index_templates, cx))
+        .collect();
     items.extend(index_templates);
+    items.extend(stream_items);
 
     for index in &source.indices {
         let ds = source.data_stream_of(&index.name);
@@ -428,6 +434,85 @@ fn composable_body(
     Ok(Value::Object(body))
 }
 
+/// `*`-only glob matching, as index patterns use.
+fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let mut rest = name;
+    for (i, p) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(p) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(p);
+        } else {
+            match rest.find(p) {
+                Some(pos) => rest = &rest[pos + p.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+/// The data stream itself, in `--data-streams data-streams` mode: created on the target
+/// (`PUT _data_stream/<name>`) from a migrated index template with a `data_stream` section.
+fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -> Option<Item> {
+    let options = cx.options;
+    if options.data_streams != DataStreamMode::DataStreams {
+        return None;
+    }
+    let name = ds.name.as_str();
+    let why = match decide(&options.indices, name, ds.system) {
+        Decision::Exclude(why) => {
+            return Some(Item::new(Kind::DataStream, name, Action::SkipExcluded, why))
+        }
+        Decision::Include(why) => why,
+    };
+    let mut item = Item::new(Kind::DataStream, name, Action::Create, why);
+    item.body = Some(json!({"timestamp_field": ds.timestamp_field, "backing_indices": ds.indices}));
+    if !cx.target.supports_data_streams() {
+        item.action = Action::Blocked;
+        let b = format!(
+            "{} has no data streams (Elasticsearch 7.9+ or OpenSearch needed): use --data-streams indices",
+            cx.target
+        );
+        item.reasons = vec![b.clone()];
+        item.notes.block(b);
+        return Some(item);
+    }
+    let template = index_templates.iter().find(|t| {
+        t.action == Action::Create
+            && t.body.as_ref().is_some_and(|b| {
+                b.get("data_stream").is_some_and(Value::is_object)
+                    && b.get("index_patterns")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .any(|p| glob(p, name))
+            })
+    });
+    match template {
+        Some(t) => item.notes.change(format!(
+            "data stream {name} created from index template {}; the documents of its {} backing indices are written to it with create",
+            t.name,
+            ds.indices.len()
+        )),
+        None => {
+            item.action = Action::Error;
+            item.reasons = vec![format!(
+                "no migrated index template with a data_stream section matches {name}: migrate one (--index-template) or use --data-streams indices"
+            )];
+        }
+    }
+    Some(item)
+}
+
 /// Converts one index definition for `target` exactly as metadata migration would, with
 /// no snapshot and no cluster: what `rfs metadata convert` prints. `body` may be a bare
 /// mapping (`{"properties": …}`, typed or not), an index body (`{"settings", "mappings",
@@ -525,6 +610,17 @@ pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, String> {
 fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx<'_>) -> Vec<Item> {
     let (target, options) = (cx.target, cx.options);
     let name = index.name.as_str();
+    if let (Some(ds), DataStreamMode::DataStreams) = (data_stream, options.data_streams) {
+        return vec![Item::new(
+            Kind::Index,
+            name,
+            Action::SkipExcluded,
+            format!(
+                "backing index of data stream {}: its documents are written to the data stream",
+                ds.name
+            ),
+        )];
+    }
     // A backing index of a data stream is selected by the stream's name as well.
     let system = index_is_system(index) && data_stream.is_none_or(|d| d.system);
     let decision = match data_stream {
@@ -652,6 +748,7 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metadata::DocumentRouting;
 
     fn es56_index() -> SourceIndex {
         SourceIndex {
@@ -879,6 +976,76 @@ mod tests {
             find(&items, Kind::LegacyTemplate, "posts").action,
             Action::SkipExcluded
         );
+    }
+
+    #[test]
+    fn data_streams_by_mode_and_target() {
+        let mut s = source();
+        s.indices.push(SourceIndex {
+            name: ".ds-logs-app-default-2024.01.01-000001".into(),
+            metadata: json!({"settings": {"index.number_of_shards": "1", "index.hidden": "true"},
+                             "mappings": [{"_doc": {"properties": {"@timestamp": {"type": "date"}}}}]}),
+        });
+        s.data_streams = vec![DataStreamInfo {
+            name: "logs-app-default".into(),
+            timestamp_field: "@timestamp".into(),
+            indices: vec![".ds-logs-app-default-2024.01.01-000001".into()],
+            system: false,
+        }];
+        let backing = ".ds-logs-app-default-2024.01.01-000001";
+        // No template with data_stream matches: an error naming both ways out.
+        let items = plan(&s, Version::os(2, 19), &Options::default());
+        let ds = find(&items, Kind::DataStream, "logs-app-default");
+        assert_eq!(ds.action, Action::Error);
+        assert!(
+            ds.reasons[0].contains("--data-streams indices"),
+            "{:?}",
+            ds.reasons
+        );
+        assert_eq!(
+            find(&items, Kind::Index, backing).action,
+            Action::SkipExcluded
+        );
+        // With one, the stream is created after the templates, before the indices.
+        s.index_templates.push((
+            "logs-app".into(),
+            json!({"index_patterns": ["logs-app-*"], "data_stream": {}, "priority": 200}),
+        ));
+        let items = plan(&s, Version::os(2, 19), &Options::default());
+        assert_eq!(
+            find(&items, Kind::DataStream, "logs-app-default").action,
+            Action::Create
+        );
+        let kinds: Vec<Kind> = items.iter().map(|i| i.kind).collect();
+        let mut sorted = kinds.clone();
+        sorted.sort();
+        assert_eq!(kinds, sorted, "creation order");
+        // A target without data streams blocks it.
+        let items = plan(&s, Version::es(7, 8), &Options::default());
+        assert_eq!(
+            find(&items, Kind::DataStream, "logs-app-default").action,
+            Action::Blocked
+        );
+        // As indices: the backing index with the stream's name as its write alias.
+        let opts = Options {
+            data_streams: DataStreamMode::Indices,
+            ..Options::default()
+        };
+        let items = plan(&s, Version::es(7, 8), &opts);
+        assert!(items.iter().all(|i| i.kind != Kind::DataStream));
+        let b = find(&items, Kind::Index, backing);
+        assert_eq!(b.action, Action::Create);
+        assert_eq!(
+            b.body.as_ref().unwrap()["aliases"]["logs-app-default"],
+            json!({"is_write_index": true})
+        );
+        // Routing follows the mode.
+        let r = DocumentRouting::new(&s, &Options::default());
+        assert_eq!(r.target_index(backing, None), Some("logs-app-default"));
+        assert!(r.create_only(backing));
+        let r = DocumentRouting::new(&s, &opts);
+        assert_eq!(r.target_index(backing, None), Some(backing));
+        assert!(!r.create_only(backing));
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub enum Kind {
     LegacyTemplate,
     ComponentTemplate,
     IndexTemplate,
+    /// A data stream (created from its index template; documents written with `create`).
+    DataStream,
     Index,
 }
 
@@ -67,6 +69,7 @@ impl Kind {
             Kind::LegacyTemplate => "legacy template",
             Kind::ComponentTemplate => "component template",
             Kind::IndexTemplate => "index template",
+            Kind::DataStream => "data stream",
             Kind::Index => "index",
         }
     }

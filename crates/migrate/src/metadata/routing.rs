@@ -3,9 +3,9 @@
 //! migration. Computed from the snapshot and the options alone, so every worker derives
 //! the same answer without talking to the target.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::build::{index_is_system, index_types, split_index_name, Options};
+use super::build::{index_is_system, index_types, split_index_name, DataStreamMode, Options};
 use super::filter::{decide, Decision};
 use super::mappings::MultiTypeMode;
 use super::source::SourceMetadata;
@@ -25,6 +25,8 @@ pub struct DocumentRouting {
     routes: BTreeMap<String, Route>,
     /// Source index → its `dense_vector` fields (whose string values become arrays).
     vector_fields: BTreeMap<String, Vec<VectorField>>,
+    /// Source indices whose documents go to a data stream: written with `create`.
+    create_only: BTreeSet<String>,
 }
 
 impl DocumentRouting {
@@ -32,6 +34,7 @@ impl DocumentRouting {
     pub fn new(source: &SourceMetadata, options: &Options) -> Self {
         let mut routes = BTreeMap::new();
         let mut by_index = BTreeMap::new();
+        let mut create_only = BTreeSet::new();
         for index in &source.indices {
             // A backing index follows its data stream's name (`.ds-…` names are hidden).
             let included = match source.data_stream_of(&index.name) {
@@ -55,6 +58,29 @@ impl DocumentRouting {
             };
             if !included {
                 continue;
+            }
+            let mut vectors: Vec<VectorField> = super::mappings::typed(
+                index
+                    .metadata
+                    .get("mappings")
+                    .unwrap_or(&serde_json::Value::Null),
+            )
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|(_, m)| vectors::vector_fields(m))
+            .collect();
+            vectors.dedup();
+            if !vectors.is_empty() {
+                by_index.insert(index.name.clone(), vectors);
+            }
+            if let Some(ds) = source.data_stream_of(&index.name) {
+                if options.data_streams == DataStreamMode::DataStreams {
+                    // Into the data stream of the same name (data stream names are not
+                    // renamed: the index templates that create them match by name).
+                    routes.insert(index.name.clone(), Route::Single(ds.name.clone()));
+                    create_only.insert(index.name.clone());
+                    continue;
+                }
             }
             let types = index_types(index).unwrap_or_default();
             let naming = &options.naming;
@@ -81,25 +107,17 @@ impl DocumentRouting {
                 Route::Single(naming.target(&index.name))
             };
             routes.insert(index.name.clone(), route);
-            let mut vectors: Vec<VectorField> = super::mappings::typed(
-                index
-                    .metadata
-                    .get("mappings")
-                    .unwrap_or(&serde_json::Value::Null),
-            )
-            .unwrap_or_default()
-            .iter()
-            .flat_map(|(_, m)| vectors::vector_fields(m))
-            .collect();
-            vectors.dedup();
-            if !vectors.is_empty() {
-                by_index.insert(index.name.clone(), vectors);
-            }
         }
         DocumentRouting {
             routes,
             vector_fields: by_index,
+            create_only,
         }
+    }
+
+    /// Whether the documents of `index` go to a data stream (written with `create`).
+    pub fn create_only(&self, index: &str) -> bool {
+        self.create_only.contains(index)
     }
 
     /// The `dense_vector` fields of `index` in the snapshot's mapping.

@@ -212,6 +212,21 @@ pub struct FilterArgs {
     /// nmslib on 3.x. A field the chosen engine cannot hold on the target is BLOCKED.
     #[arg(long, env = "RFS_KNN_ENGINE", value_enum, value_name = "ENGINE")]
     pub knn_engine: Option<KnnEngineArg>,
+    /// What becomes of the snapshot's data streams: `data-streams` creates each on the
+    /// target from its index template (which must be migrated too) and writes the
+    /// documents of its backing indices to it with `create`; `indices` creates every
+    /// backing index as a plain index, with the stream's name as an alias over them.
+    #[arg(long, env = "RFS_DATA_STREAMS", value_enum, default_value_t = DataStreamsArg::DataStreams, value_name = "MODE")]
+    pub data_streams: DataStreamsArg,
+}
+
+/// `--data-streams`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DataStreamsArg {
+    /// Data streams on the target (Elasticsearch 7.9+, OpenSearch).
+    DataStreams,
+    /// Backing indices as plain indices, the stream's name as an alias.
+    Indices,
 }
 
 /// `--knn-engine`.
@@ -268,7 +283,10 @@ impl FilterArgs {
             convert: migrate::metadata::ConvertOptions {
                 knn_engine: self.knn_engine.map(Into::into),
             },
-            ..Default::default()
+            data_streams: match self.data_streams {
+                DataStreamsArg::DataStreams => migrate::metadata::DataStreamMode::DataStreams,
+                DataStreamsArg::Indices => migrate::metadata::DataStreamMode::Indices,
+            },
         })
     }
 

@@ -453,6 +453,11 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_component_template", name] if m == Method::DELETE && composable => {
             delete_template(c, Kind::Component, name)
         }
+        ["_data_stream", name] if m == Method::PUT && composable => {
+            c.state().create_data_stream(name, &c.shared.dialect)?;
+            c.ok(200, ack())
+        }
+        ["_data_stream", name] if get && composable => get_data_streams(c, name),
         ["_index_template"] if get && composable => get_composable(c, Kind::Index, "*"),
         ["_index_template", name] if get && composable => get_composable(c, Kind::Index, name),
         ["_index_template", name] if write && composable => put_index_template(c, name),
@@ -1340,6 +1345,32 @@ fn cat_indices(c: &Ctx<'_>, idx: Option<&str>) -> Result<Resp, EsError> {
 }
 
 // ---------- indices ----------
+
+fn get_data_streams(c: &Ctx<'_>, name: &str) -> Result<Resp, EsError> {
+    let st = c.state();
+    let streams: Vec<Value> = st
+        .data_streams
+        .iter()
+        .filter(|(n, _)| name.split(',').any(|p| glob(p, n)))
+        .map(|(n, ds)| {
+            let indices: Vec<Value> = ds
+                .indices
+                .iter()
+                .map(|i| json!({"index_name": i, "index_uuid": st.indices.get(i).map(|x| x.uuid.clone())}))
+                .collect();
+            json!({"name": n, "timestamp_field": {"name": ds.timestamp_field}, "indices": indices,
+                   "generation": ds.indices.len(), "status": "GREEN", "template": ds.template})
+        })
+        .collect();
+    if streams.is_empty() && !name.contains('*') {
+        return Err(EsError::new(
+            404,
+            "index_not_found_exception",
+            format!("no such index [{name}]"),
+        ));
+    }
+    c.ok(200, json!({"data_streams": streams}))
+}
 
 fn create_index(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
     let body = c.json()?;

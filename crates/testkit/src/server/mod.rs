@@ -530,6 +530,16 @@ impl TestServer {
         self.shared.state().indices.keys().cloned().collect()
     }
 
+    /// Data streams by name, each with its backing indices (oldest first).
+    pub fn data_streams(&self) -> BTreeMap<String, Vec<String>> {
+        self.shared
+            .state()
+            .data_streams
+            .iter()
+            .map(|(n, d)| (n.clone(), d.indices.clone()))
+            .collect()
+    }
+
     /// Settings, mappings and aliases of an index.
     pub fn index(&self, name: &str) -> Option<IndexInfo> {
         let st = self.shared.state();

@@ -66,6 +66,19 @@ pub(crate) struct State {
     pub persistent_settings: BTreeMap<String, Value>,
     pub transient_settings: BTreeMap<String, Value>,
     pub uuid_counter: u64,
+    /// Data streams by name. Each is also an alias (write index: its newest backing
+    /// index) so that searches and writes by its name resolve like an alias's.
+    pub data_streams: BTreeMap<String, DataStreamState>,
+}
+
+/// A data stream the server holds.
+#[derive(Clone, Debug)]
+pub(crate) struct DataStreamState {
+    pub timestamp_field: String,
+    /// Backing indices, oldest first.
+    pub indices: Vec<String>,
+    /// The index template it was created from.
+    pub template: String,
 }
 
 /// What a write operation does.
@@ -831,6 +844,87 @@ impl State {
                 }
             }
         }
+    }
+
+    /// `PUT _data_stream/<name>`: needs a composable template with a `data_stream`
+    /// section matching the name; creates the first backing index from it.
+    pub fn create_data_stream(&mut self, name: &str, dialect: &Dialect) -> Result<(), EsError> {
+        if self.data_streams.contains_key(name) {
+            return Err(EsError::new(
+                400,
+                "resource_already_exists_exception",
+                format!("data_stream [{name}] already exists"),
+            ));
+        }
+        check_index_name(name)?;
+        if self.indices.contains_key(name)
+            || self.indices.values().any(|i| i.aliases.contains_key(name))
+        {
+            return Err(EsError::bad_request(format!(
+                "data stream [{name}] conflicts with an existing index or alias"
+            )));
+        }
+        let template = self
+            .index_templates
+            .iter()
+            .filter(|(_, t)| patterns_of(t).iter().any(|p| glob(p, name)))
+            .max_by_key(|(_, t)| t.get("priority").and_then(Value::as_i64).unwrap_or(0))
+            .filter(|(_, t)| t.get("data_stream").is_some_and(Value::is_object))
+            .map(|(n, t)| (n.clone(), t.clone()));
+        let Some((tname, tpl)) = template else {
+            return Err(EsError::bad_request(format!(
+                "no matching index template found for data stream [{name}]"
+            )));
+        };
+        let timestamp_field = tpl["data_stream"]
+            .get("timestamp_field")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("@timestamp")
+            .to_string();
+        let (settings, mappings, _) = self.template_defaults(name);
+        let backing = format!(".ds-{name}-000001");
+        let body = json!({"settings": settings, "mappings": mappings,
+                          "aliases": {name: {"is_write_index": true}}});
+        self.create_index(&backing, &body, dialect, None)?;
+        self.data_streams.insert(
+            name.to_string(),
+            DataStreamState {
+                timestamp_field,
+                indices: vec![backing],
+                template: tname,
+            },
+        );
+        Ok(())
+    }
+
+    /// A write to data stream `name`: only `create`, with the timestamp field.
+    pub fn check_data_stream_write(&self, name: &str, op: &WriteOp) -> Result<(), EsError> {
+        let Some(ds) = self.data_streams.get(name) else {
+            return Ok(());
+        };
+        if !matches!(op.kind, OpKind::Create) {
+            return Err(EsError::bad_request(format!(
+                "only write ops with an op_type of create are allowed in data streams (data stream [{name}])"
+            )));
+        }
+        let doc: Value = serde_json::from_slice(&op.source).unwrap_or(Value::Null);
+        let has_ts = ds
+            .timestamp_field
+            .split('.')
+            .try_fold(&doc, |v, k| v.get(k))
+            .is_some_and(|v| !v.is_null());
+        if !has_ts {
+            return Err(EsError::new(
+                400,
+                "mapper_parsing_exception",
+                format!(
+                    "data stream timestamp field [{}] is missing",
+                    ds.timestamp_field
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Settings, mappings and aliases the templates give a new index named `name`.
