@@ -328,3 +328,37 @@ fn evaluate_shows_every_conversion_before_and_after() {
     }
     assert!(server.write_requests().is_empty(), "evaluate wrote");
 }
+
+#[test]
+fn a_blocking_mapping_stops_the_run_before_anything_is_created() {
+    let shards = testkit::fixtures::vector_shards();
+    let mut spec = SnapshotSpec::new(SNAPSHOT);
+    spec.version_id = 8_512_000;
+    let mut semantic = index("semantic", vec![lucene(&shards[0].0)], json!({}));
+    semantic.mappings[0].mapping["properties"]["summary"] =
+        json!({"type": "semantic_text", "inference_id": "my-elser-endpoint"});
+    spec.indices = vec![
+        index(VECTORS, vec![lucene(&shards[1].0)], json!({})),
+        semantic,
+    ];
+    let repo = tempfile::tempdir().unwrap();
+    write_repository(repo.path(), &[spec], &WriteOptions::default()).unwrap();
+    let server = TestServer::start(ServerConfig::opensearch("2.19.2"));
+    let work = tempfile::tempdir().unwrap();
+    let (code, out) = rfs_run(repo.path(), &server.url(), work.path(), &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("BLOCKED"), "{out}");
+    assert!(server.index_names().is_empty(), "{:?}", server.index_names());
+    assert_eq!(server.total_doc_count(), 0);
+    // Leaving the blocked index out, the rest migrates.
+    let work = tempfile::tempdir().unwrap();
+    let (code, out) = rfs_run(
+        repo.path(),
+        &server.url(),
+        work.path(),
+        &["--index", VECTORS],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert_same("vectors only", &server.documents(VECTORS), &expected(1));
+    assert_eq!(server.index_names(), [VECTORS]);
+}
