@@ -348,7 +348,11 @@ fn a_blocking_mapping_stops_the_run_before_anything_is_created() {
     let (code, out) = rfs_run(repo.path(), &server.url(), work.path(), &[]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("BLOCKED"), "{out}");
-    assert!(server.index_names().is_empty(), "{:?}", server.index_names());
+    assert!(
+        server.index_names().is_empty(),
+        "{:?}",
+        server.index_names()
+    );
     assert_eq!(server.total_doc_count(), 0);
     // Leaving the blocked index out, the rest migrates.
     let work = tempfile::tempdir().unwrap();
