@@ -29,6 +29,7 @@ pub mod reader;
 pub mod repository;
 pub mod shard;
 pub mod uri;
+#[cfg(feature = "test-util")]
 pub mod write;
 pub mod xcontent;
 

@@ -639,7 +639,7 @@ impl FileInfo {
 
     /// The checksum as a number, if it is a base-36 CRC.
     pub fn checksum_value(&self) -> Option<u64> {
-        u64::from_str_radix(self.checksum.as_deref()?, 36).ok()
+        lucene::names::parse_base36(self.checksum.as_deref()?)
     }
 }
 

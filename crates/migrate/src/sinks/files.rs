@@ -82,6 +82,20 @@ impl FileSink {
             .clone()
     }
 
+    /// Creates the (empty) file of each of `indices` now, so that an index without
+    /// documents still has its file. Nothing for stdout.
+    pub fn create_files<'a>(
+        &self,
+        indices: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), SinkError> {
+        if let Output::Directory(dir) = &self.output {
+            for index in indices {
+                self.file(dir, &Arc::from(index))?;
+            }
+        }
+        Ok(())
+    }
+
     fn file(&self, dir: &std::path::Path, index: &Arc<str>) -> Result<Arc<Mutex<File>>, SinkError> {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = files.get(index) {
