@@ -98,6 +98,14 @@ pub async fn verify_rows<T: RowTarget>(
     let slots = source.slots().await.map_err(|e| e.to_string())?;
     let mut report = RowVerifyReport::default();
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x7ab1e);
+    // Each row is compared with a probability that gives about `sample` rows per slot of
+    // the average size (and at most `sample`).
+    let avg = (table.schema().estimated_rows / (slots.len() as u64).max(1)).max(1);
+    let p = if opts.all {
+        1.0
+    } else {
+        (opts.sample as f64 / avg as f64).min(1.0)
+    };
     for (i, slot) in slots.iter().enumerate() {
         let mut sr = SlotReport {
             slot: i,
@@ -105,7 +113,7 @@ pub async fn verify_rows<T: RowTarget>(
             until: slot.until.clone(),
             ..SlotReport::default()
         };
-        verify_slot(&table, source, target, slot, opts, &mut rng, &mut sr, &mut report).await?;
+        verify_slot(&table, source, target, slot, opts, p, &mut rng, &mut sr, &mut report).await?;
         report.source_rows += sr.source_rows;
         report.bad_rows += sr.bad_rows;
         report.slots.push(sr);
@@ -121,20 +129,13 @@ async fn verify_slot<T: RowTarget>(
     target: &T,
     slot: &Slot,
     opts: &RowVerifyOptions,
+    p: f64,
     rng: &mut rand::rngs::StdRng,
     sr: &mut SlotReport,
     report: &mut RowVerifyReport,
 ) -> Result<(), String> {
     const PAGE: u32 = 2000;
     let mut cursor: Option<String> = None;
-    // Reservoir-free sampling: each row is compared with a probability that gives about
-    // `sample` rows per slot of the average size.
-    let avg = (table.schema().estimated_rows / 1.max(report.slots.len() as u64 + 1)).max(1);
-    let p = if opts.all {
-        1.0
-    } else {
-        (opts.sample as f64 / avg as f64).min(1.0)
-    };
     loop {
         let page = table
             .page(slot, source.bounds(), cursor.as_deref(), PAGE)

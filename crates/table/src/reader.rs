@@ -356,16 +356,14 @@ impl Table {
             full: rows.len() as u64 >= limit as u64,
             ..Page::default()
         };
-        let mut buf = Vec::new();
+        let mut size = 256;
         for row in &rows {
-            buf.clear();
+            let mut buf = Vec::with_capacity(size);
             match self.renderer.render(row, &mut buf) {
                 Ok(key) => {
+                    size = buf.len() + 64;
                     page.last_key = Some(key.clone());
-                    page.rows.push(PageRow::Row {
-                        key,
-                        json: buf.clone(),
-                    });
+                    page.rows.push(PageRow::Row { key, json: buf });
                 }
                 Err((key, bad)) => {
                     if let Some(k) = &key {
@@ -451,7 +449,7 @@ impl Table {
     }
 
     /// About `target` keys inside `bounds`, sorted: every key when the table holds no more
-    /// than that many rows, else a Bernoulli sample.
+    /// than that many rows, else a block sample (`TABLESAMPLE SYSTEM`).
     pub async fn sample_keys(&self, bounds: &Bounds, target: u64) -> Result<Vec<String>, TableError> {
         let k = &self.key_sql;
         let (conds, from_s, until_s) = self.bound_conds(bounds);
@@ -465,7 +463,8 @@ impl Table {
         let est = self.schema.estimated_rows;
         let sampling = if est > target.saturating_mul(2) {
             let pct = (target as f64 * 100.0 / est as f64).clamp(0.0001, 100.0);
-            format!("TABLESAMPLE BERNOULLI ({pct})")
+            // Block sampling: reads only the sampled pages, not the whole table.
+            format!("TABLESAMPLE SYSTEM ({pct})")
         } else {
             String::new()
         };

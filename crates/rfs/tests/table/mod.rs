@@ -11,7 +11,7 @@ use serde_json::Value;
 
 pub fn rfs() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rfs"));
-    c.env("RFS_LOG", "warn").env("RFS_NO_PROGRESS", "1");
+    c.env("RFS_LOG", "warn").env("RFS_NO_PROGRESS", "true");
     c
 }
 
