@@ -288,6 +288,9 @@ mod tests {
         let exact = coord.status_summary(Duration::ZERO).await.unwrap();
         assert_eq!(exact.items.done, 2);
         let stale = coord.status_summary(Duration::from_secs(60)).await.unwrap();
-        assert_eq!(stale.items.done, 1, "the summary is the keeper's, not a scan");
+        assert_eq!(
+            stale.items.done, 1,
+            "the summary is the keeper's, not a scan"
+        );
     }
 }

@@ -113,7 +113,18 @@ pub async fn verify_rows<T: RowTarget>(
             until: slot.until.clone(),
             ..SlotReport::default()
         };
-        verify_slot(&table, source, target, slot, opts, p, &mut rng, &mut sr, &mut report).await?;
+        verify_slot(
+            &table,
+            source,
+            target,
+            slot,
+            opts,
+            p,
+            &mut rng,
+            &mut sr,
+            &mut report,
+        )
+        .await?;
         report.source_rows += sr.source_rows;
         report.bad_rows += sr.bad_rows;
         report.slots.push(sr);
@@ -174,7 +185,9 @@ async fn verify_slot<T: RowTarget>(
                 sr.different += 1;
                 report.different_count += 1;
                 if report.different.len() < opts.max_listed {
-                    report.different.push(format!("{key}: {}", first_difference(&expected, stored)));
+                    report
+                        .different
+                        .push(format!("{key}: {}", first_difference(&expected, stored)));
                 }
             }
         }
@@ -233,8 +246,8 @@ impl FileRows {
         }
         files.sort();
         for path in files {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             for (n, line) in text.lines().enumerate() {
                 if line.is_empty() {
                     continue;
@@ -258,7 +271,11 @@ impl FileRows {
 }
 
 impl RowTarget for FileRows {
-    async fn fetch(&self, ids: &[String], _with_rows: bool) -> Result<HashMap<String, Value>, String> {
+    async fn fetch(
+        &self,
+        ids: &[String],
+        _with_rows: bool,
+    ) -> Result<HashMap<String, Value>, String> {
         Ok(ids
             .iter()
             .filter_map(|id| self.rows.get(id).map(|v| (id.clone(), v.clone())))
@@ -287,7 +304,11 @@ impl BulkRows {
 }
 
 impl RowTarget for BulkRows {
-    async fn fetch(&self, ids: &[String], _with_rows: bool) -> Result<HashMap<String, Value>, String> {
+    async fn fetch(
+        &self,
+        ids: &[String],
+        _with_rows: bool,
+    ) -> Result<HashMap<String, Value>, String> {
         let mut out = HashMap::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
             let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
@@ -318,7 +339,11 @@ impl RowTarget for BulkRows {
     }
 
     fn describe(&self) -> String {
-        format!("{} index {}", redact::url(self.client.base_url()), self.index)
+        format!(
+            "{} index {}",
+            redact::url(self.client.base_url()),
+            self.index
+        )
     }
 }
 
@@ -365,8 +390,18 @@ pub fn render(report: &RowVerifyReport, target: &str) -> String {
             }
         }
     };
-    listed(&mut out, "rows missing from the target", report.missing_count, &report.missing);
-    listed(&mut out, "rows different in the target", report.different_count, &report.different);
+    listed(
+        &mut out,
+        "rows missing from the target",
+        report.missing_count,
+        &report.missing,
+    );
+    listed(
+        &mut out,
+        "rows different in the target",
+        report.different_count,
+        &report.different,
+    );
     if report.extra() > 0 {
         out.push_str(&format!(
             "{} rows in the target that the source does not hold\n",

@@ -105,8 +105,12 @@ mod tests {
         assert!(Connector::for_config(&cfg("host=h sslmode=require"), None)
             .unwrap()
             .is_tls());
-        assert!(!Connector::for_config(&cfg("host=h"), None).unwrap().is_tls());
-        let e = Connector::for_config(&cfg("host=h"), Some("/x.pem")).err().unwrap();
+        assert!(!Connector::for_config(&cfg("host=h"), None)
+            .unwrap()
+            .is_tls());
+        let e = Connector::for_config(&cfg("host=h"), Some("/x.pem"))
+            .err()
+            .unwrap();
         assert!(e.0.contains("sslrootcert"));
         let e = Connector::for_config(&cfg("host=h sslmode=require"), Some("/nonexistent.pem"))
             .err()

@@ -30,8 +30,9 @@ struct Fleet {
 impl Fleet {
     fn spawn(&mut self, slot: usize) {
         self.starts += 1;
-        let log = std::fs::File::create(self.dir.join(format!("worker-{slot}-{}.log", self.starts)))
-            .unwrap();
+        let log =
+            std::fs::File::create(self.dir.join(format!("worker-{slot}-{}.log", self.starts)))
+                .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_rfs"))
             .args(["table", "run"])
             .args(&self.args)
@@ -90,7 +91,12 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
         return;
     };
     let ids: Vec<String> = (0..ROWS)
-        .map(|i| ulid(1_714_521_600_000 + i * 5_000, u128::from(i) * 0x5bd1_e995_1234_5678))
+        .map(|i| {
+            ulid(
+                1_714_521_600_000 + i * 5_000,
+                u128::from(i) * 0x5bd1_e995_1234_5678,
+            )
+        })
         .collect();
     pg.exec(
         "CREATE TABLE room_events (id text PRIMARY KEY, room_id uuid NOT NULL, at timestamptz NOT NULL,
@@ -122,8 +128,18 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
     let store = redis.url();
     let sink = format!("{}/room_events", server.url());
     let common: Vec<String> = [
-        "--source", &pg.url(), "--table", "room_events", "--key", "id", "--slot-by", "time:1h",
-        "--sink", &sink, "--store", &store,
+        "--source",
+        &pg.url(),
+        "--table",
+        "room_events",
+        "--key",
+        "id",
+        "--slot-by",
+        "time:1h",
+        "--sink",
+        &sink,
+        "--store",
+        &store,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -131,9 +147,25 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
     let mut args = common.clone();
     args.extend(
         [
-            "--lease-seconds", "4", "--max-attempts", "40", "--checkpoint-seconds", "0.3",
-            "--control-seconds", "0.2", "--max-batch-docs", "40", "--concurrency", "2",
-            "--max-docs-per-sec", "150", "--page-rows", "100", "--parallel", "2", "--no-progress",
+            "--lease-seconds",
+            "4",
+            "--max-attempts",
+            "40",
+            "--checkpoint-seconds",
+            "0.3",
+            "--control-seconds",
+            "0.2",
+            "--max-batch-docs",
+            "40",
+            "--concurrency",
+            "2",
+            "--max-docs-per-sec",
+            "150",
+            "--page-rows",
+            "100",
+            "--parallel",
+            "2",
+            "--no-progress",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -155,7 +187,11 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
     let mut next_kill = started + Duration::from_millis(rng.gen_range(1500..3000));
     let mut finished = 0;
     loop {
-        assert!(Instant::now() < deadline, "the fleet did not finish in time\n{}", tail(work.path()));
+        assert!(
+            Instant::now() < deadline,
+            "the fleet did not finish in time\n{}",
+            tail(work.path())
+        );
         for (slot, code) in fleet.reap() {
             match code {
                 // 0: this worker saw the end; 4 is not possible (workers wait for leases
@@ -169,7 +205,9 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
         }
         let t = started.elapsed();
         if t < Duration::from_secs(20) && Instant::now() >= next_kill {
-            let live: Vec<usize> = (0..WORKERS).filter(|&i| fleet.workers[i].is_some()).collect();
+            let live: Vec<usize> = (0..WORKERS)
+                .filter(|&i| fleet.workers[i].is_some())
+                .collect();
             if !live.is_empty() {
                 let slot = live[rng.gen_range(0..live.len())];
                 let mut c = fleet.workers[slot].take().unwrap();
@@ -189,7 +227,11 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    eprintln!("table chaos: {kills} kills, {} starts, {:?}", fleet.starts, started.elapsed());
+    eprintln!(
+        "table chaos: {kills} kills, {} starts, {:?}",
+        fleet.starts,
+        started.elapsed()
+    );
     assert!(kills >= 3, "only {kills} kills");
 
     let st = table::run_ok({
@@ -224,7 +266,11 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
         let d = docs.get(&id).unwrap_or_else(|| panic!("{id} missing"));
         assert_eq!(d["id"], Value::from(id.clone()));
         assert_eq!(d["room_id"], Value::from(r.get::<_, String>(1)), "{id}");
-        assert_eq!(micros(d["at"].as_str().unwrap()), r.get::<_, i64>(2), "{id}");
+        assert_eq!(
+            micros(d["at"].as_str().unwrap()),
+            r.get::<_, i64>(2),
+            "{id}"
+        );
         let amount: f64 = r.get::<_, String>(3).parse().unwrap();
         assert_eq!(d["amount"].as_f64(), Some(amount), "{id}");
         let payload: Value = serde_json::from_str(&r.get::<_, String>(4)).unwrap();

@@ -41,7 +41,10 @@ fn pg_rows(pg: &Pg, table: &str, key: &str, ts_cols: &[&str]) -> BTreeMap<String
 
 fn normalise_times(mut v: Value, ts_cols: &[&str]) -> Value {
     for c in ts_cols {
-        let s = v[*c].as_str().unwrap_or_else(|| panic!("{c} of {v}")).to_string();
+        let s = v[*c]
+            .as_str()
+            .unwrap_or_else(|| panic!("{c} of {v}"))
+            .to_string();
         v[*c] = Value::from(micros(&s));
     }
     v
@@ -95,19 +98,40 @@ fn key_kinds_by_time_and_quantile_slots_into_files() {
         ("ev_uuid", "id", &["--slot-by", "time:1h"], &[]),
         ("ev_ts", "at", &["--slot-by", "time:1h"], &["at"]),
         ("ev_big", "id", &["--slots", "7"], &[]),
-        ("ev_ulid", "id", &["--slots", "5", "--order", "newest-first"], &[]),
+        (
+            "ev_ulid",
+            "id",
+            &["--slots", "5", "--order", "newest-first"],
+            &[],
+        ),
         ("ev_ts", "at", &["--slots", "3"], &["at"]),
     ];
     for (i, (table, key, slots, ts)) in cases.iter().enumerate() {
         let out_dir = work.path().join(format!("out{i}"));
         let store = sqlite(work.path(), &format!("s{i}.db"));
         let mut c = rfs();
-        c.args(["table", "run", "--source", &pg.url(), "--table", table, "--key", key])
-            .args(*slots)
-            .args(["--sink", out_dir.to_str().unwrap(), "--store", &store])
-            .args(["--parallel", "3", "--page-rows", "97", "--max-batch-docs", "50"])
-            .arg("--failure-log")
-            .arg(work.path().join(format!("f{i}.jsonl")));
+        c.args([
+            "table",
+            "run",
+            "--source",
+            &pg.url(),
+            "--table",
+            table,
+            "--key",
+            key,
+        ])
+        .args(*slots)
+        .args(["--sink", out_dir.to_str().unwrap(), "--store", &store])
+        .args([
+            "--parallel",
+            "3",
+            "--page-rows",
+            "97",
+            "--max-batch-docs",
+            "50",
+        ])
+        .arg("--failure-log")
+        .arg(work.path().join(format!("f{i}.jsonl")));
         run_ok(c);
         // Files and documents are named after the table as the catalog qualifies it.
         let (got, lines) = read_files(&out_dir, &format!("public.{table}"));
@@ -115,7 +139,8 @@ fn key_kinds_by_time_and_quantile_slots_into_files() {
         let expected = pg_rows(&pg, table, key, ts);
         assert_eq!(got.len(), expected.len(), "case {i}");
         // Timestamp keys: the file's id is the RFC 3339 key; match by instant.
-        let by_instant: BTreeMap<i64, &String> = got.keys().map(|k| (micros_or_0(k, ts), k)).collect();
+        let by_instant: BTreeMap<i64, &String> =
+            got.keys().map(|k| (micros_or_0(k, ts), k)).collect();
         for (id, want) in &expected {
             let id = if ts.is_empty() {
                 id.clone()
@@ -143,14 +168,32 @@ fn key_kinds_by_time_and_quantile_slots_into_files() {
             "--slot-by" => assert_eq!(total, 5, "case {i}"),
             _ => {
                 let want: u64 = slots[1].parse().unwrap();
-                assert!(total >= want - 1 && total <= want, "case {i}: {total} slots for {want}");
+                assert!(
+                    total >= want - 1 && total <= want,
+                    "case {i}: {total} slots for {want}"
+                );
             }
         }
         // `rfs table verify --all` agrees.
         let mut v = rfs();
-        v.args(["table", "verify", "--source", &pg.url(), "--table", table, "--key", key])
-            .args(*slots)
-            .args(["--sink", out_dir.to_str().unwrap(), "--store", &store, "--all"]);
+        v.args([
+            "table",
+            "verify",
+            "--source",
+            &pg.url(),
+            "--table",
+            table,
+            "--key",
+            key,
+        ])
+        .args(*slots)
+        .args([
+            "--sink",
+            out_dir.to_str().unwrap(),
+            "--store",
+            &store,
+            "--all",
+        ]);
         let out = run_ok(v);
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("verified")
@@ -192,16 +235,33 @@ fn every_column_type_converts_and_bad_rows_are_logged_with_their_keys() {
     let out_dir = work.path().join("out");
     let flog = work.path().join("failures.jsonl");
     let mut c = rfs();
-    c.args(["table", "run", "--source", &pg.url(), "--table", "public.every", "--key", "id"])
-        .args(["--slots", "2", "--sink"])
-        .arg(format!("file://{}", out_dir.display()))
-        .args(["--store", &sqlite(work.path(), "s.db"), "--failure-log"])
-        .arg(&flog);
+    c.args([
+        "table",
+        "run",
+        "--source",
+        &pg.url(),
+        "--table",
+        "public.every",
+        "--key",
+        "id",
+    ])
+    .args(["--slots", "2", "--sink"])
+    .arg(format!("file://{}", out_dir.display()))
+    .args(["--store", &sqlite(work.path(), "s.db"), "--failure-log"])
+    .arg(&flog);
     let out = c.output().unwrap();
     // Two rows cannot be converted: the migration finishes with exit 7 and says so.
-    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let log = std::fs::read_to_string(&flog).unwrap();
-    let bad: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let bad: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let mut keys: Vec<&str> = bad.iter().map(|r| r["id"].as_str().unwrap()).collect();
     keys.sort();
     assert_eq!(keys, ["3", "4"], "{log}");
@@ -222,7 +282,12 @@ fn every_column_type_converts_and_bad_rows_are_logged_with_their_keys() {
         let s = &raw[id];
         let json = |c: &str| -> Value { serde_json::from_str(&s[c]).unwrap() };
         let text = |c: &str, i: usize| {
-            assert_eq!(json(c), r.get::<_, Option<String>>(i).map_or(Value::Null, Value::from), "{id}.{c}");
+            assert_eq!(
+                json(c),
+                r.get::<_, Option<String>>(i)
+                    .map_or(Value::Null, Value::from),
+                "{id}.{c}"
+            );
         };
         text("t", 0);
         text("vc", 1);
@@ -236,8 +301,16 @@ fn every_column_type_converts_and_bad_rows_are_logged_with_their_keys() {
         assert_eq!(json("i2"), Value::from(r.get::<_, i16>(4)), "{id}.i2");
         assert_eq!(json("i4"), Value::from(r.get::<_, i32>(5)), "{id}.i4");
         assert_eq!(json("i8"), Value::from(r.get::<_, i64>(6)), "{id}.i8");
-        assert_eq!(s["f4"].parse::<f32>().unwrap(), r.get::<_, f32>(7), "{id}.f4");
-        assert_eq!(s["f8"].parse::<f64>().unwrap(), r.get::<_, f64>(8), "{id}.f8");
+        assert_eq!(
+            s["f4"].parse::<f32>().unwrap(),
+            r.get::<_, f32>(7),
+            "{id}.f4"
+        );
+        assert_eq!(
+            s["f8"].parse::<f64>().unwrap(),
+            r.get::<_, f64>(8),
+            "{id}.f8"
+        );
         // numeric: exactly PostgreSQL's digits.
         assert_eq!(s["n"], r.get::<_, String>(9), "{id}.n");
         assert_eq!(json("b"), Value::from(r.get::<_, bool>(10)), "{id}.b");
@@ -288,13 +361,36 @@ fn a_killed_worker_resumes_after_its_last_acknowledged_key() {
     let out_dir = work.path().join("out");
     let store = sqlite(work.path(), "s.db");
     let args = |c: &mut std::process::Command| {
-        c.args(["table", "run", "--source", &pg.url(), "--table", "big", "--key", "id"])
-            .args(["--slots", "1", "--sink", out_dir.to_str().unwrap(), "--store", &store])
-            .args(["--parallel", "1", "--max-batch-docs", "20", "--page-rows", "100"])
-            .args(["--checkpoint-seconds", "0.05"])
-            .args(["--lease-seconds", "2"])
-            .arg("--failure-log")
-            .arg(work.path().join("f.jsonl"));
+        c.args([
+            "table",
+            "run",
+            "--source",
+            &pg.url(),
+            "--table",
+            "big",
+            "--key",
+            "id",
+        ])
+        .args([
+            "--slots",
+            "1",
+            "--sink",
+            out_dir.to_str().unwrap(),
+            "--store",
+            &store,
+        ])
+        .args([
+            "--parallel",
+            "1",
+            "--max-batch-docs",
+            "20",
+            "--page-rows",
+            "100",
+        ])
+        .args(["--checkpoint-seconds", "0.05"])
+        .args(["--lease-seconds", "2"])
+        .arg("--failure-log")
+        .arg(work.path().join("f.jsonl"));
     };
     let mut c = rfs();
     args(&mut c);
@@ -302,19 +398,30 @@ fn a_killed_worker_resumes_after_its_last_acknowledged_key() {
     // SIGKILL once about a fifth of the rows (~150 bytes a line) is on disk.
     let written = || -> u64 {
         std::fs::read_dir(&out_dir)
-            .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
             .unwrap_or(0)
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     while written() < n * 150 / 5 {
         assert!(Instant::now() < deadline, "nothing written");
-        assert!(child.try_wait().unwrap().is_none(), "finished before the kill");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "finished before the kill"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let (_, before) = read_files(&out_dir, "public.big");
-    assert!(before > 100 && (before as u64) < n, "killed mid-way: {before} rows written");
+    assert!(
+        before > 100 && (before as u64) < n,
+        "killed mid-way: {before} rows written"
+    );
     // The checkpoint in the store: a key cursor somewhere in what was written.
     let st: Value = serde_json::from_slice(
         &run_ok({
@@ -326,7 +433,10 @@ fn a_killed_worker_resumes_after_its_last_acknowledged_key() {
     )
     .unwrap();
     let done = st["docs_done"].as_u64().unwrap();
-    assert!(done > 0 && done <= before as u64, "checkpointed {done} of {before}");
+    assert!(
+        done > 0 && done <= before as u64,
+        "checkpointed {done} of {before}"
+    );
     // Let the dead worker's lease expire, then run again.
     std::thread::sleep(Duration::from_secs(3));
     let started = Instant::now();
@@ -352,10 +462,10 @@ fn bulk_sink_into_testkit_server_and_verify_finds_a_doctored_target() {
         return;
     };
     let n = 1500u64;
-    pg.exec(&format!(
+    pg.exec(
         "CREATE TABLE room_events (id text PRIMARY KEY, room int NOT NULL, at timestamptz NOT NULL,
-                                   payload jsonb, blob bytea);"
-    ));
+                                   payload jsonb, blob bytea);",
+    );
     let ids: Vec<String> = (0..n)
         .map(|i| ulid(BASE_MS + i * 10_000, u128::from(i) * 0x1234_5678_9abc_def1))
         .collect();
@@ -371,8 +481,15 @@ fn bulk_sink_into_testkit_server_and_verify_finds_a_doctored_target() {
     let store = sqlite(work.path(), "s.db");
     let sink = format!("{}/events", server.url());
     let base = |c: &mut std::process::Command| {
-        c.args(["--source", &pg.url(), "--table", "room_events", "--key", "id"])
-            .args(["--slot-by", "time:1h", "--sink", &sink, "--store", &store]);
+        c.args([
+            "--source",
+            &pg.url(),
+            "--table",
+            "room_events",
+            "--key",
+            "id",
+        ])
+        .args(["--slot-by", "time:1h", "--sink", &sink, "--store", &store]);
     };
     let mut c = rfs();
     c.args(["table", "run"]);
@@ -426,7 +543,10 @@ fn bulk_sink_into_testkit_server_and_verify_finds_a_doctored_target() {
     assert_eq!(out.status.code(), Some(6), "{text}");
     assert!(text.contains(&format!("  {removed}")), "{text}");
     assert!(text.contains(&format!("  {changed}: field")), "{text}");
-    assert!(text.contains("1 rows missing") && text.contains("1 rows different"), "{text}");
+    assert!(
+        text.contains("1 rows missing") && text.contains("1 rows different"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -446,10 +566,19 @@ fn bulk_sink_into_osmem_reads_back_equal() {
     );
     let work = tempfile::tempdir().unwrap();
     let mut c = rfs();
-    c.args(["table", "run", "--source", &pg.url(), "--table", "orders", "--key", "id"])
-        .args(["--slots", "4", "--sink", &format!("{}/orders", os.url())])
-        .args(["--store", &sqlite(work.path(), "s.db"), "--failure-log"])
-        .arg(work.path().join("f.jsonl"));
+    c.args([
+        "table",
+        "run",
+        "--source",
+        &pg.url(),
+        "--table",
+        "orders",
+        "--key",
+        "id",
+    ])
+    .args(["--slots", "4", "--sink", &format!("{}/orders", os.url())])
+    .args(["--store", &sqlite(work.path(), "s.db"), "--failure-log"])
+    .arg(work.path().join("f.jsonl"));
     run_ok(c);
     let client = reqwest::blocking::Client::new();
     client

@@ -50,7 +50,9 @@ impl TableName {
             match chars.next() {
                 None => break,
                 Some('.') => continue,
-                Some(c) => return Err(format!("table {s:?}: unexpected {c:?} after a quoted name")),
+                Some(c) => {
+                    return Err(format!("table {s:?}: unexpected {c:?} after a quoted name"))
+                }
             }
         }
         match parts.len() {
@@ -110,7 +112,10 @@ mod tests {
     #[test]
     fn names_parse_and_quote() {
         let t = TableName::parse("Room_Events").unwrap();
-        assert_eq!((t.schema.as_deref(), t.name.as_str()), (None, "room_events"));
+        assert_eq!(
+            (t.schema.as_deref(), t.name.as_str()),
+            (None, "room_events")
+        );
         assert_eq!(t.sql(), "\"room_events\"");
         let t = TableName::parse("app.events").unwrap();
         assert_eq!(t.sql(), "\"app\".\"events\"");
@@ -122,6 +127,9 @@ mod tests {
         for bad in ["", "a..b", "a.b.c", "\"open", "a\"b", "\"a\"x"] {
             assert!(TableName::parse(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(quote_ident("x\"; DROP TABLE y; --"), "\"x\"\"; DROP TABLE y; --\"");
+        assert_eq!(
+            quote_ident("x\"; DROP TABLE y; --"),
+            "\"x\"\"; DROP TABLE y; --\""
+        );
     }
 }

@@ -81,13 +81,22 @@ pub struct Table {
 impl Table {
     /// Connects to `url` (`postgres://…`, `sslmode=require` for TLS, `sslrootcert=FILE`),
     /// finds `table` and checks that `key` is a column with a unique index of its own.
-    pub async fn open(url: &str, table: &str, key: &str, opts: TableOptions) -> Result<Table, TableError> {
+    pub async fn open(
+        url: &str,
+        table: &str,
+        key: &str,
+        opts: TableOptions,
+    ) -> Result<Table, TableError> {
         let shown_url = redact::url(url);
         let bad = |reason: String| TableError::Config(format!("source {shown_url}: {reason}"));
         let name = TableName::parse(table).map_err(TableError::Config)?;
         let (conn_url, root_cert) = take_param(url, "sslrootcert").map_err(&bad)?;
-        let mut config: tokio_postgres::Config = conn_url.parse().map_err(|e| bad(format!("{e}")))?;
-        let timeout_ms = opts.statement_timeout.as_millis().clamp(1, i32::MAX as u128);
+        let mut config: tokio_postgres::Config =
+            conn_url.parse().map_err(|e| bad(format!("{e}")))?;
+        let timeout_ms = opts
+            .statement_timeout
+            .as_millis()
+            .clamp(1, i32::MAX as u128);
         let mut options = config.get_options().unwrap_or_default().to_string();
         options.push_str(&format!(
             " -c default_transaction_read_only=on -c statement_timeout={timeout_ms}"
@@ -227,12 +236,21 @@ impl Table {
         let Some(key_at) = key_at else {
             return Err(TableError::Config(format!(
                 "table {found} has no column {key:?} (columns: {})",
-                columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                columns
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         };
         if matches!(
             columns[key_at].kind,
-            ColumnKind::Json | ColumnKind::Jsonb | ColumnKind::Float4 | ColumnKind::Float8 | ColumnKind::Bytea | ColumnKind::Bool
+            ColumnKind::Json
+                | ColumnKind::Jsonb
+                | ColumnKind::Float4
+                | ColumnKind::Float8
+                | ColumnKind::Bytea
+                | ColumnKind::Bool
         ) {
             return Err(TableError::Config(format!(
                 "key column {key} of {found} is {}: use a text, uuid, integer, numeric, timestamp or date key",
@@ -270,14 +288,12 @@ impl Table {
     ) -> Result<Vec<tokio_postgres::Row>, TableError> {
         let run = || async {
             let client = self.pool.get().await.map_err(|e| match e {
-                deadpool_postgres::PoolError::Backend(e) => TableError::from_pg(
-                    &format!("connecting to {}", self.shown_url),
-                    &e,
-                ),
-                other => TableError::Unavailable(format!(
-                    "connecting to {}: {other}",
-                    self.shown_url
-                )),
+                deadpool_postgres::PoolError::Backend(e) => {
+                    TableError::from_pg(&format!("connecting to {}", self.shown_url), &e)
+                }
+                other => {
+                    TableError::Unavailable(format!("connecting to {}: {other}", self.shown_url))
+                }
             })?;
             let stmt = client
                 .prepare_cached(sql)
@@ -369,10 +385,7 @@ impl Table {
                     if let Some(k) = &key {
                         page.last_key = Some(k.clone());
                     }
-                    page.rows.push(PageRow::Bad {
-                        key,
-                        reason: bad.0,
-                    });
+                    page.rows.push(PageRow::Bad { key, reason: bad.0 });
                 }
             }
         }
@@ -398,7 +411,11 @@ impl Table {
         }
         let sql = format!(
             "SELECT {k}{} FROM {} {conds} ORDER BY {k} {dir} LIMIT 1",
-            if self.schema.key_column().kind.read_as_text() { "::text" } else { "" },
+            if self.schema.key_column().kind.read_as_text() {
+                "::text"
+            } else {
+                ""
+            },
             self.schema.table.sql()
         );
         let rows = self.query("reading the key range", &sql, &params).await?;
@@ -450,7 +467,11 @@ impl Table {
 
     /// About `target` keys inside `bounds`, sorted: every key when the table holds no more
     /// than that many rows, else a block sample (`TABLESAMPLE SYSTEM`).
-    pub async fn sample_keys(&self, bounds: &Bounds, target: u64) -> Result<Vec<String>, TableError> {
+    pub async fn sample_keys(
+        &self,
+        bounds: &Bounds,
+        target: u64,
+    ) -> Result<Vec<String>, TableError> {
         let k = &self.key_sql;
         let (conds, from_s, until_s) = self.bound_conds(bounds);
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -470,7 +491,11 @@ impl Table {
         };
         let sql = format!(
             "SELECT {k}{} FROM {} {sampling} {conds} ORDER BY {k}",
-            if self.schema.key_column().kind.read_as_text() { "::text" } else { "" },
+            if self.schema.key_column().kind.read_as_text() {
+                "::text"
+            } else {
+                ""
+            },
             self.schema.table.sql()
         );
         let rows = self.query("sampling keys", &sql, &params).await?;
@@ -480,7 +505,8 @@ impl Table {
                 let raw: Raw = r
                     .try_get(0)
                     .map_err(|e| TableError::Query(format!("reading a key: {e}")))?;
-                key_text(kind, raw.0).map_err(|e| TableError::Query(format!("reading a key: {}", e.0)))
+                key_text(kind, raw.0)
+                    .map_err(|e| TableError::Query(format!("reading a key: {}", e.0)))
             })
             .collect()
     }

@@ -202,9 +202,17 @@ pub fn uuid_ms(key: &str) -> Option<i64> {
 
 /// Time slots covering `[lo_ms, hi_ms]`: bounds at every multiple of `width_ms` inside;
 /// the first slot is open below, the last open above.
-pub fn time_slots(key: TimeKey, width_ms: i64, lo_ms: i64, hi_ms: i64) -> Result<Vec<Slot>, String> {
+pub fn time_slots(
+    key: TimeKey,
+    width_ms: i64,
+    lo_ms: i64,
+    hi_ms: i64,
+) -> Result<Vec<Slot>, String> {
     let width = width_ms.max(1);
-    let first = lo_ms.div_euclid(width).saturating_add(1).saturating_mul(width);
+    let first = lo_ms
+        .div_euclid(width)
+        .saturating_add(1)
+        .saturating_mul(width);
     let n = if hi_ms < first {
         0
     } else {
@@ -217,7 +225,9 @@ pub fn time_slots(key: TimeKey, width_ms: i64, lo_ms: i64, hi_ms: i64) -> Result
             width / 1000
         ));
     }
-    let bounds: Vec<String> = (0..n).map(|i| key.bound(first + i as i64 * width)).collect();
+    let bounds: Vec<String> = (0..n)
+        .map(|i| key.bound(first + i as i64 * width))
+        .collect();
     Ok(slots_between(bounds))
 }
 
@@ -263,7 +273,11 @@ pub fn parse_time(s: &str) -> Result<i64, String> {
         .ok()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .map(|t| t.and_utc().timestamp_millis())
-        .ok_or_else(|| format!("{s:?}: expected an RFC 3339 time (2024-05-01T00:00:00Z) or a date (2024-05-01)"))
+        .ok_or_else(|| {
+            format!(
+                "{s:?}: expected an RFC 3339 time (2024-05-01T00:00:00Z) or a date (2024-05-01)"
+            )
+        })
 }
 
 #[cfg(test)]
@@ -274,13 +288,23 @@ mod tests {
     fn rules_parse_with_ranges() {
         assert_eq!(
             SlotRule::parse_time("time:1h").unwrap(),
-            SlotRule::Time { width_ms: 3_600_000 }
+            SlotRule::Time {
+                width_ms: 3_600_000
+            }
         );
         assert_eq!(
             SlotRule::parse_time("time:15m").unwrap(),
             SlotRule::Time { width_ms: 900_000 }
         );
-        for bad in ["1h", "time:", "time:0h", "time:1y", "time:-1h", "time:h", "time:9999d"] {
+        for bad in [
+            "1h",
+            "time:",
+            "time:0h",
+            "time:1y",
+            "time:-1h",
+            "time:h",
+            "time:9999d",
+        ] {
             assert!(SlotRule::parse_time(bad).is_err(), "{bad}");
         }
     }
@@ -291,17 +315,26 @@ mod tests {
         let u = TimeKey::Ulid.lowest(ms);
         assert_eq!(u.len(), 26);
         assert_eq!(ulid_ms(&u), Some(ms));
-        assert_eq!(TimeKey::Ulid.time_of("01HWR5Q8ZV7W2X3Y4Z5A6B7C8D"), ulid_ms("01HWR5Q8ZV7W2X3Y4Z5A6B7C8D"));
+        assert_eq!(
+            TimeKey::Ulid.time_of("01HWR5Q8ZV7W2X3Y4Z5A6B7C8D"),
+            ulid_ms("01HWR5Q8ZV7W2X3Y4Z5A6B7C8D")
+        );
         assert!(ulid_ms("not-a-ulid").is_none());
         assert!(ulid_ms("8ZZZZZZZZZZZZZZZZZZZZZZZZZ").is_none());
         let v = TimeKey::UuidV7.lowest(ms);
-        assert_eq!(v, "018f3465-bc7b-0000-0000-000000000000");
-        assert_eq!(uuid_ms("018f3465-bc7b-7000-8000-000000000000"), Some(ms));
+        assert_eq!(v, "018f3406-9e7b-0000-0000-000000000000");
+        assert_eq!(uuid_ms("018f3406-9e7b-7000-8000-000000000000"), Some(ms));
         assert!(uuid_ms(&v).is_none(), "version 0 is not a v7");
         assert_eq!(TimeKey::Timestamp.lowest(ms), "2024-05-01T12:00:00.123Z");
-        assert_eq!(TimeKey::Timestamp.bound(ms - 123), "2024-05-01T11:59:59.999999Z");
+        assert_eq!(
+            TimeKey::Timestamp.bound(ms - 123),
+            "2024-05-01T11:59:59.999999Z"
+        );
         assert_eq!(TimeKey::Date.bound(1_714_521_600_000), "2024-04-30");
-        assert_eq!(TimeKey::Timestamp.time_of("2024-05-01T12:00:00.123Z"), Some(ms));
+        assert_eq!(
+            TimeKey::Timestamp.time_of("2024-05-01T12:00:00.123Z"),
+            Some(ms)
+        );
         assert_eq!(parse_time("2024-05-01").unwrap(), 1_714_521_600_000);
         assert!(parse_time("yesterday").is_err());
     }
@@ -315,7 +348,10 @@ mod tests {
         assert_eq!(slots[0].after, None);
         assert_eq!(slots[0].until, slots[1].after);
         assert_eq!(slots[2].until, None);
-        assert_eq!(slots[1].until.as_deref(), Some("1970-01-01T11:59:59.999999Z"));
+        assert_eq!(
+            slots[1].until.as_deref(),
+            Some("1970-01-01T11:59:59.999999Z")
+        );
         assert_eq!(time_slots(TimeKey::Timestamp, h, 5, 5).unwrap().len(), 1);
         assert!(time_slots(TimeKey::Timestamp, 1000, 0, 2_000_000_000).is_err());
         let sample: Vec<String> = (0..100).map(|i| format!("{i:03}")).collect();

@@ -32,10 +32,7 @@ const PG_EPOCH_CE_DAYS: i32 = 730_120;
 pub struct Raw<'a>(pub Option<&'a [u8]>);
 
 impl<'a> FromSql<'a> for Raw<'a> {
-    fn from_sql(
-        _: &Type,
-        raw: &'a [u8],
-    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         Ok(Raw(Some(raw)))
     }
 
@@ -93,9 +90,12 @@ impl Renderer {
         let names = row.columns();
         for (i, kind) in self.kinds.iter().enumerate() {
             out.extend_from_slice(&self.prefixes[i]);
-            let raw: Raw = row
-                .try_get(i)
-                .map_err(|e| (Some(key.clone()), BadValue(format!("column {}: {e}", names[i].name()))))?;
+            let raw: Raw = row.try_get(i).map_err(|e| {
+                (
+                    Some(key.clone()),
+                    BadValue(format!("column {}: {e}", names[i].name())),
+                )
+            })?;
             write_value(kind, raw.0, out).map_err(|e| {
                 (
                     Some(key.clone()),
@@ -139,7 +139,7 @@ fn short<const N: usize>(raw: &[u8], what: &str) -> Result<[u8; N], String> {
         .map_err(|_| format!("{what} value of {} bytes, expected {N}", raw.len()))
 }
 
-fn utf8<'a>(raw: &'a [u8]) -> Result<&'a str, String> {
+fn utf8(raw: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))
 }
 
@@ -225,7 +225,10 @@ pub fn write_value(kind: &ColumnKind, raw: Option<&[u8]>, out: &mut Vec<u8>) -> 
             let s = utf8(raw)?;
             // Raw line breaks can only be whitespace between tokens in valid JSON (inside
             // strings they are escaped): make the row one line.
-            out.extend(s.bytes().map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }));
+            out.extend(
+                s.bytes()
+                    .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+            );
         }
     }
     Ok(())
@@ -298,28 +301,46 @@ mod tests {
 
     #[test]
     fn values_render_as_json() {
-        assert_eq!(render(ColumnKind::Int8, &(-5i64).to_be_bytes()).unwrap(), "-5");
+        assert_eq!(
+            render(ColumnKind::Int8, &(-5i64).to_be_bytes()).unwrap(),
+            "-5"
+        );
         assert_eq!(render(ColumnKind::Int2, &7i16.to_be_bytes()).unwrap(), "7");
-        assert_eq!(render(ColumnKind::Float4, &0.1f32.to_be_bytes()).unwrap(), "0.1");
+        assert_eq!(
+            render(ColumnKind::Float4, &0.1f32.to_be_bytes()).unwrap(),
+            "0.1"
+        );
         assert!(render(ColumnKind::Float8, &f64::NAN.to_be_bytes()).is_err());
-        assert_eq!(render(ColumnKind::Numeric, b"-12.3400").unwrap(), "-12.3400");
+        assert_eq!(
+            render(ColumnKind::Numeric, b"-12.3400").unwrap(),
+            "-12.3400"
+        );
         assert!(render(ColumnKind::Numeric, b"NaN").is_err());
         assert!(render(ColumnKind::Numeric, b"-Infinity").is_err());
         assert_eq!(render(ColumnKind::Bytea, &[0, 255, 1]).unwrap(), "\"AP8B\"");
-        assert_eq!(render(ColumnKind::Text, "a\"\n".as_bytes()).unwrap(), "\"a\\\"\\n\"");
+        assert_eq!(
+            render(ColumnKind::Text, "a\"\n".as_bytes()).unwrap(),
+            "\"a\\\"\\n\""
+        );
         assert!(render(ColumnKind::Text, &[0xff]).is_err());
         assert_eq!(render(ColumnKind::Bool, &[1]).unwrap(), "true");
         assert_eq!(
             render(ColumnKind::Json, b"{\"a\":\n [1,\r\n2]}").unwrap(),
             "{\"a\":  [1,  2]}"
         );
-        assert_eq!(render(ColumnKind::TimestampTz, &0i64.to_be_bytes()).unwrap(), "\"2000-01-01T00:00:00Z\"");
+        assert_eq!(
+            render(ColumnKind::TimestampTz, &0i64.to_be_bytes()).unwrap(),
+            "\"2000-01-01T00:00:00Z\""
+        );
         assert_eq!(
             render(ColumnKind::Timestamp, &1_500_000i64.to_be_bytes()).unwrap(),
             "\"2000-01-01T00:00:01.500Z\""
         );
         assert!(render(ColumnKind::Timestamp, &i64::MAX.to_be_bytes()).is_err());
-        assert_eq!(render(ColumnKind::Date, &(-1i32).to_be_bytes()).unwrap(), "\"1999-12-31\"");
+        assert_eq!(
+            render(ColumnKind::Date, &(-1i32).to_be_bytes()).unwrap(),
+            "\"1999-12-31\""
+        );
         let mut u = [0u8; 16];
         u[0] = 0x01;
         u[15] = 0xab;
@@ -334,7 +355,10 @@ mod tests {
         write_value(&ColumnKind::Int4, None, &mut out).unwrap();
         assert_eq!(out, b"null");
         assert_eq!(key_text(&ColumnKind::Text, Some(b"01HX")).unwrap(), "01HX");
-        assert_eq!(key_text(&ColumnKind::Int8, Some(&42i64.to_be_bytes())).unwrap(), "42");
+        assert_eq!(
+            key_text(&ColumnKind::Int8, Some(&42i64.to_be_bytes())).unwrap(),
+            "42"
+        );
         assert!(key_text(&ColumnKind::Int8, None).is_err());
     }
 }

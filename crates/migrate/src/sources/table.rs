@@ -244,10 +244,7 @@ impl Source for TableSource {
         id.insert("kind".into(), "table".into());
         id.insert("source".into(), self.table.shown_url().to_string());
         id.insert("table".into(), self.group.to_string());
-        id.insert(
-            "key".into(),
-            self.table.schema().key_column().name.clone(),
-        );
+        id.insert("key".into(), self.table.schema().key_column().name.clone());
         let rule = match self.opts.rule {
             SlotRule::Time { width_ms } => format!("time:{}s", width_ms / 1000),
             SlotRule::Count(n) => format!("slots:{n}"),

@@ -208,9 +208,10 @@ impl TableArgs {
     }
 
     fn client_config(&self, base: &str) -> anyhow::Result<cluster::ClientConfig> {
-        let mut u = url::Url::parse(base).with_context(|| format!("--sink {}", redact::url(base)))?;
+        let mut u =
+            url::Url::parse(base).with_context(|| format!("--sink {}", redact::url(base)))?;
         let user = u.username().to_string();
-        let password = u.password().map(|p| percent_decode(p));
+        let password = u.password().map(percent_decode);
         let _ = u.set_username("");
         let _ = u.set_password(None);
         let mut c = cluster::ClientConfig::new(u.to_string().trim_end_matches('/'));
@@ -276,7 +277,11 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
 /// A tag unique to this process, for its files in a shared directory.
 fn process_tag() -> String {
     let host = gethostname();
-    format!("{host}-{}-{:08x}", std::process::id(), rand::random::<u32>())
+    format!(
+        "{host}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
 }
 
 fn gethostname() -> String {
@@ -300,7 +305,9 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     let report = match SinkUrl::parse(&args.table.sink)? {
         SinkUrl::Bulk { base, index } => {
             let client = args.table.client(&base).await?;
-            let sink = args.worker.bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
+            let sink = args
+                .worker
+                .bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
             let transform = Arc::new(rename_to(&group, &index));
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
             drive(job, &args.worker).await?
@@ -416,7 +423,9 @@ mod tests {
             SinkUrl::Files("/tmp/out".into())
         );
         assert_eq!(SinkUrl::parse("out").unwrap(), SinkUrl::Files("out".into()));
-        let e = SinkUrl::parse("ftp://u:secret@h/x").unwrap_err().to_string();
+        let e = SinkUrl::parse("ftp://u:secret@h/x")
+            .unwrap_err()
+            .to_string();
         assert!(!e.contains("secret"), "{e}");
         assert!(SinkUrl::parse("dynamodb://t?region=us-east-1").is_err());
     }

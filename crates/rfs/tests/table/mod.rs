@@ -85,9 +85,17 @@ pub fn ulid(ms: u64, r: u128) -> String {
 
 /// A UUIDv7 text of millisecond `ms`.
 pub fn uuid_v7(ms: u64, r: u128) -> String {
-    let v: u128 = (u128::from(ms) << 80) | (0x7u128 << 76) | (r & ((1u128 << 62) - 1)) | (0b10u128 << 62);
+    let v: u128 =
+        (u128::from(ms) << 80) | (0x7u128 << 76) | (r & ((1u128 << 62) - 1)) | (0b10u128 << 62);
     let h = format!("{v:032x}");
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 /// Every line `{"_index","_id","_source"}` of the table's files in `dir`: id → source,
