@@ -98,16 +98,8 @@ fn open(
         .with_context(|| format!("opening the Lucene index in {}", dir.display()))
 }
 
-/// Writes every live document with a shard-global doc id in `range` as a golden-format line.
-pub fn dump(
-    reader: &IndexReader,
-    range: std::ops::Range<u64>,
-    out: &mut dyn Write,
-) -> anyhow::Result<u64> {
-    dump_with(reader, range, false, out)
-}
-
-/// As [`dump`], with each document's doc values when `doc_values`.
+/// Writes every live document with a shard-global doc id in `range` as a golden-format
+/// line, with its doc values when `doc_values`.
 pub fn dump_with(
     reader: &IndexReader,
     range: std::ops::Range<u64>,
