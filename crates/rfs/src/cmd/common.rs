@@ -113,6 +113,50 @@ pub struct SourceArgs {
     /// The snapshot's name.
     #[arg(long, env = "RFS_SNAPSHOT", value_name = "NAME")]
     pub snapshot: String,
+    #[command(flatten)]
+    pub rebuild: RebuildArgs,
+}
+
+/// Documents stored without `_source` (`_source.enabled: false`, synthetic source).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RebuildArgs {
+    /// Documents without a stored `_source`: `auto` rebuilds it from the mapping, doc
+    /// values and stored fields (as Elasticsearch's synthetic source does: arrays sorted,
+    /// keyword arrays deduplicated; see docs/sourceless.md); `off` skips them as
+    /// `no_source`. Documents that have a `_source` are always sent as stored.
+    #[arg(long, env = "RFS_REBUILD_SOURCE", value_enum, default_value_t = RebuildSource::Auto)]
+    pub rebuild_source: RebuildSource,
+    /// Send rebuilt documents even when some of their index's fields cannot be rebuilt
+    /// (no doc values, not stored: e.g. `text` without `store: true`); without it such
+    /// documents go to the failure log as `partial_source`, with the fields named.
+    #[arg(long, env = "RFS_ALLOW_PARTIAL_SOURCE")]
+    pub allow_partial_source: bool,
+    /// Where a document without `_source` still has a `_recovery_source` (kept by
+    /// Elasticsearch for recent operations), send that original instead of rebuilding.
+    #[arg(long, env = "RFS_PREFER_RECOVERY_SOURCE")]
+    pub prefer_recovery_source: bool,
+}
+
+/// `--rebuild-source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RebuildSource {
+    /// Rebuild `_source` where it is absent.
+    Auto,
+    /// Never rebuild: such documents are skipped as `no_source`.
+    Off,
+}
+
+impl RebuildArgs {
+    pub fn options(&self) -> snapshot::RebuildOptions {
+        snapshot::RebuildOptions {
+            mode: match self.rebuild_source {
+                RebuildSource::Auto => snapshot::RebuildMode::Auto,
+                RebuildSource::Off => snapshot::RebuildMode::Off,
+            },
+            allow_partial: self.allow_partial_source,
+            prefer_recovery_source: self.prefer_recovery_source,
+        }
+    }
 }
 
 impl SourceArgs {

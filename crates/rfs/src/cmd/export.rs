@@ -23,6 +23,8 @@ pub struct Args {
     /// The snapshot to export.
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: String,
+    #[command(flatten)]
+    pub rebuild: super::common::RebuildArgs,
     /// Only indices matching this pattern (`*` and `?` wildcards); repeatable or
     /// comma-separated. Default: all.
     #[arg(
@@ -95,6 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let opts = SnapshotOptions {
             split_docs: None,
             verify_checksums: !args.no_verify_checksums,
+            rebuild: args.rebuild.options(),
         };
         let (source, names) = tokio::task::spawn_blocking(
             move || -> anyhow::Result<(SnapshotSource, Vec<String>)> {

@@ -1,5 +1,7 @@
-//! Just enough of the doc-values formats to find soft-deleted documents: the set of
-//! documents that have a value for one NUMERIC field.
+//! Doc values: NUMERIC, BINARY, SORTED, SORTED_SET and SORTED_NUMERIC fields of the
+//! Lucene70, Lucene80 and Lucene90 formats (Lucene 7 to 10), read forward document by
+//! document ([`DocValuesReader`], [`FieldValues`]), and the docs-with-field set of the
+//! soft-deletes field.
 //!
 //! The metadata file (`.dvm`: `Lucene70DocValuesMetadata`, `Lucene80DocValuesMetadata`
 //! big-endian; `Lucene90DocValuesMetadata` little-endian) lists an entry per field; every
@@ -7,6 +9,17 @@
 //! either empty, every document, or an IndexedDISI in the data file (`.dvd`): blocks of
 //! 65 536 doc ids, each sparse (a list of 16-bit ids), dense (a 1024-word bitset,
 //! optionally preceded by a rank table) or all.
+
+mod disi;
+mod field;
+mod meta;
+mod region;
+mod values;
+
+pub use field::{DocValue, FieldValues};
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::codec_util::{self, ID_LEN};
 use crate::data_input::{DataInput, Endian};
@@ -594,5 +607,170 @@ pub fn read_indexed_disi(
                 )));
             }
         }
+    }
+}
+
+/// One doc-values producer: a `.dvm`/`.dvd` pair (one per format suffix and generation).
+#[derive(Debug)]
+struct Producer {
+    entries: HashMap<u32, meta::Entry>,
+    data: region::Region,
+    endian: Endian,
+}
+
+/// The doc values of one segment, opened field by field.
+#[derive(Debug)]
+pub struct DocValuesReader {
+    segment_dir: Arc<dyn Directory>,
+    index_dir: Arc<dyn Directory>,
+    segment: String,
+    segment_id: [u8; ID_LEN],
+    fnm_name: String,
+    field_infos: FieldInfos,
+    max_doc: u32,
+    verify: bool,
+    producers: HashMap<String, Arc<Producer>>,
+}
+
+impl DocValuesReader {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        segment_dir: Arc<dyn Directory>,
+        index_dir: Arc<dyn Directory>,
+        segment: &str,
+        segment_id: [u8; ID_LEN],
+        fnm_name: &str,
+        field_infos: FieldInfos,
+        max_doc: u32,
+        verify: bool,
+    ) -> DocValuesReader {
+        DocValuesReader {
+            segment_dir,
+            index_dir,
+            segment: segment.to_string(),
+            segment_id,
+            fnm_name: fnm_name.to_string(),
+            field_infos,
+            max_doc,
+            verify,
+            producers: HashMap::new(),
+        }
+    }
+
+    /// The values of the field called `name`; `None` when the segment has no such field
+    /// or it has no doc values.
+    pub fn field(&mut self, name: &str) -> Result<Option<FieldValues>> {
+        let Some(info) = self.field_infos.by_name(name).cloned() else {
+            return Ok(None);
+        };
+        if info.doc_values_type == crate::field_infos::DocValuesType::None {
+            return Ok(None);
+        }
+        let suffix = doc_values_suffix(&self.fnm_name, &info)?;
+        let producer = match self.producers.get(&suffix) {
+            Some(p) => p.clone(),
+            None => {
+                let p = Arc::new(self.open_producer(&info, &suffix)?);
+                self.producers.insert(suffix.clone(), p.clone());
+                p
+            }
+        };
+        let entry = producer.entries.get(&info.number).ok_or_else(|| {
+            Error::corrupt(
+                producer.data.file_name(),
+                format!("no doc-values entry for field {name:?}"),
+            )
+        })?;
+        FieldValues::new(name, entry, &producer.data, producer.endian, self.max_doc).map(Some)
+    }
+
+    fn open_producer(&self, info: &FieldInfo, suffix: &str) -> Result<Producer> {
+        let dir = if info.doc_values_gen == -1 {
+            self.segment_dir.as_ref()
+        } else {
+            self.index_dir.as_ref()
+        };
+        let meta_file = dir.open_file(&names::segment_file_name(&self.segment, suffix, "dvm"))?;
+        let bytes = meta_file.read_all()?;
+        codec_util::verify_checksum_bytes(meta_file.name(), &bytes)?;
+        let body = &bytes[..bytes.len() - codec_util::FOOTER_LEN];
+        let mut input = DataInput::new(meta_file.name(), body);
+        let header = codec_util::read_index_header_any(&mut input)?;
+        let (family, endian, max_version, data_codec) = match header.codec {
+            "Lucene70DocValuesMetadata" => {
+                (meta::Family::L70, Endian::Big, 0, "Lucene70DocValuesData")
+            }
+            "Lucene80DocValuesMetadata" => {
+                (meta::Family::L80, Endian::Big, 2, "Lucene80DocValuesData")
+            }
+            "Lucene90DocValuesMetadata" => (
+                meta::Family::L90,
+                Endian::Little,
+                2,
+                "Lucene90DocValuesData",
+            ),
+            other => {
+                return Err(Error::unsupported(
+                    meta_file.name(),
+                    format!(
+                        "doc values metadata codec {other:?} (version {})",
+                        header.version
+                    ),
+                ))
+            }
+        };
+        let version = header.version;
+        codec_util::check_name_version(
+            meta_file.name(),
+            header.codec,
+            version,
+            header.codec,
+            0,
+            max_version,
+        )?;
+        codec_util::check_id_suffix(meta_file.name(), &header, &self.segment_id, suffix)?;
+        let mut parser = meta::MetaParser {
+            input,
+            family,
+            endian,
+            version,
+        };
+        let entries = parser.entries(&self.field_infos)?;
+
+        let data = dir.open_file(&names::segment_file_name(&self.segment, suffix, "dvd"))?;
+        let header_len = codec_util::index_header_len(data_codec, suffix) as u64;
+        if data.len() < header_len + codec_util::FOOTER_LEN as u64 {
+            return Err(Error::corrupt(
+                data.name(),
+                format!(
+                    "{} bytes is too short for a doc values data file",
+                    data.len()
+                ),
+            ));
+        }
+        let head = data.read_bytes(0..header_len)?;
+        let mut hin = DataInput::new(data.name(), &head);
+        codec_util::check_index_header(
+            &mut hin,
+            data_codec,
+            version,
+            version,
+            &self.segment_id,
+            suffix,
+        )?;
+        if self.verify
+            && (info.doc_values_gen != -1 || data.len() <= crate::reader::DOC_VALUES_VERIFY_MAX)
+        {
+            codec_util::verify_checksum(&data)?;
+        } else {
+            codec_util::check_footer(&data)?;
+        }
+        let hi = data.len() - codec_util::FOOTER_LEN as u64;
+        let region = region::Region::new(&data, header_len as i64, 0, header_len, hi, "data")?;
+        Ok(Producer {
+            entries,
+            data: region,
+            endian,
+        })
     }
 }
