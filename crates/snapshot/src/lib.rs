@@ -26,10 +26,12 @@ mod lzf;
 pub mod metadata;
 pub mod object;
 pub mod reader;
+pub mod rebuild;
 pub mod repository;
 pub mod shard;
 pub mod shard_paths;
 pub mod uri;
+#[cfg(feature = "test-util")]
 pub mod write;
 pub mod xcontent;
 
@@ -41,7 +43,10 @@ pub use metadata::{
     ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind, TypeMapping, Version,
 };
 pub use object::ObjectStoreBlobs;
-pub use reader::{ReadOptions, ShardReader, ShardStats, SkipReason, SkippedDocument};
+pub use reader::{
+    ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason, SkippedDocument,
+};
+pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use shard_paths::ShardPathType;

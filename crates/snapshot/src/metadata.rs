@@ -753,6 +753,26 @@ impl IndexMetadata {
         self.setting("index.remote_store.enabled").as_deref() == Some("true")
     }
 
+    /// Whether documents are stored without `_source` (synthetic or disabled, see
+    /// [`IndexMetadata::source_mode`]): such an index needs `_source` rebuilt.
+    pub fn source_not_stored(&self) -> bool {
+        self.source_mode() != SourceMode::Stored
+    }
+
+    /// Where each field of a rebuilt `_source` comes from (the first mapping type with
+    /// properties; several types are merged).
+    pub fn source_plan(&self) -> crate::rebuild::SourcePlan {
+        let mut props = Map::new();
+        for m in &self.mappings {
+            if let Some(p) = m.mapping.get("properties").and_then(Value::as_object) {
+                for (k, v) in p {
+                    props.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        crate::rebuild::SourcePlan::from_mapping(&serde_json::json!({ "properties": props }))
+    }
+
     /// Whether any mapping disables `_source` (`"_source": {"enabled": false}`).
     pub fn source_disabled(&self) -> bool {
         self.mappings.iter().any(|m| {
@@ -886,7 +906,7 @@ impl FileInfo {
 
     /// The checksum as a number, if it is a base-36 CRC.
     pub fn checksum_value(&self) -> Option<u64> {
-        u64::from_str_radix(self.checksum.as_deref()?, 36).ok()
+        lucene::names::parse_base36(self.checksum.as_deref()?)
     }
 }
 
