@@ -22,7 +22,7 @@ use crate::config::{Auth, AwsService, ClientConfig, Compression};
 use crate::error::ClusterError;
 use crate::retry::{parse_retry_after, RetryPolicy};
 use crate::sigv4::{self, AwsCredentials};
-use crate::version::{Distribution, Target, Version};
+use crate::version::{Target, Version};
 
 /// A cheap-to-clone handle on a target cluster. All clones share one connection pool.
 #[derive(Clone)]
@@ -273,8 +273,7 @@ impl Client {
                 if c.service == AwsService::Aoss && assume_target.is_none() {
                     // Serverless has no `GET /`; it speaks the current OpenSearch API.
                     assume_target = Some(Target {
-                        distribution: Distribution::OpenSearch,
-                        version: Version::new(2, 0, 0),
+                        version: Version::os(2, 0),
                         serverless: true,
                     });
                 }

@@ -32,7 +32,7 @@ async fn index_template_and_bulk_calls_against_osmem() {
         .await
         .unwrap();
     let target = client.target().unwrap().clone();
-    assert_eq!(target.distribution, Distribution::OpenSearch);
+    assert_eq!(target.distribution(), Distribution::OpenSearch);
     assert!(target.version.major >= 2, "{target}");
 
     // Indices.

@@ -156,7 +156,7 @@ async fn custom_ca_mutual_tls_and_insecure() {
         .await
         .unwrap();
     assert_eq!(
-        client.target().unwrap().distribution,
+        client.target().unwrap().distribution(),
         Distribution::OpenSearch
     );
     let sender = BulkSender::new(client, BulkOptions::default()).unwrap();

@@ -67,69 +67,7 @@ impl fmt::Display for SnapshotState {
     }
 }
 
-/// A product version decoded from a numeric version id (`7100299` → 7.10.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Version {
-    pub major: u32,
-    pub minor: u32,
-    pub revision: u32,
-    /// The id carried OpenSearch's marker bit.
-    pub opensearch: bool,
-}
-
-impl Version {
-    const OPENSEARCH_MASK: u32 = 0x0800_0000;
-
-    /// Decodes `major*1_000_000 + minor*10_000 + revision*100 + build`; OpenSearch ids
-    /// have bit 0x08000000 set.
-    ///
-    /// Elasticsearch 8.11+ writes `IndexVersion` ids instead (`8_500_000` and up in the 8.x
-    /// line), which do not encode the release: those decode as 8.11.0, the first release
-    /// that wrote them. Ids of the 9.x line keep the right major.
-    pub fn from_id(id: u32) -> Version {
-        let opensearch = id & Self::OPENSEARCH_MASK != 0;
-        let id = id & !Self::OPENSEARCH_MASK;
-        let v = Version {
-            major: id / 1_000_000,
-            minor: (id / 10_000) % 100,
-            revision: (id / 100) % 100,
-            opensearch,
-        };
-        if !opensearch && v.major == 8 && v.minor >= 50 {
-            return Version {
-                minor: 11,
-                revision: 0,
-                ..v
-            };
-        }
-        v
-    }
-
-    /// Whether `id` is an Elasticsearch 8.11+ `IndexVersion` id rather than a release id.
-    pub fn is_index_version_id(id: u32) -> bool {
-        id & Self::OPENSEARCH_MASK == 0 && (8_500_000..9_000_000).contains(&id)
-    }
-
-    /// Parses `"7.10.2"` (extra suffixes such as `-SNAPSHOT` are ignored).
-    pub fn parse(s: &str) -> Option<Version> {
-        let mut it = s.split(['.', '-']);
-        Some(Version {
-            major: it.next()?.parse().ok()?,
-            minor: it.next().unwrap_or("0").parse().ok()?,
-            revision: it.next().unwrap_or("0").parse().unwrap_or(0),
-            opensearch: false,
-        })
-    }
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.opensearch {
-            f.write_str("OpenSearch ")?;
-        }
-        write!(f, "{}.{}.{}", self.major, self.minor, self.revision)
-    }
-}
+pub use product::Version;
 
 /// One snapshot as listed in repository data.
 #[derive(Debug, Clone, Serialize)]
@@ -406,7 +344,8 @@ pub(crate) struct SnapshotInfoRoot {
 impl SnapshotInfo {
     /// Version of the cluster that took the snapshot.
     pub fn version(&self) -> Option<Version> {
-        self.version_id.map(Version::from_id)
+        self.version_id
+            .and_then(|id| Version::from_id(u64::from(id)))
     }
     /// Decoded state, if known.
     pub fn state(&self) -> Option<SnapshotState> {
@@ -675,8 +614,8 @@ impl IndexMetadata {
     /// The version that created the index (`index.version.created`).
     pub fn created_version(&self) -> Option<Version> {
         self.setting("index.version.created")
-            .and_then(|s| s.parse::<u32>().ok())
-            .map(Version::from_id)
+            .and_then(|s| s.parse::<u64>().ok())
+            .and_then(Version::from_id)
     }
 
     /// Whether the index uses soft deletes: the stored setting, else on for indices
@@ -685,9 +624,7 @@ impl IndexMetadata {
         match self.setting("index.soft_deletes.enabled").as_deref() {
             Some("true") => true,
             Some("false") => false,
-            _ => self
-                .created_version()
-                .is_some_and(|v| v.opensearch || v.major >= 7),
+            _ => self.created_version().is_some_and(|v| !v.es_before(7)),
         }
     }
 
@@ -959,15 +896,6 @@ pub struct ShardSnapshotFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_decode() {
-        assert_eq!(Version::from_id(7100299).to_string(), "7.10.2");
-        assert_eq!(Version::from_id(5061699).to_string(), "5.6.16");
-        let os = Version::from_id(0x0800_0000 ^ 2110099);
-        assert!(os.opensearch);
-        assert_eq!((os.major, os.minor, os.revision), (2, 11, 0));
-    }
 
     #[test]
     fn parts_split_like_elasticsearch() {

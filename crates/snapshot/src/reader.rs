@@ -226,7 +226,7 @@ impl ShardReader {
         })?;
         let created = md.created_version();
         let types = match created {
-            Some(v) if v.opensearch || v.major >= 7 => TypeRule::None,
+            Some(v) if !v.es_before(7) => TypeRule::None,
             // Unknown creation version: only `_uid` can tell.
             None => TypeRule::Legacy(None),
             Some(_) => {

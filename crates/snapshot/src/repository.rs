@@ -215,7 +215,12 @@ impl Snapshot {
     pub fn version(&self) -> Option<Version> {
         self.info
             .version()
-            .or_else(|| self.entry.version.as_deref().and_then(Version::parse))
+            // Repository data records the number alone (OpenSearch writes its
+            // Elasticsearch-compatible one there).
+            .or_else(|| {
+                let number = self.entry.version.as_deref()?;
+                Version::parse(product::Distribution::Elasticsearch, number)
+            })
     }
 
     /// Index names, from SnapshotInfo (authoritative), else from repository data.

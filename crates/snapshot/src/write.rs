@@ -556,17 +556,18 @@ pub fn write_repository(
             &format!("meta-{uuid}.dat"),
             &seal(&global, codec::METADATA, opts),
         )?;
-        let v = crate::metadata::Version::from_id(snap.version_id);
+        let v = crate::metadata::Version::from_id(u64::from(snap.version_id))
+            .unwrap_or(crate::metadata::Version::es(7, 10));
         let mut entry = json!({
             "name": snap.name, "uuid": uuid, "state": if failures.is_empty() { 1 } else { 3 },
             "index_metadata_lookup": lookup,
-            "version": format!("{}.{}.{}", v.major, v.minor, v.revision),
+            "version": format!("{}.{}.{}", v.major, v.minor, v.patch),
         });
         if let Some(iv) = snap.index_version {
             entry["version"] = json!("8.11.0");
             entry["index_version"] = json!(iv);
         }
-        if !v.opensearch && (v.major, v.minor) >= (7, 14) {
+        if v.at_least_es(7, 14) {
             entry["start_time_millis"] = json!(start_time);
             entry["end_time_millis"] = json!(start_time + 1000);
         }
@@ -627,14 +628,14 @@ pub fn write_repository(
     }
     let last = snapshots
         .last()
-        .map(|s| crate::metadata::Version::from_id(s.version_id));
+        .and_then(|s| crate::metadata::Version::from_id(u64::from(s.version_id)));
     let mut data = json!({
         "snapshots": repo_snapshots,
         "indices": indices,
         "min_version": "7.9.0",
         "index_metadata_identifiers": identifiers,
     });
-    if let Some(v) = last.filter(|v| !v.opensearch && (v.major, v.minor) >= (7, 12)) {
+    if let Some(v) = last.filter(|v| v.at_least_es(7, 12)) {
         data["min_version"] = json!(if v.major >= 8 { "7.12.0" } else { "7.9.0" });
         data["uuid"] = json!(repository_uuid);
         data["cluster_id"] = json!(cluster_uuid);

@@ -289,7 +289,7 @@ fn elasticsearch_8_metadata_is_read() {
 
     let snap = repo.snapshot(SNAPSHOT).unwrap();
     let v = snap.version().unwrap();
-    assert_eq!((v.major, v.minor, v.opensearch), (8, 11, false));
+    assert_eq!((v.major, v.minor, v.is_os()), (8, 11, false));
     assert!(snapshot::Version::is_index_version_id(8_512_000));
     assert_eq!(snap.info().data_streams, vec![DATA_STREAM]);
     let global = snap.global_metadata().unwrap();
@@ -394,7 +394,7 @@ fn remote_store_shallow_copies_are_a_clear_error_naming_the_index() {
         write_repository(dest.path(), std::slice::from_ref(&spec), &opts).unwrap();
         let snap = open_local(dest.path(), "").snapshot(SNAPSHOT).unwrap();
         assert_eq!(snap.info().remote_store_index_shallow_copy, Some(true));
-        assert!(snap.version().unwrap().opensearch);
+        assert!(snap.version().unwrap().is_os());
         let remote = snap.index("remote-logs").unwrap();
         assert!(remote.metadata().remote_store_enabled());
         match remote.open_shard(0) {

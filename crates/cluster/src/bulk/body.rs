@@ -299,7 +299,7 @@ pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::version::{Distribution, Version};
+    use crate::version::Version;
     use serde_json::{json, Value};
 
     fn meta(id: &str) -> DocMeta {
@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn typeless_index_create_and_delete() {
-        let os = Target::new(Distribution::OpenSearch, Version::new(2, 11, 0));
+        let os = Target::new(Version::os(2, 11));
         let e = enc(&os, OpType::Index, false);
         let mut body = BulkBody::default();
         let mut d = meta("a\"b\\c\n\u{1}é");
@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn typed_and_versioned_for_old_elasticsearch() {
-        let es6 = Target::new(Distribution::Elasticsearch, Version::new(6, 8, 0));
+        let es6 = Target::new(Version::es(6, 8));
         let e = enc(&es6, OpType::Index, true);
         let mut body = BulkBody::default();
         e.push(&mut body, BulkAction::Write, meta("7"), Some(42), b"{}")
@@ -399,7 +399,7 @@ mod tests {
                 json!({}),
             ]
         );
-        let es5 = Target::new(Distribution::Elasticsearch, Version::new(5, 6, 0));
+        let es5 = Target::new(Version::es(5, 6));
         let e = enc(&es5, OpType::Index, true);
         let mut body = BulkBody::default();
         typed.routing = Some("r".into());
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn entries_larger_than_the_ceiling_are_refused() {
-        let os = Target::new(Distribution::OpenSearch, Version::new(2, 11, 0));
+        let os = Target::new(Version::os(2, 11));
         let e = BulkEncoder::new(&os, OpType::Index, false, 100);
         let mut body = BulkBody::default();
         let big = format!("{{\"x\":\"{}\"}}", "a".repeat(200));

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cluster::{ClientConfig, Distribution, Method, RetryPolicy};
+use cluster::{ClientConfig, Method, RetryPolicy};
 use rand::Rng;
 use serde_json::{json, Value};
 
@@ -215,7 +215,7 @@ impl ClusterStore {
                 "GET / did not say which product and version answers: {root}"
             ))
         })?;
-        if target.distribution == Distribution::Elasticsearch {
+        if target.version.is_es() {
             if target.version.major < 6 {
                 return Err(err(format!(
                     "Elasticsearch {} lacks if_seq_no/if_primary_term; use ES 6.7 or later, or another store",

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::plan::Notes;
-use super::version::Version;
+use super::Version;
 
 const KNOWN: &[&str] = &[
     "filter",

@@ -8,7 +8,7 @@ use super::build::{plan, Options};
 use super::error::MetadataError;
 use super::plan::{Action, Item, Kind, Outcome, Report};
 use super::source::SourceMetadata;
-use super::version::{Distribution, Version};
+use super::Version;
 
 /// How many settings the target may refuse, one by one, before an index is given up.
 const MAX_SETTING_RETRIES: usize = 8;
@@ -19,15 +19,7 @@ pub async fn target_version(client: &Client) -> Result<Version, MetadataError> {
         Some(t) => t.clone(),
         None => client.detect().await.map_err(target_err)?,
     };
-    let distribution = match t.distribution {
-        cluster::Distribution::OpenSearch => Distribution::OpenSearch,
-        cluster::Distribution::Elasticsearch => Distribution::Elasticsearch,
-    };
-    Ok(Version {
-        distribution,
-        major: t.version.major,
-        minor: t.version.minor,
-    })
+    Ok(t.version)
 }
 
 fn target_err(e: ClusterError) -> MetadataError {

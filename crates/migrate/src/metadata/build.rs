@@ -13,7 +13,7 @@ use super::mappings::{self, MultiTypeMode};
 use super::plan::{Action, Item, Kind, Notes};
 use super::settings::{self, SettingsContext};
 use super::source::{DataStreamInfo, SourceIndex, SourceMetadata};
-use super::version::{Distribution, Version};
+use super::{Distribution, Version};
 
 /// What to migrate and how.
 #[derive(Debug, Clone, Default)]

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::plan::Notes;
-use super::version::Version;
+use super::Version;
 
 /// How bad a conversion is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::plan::Notes;
-use super::version::Version;
+use super::Version;
 
 /// The name of the pseudo-type that held defaults for new types (ES ≤ 6).
 pub const DEFAULT_TYPE: &str = "_default_";

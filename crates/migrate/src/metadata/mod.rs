@@ -26,7 +26,6 @@ pub mod plan;
 mod routing;
 mod settings;
 mod source;
-mod version;
 
 pub use apply::{evaluate, migrate, target_version};
 pub use build::{convert_definition, plan, split_index_name, DataStreamMode, Options};
@@ -35,6 +34,6 @@ pub use error::MetadataError;
 pub use filter::{is_system_index, is_system_template, Allowlist};
 pub use mappings::MultiTypeMode;
 pub use plan::{Action, Item, Kind, Notes, Outcome, Report, Summary};
+pub use product::{Distribution, Version};
 pub use routing::DocumentRouting;
 pub use source::{DataStreamInfo, SourceIndex, SourceMetadata};
-pub use version::{Distribution, Version};

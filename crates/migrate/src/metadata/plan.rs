@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::convert::Conversion;
-use super::version::Version;
+use super::Version;
 
 /// Transformations applied to one item, warnings about it, and what blocks it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::plan::Notes;
-use super::version::{Distribution, Version};
+use super::{Distribution, Version};
 
 /// Settings owned by the source cluster: never copied.
 const INTERNAL_EXACT: &[&str] = &[

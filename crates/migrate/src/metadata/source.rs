@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::error::MetadataError;
-use super::version::{Distribution, Version};
+use super::Version;
 
 /// One index of the snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,15 +67,7 @@ impl SourceMetadata {
     /// Reads templates (when the snapshot holds global state) and every index's metadata.
     pub fn from_snapshot(snap: &snapshot::Snapshot) -> Result<Self, MetadataError> {
         let mut out = SourceMetadata {
-            version: snap.version().map(|v| Version {
-                distribution: if v.opensearch {
-                    Distribution::OpenSearch
-                } else {
-                    Distribution::Elasticsearch
-                },
-                major: v.major,
-                minor: v.minor,
-            }),
+            version: snap.version(),
             ..SourceMetadata::default()
         };
         if snap.info().include_global_state == Some(false) {

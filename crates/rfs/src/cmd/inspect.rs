@@ -85,7 +85,8 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
             "name": snap.name(),
             "uuid": snap.uuid(),
             "state": snap.state().map(|s| s.as_str()),
-            "version": snap.version().map(|v| v.to_string()),
+            "version": snap.version().map(|v| v.number()),
+            "distribution": snap.version().map(|v| v.distribution),
             "start_time": info.start_time,
             "end_time": info.end_time,
             "include_global_state": info.include_global_state,
@@ -179,7 +180,7 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
         "name": name,
         "id": index.id(),
         "number_of_shards": index.number_of_shards(),
-        "created_version": md.created_version().map(|v| v.to_string()),
+        "created_version": md.created_version().map(|v| v.number()),
         "soft_deletes": md.soft_deletes_enabled(),
         "mapping_types": mapping_types,
         "aliases": aliases,
@@ -203,11 +204,16 @@ fn print_text(report: &Value) {
     let empty = Vec::new();
     for s in report["snapshots"].as_array().unwrap_or(&empty) {
         println!(
-            "\nsnapshot {}  uuid {}  state {}  version {}",
+            "\nsnapshot {}  uuid {}  state {}  version {}{}",
             s["name"].as_str().unwrap_or(""),
             s["uuid"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or("?"),
             s["version"].as_str().unwrap_or("?"),
+            if s["distribution"] == "opensearch" {
+                " (OpenSearch)"
+            } else {
+                ""
+            },
         );
         for f in s["failures"].as_array().unwrap_or(&empty) {
             println!(
