@@ -1,11 +1,12 @@
 //! Reading items back, for verification: `GetItem`, `BatchGetItem` (unprocessed keys sent
-//! again), `Scan` one segment of a parallel scan at a time, and counting.
+//! again), `Scan` one segment of a parallel scan at a time, and counting (a whole table by
+//! parallel scan, one partition by `Query`).
 
 use serde_json::{json, Map, Value};
 
 use crate::client::Client;
 use crate::error::DynamoError;
-use crate::value::{item_from_wire, write_item, Item};
+use crate::value::{item_from_wire, write_item, AttributeValue, Item};
 
 /// Most keys in one `BatchGetItem`.
 pub const MAX_BATCH_GET: usize = 100;
@@ -174,6 +175,40 @@ impl Client {
             match page.last_key {
                 Some(k) => start = Some(k),
                 None => return Ok(out),
+            }
+        }
+    }
+
+    /// Items whose partition key `attribute` is `value` (a `Query` that only counts, all
+    /// pages).
+    pub async fn query_count(
+        &self,
+        table: &str,
+        attribute: &str,
+        value: &AttributeValue,
+    ) -> Result<u64, DynamoError> {
+        let mut wire = Vec::new();
+        value.write_wire(&mut wire);
+        let value: Value = serde_json::from_slice(&wire).unwrap_or_default();
+        let mut total = 0;
+        let mut start: Option<Value> = None;
+        loop {
+            let mut body = json!({
+                "TableName": table,
+                "KeyConditionExpression": "#k = :v",
+                "ExpressionAttributeNames": {"#k": attribute},
+                "ExpressionAttributeValues": {":v": value},
+                "Select": "COUNT",
+                "ConsistentRead": true,
+            });
+            if let Some(k) = start.take() {
+                body["ExclusiveStartKey"] = k;
+            }
+            let v = self.call_json("Query", &body).await?;
+            total += v.get("Count").and_then(Value::as_u64).unwrap_or(0);
+            match v.get("LastEvaluatedKey") {
+                Some(k) => start = Some(k.clone()),
+                None => return Ok(total),
             }
         }
     }

@@ -131,6 +131,36 @@ async fn tables_are_created_described_and_created_again_without_error() {
     // someone else created it meanwhile: fine
     c.create_table("events", &key).await.unwrap();
     assert_eq!(c.count_items("events", 2).await.unwrap(), 0);
+
+    // items of two partitions, counted per partition and in all
+    let w = BatchWriter::new(c.clone(), "events", key.clone());
+    let requests: Vec<WriteRequest> = (0..70u64)
+        .map(|i| {
+            let it: Item = [
+                (
+                    "room".to_string(),
+                    AttributeValue::B(vec![(i % 2) as u8, 0xff]),
+                ),
+                ("seq".to_string(), AttributeValue::N(i.to_string())),
+            ]
+            .into();
+            WriteRequest::put(&it, &key).unwrap()
+        })
+        .collect();
+    assert_eq!(w.write(&requests).await.unwrap().written, 70);
+    assert_eq!(
+        c.query_count("events", "room", &AttributeValue::B(vec![1, 0xff]))
+            .await
+            .unwrap(),
+        35
+    );
+    assert_eq!(
+        c.query_count("events", "room", &AttributeValue::B(vec![7]))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(c.count_items("events", 3).await.unwrap(), 70);
 }
 
 #[tokio::test]
