@@ -647,6 +647,46 @@ mod tests {
     }
 
     #[test]
+    fn damaged_rows_give_errors_never_panics() {
+        let hints: ColumnHints = [
+            ("b".to_string(), ColumnKind::Binary),
+            ("n".to_string(), ColumnKind::Number),
+        ]
+        .into();
+        let row: &[u8] = br#"{"id":"a\u00e9\ud83d\ude00","n":"-1.5e3","b":"AP8=","m":{"l":[1,2.5e-3,true,null,{"x":[]}],"s":"\"q\""},"z":-0}"#;
+        assert!(row_to_item(row, &hints).is_ok());
+        // xorshift: reproducible damage without a dependency
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let alphabet = b"{}[]\",:\\-+.eE0123456789tfnu \x00\xff";
+        for _ in 0..20_000 {
+            let mut r = row.to_vec();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() % r.len() as u64) as usize;
+                match next() % 3 {
+                    0 => r[at] = alphabet[(next() % alphabet.len() as u64) as usize],
+                    1 => {
+                        r.remove(at);
+                    }
+                    _ => r.truncate(at),
+                }
+                if r.is_empty() {
+                    break;
+                }
+            }
+            if let Err(e) = row_to_item(&r, &hints) {
+                assert!(!e.reason.is_empty());
+            }
+            let _ = Number::parse(&String::from_utf8_lossy(&r));
+        }
+    }
+
+    #[test]
     fn items_over_400_kb_are_refused() {
         let h = ColumnHints::new();
         // name "id" (2) + "v" (1) + value: exactly at the limit, then one byte over
