@@ -6,7 +6,7 @@
 //! an object is `M` and an array is `L`, recursively. The JSON is read here, byte by byte,
 //! so numbers keep their digits and nothing is allocated from a length the input claims.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use base64::Engine;
@@ -22,8 +22,8 @@ pub enum ColumnKind {
     /// Bytes, given as base64 strings.
     Binary,
     Bool,
-    /// Timestamps, given as RFC 3339 strings.
-    Timestamp,
+    /// Timestamps and dates, given as RFC 3339 (or `YYYY-MM-DD`) strings.
+    Time,
     /// Embedded JSON (objects, arrays, scalars).
     Json,
 }
@@ -37,11 +37,11 @@ impl FromStr for ColumnKind {
             "number" | "integer" | "float" | "numeric" => ColumnKind::Number,
             "binary" | "bytes" | "bytea" => ColumnKind::Binary,
             "bool" | "boolean" => ColumnKind::Bool,
-            "timestamp" => ColumnKind::Timestamp,
+            "time" | "timestamp" | "date" => ColumnKind::Time,
             "json" => ColumnKind::Json,
             other => {
                 return Err(format!(
-                    "unknown column kind {other:?} (string, number, binary, bool, timestamp, json)"
+                    "unknown column kind {other:?} (string, number, binary, bool, time, json)"
                 ))
             }
         })
@@ -60,7 +60,7 @@ impl ColumnKind {
 }
 
 /// Column name → kind; columns not named are read by their JSON type alone.
-pub type ColumnHints = HashMap<String, ColumnKind>;
+pub type ColumnHints = BTreeMap<String, ColumnKind>;
 
 /// The scalar types a key attribute may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -697,6 +697,27 @@ mod tests {
         let e = row_to_item(row.as_bytes(), &h).unwrap_err();
         assert_eq!(e.error_type, "item_too_large");
         assert!(e.reason.contains("409601"), "{e}");
+    }
+
+    #[test]
+    fn column_kinds_parse_from_their_names() {
+        for (name, kind) in [
+            ("string", ColumnKind::String),
+            ("number", ColumnKind::Number),
+            ("binary", ColumnKind::Binary),
+            ("bytea", ColumnKind::Binary),
+            ("bool", ColumnKind::Bool),
+            ("time", ColumnKind::Time),
+            ("json", ColumnKind::Json),
+        ] {
+            assert_eq!(name.parse::<ColumnKind>(), Ok(kind));
+        }
+        assert!("xml"
+            .parse::<ColumnKind>()
+            .unwrap_err()
+            .contains("unknown column kind"));
+        assert_eq!(ColumnKind::Number.key_type(), KeyType::N);
+        assert_eq!(ColumnKind::Time.key_type(), KeyType::S);
     }
 
     #[test]

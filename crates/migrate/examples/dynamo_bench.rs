@@ -42,7 +42,7 @@ fn hints() -> ColumnHints {
         ("seq", ColumnKind::Number),
         ("amount", ColumnKind::Number),
         ("payload", ColumnKind::Binary),
-        ("at", ColumnKind::Timestamp),
+        ("at", ColumnKind::Time),
         ("data", ColumnKind::Json),
     ]
     .into_iter()

@@ -49,7 +49,7 @@ fn hints() -> dynamo::ColumnHints {
         ("note", String),
         ("payload", Binary),
         ("empty_bytes", Binary),
-        ("at", Timestamp),
+        ("at", Time),
         ("data", Json),
         ("list", Json),
         ("scalar_json", Json),
