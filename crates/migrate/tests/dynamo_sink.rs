@@ -448,13 +448,14 @@ async fn through_the_fault_proxy_every_row_arrives_exactly_once() {
     };
     let proxy = DynamoFaultProxy::start(
         d.port(),
+        // tried in this order, each rate makes about one request in ten fail that way
         DynamoFaults {
-            drop_before: 0.04,
-            throttling: 0.12,
-            provisioned: 0.08,
-            server_error: 0.08,
-            unprocessed: 0.2,
-            drop_after: 0.04,
+            drop_before: 0.1,
+            throttling: 0.11,
+            provisioned: 0.125,
+            server_error: 0.14,
+            unprocessed: 0.17,
+            drop_after: 0.2,
             // control calls (DescribeTable, CreateTable) are faulted too
             ..DynamoFaults::default()
         },
