@@ -302,26 +302,31 @@ async fn main() {
             mb / s
         );
     };
-    let (mut best_raw, mut best_sink) = (Duration::MAX, Duration::MAX);
+    let slowest = (Duration::MAX, f64::NAN);
+    let (mut best_raw, mut best_sink) = (slowest, slowest);
     for round in 1..=rounds {
         for kind in [Kind::Raw, Kind::Sink] {
             let m = measure(kind, &rows, concurrency).await;
             match kind {
                 Kind::Raw => {
                     line(&format!("raw  #{round}"), m);
-                    best_raw = best_raw.min(m.0);
+                    if m.0 < best_raw.0 {
+                        best_raw = m;
+                    }
                 }
                 Kind::Sink => {
                     line(&format!("sink #{round}"), m);
-                    best_sink = best_sink.min(m.0);
+                    if m.0 < best_sink.0 {
+                        best_sink = m;
+                    }
                 }
             }
         }
     }
-    line("raw best", (best_raw, f64::NAN));
-    line("sink best", (best_sink, f64::NAN));
+    line("raw best", best_raw);
+    line("sink best", best_sink);
     println!(
         "sink/raw {:.1} % (best of each)",
-        100.0 * best_raw.as_secs_f64() / best_sink.as_secs_f64()
+        100.0 * best_raw.0.as_secs_f64() / best_sink.0.as_secs_f64()
     );
 }
