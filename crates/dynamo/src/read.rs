@@ -75,24 +75,48 @@ impl Client {
     }
 
     /// The items with these keys that exist, in no particular order; keys DynamoDB leaves
-    /// unprocessed are asked again (with the client's retry policy).
+    /// unprocessed are asked again (with the client's retry policy). The keys must be
+    /// distinct.
     pub async fn batch_get(
         &self,
         table: &str,
         keys: &[Item],
         consistent: bool,
     ) -> Result<Vec<Item>, DynamoError> {
+        self.batch_get_projected(table, keys, consistent, None)
+            .await
+    }
+
+    /// [`Client::batch_get`] returning only the named attributes of each item (all of them
+    /// with `None`): existence checks read the key attributes alone.
+    pub async fn batch_get_projected(
+        &self,
+        table: &str,
+        keys: &[Item],
+        consistent: bool,
+        attributes: Option<&[&str]>,
+    ) -> Result<Vec<Item>, DynamoError> {
+        let mut request = json!({"ConsistentRead": consistent});
+        if let Some(attributes) = attributes {
+            let names: Map<String, Value> = attributes
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (format!("#a{i}"), json!(a)))
+                .collect();
+            let projection: Vec<String> = (0..attributes.len()).map(|i| format!("#a{i}")).collect();
+            request["ProjectionExpression"] = json!(projection.join(","));
+            request["ExpressionAttributeNames"] = Value::Object(names);
+        }
         let mut found = Vec::new();
         for chunk in keys.chunks(MAX_BATCH_GET) {
             let mut pending: Vec<Value> = chunk.iter().map(item_json).collect();
             let mut attempt = 0;
             while !pending.is_empty() {
                 attempt += 1;
+                let mut this = request.clone();
+                this["Keys"] = Value::Array(pending);
                 let v = self
-                    .call_json(
-                        "BatchGetItem",
-                        &json!({"RequestItems": {table: {"Keys": pending, "ConsistentRead": consistent}}}),
-                    )
+                    .call_json("BatchGetItem", &json!({"RequestItems": {table: this}}))
                     .await?;
                 found.extend(items_of(
                     v.pointer("/Responses").and_then(|r| r.get(table)),

@@ -199,6 +199,32 @@ pub fn item_size(item: &Item) -> usize {
     item.iter().map(|(k, v)| k.len() + v.size()).sum()
 }
 
+/// An item in wire form as a JSON value, numbers in their canonical text: two items that
+/// DynamoDB holds as equal (`1.50` and `1.5`) give equal values, and two that differ show
+/// where, attribute by attribute.
+pub fn canonical_json(item: &Item) -> serde_json::Value {
+    fn canonical(v: &AttributeValue) -> AttributeValue {
+        match v {
+            AttributeValue::N(n) => {
+                AttributeValue::N(Number::parse(n).map_or_else(|_| n.clone(), |n| n.canonical()))
+            }
+            AttributeValue::M(m) => {
+                AttributeValue::M(m.iter().map(|(k, v)| (k.clone(), canonical(v))).collect())
+            }
+            AttributeValue::L(l) => AttributeValue::L(l.iter().map(canonical).collect()),
+            other => other.clone(),
+        }
+    }
+    let canonical: Item = item
+        .iter()
+        .map(|(k, v)| (k.clone(), canonical(v)))
+        .collect();
+    let mut buf = Vec::new();
+    write_item(&canonical, &mut buf);
+    // The writer above produces valid JSON by construction.
+    serde_json::from_slice(&buf).unwrap_or_default()
+}
+
 /// Items equal as DynamoDB sees them (numbers by value).
 pub fn items_same(a: &Item, b: &Item) -> bool {
     AttributeValue::M(a.clone()).same_as(&AttributeValue::M(b.clone()))
@@ -397,6 +423,36 @@ mod tests {
         let mut out = Vec::new();
         v.write_wire(&mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn canonical_json_shows_equal_items_equal() {
+        let item = |n: &str| -> Item {
+            [
+                ("a".to_string(), AttributeValue::N(n.into())),
+                (
+                    "m".to_string(),
+                    AttributeValue::M(
+                        [(
+                            "l".to_string(),
+                            AttributeValue::L(vec![AttributeValue::N(n.into())]),
+                        )]
+                        .into(),
+                    ),
+                ),
+                ("b".to_string(), AttributeValue::B(vec![0, 255])),
+            ]
+            .into()
+        };
+        assert_eq!(
+            canonical_json(&item("1.50")),
+            canonical_json(&item("15e-1"))
+        );
+        assert_ne!(canonical_json(&item("1.50")), canonical_json(&item("1.51")));
+        assert_eq!(
+            canonical_json(&item("100")).to_string(),
+            r#"{"a":{"N":"100"},"b":{"B":"AP8="},"m":{"M":{"l":{"L":[{"N":"100"}]}}}}"#
+        );
     }
 
     #[test]

@@ -201,6 +201,15 @@ async fn writes_arrive_once_with_last_write_winning_and_deletes_applied() {
         .map(|i| [("id".to_string(), AttributeValue::S(format!("k{i}")))].into())
         .collect();
     assert_eq!(c.batch_get("tab1", &keys, true).await.unwrap().len(), 59);
+    // Key attributes only: the items found, each holding just its key.
+    let keys_only = c
+        .batch_get_projected("tab1", &keys, true, Some(&["id"]))
+        .await
+        .unwrap();
+    assert_eq!(keys_only.len(), 59);
+    assert!(keys_only
+        .iter()
+        .all(|i| i.len() == 1 && i.contains_key("id")));
     assert_eq!(c.count_items("tab1", 4).await.unwrap(), 59);
     assert_eq!(c.stats().retries, 0);
 }

@@ -27,12 +27,34 @@ use dynamo::{
     BatchWriter, Client, ClientConfig, ColumnHints, ConvertError, DynamoError, KeyAttribute,
     KeySchema, WriteRequest,
 };
-use pacing::RetryPolicy;
+use pacing::{RateLimiter, RetryPolicy};
 use sigv4::AwsCredentials;
 
 use crate::document::{Document, Op};
 use crate::error::SinkError;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
+use crate::sources::table::{ColumnHints as TableColumns, ColumnShape};
+
+impl From<ColumnShape> for dynamo::ColumnKind {
+    fn from(shape: ColumnShape) -> Self {
+        match shape {
+            ColumnShape::String => dynamo::ColumnKind::String,
+            ColumnShape::Number => dynamo::ColumnKind::Number,
+            ColumnShape::Bool => dynamo::ColumnKind::Bool,
+            ColumnShape::Binary => dynamo::ColumnKind::Binary,
+            ColumnShape::Time => dynamo::ColumnKind::Time,
+            ColumnShape::Json => dynamo::ColumnKind::Json,
+        }
+    }
+}
+
+/// The table source's column shapes as the item mapping's hints.
+pub fn hints_of(columns: &TableColumns) -> ColumnHints {
+    columns
+        .iter()
+        .map(|(name, shape)| (name.clone(), (*shape).into()))
+        .collect()
+}
 
 /// Where the items go: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,6 +228,10 @@ pub struct DynamoSinkOptions {
     pub batch: BatchLimits,
     /// How long to wait for a created table to become ACTIVE.
     pub table_timeout: Duration,
+    /// Documents per second at most (through this sink, all its writers together).
+    pub max_docs_per_sec: Option<f64>,
+    /// Bytes of row JSON per second at most.
+    pub max_bytes_per_sec: Option<f64>,
 }
 
 impl Default for DynamoSinkOptions {
@@ -220,6 +246,8 @@ impl Default for DynamoSinkOptions {
             request_timeout: dynamo::client::DEFAULT_REQUEST_TIMEOUT,
             batch: BatchLimits::default(),
             table_timeout: Duration::from_secs(300),
+            max_docs_per_sec: None,
+            max_bytes_per_sec: None,
         }
     }
 }
@@ -230,6 +258,8 @@ pub struct DynamoSink {
     mapping: Arc<Mapping>,
     limits: BatchLimits,
     identity: String,
+    docs_rate: Option<RateLimiter>,
+    bytes_rate: Option<RateLimiter>,
 }
 
 /// What the reader threads need to frame writes.
@@ -299,7 +329,13 @@ impl DynamoSink {
         if let Some(w) = &wanted {
             check_key(&table.key, w).map_err(fatal)?;
         }
+        let rate = |r: Option<f64>| {
+            r.filter(|r| r.is_finite() && *r > 0.0)
+                .map(RateLimiter::new)
+        };
         Ok(DynamoSink {
+            docs_rate: rate(options.max_docs_per_sec),
+            bytes_rate: rate(options.max_bytes_per_sec),
             identity: url.display(),
             writer: BatchWriter::new(client, url.table.clone(), table.key.clone()),
             mapping: Arc::new(Mapping {
@@ -321,6 +357,16 @@ impl DynamoSink {
     /// The table's key.
     pub fn key(&self) -> &KeySchema {
         &self.mapping.key
+    }
+
+    /// The column hints rows are converted with.
+    pub fn hints(&self) -> &ColumnHints {
+        &self.mapping.hints
+    }
+
+    /// The table written to.
+    pub fn table(&self) -> &str {
+        self.writer.table()
     }
 }
 
@@ -473,6 +519,13 @@ impl Sink for DynamoSink {
     }
 
     async fn send(&self, batch: DynamoBatch) -> Result<Delivered, SinkError> {
+        if let Some(r) = &self.docs_rate {
+            r.acquire(batch.requests.len() as f64).await;
+        }
+        if let Some(r) = &self.bytes_rate {
+            r.acquire(batch.origins.iter().map(|o| o.source.len()).sum::<usize>() as f64)
+                .await;
+        }
         let outcome = self
             .writer
             .write(&batch.requests)
@@ -563,6 +616,35 @@ mod tests {
             let e = SinkUrl::parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn table_column_shapes_become_item_hints() {
+        use dynamo::ColumnKind as K;
+        let columns: TableColumns = [
+            ("s", ColumnShape::String),
+            ("n", ColumnShape::Number),
+            ("t", ColumnShape::Bool),
+            ("b", ColumnShape::Binary),
+            ("at", ColumnShape::Time),
+            ("j", ColumnShape::Json),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let hints = hints_of(&columns);
+        let want: ColumnHints = [
+            ("s", K::String),
+            ("n", K::Number),
+            ("t", K::Bool),
+            ("b", K::Binary),
+            ("at", K::Time),
+            ("j", K::Json),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(hints, want);
     }
 
     #[test]
