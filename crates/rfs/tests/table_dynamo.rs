@@ -326,4 +326,12 @@ fn postgres_table_into_dynalite_reads_back_equal_and_verify_finds_a_doctored_tab
         "{}",
         text(&out)
     );
+    // And TLS flags of http(s) sinks with a DynamoDB sink.
+    let out = run(&[&["table", "run"], &flags[..], &["--sink-insecure"]].concat());
+    assert_eq!(code(&out), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("--sink-insecure applies to http(s):// sinks only"),
+        "{}",
+        text(&out)
+    );
 }

@@ -222,6 +222,16 @@ impl TableArgs {
                         (None, _) => {}
                     }
                 }
+                for (flag, set) in [
+                    ("--sink-ca", self.sink_ca.is_some()),
+                    ("--sink-insecure", self.sink_insecure),
+                ] {
+                    if set {
+                        anyhow::bail!(
+                            "{flag} applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
+                        );
+                    }
+                }
                 if u.sort_key.is_some() && u.partition_key.is_none() {
                     anyhow::bail!(
                         "a sort key needs a partition key too (--partition-key or partition-key= in the sink URL)"
