@@ -82,8 +82,8 @@ pub struct TableArgs {
     /// `file:///DIR` or a directory path (JSON lines `{"_index","_id","_source"}`, one file
     /// per process: `<table>.<tag>.jsonl`), or
     /// `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]` (one
-    /// item per row; the key column is the partition key unless partition-key/sort-key name
-    /// others; AWS credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+    /// item per row; the key column is the partition key unless partition-key/sort-key, in
+    /// the URL or as flags, name others; AWS credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
     /// AWS_SESSION_TOKEN or the profile in ~/.aws, region from the URL, AWS_REGION or the
     /// profile).
     #[arg(long, env = "RFS_SINK", value_name = "URL", hide_env_values = true)]
