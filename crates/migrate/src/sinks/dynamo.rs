@@ -452,6 +452,14 @@ impl DynamoWriter {
                 WriteRequest::delete(&item, &m.key)
             }
             Op::Delete => WriteRequest::delete(&m.key.key_from_id(&doc.id)?, &m.key),
+            // Only data streams ask for create-only writes, and BatchWriteItem has no
+            // condition to make a put one: refused (failure log), never turned into a put.
+            Op::Create => Err(ConvertError::new(
+                "create_only_unsupported",
+                "a create-only write (write if absent) cannot go to DynamoDB: BatchWriteItem \
+                 puts overwrite"
+                    .into(),
+            )),
         }
     }
 }
@@ -616,6 +624,38 @@ mod tests {
             let e = SinkUrl::parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn create_only_writes_are_refused_not_overwritten() {
+        let writer = DynamoWriter {
+            mapping: Arc::new(Mapping {
+                key: KeySchema {
+                    partition: KeyAttribute {
+                        name: "id".into(),
+                        key_type: dynamo::KeyType::S,
+                    },
+                    sort: None,
+                },
+                hints: ColumnHints::new(),
+            }),
+            limits: BatchLimits::default(),
+            batch: None,
+        };
+        let mut doc = Document {
+            position: coordination::Position::Key("a".into()),
+            op: Op::Index,
+            index: "t".into(),
+            id: "a".into(),
+            doc_type: None,
+            routing: None,
+            source: bytes::Bytes::from_static(br#"{"id":"a","n":1}"#),
+        };
+        assert!(writer.frame(&doc).is_ok());
+        doc.op = Op::Create;
+        let e = writer.frame(&doc).unwrap_err();
+        assert_eq!(e.error_type, "create_only_unsupported");
+        assert!(e.reason.contains("create-only"), "{}", e.reason);
     }
 
     #[test]
