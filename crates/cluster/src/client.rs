@@ -20,9 +20,9 @@ use url::Url;
 
 use crate::config::{Auth, AwsService, ClientConfig, Compression};
 use crate::error::ClusterError;
-use crate::retry::{parse_retry_after, RetryPolicy};
-use crate::sigv4::{self, AwsCredentials};
 use crate::version::{Target, Version};
+use pacing::{parse_retry_after, RetryPolicy};
+use sigv4::AwsCredentials;
 
 /// A cheap-to-clone handle on a target cluster. All clones share one connection pool.
 #[derive(Clone)]
@@ -259,16 +259,19 @@ impl Client {
                 let region = c
                     .region
                     .clone()
-                    .or_else(sigv4::region_from_env)
+                    .map_or_else(sigv4::region, |r| Ok(Some(r)))
+                    .map_err(|e| ClusterError::Config(format!("SigV4: {e}")))?
                     .ok_or_else(|| {
                         ClusterError::Config(
-                            "SigV4 needs a region: set it in the configuration or AWS_REGION"
+                            "SigV4 needs a region: set it in the configuration, AWS_REGION or \
+                             the profile in ~/.aws/config"
                                 .into(),
                         )
                     })?;
                 let credentials = match &c.credentials {
                     Some(c) => c.clone(),
-                    None => AwsCredentials::from_env()?,
+                    None => AwsCredentials::resolve()
+                        .map_err(|e| ClusterError::Config(format!("SigV4: {e}")))?,
                 };
                 if c.service == AwsService::Aoss && assume_target.is_none() {
                     // Serverless has no `GET /`; it speaks the current OpenSearch API.

@@ -4,9 +4,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::retry::RetryPolicy;
-use crate::sigv4::AwsCredentials;
 use crate::version::Target;
+use pacing::RetryPolicy;
+use sigv4::AwsCredentials;
 
 /// Everything `Client::new` needs. Start from [`ClientConfig::new`] and set fields.
 #[derive(Debug, Clone)]
@@ -76,7 +76,8 @@ pub struct SigV4Config {
     /// `us-east-1`, …; `None` reads `AWS_REGION` / `AWS_DEFAULT_REGION`.
     pub region: Option<String>,
     pub service: AwsService,
-    /// `None` reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
+    /// `None` finds them the usual AWS way (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_SESSION_TOKEN`, then the profile in `~/.aws/credentials` and `~/.aws/config`).
     pub credentials: Option<AwsCredentials>,
 }
 

@@ -17,11 +17,8 @@
 mod api;
 mod bulk;
 mod client;
-mod clock;
 mod config;
 mod error;
-mod retry;
-pub mod sigv4;
 mod version;
 
 pub use api::{Created, Doc, TemplateKind};
@@ -30,9 +27,8 @@ pub use bulk::{
     DocMeta, ItemError, OpType, Refused, Unframed, DEFAULT_HARD_MAX_BYTES,
 };
 pub use client::{encode_segment, Client, Method, Response};
-pub use clock::UtcTime;
 pub use config::{Auth, AwsService, ClientConfig, Compression, SigV4Config, TlsConfig};
 pub use error::ClusterError;
-pub use retry::{parse_retry_after, RetryPolicy};
-pub use sigv4::AwsCredentials;
+pub use pacing::{parse_retry_after, RetryPolicy};
+pub use sigv4::{AwsCredentials, UtcTime};
 pub use version::{Dialect, Distribution, Target, Version};

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use cluster::sigv4::{self, AwsCredentials, SigningInput};
 use cluster::{Auth, AwsService, Client, ClientConfig, Compression, Method, SigV4Config};
 use sha2::{Digest, Sha256};
+use sigv4::{AwsCredentials, SigningInput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;

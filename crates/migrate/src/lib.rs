@@ -5,7 +5,7 @@
 //! - [`source`], [`transform`], [`sink`]: the ports. A source plans partitions and reads
 //!   one after a cursor; the transform names targets; a sink frames, batches and delivers.
 //!   [`sources`] and [`sinks`] hold the implementations (snapshot, table; `_bulk`,
-//!   files).
+//!   files, DynamoDB).
 //! - [`pipeline`]: one work item from reader thread to acknowledged batches, with the
 //!   low-water-mark cursor, checkpoints, the memory budget and the failure log.
 //! - [`worker`]: leases items until none is left; [`job`]: phases, items phase, N item

@@ -25,13 +25,17 @@ pub const MASK: &str = "***";
 /// Whether a query parameter (or config key) of this name carries a secret: its name,
 /// lower-cased without `-`/`_`, contains `pass`, `pwd`, `secret`, `token`, `sig`
 /// (`sig`, `signature`, `X-Amz-Signature`), `credential`, `key` (`key`, `apikey`,
-/// `access_key`, `sslkey`) or `auth`.
+/// `access_key`, `sslkey`) or `auth` — except the names of DynamoDB key columns
+/// (`partition-key`, `sort-key`), which are column names.
 pub fn is_secret_param(name: &str) -> bool {
     let n: String = name
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .map(|c| c.to_ascii_lowercase())
         .collect();
+    if n == "partitionkey" || n == "sortkey" {
+        return false;
+    }
     [
         "pass",
         "pwd",
@@ -231,6 +235,10 @@ mod tests {
         assert_eq!(
             url("https://h/x?sig=S&api_key=K&access_token=T&flag"),
             "https://h/x?sig=***&api_key=***&access_token=***&flag"
+        );
+        assert_eq!(
+            url("dynamodb://t?region=r&partition-key=room&sort-key=id&key=K"),
+            "dynamodb://t?region=r&partition-key=room&sort-key=id&key=***"
         );
         for name in [
             "password",

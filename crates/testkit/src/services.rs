@@ -1,4 +1,4 @@
-//! Real servers for tests — PostgreSQL, Redis, `osmem-server` and `s3rver` — each started on a
+//! Real servers for tests — PostgreSQL, Redis, `osmem-server`, `s3rver` and `dynalite` — each started on a
 //! loopback port in its own temporary directory and stopped (and the directory removed) on drop.
 //!
 //! The API is blocking (`std::process`), so sync and async tests can both use it. A server whose
@@ -906,6 +906,94 @@ impl S3rver {
     }
 
     /// Stops the server (objects stay on disk until drop).
+    pub fn stop(&mut self) {
+        self.proc.stop();
+    }
+}
+
+/// `dynalite`, an in-memory DynamoDB-API server (npm `dynalite`). It needs requests signed
+/// in form but checks no signature: any credentials and region do ([`Dynalite::region`]).
+/// Tables become ACTIVE 20 ms after `CreateTable`.
+pub struct Dynalite {
+    proc: Proc,
+    dir: TempDir,
+    bin: PathBuf,
+    port: u16,
+}
+
+impl Dynalite {
+    /// Starts `dynalite` on a free port; `None` (skip) if it is not installed.
+    pub fn start(test: &str) -> Option<Dynalite> {
+        let bin = require_tool(test, "dynalite")?;
+        let dir = temp_dir("rfs-dynalite-");
+        let log = dir.path().join("log");
+        let mut d = Dynalite {
+            proc: Proc { child: None },
+            dir,
+            bin,
+            port: 0,
+        };
+        start_on_free_port("dynalite", &log, |port| {
+            d.port = port;
+            d.try_start()
+        });
+        Some(d)
+    }
+
+    fn try_start(&mut self) -> bool {
+        let log = self.dir.path().join("log");
+        let (out, err) = log_file(&log);
+        let child = Command::new(&self.bin)
+            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .args([
+                "--createTableMs",
+                "20",
+                "--deleteTableMs",
+                "20",
+                "--updateTableMs",
+                "20",
+            ])
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("spawn dynalite");
+        self.proc.child = Some(child);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while Instant::now() < deadline {
+            // any HTTP answer will do (it answers 400 to a bare GET)
+            if raw_http(self.port, "GET", "/", &[], b"").is_ok() {
+                return true;
+            }
+            if self.proc.exited() {
+                self.proc.child = None;
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "dynalite did not answer within {READY_TIMEOUT:?}; log:\n{}",
+            read_log(&log)
+        );
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `us-east-1` (any region is accepted).
+    pub fn region(&self) -> &'static str {
+        "us-east-1"
+    }
+
+    /// Stops the server (its tables are in memory and lost).
     pub fn stop(&mut self) {
         self.proc.stop();
     }

@@ -4,7 +4,6 @@
 //! failure log) is the caller's business.
 
 mod body;
-mod limiter;
 mod response;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,10 +16,10 @@ use tracing::{debug, warn};
 
 use crate::client::{error_details, gzip_bytes, is_retryable_status, Client, Method};
 use crate::error::ClusterError;
-use crate::retry::RetryPolicy;
 use body::Part;
 pub use body::{BulkAction, BulkBody, BulkEncoder, DocMeta, Unframed};
-use limiter::{AimdLimiter, RateLimiter};
+use pacing::RetryPolicy;
+use pacing::{AimdLimiter, RateLimiter};
 pub use response::ItemError;
 use response::ItemResult;
 

@@ -384,8 +384,9 @@ pub struct TargetArgs {
         hide_env_values = true
     )]
     pub target_api_key: Option<String>,
-    /// Sign requests with AWS SigV4 for this service (`es` or `aoss`); credentials and
-    /// region from the AWS environment variables or --target-aws-region.
+    /// Sign requests with AWS SigV4 for this service (`es` or `aoss`); credentials from the
+    /// AWS environment variables or the AWS_PROFILE profile in ~/.aws, region from
+    /// --target-aws-region, AWS_REGION or the profile.
     #[arg(long, env = "RFS_TARGET_SIGV4", value_enum, value_name = "SERVICE")]
     pub target_sigv4: Option<SigV4Service>,
     /// AWS region for SigV4.
@@ -534,7 +535,8 @@ pub struct SourceClusterArgs {
     )]
     pub source_api_key: Option<String>,
     /// Sign source requests with AWS SigV4 for this service (`es` or `aoss`); credentials
-    /// and region from the AWS environment variables or --source-aws-region.
+    /// from the AWS environment variables or the AWS_PROFILE profile in ~/.aws, region from
+    /// --source-aws-region, AWS_REGION or the profile.
     #[arg(long, env = "RFS_SOURCE_SIGV4", value_enum, value_name = "SERVICE")]
     pub source_sigv4: Option<SigV4Service>,
     /// AWS region for SigV4 on the source cluster.

@@ -1,14 +1,17 @@
 //! `rfs table run` and `rfs table verify`: a PostgreSQL table into an index (`_bulk`), a
-//! directory of JSON lines, or (with the DynamoDB sink) a DynamoDB table, cut into slots
-//! that a fleet of identical processes leases through the coordination store; then the
-//! table against what was written.
+//! directory of JSON lines, or a DynamoDB table, cut into slots that a fleet of identical
+//! processes leases through the coordination store; then the table against what was
+//! written.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use migrate::row_verify::{render, verify_rows, BulkRows, FileRows, RowTarget, RowVerifyOptions};
+use migrate::row_verify::{
+    render, verify_rows, BulkRows, DynamoRows, FileRows, RowTarget, RowVerifyOptions,
+};
+use migrate::sinks::dynamo::{hints_of, DynamoSink, DynamoSinkOptions};
 use migrate::sinks::files::{FileFormat, FileSink, Output};
 use migrate::sources::table::{TableSource, TableSourceOptions};
 use migrate::transform::Rename;
@@ -77,9 +80,26 @@ pub struct TableArgs {
     pub source_attempts: usize,
     /// Where rows go: `http(s)://[user:pw@]host:9200/INDEX` (`_bulk`, `_id` = key),
     /// `file:///DIR` or a directory path (JSON lines `{"_index","_id","_source"}`, one file
-    /// per process: `<table>.<tag>.jsonl`).
+    /// per process: `<table>.<tag>.jsonl`), or
+    /// `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]` (one
+    /// item per row; the key column is the partition key unless partition-key/sort-key, in
+    /// the URL or as flags, name others; AWS credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+    /// AWS_SESSION_TOKEN or the profile in ~/.aws, region from the URL, AWS_REGION or the
+    /// profile).
     #[arg(long, env = "RFS_SINK", value_name = "URL", hide_env_values = true)]
     pub sink: String,
+    /// DynamoDB sinks: create the table when it does not exist (on-demand billing, the key
+    /// from the mapping, typed by the columns: numbers N, bytea B, the rest S).
+    #[arg(long, env = "RFS_CREATE_TABLE")]
+    pub create_table: bool,
+    /// DynamoDB sinks: the column that is the partition key (default: --key); the same as
+    /// `partition-key=COL` in the sink URL.
+    #[arg(long, env = "RFS_PARTITION_KEY", value_name = "COLUMN")]
+    pub partition_key: Option<String>,
+    /// DynamoDB sinks: the column that is the sort key (needs --partition-key); the same as
+    /// `sort-key=COL` in the sink URL.
+    #[arg(long, env = "RFS_SORT_KEY", value_name = "COLUMN")]
+    pub sort_key: Option<String>,
     /// PEM CA certificate(s) to trust for an https sink.
     #[arg(long, env = "RFS_SINK_CA", value_name = "FILE")]
     pub sink_ca: Option<PathBuf>,
@@ -112,6 +132,9 @@ impl std::fmt::Debug for TableArgs {
             .field("sink", &redact::url(&self.sink))
             .field("sink_ca", &self.sink_ca)
             .field("sink_insecure", &self.sink_insecure)
+            .field("create_table", &self.create_table)
+            .field("partition_key", &self.partition_key)
+            .field("sort_key", &self.sort_key)
             .finish()
     }
 }
@@ -123,6 +146,8 @@ pub enum SinkUrl {
     Bulk { base: String, index: String },
     /// JSON lines in a directory.
     Files(PathBuf),
+    /// Items of a DynamoDB table.
+    Dynamo(migrate::sinks::dynamo::SinkUrl),
 }
 
 impl SinkUrl {
@@ -159,11 +184,11 @@ impl SinkUrl {
                     .map_err(|()| anyhow::anyhow!("--sink {shown}: not a local file URL"))?;
                 Ok(SinkUrl::Files(p))
             }
-            Some("dynamodb") => anyhow::bail!(
-                "--sink {shown}: the DynamoDB sink is not part of this build"
-            ),
+            Some("dynamodb") => migrate::sinks::dynamo::SinkUrl::parse(s)
+                .map(SinkUrl::Dynamo)
+                .map_err(|e| anyhow::anyhow!("--sink {e}")),
             Some(other) => anyhow::bail!(
-                "--sink {shown}: unknown scheme {other}:// (use http(s)://host/INDEX, file:///DIR or a directory)"
+                "--sink {shown}: unknown scheme {other}:// (use http(s)://host/INDEX, file:///DIR, a directory or dynamodb://TABLE)"
             ),
             None => Ok(SinkUrl::Files(PathBuf::from(s))),
         }
@@ -178,6 +203,84 @@ fn percent_decode(s: &str) -> String {
 }
 
 impl TableArgs {
+    /// `--sink` parsed, with the DynamoDB flags folded into a DynamoDB URL (and refused
+    /// for other sinks).
+    fn sink_url(&self) -> anyhow::Result<SinkUrl> {
+        let mut url = SinkUrl::parse(&self.sink)?;
+        match &mut url {
+            SinkUrl::Dynamo(u) => {
+                for (flag, given, in_url) in [
+                    ("--partition-key", &self.partition_key, &mut u.partition_key),
+                    ("--sort-key", &self.sort_key, &mut u.sort_key),
+                ] {
+                    match (given, &in_url) {
+                        (Some(g), Some(v)) if g != v => anyhow::bail!(
+                            "{flag} {g} and the sink URL's {} ({v}) disagree; give one",
+                            &flag[2..]
+                        ),
+                        (Some(g), _) => *in_url = Some(g.clone()),
+                        (None, _) => {}
+                    }
+                }
+                for (flag, set) in [
+                    ("--sink-ca", self.sink_ca.is_some()),
+                    ("--sink-insecure", self.sink_insecure),
+                ] {
+                    if set {
+                        anyhow::bail!(
+                            "{flag} applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
+                        );
+                    }
+                }
+                if u.sort_key.is_some() && u.partition_key.is_none() {
+                    anyhow::bail!(
+                        "a sort key needs a partition key too (--partition-key or partition-key= in the sink URL)"
+                    );
+                }
+            }
+            _ => {
+                for (flag, set) in [
+                    ("--create-table", self.create_table),
+                    ("--partition-key", self.partition_key.is_some()),
+                    ("--sort-key", self.sort_key.is_some()),
+                ] {
+                    if set {
+                        anyhow::bail!("{flag} applies to a dynamodb:// sink only");
+                    }
+                }
+            }
+        }
+        Ok(url)
+    }
+
+    /// The DynamoDB sink: the table checked against the key mapping (or created with
+    /// `--create-table`), rows converted with the source's column types.
+    async fn dynamo_sink(
+        &self,
+        url: &migrate::sinks::dynamo::SinkUrl,
+        source: &TableSource,
+        worker: &WorkerArgs,
+        create_table: bool,
+    ) -> anyhow::Result<DynamoSink> {
+        let limits = worker.batch_limits();
+        let options = DynamoSinkOptions {
+            create_table,
+            key_column: Some(source.table().schema().key_column().name.clone()),
+            hints: hints_of(&source.columns()),
+            max_in_flight: worker.concurrency.max(1).saturating_mul(worker.parallel()),
+            batch: migrate::sinks::dynamo::BatchLimits {
+                max_docs: limits.max_docs,
+                max_bytes: limits.max_bytes,
+            },
+            max_docs_per_sec: worker.max_docs_per_sec,
+            max_bytes_per_sec: worker.max_bytes_per_sec,
+            ..DynamoSinkOptions::default()
+        };
+        DynamoSink::connect(url, options)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
     fn rule(&self) -> SlotRule {
         self.slot_by
             .unwrap_or(SlotRule::Count(self.slots.unwrap_or(64)))
@@ -302,7 +405,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     // others may come free when their holders die).
     let opts = args.worker.job_options(true);
     tracing::info!(table = %group, store = %args.store.redacted(), "table worker ready");
-    let report = match SinkUrl::parse(&args.table.sink)? {
+    let report = match args.table.sink_url()? {
         SinkUrl::Bulk { base, index } => {
             let client = args.table.client(&base).await?;
             let sink = args
@@ -319,6 +422,18 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 args.worker.batch_limits(),
             )?
             .with_tag(&process_tag());
+            let transform = Arc::new(rename_to(&group, &group));
+            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
+            drive(job, &args.worker).await?
+        }
+        SinkUrl::Dynamo(url) => {
+            if args.worker.create_only {
+                anyhow::bail!("--create-only applies to _bulk sinks (BatchWriteItem overwrites items of the same key)");
+            }
+            let sink = args
+                .table
+                .dynamo_sink(&url, &source, &args.worker, args.table.create_table)
+                .await?;
             let transform = Arc::new(rename_to(&group, &group));
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
             drive(job, &args.worker).await?
@@ -362,10 +477,24 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         max_listed: args.max_listed,
     };
     let group = source.group().to_string();
-    match SinkUrl::parse(&args.table.sink)? {
+    match args.table.sink_url()? {
         SinkUrl::Bulk { base, index } => {
             let client = args.table.client(&base).await?;
             report(&source, &BulkRows::new(client, index), &opts).await
+        }
+        SinkUrl::Dynamo(url) => {
+            // The table must exist and fit the mapping; verify never creates it.
+            let sink = args
+                .table
+                .dynamo_sink(&url, &source, &args.worker, false)
+                .await?;
+            let rows = DynamoRows::new(
+                sink.client().clone(),
+                sink.table(),
+                sink.key().clone(),
+                sink.hints().clone(),
+            );
+            report(&source, &rows, &opts).await
         }
         SinkUrl::Files(dir) => {
             let dir2 = dir.clone();
@@ -427,6 +556,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains("secret"), "{e}");
-        assert!(SinkUrl::parse("dynamodb://t?region=us-east-1").is_err());
+        let SinkUrl::Dynamo(d) =
+            SinkUrl::parse("dynamodb://events?region=us-east-1&partition-key=room").unwrap()
+        else {
+            panic!("not a DynamoDB sink")
+        };
+        assert_eq!(d.table, "events");
+        assert_eq!(d.region.as_deref(), Some("us-east-1"));
+        assert_eq!(d.partition_key.as_deref(), Some("room"));
+        let e = SinkUrl::parse("dynamodb://t?region=us-east-1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3 to 255"), "{e}");
     }
 }

@@ -1,61 +1,12 @@
-//! AWS Signature Version 4 for Amazon OpenSearch Service (`es`) and OpenSearch
-//! Serverless (`aoss`): canonical request, string to sign, signing key, `Authorization`.
+//! Signing one request: canonical request, string to sign, signing key, `Authorization`.
 
-use std::fmt;
 use std::time::SystemTime;
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::clock::UtcTime;
-use crate::error::ClusterError;
-
-/// Long-lived or session credentials.
-#[derive(Clone, PartialEq, Eq)]
-pub struct AwsCredentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
-}
-
-impl fmt::Debug for AwsCredentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AwsCredentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
-}
-
-impl AwsCredentials {
-    /// From `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optional `AWS_SESSION_TOKEN`.
-    pub fn from_env() -> Result<AwsCredentials, ClusterError> {
-        let get = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        match (get("AWS_ACCESS_KEY_ID"), get("AWS_SECRET_ACCESS_KEY")) {
-            (Some(access_key_id), Some(secret_access_key)) => Ok(AwsCredentials {
-                access_key_id,
-                secret_access_key,
-                session_token: get("AWS_SESSION_TOKEN"),
-            }),
-            _ => Err(ClusterError::Config(
-                "SigV4 needs credentials: set them in the configuration or in AWS_ACCESS_KEY_ID and \
-                 AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN optional)"
-                    .into(),
-            )),
-        }
-    }
-}
-
-/// The region from `AWS_REGION` or `AWS_DEFAULT_REGION`.
-pub fn region_from_env() -> Option<String> {
-    ["AWS_REGION", "AWS_DEFAULT_REGION"]
-        .iter()
-        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
-}
+use crate::credentials::AwsCredentials;
 
 /// Everything a signature covers, with the path and query exactly as sent on the wire.
 #[derive(Debug, Clone)]
@@ -155,9 +106,11 @@ pub fn sign(
 }
 
 /// Credentials bound to a region and service, ready to sign requests.
-pub(crate) struct Signer {
+#[derive(Debug, Clone)]
+pub struct Signer {
     pub credentials: AwsCredentials,
     pub region: String,
+    /// The signing name: `es`, `aoss`, `dynamodb`, …
     pub service: &'static str,
 }
 
@@ -207,7 +160,8 @@ impl Signer {
     }
 }
 
-pub(crate) fn sha256_hex(data: &[u8]) -> String {
+/// Lower-case hex SHA-256, as the payload hash and `x-amz-content-sha256` want it.
+pub fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
@@ -261,7 +215,7 @@ fn canonical_query(query: &str) -> String {
 }
 
 /// Percent-encode everything but RFC 3986 unreserved characters (and `/` when asked).
-pub(crate) fn encode(bytes: &[u8], keep_slash: bool) -> String {
+fn encode(bytes: &[u8], keep_slash: bool) -> String {
     let mut out = String::with_capacity(bytes.len());
     for &b in bytes {
         if b.is_ascii_alphanumeric()

@@ -1,5 +1,5 @@
-//! Flow control shared by concurrent bulk calls: an AIMD concurrency limit that halves on
-//! throttling and grows back by about one request per round trip, and token-bucket rate limits.
+//! Flow control shared by concurrent calls to one service: an AIMD concurrency limit that
+//! halves on throttling and grows back by about one request per round trip, and rate limits.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -8,7 +8,9 @@ use tokio::time::Instant;
 
 use tokio::sync::Notify;
 
-pub(crate) struct AimdLimiter {
+/// How many requests may be in flight: halved on throttling (once per burst), grown by
+/// about one per round trip of successes, never above the maximum nor below one.
+pub struct AimdLimiter {
     state: Mutex<AimdState>,
     notify: Notify,
     max: usize,
@@ -22,12 +24,14 @@ struct AimdState {
     epoch: u64,
 }
 
-pub(crate) struct Permit<'a> {
+/// One request in flight; dropping it frees the slot.
+pub struct Permit<'a> {
     limiter: &'a AimdLimiter,
     epoch: u64,
 }
 
 impl AimdLimiter {
+    /// At most `max` (at least 1) in flight, starting at `max`.
     pub fn new(max: usize) -> AimdLimiter {
         let max = max.max(1);
         AimdLimiter {
@@ -41,6 +45,7 @@ impl AimdLimiter {
         }
     }
 
+    /// Waits for a free slot.
     pub async fn acquire(&self) -> Permit<'_> {
         loop {
             let notified = self.notify.notified();
@@ -60,6 +65,7 @@ impl AimdLimiter {
         }
     }
 
+    /// The current limit (fractional: it grows by 1/limit per success).
     pub fn limit(&self) -> f64 {
         self.state.lock().expect("limiter lock").limit
     }
@@ -107,7 +113,7 @@ impl Drop for Permit<'_> {
 /// positive number (0, negative, NaN) is taken as [`RateLimiter::MIN_PER_SEC`], an
 /// infinite one as no limit, and no single acquisition waits longer than
 /// [`RateLimiter::MAX_WAIT`] — never an invalid `Duration`.
-pub(crate) struct RateLimiter {
+pub struct RateLimiter {
     per_sec: f64,
     next: Mutex<Instant>,
 }

@@ -1,0 +1,717 @@
+//! The DynamoDB sink: each document (a row as one JSON object) becomes an item, framed once
+//! on the reader thread into its `BatchWriteItem` wire form, and delivered by
+//! `dynamo::BatchWriter` (25 writes per request, several in flight under an AIMD limit,
+//! `UnprocessedItems` / throttling / 5xx / lost connections retried with backoff).
+//!
+//! - Row → item: [`dynamo::row_to_item`] with the source's column hints (binary columns
+//!   hold base64 and become `B`; numbers keep their exact text as `N`).
+//! - The key: the table's key schema. A document without a key attribute, with a null or
+//!   empty one, or one of the wrong type, an item over 400 KB, or a row that is not valid
+//!   JSON is refused before sending (`Refusal`, status 0), so it reaches the failure log
+//!   with its id; a write DynamoDB refuses (`ValidationException`) is refused with its message.
+//! - Deletes (`Op::Delete`) remove the item of the document's key: read from its source when
+//!   it has one, else from its id (tables without a sort key).
+//! - Writes of one key within one batch: only the last is sent, the earlier ones count as
+//!   delivered (they would be overwritten). Across batches, writes of one key are not
+//!   ordered: a source must not emit one key twice in flight (table keys are unique).
+//!
+//! URL: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`
+//! ([`SinkUrl`]).
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use dynamo::{
+    BatchWriter, Client, ClientConfig, ColumnHints, ConvertError, DynamoError, KeyAttribute,
+    KeySchema, WriteRequest,
+};
+use pacing::{RateLimiter, RetryPolicy};
+use sigv4::AwsCredentials;
+
+use crate::document::{Document, Op};
+use crate::error::SinkError;
+use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
+use crate::sources::table::{ColumnHints as TableColumns, ColumnShape};
+
+impl From<ColumnShape> for dynamo::ColumnKind {
+    fn from(shape: ColumnShape) -> Self {
+        match shape {
+            ColumnShape::String => dynamo::ColumnKind::String,
+            ColumnShape::Number => dynamo::ColumnKind::Number,
+            ColumnShape::Bool => dynamo::ColumnKind::Bool,
+            ColumnShape::Binary => dynamo::ColumnKind::Binary,
+            ColumnShape::Time => dynamo::ColumnKind::Time,
+            ColumnShape::Json => dynamo::ColumnKind::Json,
+        }
+    }
+}
+
+/// The table source's column shapes as the item mapping's hints.
+pub fn hints_of(columns: &TableColumns) -> ColumnHints {
+    columns
+        .iter()
+        .map(|(name, shape)| (name.clone(), (*shape).into()))
+        .collect()
+}
+
+/// Where the items go: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkUrl {
+    pub table: String,
+    /// `None`: `AWS_REGION`, `AWS_DEFAULT_REGION`, or the profile's region.
+    pub region: Option<String>,
+    /// A DynamoDB-API server (`http://localhost:8000`); `None`: the region's AWS endpoint.
+    pub endpoint: Option<String>,
+    /// The attribute (column) that is the partition key; `None`: the source's key column,
+    /// or the existing table's.
+    pub partition_key: Option<String>,
+    pub sort_key: Option<String>,
+}
+
+impl FromStr for SinkUrl {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SinkUrl::parse(s)
+    }
+}
+
+impl SinkUrl {
+    /// Parses and checks a sink URL; the error names what is wrong (without secrets).
+    pub fn parse(s: &str) -> Result<SinkUrl, String> {
+        let rest = s.strip_prefix("dynamodb://").ok_or_else(|| {
+            format!(
+                "{}: a DynamoDB sink URL starts with dynamodb://",
+                redact::url(s)
+            )
+        })?;
+        let (table, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let table = table.trim_end_matches('/');
+        if !(3..=255).contains(&table.len())
+            || !table
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        {
+            return Err(format!(
+                "dynamodb://{table}: a table name has 3 to 255 characters from a-z, A-Z, 0-9, `_`, `-`, `.`"
+            ));
+        }
+        let mut url = SinkUrl {
+            table: table.to_string(),
+            region: None,
+            endpoint: None,
+            partition_key: None,
+            sort_key: None,
+        };
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_decode(v).ok_or_else(|| {
+                format!("dynamodb://{table}: `{k}` is not valid percent-encoded UTF-8")
+            })?;
+            if v.is_empty() {
+                return Err(format!("dynamodb://{table}: `{k}` needs a value"));
+            }
+            let slot = match k {
+                "region" => &mut url.region,
+                "endpoint" => &mut url.endpoint,
+                "partition-key" => &mut url.partition_key,
+                "sort-key" => &mut url.sort_key,
+                other => {
+                    return Err(format!(
+                        "dynamodb://{table}: unknown parameter `{other}` (region, endpoint, partition-key, sort-key)"
+                    ))
+                }
+            };
+            if slot.replace(v).is_some() {
+                return Err(format!("dynamodb://{table}: `{k}` is given twice"));
+            }
+        }
+        if let Some(e) = &url.endpoint {
+            if !(e.starts_with("http://") || e.starts_with("https://")) {
+                return Err(format!(
+                    "dynamodb://{table}: endpoint {} must be an http:// or https:// URL",
+                    redact::url(e)
+                ));
+            }
+        }
+        if url.sort_key.is_some() && url.partition_key.is_none() {
+            return Err(format!(
+                "dynamodb://{table}: sort-key needs partition-key too"
+            ));
+        }
+        Ok(url)
+    }
+
+    /// The URL as shown and recorded: the endpoint redacted, nothing secret.
+    pub fn display(&self) -> String {
+        let mut s = format!("dynamodb://{}", self.table);
+        let mut params: Vec<String> = Vec::new();
+        if let Some(r) = &self.region {
+            params.push(format!("region={r}"));
+        }
+        if let Some(e) = &self.endpoint {
+            params.push(format!("endpoint={}", redact::url(e)));
+        }
+        if let Some(k) = &self.partition_key {
+            params.push(format!("partition-key={k}"));
+        }
+        if let Some(k) = &self.sort_key {
+            params.push(format!("sort-key={k}"));
+        }
+        if !params.is_empty() {
+            s.push('?');
+            s.push_str(&params.join("&"));
+        }
+        s
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(h, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// When a batch is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    pub max_docs: usize,
+    /// Bytes of the framed writes.
+    pub max_bytes: usize,
+}
+
+impl Default for BatchLimits {
+    /// 250 documents (10 requests of 25) or 4 MB.
+    fn default() -> Self {
+        BatchLimits {
+            max_docs: 250,
+            max_bytes: 4 << 20,
+        }
+    }
+}
+
+/// How to build the sink.
+#[derive(Debug, Clone)]
+pub struct DynamoSinkOptions {
+    /// Create the table (on-demand billing) when it does not exist.
+    pub create_table: bool,
+    /// The source's key column: the partition key unless the URL names another.
+    pub key_column: Option<String>,
+    /// Column kinds of the source (binary columns, number columns).
+    pub hints: ColumnHints,
+    /// `None`: the usual AWS way (environment, then profile).
+    pub credentials: Option<AwsCredentials>,
+    /// Most `BatchWriteItem` requests in flight.
+    pub max_in_flight: usize,
+    pub retry: RetryPolicy,
+    pub request_timeout: Duration,
+    pub batch: BatchLimits,
+    /// How long to wait for a created table to become ACTIVE.
+    pub table_timeout: Duration,
+    /// Documents per second at most (through this sink, all its writers together).
+    pub max_docs_per_sec: Option<f64>,
+    /// Bytes of row JSON per second at most.
+    pub max_bytes_per_sec: Option<f64>,
+}
+
+impl Default for DynamoSinkOptions {
+    fn default() -> Self {
+        DynamoSinkOptions {
+            create_table: false,
+            key_column: None,
+            hints: ColumnHints::new(),
+            credentials: None,
+            max_in_flight: dynamo::client::DEFAULT_MAX_IN_FLIGHT,
+            retry: dynamo::client::default_retry(),
+            request_timeout: dynamo::client::DEFAULT_REQUEST_TIMEOUT,
+            batch: BatchLimits::default(),
+            table_timeout: Duration::from_secs(300),
+            max_docs_per_sec: None,
+            max_bytes_per_sec: None,
+        }
+    }
+}
+
+/// Documents into a DynamoDB table.
+pub struct DynamoSink {
+    writer: BatchWriter,
+    mapping: Arc<Mapping>,
+    limits: BatchLimits,
+    identity: String,
+    docs_rate: Option<RateLimiter>,
+    bytes_rate: Option<RateLimiter>,
+}
+
+/// What the reader threads need to frame writes.
+struct Mapping {
+    key: KeySchema,
+    hints: ColumnHints,
+}
+
+impl DynamoSink {
+    /// Connects, checks the table (or creates it) and its key against the mapping.
+    pub async fn connect(
+        url: &SinkUrl,
+        options: DynamoSinkOptions,
+    ) -> Result<DynamoSink, SinkError> {
+        let fatal = |m: String| SinkError::fatal(format!("{}: {m}", url.display()));
+        let region = match &url.region {
+            Some(r) => r.clone(),
+            None => sigv4::region()
+                .map_err(|e| fatal(e.to_string()))?
+                .ok_or_else(|| fatal("no region: add ?region=… or set AWS_REGION".into()))?,
+        };
+        let credentials = match options.credentials {
+            Some(c) => c,
+            None => AwsCredentials::resolve().map_err(|e| fatal(e.to_string()))?,
+        };
+        let client = Client::new(ClientConfig {
+            endpoint: url.endpoint.clone(),
+            max_in_flight: options.max_in_flight.max(1),
+            retry: options.retry,
+            request_timeout: options.request_timeout,
+            ..ClientConfig::new(region, credentials)
+        })
+        .map_err(|e| fatal(e.to_string()))?;
+        let wanted = key_mapping(url, &options.key_column, &options.hints);
+        let table = match client
+            .describe_table(&url.table)
+            .await
+            .map_err(sink_error)?
+        {
+            Some(t) if t.status == "ACTIVE" => t,
+            Some(_) => client
+                .wait_active(&url.table, options.table_timeout)
+                .await
+                .map_err(sink_error)?,
+            None if options.create_table => {
+                let key = wanted.clone().ok_or_else(|| {
+                    fatal("cannot create the table without a key: give partition-key=COL or the source's key column".into())
+                })?;
+                tracing::info!(table = %url.table, endpoint = %client.endpoint(), "creating the DynamoDB table (on-demand billing)");
+                client
+                    .create_table(&url.table, &key)
+                    .await
+                    .map_err(sink_error)?;
+                client
+                    .wait_active(&url.table, options.table_timeout)
+                    .await
+                    .map_err(sink_error)?
+            }
+            None => {
+                return Err(fatal(format!(
+                    "table {} does not exist at {}; create it or pass --create-table",
+                    url.table,
+                    client.endpoint()
+                )))
+            }
+        };
+        if let Some(w) = &wanted {
+            check_key(&table.key, w).map_err(fatal)?;
+        }
+        let rate = |r: Option<f64>| {
+            r.filter(|r| r.is_finite() && *r > 0.0)
+                .map(RateLimiter::new)
+        };
+        Ok(DynamoSink {
+            docs_rate: rate(options.max_docs_per_sec),
+            bytes_rate: rate(options.max_bytes_per_sec),
+            identity: url.display(),
+            writer: BatchWriter::new(client, url.table.clone(), table.key.clone()),
+            mapping: Arc::new(Mapping {
+                key: table.key,
+                hints: options.hints,
+            }),
+            limits: BatchLimits {
+                max_docs: options.batch.max_docs.max(1),
+                max_bytes: options.batch.max_bytes.max(1),
+            },
+        })
+    }
+
+    /// The client (its counters show throttling and retries).
+    pub fn client(&self) -> &Client {
+        self.writer.client()
+    }
+
+    /// The table's key.
+    pub fn key(&self) -> &KeySchema {
+        &self.mapping.key
+    }
+
+    /// The column hints rows are converted with.
+    pub fn hints(&self) -> &ColumnHints {
+        &self.mapping.hints
+    }
+
+    /// The table written to.
+    pub fn table(&self) -> &str {
+        self.writer.table()
+    }
+}
+
+/// The key the URL and the source ask for, typed by the hints; `None` when neither names one.
+fn key_mapping(
+    url: &SinkUrl,
+    key_column: &Option<String>,
+    hints: &ColumnHints,
+) -> Option<KeySchema> {
+    let attr = |name: &String| KeyAttribute {
+        name: name.clone(),
+        key_type: hints.get(name).map_or(dynamo::KeyType::S, |k| k.key_type()),
+    };
+    let partition = url.partition_key.as_ref().or(key_column.as_ref())?;
+    Some(KeySchema {
+        partition: attr(partition),
+        sort: url.sort_key.as_ref().map(attr),
+    })
+}
+
+/// The existing table's key must be the one asked for (names and types).
+fn check_key(table: &KeySchema, wanted: &KeySchema) -> Result<(), String> {
+    let show = |k: &KeySchema| {
+        let a = |a: &KeyAttribute| format!("{} ({})", a.name, a.key_type.as_str());
+        match &k.sort {
+            Some(s) => format!("partition key {}, sort key {}", a(&k.partition), a(s)),
+            None => format!("partition key {}", a(&k.partition)),
+        }
+    };
+    let sort_matches = match (&table.sort, &wanted.sort) {
+        (Some(t), Some(w)) => t == w,
+        (None, None) => true,
+        // The URL named no sort key: the table's stands.
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+    };
+    if table.partition == wanted.partition && sort_matches {
+        Ok(())
+    } else {
+        Err(format!(
+            "the table has {}, but the mapping asks for {} (name the table's keys with partition-key/sort-key, or write to another table)",
+            show(table),
+            show(wanted)
+        ))
+    }
+}
+
+/// What the failure log needs about the document of a write.
+struct Origin {
+    index: Arc<str>,
+    id: String,
+    doc_type: Option<Arc<str>>,
+    routing: Option<String>,
+    source: Bytes,
+}
+
+/// Writes framed on the reader thread, delivered by one [`Sink::send`].
+pub struct DynamoBatch {
+    requests: Vec<WriteRequest>,
+    /// `origins[i]` is the document of `requests[i]`.
+    origins: Vec<Origin>,
+    /// Wire bytes of the requests, and the sources kept.
+    bytes: usize,
+}
+
+/// Frames documents into writes.
+pub struct DynamoWriter {
+    mapping: Arc<Mapping>,
+    limits: BatchLimits,
+    batch: Option<DynamoBatch>,
+}
+
+impl DynamoWriter {
+    fn frame(&self, doc: &Document) -> Result<WriteRequest, ConvertError> {
+        let m = &self.mapping;
+        match doc.op {
+            Op::Index => {
+                let item = dynamo::row_to_item(&doc.source, &m.hints)?;
+                WriteRequest::put(&item, &m.key)
+            }
+            Op::Delete if doc.source.iter().any(|b| !b.is_ascii_whitespace()) => {
+                let item = dynamo::row_to_item(&doc.source, &m.hints)?;
+                WriteRequest::delete(&item, &m.key)
+            }
+            Op::Delete => WriteRequest::delete(&m.key.key_from_id(&doc.id)?, &m.key),
+            // Only data streams ask for create-only writes, and BatchWriteItem has no
+            // condition to make a put one: refused (failure log), never turned into a put.
+            Op::Create => Err(ConvertError::new(
+                "create_only_unsupported",
+                "a create-only write (write if absent) cannot go to DynamoDB: BatchWriteItem \
+                 puts overwrite"
+                    .into(),
+            )),
+        }
+    }
+}
+
+impl SinkWriter for DynamoWriter {
+    type Batch = DynamoBatch;
+
+    fn push(&mut self, doc: Document) -> Result<Option<DynamoBatch>, Box<Refusal>> {
+        let request = match self.frame(&doc) {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(Box::new(Refusal {
+                    delete: doc.op == Op::Delete,
+                    index: doc.index,
+                    id: doc.id,
+                    doc_type: doc.doc_type,
+                    routing: doc.routing,
+                    error_type: e.error_type.to_string(),
+                    reason: e.reason,
+                    status: 0,
+                    attempts: 0,
+                    source: doc.source,
+                }))
+            }
+        };
+        let capacity = self.limits.max_docs.min(1024);
+        let batch = self.batch.get_or_insert_with(|| DynamoBatch {
+            requests: Vec::with_capacity(capacity),
+            origins: Vec::with_capacity(capacity),
+            bytes: 0,
+        });
+        batch.bytes += request.len() + doc.source.len();
+        batch.requests.push(request);
+        batch.origins.push(Origin {
+            index: doc.index,
+            id: doc.id,
+            doc_type: doc.doc_type,
+            routing: doc.routing,
+            source: doc.source,
+        });
+        if batch.requests.len() >= self.limits.max_docs || batch.bytes >= self.limits.max_bytes {
+            return Ok(self.batch.take());
+        }
+        Ok(None)
+    }
+
+    fn finish(&mut self) -> Option<DynamoBatch> {
+        self.batch.take().filter(|b| !b.requests.is_empty())
+    }
+
+    fn size(batch: &DynamoBatch) -> usize {
+        batch.bytes
+    }
+}
+
+impl Sink for DynamoSink {
+    type Writer = DynamoWriter;
+
+    fn writer(&self) -> DynamoWriter {
+        DynamoWriter {
+            mapping: Arc::clone(&self.mapping),
+            limits: self.limits,
+            batch: None,
+        }
+    }
+
+    async fn send(&self, batch: DynamoBatch) -> Result<Delivered, SinkError> {
+        if let Some(r) = &self.docs_rate {
+            r.acquire(batch.requests.len() as f64).await;
+        }
+        if let Some(r) = &self.bytes_rate {
+            r.acquire(batch.origins.iter().map(|o| o.source.len()).sum::<usize>() as f64)
+                .await;
+        }
+        let outcome = self
+            .writer
+            .write(&batch.requests)
+            .await
+            .map_err(sink_error)?;
+        let source_bytes = batch.origins.iter().map(|w| w.source.len() as u64).sum();
+        let requests = batch.requests;
+        let mut origins: Vec<Option<Origin>> = batch.origins.into_iter().map(Some).collect();
+        let refused = outcome
+            .refused
+            .into_iter()
+            .filter_map(|r| {
+                let w = origins.get_mut(r.index)?.take()?;
+                Some(Refusal {
+                    delete: requests[r.index].is_delete(),
+                    index: w.index,
+                    id: w.id,
+                    doc_type: w.doc_type,
+                    routing: w.routing,
+                    error_type: r.error_type,
+                    reason: r.reason,
+                    status: 400,
+                    attempts: r.attempts,
+                    source: w.source,
+                })
+            })
+            .collect();
+        Ok(Delivered {
+            delivered: outcome.written as u64,
+            bytes: outcome.bytes,
+            source_bytes,
+            refused,
+        })
+    }
+
+    fn identity(&self) -> String {
+        self.identity.clone()
+    }
+}
+
+/// Refused credentials, a missing table or a configuration that cannot work stop the
+/// worker; anything else fails this item's attempt.
+pub fn sink_error(e: DynamoError) -> SinkError {
+    if e.is_fatal() {
+        SinkError::fatal(e.to_string())
+    } else {
+        SinkError::item(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sink_urls_parse_and_show_no_secret() {
+        let u = SinkUrl::parse(
+            "dynamodb://room_events?region=eu-west-1&endpoint=http%3A%2F%2Fu%3Apw%40localhost%3A8000&partition-key=room_id&sort-key=id",
+        )
+        .unwrap();
+        assert_eq!(u.table, "room_events");
+        assert_eq!(u.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(u.endpoint.as_deref(), Some("http://u:pw@localhost:8000"));
+        assert_eq!(u.partition_key.as_deref(), Some("room_id"));
+        assert_eq!(u.sort_key.as_deref(), Some("id"));
+        let shown = u.display();
+        assert!(!shown.contains("pw"), "{shown}");
+        assert_eq!(
+            shown,
+            "dynamodb://room_events?region=eu-west-1&endpoint=http://u:***@localhost:8000&partition-key=room_id&sort-key=id"
+        );
+        let plain: SinkUrl = "dynamodb://t.1-x_".parse().unwrap();
+        assert_eq!(plain.display(), "dynamodb://t.1-x_");
+        for (bad, why) in [
+            ("http://x", "starts with dynamodb://"),
+            ("dynamodb://ab", "3 to 255"),
+            ("dynamodb://a/b", "3 to 255"),
+            ("dynamodb://tab?regoin=x", "unknown parameter `regoin`"),
+            ("dynamodb://tab?region=", "needs a value"),
+            ("dynamodb://tab?region=a&region=b", "given twice"),
+            (
+                "dynamodb://tab?endpoint=localhost:8000",
+                "http:// or https://",
+            ),
+            ("dynamodb://tab?sort-key=s", "needs partition-key"),
+            ("dynamodb://tab?region=%zz", "percent-encoded"),
+        ] {
+            let e = SinkUrl::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn create_only_writes_are_refused_not_overwritten() {
+        let writer = DynamoWriter {
+            mapping: Arc::new(Mapping {
+                key: KeySchema {
+                    partition: KeyAttribute {
+                        name: "id".into(),
+                        key_type: dynamo::KeyType::S,
+                    },
+                    sort: None,
+                },
+                hints: ColumnHints::new(),
+            }),
+            limits: BatchLimits::default(),
+            batch: None,
+        };
+        let mut doc = Document {
+            position: coordination::Position::Key("a".into()),
+            op: Op::Index,
+            index: "t".into(),
+            id: "a".into(),
+            doc_type: None,
+            routing: None,
+            source: bytes::Bytes::from_static(br#"{"id":"a","n":1}"#),
+        };
+        assert!(writer.frame(&doc).is_ok());
+        doc.op = Op::Create;
+        let e = writer.frame(&doc).unwrap_err();
+        assert_eq!(e.error_type, "create_only_unsupported");
+        assert!(e.reason.contains("create-only"), "{}", e.reason);
+    }
+
+    #[test]
+    fn table_column_shapes_become_item_hints() {
+        use dynamo::ColumnKind as K;
+        let columns: TableColumns = [
+            ("s", ColumnShape::String),
+            ("n", ColumnShape::Number),
+            ("t", ColumnShape::Bool),
+            ("b", ColumnShape::Binary),
+            ("at", ColumnShape::Time),
+            ("j", ColumnShape::Json),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let hints = hints_of(&columns);
+        let want: ColumnHints = [
+            ("s", K::String),
+            ("n", K::Number),
+            ("t", K::Bool),
+            ("b", K::Binary),
+            ("at", K::Time),
+            ("j", K::Json),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(hints, want);
+    }
+
+    #[test]
+    fn the_key_mapping_comes_from_the_url_then_the_key_column() {
+        let hints: ColumnHints = [("n".to_string(), dynamo::ColumnKind::Number)].into();
+        let url: SinkUrl = "dynamodb://tab?partition-key=n&sort-key=s".parse().unwrap();
+        let k = key_mapping(&url, &Some("id".into()), &hints).unwrap();
+        assert_eq!(k.partition.name, "n");
+        assert_eq!(k.partition.key_type, dynamo::KeyType::N);
+        assert_eq!(k.sort.as_ref().unwrap().key_type, dynamo::KeyType::S);
+        let plain: SinkUrl = "dynamodb://tab".parse().unwrap();
+        assert_eq!(
+            key_mapping(&plain, &Some("id".into()), &hints)
+                .unwrap()
+                .partition
+                .name,
+            "id"
+        );
+        assert!(key_mapping(&plain, &None, &hints).is_none());
+
+        let table = key_mapping(&url, &None, &hints).unwrap();
+        assert!(check_key(&table, &table).is_ok());
+        let other = key_mapping(&plain, &Some("id".into()), &hints).unwrap();
+        let e = check_key(&table, &other).unwrap_err();
+        assert!(
+            e.contains("partition key n (N), sort key s (S)") && e.contains("partition key id (S)"),
+            "{e}"
+        );
+    }
+}

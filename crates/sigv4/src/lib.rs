@@ -1,0 +1,26 @@
+//! AWS Signature Version 4 for every client of the project that talks to AWS: the
+//! OpenSearch target client (`es`, `aoss`) and the DynamoDB client (`dynamodb`).
+//!
+//! - [`credentials`]: credentials and region the usual AWS way (environment, then the
+//!   profile in `~/.aws/credentials` and `~/.aws/config`), never shown in errors or logs.
+//! - [`sign`]: the signature of one request, every intermediate step exposed for tests;
+//!   [`Signer`] adds the headers to a request.
+//! - [`UtcTime`]: the calendar fields of an instant (`x-amz-date`, RFC 3339).
+//!
+//! ```no_run
+//! let signer = sigv4::Signer {
+//!     credentials: sigv4::AwsCredentials::resolve()?,
+//!     region: sigv4::region()?.unwrap_or_else(|| "us-east-1".into()),
+//!     service: "dynamodb",
+//! };
+//! let headers = signer.headers(std::time::SystemTime::now(), "POST", "dynamodb.us-east-1.amazonaws.com", ("/", ""), b"{}");
+//! # Ok::<(), sigv4::CredentialsError>(())
+//! ```
+
+mod clock;
+pub mod credentials;
+pub mod sign;
+
+pub use clock::UtcTime;
+pub use credentials::{region, region_from_env, AwsCredentials, CredentialsError};
+pub use sign::{sha256_hex, sign, Signature, Signer, SigningInput};
