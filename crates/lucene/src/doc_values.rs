@@ -596,3 +596,108 @@ pub fn read_indexed_disi(
         }
     }
 }
+
+/// Where the NUMERIC entry of one field sits in a `.dvm`, for [`crate::numeric_values`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NumericEntryAt {
+    /// Byte order of the `.dvm`/`.dvd` pair (big-endian before Lucene90).
+    pub endian: Endian,
+    /// Lucene80/90: the entry has jump-table fields and a value jump-table offset.
+    pub jump_tables: bool,
+    /// Lucene90: packed values are little-endian words, low bits first.
+    pub lucene90: bool,
+    /// Header version of the `.dvm` (the `.dvd` must carry the same).
+    pub version: i32,
+    /// Data codec name of the matching `.dvd`.
+    pub data_codec: &'static str,
+    /// Offset of the entry (just after its type byte and skipper metadata) in `bytes`.
+    pub offset: usize,
+}
+
+/// Walks a `.dvm` (fully verified) like [`parse_numeric_meta`] and returns where the
+/// NUMERIC entry of `field_number` starts, or `None` when the file has no entry for it.
+pub(crate) fn locate_numeric_entry(
+    display: &str,
+    bytes: &[u8],
+    segment_id: &[u8; ID_LEN],
+    suffix: &str,
+    field_infos: &FieldInfos,
+    field_number: u32,
+) -> Result<Option<NumericEntryAt>> {
+    codec_util::verify_checksum_bytes(display, bytes)?;
+    let body = &bytes[..bytes.len() - codec_util::FOOTER_LEN];
+    let mut input = DataInput::new(display, body);
+    let header = codec_util::read_index_header_any(&mut input)?;
+    let (family, endian, max_version, data_codec) = match header.codec {
+        "Lucene70DocValuesMetadata" => (Family::L70, Endian::Big, 0, "Lucene70DocValuesData"),
+        "Lucene80DocValuesMetadata" => (Family::L80, Endian::Big, 2, "Lucene80DocValuesData"),
+        "Lucene90DocValuesMetadata" => (Family::L90, Endian::Little, 2, "Lucene90DocValuesData"),
+        other => {
+            return Err(Error::unsupported(
+                display,
+                format!(
+                    "doc values metadata codec {other:?} (version {})",
+                    header.version
+                ),
+            ))
+        }
+    };
+    let version = header.version;
+    codec_util::check_name_version(display, header.codec, version, header.codec, 0, max_version)?;
+    codec_util::check_id_suffix(display, &header, segment_id, suffix)?;
+    let mut w = Walker {
+        input,
+        family,
+        endian,
+        version,
+    };
+    loop {
+        let number = w.input.read_i32(endian)?;
+        if number == -1 {
+            return Ok(None);
+        }
+        let info = u32::try_from(number)
+            .ok()
+            .and_then(|n| field_infos.by_number(n))
+            .ok_or_else(|| {
+                w.input
+                    .corrupt(format!("entry for unknown field number {number}"))
+            })?;
+        let kind = w.input.read_u8()?;
+        if family == Family::L90 && info.doc_values_skip_index {
+            w.skip_fixed(8 * 4 + 4 * 2)?;
+            if version >= 2 {
+                w.skip_fixed(4)?;
+            }
+        }
+        if info.number == field_number {
+            if kind != 0 {
+                return Err(Error::unsupported(
+                    display,
+                    format!(
+                        "field {:?} has doc values of type {kind}, expected NUMERIC (0)",
+                        info.name
+                    ),
+                ));
+            }
+            return Ok(Some(NumericEntryAt {
+                endian,
+                jump_tables: family != Family::L70,
+                lucene90: family == Family::L90,
+                version,
+                data_codec,
+                offset: w.input.position(),
+            }));
+        }
+        match kind {
+            0 => {
+                w.numeric()?;
+            }
+            1 => w.binary(info)?,
+            2 => w.sorted()?,
+            3 => w.sorted_set()?,
+            4 => w.sorted_numeric()?,
+            _ => return Err(w.input.corrupt(format!("invalid doc values type {kind}"))),
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! A read-only reader of Lucene 5–10 indexes, limited to what a migration needs: commits
-//! and segments, compound files, field infos, live docs, soft deletes and stored fields.
+//! and segments, compound files, field infos, live docs, soft deletes, stored fields, and
+//! the values of numeric doc-values fields (`_seq_no`).
 //!
 //! It knows nothing about Elasticsearch: it hands every stored field of every live
 //! document to a visitor. Files come from a [`Directory`] — local, in memory, or a
@@ -30,12 +31,14 @@ pub mod compound;
 pub mod compress;
 pub mod data_input;
 pub mod directory;
+pub mod doc_set;
 pub mod doc_values;
 pub mod error;
 pub mod field_infos;
 pub mod live_docs;
 pub mod local_file;
 pub mod names;
+pub mod numeric_values;
 mod reader;
 pub mod segment_info;
 pub mod stored_fields;
@@ -46,9 +49,11 @@ pub use data_input::{DataInput, Endian};
 pub use directory::{
     Directory, DirectoryError, FileHandle, FileSlice, FsDirectory, MemoryFile, SliceDirectory,
 };
+pub use doc_set::{DocSet, Selection};
 pub use error::{Error, Result};
 pub use field_infos::{DocValuesType, FieldInfo, FieldInfos};
 pub use local_file::LocalFile;
+pub use numeric_values::{read_numeric_values, NumericValues};
 pub use reader::{Documents, IndexReader, OpenOptions, SegmentReader, StoredFieldVisitor};
 pub use segment_info::SegmentInfo;
 pub use stored_fields::{StoredFieldsReader, StoredValue, Verified};
