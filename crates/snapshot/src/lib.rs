@@ -17,7 +17,9 @@
 //! # Ok(()) }
 //! ```
 
+pub mod append;
 pub mod blob;
+pub mod delta;
 pub mod document;
 pub mod envelope;
 pub mod error;
@@ -33,6 +35,7 @@ pub mod write;
 pub mod xcontent;
 
 pub use blob::{BlobMeta, BlobStore, LocalStore};
+pub use delta::{DeleteKeys, DeltaStats, ShardDelta};
 pub use document::EsDocument;
 pub use error::{Error, Result};
 pub use metadata::{
@@ -40,7 +43,7 @@ pub use metadata::{
     SnapshotInfo, SnapshotState, TemplateKind, TypeMapping, Version,
 };
 pub use object::ObjectStoreBlobs;
-pub use reader::{ReadOptions, ShardReader, ShardStats, SkipReason, SkippedDocument};
+pub use reader::{DocKey, ReadOptions, ShardReader, ShardStats, SkipReason, SkippedDocument};
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use uri::{open_store, StoreOptions};

@@ -6,7 +6,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use lucene::{FieldInfo, IndexReader, OpenOptions, StoredFieldVisitor, StoredValue};
+use lucene::{
+    FieldInfo, IndexReader, NumericValues, OpenOptions, Selection, StoredFieldVisitor, StoredValue,
+};
 use serde::Serialize;
 
 use crate::document::{decode_id, normalize_source, split_uid, EsDocument};
@@ -130,6 +132,7 @@ impl Default for ReadOptions {
 
 /// A shard opened for reading documents.
 pub struct ShardReader {
+    shard: Shard,
     index: Arc<str>,
     /// `<index> shard <n> (<shard dir>)`, for errors.
     context: String,
@@ -194,6 +197,7 @@ impl ShardReader {
             }
         };
         Ok(ShardReader {
+            shard: shard.clone(),
             index: Arc::from(index.name()),
             context,
             reader,
@@ -214,6 +218,55 @@ impl ShardReader {
     /// The Lucene reader.
     pub fn lucene(&self) -> &IndexReader {
         &self.reader
+    }
+
+    /// The shard this reader reads (its file list and directory).
+    pub fn shard(&self) -> &Shard {
+        &self.shard
+    }
+
+    /// `<index> shard <n> (<shard dir>)`, for messages.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// Every value of the NUMERIC doc-values field `field` (`_seq_no`) of segment `seg`
+    /// (by position in [`IndexReader::segments`]); `None` when the segment has no such
+    /// field.
+    pub fn numeric_values(&self, seg: usize, field: &str) -> Result<Option<NumericValues>> {
+        let segment =
+            self.reader.segments().get(seg).ok_or_else(|| {
+                Error::Config(format!("{}: no segment number {seg}", self.context))
+            })?;
+        lucene::read_numeric_values(self.shard.directory().as_ref(), segment, field).map_err(
+            |source| Error::Lucene {
+                context: self.context.clone(),
+                source,
+            },
+        )
+    }
+
+    /// The documents of `selection` (one set per segment), live or not, in doc-id order,
+    /// as [`ShardReader::documents`] turns them into Elasticsearch documents.
+    pub fn selected_documents<'a>(&'a self, selection: &'a Selection) -> Documents<'a> {
+        Documents {
+            reader: self,
+            inner: self.reader.selected(selection),
+            visitor: Fields::default(),
+            stats: ShardStats::default(),
+            skipped: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// The identity (`_id`, `_type`, `_routing`) of the documents of `selection`, live or
+    /// not, in doc-id order, without decoding `_source`. Documents without an `_id` (nested
+    /// children, no-op tombstones) are passed over; an undecodable `_id` is an error.
+    pub fn keys<'a>(&'a self, selection: &'a Selection) -> Keys<'a> {
+        Keys {
+            reader: self,
+            inner: self.reader.selected(selection),
+        }
     }
 
     /// One summary per segment.
@@ -292,6 +345,88 @@ impl StoredFieldVisitor for Visitor<'_> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// What identifies a document on a target: its `_id`, mapping type and routing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocKey {
+    pub global_doc_id: u64,
+    pub id: String,
+    pub doc_type: Option<String>,
+    pub routing: Option<String>,
+}
+
+/// Iterator over the keys of selected documents; see [`ShardReader::keys`].
+pub struct Keys<'a> {
+    reader: &'a ShardReader,
+    inner: lucene::Documents<'a>,
+}
+
+/// Collects `_id`, `_uid` and `_routing` only.
+#[derive(Default)]
+struct KeyFields {
+    id: Option<std::result::Result<String, String>>,
+    uid: Option<String>,
+    routing: Option<String>,
+}
+
+impl StoredFieldVisitor for KeyFields {
+    fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> lucene::Result<()> {
+        match (field.name.as_str(), value) {
+            ("_id", StoredValue::Binary(b)) => self.id = Some(decode_id(b)),
+            ("_id", StoredValue::String(s)) => self.id = Some(Ok(s.to_string())),
+            ("_uid", StoredValue::String(s)) => self.uid = Some(s.to_string()),
+            ("_routing", StoredValue::String(s)) => self.routing = Some(s.to_string()),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Keys<'_> {
+    type Item = Result<DocKey>;
+
+    fn next(&mut self) -> Option<Result<DocKey>> {
+        loop {
+            let mut f = KeyFields::default();
+            let doc = match self.inner.next(&mut f) {
+                Ok(Some(d)) => d,
+                Ok(None) => return None,
+                Err(source) => {
+                    return Some(Err(Error::Lucene {
+                        context: self.reader.context.clone(),
+                        source,
+                    }))
+                }
+            };
+            let (doc_type, id) = match (f.uid, f.id) {
+                (Some(uid), _) => match split_uid(&uid) {
+                    Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
+                    None => (None, Err(format!("_uid {uid:?} has no '#'"))),
+                },
+                (None, Some(id)) => {
+                    let t = match &self.reader.types {
+                        TypeRule::None => None,
+                        TypeRule::Legacy(t) => t.clone(),
+                    };
+                    (t, id)
+                }
+                (None, None) => continue,
+            };
+            return Some(match id {
+                Ok(id) => Ok(DocKey {
+                    global_doc_id: doc,
+                    id,
+                    doc_type,
+                    routing: f.routing,
+                }),
+                Err(e) => Err(Error::corrupt(
+                    &self.reader.context,
+                    format!("document {doc}: {e}"),
+                )),
+            });
+        }
     }
 }
 
