@@ -50,6 +50,9 @@ impl SkipReason {
 pub struct SkippedDocument {
     pub global_doc_id: u64,
     pub id: Option<String>,
+    /// The mapping type (ES ≤ 6), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doc_type: Option<String>,
     pub reason: SkipReason,
     pub detail: String,
 }
@@ -259,6 +262,26 @@ impl ShardReader {
         }
     }
 
+    /// The documents of `selection` whose shard-global doc id is in `range`.
+    pub fn restrict(&self, selection: &Selection, range: Range<u64>) -> Selection {
+        let sets = selection
+            .sets()
+            .iter()
+            .zip(self.reader.segments())
+            .map(|(set, seg)| {
+                let base = seg.doc_base();
+                let mut out = lucene::DocSet::empty(set.max_doc());
+                for d in set.iter() {
+                    if range.contains(&(base + u64::from(d))) {
+                        out.insert(d);
+                    }
+                }
+                out
+            })
+            .collect();
+        Selection::new(sets)
+    }
+
     /// The identity (`_id`, `_type`, `_routing`) of the documents of `selection`, live or
     /// not, in doc-id order, without decoding `_source`. Documents without an `_id` (nested
     /// children, no-op tombstones) are passed over; an undecodable `_id` is an error.
@@ -452,7 +475,14 @@ impl Documents<'_> {
         std::mem::take(&mut self.skipped)
     }
 
-    fn skip(&mut self, global_doc_id: u64, id: Option<String>, reason: SkipReason, detail: String) {
+    fn skip(
+        &mut self,
+        global_doc_id: u64,
+        id: Option<String>,
+        doc_type: Option<String>,
+        reason: SkipReason,
+        detail: String,
+    ) {
         match reason {
             SkipReason::Nested => {
                 self.stats.nested_skipped += 1;
@@ -473,6 +503,7 @@ impl Documents<'_> {
             self.skipped.push(SkippedDocument {
                 global_doc_id,
                 id,
+                doc_type,
                 reason,
                 detail,
             });
@@ -523,7 +554,7 @@ impl Iterator for Documents<'_> {
                     (t, id)
                 }
                 (None, None) if !has_source => {
-                    self.skip(doc, None, SkipReason::Nested, String::new());
+                    self.skip(doc, None, None, SkipReason::Nested, String::new());
                     continue;
                 }
                 (None, None) => (None, Err("document has _source but no _id".to_string())),
@@ -531,7 +562,7 @@ impl Iterator for Documents<'_> {
             let id = match id {
                 Ok(id) => id,
                 Err(e) => {
-                    self.skip(doc, None, SkipReason::BadId, e);
+                    self.skip(doc, None, None, SkipReason::BadId, e);
                     continue;
                 }
             };
@@ -539,6 +570,7 @@ impl Iterator for Documents<'_> {
                 self.skip(
                     doc,
                     Some(id),
+                    doc_type,
                     SkipReason::NoSource,
                     "document has no _source (source disabled or synthetic)".into(),
                 );
@@ -547,7 +579,7 @@ impl Iterator for Documents<'_> {
             let source = match normalized {
                 Ok(s) => s,
                 Err(e) => {
-                    self.skip(doc, Some(id), SkipReason::BadSource, e);
+                    self.skip(doc, Some(id), doc_type, SkipReason::BadSource, e);
                     continue;
                 }
             };

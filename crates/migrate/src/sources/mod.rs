@@ -1,3 +1,4 @@
 //! Sources: where documents come from ([`crate::source::Source`] implementations).
 
+pub mod delta;
 pub mod snapshot;
