@@ -179,9 +179,27 @@ pub(crate) fn render_json(
                 "live_docs": t.map(|t| t.docs),
                 "shards": t.map(|t| t.parts),
                 "broken_shards": t.map(|t| t.broken.clone()),
+                "delta": t.and_then(|t| t.delta.clone()),
             }),
         );
     }
+    // A delta: what it sends and what it leaves, summed over the indices.
+    let delta = totals.filter(|t| t.since.is_some()).map(|t| {
+        let mut sum = migrate::DeltaTotals::default();
+        let mut created = Vec::new();
+        for (name, g) in &t.groups {
+            match &g.delta {
+                Some(d) => sum.add(d),
+                None => created.push(name.clone()),
+            }
+        }
+        json!({
+            "since": t.since,
+            "totals": sum,
+            "created_indices": created,
+            "removed_indices": t.removed,
+        })
+    });
     json!({
         "finished": s.finished,
         "setup_done": s.setup_done,
@@ -203,6 +221,7 @@ pub(crate) fn render_json(
         "keeper": s.keeper.as_ref().map(|(h, e)| json!({"holder": h, "expiry": e})),
         "per_index": per_index,
         "leases": s.leases,
+        "delta": delta,
     })
 }
 
@@ -249,6 +268,47 @@ fn render_text(v: &Value) -> String {
         _ => out.push_str(&format!(
             "documents: {docs} delivered, {refused} refused, {skipped} skipped\n"
         )),
+    }
+    if let Some(d) = v.get("delta").filter(|d| !d.is_null()) {
+        let t = &d["totals"];
+        let g = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
+        out.push_str(&format!(
+            "delta since snapshot {}: operations to send: {} documents to index and at most {} to delete (an updated document is re-indexed, not deleted)\n",
+            d["since"].as_str().unwrap_or("?"),
+            g("index"),
+            g("delete_at_most")
+        ));
+        out.push_str(&format!(
+            "  really changed: {} documents new or updated{}; {} unchanged and not sent ({} of them found in merged segments by _seq_no)\n",
+            g("index") - g("unproven").min(g("index")),
+            if g("unproven") > 0 {
+                format!(
+                    ", plus {} sent again from merged segments without _seq_no (unchanged or not)",
+                    g("unproven")
+                )
+            } else {
+                String::new()
+            },
+            g("unchanged"),
+            g("matched")
+        ));
+        for (key, what) in [
+            ("created_indices", "created since (sent whole)"),
+            (
+                "removed_indices",
+                "deleted since (see --delete-removed-indices)",
+            ),
+        ] {
+            let names: Vec<&str> = d[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if !names.is_empty() {
+                out.push_str(&format!("  indices {what}: {}\n", names.join(", ")));
+            }
+        }
     }
     if refused + skipped > 0 {
         out.push_str(&format!(

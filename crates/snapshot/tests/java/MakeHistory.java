@@ -218,7 +218,12 @@ public class MakeHistory {
     Directory dir = w.getDirectory();
     SegmentInfos infos = SegmentInfos.readLatestCommit(dir);
     for (String f : infos.files(true)) {
-      Files.copy(((FSDirectory) dir).getDirectory().resolve(f), copy.resolve(f));
+      Path from = ((FSDirectory) dir).getDirectory().resolve(f);
+      try {
+        Files.createLink(copy.resolve(f), from);   // Lucene never rewrites a file: share it
+      } catch (IOException | UnsupportedOperationException e) {
+        Files.copy(from, copy.resolve(f));
+      }
     }
     if (name.equals("A")) retainFrom = seqNo;
     String summary = "commit=" + name + " lucene=" + org.apache.lucene.util.Version.LATEST
