@@ -180,3 +180,42 @@ fn delta_reads_resume_exactly_from_any_cursor() {
         assert_eq!(t, golden(&other, "B"));
     }
 }
+
+#[test]
+fn a_shard_that_failed_in_the_older_snapshot_is_sent_whole() {
+    let histories = testkit::fixtures::delta_histories();
+    let history = &histories.iter().find(|(n, _)| n == "l10-soft").unwrap().1;
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("repo");
+    let mut a = SnapshotSpec::new("a");
+    let mut failed = index("idx", history, "A");
+    failed.shards = vec![snapshot::write::ShardSource::Failed {
+        reason: "node left".into(),
+    }];
+    a.indices = vec![failed];
+    write_repository(&dest, &[a], &WriteOptions::default()).unwrap();
+    let mut b = SnapshotSpec::new("b");
+    b.indices = vec![index("idx", history, "B")];
+    append_snapshot(&dest, &b, &WriteOptions::default()).unwrap();
+    let repo = snapshot::Repository::open(std::sync::Arc::new(
+        snapshot::LocalStore::open(&dest).unwrap(),
+    ))
+    .unwrap();
+    let src = SnapshotSource::new(
+        repo.snapshot("b").unwrap(),
+        vec!["idx".into()],
+        SnapshotOptions::default(),
+    )
+    .since(repo.snapshot("a").unwrap(), vec!["idx".into()]);
+    let plan = src.plan().unwrap();
+    let g = &plan.totals.groups["idx"];
+    assert!(g.broken.is_empty(), "{:?}", g.broken);
+    assert_eq!(g.delta.as_ref().unwrap().delete_at_most, 0);
+    let reads = read(&src, &plan.items[0], &None);
+    assert!(reads
+        .iter()
+        .all(|r| matches!(r, Read::Doc(x) if x.op == Op::Index)));
+    let mut t = Docs::new();
+    apply(&mut t, &reads);
+    assert_eq!(t, golden(history, "B"));
+}

@@ -134,6 +134,25 @@ fn seq_nos(reader: &ShardReader, seg: usize) -> Result<Option<NumericValues>> {
 }
 
 impl ShardDelta {
+    /// The delta from nothing: every live document of `new` is indexed, nothing deleted
+    /// (the shard failed in the older snapshot, so the target never got it).
+    pub fn whole(new: &ShardReader) -> ShardDelta {
+        let rb = new.lucene();
+        let index: Vec<DocSet> = (0..rb.segments().len()).map(|j| live_set(rb, j)).collect();
+        let stats = DeltaStats {
+            new_segments: index.len() as u32,
+            index: index.iter().map(|s| u64::from(s.len())).sum(),
+            history_refused: Some("the shard has no data in the older snapshot".into()),
+            ..DeltaStats::default()
+        };
+        let none = index.iter().map(|s| DocSet::empty(s.max_doc())).collect();
+        ShardDelta {
+            index: Selection::new(index),
+            deletes: DeleteKeys::History(Selection::new(none)),
+            stats,
+        }
+    }
+
     /// Compares the shard in `old` (A) with the same shard in `new` (B).
     pub fn compute(old: &ShardReader, new: &ShardReader) -> Result<ShardDelta> {
         let (ra, rb) = (old.lucene(), new.lucene());

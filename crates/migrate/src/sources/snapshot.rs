@@ -125,10 +125,18 @@ impl SnapshotSource {
         shard: u32,
     ) -> Result<(ShardReader, ShardReader, Arc<ShardDelta>), String> {
         let since = self.since.as_ref().expect("a delta source");
-        let a = self
-            .open(old, shard)
-            .map_err(|e| format!("in snapshot {}: {e}", since.snapshot.name()))?;
         let b = self.open(new, shard)?;
+        // A shard that failed in A never reached the target: all of B's is new. The
+        // reader of B stands in for A's (the delete pass reads nothing from it).
+        let a = if old.shard_failure(shard).is_some() {
+            tracing::warn!(index = %new.name(), shard, "the shard failed in snapshot {}: sending all of it", since.snapshot.name());
+            None
+        } else {
+            Some(
+                self.open(old, shard)
+                    .map_err(|e| format!("in snapshot {}: {e}", since.snapshot.name()))?,
+            )
+        };
         let key = (new.name().to_string(), shard);
         let cached = since
             .deltas
@@ -139,7 +147,11 @@ impl SnapshotSource {
         let delta = match cached {
             Some(d) => d,
             None => {
-                let d = Arc::new(ShardDelta::compute(&a, &b).map_err(|e| e.to_string())?);
+                let d = match &a {
+                    Some(a) => ShardDelta::compute(a, &b).map_err(|e| e.to_string())?,
+                    None => ShardDelta::whole(&b),
+                };
+                let d = Arc::new(d);
                 since
                     .deltas
                     .lock()
@@ -147,6 +159,10 @@ impl SnapshotSource {
                     .insert(key, d.clone());
                 d
             }
+        };
+        let a = match a {
+            Some(a) => a,
+            None => self.open(new, shard)?,
         };
         Ok((a, b, delta))
     }
