@@ -187,15 +187,26 @@ pub(crate) fn render_json(
     let delta = totals.filter(|t| t.since.is_some()).map(|t| {
         let mut sum = migrate::DeltaTotals::default();
         let mut created = Vec::new();
+        // Ids deleted, known once every item of the index is done: what it sent beyond
+        // the documents it indexed.
+        let mut deleted = Some(0u64);
         for (name, g) in &t.groups {
             match &g.delta {
-                Some(d) => sum.add(d),
+                Some(d) => {
+                    sum.add(d);
+                    let p = s.per_group.get(name).cloned().unwrap_or_default();
+                    let sent = p.docs_done + p.docs_refused + p.docs_skipped;
+                    deleted = deleted
+                        .filter(|_| p.items.done + p.items.failed == p.items.total)
+                        .map(|n| n + sent.saturating_sub(d.index));
+                }
                 None => created.push(name.clone()),
             }
         }
         json!({
             "since": t.since,
             "totals": sum,
+            "deleted": deleted,
             "created_indices": created,
             "removed_indices": t.removed,
         })
@@ -260,7 +271,11 @@ fn render_text(v: &Value) -> String {
         n("docs_skipped").unwrap_or(0),
     );
     let accounted = docs + refused + skipped;
+    let is_delta = v.get("delta").is_some_and(|d| !d.is_null());
     match n("live_docs") {
+        Some(planned) if is_delta => out.push_str(&format!(
+            "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} operations of at most {planned}\n"
+        )),
         Some(live) if live > 0 => out.push_str(&format!(
             "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} of {live} ({:.1} %)\n",
             100.0 * accounted as f64 / live as f64
@@ -279,8 +294,12 @@ fn render_text(v: &Value) -> String {
             g("delete_at_most")
         ));
         out.push_str(&format!(
-            "  really changed: {} documents new or updated{}; {} unchanged and not sent ({} of them found in merged segments by _seq_no)\n",
+            "  really changed: {} documents new or updated{}{}; {} unchanged and not sent ({} of them found in merged segments by _seq_no)\n",
             g("index") - g("unproven").min(g("index")),
+            d["deleted"]
+                .as_u64()
+                .map(|n| format!(", {n} deleted"))
+                .unwrap_or_default(),
             if g("unproven") > 0 {
                 format!(
                     ", plus {} sent again from merged segments without _seq_no (unchanged or not)",
