@@ -79,6 +79,13 @@ impl DocSet {
         }
     }
 
+    /// Adds every document of `other` (a set over the same segment).
+    pub fn union_with(&mut self, other: &DocSet) {
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w |= o;
+        }
+    }
+
     /// The documents in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         let mut next = self.next(0);
@@ -121,6 +128,15 @@ impl Selection {
         self.sets.iter().all(DocSet::is_empty)
     }
 
+    /// The documents of `self` or `other` (selections over the same segments).
+    pub fn union(&self, other: &Selection) -> Selection {
+        let mut sets = self.sets.clone();
+        for (s, o) in sets.iter_mut().zip(&other.sets) {
+            s.union_with(o);
+        }
+        Selection { sets }
+    }
+
     /// The first selected document of segment `seg` at or after `from`.
     #[inline]
     pub fn next(&self, seg: usize, from: u32) -> Option<u32> {
@@ -158,6 +174,12 @@ mod tests {
             s
         }]);
         assert_eq!(sel.len(), 1);
+        let mut other = sel.clone();
+        other.sets[1].insert(3);
+        other.sets[0].insert(9);
+        let u = sel.union(&other);
+        assert_eq!(u.len(), 3);
+        assert_eq!(u.next(1, 0), Some(3));
         assert_eq!(sel.next(0, 0), None);
         assert_eq!(sel.next(1, 5), Some(99));
         assert_eq!(sel.next(7, 0), None);

@@ -114,13 +114,16 @@ fn a_selected_walk_visits_exactly_the_selected_documents() {
     assert_eq!(selection.len(), want.len() as u64);
 }
 
+/// A field's value for a doc id, `None` when the doc has none.
+type Formula = fn(i64) -> Option<i64>;
+
 /// Every NUMERIC encoding Lucene 8, 9 and 10 write (per-block widths, a value table,
 /// min + gcd, sparse, one value for all, wide negative values), against the formula the
 /// writer used (crates/lucene/tests/java/MakeNumeric.java).
 #[test]
 fn every_numeric_encoding_of_lucene_8_9_10() {
     let root = testkit::fixtures::workspace_root().join("crates/lucene/tests/data/numeric");
-    let expect: [(&str, fn(i64) -> Option<i64>); 6] = [
+    let expect: [(&str, Formula); 6] = [
         ("blocks", |d| {
             Some((d / 16384) * 1_000_000_000_000 + (d * 7919) % 1000)
         }),

@@ -485,16 +485,22 @@ impl ShardDelta {
     ) -> Result<Vec<crate::reader::DocKey>> {
         let (selection, from_new) = self.deletes.selection();
         let reader = if from_new { new } else { old };
-        let mut seen = KeySet::default();
-        let mut out = Vec::new();
-        for k in reader.keys(selection) {
-            let k = k?;
-            let t = k.doc_type.as_deref();
-            if indexed.contains(t, &k.id) || !seen.insert(t, &k.id) {
-                continue;
-            }
-            out.push(k);
-        }
-        Ok(out)
+        let keys = reader.keys(selection).collect::<Result<Vec<_>>>()?;
+        Ok(deletes_among(keys, indexed))
     }
+}
+
+/// Of `keys` (in the order of the documents they were read from), the ones to delete:
+/// those `indexed` does not hold, each once (its first occurrence).
+pub fn deletes_among(
+    keys: impl IntoIterator<Item = crate::reader::DocKey>,
+    indexed: &KeySet,
+) -> Vec<crate::reader::DocKey> {
+    let mut seen = KeySet::default();
+    keys.into_iter()
+        .filter(|k| {
+            let t = k.doc_type.as_deref();
+            !indexed.contains(t, &k.id) && seen.insert(t, &k.id)
+        })
+        .collect()
 }

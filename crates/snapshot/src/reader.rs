@@ -53,6 +53,8 @@ pub struct SkippedDocument {
     /// The mapping type (ES ≤ 6), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub doc_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<String>,
     pub reason: SkipReason,
     pub detail: String,
 }
@@ -260,6 +262,20 @@ impl ShardReader {
             skipped: Vec::new(),
             done: false,
         }
+    }
+
+    /// Whether `selection` holds the document of shard-global doc id `doc`.
+    pub fn contains(&self, selection: &Selection, doc: u64) -> bool {
+        let segments = self.reader.segments();
+        let i = segments.partition_point(|s| s.doc_base() <= doc);
+        let Some(seg) = i.checked_sub(1) else {
+            return false;
+        };
+        let local = doc - segments[seg].doc_base();
+        u32::try_from(local)
+            .ok()
+            .and_then(|d| selection.segment(seg).map(|s| s.contains(d)))
+            .unwrap_or(false)
     }
 
     /// The documents of `selection` whose shard-global doc id is in `range`.
@@ -475,11 +491,13 @@ impl Documents<'_> {
         std::mem::take(&mut self.skipped)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn skip(
         &mut self,
         global_doc_id: u64,
         id: Option<String>,
         doc_type: Option<String>,
+        routing: Option<String>,
         reason: SkipReason,
         detail: String,
     ) {
@@ -504,6 +522,7 @@ impl Documents<'_> {
                 global_doc_id,
                 id,
                 doc_type,
+                routing,
                 reason,
                 detail,
             });
@@ -554,7 +573,7 @@ impl Iterator for Documents<'_> {
                     (t, id)
                 }
                 (None, None) if !has_source => {
-                    self.skip(doc, None, None, SkipReason::Nested, String::new());
+                    self.skip(doc, None, None, None, SkipReason::Nested, String::new());
                     continue;
                 }
                 (None, None) => (None, Err("document has _source but no _id".to_string())),
@@ -562,7 +581,7 @@ impl Iterator for Documents<'_> {
             let id = match id {
                 Ok(id) => id,
                 Err(e) => {
-                    self.skip(doc, None, None, SkipReason::BadId, e);
+                    self.skip(doc, None, None, routing, SkipReason::BadId, e);
                     continue;
                 }
             };
@@ -571,6 +590,7 @@ impl Iterator for Documents<'_> {
                     doc,
                     Some(id),
                     doc_type,
+                    routing,
                     SkipReason::NoSource,
                     "document has no _source (source disabled or synthetic)".into(),
                 );
@@ -579,7 +599,7 @@ impl Iterator for Documents<'_> {
             let source = match normalized {
                 Ok(s) => s,
                 Err(e) => {
-                    self.skip(doc, Some(id), doc_type, SkipReason::BadSource, e);
+                    self.skip(doc, Some(id), doc_type, routing, SkipReason::BadSource, e);
                     continue;
                 }
             };

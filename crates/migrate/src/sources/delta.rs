@@ -21,7 +21,8 @@
 use std::sync::Arc;
 
 use coordination::Position;
-use snapshot::{ShardDelta, ShardReader};
+use snapshot::delta::{deletes_among, KeySet};
+use snapshot::{DeleteKeys, DocKey, ShardDelta, ShardReader};
 
 use crate::document::{Document, Op, Read};
 use crate::error::SourceError;
@@ -43,7 +44,7 @@ pub fn totals(delta: &ShardDelta) -> DeltaTotals {
     }
 }
 
-/// Emits the operations of one delta shard strictly after `first - 1` (`first`: the first
+/// Emits the operations of one delta shard from position `first` on (`first`: the first
 /// position to emit), in position order, until done or `emit` returns `false`.
 pub fn read_shard(
     group: &Arc<str>,
@@ -55,8 +56,34 @@ pub fn read_shard(
 ) -> Result<(), SourceError> {
     let err = |e: snapshot::Error| SourceError::item(e.to_string());
     let deletes_at = new.max_doc();
-    let mut indexed = snapshot::delta::KeySet::default();
-    if first < deletes_at {
+    let mut indexed = KeySet::default();
+    let deletes = if first >= deletes_at {
+        // Resuming the delete pass: the keys of the index pass again, then the deletes.
+        indexed = delta.index_keys(new).map_err(err)?;
+        delta.deletes(old, new, &indexed).map_err(err)?
+    } else if let DeleteKeys::History(ops) = &delta.deletes {
+        // One walk over B's new documents: the ones to index are sent (from `first`), the
+        // other operations give their keys; their chunks are read once.
+        let walk = delta.index.union(ops);
+        let mut docs = new.selected_documents(&walk);
+        let mut op_keys = Vec::new();
+        let done = emit_documents(group, &mut docs, &mut |read| {
+            let position = read.position().doc().unwrap_or(0);
+            let key = key_of(&read, position);
+            if new.contains(&delta.index, position) {
+                if let Some(k) = &key {
+                    indexed.insert(k.doc_type.as_deref(), &k.id);
+                }
+                return position < first || emit(read);
+            }
+            op_keys.extend(key);
+            true
+        })?;
+        if !done {
+            return Ok(());
+        }
+        deletes_among(op_keys, &indexed)
+    } else {
         // Keys of the documents before the cursor (already sent): they are not deleted.
         if first > 0 {
             let before = new.restrict(&delta.index, 0..first);
@@ -70,25 +97,16 @@ pub fn read_shard(
         let done = emit_documents(group, &mut docs, &mut |read| {
             // A document live in B is never deleted, even one that is skipped here (the
             // skip is counted and logged): the keys pass on resume sees it the same way.
-            match &read {
-                Read::Doc(d) => {
-                    indexed.insert(d.doc_type.as_deref(), &d.id);
-                }
-                Read::Skip(s) => {
-                    if let Some(id) = &s.id {
-                        indexed.insert(s.doc_type.as_deref(), id);
-                    }
-                }
+            if let Some(k) = key_of(&read, 0) {
+                indexed.insert(k.doc_type.as_deref(), &k.id);
             }
             emit(read)
         })?;
         if !done {
             return Ok(());
         }
-    } else {
-        indexed = delta.index_keys(new).map_err(err)?;
-    }
-    let deletes = delta.deletes(old, new, &indexed).map_err(err)?;
+        delta.deletes(old, new, &indexed).map_err(err)?
+    };
     let mut types = super::snapshot::TypeNames::default();
     for k in deletes {
         let position = deletes_at + k.global_doc_id;
@@ -109,4 +127,22 @@ pub fn read_shard(
         }
     }
     Ok(())
+}
+
+/// The key of a document or skip that has an `_id`.
+fn key_of(read: &Read, global_doc_id: u64) -> Option<DocKey> {
+    match read {
+        Read::Doc(d) => Some(DocKey {
+            global_doc_id,
+            id: d.id.clone(),
+            doc_type: d.doc_type.as_deref().map(str::to_string),
+            routing: d.routing.clone(),
+        }),
+        Read::Skip(s) => s.id.as_ref().map(|id| DocKey {
+            global_doc_id,
+            id: id.clone(),
+            doc_type: s.doc_type.as_deref().map(str::to_string),
+            routing: s.routing.clone(),
+        }),
+    }
 }

@@ -76,11 +76,6 @@ impl SnapshotSource {
         self
     }
 
-    /// The earlier snapshot of a delta.
-    pub fn since_snapshot(&self) -> Option<&Snapshot> {
-        self.since.as_ref().map(|s| &s.snapshot)
-    }
-
     /// A delta: indices of the earlier snapshot (as filtered) that this one does not have.
     pub fn removed_indices(&self) -> Vec<String> {
         match &self.since {
@@ -419,7 +414,7 @@ pub(crate) fn emit_documents(
                 index: group.clone(),
                 id: s.id,
                 doc_type: s.doc_type.map(|t| types.get(t)),
-                routing: None,
+                routing: s.routing,
                 reason: s.reason.as_str(),
                 detail: s.detail,
                 source: None,
