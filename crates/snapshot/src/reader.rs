@@ -111,6 +111,31 @@ enum TypeRule {
     Legacy(Option<String>),
 }
 
+impl TypeRule {
+    /// `(mapping type, _id)` from a document's stored `_uid` / `_id`; `None` when it has
+    /// neither (a nested child, a no-op tombstone).
+    fn identity(
+        &self,
+        uid: Option<String>,
+        id: Option<std::result::Result<String, String>>,
+    ) -> Option<(Option<String>, std::result::Result<String, String>)> {
+        match (uid, id) {
+            (Some(uid), _) => Some(match split_uid(&uid) {
+                Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
+                None => (None, Err(format!("_uid {uid:?} has no '#'"))),
+            }),
+            (None, Some(id)) => {
+                let t = match self {
+                    TypeRule::None => None,
+                    TypeRule::Legacy(t) => t.clone(),
+                };
+                Some((t, id))
+            }
+            (None, None) => None,
+        }
+    }
+}
+
 /// How to open a shard for reading documents.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -261,6 +286,24 @@ impl ShardReader {
             stats: ShardStats::default(),
             skipped: Vec::new(),
             done: false,
+            deliver: None,
+            keys: Vec::new(),
+        }
+    }
+
+    /// One walk over the documents of `walk` (live or not), in doc-id order: those also in
+    /// `deliver` come out as [`ShardReader::selected_documents`] gives them; of the others
+    /// only the identity is kept ([`Documents::take_keys`], as [`ShardReader::keys`] gives
+    /// it: documents without an `_id` passed over, an undecodable `_id` an error) — they
+    /// are neither counted nor logged as skipped. Their stored-fields chunks are read once.
+    pub fn documents_and_keys<'a>(
+        &'a self,
+        walk: &'a Selection,
+        deliver: &'a Selection,
+    ) -> Documents<'a> {
+        Documents {
+            deliver: Some(deliver),
+            ..self.selected_documents(walk)
         }
     }
 
@@ -343,6 +386,8 @@ impl ShardReader {
             stats: ShardStats::default(),
             skipped: Vec::new(),
             done: false,
+            deliver: None,
+            keys: Vec::new(),
         })
     }
 }
@@ -439,33 +484,33 @@ impl Iterator for Keys<'_> {
                     }))
                 }
             };
-            let (doc_type, id) = match (f.uid, f.id) {
-                (Some(uid), _) => match split_uid(&uid) {
-                    Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
-                    None => (None, Err(format!("_uid {uid:?} has no '#'"))),
-                },
-                (None, Some(id)) => {
-                    let t = match &self.reader.types {
-                        TypeRule::None => None,
-                        TypeRule::Legacy(t) => t.clone(),
-                    };
-                    (t, id)
-                }
-                (None, None) => continue,
+            let Some((doc_type, id)) = self.reader.types.identity(f.uid, f.id) else {
+                continue;
             };
-            return Some(match id {
-                Ok(id) => Ok(DocKey {
-                    global_doc_id: doc,
-                    id,
-                    doc_type,
-                    routing: f.routing,
-                }),
-                Err(e) => Err(Error::corrupt(
-                    &self.reader.context,
-                    format!("document {doc}: {e}"),
-                )),
-            });
+            return Some(key(self.reader, doc, doc_type, id, f.routing));
         }
+    }
+}
+
+/// The key of document `doc`, or the error of its undecodable `_id`.
+fn key(
+    reader: &ShardReader,
+    doc: u64,
+    doc_type: Option<String>,
+    id: std::result::Result<String, String>,
+    routing: Option<String>,
+) -> Result<DocKey> {
+    match id {
+        Ok(id) => Ok(DocKey {
+            global_doc_id: doc,
+            id,
+            doc_type,
+            routing,
+        }),
+        Err(e) => Err(Error::corrupt(
+            &reader.context,
+            format!("document {doc}: {e}"),
+        )),
     }
 }
 
@@ -477,6 +522,10 @@ pub struct Documents<'a> {
     stats: ShardStats,
     skipped: Vec<SkippedDocument>,
     done: bool,
+    /// With [`ShardReader::documents_and_keys`]: the documents to produce; the others
+    /// walked give only their key, into `keys`.
+    deliver: Option<&'a Selection>,
+    keys: Vec<DocKey>,
 }
 
 impl Documents<'_> {
@@ -489,6 +538,12 @@ impl Documents<'_> {
     /// 10,000 are kept between calls, all are counted in [`Documents::stats`].
     pub fn take_skipped(&mut self) -> Vec<SkippedDocument> {
         std::mem::take(&mut self.skipped)
+    }
+
+    /// With [`ShardReader::documents_and_keys`]: the keys of the documents walked outside
+    /// `deliver` since the last call, in doc-id order (all of them, none dropped).
+    pub fn take_keys(&mut self) -> Vec<DocKey> {
+        std::mem::take(&mut self.keys)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -560,23 +615,30 @@ impl Iterator for Documents<'_> {
             let uid = self.visitor.uid.take();
             let stored_id = self.visitor.id.take();
             let routing = self.visitor.routing.take();
-            let (doc_type, id) = match (uid, stored_id) {
-                (Some(uid), _) => match split_uid(&uid) {
-                    Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
-                    None => (None, Err(format!("_uid {uid:?} has no '#'"))),
-                },
-                (None, Some(id)) => {
-                    let t = match &self.reader.types {
-                        TypeRule::None => None,
-                        TypeRule::Legacy(t) => t.clone(),
-                    };
-                    (t, id)
+            let identity = self.reader.types.identity(uid, stored_id);
+            if self
+                .deliver
+                .is_some_and(|deliver| !self.reader.contains(deliver, doc))
+            {
+                let Some((doc_type, id)) = identity else {
+                    continue;
+                };
+                match key(self.reader, doc, doc_type, id, routing) {
+                    Ok(k) => self.keys.push(k),
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
                 }
-                (None, None) if !has_source => {
+                continue;
+            }
+            let (doc_type, id) = match identity {
+                Some(identity) => identity,
+                None if !has_source => {
                     self.skip(doc, None, None, None, SkipReason::Nested, String::new());
                     continue;
                 }
-                (None, None) => (None, Err("document has _source but no _id".to_string())),
+                None => (None, Err("document has _source but no _id".to_string())),
             };
             let id = match id {
                 Ok(id) => id,

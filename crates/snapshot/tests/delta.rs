@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use snapshot::append::append_snapshot;
+use snapshot::delta::deletes_among;
 use snapshot::write::{write_repository, IndexSpec, SnapshotSpec, WriteOptions};
-use snapshot::{Repository, ShardDelta, ShardReader};
+use snapshot::{DeleteKeys, Repository, ShardDelta, ShardReader};
 
 /// id → (routing, source)
 type Docs = BTreeMap<String, (Option<String>, Value)>;
@@ -178,6 +179,24 @@ fn apply(
     let keys = delta.index_keys(new).unwrap();
     assert_eq!(keys.len(), indexed.len(), "{name}");
     let deletes = delta.deletes(old, new, &keys).unwrap();
+    if let DeleteKeys::History(ops) = &delta.deletes {
+        // One walk over the documents to index and the operations gives the same
+        // documents and the same deletes; tombstones are keys, not skipped documents.
+        let walk = delta.index.union(ops);
+        let mut docs = new.documents_and_keys(&walk, &delta.index);
+        let walked: BTreeSet<String> = docs.by_ref().map(|d| d.unwrap().id).collect();
+        assert_eq!(walked, indexed, "{name}: documents of the single walk");
+        assert!(docs.take_skipped().is_empty(), "{name}");
+        assert_eq!(docs.stats().without_source, 0, "{name}");
+        let op_keys = docs.take_keys();
+        assert!(op_keys.len() as u64 <= delta.stats.delete_keys, "{name}");
+        assert!(delta.stats.gone == 0 || !op_keys.is_empty(), "{name}");
+        assert_eq!(
+            deletes_among(op_keys, &keys),
+            deletes,
+            "{name}: deletes of the single walk"
+        );
+    }
     let mut deleted = BTreeSet::new();
     for k in &deletes {
         assert!(

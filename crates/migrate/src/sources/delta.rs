@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use coordination::Position;
 use snapshot::delta::{deletes_among, KeySet};
-use snapshot::{DeleteKeys, DocKey, ShardDelta, ShardReader};
+use snapshot::{DeleteKeys, ShardDelta, ShardReader};
 
 use crate::document::{Document, Op, Read};
 use crate::error::SourceError;
@@ -62,27 +62,22 @@ pub fn read_shard(
         indexed = delta.index_keys(new).map_err(err)?;
         delta.deletes(old, new, &indexed).map_err(err)?
     } else if let DeleteKeys::History(ops) = &delta.deletes {
-        // One walk over B's new documents: the ones to index are sent (from `first`), the
-        // other operations give their keys; their chunks are read once.
+        // One walk over B's new documents: the ones to index are sent (from `first`; the
+        // ones before it only give their key), the other operations give only their key;
+        // every chunk is read once.
         let walk = delta.index.union(ops);
-        let mut docs = new.selected_documents(&walk);
-        let mut op_keys = Vec::new();
+        let mut docs = new.documents_and_keys(&walk, &delta.index);
         let done = emit_documents(group, &mut docs, &mut |read| {
             let position = read.position().doc().unwrap_or(0);
-            let key = key_of(&read, position);
-            if new.contains(&delta.index, position) {
-                if let Some(k) = &key {
-                    indexed.insert(k.doc_type.as_deref(), &k.id);
-                }
-                return position < first || emit(read);
+            if let Some(k) = key_of(&read) {
+                indexed.insert(k.0, k.1);
             }
-            op_keys.extend(key);
-            true
+            position < first || emit(read)
         })?;
         if !done {
             return Ok(());
         }
-        deletes_among(op_keys, &indexed)
+        deletes_among(docs.take_keys(), &indexed)
     } else {
         // Keys of the documents before the cursor (already sent): they are not deleted.
         if first > 0 {
@@ -97,8 +92,8 @@ pub fn read_shard(
         let done = emit_documents(group, &mut docs, &mut |read| {
             // A document live in B is never deleted, even one that is skipped here (the
             // skip is counted and logged): the keys pass on resume sees it the same way.
-            if let Some(k) = key_of(&read, 0) {
-                indexed.insert(k.doc_type.as_deref(), &k.id);
+            if let Some(k) = key_of(&read) {
+                indexed.insert(k.0, k.1);
             }
             emit(read)
         })?;
@@ -129,20 +124,10 @@ pub fn read_shard(
     Ok(())
 }
 
-/// The key of a document or skip that has an `_id`.
-fn key_of(read: &Read, global_doc_id: u64) -> Option<DocKey> {
+/// `(mapping type, _id)` of a document, or of a skip that has an `_id`.
+fn key_of(read: &Read) -> Option<(Option<&str>, &str)> {
     match read {
-        Read::Doc(d) => Some(DocKey {
-            global_doc_id,
-            id: d.id.clone(),
-            doc_type: d.doc_type.as_deref().map(str::to_string),
-            routing: d.routing.clone(),
-        }),
-        Read::Skip(s) => s.id.as_ref().map(|id| DocKey {
-            global_doc_id,
-            id: id.clone(),
-            doc_type: s.doc_type.as_deref().map(str::to_string),
-            routing: s.routing.clone(),
-        }),
+        Read::Doc(d) => Some((d.doc_type.as_deref(), &d.id)),
+        Read::Skip(s) => Some((s.doc_type.as_deref(), s.id.as_deref()?)),
     }
 }
