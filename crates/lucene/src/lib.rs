@@ -1,6 +1,6 @@
 //! A read-only reader of Lucene 5–10 indexes, limited to what a migration needs: commits
-//! and segments, compound files, field infos, live docs, soft deletes, stored fields, and
-//! the values of numeric doc-values fields (`_seq_no`).
+//! and segments, compound files, field infos, live docs, soft deletes, stored fields and
+//! doc values (forward per field, or a NUMERIC field's values by doc id such as `_seq_no`).
 //!
 //! It knows nothing about Elasticsearch: it hands every stored field of every live
 //! document to a visitor. Files come from a [`Directory`] — local, in memory, or a
@@ -38,7 +38,6 @@ pub mod field_infos;
 pub mod live_docs;
 pub mod local_file;
 pub mod names;
-pub mod numeric_values;
 mod reader;
 pub mod segment_info;
 pub mod stored_fields;
@@ -50,10 +49,10 @@ pub use directory::{
     Directory, DirectoryError, FileHandle, FileSlice, FsDirectory, MemoryFile, SliceDirectory,
 };
 pub use doc_set::{DocSet, Selection};
+pub use doc_values::{read_numeric_values, DocValue, DocValuesReader, FieldValues, NumericValues};
 pub use error::{Error, Result};
 pub use field_infos::{DocValuesType, FieldInfo, FieldInfos};
 pub use local_file::LocalFile;
-pub use numeric_values::{read_numeric_values, NumericValues};
 pub use reader::{Documents, IndexReader, OpenOptions, SegmentReader, StoredFieldVisitor};
 pub use segment_info::SegmentInfo;
 pub use stored_fields::{StoredFieldsReader, StoredValue, Verified};

@@ -35,7 +35,7 @@ fn seq_no_values_match_lucene_for_every_commit() {
             let reader = IndexReader::open(fs.clone(), &OpenOptions::elasticsearch()).unwrap();
             let mut got = BTreeMap::new();
             for seg in reader.segments() {
-                match read_numeric_values(fs.as_ref(), seg, "_seq_no").unwrap() {
+                match read_numeric_values(seg, "_seq_no").unwrap() {
                     Some(values) => {
                         for (doc, v) in values.iter() {
                             got.insert((seg.name().to_string(), doc), v);
@@ -48,11 +48,8 @@ fn seq_no_values_match_lucene_for_every_commit() {
                     ),
                 }
                 // A field without doc values, and a missing field.
-                assert_eq!(
-                    read_numeric_values(fs.as_ref(), seg, "_source").unwrap(),
-                    None
-                );
-                assert_eq!(read_numeric_values(fs.as_ref(), seg, "nope").unwrap(), None);
+                assert_eq!(read_numeric_values(seg, "_source").unwrap(), None);
+                assert_eq!(read_numeric_values(seg, "nope").unwrap(), None);
             }
             assert_eq!(got, want, "{name}/{commit}");
             checked += want.len();
@@ -140,7 +137,7 @@ fn every_numeric_encoding_of_lucene_8_9_10() {
         let seg = &reader.segments()[0];
         assert_eq!(seg.max_doc(), 20000);
         for (field, f) in expect {
-            let values = read_numeric_values(fs.as_ref(), seg, field)
+            let values = read_numeric_values(seg, field)
                 .unwrap()
                 .unwrap_or_else(|| panic!("{version}: no {field}"));
             for d in 0..seg.max_doc() {

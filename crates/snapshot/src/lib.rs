@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "test-util")]
 pub mod append;
 pub mod blob;
 pub mod delta;
@@ -28,9 +29,11 @@ mod lzf;
 pub mod metadata;
 pub mod object;
 pub mod reader;
+pub mod rebuild;
 pub mod repository;
 pub mod shard;
 pub mod uri;
+#[cfg(feature = "test-util")]
 pub mod write;
 pub mod xcontent;
 
@@ -43,7 +46,11 @@ pub use metadata::{
     SnapshotInfo, SnapshotState, TemplateKind, TypeMapping, Version,
 };
 pub use object::ObjectStoreBlobs;
-pub use reader::{DocKey, ReadOptions, ShardReader, ShardStats, SkipReason, SkippedDocument};
+pub use reader::{
+    DocKey, ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason,
+    SkippedDocument,
+};
+pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use uri::{open_store, StoreOptions};

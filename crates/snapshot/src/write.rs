@@ -19,8 +19,8 @@ use crate::envelope::{self, codec, Compression};
 use crate::error::{Error, Result};
 use crate::metadata::{FileInfo, TypeMapping};
 use crate::repository::Snapshot;
-use crate::shard::radix36;
 use crate::xcontent::{self, Binary};
+use lucene::names::base36;
 
 /// How to write the repository.
 #[derive(Debug, Clone)]
@@ -177,7 +177,7 @@ fn latest_commit(dir: &dyn Directory) -> Result<String> {
     dir.list_files()?
         .into_iter()
         .filter(|n| n.starts_with("segments_"))
-        .max_by_key(|n| u64::from_str_radix(&n["segments_".len()..], 36).unwrap_or(0))
+        .max_by_key(|n| lucene::names::parse_base36(&n["segments_".len()..]).unwrap_or(0))
         .ok_or_else(|| Error::Config(format!("{dir:?}: no segments_N file (not a Lucene index)")))
 }
 
@@ -226,7 +226,7 @@ pub(crate) fn write_shard_reusing(
         }
         let tail = slice.read_bytes(len - 8..len)?;
         let crc = u64::from_be_bytes(tail[..].try_into().expect("8 bytes"));
-        let checksum = radix36(crc);
+        let checksum = base36(crc);
         if let Some(held) = existing.iter().find(|f| {
             f.physical_name == name && f.length == len && f.checksum.as_deref() == Some(&checksum)
         }) {

@@ -2,3 +2,4 @@
 
 pub mod delta;
 pub mod snapshot;
+pub mod table;

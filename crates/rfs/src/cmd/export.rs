@@ -25,6 +25,8 @@ pub struct Args {
     pub snapshot: String,
     #[command(flatten)]
     pub since: super::common::SinceArgs,
+    #[command(flatten)]
+    pub rebuild: super::common::RebuildArgs,
     /// Only indices matching this pattern (`*` and `?` wildcards); repeatable or
     /// comma-separated. Default: all.
     #[arg(
@@ -98,45 +100,50 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let opts = SnapshotOptions {
             split_docs: None,
             verify_checksums: !args.no_verify_checksums,
+            rebuild: args.rebuild.options(),
         };
-        let source = tokio::task::spawn_blocking(move || -> anyhow::Result<SnapshotSource> {
-            let repo = repo.open()?;
-            let snap = repo
-                .snapshot(&snapshot_name)
-                .with_context(|| format!("snapshot {snapshot_name}"))?;
-            if let Some(state) = snap.state() {
-                if !state.is_restorable() {
+        let (source, names) = tokio::task::spawn_blocking(
+            move || -> anyhow::Result<(SnapshotSource, Vec<String>)> {
+                let repo = repo.open()?;
+                let snap = repo
+                    .snapshot(&snapshot_name)
+                    .with_context(|| format!("snapshot {snapshot_name}"))?;
+                if let Some(state) = snap.state() {
+                    if !state.is_restorable() {
+                        anyhow::bail!(
+                            "snapshot {} is {state}: it holds no readable data",
+                            snap.name()
+                        );
+                    }
+                }
+                let names: Vec<String> = snap
+                    .index_names()
+                    .into_iter()
+                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
+                    .collect();
+                if names.is_empty() && !patterns.is_empty() {
+                    anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
+                }
+                let source = SnapshotSource::new(snap.clone(), names.clone(), opts);
+                let Some(since) = since else {
+                    return Ok((source, names));
+                };
+                if since == snap.name() {
                     anyhow::bail!(
-                        "snapshot {} is {state}: it holds no readable data",
-                        snap.name()
+                        "--since {since} names the snapshot being exported; give the earlier one"
                     );
                 }
-            }
-            let names: Vec<String> = snap
-                .index_names()
-                .into_iter()
-                .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
-                .collect();
-            if names.is_empty() && !patterns.is_empty() {
-                anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
-            }
-            let source = SnapshotSource::new(snap.clone(), names, opts);
-            let Some(since) = since else {
-                return Ok(source);
-            };
-            if since == snap.name() {
-                anyhow::bail!("--since {since} names the snapshot being exported; give the earlier one");
-            }
-            let old = repo
-                .snapshot(&since)
-                .with_context(|| format!("--since: snapshot {since}"))?;
-            let old_names: Vec<String> = old
-                .index_names()
-                .into_iter()
-                .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
-                .collect();
-            Ok(source.since(old, old_names))
-        })
+                let old = repo
+                    .snapshot(&since)
+                    .with_context(|| format!("--since: snapshot {since}"))?;
+                let old_names: Vec<String> = old
+                    .index_names()
+                    .into_iter()
+                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
+                    .collect();
+                Ok((source.since(old, old_names), names))
+            },
+        )
         .await
         .context("opening the snapshot")??;
         let output = if args.out == "-" {
@@ -149,6 +156,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Format::Bulk => FileFormat::Bulk,
         };
         let sink = FileSink::new(output, format, BatchLimits::default())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // One file per exported index, also for an index without documents.
+        sink.create_files(names.iter().map(String::as_str))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let failures = migrate::FailureLog::open(&args.failure_log)?.with_sources(true);
         let parallel = args.parallel.unwrap_or_else(|| {
