@@ -1,6 +1,6 @@
 //! A read-only reader of Lucene 5–10 indexes, limited to what a migration needs: commits
 //! and segments, compound files, field infos, live docs, soft deletes, stored fields and
-//! doc values.
+//! doc values (forward per field, or a NUMERIC field's values by doc id such as `_seq_no`).
 //!
 //! It knows nothing about Elasticsearch: it hands every stored field of every live
 //! document to a visitor. Files come from a [`Directory`] — local, in memory, or a
@@ -31,6 +31,7 @@ pub mod compound;
 pub mod compress;
 pub mod data_input;
 pub mod directory;
+pub mod doc_set;
 pub mod doc_values;
 pub mod error;
 pub mod field_infos;
@@ -47,7 +48,8 @@ pub use data_input::{DataInput, Endian};
 pub use directory::{
     Directory, DirectoryError, FileHandle, FileSlice, FsDirectory, MemoryFile, SliceDirectory,
 };
-pub use doc_values::{DocValue, DocValuesReader, FieldValues};
+pub use doc_set::{DocSet, Selection};
+pub use doc_values::{read_numeric_values, DocValue, DocValuesReader, FieldValues, NumericValues};
 pub use error::{Error, Result};
 pub use field_infos::{DocValuesType, FieldInfo, FieldInfos};
 pub use local_file::LocalFile;

@@ -8,6 +8,7 @@ use crate::codec_util::{self, ID_LEN};
 use crate::commit::{self, CommitInfo, SegmentCommitInfo};
 use crate::compound;
 use crate::directory::{Directory, FileSlice};
+use crate::doc_set::Selection;
 use crate::doc_values;
 use crate::error::{Error, Result};
 use crate::field_infos::{self, DocValuesType, FieldInfo, FieldInfos};
@@ -159,7 +160,24 @@ impl IndexReader {
             seg_start: next_doc,
             end,
             cursor: None,
+            select: None,
         })
+    }
+
+    /// The documents of `selection` (one set per segment, in [`IndexReader::segments`]
+    /// order), live or not, in shard-global doc-id order. Stored fields are read only for
+    /// the chunks that hold selected documents; no checksum is completed on the way (small
+    /// files were checked on open).
+    pub fn selected<'a>(&'a self, selection: &'a Selection) -> Documents<'a> {
+        Documents {
+            reader: self,
+            seg: 0,
+            next_doc: 0,
+            seg_start: 0,
+            end: self.max_doc,
+            cursor: None,
+            select: Some(selection),
+        }
     }
 
     /// Verifies the CRC-32 of every large file the reader uses (small ones were verified
@@ -181,6 +199,8 @@ pub struct Documents<'a> {
     seg_start: u32,
     end: u64,
     cursor: Option<StoredFieldsCursor<'a>>,
+    /// Walk these documents instead of the live ones.
+    select: Option<&'a Selection>,
 }
 
 impl Documents<'_> {
@@ -196,11 +216,18 @@ impl Documents<'_> {
                 return Ok(None);
             }
             let local_end = (self.end - seg.doc_base).min(u64::from(seg.max_doc())) as u32;
-            match seg.next_live(self.next_doc) {
+            let next = match self.select {
+                Some(sel) => sel.next(self.seg, self.next_doc),
+                None => seg.next_live(self.next_doc),
+            };
+            match next {
                 Some(doc) if doc < local_end => {
                     if let Some(stored) = &seg.stored_fields {
                         let cursor = self.cursor.get_or_insert_with(|| {
-                            if reader.verify_checksums && self.seg_start == 0 {
+                            if reader.verify_checksums
+                                && self.seg_start == 0
+                                && self.select.is_none()
+                            {
                                 stored.verifying_cursor()
                             } else {
                                 stored.cursor()
@@ -242,7 +269,7 @@ impl Documents<'_> {
         cursor: &mut StoredFieldsCursor<'_>,
         local_end: u32,
     ) -> Result<()> {
-        if !self.reader.verify_checksums {
+        if !self.reader.verify_checksums || self.select.is_some() {
             return Ok(());
         }
         let fdt = seg.stored_fields.as_ref().map_or("", |s| s.fdt_name());

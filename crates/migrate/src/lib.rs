@@ -42,6 +42,6 @@ pub use job::{Job, JobEnd, JobError, JobOptions, JobReport};
 pub use metrics::Metrics;
 pub use pipeline::{Control, PipelineOptions};
 pub use sink::{Delivered, Refusal, Sink, SinkWriter};
-pub use source::{GroupTotals, Plan, Source, Totals};
+pub use source::{DeltaTotals, GroupTotals, Plan, Source, Totals};
 pub use transform::{Naming, Transform};
 pub use worker::{WorkerExit, WorkerOptions};

@@ -14,6 +14,9 @@ use crate::worker::with_store_retries;
 pub const PHASE_SNAPSHOT: &str = "snapshot";
 pub const PHASE_METADATA: &str = "metadata";
 pub const PHASE_ITEMS: &str = "items";
+/// A delta with `--delete-removed-indices`: the target indices of indices deleted since the
+/// earlier snapshot are deleted.
+pub const PHASE_REMOVED_INDICES: &str = "removed-indices";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PhaseError {

@@ -33,6 +33,14 @@ pub struct Totals {
     pub bytes: u64,
     /// Work items planned.
     pub items: usize,
+    /// A delta: the earlier snapshot (or state) this one is compared with. Groups with
+    /// [`GroupTotals::delta`] send only what changed since it; groups without were
+    /// created after it and are sent whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// A delta: groups the earlier snapshot has and this one does not (deleted since).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +53,45 @@ pub struct GroupTotals {
     /// shard whose files are missing or corrupt). Their items fail with the reason.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub broken: BTreeMap<u32, String>,
+    /// A delta: what changed in this group since the earlier snapshot. `docs` is then
+    /// `index + delete_at_most`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<DeltaTotals>,
+}
+
+/// What a delta sends of one group, and what it leaves alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeltaTotals {
+    /// Documents to index: new or changed.
+    pub index: u64,
+    /// Documents that were live and are not any more: at most this many deletes (an
+    /// updated document is re-indexed, not deleted).
+    pub delete_at_most: u64,
+    /// Documents that did not change: not sent.
+    pub unchanged: u64,
+    /// Of `unchanged`, documents a merge had rewritten, recognised (by sequence number).
+    pub matched: u64,
+    /// Of `index`, documents of rewritten partitions sent again without proof that they
+    /// changed (at most this many did not).
+    pub unproven: u64,
+    /// Documents read to find the ids to delete.
+    pub delete_keys: u64,
+    /// Partitions whose deleted ids come from the newer snapshot's operation history
+    /// (else from the older snapshot's documents).
+    pub parts_from_history: u32,
+}
+
+impl DeltaTotals {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &DeltaTotals) {
+        self.index += other.index;
+        self.delete_at_most += other.delete_at_most;
+        self.unchanged += other.unchanged;
+        self.matched += other.matched;
+        self.unproven += other.unproven;
+        self.delete_keys += other.delete_keys;
+        self.parts_from_history += other.parts_from_history;
+    }
 }
 
 impl Totals {

@@ -14,10 +14,14 @@
 //! `--index-version` the Elasticsearch 8.11+ IndexVersion written beside it. The OpenSearch
 //! layouts: `--shard-path-type` hashes shard directories, `--base-path` writes OUT_REPO as
 //! a bucket root with the repository under PATH.
+//! `--setting KEY=VALUE` adds an index setting (repeatable). When OUT_REPO already holds a
+//! repository, SNAPSHOT is added to it and only the Lucene files it does not hold yet
+//! (same name, length and checksum) are stored, as Elasticsearch does.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use snapshot::append::append_snapshot;
 use snapshot::envelope::Compression;
 use snapshot::shard_paths::ShardPathType;
 use snapshot::write::{write_repository, IndexSpec, ShardSource, SnapshotSpec, WriteOptions};
@@ -30,6 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut mapping = serde_json::json!({});
     let mut version_id: Option<u32> = None;
     let mut index_version: Option<u32> = None;
+    let mut settings = serde_json::Map::new();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--part-size" => {
@@ -42,6 +47,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Some("zstd") => Compression::Zstd,
                     _ => return Err("--compression none|dfl|zstd".into()),
                 }
+            }
+            "--setting" => {
+                let kv = args.next().ok_or("--setting KEY=VALUE")?;
+                let (k, v) = kv.split_once('=').ok_or("--setting KEY=VALUE")?;
+                settings.insert(k.to_string(), serde_json::Value::String(v.to_string()));
             }
             "--mapping" => {
                 let path = args.next().ok_or("--mapping FILE")?;
@@ -64,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if positional.len() < 3 {
-        return Err("usage: wrap_index OUT_REPO SNAPSHOT INDEX=LUCENE_DIR[,LUCENE_DIR…]… [--part-size N] [--compression none|dfl|zstd] [--mapping FILE] [--version-id ID] [--index-version ID] [--shard-path-type fixed|hashed_prefix|hashed_infix] [--base-path PATH]".into());
+        return Err("usage: wrap_index OUT_REPO SNAPSHOT INDEX=LUCENE_DIR[,LUCENE_DIR…]… [--part-size N] [--compression none|dfl|zstd] [--mapping FILE] [--setting KEY=VALUE]… [--version-id ID] [--index-version ID] [--shard-path-type fixed|hashed_prefix|hashed_infix] [--base-path PATH]".into());
     }
     let out = PathBuf::from(&positional[0]);
     let mut spec = SnapshotSpec::new(&positional[1]);
@@ -80,7 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         spec.indices.push(IndexSpec {
             name: name.to_string(),
-            settings: serde_json::Map::new(),
+            settings: settings.clone(),
             mappings: vec![TypeMapping {
                 doc_type: "_doc".into(),
                 mapping: mapping.clone(),
@@ -90,7 +100,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             extra: serde_json::Map::new(),
         });
     }
-    write_repository(&out, &[spec], &opts)?;
-    println!("wrote {}", out.display());
+    if out.join("index.latest").exists() {
+        let a = append_snapshot(&out, &spec, &opts)?;
+        println!(
+            "added snapshot {} to {} (generation {}): {} files written ({} bytes), {} held already ({} bytes)",
+            spec.name,
+            out.display(),
+            a.generation,
+            a.files_written,
+            a.bytes_written,
+            a.files_reused,
+            a.bytes_reused
+        );
+    } else {
+        write_repository(&out, &[spec], &opts)?;
+        println!("wrote {}", out.display());
+    }
     Ok(())
 }

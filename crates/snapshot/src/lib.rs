@@ -17,7 +17,10 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "test-util")]
+pub mod append;
 pub mod blob;
+pub mod delta;
 pub mod document;
 pub mod envelope;
 pub mod error;
@@ -36,6 +39,7 @@ pub mod write;
 pub mod xcontent;
 
 pub use blob::{BlobMeta, BlobStore, LocalStore};
+pub use delta::{DeleteKeys, DeltaStats, ShardDelta};
 pub use document::EsDocument;
 pub use error::{Error, Result};
 pub use metadata::{
@@ -44,7 +48,8 @@ pub use metadata::{
 };
 pub use object::ObjectStoreBlobs;
 pub use reader::{
-    ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason, SkippedDocument,
+    DocKey, ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason,
+    SkippedDocument,
 };
 pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};

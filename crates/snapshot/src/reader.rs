@@ -7,7 +7,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use lucene::{
-    DocValue, FieldInfo, FieldValues, IndexReader, OpenOptions, StoredFieldVisitor, StoredValue,
+    DocValue, FieldInfo, FieldValues, IndexReader, NumericValues, OpenOptions, Selection,
+    StoredFieldVisitor, StoredValue,
 };
 use serde::Serialize;
 
@@ -55,6 +56,11 @@ impl SkipReason {
 pub struct SkippedDocument {
     pub global_doc_id: u64,
     pub id: Option<String>,
+    /// The mapping type (ES ≤ 6), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doc_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<String>,
     pub reason: SkipReason,
     pub detail: String,
 }
@@ -120,6 +126,31 @@ enum TypeRule {
     Legacy(Option<String>),
 }
 
+impl TypeRule {
+    /// `(mapping type, _id)` from a document's stored `_uid` / `_id`; `None` when it has
+    /// neither (a nested child, a no-op tombstone).
+    fn identity(
+        &self,
+        uid: Option<String>,
+        id: Option<std::result::Result<String, String>>,
+    ) -> Option<(Option<String>, std::result::Result<String, String>)> {
+        match (uid, id) {
+            (Some(uid), _) => Some(match split_uid(&uid) {
+                Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
+                None => (None, Err(format!("_uid {uid:?} has no '#'"))),
+            }),
+            (None, Some(id)) => {
+                let t = match self {
+                    TypeRule::None => None,
+                    TypeRule::Legacy(t) => t.clone(),
+                };
+                Some((t, id))
+            }
+            (None, None) => None,
+        }
+    }
+}
+
 /// `--rebuild-source`: whether documents without `_source` get one rebuilt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -172,6 +203,7 @@ impl Default for ReadOptions {
 
 /// A shard opened for reading documents.
 pub struct ShardReader {
+    shard: Shard,
     index: Arc<str>,
     /// `<index> shard <n> (<shard dir>)`, for errors.
     context: String,
@@ -240,6 +272,7 @@ impl ShardReader {
         };
         let plan = (options.rebuild.mode == RebuildMode::Auto).then(|| Arc::new(md.source_plan()));
         Ok(ShardReader {
+            shard: shard.clone(),
             index: Arc::from(index.name()),
             context,
             reader,
@@ -262,6 +295,109 @@ impl ShardReader {
     /// The Lucene reader.
     pub fn lucene(&self) -> &IndexReader {
         &self.reader
+    }
+
+    /// The shard this reader reads (its file list and directory).
+    pub fn shard(&self) -> &Shard {
+        &self.shard
+    }
+
+    /// `<index> shard <n> (<shard dir>)`, for messages.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// Every value of the NUMERIC doc-values field `field` (`_seq_no`) of segment `seg`
+    /// (by position in [`IndexReader::segments`]); `None` when the segment has no such
+    /// field.
+    pub fn numeric_values(&self, seg: usize, field: &str) -> Result<Option<NumericValues>> {
+        let segment =
+            self.reader.segments().get(seg).ok_or_else(|| {
+                Error::Config(format!("{}: no segment number {seg}", self.context))
+            })?;
+        lucene::read_numeric_values(segment, field).map_err(|source| Error::Lucene {
+            context: self.context.clone(),
+            source,
+        })
+    }
+
+    /// The documents of `selection` (one set per segment), live or not, in doc-id order,
+    /// as [`ShardReader::documents`] turns them into Elasticsearch documents.
+    pub fn selected_documents<'a>(&'a self, selection: &'a Selection) -> Documents<'a> {
+        Documents {
+            reader: self,
+            inner: self.reader.selected(selection),
+            visitor: Fields {
+                plan: self.plan.clone(),
+                ..Fields::default()
+            },
+            stats: ShardStats::default(),
+            skipped: Vec::new(),
+            done: false,
+            deliver: None,
+            keys: Vec::new(),
+            rebuild: RebuildState::default(),
+        }
+    }
+
+    /// One walk over the documents of `walk` (live or not), in doc-id order: those also in
+    /// `deliver` come out as [`ShardReader::selected_documents`] gives them; of the others
+    /// only the identity is kept ([`Documents::take_keys`], as [`ShardReader::keys`] gives
+    /// it: documents without an `_id` passed over, an undecodable `_id` an error) — they
+    /// are neither counted nor logged as skipped. Their stored-fields chunks are read once.
+    pub fn documents_and_keys<'a>(
+        &'a self,
+        walk: &'a Selection,
+        deliver: &'a Selection,
+    ) -> Documents<'a> {
+        Documents {
+            deliver: Some(deliver),
+            ..self.selected_documents(walk)
+        }
+    }
+
+    /// Whether `selection` holds the document of shard-global doc id `doc`.
+    pub fn contains(&self, selection: &Selection, doc: u64) -> bool {
+        let segments = self.reader.segments();
+        let i = segments.partition_point(|s| s.doc_base() <= doc);
+        let Some(seg) = i.checked_sub(1) else {
+            return false;
+        };
+        let local = doc - segments[seg].doc_base();
+        u32::try_from(local)
+            .ok()
+            .and_then(|d| selection.segment(seg).map(|s| s.contains(d)))
+            .unwrap_or(false)
+    }
+
+    /// The documents of `selection` whose shard-global doc id is in `range`.
+    pub fn restrict(&self, selection: &Selection, range: Range<u64>) -> Selection {
+        let sets = selection
+            .sets()
+            .iter()
+            .zip(self.reader.segments())
+            .map(|(set, seg)| {
+                let base = seg.doc_base();
+                let mut out = lucene::DocSet::empty(set.max_doc());
+                for d in set.iter() {
+                    if range.contains(&(base + u64::from(d))) {
+                        out.insert(d);
+                    }
+                }
+                out
+            })
+            .collect();
+        Selection::new(sets)
+    }
+
+    /// The identity (`_id`, `_type`, `_routing`) of the documents of `selection`, live or
+    /// not, in doc-id order, without decoding `_source`. Documents without an `_id` (nested
+    /// children, no-op tombstones) are passed over; an undecodable `_id` is an error.
+    pub fn keys<'a>(&'a self, selection: &'a Selection) -> Keys<'a> {
+        Keys {
+            reader: self,
+            inner: self.reader.selected(selection),
+        }
     }
 
     /// One summary per segment.
@@ -302,6 +438,8 @@ impl ShardReader {
             stats: ShardStats::default(),
             skipped: Vec::new(),
             done: false,
+            deliver: None,
+            keys: Vec::new(),
             rebuild: RebuildState::default(),
         })
     }
@@ -369,6 +507,88 @@ impl StoredFieldVisitor for Visitor<'_> {
     }
 }
 
+/// What identifies a document on a target: its `_id`, mapping type and routing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocKey {
+    pub global_doc_id: u64,
+    pub id: String,
+    pub doc_type: Option<String>,
+    pub routing: Option<String>,
+}
+
+/// Iterator over the keys of selected documents; see [`ShardReader::keys`].
+pub struct Keys<'a> {
+    reader: &'a ShardReader,
+    inner: lucene::Documents<'a>,
+}
+
+/// Collects `_id`, `_uid` and `_routing` only.
+#[derive(Default)]
+struct KeyFields {
+    id: Option<std::result::Result<String, String>>,
+    uid: Option<String>,
+    routing: Option<String>,
+}
+
+impl StoredFieldVisitor for KeyFields {
+    fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> lucene::Result<()> {
+        match (field.name.as_str(), value) {
+            ("_id", StoredValue::Binary(b)) => self.id = Some(decode_id(b)),
+            ("_id", StoredValue::String(s)) => self.id = Some(Ok(s.to_string())),
+            ("_uid", StoredValue::String(s)) => self.uid = Some(s.to_string()),
+            ("_routing", StoredValue::String(s)) => self.routing = Some(s.to_string()),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Keys<'_> {
+    type Item = Result<DocKey>;
+
+    fn next(&mut self) -> Option<Result<DocKey>> {
+        loop {
+            let mut f = KeyFields::default();
+            let doc = match self.inner.next(&mut f) {
+                Ok(Some(d)) => d,
+                Ok(None) => return None,
+                Err(source) => {
+                    return Some(Err(Error::Lucene {
+                        context: self.reader.context.clone(),
+                        source,
+                    }))
+                }
+            };
+            let Some((doc_type, id)) = self.reader.types.identity(f.uid, f.id) else {
+                continue;
+            };
+            return Some(key(self.reader, doc, doc_type, id, f.routing));
+        }
+    }
+}
+
+/// The key of document `doc`, or the error of its undecodable `_id`.
+fn key(
+    reader: &ShardReader,
+    doc: u64,
+    doc_type: Option<String>,
+    id: std::result::Result<String, String>,
+    routing: Option<String>,
+) -> Result<DocKey> {
+    match id {
+        Ok(id) => Ok(DocKey {
+            global_doc_id: doc,
+            id,
+            doc_type,
+            routing,
+        }),
+        Err(e) => Err(Error::corrupt(
+            &reader.context,
+            format!("document {doc}: {e}"),
+        )),
+    }
+}
+
 /// Iterator over the documents of a range of a shard. Stops after the first error.
 pub struct Documents<'a> {
     reader: &'a ShardReader,
@@ -377,6 +597,10 @@ pub struct Documents<'a> {
     stats: ShardStats,
     skipped: Vec<SkippedDocument>,
     done: bool,
+    /// With [`ShardReader::documents_and_keys`]: the documents to produce; the others
+    /// walked give only their key, into `keys`.
+    deliver: Option<&'a Selection>,
+    keys: Vec<DocKey>,
     rebuild: RebuildState,
 }
 
@@ -403,6 +627,12 @@ impl Documents<'_> {
     /// 10,000 are kept between calls, all are counted in [`Documents::stats`].
     pub fn take_skipped(&mut self) -> Vec<SkippedDocument> {
         std::mem::take(&mut self.skipped)
+    }
+
+    /// With [`ShardReader::documents_and_keys`]: the keys of the documents walked outside
+    /// `deliver` since the last call, in doc-id order (all of them, none dropped).
+    pub fn take_keys(&mut self) -> Vec<DocKey> {
+        std::mem::take(&mut self.keys)
     }
 
     /// The `_source` of a document that has none stored: its `_recovery_source` (when
@@ -515,7 +745,16 @@ impl Documents<'_> {
         )))
     }
 
-    fn skip(&mut self, global_doc_id: u64, id: Option<String>, reason: SkipReason, detail: String) {
+    #[allow(clippy::too_many_arguments)]
+    fn skip(
+        &mut self,
+        global_doc_id: u64,
+        id: Option<String>,
+        doc_type: Option<String>,
+        routing: Option<String>,
+        reason: SkipReason,
+        detail: String,
+    ) {
         match reason {
             SkipReason::Nested => {
                 self.stats.nested_skipped += 1;
@@ -537,6 +776,8 @@ impl Documents<'_> {
             self.skipped.push(SkippedDocument {
                 global_doc_id,
                 id,
+                doc_type,
+                routing,
                 reason,
                 detail,
             });
@@ -574,28 +815,35 @@ impl Iterator for Documents<'_> {
             let uid = self.visitor.uid.take();
             let stored_id = self.visitor.id.take();
             let routing = self.visitor.routing.take();
-            let (doc_type, id) = match (uid, stored_id) {
-                (Some(uid), _) => match split_uid(&uid) {
-                    Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
-                    None => (None, Err(format!("_uid {uid:?} has no '#'"))),
-                },
-                (None, Some(id)) => {
-                    let t = match &self.reader.types {
-                        TypeRule::None => None,
-                        TypeRule::Legacy(t) => t.clone(),
-                    };
-                    (t, id)
+            let identity = self.reader.types.identity(uid, stored_id);
+            if self
+                .deliver
+                .is_some_and(|deliver| !self.reader.contains(deliver, doc))
+            {
+                let Some((doc_type, id)) = identity else {
+                    continue;
+                };
+                match key(self.reader, doc, doc_type, id, routing) {
+                    Ok(k) => self.keys.push(k),
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
                 }
-                (None, None) if !has_source => {
-                    self.skip(doc, None, SkipReason::Nested, String::new());
+                continue;
+            }
+            let (doc_type, id) = match identity {
+                Some(identity) => identity,
+                None if !has_source => {
+                    self.skip(doc, None, None, None, SkipReason::Nested, String::new());
                     continue;
                 }
-                (None, None) => (None, Err("document has _source but no _id".to_string())),
+                None => (None, Err("document has _source but no _id".to_string())),
             };
             let id = match id {
                 Ok(id) => id,
                 Err(e) => {
-                    self.skip(doc, None, SkipReason::BadId, e);
+                    self.skip(doc, None, None, routing, SkipReason::BadId, e);
                     continue;
                 }
             };
@@ -604,7 +852,7 @@ impl Iterator for Documents<'_> {
                 None => match self.without_source(doc) {
                     Ok(Ok(s)) => Ok(s),
                     Ok(Err((reason, detail))) => {
-                        self.skip(doc, Some(id), reason, detail);
+                        self.skip(doc, Some(id), doc_type, routing, reason, detail);
                         continue;
                     }
                     Err(source) => {
@@ -619,7 +867,7 @@ impl Iterator for Documents<'_> {
             let source = match normalized {
                 Ok(s) => s,
                 Err(e) => {
-                    self.skip(doc, Some(id), SkipReason::BadSource, e);
+                    self.skip(doc, Some(id), doc_type, routing, SkipReason::BadSource, e);
                     continue;
                 }
             };

@@ -20,6 +20,15 @@ use crate::blob::{join, BlobStore};
 use crate::error::{Error, Result};
 use crate::metadata::FileInfo;
 
+/// Bytes of shard files read from repositories by this process (inline `v__` files
+/// excluded): what a migration or a delta costs in repository reads.
+static BYTES_READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Bytes of shard files this process has read from repositories so far.
+pub fn bytes_read() -> u64 {
+    BYTES_READ.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One Lucene file assembled from one or more blobs.
 struct ShardFile {
     name: String,
@@ -42,6 +51,10 @@ impl FileHandle for ShardFile {
         self.len
     }
     fn read_bytes(&self, range: Range<u64>) -> std::result::Result<Bytes, DirectoryError> {
+        BYTES_READ.fetch_add(
+            range.end.saturating_sub(range.start),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         if self.parts.len() == 1 {
             return self.parts[0].1.read_bytes(range);
         }

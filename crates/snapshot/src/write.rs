@@ -204,27 +204,27 @@ impl SnapshotSpec {
 /// Snapshot name and files, for every snapshot of one shard.
 type ShardHistory = Vec<(String, Vec<FileInfo>)>;
 
-struct Ids(rand::rngs::StdRng);
+pub(crate) struct Ids(pub(crate) rand::rngs::StdRng);
 
 impl Ids {
-    fn uuid(&mut self) -> String {
+    pub(crate) fn uuid(&mut self) -> String {
         let b: [u8; 16] = self.0.gen();
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
     }
-    fn blob_id(&mut self) -> String {
+    pub(crate) fn blob_id(&mut self) -> String {
         let b: [u8; 15] = self.0.gen();
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
     }
 }
 
-fn io(path: &Path, e: std::io::Error) -> Error {
+pub(crate) fn io(path: &Path, e: std::io::Error) -> Error {
     Error::Backend {
         blob: path.display().to_string(),
         message: e.to_string(),
     }
 }
 
-fn put(root: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+pub(crate) fn put(root: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     let path = root.join(name);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
@@ -241,9 +241,9 @@ fn latest_commit(dir: &dyn Directory) -> Result<String> {
 }
 
 /// What one shard's files became.
-struct WrittenShard {
-    files: Vec<FileInfo>,
-    total: u64,
+pub(crate) struct WrittenShard {
+    pub(crate) files: Vec<FileInfo>,
+    pub(crate) total: u64,
 }
 
 fn write_shard(
@@ -252,6 +252,20 @@ fn write_shard(
     dir: &dyn Directory,
     opts: &WriteOptions,
     ids: &mut Ids,
+) -> Result<WrittenShard> {
+    write_shard_reusing(root, shard_dir, dir, opts, ids, &[])
+}
+
+/// Writes the blobs of `dir`'s latest commit, except files `existing` holds already (same
+/// Lucene name, length and checksum), which are listed with their existing blob. `total`
+/// counts the bytes of the files written.
+pub(crate) fn write_shard_reusing(
+    root: &Path,
+    shard_dir: &str,
+    dir: &dyn Directory,
+    opts: &WriteOptions,
+    ids: &mut Ids,
+    existing: &[FileInfo],
 ) -> Result<WrittenShard> {
     let commit = latest_commit(dir)?;
     let mut names: Vec<String> = dir
@@ -271,13 +285,20 @@ fn write_shard(
         }
         let tail = slice.read_bytes(len - 8..len)?;
         let crc = u64::from_be_bytes(tail[..].try_into().expect("8 bytes"));
+        let checksum = base36(crc);
+        if let Some(held) = existing.iter().find(|f| {
+            f.physical_name == name && f.length == len && f.checksum.as_deref() == Some(&checksum)
+        }) {
+            files.push(held.clone());
+            continue;
+        }
         let inline =
             opts.inline_metadata_files && (name.starts_with("segments_") || name.ends_with(".si"));
         let mut info = FileInfo {
             name: String::new(),
             physical_name: name.clone(),
             length: len,
-            checksum: Some(base36(crc)),
+            checksum: Some(checksum),
             part_size: Some(opts.part_size.unwrap_or(i64::MAX as u64)),
             written_by: Some("8.7.0".into()),
             meta_hash: None,
@@ -314,7 +335,7 @@ fn write_shard(
     Ok(WrittenShard { files, total })
 }
 
-fn seal(value: &Value, c: &str, opts: &WriteOptions) -> Vec<u8> {
+pub(crate) fn seal(value: &Value, c: &str, opts: &WriteOptions) -> Vec<u8> {
     envelope::seal(c, &xcontent::to_smile(value), opts.compression)
 }
 
@@ -561,7 +582,7 @@ pub fn write_repository(
         let mut entry = json!({
             "name": snap.name, "uuid": uuid, "state": if failures.is_empty() { 1 } else { 3 },
             "index_metadata_lookup": lookup,
-            "version": format!("{}.{}.{}", v.major, v.minor, v.patch),
+            "version": v.number(),
         });
         if let Some(iv) = snap.index_version {
             entry["version"] = json!("8.11.0");
@@ -691,18 +712,18 @@ fn write_shard_paths(
 }
 
 #[derive(serde::Serialize)]
-struct ShardSnapshotOut<'a> {
-    name: &'a str,
-    index_version: i64,
-    start_time: i64,
-    time: i64,
-    number_of_files: u64,
-    total_size: u64,
-    files: &'a [FileInfo],
+pub(crate) struct ShardSnapshotOut<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) index_version: i64,
+    pub(crate) start_time: i64,
+    pub(crate) time: i64,
+    pub(crate) number_of_files: u64,
+    pub(crate) total_size: u64,
+    pub(crate) files: &'a [FileInfo],
 }
 
 #[derive(serde::Serialize)]
-struct ShardSnapshotsOut<'a> {
-    files: Vec<&'a FileInfo>,
-    snapshots: Map<String, Value>,
+pub(crate) struct ShardSnapshotsOut<'a> {
+    pub(crate) files: Vec<&'a FileInfo>,
+    pub(crate) snapshots: Map<String, Value>,
 }

@@ -103,3 +103,25 @@ pub fn vector_shards() -> Vec<(PathBuf, PathBuf)> {
         })
         .collect()
 }
+
+/// The directory of the delta histories: small Lucene indexes written by real Lucene 8, 9
+/// and 10 through three commits (`<name>/A`, `B`, `C`) with Lucene's own live documents
+/// and `_seq_no` values of each (`A.live.jsonl`, `A.seq_no.jsonl`, …). They are committed
+/// in `crates/snapshot/tests/data/delta` (rebuilt by `scripts/make-delta-data`), so they
+/// are always there.
+pub fn delta_histories_dir() -> PathBuf {
+    workspace_root().join("crates/snapshot/tests/data/delta")
+}
+
+/// Every delta history: `(name, directory)`, sorted by name (`l8-soft`, `l9-hard-merge`, …).
+pub fn delta_histories() -> Vec<(String, PathBuf)> {
+    let dir = delta_histories_dir();
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .filter(|e| e.path().join("A").is_dir())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    out.sort();
+    out
+}

@@ -1,7 +1,8 @@
 //! Doc values: NUMERIC, BINARY, SORTED, SORTED_SET and SORTED_NUMERIC fields of the
 //! Lucene70, Lucene80 and Lucene90 formats (Lucene 7 to 10), read forward document by
-//! document ([`DocValuesReader`], [`FieldValues`]), and the docs-with-field set of the
-//! soft-deletes field.
+//! document ([`DocValuesReader`], [`FieldValues`]), every value of a NUMERIC field at once
+//! for lookups by doc id in any order ([`NumericValues`]: `_seq_no` for deltas), and the
+//! docs-with-field set of the soft-deletes field.
 //!
 //! The metadata file (`.dvm`: `Lucene70DocValuesMetadata`, `Lucene80DocValuesMetadata`
 //! big-endian; `Lucene90DocValuesMetadata` little-endian) lists an entry per field; every
@@ -13,10 +14,12 @@
 mod disi;
 mod field;
 mod meta;
+mod numeric;
 mod region;
 mod values;
 
 pub use field::{DocValue, FieldValues};
+pub use numeric::{read_numeric_values, NumericValues};
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -3,16 +3,21 @@
 //! commit order, deleted documents counted). Documents the reader cannot turn into a
 //! document (no `_source`, undecodable `_source`, bad `_id`) come out as skips with their
 //! reason, in doc-id order with the documents.
+//!
+//! With [`SnapshotSource::since`] it is a delta from an earlier snapshot A of the same
+//! repository: an index A has too is read as the changes since A, one item per shard
+//! ([`super::delta`] describes its positions); an index created after A is read whole;
+//! indices deleted after A are listed in the plan's totals (`removed`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use coordination::{Cursor, Position, WorkItem};
-use snapshot::{ReadOptions, ShardReader, Snapshot, SnapshotIndex};
+use snapshot::{ReadOptions, ShardDelta, ShardReader, Snapshot, SnapshotIndex};
 
 use crate::document::{Document, Op, Read, Skip};
 use crate::error::SourceError;
-use crate::source::{GroupTotals, Plan, Source, Totals};
+use crate::source::{DeltaTotals, GroupTotals, Plan, Source, Totals};
 
 /// Options of the snapshot source.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +41,18 @@ pub struct SnapshotSource {
     indices: Vec<String>,
     opts: SnapshotOptions,
     cache: Mutex<HashMap<String, SnapshotIndex>>,
+    since: Option<Since>,
+}
+
+/// The earlier snapshot of a delta.
+struct Since {
+    snapshot: Snapshot,
+    /// Its indices chosen by the same filter (to find the removed ones).
+    indices: Vec<String>,
+    /// Index name → the index in A, `None` when A does not have it.
+    cache: Mutex<HashMap<String, Option<SnapshotIndex>>>,
+    /// (index, shard) → delta, computed once per process.
+    deltas: Mutex<HashMap<(String, u32), Arc<ShardDelta>>>,
 }
 
 impl SnapshotSource {
@@ -46,7 +63,152 @@ impl SnapshotSource {
             indices,
             opts,
             cache: Mutex::new(HashMap::new()),
+            since: None,
         }
+    }
+
+    /// Makes this a delta from the earlier snapshot `since` (of the same repository):
+    /// `indices` are its indices chosen by the same filter.
+    pub fn since(mut self, since: Snapshot, indices: Vec<String>) -> Self {
+        self.since = Some(Since {
+            snapshot: since,
+            indices,
+            cache: Mutex::new(HashMap::new()),
+            deltas: Mutex::new(HashMap::new()),
+        });
+        self
+    }
+
+    /// A delta: indices of the earlier snapshot (as filtered) that this one does not have.
+    pub fn removed_indices(&self) -> Vec<String> {
+        match &self.since {
+            Some(s) => s
+                .indices
+                .iter()
+                .filter(|n| !self.indices.contains(n))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// A delta: index `name` in the earlier snapshot, when it has it.
+    fn old_index(&self, name: &str) -> Result<Option<SnapshotIndex>, SourceError> {
+        let Some(since) = &self.since else {
+            return Ok(None);
+        };
+        let mut cache = since.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ix) = cache.get(name) {
+            return Ok(ix.clone());
+        }
+        let ix = if since.snapshot.index_names().iter().any(|n| n == name) {
+            Some(since.snapshot.index(name).map_err(|e| {
+                SourceError::item(format!(
+                    "index {name} in snapshot {}: {e}",
+                    since.snapshot.name()
+                ))
+            })?)
+        } else {
+            None
+        };
+        cache.insert(name.to_string(), ix.clone());
+        Ok(ix)
+    }
+
+    /// The delta of one shard (cached), with the two readers.
+    fn shard_delta(
+        &self,
+        old: &SnapshotIndex,
+        new: &SnapshotIndex,
+        shard: u32,
+    ) -> Result<(ShardReader, ShardReader, Arc<ShardDelta>), String> {
+        let since = self.since.as_ref().expect("a delta source");
+        let b = self.open(new, shard)?;
+        // A shard that failed in A never reached the target: all of B's is new. The
+        // reader of B stands in for A's (the delete pass reads nothing from it).
+        let a = if old.shard_failure(shard).is_some() {
+            tracing::warn!(index = %new.name(), shard, "the shard failed in snapshot {}: sending all of it", since.snapshot.name());
+            None
+        } else {
+            Some(
+                self.open(old, shard)
+                    .map_err(|e| format!("in snapshot {}: {e}", since.snapshot.name()))?,
+            )
+        };
+        let key = (new.name().to_string(), shard);
+        let cached = since
+            .deltas
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        let delta = match cached {
+            Some(d) => d,
+            None => {
+                let d = match &a {
+                    Some(a) => ShardDelta::compute(a, &b).map_err(|e| e.to_string())?,
+                    None => ShardDelta::whole(&b),
+                };
+                let d = Arc::new(d);
+                since
+                    .deltas
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key, d.clone());
+                d
+            }
+        };
+        let a = match a {
+            Some(a) => a,
+            None => self.open(new, shard)?,
+        };
+        Ok((a, b, delta))
+    }
+
+    /// Plans a delta index: one item per shard, totals of what changed.
+    fn plan_delta(
+        &self,
+        old: &SnapshotIndex,
+        index: &SnapshotIndex,
+        g: &mut GroupTotals,
+        items: &mut Vec<WorkItem>,
+    ) {
+        let name = index.name();
+        let mut delta = DeltaTotals::default();
+        let refused = Self::delta_refused(old, index);
+        for shard in 0..index.number_of_shards() {
+            items.push(WorkItem::whole(name, shard));
+            if let Some(reason) = &refused {
+                g.broken.insert(shard, reason.clone());
+                continue;
+            }
+            match self.shard_delta(old, index, shard) {
+                Ok((a, b, d)) => {
+                    let t = super::delta::totals(&d);
+                    g.docs += t.index + t.delete_at_most;
+                    g.bytes += new_bytes(&a, &b);
+                    delta.add(&t);
+                    tracing::info!(index = %name, shard, stats = ?d.stats, "delta planned");
+                }
+                Err(reason) => {
+                    tracing::warn!(index = %name, shard, "shard delta cannot be computed: {reason}");
+                    g.broken.insert(shard, reason);
+                }
+            }
+        }
+        g.delta = Some(delta);
+    }
+
+    /// Why a delta of index `name` cannot be computed against `old`, if it cannot.
+    fn delta_refused(old: &SnapshotIndex, new: &SnapshotIndex) -> Option<String> {
+        (old.number_of_shards() != new.number_of_shards()).then(|| {
+            format!(
+                "index {} was deleted and created again with {} shards (it had {}): a delta cannot be computed; migrate it in full",
+                new.name(),
+                new.number_of_shards(),
+                old.number_of_shards()
+            )
+        })
     }
 
     pub fn snapshot(&self) -> &Snapshot {
@@ -91,6 +253,9 @@ impl Source for SnapshotSource {
         id.insert("kind".into(), "snapshot".into());
         id.insert("repository".into(), self.snapshot.repository().location());
         id.insert("snapshot".into(), self.snapshot.name().to_string());
+        if let Some(s) = &self.since {
+            id.insert("since".into(), s.snapshot.name().to_string());
+        }
         id
     }
 
@@ -103,6 +268,11 @@ impl Source for SnapshotSource {
                 parts: index.number_of_shards(),
                 ..GroupTotals::default()
             };
+            if let Some(old) = self.old_index(name)? {
+                self.plan_delta(&old, &index, &mut g, &mut plan.items);
+                totals.add(name, g);
+                continue;
+            }
             for shard in 0..index.number_of_shards() {
                 let reader = match self.open(&index, shard) {
                     Ok(r) => r,
@@ -138,6 +308,10 @@ impl Source for SnapshotSource {
             }
             totals.add(name, g);
         }
+        if let Some(since) = &self.since {
+            totals.since = Some(since.snapshot.name().to_string());
+            totals.removed = self.removed_indices();
+        }
         plan.totals = totals;
         Ok(plan)
     }
@@ -151,6 +325,28 @@ impl Source for SnapshotSource {
         let name = &item.group;
         let where_ = || format!("index {name} shard {}", item.part);
         let index = self.index(name)?;
+        let first_after = |after: &Cursor| match after {
+            None => Ok(0),
+            Some(Position::Doc(d)) => Ok(d.saturating_add(1)),
+            Some(Position::Key(k)) => Err(SourceError::fatal(format!(
+                "{}: key cursor {k:?} on a snapshot shard",
+                where_()
+            ))),
+        };
+        if let Some(old) = self.old_index(name)? {
+            if let Some(reason) = Self::delta_refused(&old, &index) {
+                return Err(SourceError::item(reason));
+            }
+            let (a, b, delta) = self
+                .shard_delta(&old, &index, item.part)
+                .map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
+            let group: Arc<str> = Arc::from(name.as_str());
+            return super::delta::read_shard(&group, &a, &b, &delta, first_after(after)?, emit)
+                .map_err(|e| SourceError {
+                    message: format!("{}: {}", where_(), e.message),
+                    ..e
+                });
+        }
         let reader = self
             .open(&index, item.part)
             .map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
@@ -179,52 +375,81 @@ impl Source for SnapshotSource {
             .documents(first.min(end)..end)
             .map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
         let group: Arc<str> = Arc::from(name.as_str());
-        let mut types = TypeNames::default();
-        loop {
-            let next = docs.next();
-            // Skips come out of the reader between documents; their doc ids are smaller
-            // than the next document's.
-            for s in docs.take_skipped() {
-                let skip = Skip {
-                    position: Position::Doc(s.global_doc_id),
-                    index: group.clone(),
-                    id: s.id,
-                    doc_type: None,
-                    routing: None,
-                    reason: s.reason.as_str(),
-                    detail: s.detail,
-                    source: None,
-                };
-                if !emit(Read::Skip(skip)) {
-                    return Ok(());
-                }
-            }
-            let Some(doc) = next else { break };
-            let doc = doc.map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
-            let d = Document {
-                position: Position::Doc(doc.global_doc_id),
-                op: Op::Index,
-                index: group.clone(),
-                id: doc.id,
-                doc_type: doc.doc_type.map(|t| types.get(t)),
-                routing: doc.routing,
-                source: doc.source,
-            };
-            if !emit(Read::Doc(d)) {
-                break;
-            }
-        }
+        emit_documents(&group, &mut docs, emit)
+            .map_err(|e| SourceError::item(format!("{}: {}", where_(), e.message)))?;
         tracing::debug!(index = %name, shard = item.part, stats = ?docs.stats(), "read a range");
         Ok(())
     }
 }
 
+/// Bytes of the newer shard's files that the older one does not hold (same Lucene name,
+/// length and checksum): what a delta may have to read.
+fn new_bytes(old: &ShardReader, new: &ShardReader) -> u64 {
+    let held: std::collections::HashSet<(&str, u64, Option<&str>)> = old
+        .shard()
+        .files()
+        .files
+        .iter()
+        .map(|f| (f.physical_name.as_str(), f.length, f.checksum.as_deref()))
+        .collect();
+    new.shard()
+        .files()
+        .files
+        .iter()
+        .filter(|f| !held.contains(&(f.physical_name.as_str(), f.length, f.checksum.as_deref())))
+        .map(|f| f.length)
+        .sum()
+}
+
+/// Passes the documents and skips of `docs` to `emit` in doc-id order (skips come out of
+/// the reader between documents, with smaller doc ids than the next document). Returns
+/// `false` when `emit` asked to stop.
+pub(crate) fn emit_documents(
+    group: &Arc<str>,
+    docs: &mut snapshot::reader::Documents<'_>,
+    emit: &mut dyn FnMut(Read) -> bool,
+) -> Result<bool, SourceError> {
+    let mut types = TypeNames::default();
+    loop {
+        let next = docs.next();
+        for s in docs.take_skipped() {
+            let skip = Skip {
+                position: Position::Doc(s.global_doc_id),
+                index: group.clone(),
+                id: s.id,
+                doc_type: s.doc_type.map(|t| types.get(t)),
+                routing: s.routing,
+                reason: s.reason.as_str(),
+                detail: s.detail,
+                source: None,
+            };
+            if !emit(Read::Skip(skip)) {
+                return Ok(false);
+            }
+        }
+        let Some(doc) = next else { return Ok(true) };
+        let doc = doc.map_err(|e| SourceError::item(e.to_string()))?;
+        let d = Document {
+            position: Position::Doc(doc.global_doc_id),
+            op: Op::Index,
+            index: group.clone(),
+            id: doc.id,
+            doc_type: doc.doc_type.map(|t| types.get(t)),
+            routing: doc.routing,
+            source: doc.source,
+        };
+        if !emit(Read::Doc(d)) {
+            return Ok(false);
+        }
+    }
+}
+
 /// Mapping-type names shared between documents (one allocation per type, not per doc).
 #[derive(Default)]
-struct TypeNames(Vec<Arc<str>>);
+pub(crate) struct TypeNames(Vec<Arc<str>>);
 
 impl TypeNames {
-    fn get(&mut self, t: String) -> Arc<str> {
+    pub(crate) fn get(&mut self, t: String) -> Arc<str> {
         if let Some(a) = self.0.iter().find(|a| ***a == *t) {
             return a.clone();
         }

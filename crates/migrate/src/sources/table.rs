@@ -271,6 +271,7 @@ impl Source for TableSource {
                 docs: schema.estimated_rows,
                 bytes: schema.estimated_bytes,
                 broken: BTreeMap::new(),
+                delta: None,
             },
         );
         let items = slots

@@ -172,6 +172,18 @@ impl SourceArgs {
     }
 }
 
+/// A delta: only what changed since an earlier snapshot.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SinceArgs {
+    /// Send only what changed since this earlier snapshot of the same repository (the one
+    /// the target was last migrated from): documents new or changed since it are indexed,
+    /// documents deleted since it are deleted, unchanged ones are not read. Indices
+    /// created since it are migrated whole; indices deleted since it are reported (see
+    /// --delete-removed-indices). A delta is a migration of its own: give it its own store.
+    #[arg(long, env = "RFS_SINCE", value_name = "SNAPSHOT")]
+    pub since: Option<String>,
+}
+
 /// Which indices and templates, and how multi-type indices are mapped.
 #[derive(Debug, Clone, clap::Args)]
 pub struct FilterArgs {

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use migrate::Job;
 
-use super::common::{runtime, FilterArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs};
-use super::engine::{drive, finish, open_snapshot, Role};
+use super::common::{
+    runtime, FilterArgs, SinceArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs,
+};
+use super::engine::{drive, finish, open_snapshot, removed_indices_phase, report_removed, Role};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,6 +24,12 @@ pub struct Args {
     pub filter: FilterArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
+    #[command(flatten)]
+    pub since: SinceArgs,
+    /// With --since: delete from the target the indices that the earlier snapshot has and
+    /// this one does not (deleted on the source since); without it they are only reported.
+    #[arg(long, env = "RFS_DELETE_REMOVED_INDICES", requires = "since")]
+    pub delete_removed_indices: bool,
     /// When every remaining item is leased by other workers, wait for one to come free
     /// instead of exiting with code 4.
     #[arg(long, env = "RFS_WAIT")]
@@ -30,12 +38,19 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
-        let m = open_snapshot(&args.source, &args.filter, Some(&args.worker)).await?;
+        let m = open_snapshot(
+            &args.source,
+            &args.filter,
+            Some(&args.worker),
+            args.since.since.as_deref(),
+        )
+        .await?;
+        report_removed(&m.removed, args.delete_removed_indices);
         let client = args.target.connect().await?;
         let sink = args
             .worker
-            .bulk_sink(client, redact::url(&args.target.target))?;
-        let job = Job::new(
+            .bulk_sink(client.clone(), redact::url(&args.target.target))?;
+        let mut job = Job::new(
             m.source,
             m.transform,
             Arc::new(sink),
@@ -43,6 +58,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             args.worker.failure_log()?,
             args.worker.job_options(args.wait),
         );
+        if args.delete_removed_indices && !m.removed.is_empty() {
+            job = job.phase(
+                migrate::phases::PHASE_REMOVED_INDICES,
+                removed_indices_phase(client, m.removed.clone()),
+            );
+        }
         tracing::info!(store = %args.store.redacted(), "worker ready");
         let report = drive(job, &args.worker).await?;
         finish(&report, Role::Documents)

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use migrate::metadata::SourceMetadata;
+use migrate::phases::PhaseError;
 use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use migrate::transform::Routes;
 use migrate::{Job, JobEnd, JobReport, Sink, Source};
@@ -22,16 +23,21 @@ pub struct SnapshotMigration {
     pub metadata: SourceMetadata,
     pub source: Arc<SnapshotSource>,
     pub transform: Arc<Routes>,
+    /// A delta (`--since`): indices of the earlier snapshot that this one does not have,
+    /// each with the target indices its documents went to.
+    pub removed: Vec<(String, Vec<String>)>,
 }
 
 /// Opens the snapshot and builds the source and the transform (blocking reads; runs on a
-/// blocking thread).
+/// blocking thread). With `since`, the source is the delta from that earlier snapshot.
 pub async fn open_snapshot(
     source: &SourceArgs,
     filter: &FilterArgs,
     worker: Option<&WorkerArgs>,
+    since: Option<&str>,
 ) -> anyhow::Result<SnapshotMigration> {
     let (source, filter) = (source.clone(), filter.clone());
+    let since = since.map(str::to_string);
     let opts = SnapshotOptions {
         split_docs: worker.map(|w| w.split_docs),
         verify_checksums: worker.is_none_or(|w| !w.no_verify_checksums),
@@ -46,14 +52,102 @@ pub async fn open_snapshot(
             .filter(|n| routing.includes(n))
             .collect();
         let transform = Arc::new(Routes::new(&routing, &indices));
+        let mut src = SnapshotSource::new(snap.clone(), indices, opts);
+        let mut removed = Vec::new();
+        if let Some(name) = since {
+            if name == snap.name() {
+                anyhow::bail!(
+                    "--since {name} names the snapshot being migrated; give the earlier one"
+                );
+            }
+            let old = snap
+                .repository()
+                .snapshot(&name)
+                .with_context(|| format!("--since: snapshot {name}"))?;
+            if let Some(state) = old.state() {
+                if !state.is_restorable() {
+                    anyhow::bail!("--since: snapshot {name} is {state}: it holds no readable data");
+                }
+            }
+            let (_, old_routing) = filter.routing(&old)?;
+            let old_indices: Vec<String> = old
+                .index_names()
+                .into_iter()
+                .filter(|n| old_routing.includes(n))
+                .collect();
+            src = src.since(old, old_indices);
+            for index in src.removed_indices() {
+                let targets = old_routing
+                    .targets_of(&index)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                removed.push((index, targets));
+            }
+            if !removed.is_empty() {
+                tracing::info!(
+                    "indices deleted since snapshot {name}: {}",
+                    removed
+                        .iter()
+                        .map(|(i, _)| i.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
         Ok(SnapshotMigration {
             metadata,
-            source: Arc::new(SnapshotSource::new(snap, indices, opts)),
+            source: Arc::new(src),
             transform,
+            removed,
         })
     })
     .await
     .context("opening the snapshot")?
+}
+
+/// The phase of a delta that deletes, on the target, the indices deleted since the
+/// earlier snapshot (`--delete-removed-indices`): once for the fleet, before the items.
+pub fn removed_indices_phase(
+    client: cluster::Client,
+    removed: Vec<(String, Vec<String>)>,
+) -> migrate::job::PhaseWork {
+    Box::new(move || {
+        Box::pin(async move {
+            let mut deleted = Vec::new();
+            let mut absent = Vec::new();
+            for (index, targets) in removed {
+                for t in targets {
+                    let err = |e: cluster::ClusterError| {
+                        PhaseError::Other(format!("deleting index {t} (was {index}): {e}"))
+                    };
+                    if client.index_exists(&t).await.map_err(err)? {
+                        client.delete_index(&t).await.map_err(err)?;
+                        crate::say!("deleted index {t} from the target: {index} was deleted since the earlier snapshot");
+                        deleted.push(t);
+                    } else {
+                        absent.push(t);
+                    }
+                }
+            }
+            Ok(serde_json::json!({ "deleted": deleted, "absent": absent }))
+        })
+    })
+}
+
+/// Says which indices were deleted since the earlier snapshot and are left on the target.
+pub fn report_removed(removed: &[(String, Vec<String>)], deleting: bool) {
+    if removed.is_empty() || deleting {
+        return;
+    }
+    let names: Vec<String> = removed
+        .iter()
+        .map(|(i, t)| format!("{i} (target {})", t.join(", ")))
+        .collect();
+    crate::say!(
+        "indices deleted since the earlier snapshot, left on the target: {}; --delete-removed-indices deletes them",
+        names.join("; ")
+    );
 }
 
 /// A signal that becomes `true` on SIGTERM or SIGINT: workers finish their in-flight
@@ -117,6 +211,11 @@ pub enum Role {
 
 /// Prints the outcome and returns the exit code.
 pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
+    let read = snapshot::shard::bytes_read();
+    tracing::info!(
+        bytes = read,
+        "this process read {read} bytes of shard files from the repository"
+    );
     match report.end {
         JobEnd::LeasedElsewhere => return Ok(exit::LEASED_ELSEWHERE),
         JobEnd::Stopped => {

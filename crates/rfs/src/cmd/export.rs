@@ -24,6 +24,8 @@ pub struct Args {
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: String,
     #[command(flatten)]
+    pub since: super::common::SinceArgs,
+    #[command(flatten)]
     pub rebuild: super::common::RebuildArgs,
     /// Only indices matching this pattern (`*` and `?` wildcards); repeatable or
     /// comma-separated. Default: all.
@@ -94,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let (repo, snapshot_name) = (args.repo.clone(), args.snapshot.clone());
         let patterns = args.index.clone();
+        let since = args.since.since.clone();
         let opts = SnapshotOptions {
             split_docs: None,
             verify_checksums: !args.no_verify_checksums,
@@ -121,7 +124,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 if names.is_empty() && !patterns.is_empty() {
                     anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
                 }
-                Ok((SnapshotSource::new(snap, names.clone(), opts), names))
+                let source = SnapshotSource::new(snap.clone(), names.clone(), opts);
+                let Some(since) = since else {
+                    return Ok((source, names));
+                };
+                if since == snap.name() {
+                    anyhow::bail!(
+                        "--since {since} names the snapshot being exported; give the earlier one"
+                    );
+                }
+                let old = repo
+                    .snapshot(&since)
+                    .with_context(|| format!("--since: snapshot {since}"))?;
+                let old_names: Vec<String> = old
+                    .index_names()
+                    .into_iter()
+                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
+                    .collect();
+                Ok((source.since(old, old_names), names))
             },
         )
         .await
@@ -146,6 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .map(|n| n.get())
                 .unwrap_or(1)
         });
+        let removed = source.removed_indices();
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());
         let job = Job::new(
             Arc::new(source),
@@ -198,6 +219,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         for (reason, n) in &status.reasons {
             crate::say!("  {n} {reason} (see {})", args.failure_log.display());
+        }
+        if let Some(since) = &report.totals.since {
+            crate::say!(
+                "  a delta since snapshot {since}: the operations above are documents to index and ids to delete"
+            );
+            if !removed.is_empty() {
+                crate::say!("  indices deleted since {since} (not in the export): {}", removed.join(", "));
+            }
         }
         for f in &status.failures {
             crate::say!("FAILED {}: {}", f.id, f.last_error);

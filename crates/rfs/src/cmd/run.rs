@@ -5,14 +5,17 @@
 
 use std::sync::Arc;
 
-use migrate::phases::{guarded_phase, PhaseError, PHASE_METADATA, PHASE_SNAPSHOT};
+use migrate::phases::{
+    guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
+};
 use migrate::Job;
 use serde_json::json;
 
 use super::common::{
-    runtime, FilterArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs, WorkerArgs,
+    runtime, FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs,
+    WorkerArgs,
 };
-use super::engine::{drive, finish, open_snapshot, Role};
+use super::engine::{drive, finish, open_snapshot, removed_indices_phase, report_removed, Role};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -26,6 +29,12 @@ pub struct Args {
     pub filter: FilterArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
+    #[command(flatten)]
+    pub since: SinceArgs,
+    /// With --since: delete from the target the indices that the earlier snapshot has and
+    /// this one does not (deleted on the source since); without it they are only reported.
+    #[arg(long, env = "RFS_DELETE_REMOVED_INDICES", requires = "since")]
+    pub delete_removed_indices: bool,
     /// With --source-cluster: take the snapshot there first (phase "snapshot"), in the
     /// repository named by --source-repository, under the name given by --snapshot.
     #[command(flatten)]
@@ -55,7 +64,14 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         })
         .await?;
     }
-    let m = open_snapshot(&args.source, &args.filter, Some(&args.worker)).await?;
+    let m = open_snapshot(
+        &args.source,
+        &args.filter,
+        Some(&args.worker),
+        args.since.since.as_deref(),
+    )
+    .await?;
+    report_removed(&m.removed, args.delete_removed_indices);
     let client = args.target.connect().await?;
     let sink = args
         .worker
@@ -68,6 +84,12 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         args.worker.failure_log()?,
         args.worker.job_options(true),
     );
+    if args.delete_removed_indices && !m.removed.is_empty() {
+        job = job.phase(
+            PHASE_REMOVED_INDICES,
+            removed_indices_phase(client.clone(), m.removed.clone()),
+        );
+    }
     if !args.skip_metadata {
         let options = args.filter.options()?;
         let metadata = m.metadata;

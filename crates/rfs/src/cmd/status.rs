@@ -181,9 +181,38 @@ pub(crate) fn render_json(
                 "live_docs": t.map(|t| t.docs),
                 "shards": t.map(|t| t.parts),
                 "broken_shards": t.map(|t| t.broken.clone()),
+                "delta": t.and_then(|t| t.delta.clone()),
             }),
         );
     }
+    // A delta: what it sends and what it leaves, summed over the indices.
+    let delta = totals.filter(|t| t.since.is_some()).map(|t| {
+        let mut sum = migrate::DeltaTotals::default();
+        let mut created = Vec::new();
+        // Ids deleted, known once every item of the index is done: what it sent beyond
+        // the documents it indexed.
+        let mut deleted = Some(0u64);
+        for (name, g) in &t.groups {
+            match &g.delta {
+                Some(d) => {
+                    sum.add(d);
+                    let p = s.per_group.get(name).cloned().unwrap_or_default();
+                    let sent = p.docs_done + p.docs_refused + p.docs_skipped;
+                    deleted = deleted
+                        .filter(|_| p.items.done + p.items.failed == p.items.total)
+                        .map(|n| n + sent.saturating_sub(d.index));
+                }
+                None => created.push(name.clone()),
+            }
+        }
+        json!({
+            "since": t.since,
+            "totals": sum,
+            "deleted": deleted,
+            "created_indices": created,
+            "removed_indices": t.removed,
+        })
+    });
     json!({
         "finished": s.finished,
         "setup_done": s.setup_done,
@@ -205,6 +234,7 @@ pub(crate) fn render_json(
         "keeper": s.keeper.as_ref().map(|(h, e)| json!({"holder": h, "expiry": e})),
         "per_index": per_index,
         "leases": s.leases,
+        "delta": delta,
     })
 }
 
@@ -243,7 +273,11 @@ fn render_text(v: &Value) -> String {
         n("docs_skipped").unwrap_or(0),
     );
     let accounted = docs + refused + skipped;
+    let is_delta = v.get("delta").is_some_and(|d| !d.is_null());
     match n("live_docs") {
+        Some(planned) if is_delta => out.push_str(&format!(
+            "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} operations of at most {planned}\n"
+        )),
         Some(live) if live > 0 => out.push_str(&format!(
             "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} of {live} ({:.1} %)\n",
             100.0 * accounted as f64 / live as f64
@@ -251,6 +285,51 @@ fn render_text(v: &Value) -> String {
         _ => out.push_str(&format!(
             "documents: {docs} delivered, {refused} refused, {skipped} skipped\n"
         )),
+    }
+    if let Some(d) = v.get("delta").filter(|d| !d.is_null()) {
+        let t = &d["totals"];
+        let g = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
+        out.push_str(&format!(
+            "delta since snapshot {}: operations to send: {} documents to index and at most {} to delete (an updated document is re-indexed, not deleted)\n",
+            d["since"].as_str().unwrap_or("?"),
+            g("index"),
+            g("delete_at_most")
+        ));
+        out.push_str(&format!(
+            "  really changed: {} documents new or updated{}{}; {} unchanged and not sent ({} of them found in merged segments by _seq_no)\n",
+            g("index") - g("unproven").min(g("index")),
+            d["deleted"]
+                .as_u64()
+                .map(|n| format!(", {n} deleted"))
+                .unwrap_or_default(),
+            if g("unproven") > 0 {
+                format!(
+                    ", plus {} sent again from merged segments without _seq_no (unchanged or not)",
+                    g("unproven")
+                )
+            } else {
+                String::new()
+            },
+            g("unchanged"),
+            g("matched")
+        ));
+        for (key, what) in [
+            ("created_indices", "created since (sent whole)"),
+            (
+                "removed_indices",
+                "deleted since (see --delete-removed-indices)",
+            ),
+        ] {
+            let names: Vec<&str> = d[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if !names.is_empty() {
+                out.push_str(&format!("  indices {what}: {}\n", names.join(", ")));
+            }
+        }
     }
     if refused + skipped > 0 {
         out.push_str(&format!(

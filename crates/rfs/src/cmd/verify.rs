@@ -50,7 +50,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
-        let m = open_snapshot(&args.source, &args.filter, None).await?;
+        let m = open_snapshot(&args.source, &args.filter, None, None).await?;
         let mut refused = HashSet::new();
         for path in &args.failure_log {
             for r in migrate::FailureLog::read(path)? {
