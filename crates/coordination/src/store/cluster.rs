@@ -12,7 +12,7 @@ use rand::Rng;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::{redact, system_now_ms, Store};
+use super::{is_certificate_error, redact, system_now_ms, Store};
 use crate::record::{Kind, Record, Version};
 use crate::Error;
 
@@ -78,6 +78,25 @@ fn err(e: impl std::fmt::Display) -> Error {
     Error::store(BACKEND, e)
 }
 
+/// A failed request: an untrusted certificate is not worth a retry, the rest (refused or
+/// dropped connections, timeouts) is. reqwest keeps the TLS reason in its causes.
+fn transport_err(method: &Method, path: &str, e: reqwest::Error) -> Error {
+    let mut message = format!("{method} {path}: {e}");
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !message.contains(&text) {
+            message.push_str(&format!(": {text}"));
+        }
+        cause = c.source();
+    }
+    if is_certificate_error(&message) {
+        Error::refused(BACKEND, message)
+    } else {
+        err(message)
+    }
+}
+
 fn seq_version(v: &Value) -> Option<Version> {
     Some(Version {
         seq: v.get("_seq_no")?.as_i64()?,
@@ -130,6 +149,15 @@ fn seg(s: &str) -> String {
 impl ClusterStore {
     /// Connect to `http(s)://[user:pw@]host:port[/index]` and create the index if needed.
     pub async fn open(url: &str) -> Result<Self, Error> {
+        Self::open_with(url, true).await
+    }
+
+    /// Connect only if the index exists: nothing is created.
+    pub async fn open_existing(url: &str) -> Result<Self, Error> {
+        Self::open_with(url, false).await
+    }
+
+    async fn open_with(url: &str, create: bool) -> Result<Self, Error> {
         let bad = |reason: String| Error::BadUrl {
             url: redact(url),
             reason,
@@ -179,7 +207,10 @@ impl ClusterStore {
         };
         let (status, root) = store.send(Method::GET, "/", None).await?;
         if !status.is_success() {
-            return Err(err(format!("GET / answered {status}: {root}")));
+            return Err(Error::refused(
+                BACKEND,
+                format!("GET / answered {status}: {root}"),
+            ));
         }
         let number = root
             .pointer("/version/number")
@@ -204,7 +235,22 @@ impl ClusterStore {
                 store.doc_type = Some("doc");
             }
         }
-        store.create_index().await?;
+        if create {
+            store.create_index().await?;
+        } else {
+            let (status, _) = store
+                .send(Method::HEAD, &format!("/{}", store.index), None)
+                .await?;
+            if status == StatusCode::NOT_FOUND {
+                return Err(Error::refused(
+                    BACKEND,
+                    format!(
+                        "no index {} on the cluster (nothing was created; a worker creates it)",
+                        store.index
+                    ),
+                ));
+            }
+        }
         store.calibrate().await;
         Ok(store)
     }
@@ -296,7 +342,7 @@ impl ClusterStore {
         let resp = rb
             .send()
             .await
-            .map_err(|e| err(format!("{method} {path}: {e}")))?;
+            .map_err(|e| transport_err(method, path, e))?;
         let received = system_now_ms();
         if let Some(date) = resp
             .headers()
@@ -313,11 +359,15 @@ impl ClusterStore {
             .bytes()
             .await
             .map_err(|e| err(format!("{method} {path}: {e}")))?;
+        let text = || String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-            return Err(err(format!(
-                "{method} {path}: {status}: {}",
-                String::from_utf8_lossy(&bytes[..bytes.len().min(500)])
-            )));
+            return Err(err(format!("{method} {path}: {status}: {}", text())));
+        }
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(Error::refused(
+                BACKEND,
+                format!("{method} {path}: {status}: {}", text()),
+            ));
         }
         let v = if bytes.is_empty() {
             Value::Null
