@@ -22,6 +22,7 @@ mod config;
 mod error;
 mod retry;
 pub mod sigv4;
+mod tls;
 mod version;
 
 pub use api::{Created, Doc, TemplateKind};
