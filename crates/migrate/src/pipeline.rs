@@ -70,6 +70,10 @@ pub struct PipelineOptions {
     pub control_every: Duration,
     /// A run of skips with nothing to send is acknowledged after this many.
     pub skips_per_chunk: usize,
+    /// When stopping (STOP, SIGTERM), how long batches in flight may still take; then they
+    /// are abandoned (the cursor stays before them: they are sent again by the next
+    /// holder) so that the item is checkpointed and released in bounded time.
+    pub stop_grace: Duration,
 }
 
 impl Default for PipelineOptions {
@@ -80,6 +84,7 @@ impl Default for PipelineOptions {
             checkpoint_every: Duration::from_secs(10),
             control_every: Duration::from_secs(1),
             skips_per_chunk: 1000,
+            stop_grace: Duration::from_secs(20),
         }
     }
 }
@@ -235,8 +240,12 @@ where
     if *shutdown.borrow() {
         end = Some(ItemEnd::Stopped);
     }
+    let mut abandon_at: Option<Instant> = None;
 
     loop {
+        if matches!(end, Some(ItemEnd::Stopped)) && abandon_at.is_none() {
+            abandon_at = Some(Instant::now() + opts.stop_grace);
+        }
         if end.is_none() && source_done && in_flight.is_empty() {
             end = Some(ItemEnd::Finished);
         }
@@ -289,6 +298,16 @@ where
             },
             _ = tokio::time::sleep_until(trigger), if end.is_none() => {
                 end = Some(ItemEnd::Triggered);
+            }
+            _ = tokio::time::sleep_until(abandon_at.unwrap_or(trigger)), if abandon_at.is_some() => {
+                let n = in_flight.len();
+                tracing::warn!(
+                    item = %item.id(),
+                    "stopping: {n} batch(es) still unacknowledged after {:?} are abandoned; the checkpoint stays before them",
+                    opts.stop_grace
+                );
+                in_flight.shutdown().await;
+                metrics.in_flight_batches.fetch_sub(n as i64, Ordering::Relaxed);
             }
             changed = shutdown.changed(), if end.is_none() => {
                 if changed.is_err() || *shutdown.borrow() {

@@ -81,13 +81,24 @@ impl SnapshotSource {
     }
 }
 
+impl SnapshotSource {
+    /// The source's part of the migration identity, from the repository's location and
+    /// the snapshot's name (also before the snapshot exists, to check a store first).
+    pub fn identity_of(repository: &str, snapshot: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("kind".to_string(), "snapshot".to_string()),
+            (
+                "repository".to_string(),
+                crate::job::identity_location(repository),
+            ),
+            ("snapshot".to_string(), snapshot.to_string()),
+        ])
+    }
+}
+
 impl Source for SnapshotSource {
     fn identity(&self) -> BTreeMap<String, String> {
-        let mut id = BTreeMap::new();
-        id.insert("kind".into(), "snapshot".into());
-        id.insert("repository".into(), self.snapshot.repository().location());
-        id.insert("snapshot".into(), self.snapshot.name().to_string());
-        id
+        Self::identity_of(&self.snapshot.repository().location(), self.snapshot.name())
     }
 
     fn plan(&self) -> Result<Plan, SourceError> {
