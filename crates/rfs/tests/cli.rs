@@ -783,7 +783,9 @@ fn exit_4_when_work_is_leased_elsewhere_5_after_stop_and_metrics_served() {
     let mut slow = Some(slow);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         wait_for("the slow worker's lease", Duration::from_secs(60), || {
-            status(dir.path())["items"]["leased"].as_u64() == Some(1)
+            // The store exists once the worker created it; status never creates one.
+            dir.path().join("state.db").exists()
+                && status(dir.path())["items"]["leased"].as_u64() == Some(1)
         });
 
         // Its metrics, while it works.

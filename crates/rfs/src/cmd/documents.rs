@@ -8,7 +8,7 @@ use std::sync::Arc;
 use migrate::Job;
 
 use super::common::{runtime, FilterArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs};
-use super::engine::{drive, finish, open_snapshot, Role};
+use super::engine::{drive, finish, open_snapshot, shutdown_signal, Role};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -30,6 +30,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
+        let shutdown = shutdown_signal();
         let m = open_snapshot(&args.source, &args.filter, Some(&args.worker)).await?;
         let client = args.target.connect().await?;
         let sink = args
@@ -44,7 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             args.worker.job_options(args.wait),
         );
         tracing::info!(store = %args.store.redacted(), "worker ready");
-        let report = drive(job, &args.worker).await?;
+        let report = drive(job, &args.worker, shutdown).await?;
         finish(&report, Role::Documents)
     })
 }

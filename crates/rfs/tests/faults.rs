@@ -1,0 +1,356 @@
+//! Faults an operator will meet (issue 15: finding 1 on the demo repository, and the weak
+//! spots), on the real binary with the demo repository and the testkit server:
+//! - one flipped bit at byte 20000 of a `reviews` shard blob: the item fails naming the
+//!   file, the run exits non-zero, and `verify` does not pass;
+//! - a missing shard file fails that shard's item only, named in `rfs status`; the other
+//!   shards are migrated;
+//! - every document refused (403 `cluster_block_exception`): exit 7, and `rfs status`
+//!   says plainly that documents were not delivered;
+//! - a target answering 500 forever, and one that does not answer: the wait is bounded
+//!   (`--bulk-retry-seconds`, `--target-timeout`) and said at the default log level, a
+//!   few lines, not one per retry;
+//! - SIGTERM: the worker finishes or abandons its batches, checkpoints, releases its items
+//!   and exits 5 within seconds; a worker started next takes them over at once.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+use testkit::server::{Faults, ServerConfig, TestServer};
+
+/// The blobs of shard `shard` of `index` in the repository at `repo`: (blob path,
+/// physical Lucene file name, length).
+fn shard_blobs(repo: &Path, index: &str, shard: u32) -> Vec<(PathBuf, String, u64)> {
+    let store = snapshot::open_store(repo.to_str().unwrap(), &Default::default()).unwrap();
+    let repository = snapshot::Repository::open(store).unwrap();
+    let snap = repository.snapshot(SNAPSHOT).unwrap();
+    let ix = snap.index(index).unwrap();
+    let dir = repo.join(ix.shard_dir(shard));
+    let sh = ix.open_shard(shard).unwrap();
+    sh.directory()
+        .file_infos()
+        .filter(|f| !f.is_virtual())
+        .map(|f| (dir.join(&f.name), f.physical_name.clone(), f.length))
+        .collect()
+}
+
+fn verify_all(repo: &Path, server: &TestServer) -> Ran {
+    let mut c = rfs();
+    c.arg("verify")
+        .arg(repo)
+        .args(["--snapshot", SNAPSHOT, "--target", &server.url(), "--all"]);
+    run(c)
+}
+
+/// Issue 15, finding 1, repeated on the demo repository: once, `rfs run` exited 0 and
+/// `verify --all` passed with `mountai` for `mountain` in the target.
+#[test]
+fn a_flipped_bit_in_a_reviews_blob_fails_the_item_naming_the_file() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    copy_demo(&repo);
+    let blobs = shard_blobs(&repo, "reviews", 0);
+    let (path, physical, _) = blobs
+        .iter()
+        .filter(|(_, name, len)| name.ends_with(".cfs") && *len > 20_000)
+        .max_by_key(|(_, _, len)| *len)
+        .cloned()
+        .expect("a reviews compound blob past byte 20000");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[20_000] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let blob = path.file_name().unwrap().to_str().unwrap().to_string();
+
+    let dir = work.path().join("state");
+    std::fs::create_dir(&dir).unwrap();
+    let mut c = rfs();
+    c.arg("run")
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--snapshot", SNAPSHOT, "--target", &server.url()])
+        .args([
+            "--store",
+            &sqlite(&dir),
+            "--max-attempts",
+            "2",
+            "--no-progress",
+        ])
+        .arg("--failure-log")
+        .arg(dir.join("failures.jsonl"))
+        .current_dir(&dir);
+    let r = run(c);
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.stderr.contains("FAILED reviews__0__0"), "{r}");
+    assert!(r.stderr.contains(&blob), "the blob is not named: {r}");
+    let _ = physical;
+    let st = status(&dir);
+    let failed = st["failed_items"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{st:#}");
+    assert!(
+        failed[0]["last_error"].as_str().unwrap().contains(&blob),
+        "{st:#}"
+    );
+    // The books index is whole; the corrupt shard does not pass verify.
+    assert_target_holds(&server, &["books"]);
+    let v = verify_all(&repo, &server);
+    assert_ne!(v.code, Some(0), "{v}");
+    assert!(v.all().contains(&blob), "{v}");
+}
+
+/// A missing shard file fails only its shard's item, named in `rfs status`; the rest of
+/// the migration is done.
+#[test]
+fn a_missing_shard_file_fails_only_its_item() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    copy_demo(&repo);
+    let (path, physical, _) = shard_blobs(&repo, "books", 0)
+        .into_iter()
+        .max_by_key(|(_, _, len)| *len)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let blob = path.file_name().unwrap().to_str().unwrap().to_string();
+
+    let dir = work.path().join("state");
+    std::fs::create_dir(&dir).unwrap();
+    let r = run(documents(
+        &repo,
+        &dir,
+        &server.url(),
+        &["--max-attempts", "1"],
+    ));
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.stderr.contains("1 work item(s) FAILED"), "{r}");
+    let st = status(&dir);
+    assert_eq!(st["items"]["done"], 2, "{st:#}");
+    assert_eq!(st["items"]["failed"], 1, "{st:#}");
+    let failed = &st["failed_items"][0];
+    assert_eq!(failed["id"], "books__0__0", "{st:#}");
+    let why = failed["last_error"].as_str().unwrap();
+    assert!(why.contains(&blob) || why.contains(&physical), "{why}");
+    // Found at setup or when read: either way the shard is the one named.
+    if let Some(broken) = st["per_index"]["books"]["broken_shards"]["0"].as_str() {
+        assert!(
+            broken.contains(&blob) || broken.contains(&physical),
+            "{st:#}"
+        );
+    }
+    let mut c = rfs();
+    c.args(["status", "--store", &sqlite(&dir)]);
+    let text = run(c).stdout;
+    assert!(text.contains("FAILED item books__0__0"), "{text}");
+    assert!(text.contains("FINISHED WITH 1 FAILED WORK ITEMS"), "{text}");
+    // reviews whole, books shard 1 whole.
+    assert_target_holds(&server, &["reviews"]);
+    let shard1 = st["per_index"]["books"]["docs_done"].as_u64().unwrap();
+    assert!(shard1 > 0 && shard1 < 1326, "{st:#}");
+    assert_eq!(server.doc_count("books"), shard1);
+}
+
+/// Every document refused by the target: not "FINISHED … 100 %" and exit 0, but exit 7
+/// and a status that says the documents were not delivered.
+#[test]
+fn every_document_refused_is_exit_7_and_said_plainly() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    server.set_faults(Faults {
+        write_blocked: ["books".to_string(), "reviews".to_string()].into(),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(documents(&demo(), dir.path(), &server.url(), &[]));
+    assert_eq!(r.code, Some(7), "{r}");
+    assert!(
+        r.stderr.contains("1799 refused:cluster_block_exception"),
+        "{r}"
+    );
+    assert_eq!(server.total_doc_count(), 0);
+    let st = status(dir.path());
+    assert_eq!(st["finished"], true);
+    assert_eq!(
+        (st["docs_done"].as_u64(), st["docs_refused"].as_u64()),
+        (Some(0), Some(1799))
+    );
+    let mut c = rfs();
+    c.args(["status", "--store", &sqlite(dir.path())])
+        .arg("--failure-log")
+        .arg(dir.path().join("failures.jsonl"));
+    let text = run(c).stdout;
+    assert!(
+        text.contains("FINISHED WITH 1799 DOCUMENTS NOT DELIVERED"),
+        "{text}"
+    );
+    assert!(text.contains("0 of 1799 delivered (0.0 %)"), "{text}");
+    assert!(!text.contains("every document delivered"), "{text}");
+    let log = migrate::FailureLog::read(&dir.path().join("failures.jsonl")).unwrap();
+    assert_eq!(log.len(), 1799);
+    assert!(log
+        .iter()
+        .all(|r| r.error_type == "cluster_block_exception" && r.status == 403));
+}
+
+/// Lines of `stderr` at WARN or ERROR level containing `text`.
+fn lines_with<'a>(stderr: &'a str, text: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|l| (l.contains("WARN") || l.contains("ERROR")) && l.contains(text))
+        .collect()
+}
+
+/// A target that answers 500 forever: each batch is retried for the retry budget, said
+/// at WARN every 10 s at most, then its item fails with the reason (here after one
+/// attempt) and the run ends — in bounded time, not 15 attempts × 6 minutes per item.
+#[test]
+fn a_target_answering_500_forever_is_bounded_and_logged() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    server.set_faults(Faults {
+        error_500: 1.0,
+        bulk_only: true,
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(documents(
+        &demo(),
+        dir.path(),
+        &server.url(),
+        &[
+            "--bulk-retry-seconds",
+            "12",
+            "--max-attempts",
+            "1",
+            "--parallel",
+            "3",
+        ],
+    ));
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.took < Duration::from_secs(60), "{r}");
+    let retrying = lines_with(&r.stderr, "not acknowledged yet, retrying: 500");
+    assert!(!retrying.is_empty(), "{r}");
+    // Rate-limited: one line per 10 s per process at most, plus the first.
+    let most = 2 + r.took.as_secs() as usize / 10;
+    assert!(
+        retrying.len() <= most,
+        "{} lines in {:?}: {r}",
+        retrying.len(),
+        r.took
+    );
+    let failed = lines_with(&r.stderr, "retry budget");
+    assert!(
+        !failed.is_empty(),
+        "the item's failure gives the reason: {r}"
+    );
+    let st = status(dir.path());
+    assert_eq!(st["items"]["failed"], 3, "{st:#}");
+    for f in st["failed_items"].as_array().unwrap() {
+        assert!(f["last_error"].as_str().unwrap().contains("500"), "{st:#}");
+    }
+}
+
+/// A target that accepts requests and never answers: the wait is said while it lasts,
+/// each request ends at --target-timeout, and the batch at the retry budget.
+#[test]
+fn a_hanging_target_is_reported_while_waiting_and_bounded() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    server.set_faults(Faults {
+        latency_ms: 20_000,
+        bulk_only: true,
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(documents(
+        &demo(),
+        dir.path(),
+        &server.url(),
+        &[
+            "--index",
+            "reviews",
+            "--target-timeout",
+            "4",
+            "--bulk-retry-seconds",
+            "10",
+            "--max-attempts",
+            "1",
+            "--parallel",
+            "1",
+        ],
+    ));
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.took < Duration::from_secs(60), "{r}");
+    let waiting = lines_with(&r.stderr, "no answer from the target to a bulk request yet");
+    assert!(!waiting.is_empty(), "{r}");
+    assert!(
+        !lines_with(&r.stderr, "not acknowledged yet, retrying").is_empty(),
+        "the timeouts are retried and said: {r}"
+    );
+    let st = status(dir.path());
+    assert_eq!(st["items"]["failed"], 1, "{st:#}");
+}
+
+/// SIGTERM (what Kubernetes sends): exit 5 within seconds, the item checkpointed and
+/// released — a worker started next finishes it at once, not after the hour-long lease.
+#[test]
+fn sigterm_releases_the_items_and_exits_5() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let slow = documents(
+        &demo(),
+        dir.path(),
+        &server.url(),
+        &[
+            "--max-docs-per-sec",
+            "20",
+            "--max-batch-docs",
+            "5",
+            "--parallel",
+            "3",
+            "--lease-seconds",
+            "3600",
+            "--checkpoint-seconds",
+            "600",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = Pid::from_raw(slow.id() as i32);
+    let mut slow = Reaped(Some(slow));
+    wait_for(
+        "three leases and some documents",
+        Duration::from_secs(60),
+        || {
+            try_status(dir.path()).is_some_and(|st| st["items"]["leased"] == 3)
+                && server.total_doc_count() >= 20
+        },
+    );
+    let signalled = Instant::now();
+    kill(pid, Signal::SIGTERM).unwrap();
+    let stopped = finish(slow.0.take().unwrap(), started);
+    let took = signalled.elapsed();
+    assert_eq!(stopped.code, Some(5), "{stopped}");
+    assert!(took < Duration::from_secs(25), "{took:?}: {stopped}");
+    assert!(stopped.stderr.contains("SIGTERM"), "{stopped}");
+    // Released with their checkpoints (no checkpoint was due: the one at the stop).
+    let st = status(dir.path());
+    assert_eq!(st["items"]["leased"], 0, "{st:#}");
+    assert_eq!(st["items"]["waiting"], 3, "{st:#}");
+    let checkpointed = st["docs_done"].as_u64().unwrap();
+    assert!(checkpointed >= 20, "{st:#}");
+    // The next worker takes over at once and finishes.
+    let next = run(documents(&demo(), dir.path(), &server.url(), &[]));
+    assert_eq!(next.code, Some(0), "{next}");
+    assert!(next.took < Duration::from_secs(60), "{next}");
+    let st = status(dir.path());
+    assert_eq!(st["finished"], true, "{st:#}");
+    assert_eq!(st["docs_done"], 1799, "{st:#}");
+    assert_target_holds(&server, &["books", "reviews"]);
+    let _: Value = st;
+}
