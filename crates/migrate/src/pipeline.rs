@@ -241,6 +241,17 @@ where
         end = Some(ItemEnd::Stopped);
     }
     let mut abandon_at: Option<Instant> = None;
+    // The control record may have changed while the lease was being acquired: look before
+    // the first batch, not one tick after it (a PAUSE must stop every write).
+    if end.is_none() {
+        match lease.control().await {
+            Ok(Control::Run) => {}
+            Ok(Control::Pause) => end = Some(ItemEnd::Paused),
+            Ok(Control::Stop) => end = Some(ItemEnd::Stopped),
+            Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
+            Err(e) => tracing::warn!("could not read the control record: {e}"),
+        }
+    }
 
     loop {
         if matches!(end, Some(ItemEnd::Stopped)) && abandon_at.is_none() {
