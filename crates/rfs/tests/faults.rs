@@ -354,3 +354,165 @@ fn sigterm_releases_the_items_and_exits_5() {
     assert_target_holds(&server, &["books", "reviews"]);
     let _: Value = st;
 }
+
+/// `rfs inspect` on what it cannot fully read: an empty directory is not a repository; a
+/// broken `index.latest` is a WARNING naming it; an unreadable shard is an ERROR line and
+/// exit 1 (after the whole report); an error is one line naming the path once.
+#[test]
+fn inspect_says_what_it_cannot_read() {
+    let work = tempfile::tempdir().unwrap();
+    let inspect = |repo: &Path| {
+        let mut c = rfs();
+        c.arg("inspect").arg(repo);
+        run(c)
+    };
+    let empty = work.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let r = inspect(&empty);
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(r.stderr.contains("not a snapshot repository"), "{r}");
+
+    let missing = work.path().join("no-such-repo");
+    let r = inspect(&missing);
+    assert_eq!(r.code, Some(1), "{r}");
+    let line = r.stderr.trim();
+    assert_eq!(line.lines().count(), 1, "{r}");
+    assert_eq!(
+        line.matches(missing.to_str().unwrap()).count(),
+        1,
+        "said twice: {r}"
+    );
+    assert!(line.len() < 400, "{r}");
+
+    let repo = work.path().join("repo");
+    copy_demo(&repo);
+    std::fs::write(repo.join("index.latest"), b"garbage").unwrap();
+    let r = inspect(&repo);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("WARNING:") && l.contains("index.latest")),
+        "{r}"
+    );
+    assert!(!r.stdout.contains("ERROR"), "{r}");
+
+    let (path, _, _) = shard_blobs(&repo, "books", 1)
+        .into_iter()
+        .max_by_key(|(_, _, len)| *len)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let r = inspect(&repo);
+    assert_eq!(r.code, Some(1), "{r}");
+    let errors: Vec<&str> = r.stdout.lines().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "{r}");
+    assert!(errors[0].contains("shard 1"), "{r}");
+    assert!(r.stderr.contains("could not be read"), "{r}");
+    // The rest of the report is there.
+    assert!(r.stdout.contains("index reviews"), "{r}");
+    let mut c = rfs();
+    c.arg("inspect").arg(&repo).arg("--json");
+    let j = run(c);
+    assert_eq!(j.code, Some(1), "{j}");
+    let v: Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["errors"], 1, "{v:#}");
+    assert!(
+        v["warnings"][0].as_str().unwrap().contains("index.latest"),
+        "{v:#}"
+    );
+}
+
+/// Reads shard 0 of `index` without checksums: the ids skipped as bad sources, or `None`
+/// when the read fails.
+fn bad_sources(repo: &Path, index: &str) -> Option<Vec<String>> {
+    let store = snapshot::open_store(repo.to_str().unwrap(), &Default::default()).ok()?;
+    let repository = snapshot::Repository::open(store).ok()?;
+    let ix = repository.snapshot(SNAPSHOT).ok()?.index(index).ok()?;
+    let shard = ix.open_shard(0).ok()?;
+    let opts = snapshot::ReadOptions {
+        verify_checksums: false,
+        ..Default::default()
+    };
+    let reader = snapshot::ShardReader::open_with(&shard, &opts).ok()?;
+    let mut docs = reader.documents(0..reader.max_doc()).ok()?;
+    let mut bad = Vec::new();
+    loop {
+        let next = docs.next();
+        bad.extend(
+            docs.take_skipped()
+                .into_iter()
+                .filter(|s| s.reason == snapshot::SkipReason::BadSource)
+                .map(|s| s.id.unwrap_or_default()),
+        );
+        match next {
+            None => return Some(bad),
+            Some(Err(_)) => return None,
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+/// A `_source` that is not one valid JSON value (damage the checksums would have caught,
+/// here switched off) is never sent: it is skipped with its reason into the failure log,
+/// counted, and the run exits 7; every other document arrives.
+#[test]
+fn an_invalid_source_goes_to_the_failure_log_never_to_the_target() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    copy_demo(&repo);
+    let (path, _, _) = shard_blobs(&repo, "reviews", 0)
+        .into_iter()
+        .filter(|(_, name, len)| name.ends_with(".cfs") && *len > 21_000)
+        .max_by_key(|(_, _, len)| *len)
+        .unwrap();
+    let original = std::fs::read(&path).unwrap();
+    // The first single-bit flip from byte 20000 on that breaks a document's JSON while
+    // the rest of the shard still reads.
+    let mut found = None;
+    'search: for at in 20_000..21_000 {
+        for bit in 0..8 {
+            let mut bytes = original.clone();
+            bytes[at] ^= 1 << bit;
+            std::fs::write(&path, &bytes).unwrap();
+            if let Some(bad) = bad_sources(&repo, "reviews").filter(|b| !b.is_empty()) {
+                found = Some(bad);
+                break 'search;
+            }
+        }
+    }
+    let bad = found.expect("no flip in 1000 bytes made an invalid _source");
+
+    let dir = work.path().join("state");
+    std::fs::create_dir(&dir).unwrap();
+    let r = run(documents(
+        &repo,
+        &dir,
+        &server.url(),
+        &["--index", "reviews", "--no-verify-checksums"],
+    ));
+    assert_eq!(r.code, Some(7), "{r}");
+    assert!(r.stderr.contains("skipped:bad_source"), "{r}");
+    let log = migrate::FailureLog::read(&dir.join("failures.jsonl")).unwrap();
+    let logged: Vec<&str> = log
+        .iter()
+        .filter(|x| x.error_type == "bad_source")
+        .map(|x| x.id.as_str())
+        .collect();
+    assert_eq!(logged, bad.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        log.iter().all(|x| x.stage != migrate::Stage::Target),
+        "{log:?}"
+    );
+    let held = server.documents("reviews");
+    for id in &bad {
+        assert!(!held.contains_key(id), "{id} reached the target");
+    }
+    assert_eq!(held.len() + bad.len(), 473);
+    let st = status(&dir);
+    assert_eq!(
+        st["docs_skipped"].as_u64(),
+        Some(bad.len() as u64),
+        "{st:#}"
+    );
+}
