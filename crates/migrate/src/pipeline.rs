@@ -241,6 +241,8 @@ where
         end = Some(ItemEnd::Stopped);
     }
     let mut abandon_at: Option<Instant> = None;
+    // A store that is down is said at WARN every 10 s, not at every tick.
+    let mut store_trouble = Sometimes::default();
     // The control record may have changed while the lease was being acquired: look before
     // the first batch, not one tick after it (a PAUSE must stop every write).
     if end.is_none() {
@@ -332,7 +334,7 @@ where
                         Ok(Control::Pause) => end = Some(ItemEnd::Paused),
                         Ok(Control::Stop) => end = Some(ItemEnd::Stopped),
                         Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
-                        Err(e) => tracing::warn!("could not read the control record: {e}"),
+                        Err(e) => store_trouble.say(format_args!("could not read the control record, sending on: {e}")),
                     }
                 }
                 let progress = mark.progress();
@@ -343,7 +345,7 @@ where
                             last_checkpoint_at = Instant::now();
                         }
                         Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
-                        Err(e) => tracing::warn!("checkpoint failed, will retry: {e}"),
+                        Err(e) => store_trouble.say(format_args!("checkpoint failed, will retry: {e}")),
                     }
                 }
             }
@@ -362,6 +364,26 @@ where
 }
 
 type Batch<K> = <<K as Sink>::Writer as SinkWriter>::Batch;
+
+/// A warning said at most every 10 s (the rest at debug level).
+#[derive(Default)]
+struct Sometimes {
+    last: Option<Instant>,
+}
+
+impl Sometimes {
+    fn say(&mut self, message: std::fmt::Arguments<'_>) {
+        if self
+            .last
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(10))
+        {
+            self.last = Some(Instant::now());
+            tracing::warn!("{message}");
+        } else {
+            tracing::debug!("{message}");
+        }
+    }
+}
 
 /// Writes an acknowledged chunk's refused and skipped documents to the failure log,
 /// updates the metrics, and returns what the low-water mark counts.

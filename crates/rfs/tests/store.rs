@@ -313,3 +313,62 @@ fn permanent_store_errors_end_the_command_at_once_and_reading_creates_nothing() 
         assert!(!r.all().contains("Wr0ngPw"), "{r}");
     }
 }
+
+/// A store that goes away for a few seconds (a PostgreSQL restart) is waited for, not an
+/// error: the worker goes on and finishes, and says so at WARN a few times, not at every
+/// tick (issue 15: long waits logged at the default level, rate-limited).
+#[test]
+fn a_store_restart_is_waited_for_and_said_a_few_times() {
+    let Some(mut pg) = testkit::services::Postgres::start("a_store_restart_is_waited_for") else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let worker = documents_with_store(
+        &demo(),
+        dir.path(),
+        &pg.url(),
+        &server.url(),
+        &[
+            "--max-docs-per-sec",
+            "150",
+            "--max-batch-docs",
+            "20",
+            "--parallel",
+            "2",
+            "--control-seconds",
+            "0.1",
+            "--checkpoint-seconds",
+            "0.2",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut worker = Reaped(Some(worker));
+    wait_for("documents on the target", Duration::from_secs(60), || {
+        server.total_doc_count() >= 100
+    });
+    pg.stop();
+    std::thread::sleep(Duration::from_secs(6));
+    pg.start_again();
+    let r = finish(worker.0.take().unwrap(), started);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_target_holds(&server, &["books", "reviews"]);
+    let warned: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.contains("WARN")
+                && (l.contains("control record")
+                    || l.contains("checkpoint failed")
+                    || l.contains("coordination store unavailable"))
+        })
+        .collect();
+    assert!(!warned.is_empty(), "the outage was not said: {r}");
+    eprintln!("{} warnings during the outage:\n{}", warned.len(), warned.join("\n"));
+    // Per item worker and kind of call: the first line, then one per 10 s at most.
+    assert!(warned.len() <= 12, "{} lines: {r}", warned.len());
+}
