@@ -368,7 +368,43 @@ fn a_store_restart_is_waited_for_and_said_a_few_times() {
         })
         .collect();
     assert!(!warned.is_empty(), "the outage was not said: {r}");
-    eprintln!("{} warnings during the outage:\n{}", warned.len(), warned.join("\n"));
+    eprintln!(
+        "{} warnings during the outage:\n{}",
+        warned.len(),
+        warned.join("\n")
+    );
     // Per item worker and kind of call: the first line, then one per 10 s at most.
     assert!(warned.len() <= 12, "{} lines: {r}", warned.len());
+}
+
+/// `rfs verify --store` shows the migration the store holds and refuses (exit 2) to
+/// verify another one against it.
+#[test]
+fn verify_shows_the_stores_migration_and_refuses_another() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = worker(&demo(), dir.path(), &server, &[]);
+    assert_eq!(r.code, Some(0), "{r}");
+    let verify = |repo: &Path| {
+        let mut c = rfs();
+        c.arg("verify")
+            .arg(repo)
+            .args(["--snapshot", SNAPSHOT, "--target", &server.url()])
+            .args(["--store", &sqlite(dir.path())]);
+        run(c)
+    };
+    let r = verify(&demo());
+    assert_eq!(r.code, Some(0), "{r}");
+    let canonical = std::fs::canonicalize(demo()).unwrap().display().to_string();
+    assert!(
+        r.stderr.contains(&format!(
+            "holds migration kind=snapshot, repository={canonical}"
+        )),
+        "{r}"
+    );
+    let other = tempfile::tempdir().unwrap();
+    copy_demo(other.path());
+    let r = verify(other.path());
+    assert_eq!(r.code, Some(2), "{r}");
+    assert!(r.stderr.contains("belongs to another migration"), "{r}");
 }
