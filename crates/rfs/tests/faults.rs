@@ -410,6 +410,20 @@ fn inspect_says_what_it_cannot_read() {
     assert!(r.stderr.contains("could not be read"), "{r}");
     // The rest of the report is there.
     assert!(r.stdout.contains("index reviews"), "{r}");
+    // Output into a pipe nobody reads (`rfs inspect REPO | head -0`): a quiet end, no
+    // panic message.
+    let mut child = rfs()
+        .arg("inspect")
+        .arg(demo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let closed = finish(child, Instant::now());
+    assert!(!closed.stderr.contains("panicked"), "{closed}");
+    assert!(matches!(closed.code, Some(141 | 0)), "{closed}");
+
     let mut c = rfs();
     c.arg("inspect").arg(&repo).arg("--json");
     let j = run(c);
