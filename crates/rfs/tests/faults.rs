@@ -2,8 +2,8 @@
 //! spots), on the real binary with the demo repository and the testkit server:
 //! - one flipped bit at byte 20000 of a `reviews` shard blob: the item fails naming the
 //!   file, the run exits non-zero, and `verify` does not pass;
-//! - a missing shard file fails that shard's item only, named in `rfs status`; the other
-//!   shards are migrated;
+//! - a missing or corrupt shard file fails that shard's item only, named in `rfs status`;
+//!   the other shards are migrated;
 //! - every document refused (403 `cluster_block_exception`): exit 7, and `rfs status`
 //!   says plainly that documents were not delivered;
 //! - a target answering 500 forever, and one that does not answer: the wait is bounded
@@ -102,55 +102,142 @@ fn a_flipped_bit_in_a_reviews_blob_fails_the_item_naming_the_file() {
     assert!(v.all().contains(&blob), "{v}");
 }
 
-/// A missing shard file fails only its shard's item, named in `rfs status`; the rest of
-/// the migration is done.
-#[test]
-fn a_missing_shard_file_fails_only_its_item() {
-    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
-    let work = tempfile::tempdir().unwrap();
-    let repo = work.path().join("repo");
-    copy_demo(&repo);
-    let (path, physical, _) = shard_blobs(&repo, "books", 0)
-        .into_iter()
-        .max_by_key(|(_, _, len)| *len)
-        .unwrap();
-    std::fs::remove_file(&path).unwrap();
-    let blob = path.file_name().unwrap().to_str().unwrap().to_string();
+/// What is damaged in shard 0 of `books` for [`a_broken_shard_file_fails_only_its_item`].
+enum Damage {
+    /// The shard's snapshot metadata (`snap-UUID.dat` in the shard directory) is gone.
+    MissingMetadata,
+    /// One bit of the smallest data blob (a segment's info or compound-file entries,
+    /// read when the shard is opened) is flipped.
+    CorruptSmallFile,
+    /// The largest data blob is gone.
+    MissingData,
+}
 
-    let dir = work.path().join("state");
-    std::fs::create_dir(&dir).unwrap();
-    let r = run(documents(
-        &repo,
-        &dir,
-        &server.url(),
-        &["--max-attempts", "1"],
-    ));
-    assert_eq!(r.code, Some(1), "{r}");
-    assert!(r.stderr.contains("1 work item(s) FAILED"), "{r}");
-    let st = status(&dir);
-    assert_eq!(st["items"]["done"], 2, "{st:#}");
-    assert_eq!(st["items"]["failed"], 1, "{st:#}");
-    let failed = &st["failed_items"][0];
-    assert_eq!(failed["id"], "books__0__0", "{st:#}");
-    let why = failed["last_error"].as_str().unwrap();
-    assert!(why.contains(&blob) || why.contains(&physical), "{why}");
-    // Found at setup or when read: either way the shard is the one named.
-    if let Some(broken) = st["per_index"]["books"]["broken_shards"]["0"].as_str() {
+/// Applies `damage` to the repository at `repo`; returns the names (blob, Lucene file)
+/// an error about it may give.
+fn damage_books_shard_0(repo: &Path, damage: &Damage) -> Vec<String> {
+    let store = snapshot::open_store(repo.to_str().unwrap(), &Default::default()).unwrap();
+    let repository = snapshot::Repository::open(store).unwrap();
+    let ix = repository
+        .snapshot(SNAPSHOT)
+        .unwrap()
+        .index("books")
+        .unwrap();
+    let shard_dir = repo.join(ix.shard_dir(0));
+    let blobs = shard_blobs(repo, "books", 0);
+    match damage {
+        Damage::MissingMetadata => {
+            let meta = std::fs::read_dir(&shard_dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .find(|n| n.starts_with("snap-") && n.ends_with(".dat"))
+                .expect("the shard's snap-*.dat");
+            std::fs::remove_file(shard_dir.join(&meta)).unwrap();
+            vec![meta]
+        }
+        Damage::CorruptSmallFile => {
+            let (path, physical, _) = blobs.into_iter().min_by_key(|(_, _, len)| *len).unwrap();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = bytes.len() / 2;
+            bytes[at] ^= 0x10;
+            std::fs::write(&path, &bytes).unwrap();
+            let blob = path.file_name().unwrap().to_str().unwrap().to_string();
+            vec![blob, physical]
+        }
+        Damage::MissingData => {
+            let (path, physical, _) = blobs.into_iter().max_by_key(|(_, _, len)| *len).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            let blob = path.file_name().unwrap().to_str().unwrap().to_string();
+            vec![blob, physical]
+        }
+    }
+}
+
+/// Issue 15: one corrupt or missing shard file failed items setup for the whole migration
+/// (every index created empty, every re-run the same). Now only that shard's item fails,
+/// named in `rfs status` (as a broken shard, found at setup, and as a failed item); the
+/// other shards are migrated document by document.
+#[test]
+fn a_broken_shard_file_fails_only_its_item() {
+    for damage in [
+        Damage::MissingMetadata,
+        Damage::CorruptSmallFile,
+        Damage::MissingData,
+    ] {
+        let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+        let work = tempfile::tempdir().unwrap();
+        let repo = work.path().join("repo");
+        copy_demo(&repo);
+        let names = damage_books_shard_0(&repo, &damage);
+        let named = |text: &str| names.iter().any(|n| text.contains(n.as_str()));
+
+        let dir = work.path().join("state");
+        std::fs::create_dir(&dir).unwrap();
+        let r = run(documents(
+            &repo,
+            &dir,
+            &server.url(),
+            &["--max-attempts", "1"],
+        ));
+        assert_eq!(r.code, Some(1), "{names:?}: {r}");
+        assert!(r.stderr.contains("1 work item(s) FAILED"), "{names:?}: {r}");
+        let st = status(&dir);
+        assert_eq!(st["items"]["done"], 2, "{names:?}: {st:#}");
+        assert_eq!(st["items"]["failed"], 1, "{names:?}: {st:#}");
+        let failed = &st["failed_items"][0];
+        assert_eq!(failed["id"], "books__0__0", "{st:#}");
         assert!(
-            broken.contains(&blob) || broken.contains(&physical),
+            named(failed["last_error"].as_str().unwrap()),
+            "{names:?}: {st:#}"
+        );
+        // Found at setup: the shard is named broken in the index's progress.
+        let broken = st["per_index"]["books"]["broken_shards"]["0"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{names:?}: not found at setup: {st:#}"));
+        assert!(named(broken), "{names:?}: {st:#}");
+        let mut c = rfs();
+        c.args(["status", "--store", &sqlite(&dir)]);
+        let text = run(c).stdout;
+        assert!(text.contains("FAILED item books__0__0"), "{text}");
+        assert!(text.contains("FINISHED WITH 1 FAILED WORK ITEMS"), "{text}");
+        // reviews whole; books shard 1 whole, compared document by document.
+        assert_target_holds(&server, &["reviews"]);
+        let shard1 = shard_1_documents();
+        assert_eq!(
+            st["per_index"]["books"]["docs_done"].as_u64(),
+            Some(shard1.len() as u64),
             "{st:#}"
         );
+        assert_eq!(server.documents("books"), shard1);
     }
-    let mut c = rfs();
-    c.args(["status", "--store", &sqlite(&dir)]);
-    let text = run(c).stdout;
-    assert!(text.contains("FAILED item books__0__0"), "{text}");
-    assert!(text.contains("FINISHED WITH 1 FAILED WORK ITEMS"), "{text}");
-    // reviews whole, books shard 1 whole.
-    assert_target_holds(&server, &["reviews"]);
-    let shard1 = st["per_index"]["books"]["docs_done"].as_u64().unwrap();
-    assert!(shard1 > 0 && shard1 < 1326, "{st:#}");
-    assert_eq!(server.doc_count("books"), shard1);
+}
+
+/// The live documents of shard 1 of the demo's `books`: id → `_source`, as exported.
+fn shard_1_documents() -> std::collections::BTreeMap<String, Value> {
+    let store = snapshot::open_store(demo().to_str().unwrap(), &Default::default()).unwrap();
+    let repository = snapshot::Repository::open(store).unwrap();
+    let ix = repository
+        .snapshot(SNAPSHOT)
+        .unwrap()
+        .index("books")
+        .unwrap();
+    let shard = ix.open_shard(1).unwrap();
+    let reader = snapshot::ShardReader::open_with(&shard, &Default::default()).unwrap();
+    let ids: Vec<String> = reader
+        .documents(0..reader.max_doc())
+        .unwrap()
+        .map(|d| d.unwrap().id)
+        .collect();
+    let all = expected_documents();
+    let out: std::collections::BTreeMap<String, Value> = ids
+        .into_iter()
+        .map(|id| {
+            let source = all[&("books".to_string(), id.clone())].clone();
+            (id, source)
+        })
+        .collect();
+    assert!(!out.is_empty() && out.len() < 1326);
+    out
 }
 
 /// Every document refused by the target: not "FINISHED … 100 %" and exit 0, but exit 7
