@@ -217,9 +217,18 @@ async fn custom_ca_mutual_tls_and_insecure() {
 fn self_signed_ca(
     names: &[&str],
 ) -> (String, CertificateDer<'static>, PrivatePkcs8KeyDer<'static>) {
+    self_signed_ca_with(names, |_| {})
+}
+
+/// [`self_signed_ca`] with `adjust` applied to the parameters (e.g. a validity period).
+fn self_signed_ca_with(
+    names: &[&str],
+    adjust: impl FnOnce(&mut CertificateParams),
+) -> (String, CertificateDer<'static>, PrivatePkcs8KeyDer<'static>) {
     let key = KeyPair::generate().unwrap();
     let mut p =
         CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    adjust(&mut p);
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     p.distinguished_name
         .push(DnType::CommonName, "self-signed test server");
@@ -300,4 +309,18 @@ async fn self_signed_certificate_that_is_its_own_ca_is_trusted_through_the_ca_fi
         .await
         .unwrap_err();
     assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+
+    // …and within its validity period only: an expired one given in the file is refused.
+    let (expired_pem, expired_der, expired_key) =
+        self_signed_ca_with(&["127.0.0.1", "localhost"], |p| {
+            p.not_before = rcgen::date_time_ymd(2001, 1, 1);
+            p.not_after = rcgen::date_time_ymd(2002, 1, 1);
+        });
+    let port = self_signed_front(&expired_der, &expired_key, server.addr()).await;
+    let expired = dir.path().join("expired.pem");
+    std::fs::write(&expired, &expired_pem).unwrap();
+    let e = Client::connect(config(port, Some(&expired), None, false))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("expired"), "{e}");
 }
