@@ -420,12 +420,10 @@ pub fn identity_from(source: Identity, target: String, name: Option<&str>) -> Id
 
 /// Where a repository or a cluster is, as an identity records it: a URL without its user
 /// info, query, fragment or trailing slash (scheme and host in lower case); a local path
-/// made absolute (symbolic links resolved) when it exists.
+/// made absolute with symbolic links resolved, also before it exists (`rfs run
+/// --source-cluster` records the identity before the snapshot creates the directory).
 pub fn identity_location(location: &str) -> String {
-    let local = |p: &str| match std::fs::canonicalize(p) {
-        Ok(abs) => abs.display().to_string(),
-        Err(_) => p.trim_end_matches('/').to_string(),
-    };
+    let local = |p: &str| local_location(std::path::Path::new(p));
     let Some((scheme, rest)) = location.split_once("://") else {
         return local(location);
     };
@@ -447,9 +445,101 @@ pub fn identity_location(location: &str) -> String {
     }
 }
 
+/// `path` absolute, `.` and `..` and symbolic links resolved as far as it exists; the part
+/// that does not exist yet is appended as given (without `.` components or a trailing
+/// slash), so the name stays the same once it is created.
+fn local_location(path: &std::path::Path) -> String {
+    use std::path::{Component, PathBuf};
+    let Ok(abs) = std::path::absolute(path) else {
+        return path.display().to_string();
+    };
+    let mut missing: Vec<std::ffi::OsString> = Vec::new();
+    let mut existing = abs.as_path();
+    let resolved = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break real;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            // Nothing of it exists (or `..` at the end): as absolute as it gets.
+            _ => break PathBuf::new(),
+        }
+    };
+    if resolved.as_os_str().is_empty() {
+        let mut out = PathBuf::new();
+        for c in abs.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
+        }
+        return out.display().to_string();
+    }
+    let mut out = resolved;
+    for name in missing.iter().rev() {
+        match name.to_str() {
+            Some(".") => {}
+            Some("..") => {
+                out.pop();
+            }
+            _ => out.push(name),
+        }
+    }
+    out.display().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 15 (the migration identity): `rfs run --source-cluster` records the identity
+    /// before the snapshot creates the repository directory, the job again after; both
+    /// must name the same place, however the path was written.
+    #[cfg(unix)]
+    #[test]
+    fn a_local_repository_is_named_alike_before_and_after_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&base, &link).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let relative = pathdiff(&base.join("repo"), &cwd);
+        let spellings = [
+            format!("{}/repo", link.display()),
+            format!("{}/./repo/", link.display()),
+            format!("{}/sub/../repo", base.display()),
+            relative.clone(),
+            format!("file://{}/repo", link.display()),
+        ];
+        let before: Vec<String> = spellings.iter().map(|s| identity_location(s)).collect();
+        std::fs::create_dir(base.join("repo")).unwrap();
+        let after: Vec<String> = spellings.iter().map(|s| identity_location(s)).collect();
+        let want = base.join("repo").display().to_string();
+        for (s, (b, a)) in spellings.iter().zip(before.iter().zip(&after)) {
+            assert_eq!(b, &want, "{s} before");
+            assert_eq!(a, &want, "{s} after");
+        }
+    }
+
+    /// `to` relative to `from` (both absolute): `../../x/y`.
+    fn pathdiff(to: &std::path::Path, from: &std::path::Path) -> String {
+        let to: Vec<_> = to.components().collect();
+        let from: Vec<_> = from.components().collect();
+        let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+        let mut parts: Vec<String> = vec!["..".into(); from.len() - common];
+        parts.extend(
+            to[common..]
+                .iter()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+        );
+        parts.join("/")
+    }
 
     #[test]
     fn identity_locations_drop_credentials_and_options() {
