@@ -9,7 +9,9 @@ use std::time::{Duration, SystemTime};
 
 use base64::Engine;
 use bytes::Bytes;
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{
+    HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, DATE, RETRY_AFTER,
+};
 pub use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -65,6 +67,8 @@ pub struct Response {
     pub status: u16,
     pub body: Bytes,
     pub retry_after: Option<Duration>,
+    /// The server's `Date` header (1 s resolution), for clocks estimated from the server.
+    pub date: Option<SystemTime>,
     pub method: String,
     pub url: String,
 }
@@ -550,6 +554,11 @@ impl Client {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        let date = resp
+            .headers()
+            .get(DATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|d| httpdate::parse_http_date(d).ok());
         let body = resp
             .bytes()
             .await
@@ -558,6 +567,7 @@ impl Client {
             status,
             body,
             retry_after,
+            date,
             method: method.to_string(),
             url: url_string,
         })

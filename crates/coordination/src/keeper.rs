@@ -7,7 +7,7 @@ use crate::record::{Kind, Record, State};
 use crate::status::Status;
 use crate::Error;
 
-const KEEPER_ID: &str = "keeper";
+pub(crate) const KEEPER_ID: &str = "keeper";
 
 /// Result of one [`Coordinator::keeper_step`].
 #[derive(Debug, Clone)]

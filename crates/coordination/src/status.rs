@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::control::Control;
 use crate::coordinator::{retry, Coordinator, SETUP_ID};
@@ -14,7 +14,7 @@ use crate::record::{Kind, State};
 use crate::Error;
 
 /// A snapshot of the migration's coordination state.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Status {
     /// What the store is for (recorded by the migration's first worker).
     pub identity: Option<Identity>,
@@ -47,7 +47,7 @@ pub struct Status {
 }
 
 /// Work items by state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ItemCounts {
     pub total: usize,
     /// Open and not leased (never leased, released, or lease expired).
@@ -65,7 +65,7 @@ impl ItemCounts {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
     pub id: String,
     pub group: String,
@@ -74,7 +74,7 @@ pub struct Failure {
     pub last_error: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupProgress {
     pub items: ItemCounts,
     pub docs_done: u64,
@@ -84,7 +84,7 @@ pub struct GroupProgress {
 }
 
 /// One held lease.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseStatus {
     pub id: String,
     pub holder: String,
@@ -96,7 +96,7 @@ pub struct LeaseStatus {
     pub docs_done: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PhaseStatus {
     pub name: String,
     pub state: String,
@@ -114,7 +114,52 @@ fn count(c: &mut ItemCounts, state: State, leased: bool) {
     }
 }
 
+/// Above this many work items, [`Coordinator::status_summary`] reads the keeper's summary
+/// instead of every item.
+pub const SUMMARY_ABOVE_ITEMS: u64 = 10_000;
+
 impl Coordinator {
+    /// The state for people: for migrations of more than [`SUMMARY_ABOVE_ITEMS`] work items
+    /// (100,000 table slots), the keeper's latest summary when it is at most `max_age` old
+    /// by the store's clock (or the final one of a finished migration), with the control
+    /// record and the phases read now: a few records instead of every item. Otherwise, and
+    /// when no recent summary exists (no keeper running), the whole state ([`Self::status`]).
+    pub async fn status_summary(&self, max_age: std::time::Duration) -> Result<Status, Error> {
+        let store = self.inner.store.as_ref();
+        let items = retry(|| store.get(SETUP_ID))
+            .await?
+            .and_then(|(r, _)| r.data.get("items").and_then(serde_json::Value::as_u64))
+            .unwrap_or(0);
+        if items <= SUMMARY_ABOVE_ITEMS {
+            return self.status().await;
+        }
+        let now = retry(|| store.now()).await?;
+        let Some((keeper, _)) = retry(|| store.get(crate::keeper::KEEPER_ID)).await? else {
+            return self.status().await;
+        };
+        let Ok(mut st) = serde_json::from_value::<Status>(keeper.data.clone()) else {
+            return self.status().await;
+        };
+        let done = keeper.state == State::Done;
+        let age = now.saturating_sub(st.store_now);
+        if !done && age > max_age.as_millis() as i64 {
+            return self.status().await;
+        }
+        let phases = retry(|| store.list(Kind::Phase)).await?;
+        st.setup_done = phases
+            .iter()
+            .any(|p| p.id == SETUP_ID && p.state == State::Done);
+        st.finished = done;
+        st.control = self.control().await?;
+        st.keeper = (keeper.state == State::Open && keeper.expiry > now)
+            .then(|| keeper.holder.clone().map(|h| (h, keeper.expiry)))
+            .flatten();
+        st.phases = phase_statuses(phases);
+        // Leases as the keeper saw them: drop those that have ended since.
+        st.leases.retain(|l| l.expiry > now);
+        Ok(st)
+    }
+
     /// Read the whole state (one scan of the items).
     pub async fn status(&self) -> Result<Status, Error> {
         let store = self.inner.store.as_ref();
@@ -183,18 +228,73 @@ impl Coordinator {
         }
         st.failures.sort_by(|a, b| a.id.cmp(&b.id));
         st.leases.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut phases: Vec<PhaseStatus> = phases
-            .into_iter()
-            .filter(|p| p.id != SETUP_ID)
-            .map(|p| PhaseStatus {
-                name: p.id.trim_start_matches("phase:").to_string(),
-                state: p.state.as_str().to_string(),
-                holder: p.holder,
-                last_error: p.last_error,
-            })
-            .collect();
-        phases.sort_by(|a, b| a.name.cmp(&b.name));
-        st.phases = phases;
+        st.phases = phase_statuses(phases);
         Ok(st)
+    }
+}
+
+fn phase_statuses(phases: Vec<crate::record::Record>) -> Vec<PhaseStatus> {
+    let mut phases: Vec<PhaseStatus> = phases
+        .into_iter()
+        .filter(|p| p.id != SETUP_ID)
+        .map(|p| PhaseStatus {
+            name: p.id.trim_start_matches("phase:").to_string(),
+            state: p.state.as_str().to_string(),
+            holder: p.holder,
+            last_error: p.last_error,
+        })
+        .collect();
+    phases.sort_by(|a, b| a.name.cmp(&b.name));
+    phases
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::{Acquired, Config, Coordinator, MemoryStore, WorkItem};
+
+    #[tokio::test]
+    async fn large_migrations_read_the_keeper_summary() {
+        let store = Arc::new(MemoryStore::new());
+        let coord = Coordinator::new(store, Config::default());
+        let n = super::SUMMARY_ABOVE_ITEMS as u32 + 5;
+        let items: Vec<WorkItem> = (0..n).map(|i| WorkItem::whole("t", i)).collect();
+        coord.setup(&items).await.unwrap();
+        let Acquired::Lease(lease) = coord.acquire().await.unwrap() else {
+            panic!("no lease")
+        };
+        let mut p = lease.progress();
+        p.docs = 7;
+        lease.complete(&p).await.unwrap();
+        // No keeper yet: the whole state.
+        let full = coord.status().await.unwrap();
+        let quick = coord.status_summary(Duration::from_secs(60)).await.unwrap();
+        assert_eq!(quick.items, full.items);
+        // With the keeper's summary: the same figures, from one record.
+        coord.keeper_step().await.unwrap();
+        let quick = coord.status_summary(Duration::from_secs(60)).await.unwrap();
+        assert_eq!(quick.items, full.items);
+        assert_eq!(quick.items.done, 1);
+        assert_eq!(quick.docs_done, 7);
+        assert_eq!(quick.per_group, full.per_group);
+        assert!(quick.setup_done && !quick.finished);
+        assert!(quick.keeper.is_some());
+        // A summary older than allowed is not used: a second item completes after it and
+        // the zero-age read sees it.
+        let Acquired::Lease(lease) = coord.acquire().await.unwrap() else {
+            panic!("no lease")
+        };
+        let p = lease.progress();
+        lease.complete(&p).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let exact = coord.status_summary(Duration::ZERO).await.unwrap();
+        assert_eq!(exact.items.done, 2);
+        let stale = coord.status_summary(Duration::from_secs(60)).await.unwrap();
+        assert_eq!(
+            stale.items.done, 1,
+            "the summary is the keeper's, not a scan"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! A read-only reader of Lucene 5–10 indexes, limited to what a migration needs: commits
-//! and segments, compound files, field infos, live docs, soft deletes and stored fields.
+//! and segments, compound files, field infos, live docs, soft deletes, stored fields and
+//! doc values.
 //!
 //! It knows nothing about Elasticsearch: it hands every stored field of every live
 //! document to a visitor. Files come from a [`Directory`] — local, in memory, or a
@@ -46,6 +47,7 @@ pub use data_input::{DataInput, Endian};
 pub use directory::{
     Directory, DirectoryError, FileHandle, FileSlice, FsDirectory, MemoryFile, SliceDirectory,
 };
+pub use doc_values::{DocValue, DocValuesReader, FieldValues};
 pub use error::{Error, Result};
 pub use field_infos::{DocValuesType, FieldInfo, FieldInfos};
 pub use local_file::LocalFile;

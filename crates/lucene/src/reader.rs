@@ -279,6 +279,11 @@ pub struct SegmentReader {
     fdt_name: String,
     /// The compound data file, when compound.
     cfs: Option<FileSlice>,
+    /// The index directory (doc-values and field-infos update files live there).
+    index_dir: Arc<dyn Directory>,
+    /// The effective `.fnm`, for errors.
+    fnm_name: String,
+    verify_checksums: bool,
 }
 
 impl SegmentReader {
@@ -424,7 +429,26 @@ impl SegmentReader {
             stored_fields,
             fdt_name,
             cfs,
+            index_dir: index_dir.clone(),
+            fnm_name: fnm.name().to_string(),
+            verify_checksums: opts.verify_checksums,
         })
+    }
+
+    /// The segment's doc values, opened field by field. With checksums on, each `.dvd`
+    /// of at most [`DOC_VALUES_VERIFY_MAX`] bytes (and every update file) is checked
+    /// whole when first used; larger ones are checked structurally (footer).
+    pub fn doc_values(&self) -> crate::doc_values::DocValuesReader {
+        crate::doc_values::DocValuesReader::new(
+            self.dir.clone(),
+            self.index_dir.clone(),
+            self.name(),
+            self.commit_info.id,
+            &self.fnm_name,
+            self.field_infos.clone(),
+            self.info.max_doc,
+            self.verify_checksums,
+        )
     }
 
     /// Segment name (`_0`).

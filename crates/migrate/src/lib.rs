@@ -4,12 +4,14 @@
 //!
 //! - [`source`], [`transform`], [`sink`]: the ports. A source plans partitions and reads
 //!   one after a cursor; the transform names targets; a sink frames, batches and delivers.
-//!   [`sources`] and [`sinks`] hold the implementations (snapshot; `_bulk`, files).
+//!   [`sources`] and [`sinks`] hold the implementations (snapshot, table; `_bulk`,
+//!   files).
 //! - [`pipeline`]: one work item from reader thread to acknowledged batches, with the
 //!   low-water-mark cursor, checkpoints, the memory budget and the failure log.
 //! - [`worker`]: leases items until none is left; [`job`]: phases, items phase, N item
 //!   workers plus the keeper, the report.
-//! - [`metadata`]: templates and indices; [`verify`]: the target against the snapshot.
+//! - [`metadata`]: templates and indices; [`verify`]: the target against the snapshot;
+//!   [`row_verify`]: the target against a table.
 
 pub mod budget;
 pub mod document;
@@ -22,6 +24,7 @@ pub mod metrics;
 pub mod naming;
 pub mod phases;
 pub mod pipeline;
+pub mod row_verify;
 pub mod sink;
 pub mod sinks;
 pub mod source;

@@ -98,6 +98,10 @@ enum Command {
     Redrive(cmd::redrive::Args),
     /// Compare target and snapshot: live counts per index and sampled documents by id.
     Verify(cmd::verify::Args),
+    /// A PostgreSQL table into an index, files or DynamoDB, slot by slot, by a fleet; and its
+    /// verification.
+    #[command(subcommand)]
+    Table(cmd::table::Command),
     /// Read Lucene index directories directly (debugging and format checks).
     #[command(subcommand)]
     Lucene(cmd::lucene::LuceneCommand),
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
         Command::Resume(a) => cmd::control::run(a, coordination::Control::Run),
         Command::Stop(a) => cmd::control::run(a, coordination::Control::Stop),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Table(c) => cmd::table::run(c),
         Command::Redrive(a) => cmd::redrive::run(a),
         Command::Lucene(c) => cmd::lucene::run(c),
         Command::Bench(c) => cmd::bench::run(c),

@@ -797,11 +797,14 @@ fn exit_4_when_work_is_leased_elsewhere_5_after_stop_and_metrics_served() {
     let dir = tempfile::tempdir().unwrap();
     let metrics_port = testkit::services::free_port();
     let metrics_addr = format!("127.0.0.1:{metrics_port}");
-    // A slow worker: two documents per second, one per batch, a lease of an hour.
+    // A slow worker: one item at a time, two documents per second, one per batch, a
+    // lease of an hour.
     let slow = documents(
         dir.path(),
         &server.url(),
         &[
+            "--parallel",
+            "1",
             "--max-docs-per-sec",
             "2",
             "--max-batch-docs",

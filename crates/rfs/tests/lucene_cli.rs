@@ -119,3 +119,48 @@ fn dump_of_a_missing_directory_fails_with_its_name() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/lucene-index"));
 }
+
+#[test]
+fn dump_doc_values_prints_what_lucene_reads() {
+    let data =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lucene/tests/data/doc_values");
+    let golden = std::fs::read_to_string(data.join("best_compression.golden.jsonl")).unwrap();
+    let want: std::collections::BTreeMap<(String, u64), serde_json::Value> = golden
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("doc").is_some())
+        .map(|v| {
+            (
+                (
+                    v["seg"].as_str().unwrap().to_string(),
+                    v["doc"].as_u64().unwrap(),
+                ),
+                v["values"].clone(),
+            )
+        })
+        .collect();
+    for index in ["l8-best_compression", "l10-best_compression"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rfs"))
+            .args(["lucene", "dump", "--doc-values"])
+            .arg(data.join(index))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut n = 0;
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let key = (
+                v["seg"].as_str().unwrap().to_string(),
+                v["doc"].as_u64().unwrap(),
+            );
+            assert_eq!(&v["values"], &want[&key], "{index} {key:?}");
+            n += 1;
+        }
+        assert_eq!(n, want.len(), "{index}: documents");
+    }
+}

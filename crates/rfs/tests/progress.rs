@@ -113,7 +113,7 @@ fn progress_bar_on_a_terminal_ends_at_the_live_count() {
         screen.contains(&last),
         "no final count {last:?}: {screen:?}"
     );
-    assert!(screen.contains("0 failed"), "{screen:?}");
+    assert!(screen.contains("0 refused"), "{screen:?}");
     assert_eq!(target.total_doc_count(), LIVE_DOCS);
 }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use testkit::gate::AuthGate;
 use testkit::server::{ServerConfig, TestServer};
 
 /// A small fixture: two indices, four live documents, templates in the global state.
@@ -313,108 +314,6 @@ fn run_takes_the_snapshot_once_then_migrates_it() {
     ok(&out, "rfs run after the source cluster is gone");
     let live: usize = expected.values().map(BTreeMap::len).sum();
     assert_eq!(target.total_doc_count(), live as u64);
-}
-
-/// A basic-auth gate in front of a test server (which has no authentication of its own):
-/// every request must carry `Authorization: Basic base64(user:password)`; one that does not
-/// is answered 401 and its connection closed. Accepted requests are forwarded unchanged.
-struct AuthGate {
-    addr: std::net::SocketAddr,
-    /// (request line, accepted) for every request seen.
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, bool)>>>,
-}
-
-impl AuthGate {
-    fn start(upstream: std::net::SocketAddr, user: &str, password: &str) -> AuthGate {
-        use base64::Engine as _;
-        let expected = format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-        );
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = seen.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { return };
-                let (expected, log) = (expected.clone(), log.clone());
-                std::thread::spawn(move || {
-                    let _ = AuthGate::serve(client, upstream, &expected, &log);
-                });
-            }
-        });
-        AuthGate { addr, seen }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn counts(&self) -> (usize, usize) {
-        let seen = self.seen.lock().unwrap();
-        let ok = seen.iter().filter(|(_, ok)| *ok).count();
-        (ok, seen.len() - ok)
-    }
-
-    fn serve(
-        client: std::net::TcpStream,
-        upstream: std::net::SocketAddr,
-        expected: &str,
-        log: &std::sync::Mutex<Vec<(String, bool)>>,
-    ) -> std::io::Result<()> {
-        use std::io::{BufRead, Read, Write};
-        let mut up = std::net::TcpStream::connect(upstream)?;
-        let (mut up_read, mut to_client) = (up.try_clone()?, client.try_clone()?);
-        std::thread::spawn(move || {
-            let _ = std::io::copy(&mut up_read, &mut to_client);
-            let _ = to_client.shutdown(std::net::Shutdown::Both);
-        });
-        let mut to_client = client.try_clone()?;
-        let mut reader = std::io::BufReader::new(client);
-        loop {
-            let mut head = Vec::new();
-            loop {
-                let mut line = Vec::new();
-                if reader.read_until(b'\n', &mut line)? == 0 {
-                    let _ = up.shutdown(std::net::Shutdown::Write);
-                    return Ok(());
-                }
-                head.extend_from_slice(&line);
-                if line == b"\r\n" {
-                    break;
-                }
-            }
-            let text = String::from_utf8_lossy(&head).into_owned();
-            let header = |name: &str| {
-                text.lines().find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.trim()
-                        .eq_ignore_ascii_case(name)
-                        .then(|| v.trim().to_string())
-                })
-            };
-            let accepted = header("authorization").as_deref() == Some(expected);
-            let request_line = text.lines().next().unwrap_or("").to_string();
-            log.lock().unwrap().push((request_line, accepted));
-            if !accepted {
-                let body = r#"{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}"#;
-                write!(
-                    to_client,
-                    "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                )?;
-                let _ = to_client.shutdown(std::net::Shutdown::Both);
-                let _ = up.shutdown(std::net::Shutdown::Both);
-                return Ok(());
-            }
-            up.write_all(&head)?;
-            let len: u64 = header("content-length")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            std::io::copy(&mut (&mut reader).take(len), &mut up)?;
-        }
-    }
 }
 
 #[test]

@@ -9,8 +9,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 
-const CODEC_MAGIC: u32 = 0x3FD7_6C17;
-const FOOTER_MAGIC: u32 = !CODEC_MAGIC;
+use lucene::codec_util::{CODEC_MAGIC, FOOTER_MAGIC};
 const FOOTER_LEN: usize = 16;
 /// Decompressed metadata larger than this is refused (a corrupt or hostile blob).
 const MAX_DECOMPRESSED: u64 = 2 << 30;

@@ -26,9 +26,11 @@ mod lzf;
 pub mod metadata;
 pub mod object;
 pub mod reader;
+pub mod rebuild;
 pub mod repository;
 pub mod shard;
 pub mod uri;
+#[cfg(feature = "test-util")]
 pub mod write;
 pub mod xcontent;
 
@@ -40,7 +42,10 @@ pub use metadata::{
     SnapshotInfo, SnapshotState, TemplateKind, TypeMapping, Version,
 };
 pub use object::ObjectStoreBlobs;
-pub use reader::{ReadOptions, ShardReader, ShardStats, SkipReason, SkippedDocument};
+pub use reader::{
+    ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason, SkippedDocument,
+};
+pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use uri::{open_store, StoreOptions};

@@ -556,6 +556,45 @@ impl IndexMetadata {
         self.mappings.iter().map(|m| m.doc_type.as_str()).collect()
     }
 
+    /// Whether documents are stored without `_source`: `_source.enabled: false`,
+    /// `_source.mode: synthetic` or `disabled`, the `index.mapping.source.mode` setting,
+    /// or an `index.mode` of `time_series` / `logsdb` (synthetic by default).
+    pub fn source_not_stored(&self) -> bool {
+        if self.source_disabled() {
+            return true;
+        }
+        let mode_in_mapping = self.mappings.iter().find_map(|m| {
+            m.mapping
+                .get("_source")
+                .and_then(|s| s.get("mode"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        let mode = mode_in_mapping.or_else(|| self.setting("index.mapping.source.mode"));
+        match mode.as_deref() {
+            Some("synthetic") | Some("disabled") => true,
+            Some("stored") => false,
+            _ => matches!(
+                self.setting("index.mode").as_deref(),
+                Some("time_series") | Some("logsdb")
+            ),
+        }
+    }
+
+    /// Where each field of a rebuilt `_source` comes from (the first mapping type with
+    /// properties; several types are merged).
+    pub fn source_plan(&self) -> crate::rebuild::SourcePlan {
+        let mut props = Map::new();
+        for m in &self.mappings {
+            if let Some(p) = m.mapping.get("properties").and_then(Value::as_object) {
+                for (k, v) in p {
+                    props.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        crate::rebuild::SourcePlan::from_mapping(&serde_json::json!({ "properties": props }))
+    }
+
     /// Whether any mapping disables `_source` (`"_source": {"enabled": false}`).
     pub fn source_disabled(&self) -> bool {
         self.mappings.iter().any(|m| {
@@ -639,7 +678,7 @@ impl FileInfo {
 
     /// The checksum as a number, if it is a base-36 CRC.
     pub fn checksum_value(&self) -> Option<u64> {
-        u64::from_str_radix(self.checksum.as_deref()?, 36).ok()
+        lucene::names::parse_base36(self.checksum.as_deref()?)
     }
 }
 

@@ -6,11 +6,14 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use lucene::{FieldInfo, IndexReader, OpenOptions, StoredFieldVisitor, StoredValue};
+use lucene::{
+    DocValue, FieldInfo, FieldValues, IndexReader, OpenOptions, StoredFieldVisitor, StoredValue,
+};
 use serde::Serialize;
 
 use crate::document::{decode_id, normalize_source, split_uid, EsDocument};
 use crate::error::{Error, Result};
+use crate::rebuild::{self, Encoding, RebuiltFields, SourcePlan};
 use crate::repository::Shard;
 
 /// Soft-deletes field of Elasticsearch 6.5+/7+ and OpenSearch.
@@ -30,6 +33,9 @@ pub enum SkipReason {
     BadSource,
     /// `_id` present but undecodable, or `_source` without any `_id`.
     BadId,
+    /// No `_source`, and some mapped fields of its segment cannot be rebuilt (not stored,
+    /// no doc values); `--allow-partial-source` sends the rest.
+    PartialSource,
 }
 
 impl SkipReason {
@@ -39,6 +45,7 @@ impl SkipReason {
             SkipReason::NoSource => "no_source",
             SkipReason::BadSource => "bad_source",
             SkipReason::BadId => "bad_id",
+            SkipReason::PartialSource => "partial_source",
         }
     }
 }
@@ -63,6 +70,12 @@ pub struct ShardStats {
     pub without_source: u64,
     pub bad_source: u64,
     pub bad_id: u64,
+    /// Documents produced with a rebuilt `_source` (included in `documents`).
+    pub rebuilt: u64,
+    /// Documents produced from `_recovery_source` (included in `documents`).
+    pub recovery_source: u64,
+    /// Documents skipped because their `_source` could only be rebuilt in part.
+    pub partial_source: u64,
 }
 
 impl ShardStats {
@@ -74,10 +87,13 @@ impl ShardStats {
         self.without_source += other.without_source;
         self.bad_source += other.bad_source;
         self.bad_id += other.bad_id;
+        self.rebuilt += other.rebuilt;
+        self.recovery_source += other.recovery_source;
+        self.partial_source += other.partial_source;
     }
     /// Documents skipped for any reason but nesting.
     pub fn skipped_not_nested(&self) -> u64 {
-        self.without_source + self.bad_source + self.bad_id
+        self.without_source + self.bad_source + self.bad_id + self.partial_source
     }
 }
 
@@ -104,6 +120,29 @@ enum TypeRule {
     Legacy(Option<String>),
 }
 
+/// `--rebuild-source`: whether documents without `_source` get one rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RebuildMode {
+    /// Rebuild where `_source` is absent (source disabled or synthetic).
+    #[default]
+    Auto,
+    /// Never: such documents are skipped as `no_source`.
+    Off,
+}
+
+/// How documents without `_source` are handled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RebuildOptions {
+    pub mode: RebuildMode,
+    /// Send documents whose `_source` could be rebuilt only in part (fields without doc
+    /// values or stored value are missing) instead of skipping them as `partial_source`.
+    pub allow_partial: bool,
+    /// Use `_recovery_source` (the original source Elasticsearch keeps for a while for
+    /// peer recovery) where a document has one, instead of rebuilding.
+    pub prefer_recovery_source: bool,
+}
+
 /// How to open a shard for reading documents.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -117,6 +156,8 @@ pub struct ReadOptions {
     /// compare it with the footer and the snapshot metadata: a second read of the whole
     /// shard, for `export --verify-checksums`.
     pub verify_all_files_first: bool,
+    /// Documents without `_source`.
+    pub rebuild: RebuildOptions,
 }
 
 impl Default for ReadOptions {
@@ -124,6 +165,7 @@ impl Default for ReadOptions {
         ReadOptions {
             verify_checksums: true,
             verify_all_files_first: false,
+            rebuild: RebuildOptions::default(),
         }
     }
 }
@@ -135,6 +177,9 @@ pub struct ShardReader {
     context: String,
     reader: IndexReader,
     types: TypeRule,
+    rebuild: RebuildOptions,
+    /// Where rebuilt `_source` fields come from (with `RebuildMode::Auto`).
+    plan: Option<Arc<SourcePlan>>,
 }
 
 impl std::fmt::Debug for ShardReader {
@@ -193,11 +238,14 @@ impl ShardReader {
                 })
             }
         };
+        let plan = (options.rebuild.mode == RebuildMode::Auto).then(|| Arc::new(md.source_plan()));
         Ok(ShardReader {
             index: Arc::from(index.name()),
             context,
             reader,
             types,
+            rebuild: options.rebuild,
+            plan,
         })
     }
 
@@ -247,10 +295,14 @@ impl ShardReader {
         Ok(Documents {
             reader: self,
             inner,
-            visitor: Fields::default(),
+            visitor: Fields {
+                plan: self.plan.clone(),
+                ..Fields::default()
+            },
             stats: ShardStats::default(),
             skipped: Vec::new(),
             done: false,
+            rebuild: RebuildState::default(),
         })
     }
 }
@@ -263,6 +315,10 @@ struct Fields {
     routing: Option<String>,
     /// `_source` already normalised (one copy, straight from the decompressed chunk).
     source: Option<std::result::Result<bytes::Bytes, String>>,
+    recovery_source: Option<bytes::Bytes>,
+    /// Stored fields the rebuild plan reads, in stored order.
+    stored: Vec<(String, serde_json::Value)>,
+    plan: Option<Arc<SourcePlan>>,
 }
 
 impl Fields {
@@ -271,6 +327,8 @@ impl Fields {
         self.uid = None;
         self.routing = None;
         self.source = None;
+        self.recovery_source = None;
+        self.stored.clear();
     }
 }
 
@@ -289,6 +347,22 @@ impl StoredFieldVisitor for Visitor<'_> {
             ("_source", StoredValue::Binary(b)) => {
                 self.f.source = Some(normalize_source(b));
             }
+            ("_recovery_source", StoredValue::Binary(b)) => {
+                self.f.recovery_source = Some(bytes::Bytes::copy_from_slice(b));
+            }
+            (name, value) if self.f.plan.as_ref().is_some_and(|p| p.reads_stored(name)) => {
+                let v = match value {
+                    StoredValue::String(s) => serde_json::Value::from(s),
+                    StoredValue::Int(i) => serde_json::Value::from(i),
+                    StoredValue::Long(l) => serde_json::Value::from(l),
+                    StoredValue::Float(f) => serde_json::Value::from(f64::from(f)),
+                    StoredValue::Double(d) => serde_json::Value::from(d),
+                    StoredValue::Binary(b) => {
+                        serde_json::Value::from(String::from_utf8_lossy(b).into_owned())
+                    }
+                };
+                self.f.stored.push((name.to_string(), v));
+            }
             _ => {}
         }
         Ok(())
@@ -303,6 +377,20 @@ pub struct Documents<'a> {
     stats: ShardStats,
     skipped: Vec<SkippedDocument>,
     done: bool,
+    rebuild: RebuildState,
+}
+
+/// Doc-values cursors of the segment being read, for rebuilding `_source`.
+#[derive(Default)]
+struct RebuildState {
+    /// Index of the segment the cursors belong to.
+    segment: Option<usize>,
+    /// Per planned doc-values field (in plan order), its cursor in this segment.
+    cursors: Vec<(usize, FieldValues)>,
+    /// Mapped fields of this segment that cannot be rebuilt.
+    lost: Vec<String>,
+    value: DocValue,
+    fields: RebuiltFields,
 }
 
 impl Documents<'_> {
@@ -317,6 +405,116 @@ impl Documents<'_> {
         std::mem::take(&mut self.skipped)
     }
 
+    /// The `_source` of a document that has none stored: its `_recovery_source` (when
+    /// preferred), or one rebuilt from doc values and stored fields; or why not.
+    #[allow(clippy::type_complexity)]
+    fn without_source(
+        &mut self,
+        global: u64,
+    ) -> lucene::Result<std::result::Result<bytes::Bytes, (SkipReason, String)>> {
+        let opts = self.reader.rebuild;
+        if opts.prefer_recovery_source {
+            if let Some(r) = self.visitor.recovery_source.take() {
+                match normalize_source(&r) {
+                    Ok(s) => {
+                        self.stats.recovery_source += 1;
+                        return Ok(Ok(s));
+                    }
+                    Err(e) => {
+                        return Ok(Err((
+                            SkipReason::BadSource,
+                            format!("_recovery_source: {e}"),
+                        )))
+                    }
+                }
+            }
+        }
+        let Some(plan) = self.reader.plan.clone() else {
+            return Ok(Err((
+                SkipReason::NoSource,
+                "document has no _source (source disabled or synthetic; --rebuild-source is off)"
+                    .into(),
+            )));
+        };
+        let segments = self.reader.reader.segments();
+        let seg_index =
+            segments.partition_point(|s| s.doc_base() + u64::from(s.max_doc()) <= global);
+        let Some(seg) = segments.get(seg_index) else {
+            return Ok(Err((
+                SkipReason::NoSource,
+                "document outside every segment".into(),
+            )));
+        };
+        let st = &mut self.rebuild;
+        if st.segment != Some(seg_index) {
+            st.segment = Some(seg_index);
+            st.cursors.clear();
+            let mut dv = seg.doc_values();
+            for (i, f) in plan.fields.iter().enumerate() {
+                if f.encoding == Encoding::Stored {
+                    continue;
+                }
+                if let Some(c) = dv.field(&f.lucene_field)? {
+                    st.cursors.push((i, c));
+                }
+            }
+            st.lost = plan
+                .lost
+                .iter()
+                .filter(|l| seg.field_infos().by_name(&l.path).is_some())
+                .map(|l| l.path.clone())
+                .collect();
+        }
+        if !st.lost.is_empty() && !opts.allow_partial {
+            return Ok(Err((
+                SkipReason::PartialSource,
+                format!(
+                    "no _source, and these fields cannot be rebuilt (no doc values, not stored): {}",
+                    st.lost.join(", ")
+                ),
+            )));
+        }
+        let local = (global - seg.doc_base()) as u32;
+        st.fields.clear();
+        let mut cursor = 0;
+        for (i, f) in plan.fields.iter().enumerate() {
+            if f.encoding == Encoding::Stored {
+                for (name, v) in &self.visitor.stored {
+                    if *name == f.lucene_field {
+                        st.fields.push(&f.path, v.clone());
+                    }
+                }
+                continue;
+            }
+            while cursor < st.cursors.len() && st.cursors[cursor].0 < i {
+                cursor += 1;
+            }
+            let Some((ci, c)) = st.cursors.get_mut(cursor) else {
+                continue;
+            };
+            if *ci != i || !c.read(local, &mut st.value)? {
+                continue;
+            }
+            if f.encoding == Encoding::GeoPoint || !st.value.numbers.is_empty() {
+                for n in &st.value.numbers {
+                    if let Some(v) = rebuild::decode_number(&f.encoding, *n) {
+                        st.fields.push(&f.path, v);
+                    }
+                }
+            }
+            for b in &st.value.bytes {
+                if let Some(v) = rebuild::decode_term(&f.encoding, b) {
+                    st.fields.push(&f.path, v);
+                }
+            }
+        }
+        let json = st.fields.to_json();
+        self.stats.rebuilt += 1;
+        Ok(Ok(bytes::Bytes::from(
+            serde_json::to_vec(&json).expect("a JSON value serializes"),
+        )))
+    }
+
     fn skip(&mut self, global_doc_id: u64, id: Option<String>, reason: SkipReason, detail: String) {
         match reason {
             SkipReason::Nested => {
@@ -326,6 +524,7 @@ impl Documents<'_> {
             SkipReason::NoSource => self.stats.without_source += 1,
             SkipReason::BadSource => self.stats.bad_source += 1,
             SkipReason::BadId => self.stats.bad_id += 1,
+            SkipReason::PartialSource => self.stats.partial_source += 1,
         }
         tracing::warn!(
             index = %self.reader.index,
@@ -400,14 +599,22 @@ impl Iterator for Documents<'_> {
                     continue;
                 }
             };
-            let Some(normalized) = self.visitor.source.take() else {
-                self.skip(
-                    doc,
-                    Some(id),
-                    SkipReason::NoSource,
-                    "document has no _source (source disabled or synthetic)".into(),
-                );
-                continue;
+            let normalized = match self.visitor.source.take() {
+                Some(n) => n,
+                None => match self.without_source(doc) {
+                    Ok(Ok(s)) => Ok(s),
+                    Ok(Err((reason, detail))) => {
+                        self.skip(doc, Some(id), reason, detail);
+                        continue;
+                    }
+                    Err(source) => {
+                        self.done = true;
+                        return Some(Err(Error::Lucene {
+                            context: self.reader.context.clone(),
+                            source,
+                        }));
+                    }
+                },
             };
             let source = match normalized {
                 Ok(s) => s,

@@ -12,13 +12,13 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
+use lucene::codec_util::{verify_checksum, FOOTER_MAGIC};
+use lucene::names::base36;
 use lucene::{Directory, DirectoryError, FileHandle, FileSlice, MemoryFile};
 
 use crate::blob::{join, BlobStore};
 use crate::error::{Error, Result};
 use crate::metadata::FileInfo;
-
-const FOOTER_MAGIC: u32 = 0xC028_93E8;
 
 /// One Lucene file assembled from one or more blobs.
 struct ShardFile {
@@ -211,7 +211,7 @@ impl ShardDirectory {
                 slice.name(),
                 format!(
                     "footer checksum {} does not match the snapshot's {}",
-                    radix36(stored),
+                    base36(stored),
                     info.checksum.as_deref().unwrap_or("")
                 ),
             ));
@@ -242,26 +242,10 @@ impl ShardDirectory {
             if u32::from_be_bytes(footer[0..4].try_into().expect("4 bytes")) != FOOTER_MAGIC {
                 continue;
             }
-            let stored = u64::from_be_bytes(footer[8..16].try_into().expect("8 bytes"));
-            let mut hasher = crc32fast::Hasher::new();
-            let body = slice.len() - 8;
-            let mut pos = 0;
-            while pos < body {
-                let end = (pos + (4 << 20)).min(body);
-                hasher.update(&slice.read_bytes(pos..end)?);
-                pos = end;
-            }
-            let actual = u64::from(hasher.finalize());
-            if actual != stored {
-                return Err(Error::corrupt(
-                    slice.name(),
-                    format!(
-                        "CRC-32 of the content is {} but the footer says {}",
-                        radix36(actual),
-                        radix36(stored)
-                    ),
-                ));
-            }
+            verify_checksum(&slice).map_err(|source| Error::Lucene {
+                context: "CRC-32 check".into(),
+                source,
+            })?;
         }
         Ok(())
     }
@@ -287,20 +271,6 @@ impl Directory for ShardDirectory {
             },
         })
     }
-}
-
-/// Formats `v` in lowercase base 36, as Elasticsearch writes checksums.
-pub fn radix36(mut v: u64) -> String {
-    if v == 0 {
-        return "0".into();
-    }
-    let mut digits = Vec::new();
-    while v > 0 {
-        digits.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(v % 36) as usize]);
-        v /= 36;
-    }
-    digits.reverse();
-    String::from_utf8(digits).expect("ASCII")
 }
 
 #[cfg(test)]
@@ -335,7 +305,7 @@ mod tests {
                 name: "__f".into(),
                 physical_name: "_0.fdt".into(),
                 length: content.len() as u64,
-                checksum: Some(radix36(crc)),
+                checksum: Some(base36(crc)),
                 part_size: Some(30),
                 written_by: Some("8.7.0".into()),
                 meta_hash: None,
@@ -345,7 +315,7 @@ mod tests {
                 name: "v__x".into(),
                 physical_name: "segments_1".into(),
                 length: seg.len() as u64,
-                checksum: Some(radix36(seg_crc)),
+                checksum: Some(base36(seg_crc)),
                 part_size: None,
                 written_by: Some("8.7.0".into()),
                 meta_hash: Some(Binary(seg.clone())),
@@ -385,13 +355,5 @@ mod tests {
         let d = ShardDirectory::new(store, "indices/i/0", &files);
         let err = d.verify_all().unwrap_err().to_string();
         assert!(err.contains("__f") && err.contains("CRC"), "{err}");
-    }
-
-    #[test]
-    fn radix36_matches_java() {
-        assert_eq!(radix36(0), "0");
-        assert_eq!(radix36(35), "z");
-        assert_eq!(radix36(36), "10");
-        assert_eq!(radix36(0x88e0bd7d), "11z8got");
     }
 }

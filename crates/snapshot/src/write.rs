@@ -19,8 +19,8 @@ use crate::envelope::{self, codec, Compression};
 use crate::error::{Error, Result};
 use crate::metadata::{FileInfo, TypeMapping};
 use crate::repository::Snapshot;
-use crate::shard::radix36;
 use crate::xcontent::{self, Binary};
+use lucene::names::base36;
 
 /// How to write the repository.
 #[derive(Debug, Clone)]
@@ -177,7 +177,7 @@ fn latest_commit(dir: &dyn Directory) -> Result<String> {
     dir.list_files()?
         .into_iter()
         .filter(|n| n.starts_with("segments_"))
-        .max_by_key(|n| u64::from_str_radix(&n["segments_".len()..], 36).unwrap_or(0))
+        .max_by_key(|n| lucene::names::parse_base36(&n["segments_".len()..]).unwrap_or(0))
         .ok_or_else(|| Error::Config(format!("{dir:?}: no segments_N file (not a Lucene index)")))
 }
 
@@ -218,7 +218,7 @@ fn write_shard(
             name: String::new(),
             physical_name: name.clone(),
             length: len,
-            checksum: Some(radix36(crc)),
+            checksum: Some(base36(crc)),
             part_size: Some(opts.part_size.unwrap_or(i64::MAX as u64)),
             written_by: Some("8.7.0".into()),
             meta_hash: None,

@@ -4,8 +4,10 @@
 //!   5xx, latency, dropped connections, per-item bulk rejections, chosen ids failing with a mapping
 //!   error, and going down and coming back.
 //! - [`services`]: real PostgreSQL, Redis, `osmem-server` and `s3rver` processes on loopback ports.
+//! - [`gate`]: a basic-auth gate in front of a server, for credential tests.
 //! - [`fixtures`]: locating `shared/fixtures`, skipping outside CI and failing under `CI=true`.
 
 pub mod fixtures;
+pub mod gate;
 pub mod server;
 pub mod services;

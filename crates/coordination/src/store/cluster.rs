@@ -2,14 +2,16 @@
 //! version since ES 6.7 (and `osmem-server`) offers: `op_type=create`,
 //! `if_seq_no`/`if_primary_term`, `_search` with bool/term/range queries, realtime GET,
 //! `_bulk` creates and `_refresh` — no scripts. The clock is estimated from the HTTP `Date`
-//! header of every response (see [`DateClock`]).
+//! header of every response (see [`DateClock`]). Requests go through [`cluster::Client`],
+//! so every authentication mode of a target works for the store too (basic, API key,
+//! SigV4, a private CA, mutual TLS).
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use cluster::{ClientConfig, Distribution, Method, RetryPolicy};
 use rand::Rng;
-use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::{is_certificate_error, redact, system_now_ms, Store};
@@ -21,12 +23,10 @@ const DEFAULT_INDEX: &str = "rfs_coordination";
 
 /// Coordination records as documents of one index.
 pub struct ClusterStore {
-    http: reqwest::Client,
-    base: String,
+    client: cluster::Client,
     index: String,
     /// `Some("doc")` on ES 6 (typed endpoints), `None` elsewhere (`_doc`).
     doc_type: Option<&'static str>,
-    auth: Option<(String, String)>,
     clock: DateClock,
 }
 
@@ -74,26 +74,27 @@ impl DateClock {
     }
 }
 
+fn is_success(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
 fn err(e: impl std::fmt::Display) -> Error {
     Error::store(BACKEND, e)
 }
 
-/// A failed request: an untrusted certificate is not worth a retry, the rest (refused or
-/// dropped connections, timeouts) is. reqwest keeps the TLS reason in its causes.
-fn transport_err(method: &Method, path: &str, e: reqwest::Error) -> Error {
-    let mut message = format!("{method} {path}: {e}");
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !message.contains(&text) {
-            message.push_str(&format!(": {text}"));
-        }
-        cause = c.source();
-    }
-    if is_certificate_error(&message) {
-        Error::refused(BACKEND, message)
+/// A failed request: an untrusted certificate or an unreadable TLS file is not worth a
+/// retry (the client already gave up on it), the rest (refused or dropped connections,
+/// timeouts, retries exhausted) is.
+fn client_err(e: cluster::ClusterError) -> Error {
+    let permanent = match &e {
+        cluster::ClusterError::Transport { reason, .. } => is_certificate_error(reason),
+        cluster::ClusterError::TlsFile { .. } => true,
+        _ => false,
+    };
+    if permanent {
+        Error::refused(BACKEND, e.to_string())
     } else {
-        err(message)
+        err(e)
     }
 }
 
@@ -147,17 +148,21 @@ fn seg(s: &str) -> String {
 }
 
 impl ClusterStore {
-    /// Connect to `http(s)://[user:pw@]host:port[/index]` and create the index if needed.
+    /// Connect to `http(s)://[user:pw@]host:port[/prefix…]/[index]` (basic auth from the
+    /// URL's user info) and create the index if needed.
     pub async fn open(url: &str) -> Result<Self, Error> {
-        Self::open_with(url, true).await
+        let (config, index) = Self::config_from_url(url)?;
+        Self::open_with(config, &index).await
     }
 
     /// Connect only if the index exists: nothing is created.
     pub async fn open_existing(url: &str) -> Result<Self, Error> {
-        Self::open_with(url, false).await
+        let (config, index) = Self::config_from_url(url)?;
+        Self::open_existing_with(config, &index).await
     }
 
-    async fn open_with(url: &str, create: bool) -> Result<Self, Error> {
+    /// The client configuration (base URL and basic auth) and the index of a store URL.
+    pub fn config_from_url(url: &str) -> Result<(ClientConfig, String), Error> {
         let bad = |reason: String| Error::BadUrl {
             url: redact(url),
             reason,
@@ -169,9 +174,6 @@ impl ClusterStore {
             .map(|s| s.filter(|x| !x.is_empty()).map(str::to_string).collect())
             .unwrap_or_default();
         let index = segments.pop().unwrap_or_else(|| DEFAULT_INDEX.to_string());
-        if index.starts_with(['_', '-', '+']) || index != index.to_lowercase() {
-            return Err(bad(format!("{index:?} is not a valid index name")));
-        }
         let mut base = format!("{}://{}", u.scheme(), host);
         if let Some(port) = u.port() {
             base.push_str(&format!(":{port}"));
@@ -180,58 +182,81 @@ impl ClusterStore {
             base.push('/');
             base.push_str(s);
         }
-        let auth = if u.username().is_empty() {
-            None
-        } else {
+        let mut config = ClientConfig::new(base);
+        if !u.username().is_empty() {
             let dec = |s: &str| {
                 url::form_urlencoded::parse(format!("x={s}").as_bytes())
                     .next()
                     .map(|(_, v)| v.into_owned())
                     .unwrap_or_default()
             };
-            Some((dec(u.username()), dec(u.password().unwrap_or(""))))
+            config.auth = cluster::Auth::Basic {
+                username: dec(u.username()),
+                password: dec(u.password().unwrap_or("")),
+            };
+        }
+        Ok((config, index))
+    }
+
+    /// Open the store in `index` on the cluster `config` reaches (any authentication a
+    /// target can use), and create the index if needed. The store's own retry policy
+    /// replaces the configuration's: a few quick tries, as the coordinator retries too.
+    pub async fn open_with(config: ClientConfig, index: &str) -> Result<Self, Error> {
+        Self::open_in(config, index, true).await
+    }
+
+    /// [`ClusterStore::open_with`] only if the index exists: nothing is created.
+    pub async fn open_existing_with(config: ClientConfig, index: &str) -> Result<Self, Error> {
+        Self::open_in(config, index, false).await
+    }
+
+    async fn open_in(mut config: ClientConfig, index: &str, create: bool) -> Result<Self, Error> {
+        if index.is_empty()
+            || index.starts_with(['_', '-', '+'])
+            || index != index.to_lowercase()
+            || index.contains(['/', '\\', '*', '?', '"', '<', '>', '|', ' ', ',', '#'])
+        {
+            return Err(Error::BadUrl {
+                url: config.urls.first().map(|u| redact(u)).unwrap_or_default(),
+                reason: format!("{index:?} is not a valid index name"),
+            });
+        }
+        config.retry = RetryPolicy {
+            max_attempts: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            max_retry_after: Duration::from_secs(10),
         };
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .connect_timeout(Duration::from_secs(10))
-            .pool_max_idle_per_host(64)
-            .build()
-            .map_err(err)?;
+        config.request_timeout = config.request_timeout.min(Duration::from_secs(30));
+        config.compression = cluster::Compression::Off;
+        let client = cluster::Client::new(config).map_err(client_err)?;
         let mut store = ClusterStore {
-            http,
-            base,
-            index,
+            client,
+            index: index.to_string(),
             doc_type: None,
-            auth,
             clock: DateClock::new(),
         };
+        // `GET /` through the store's own path, so its `Date` starts the clock.
         let (status, root) = store.send(Method::GET, "/", None).await?;
-        if !status.is_success() {
+        if !is_success(status) {
             return Err(Error::refused(
                 BACKEND,
                 format!("GET / answered {status}: {root}"),
             ));
         }
-        let number = root
-            .pointer("/version/number")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let distribution = root
-            .pointer("/version/distribution")
-            .and_then(Value::as_str)
-            .unwrap_or("elasticsearch");
-        let major: u32 = number
-            .split('.')
-            .next()
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(0);
-        if distribution == "elasticsearch" {
-            if major < 6 {
+        let target = cluster::Target::from_root(&root).ok_or_else(|| {
+            err(format!(
+                "GET / did not say which product and version answers: {root}"
+            ))
+        })?;
+        if target.distribution == Distribution::Elasticsearch {
+            if target.version.major < 6 {
                 return Err(err(format!(
-                    "Elasticsearch {number} lacks if_seq_no/if_primary_term; use ES 6.7 or later, or another store"
+                    "Elasticsearch {} lacks if_seq_no/if_primary_term; use ES 6.7 or later, or another store",
+                    target.version
                 )));
             }
-            if major == 6 {
+            if target.version.major == 6 {
                 store.doc_type = Some("doc");
             }
         }
@@ -241,7 +266,7 @@ impl ClusterStore {
             let (status, _) = store
                 .send(Method::HEAD, &format!("/{}", store.index), None)
                 .await?;
-            if status == StatusCode::NOT_FOUND {
+            if status == 404 {
                 return Err(Error::refused(
                     BACKEND,
                     format!(
@@ -277,7 +302,7 @@ impl ClusterStore {
             .await?;
         let exists = resp.pointer("/error/type").and_then(Value::as_str)
             == Some("resource_already_exists_exception");
-        if status.is_success() || exists {
+        if is_success(status) || exists {
             Ok(())
         } else {
             Err(err(format!(
@@ -291,88 +316,89 @@ impl ClusterStore {
     /// round trip (at most ~1.1 s).
     async fn calibrate(&self) {
         let start = std::time::Instant::now();
-        let mut first: Option<String> = None;
+        let mut first = None;
         while start.elapsed() < Duration::from_millis(1100) {
-            let Ok(resp) = self.request(Method::GET, "/").send().await else {
+            let Ok(resp) = self.client.request(Method::GET, "/", None).await else {
                 return;
             };
-            let date = resp
-                .headers()
-                .get(reqwest::header::DATE)
-                .and_then(|d| d.to_str().ok())
-                .map(str::to_string);
-            match (&first, date) {
-                (None, Some(d)) => first = Some(d),
-                (Some(f), Some(d)) if *f != d => break,
+            let Some(date) = resp.date else { return };
+            self.observe(&resp, system_now_ms(), system_now_ms());
+            match first {
+                None => first = Some(date),
+                Some(f) if f != date => break,
                 _ => {}
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        let rb = self.http.request(method, format!("{}{}", self.base, path));
-        match &self.auth {
-            Some((u, p)) => rb.basic_auth(u, Some(p)),
-            None => rb,
+    /// Feeds the clock with a response's `Date`, received between `sent` and `received`.
+    fn observe(&self, resp: &cluster::Response, sent: i64, received: i64) {
+        if let Some(d) = resp
+            .date
+            .and_then(|d| d.duration_since(std::time::UNIX_EPOCH).ok())
+        {
+            self.clock.observe(sent, received, d.as_secs() as i64);
         }
     }
 
-    /// Send a request, feed the clock, return the status and JSON body.
+    /// Send a request (a JSON body, or NDJSON for `_bulk`), feed the clock, return the
+    /// status and JSON body. 429 and 5xx that outlast the client's retries are errors.
     async fn send(
         &self,
         method: Method,
         path: &str,
         body: Option<Value>,
-    ) -> Result<(StatusCode, Value), Error> {
-        let mut rb = self.request(method.clone(), path);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        self.finish(rb, &method, path).await
+    ) -> Result<(u16, Value), Error> {
+        let sent = system_now_ms();
+        let resp = self
+            .client
+            .request(method.clone(), path, body.as_ref())
+            .await
+            .map_err(client_err)?;
+        self.answer(resp, sent, &method, path)
     }
 
-    async fn finish(
+    async fn send_ndjson(&self, path: &str, body: String) -> Result<(u16, Value), Error> {
+        let sent = system_now_ms();
+        let resp = self
+            .client
+            .request_bytes(
+                Method::POST,
+                path,
+                bytes::Bytes::from(body),
+                "application/x-ndjson",
+            )
+            .await
+            .map_err(client_err)?;
+        self.answer(resp, sent, &Method::POST, path)
+    }
+
+    fn answer(
         &self,
-        rb: reqwest::RequestBuilder,
+        resp: cluster::Response,
+        sent: i64,
         method: &Method,
         path: &str,
-    ) -> Result<(StatusCode, Value), Error> {
-        let sent = system_now_ms();
-        let resp = rb
-            .send()
-            .await
-            .map_err(|e| transport_err(method, path, e))?;
-        let received = system_now_ms();
-        if let Some(date) = resp
-            .headers()
-            .get(reqwest::header::DATE)
-            .and_then(|d| d.to_str().ok())
-            .and_then(|d| httpdate::parse_http_date(d).ok())
-        {
-            if let Ok(d) = date.duration_since(std::time::UNIX_EPOCH) {
-                self.clock.observe(sent, received, d.as_secs() as i64);
-            }
-        }
-        let status = resp.status();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| err(format!("{method} {path}: {e}")))?;
-        let text = || String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
-        if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+    ) -> Result<(u16, Value), Error> {
+        // With retries inside the client, `sent` may precede the answering attempt: the
+        // bounds stay true, only wider.
+        self.observe(&resp, sent, system_now_ms());
+        let status = resp.status;
+        let text = || String::from_utf8_lossy(&resp.body[..resp.body.len().min(500)]).into_owned();
+        if status >= 500 || status == 429 {
             return Err(err(format!("{method} {path}: {status}: {}", text())));
         }
-        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        if status == 401 || status == 403 {
             return Err(Error::refused(
                 BACKEND,
                 format!("{method} {path}: {status}: {}", text()),
             ));
         }
-        let v = if bytes.is_empty() {
+        let v = if resp.body.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
+            serde_json::from_slice(&resp.body).map_err(|e| {
                 err(format!(
                     "{method} {path}: {status}: response is not JSON ({e})"
                 ))
@@ -394,7 +420,7 @@ impl ClusterStore {
         let (status, body) = self
             .send(Method::POST, &format!("/{}/_refresh", self.index), None)
             .await?;
-        if !status.is_success() {
+        if !is_success(status) {
             return Err(err(format!("refresh: {status}: {body}")));
         }
         Ok(())
@@ -408,7 +434,7 @@ impl ClusterStore {
                 Some(body),
             )
             .await?;
-        if !status.is_success() {
+        if !is_success(status) {
             return Err(err(format!("search: {status}: {resp}")));
         }
         Ok(resp)
@@ -469,8 +495,8 @@ impl Store for ClusterStore {
         let path = format!("{}?op_type=create", self.doc_path(&rec.id));
         let (status, resp) = self.send(Method::PUT, &path, Some(source_doc(rec))).await?;
         match status {
-            StatusCode::CONFLICT => Ok(None),
-            s if s.is_success() => {
+            409 => Ok(None),
+            s if is_success(s) => {
                 Ok(Some(seq_version(&resp).ok_or_else(|| {
                     err(format!("create {}: no _seq_no in {resp}", rec.id))
                 })?))
@@ -494,12 +520,8 @@ impl Store for ClusterStore {
                 body.push('\n');
             }
             let path = format!("/{}/_bulk", self.index);
-            let rb = self
-                .request(Method::POST, &path)
-                .header(reqwest::header::CONTENT_TYPE, "application/x-ndjson")
-                .body(body);
-            let (status, resp) = self.finish(rb, &Method::POST, &path).await?;
-            if !status.is_success() {
+            let (status, resp) = self.send_ndjson(&path, body).await?;
+            if !is_success(status) {
                 return Err(err(format!("bulk create: {status}: {resp}")));
             }
             let items = resp
@@ -530,7 +552,7 @@ impl Store for ClusterStore {
         if resp.get("found").and_then(Value::as_bool) == Some(false) {
             return Ok(None);
         }
-        if !status.is_success() {
+        if !is_success(status) {
             return Err(err(format!("get {id}: {status}: {resp}")));
         }
         hit_record(&resp).map(Some)
@@ -545,8 +567,8 @@ impl Store for ClusterStore {
         );
         let (status, resp) = self.send(Method::PUT, &path, Some(source_doc(rec))).await?;
         match status {
-            StatusCode::CONFLICT => Ok(None),
-            s if s.is_success() => {
+            409 => Ok(None),
+            s if is_success(s) => {
                 Ok(Some(seq_version(&resp).ok_or_else(|| {
                     err(format!("update {}: no _seq_no in {resp}", rec.id))
                 })?))
@@ -616,7 +638,7 @@ impl Store for ClusterStore {
         let (status, resp) = self
             .send(Method::DELETE, &format!("/{}", self.index), None)
             .await?;
-        if !status.is_success() && status != StatusCode::NOT_FOUND {
+        if !is_success(status) && status != 404 {
             return Err(err(format!(
                 "delete index {}: {status}: {resp}",
                 self.index

@@ -2,12 +2,9 @@
 //! `clock_timestamp()` as the clock. Connections come from a small pool; `sslmode=require`
 //! (with `sslrootcert=CA.pem` for a private CA) makes them TLS with a verified certificate.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use rand::Rng;
-use tokio_postgres::NoTls;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::record::{Kind, Record, Version};
@@ -74,55 +71,9 @@ fn permanent_sqlstate(code: &str) -> bool {
     code.starts_with("28") || matches!(code, "3D000" | "3F000" | "42501" | "42P01" | "25006")
 }
 
-/// The server's code and message for a database error; otherwise the error with its causes
-/// (tokio-postgres keeps a TLS or I/O cause out of its own message).
+/// The server's code and message for a database error; otherwise the error with its causes.
 fn describe(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return format!("{}: {}", db.code().code(), db.message());
-    }
-    let mut msg = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        msg.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    msg
-}
-
-/// A rustls connector trusting the public web roots and, if given, the PEM certificates of
-/// `root_cert`.
-fn tls_connector(
-    url: &str,
-    root_cert: Option<&str>,
-) -> Result<tokio_postgres_rustls::MakeRustlsConnect, Error> {
-    use rustls::pki_types::{pem::PemObject, CertificateDer};
-    let bad = |reason: String| Error::BadUrl {
-        url: redact(url),
-        reason,
-    };
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(path) = root_cert {
-        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-            .and_then(|it| it.collect::<Result<_, _>>())
-            .map_err(|e| bad(format!("sslrootcert {path}: {e}")))?;
-        if certs.is_empty() {
-            return Err(bad(format!("sslrootcert {path}: no PEM certificate in it")));
-        }
-        for c in certs {
-            roots
-                .add(c)
-                .map_err(|e| bad(format!("sslrootcert {path}: {e}")))?;
-        }
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| bad(format!("TLS setup: {e}")))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+    pgconn::describe(e)
 }
 
 impl PostgresStore {
@@ -152,17 +103,16 @@ impl PostgresStore {
         // `sslmode=require` means TLS with a verified server certificate (public roots and
         // the CA file of `sslrootcert=`); otherwise the connection is plain, as libpq's
         // default `prefer` would be against a server without TLS.
-        let mgr = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            let tls = tls_connector(url, root_cert.as_deref())?;
-            Manager::from_config(config, tls, manager_config)
-        } else {
-            if root_cert.is_some() {
-                return Err(Error::BadUrl {
+        let connector =
+            pgconn::Connector::for_config(&config, root_cert.as_deref()).map_err(|e| {
+                Error::BadUrl {
                     url: redact(url),
-                    reason: "sslrootcert is only used with sslmode=require".into(),
-                });
-            }
-            Manager::from_config(config, NoTls, manager_config)
+                    reason: e.0,
+                }
+            })?;
+        let mgr = match connector {
+            pgconn::Connector::Tls(tls) => Manager::from_config(config, tls, manager_config),
+            pgconn::Connector::Plain(plain) => Manager::from_config(config, plain, manager_config),
         };
         let pool = Pool::builder(mgr)
             .max_size(POOL_SIZE)

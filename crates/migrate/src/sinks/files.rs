@@ -53,6 +53,9 @@ pub struct FileSink {
     files: Mutex<HashMap<Arc<str>, Arc<Mutex<File>>>>,
     /// Files created by this sink, by target index.
     created: Mutex<BTreeMap<String, PathBuf>>,
+    /// With a tag, files are `<index>.<tag>.<ext>` opened for appending (table workers:
+    /// each process its own file, a restarted one never truncates what was written).
+    tag: Option<String>,
 }
 
 impl FileSink {
@@ -71,7 +74,17 @@ impl FileSink {
             encoder: BulkEncoder::new(&target, OpType::Index, false, usize::MAX),
             files: Mutex::new(HashMap::new()),
             created: Mutex::new(BTreeMap::new()),
+            tag: None,
         })
+    }
+
+    /// Files named `<index>.<tag>.<ext>`, appended to rather than truncated: processes
+    /// sharing a directory each write their own files (give each a different tag), and
+    /// documents written again after a restart follow the first copies (readers keep the
+    /// last line of each `_id`). The tag is made safe for a file name.
+    pub fn with_tag(mut self, tag: &str) -> Self {
+        self.tag = Some(file_name_for(tag));
+        self
     }
 
     /// The files written so far, by target index.
@@ -82,18 +95,46 @@ impl FileSink {
             .clone()
     }
 
+    /// Creates the (empty) file of each of `indices` now, so that an index without
+    /// documents still has its file. Nothing for stdout.
+    pub fn create_files<'a>(
+        &self,
+        indices: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), SinkError> {
+        if let Output::Directory(dir) = &self.output {
+            for index in indices {
+                self.file(dir, &Arc::from(index))?;
+            }
+        }
+        Ok(())
+    }
+
     fn file(&self, dir: &std::path::Path, index: &Arc<str>) -> Result<Arc<Mutex<File>>, SinkError> {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = files.get(index) {
             return Ok(f.clone());
         }
-        let path = dir.join(format!(
-            "{}.{}",
-            file_name_for(index),
-            self.format.extension()
-        ));
-        let f = File::create(&path)
-            .map_err(|e| SinkError::fatal(format!("creating {}: {e}", path.display())))?;
+        let path = match &self.tag {
+            Some(tag) => dir.join(format!(
+                "{}.{tag}.{}",
+                file_name_for(index),
+                self.format.extension()
+            )),
+            None => dir.join(format!(
+                "{}.{}",
+                file_name_for(index),
+                self.format.extension()
+            )),
+        };
+        let f = if self.tag.is_some() {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+        } else {
+            File::create(&path)
+        }
+        .map_err(|e| SinkError::fatal(format!("creating {}: {e}", path.display())))?;
         let f = Arc::new(Mutex::new(f));
         files.insert(index.clone(), f.clone());
         self.created

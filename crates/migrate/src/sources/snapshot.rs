@@ -25,6 +25,9 @@ pub struct SnapshotOptions {
     /// the file named; documents of that segment read before the end of the walk may
     /// already have been sent.
     pub verify_checksums: bool,
+    /// Documents without `_source` (source disabled or synthetic): rebuilt from doc
+    /// values and stored fields, taken from `_recovery_source`, or skipped.
+    pub rebuild: snapshot::RebuildOptions,
 }
 
 /// Live documents of the chosen indices of a snapshot.
@@ -76,6 +79,7 @@ impl SnapshotSource {
         let opts = ReadOptions {
             verify_checksums: self.opts.verify_checksums,
             verify_all_files_first: false,
+            rebuild: self.opts.rebuild,
         };
         ShardReader::open_with(&s, &opts).map_err(|e| e.to_string())
     }

@@ -113,6 +113,50 @@ pub struct SourceArgs {
     /// The snapshot's name.
     #[arg(long, env = "RFS_SNAPSHOT", value_name = "NAME")]
     pub snapshot: String,
+    #[command(flatten)]
+    pub rebuild: RebuildArgs,
+}
+
+/// Documents stored without `_source` (`_source.enabled: false`, synthetic source).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RebuildArgs {
+    /// Documents without a stored `_source`: `auto` rebuilds it from the mapping, doc
+    /// values and stored fields (as Elasticsearch's synthetic source does: arrays sorted,
+    /// keyword arrays deduplicated; see docs/sourceless.md); `off` skips them as
+    /// `no_source`. Documents that have a `_source` are always sent as stored.
+    #[arg(long, env = "RFS_REBUILD_SOURCE", value_enum, default_value_t = RebuildSource::Auto)]
+    pub rebuild_source: RebuildSource,
+    /// Send rebuilt documents even when some of their index's fields cannot be rebuilt
+    /// (no doc values, not stored: e.g. `text` without `store: true`); without it such
+    /// documents go to the failure log as `partial_source`, with the fields named.
+    #[arg(long, env = "RFS_ALLOW_PARTIAL_SOURCE")]
+    pub allow_partial_source: bool,
+    /// Where a document without `_source` still has a `_recovery_source` (kept by
+    /// Elasticsearch for recent operations), send that original instead of rebuilding.
+    #[arg(long, env = "RFS_PREFER_RECOVERY_SOURCE")]
+    pub prefer_recovery_source: bool,
+}
+
+/// `--rebuild-source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RebuildSource {
+    /// Rebuild `_source` where it is absent.
+    Auto,
+    /// Never rebuild: such documents are skipped as `no_source`.
+    Off,
+}
+
+impl RebuildArgs {
+    pub fn options(&self) -> snapshot::RebuildOptions {
+        snapshot::RebuildOptions {
+            mode: match self.rebuild_source {
+                RebuildSource::Auto => snapshot::RebuildMode::Auto,
+                RebuildSource::Off => snapshot::RebuildMode::Off,
+            },
+            allow_partial: self.allow_partial_source,
+            prefer_recovery_source: self.prefer_recovery_source,
+        }
+    }
 }
 
 impl SourceArgs {
@@ -658,6 +702,47 @@ impl StoreArgs {
             .with_context(|| format!("opening the coordination store {}", self.redacted()))
     }
 
+    /// Opens the store for a worker that writes to `target`: an index on the target
+    /// cluster itself (same scheme, host and port) is reached with the target's connection
+    /// options (basic or API-key auth, SigV4, CA, client certificate), unless the store
+    /// URL carries its own `user:password@`.
+    pub async fn open_beside(
+        &self,
+        target: &TargetArgs,
+    ) -> anyhow::Result<Arc<dyn coordination::Store>> {
+        let Some(config) = self.on_target(target)? else {
+            return self.open().await;
+        };
+        let (own, index) = coordination::ClusterStore::config_from_url(&self.store)?;
+        let config = cluster::ClientConfig {
+            urls: own.urls,
+            ..config
+        };
+        let store = migrate::worker::with_store_retries(|| {
+            coordination::ClusterStore::open_with(config.clone(), &index)
+        })
+        .await
+        .with_context(|| format!("opening the coordination store {}", self.redacted()))?;
+        Ok(Arc::new(store))
+    }
+
+    /// The target's connection options when the store is an index on the target cluster
+    /// and its URL names no user of its own.
+    fn on_target(&self, target: &TargetArgs) -> anyhow::Result<Option<cluster::ClientConfig>> {
+        let (Ok(store), Ok(t)) = (
+            url::Url::parse(&self.store),
+            url::Url::parse(&target.target),
+        ) else {
+            return Ok(None);
+        };
+        let same = matches!(store.scheme(), "http" | "https")
+            && store.username().is_empty()
+            && store.scheme() == t.scheme()
+            && store.host_str() == t.host_str()
+            && store.port_or_known_default() == t.port_or_known_default();
+        Ok(if same { Some(target.config()?) } else { None })
+    }
+
     /// Opens the store only if it exists (for commands that read it or set its control
     /// record): a mistyped path is an error, and nothing is created.
     pub async fn open_existing(&self) -> anyhow::Result<Arc<dyn coordination::Store>> {
@@ -991,6 +1076,7 @@ impl WorkerArgs {
 /// the snapshot's live documents. [`Progress::finish`] draws the final count and leaves it.
 pub struct Progress {
     bar: indicatif::ProgressBar,
+    totals: Arc<std::sync::OnceLock<migrate::Totals>>,
     metrics: Arc<migrate::Metrics>,
     ticker: tokio::task::JoinHandle<()>,
 }
@@ -1015,26 +1101,31 @@ impl Progress {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         let ticker = {
-            let (bar, metrics) = (bar.clone(), metrics.clone());
+            let (bar, totals, metrics) = (bar.clone(), totals.clone(), metrics.clone());
             tokio::spawn(async move {
                 loop {
-                    if let Some(t) = totals.get() {
-                        bar.set_length(t.docs);
-                    }
-                    Progress::update(&bar, &metrics);
+                    Progress::update(&bar, &totals, &metrics);
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
             })
         };
         Some(Progress {
             bar,
+            totals,
             metrics,
             ticker,
         })
     }
 
-    fn update(bar: &indicatif::ProgressBar, m: &migrate::Metrics) {
+    fn update(
+        bar: &indicatif::ProgressBar,
+        totals: &std::sync::OnceLock<migrate::Totals>,
+        m: &migrate::Metrics,
+    ) {
         use std::sync::atomic::Ordering::Relaxed;
+        if let Some(t) = totals.get() {
+            bar.set_length(t.docs);
+        }
         bar.set_position(
             m.docs_sent.load(Relaxed) + m.docs_refused.load(Relaxed) + m.docs_skipped.load(Relaxed),
         );
@@ -1049,8 +1140,9 @@ impl Progress {
     /// Stops updating and draws the final position, which stays on the terminal.
     pub fn finish(self) {
         self.ticker.abort();
-        Progress::update(&self.bar, &self.metrics);
-        self.bar.finish();
+        Progress::update(&self.bar, &self.totals, &self.metrics);
+        // `abandon` keeps the position drawn; `finish` would jump to the length.
+        self.bar.abandon();
     }
 }
 

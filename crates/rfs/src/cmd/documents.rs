@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             m.source,
             m.transform,
             Arc::new(sink),
-            args.store.open().await?,
+            args.store.open_beside(&args.target).await?,
             args.worker.failure_log()?,
             args.worker.job_options(args.wait),
         );

@@ -35,6 +35,7 @@ pub async fn open_snapshot(
     let opts = SnapshotOptions {
         split_docs: worker.map(|w| w.split_docs),
         verify_checksums: worker.is_none_or(|w| !w.no_verify_checksums),
+        rebuild: source.rebuild.options(),
     };
     tokio::task::spawn_blocking(move || -> anyhow::Result<SnapshotMigration> {
         let snap = source.open()?;

@@ -23,6 +23,8 @@ pub struct Args {
     /// The snapshot to export.
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: String,
+    #[command(flatten)]
+    pub rebuild: super::common::RebuildArgs,
     /// Only indices matching this pattern (`*` and `?` wildcards); repeatable or
     /// comma-separated. Default: all.
     #[arg(
@@ -95,30 +97,33 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let opts = SnapshotOptions {
             split_docs: None,
             verify_checksums: !args.no_verify_checksums,
+            rebuild: args.rebuild.options(),
         };
-        let source = tokio::task::spawn_blocking(move || -> anyhow::Result<SnapshotSource> {
-            let repo = repo.open()?;
-            let snap = repo
-                .snapshot(&snapshot_name)
-                .with_context(|| format!("snapshot {snapshot_name}"))?;
-            if let Some(state) = snap.state() {
-                if !state.is_restorable() {
-                    anyhow::bail!(
-                        "snapshot {} is {state}: it holds no readable data",
-                        snap.name()
-                    );
+        let (source, names) = tokio::task::spawn_blocking(
+            move || -> anyhow::Result<(SnapshotSource, Vec<String>)> {
+                let repo = repo.open()?;
+                let snap = repo
+                    .snapshot(&snapshot_name)
+                    .with_context(|| format!("snapshot {snapshot_name}"))?;
+                if let Some(state) = snap.state() {
+                    if !state.is_restorable() {
+                        anyhow::bail!(
+                            "snapshot {} is {state}: it holds no readable data",
+                            snap.name()
+                        );
+                    }
                 }
-            }
-            let names: Vec<String> = snap
-                .index_names()
-                .into_iter()
-                .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
-                .collect();
-            if names.is_empty() && !patterns.is_empty() {
-                anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
-            }
-            Ok(SnapshotSource::new(snap, names, opts))
-        })
+                let names: Vec<String> = snap
+                    .index_names()
+                    .into_iter()
+                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
+                    .collect();
+                if names.is_empty() && !patterns.is_empty() {
+                    anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
+                }
+                Ok((SnapshotSource::new(snap, names.clone(), opts), names))
+            },
+        )
         .await
         .context("opening the snapshot")??;
         let output = if args.out == "-" {
@@ -131,6 +136,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Format::Bulk => FileFormat::Bulk,
         };
         let sink = FileSink::new(output, format, BatchLimits::default())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // One file per exported index, also for an index without documents.
+        sink.create_files(names.iter().map(String::as_str))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let failures = migrate::FailureLog::open(&args.failure_log)?.with_sources(true);
         let parallel = args.parallel.unwrap_or_else(|| {

@@ -22,11 +22,28 @@ pub struct Args {
     /// One JSON document on stdout instead of text.
     #[arg(long, env = "RFS_JSON")]
     pub json: bool,
+    #[command(flatten)]
+    pub rebuild: super::common::RebuildArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let repo = args.repo.open()?;
-    let report = inspect(&repo, args.snapshot.as_deref())?;
+    let mut report = inspect(&repo, args.snapshot.as_deref())?;
+    let mode = match args.rebuild.rebuild_source {
+        super::common::RebuildSource::Auto => "auto",
+        super::common::RebuildSource::Off => "off",
+    };
+    if let Some(snaps) = report["snapshots"].as_array_mut() {
+        for s in snaps {
+            if let Some(indices) = s["indices"].as_array_mut() {
+                for i in indices {
+                    if let Some(r) = i.get_mut("source_rebuild").and_then(Value::as_object_mut) {
+                        r.insert("mode".into(), json!(mode));
+                    }
+                }
+            }
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -173,9 +190,18 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
             }
         }
     }
-    if md.source_disabled() {
+    if md.source_not_stored() {
         source_present = false;
     }
+    // Where a rebuilt _source would come from, and what it cannot hold.
+    let source_rebuild = (!source_present).then(|| {
+        let plan = md.source_plan();
+        json!({
+            "mode": "auto",
+            "fields": plan.fields.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+            "lost": plan.lost,
+        })
+    });
     json!({
         "name": name,
         "id": index.id(),
@@ -190,6 +216,7 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
         "lucene_versions": versions,
         "stored_fields": stored,
         "source_present": source_present,
+        "source_rebuild": source_rebuild,
         "shards": shards,
     })
 }
@@ -267,6 +294,21 @@ fn print_text(report: &Value) {
                 join(&i["lucene_versions"]),
                 join(&i["stored_fields"]),
             );
+            let r = &i["source_rebuild"];
+            if r.is_object() {
+                println!(
+                    "    _source rebuild {}: {} fields from doc values / stored fields",
+                    r["mode"].as_str().unwrap_or("?"),
+                    r["fields"].as_array().map_or(0, Vec::len),
+                );
+                for l in r["lost"].as_array().unwrap_or(&empty) {
+                    println!(
+                        "      cannot rebuild {}: {}",
+                        l["path"].as_str().unwrap_or(""),
+                        l["reason"].as_str().unwrap_or("")
+                    );
+                }
+            }
             for sh in i["shards"].as_array().unwrap_or(&empty) {
                 if let Some(e) = sh["error"].as_str() {
                     println!("    shard {}: ERROR {e}", sh["shard"]);

@@ -31,6 +31,10 @@ pub enum LuceneCommand {
         /// Stop before this shard-global doc id (any u64; default: the end).
         #[arg(long, env = "RFS_LUCENE_TO", value_name = "DOC")]
         to: Option<u64>,
+        /// Also print each document's doc values: `"values":{"field":[…]}`, numbers as
+        /// longs, terms and binaries in base64 (the format of the doc-values goldens).
+        #[arg(long, env = "RFS_LUCENE_DOC_VALUES")]
+        doc_values: bool,
     },
     /// Print segments, Lucene versions, codecs and modes, max doc and live counts.
     Info {
@@ -53,11 +57,12 @@ pub fn run(cmd: LuceneCommand) -> anyhow::Result<u8> {
             verify_checksums,
             from,
             to,
+            doc_values,
         } => {
             let reader = open(&dir, soft_deletes_field, verify_checksums)?;
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-            dump(&reader, from..to.unwrap_or(u64::MAX), &mut out)?;
+            dump_with(&reader, from..to.unwrap_or(u64::MAX), doc_values, &mut out)?;
             out.flush()?;
             Ok(0)
         }
@@ -93,12 +98,17 @@ fn open(
         .with_context(|| format!("opening the Lucene index in {}", dir.display()))
 }
 
-/// Writes every live document with a shard-global doc id in `range` as a golden-format line.
-pub fn dump(
+/// Writes every live document with a shard-global doc id in `range` as a golden-format
+/// line, with its doc values when `doc_values`.
+pub fn dump_with(
     reader: &IndexReader,
     range: std::ops::Range<u64>,
+    doc_values: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<u64> {
+    let mut dv_seg = usize::MAX;
+    let mut dv_fields: Vec<lucene::FieldValues> = Vec::new();
+    let mut dv_value = lucene::DocValue::default();
     let segments = reader.segments();
     let mut docs = reader.documents(range)?;
     let mut line = String::with_capacity(4096);
@@ -129,7 +139,52 @@ pub fn dump(
             global - seg.doc_base()
         ));
         line.push_str(&fields);
-        line.push_str("]}\n");
+        line.push(']');
+        if doc_values {
+            if dv_seg != seg_index {
+                dv_seg = seg_index;
+                dv_fields.clear();
+                let mut dv = seg.doc_values();
+                let mut names: Vec<&str> = seg
+                    .field_infos()
+                    .iter()
+                    .filter(|f| f.doc_values_type != lucene::DocValuesType::None)
+                    .map(|f| f.name.as_str())
+                    .collect();
+                names.sort_unstable();
+                for n in names {
+                    if let Some(f) = dv.field(n)? {
+                        dv_fields.push(f);
+                    }
+                }
+            }
+            line.push_str(",\"values\":{");
+            let mut first = true;
+            let local = (global - seg.doc_base()) as u32;
+            for f in dv_fields.iter_mut() {
+                if !f.read(local, &mut dv_value)? {
+                    continue;
+                }
+                if !first {
+                    line.push(',');
+                }
+                first = false;
+                push_json_string(&mut line, f.name());
+                line.push_str(":[");
+                let mut items: Vec<String> =
+                    dv_value.numbers.iter().map(|n| n.to_string()).collect();
+                for b in &dv_value.bytes {
+                    let mut t = String::from("\"");
+                    base64::engine::general_purpose::STANDARD.encode_string(b, &mut t);
+                    t.push('"');
+                    items.push(t);
+                }
+                line.push_str(&items.join(","));
+                line.push(']');
+            }
+            line.push('}');
+        }
+        line.push_str("}\n");
         out.write_all(line.as_bytes())?;
         count += 1;
     }

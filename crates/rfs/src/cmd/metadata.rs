@@ -39,6 +39,42 @@ impl Args {
     }
 }
 
+/// Indices whose documents have no stored `_source`: what a rebuild cannot hold.
+fn sourceless_indices(
+    args: &Args,
+    options: &migrate::metadata::Options,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let snap = args.source.open()?;
+    let mode = match args.source.rebuild.rebuild_source {
+        super::common::RebuildSource::Auto => "auto",
+        super::common::RebuildSource::Off => "off",
+    };
+    let mut out = Vec::new();
+    for name in snap.index_names() {
+        let listed = if options.indices.is_empty() {
+            !name.starts_with('.')
+        } else {
+            options.indices.matches(&name)
+        };
+        if !listed {
+            continue;
+        }
+        let index = snap.index(&name)?;
+        let md = index.metadata();
+        if !md.source_not_stored() {
+            continue;
+        }
+        let plan = md.source_plan();
+        out.push(serde_json::json!({
+            "index": name,
+            "mode": mode,
+            "fields": plan.fields.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+            "lost": plan.lost,
+        }));
+    }
+    Ok(out)
+}
+
 pub fn run(cmd: Command) -> anyhow::Result<u8> {
     let (args, write) = match cmd {
         Command::Evaluate(a) => (a, false),
@@ -60,10 +96,29 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
         };
         r.context("metadata migration")
     })?;
+    let sourceless = sourceless_indices(&args, &options)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+        let mut v = report.to_json();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("sourceless".into(), serde_json::Value::Array(sourceless));
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", report.to_table());
+        for s in &sourceless {
+            println!(
+                "index {}: _source not stored; documents rebuilt from doc values and stored fields (--rebuild-source {})",
+                s["index"].as_str().unwrap_or(""),
+                s["mode"].as_str().unwrap_or("")
+            );
+            for l in s["lost"].as_array().into_iter().flatten() {
+                println!(
+                    "  cannot rebuild {}: {}",
+                    l["path"].as_str().unwrap_or(""),
+                    l["reason"].as_str().unwrap_or("")
+                );
+            }
+        }
     }
     Ok(if report.has_errors() { exit::FATAL } else { 0 })
 }

@@ -14,4 +14,5 @@ pub mod redrive;
 pub mod run;
 pub mod snapshot;
 pub mod status;
+pub mod table;
 pub mod verify;

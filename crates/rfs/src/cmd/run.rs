@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
-    let store = args.store.open().await?;
+    let store = args.store.open_beside(&args.target).await?;
     // Phase "snapshot" runs before the snapshot can be opened; the source cluster is only
     // contacted by the worker that runs it (later workers may start after it is gone).
     if args.source_cluster.is_set() {

@@ -256,7 +256,7 @@ pub(crate) struct Shared {
     down_generation: AtomicU64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // a panicking test thread must not poison the server for the rest of the test
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,0 +1,433 @@
+//! `rfs table run` and `rfs table verify`: a PostgreSQL table into an index (`_bulk`), a
+//! directory of JSON lines, or (with the DynamoDB sink) a DynamoDB table, cut into slots
+//! that a fleet of identical processes leases through the coordination store; then the
+//! table against what was written.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use migrate::row_verify::{render, verify_rows, BulkRows, FileRows, RowTarget, RowVerifyOptions};
+use migrate::sinks::files::{FileFormat, FileSink, Output};
+use migrate::sources::table::{TableSource, TableSourceOptions};
+use migrate::transform::Rename;
+use migrate::{Job, Naming};
+use table::{SlotRule, Table, TableOptions};
+
+use super::common::{runtime, usize_in, StoreArgs, WorkerArgs};
+use super::engine::{drive, finish, shutdown_signal, Role};
+use crate::exit;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Copy the table: plan slots (once for the fleet), then lease slots and stream their
+    /// rows into the sink until none is left. Start N copies anywhere with the same flags.
+    Run(RunArgs),
+    /// Compare the table with the sink: per slot, every row's key looked up in the target,
+    /// and a sample of rows (or --all) compared field by field. Exit code 6 on a mismatch.
+    Verify(VerifyArgs),
+}
+
+/// Which table, how it is cut, where it goes.
+#[derive(Clone, clap::Args)]
+pub struct TableArgs {
+    /// PostgreSQL URL of the table's database (`postgres://user:pw@host:5432/db`;
+    /// `?sslmode=require` for TLS with a verified certificate, `&sslrootcert=CA.pem` for a
+    /// private CA). A replica works: every read is a read-only statement.
+    #[arg(long, env = "RFS_SOURCE", value_name = "URL", hide_env_values = true)]
+    pub source: String,
+    /// The table (`room_events`, `app.room_events`; quote parts with capitals or dots:
+    /// `"App"."Events"`).
+    #[arg(long, env = "RFS_TABLE", value_name = "TABLE")]
+    pub table: String,
+    /// The key column: unique (a primary key or a unique index of its own), sortable, NOT
+    /// NULL — ULID or UUIDv7 text, uuid, integers, numeric, timestamps, dates. Rows are read in
+    /// its order; it is each row's id in the target.
+    #[arg(long, env = "RFS_KEY", value_name = "COLUMN")]
+    pub key: String,
+    /// Slots by key time: `time:WIDTH` with WIDTH in s, m, h or d (`time:1h`): for ULID,
+    /// UUIDv7 and timestamp keys; each slot holds one WIDTH of rows.
+    #[arg(long, env = "RFS_SLOT_BY", value_name = "time:WIDTH", value_parser = SlotRule::parse_time, conflicts_with = "slots")]
+    pub slot_by: Option<SlotRule>,
+    /// Slots by key quantiles: about N slots of equal row counts, from a sample of keys
+    /// (1–1000000; the default when --slot-by is not given: 64).
+    #[arg(long, env = "RFS_SLOTS", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub slots: Option<u32>,
+    /// Only rows with keys from this one on: a time (RFC 3339 or a date) for ULID, UUIDv7
+    /// and timestamp keys, a key value otherwise.
+    #[arg(long, env = "RFS_FROM", value_name = "TIME|KEY")]
+    pub from: Option<String>,
+    /// Only rows with keys before this one (the usual upper bound: when double writes
+    /// started). A time or a key value, as --from.
+    #[arg(long, env = "RFS_UNTIL", value_name = "TIME|KEY")]
+    pub until: Option<String>,
+    /// Slot order: `newest-first` numbers (and creates) the newest slot first.
+    #[arg(long, env = "RFS_ORDER", value_enum, default_value_t = Order::OldestFirst)]
+    pub order: Order,
+    /// Rows per keyset page (1–100000).
+    #[arg(long, env = "RFS_PAGE_ROWS", default_value_t = 5000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub page_rows: u32,
+    /// Longest one read may run on the server, in seconds (1–86400); a timeout is retried.
+    #[arg(long, env = "RFS_STATEMENT_TIMEOUT", default_value_t = 60, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub statement_timeout: u64,
+    /// Attempts per read while the source is unreachable or times out (1–1000), with
+    /// exponential backoff and jitter from 0.2 s up to 30 s.
+    #[arg(long, env = "RFS_SOURCE_ATTEMPTS", default_value_t = 10, value_name = "N", value_parser = usize_in(1, 1000))]
+    pub source_attempts: usize,
+    /// Where rows go: `http(s)://[user:pw@]host:9200/INDEX` (`_bulk`, `_id` = key),
+    /// `file:///DIR` or a directory path (JSON lines `{"_index","_id","_source"}`, one file
+    /// per process: `<table>.<tag>.jsonl`).
+    #[arg(long, env = "RFS_SINK", value_name = "URL", hide_env_values = true)]
+    pub sink: String,
+    /// PEM CA certificate(s) to trust for an https sink.
+    #[arg(long, env = "RFS_SINK_CA", value_name = "FILE")]
+    pub sink_ca: Option<PathBuf>,
+    /// Accept any certificate from an https sink (tests and trusted networks only).
+    #[arg(long, env = "RFS_SINK_INSECURE")]
+    pub sink_insecure: bool,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    OldestFirst,
+    NewestFirst,
+}
+
+impl std::fmt::Debug for TableArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableArgs")
+            .field("source", &redact::url(&self.source))
+            .field("table", &self.table)
+            .field("key", &self.key)
+            .field("slot_by", &self.slot_by)
+            .field("slots", &self.slots)
+            .field("from", &self.from)
+            .field("until", &self.until)
+            .field("order", &self.order)
+            .field("page_rows", &self.page_rows)
+            .field("statement_timeout", &self.statement_timeout)
+            .field("source_attempts", &self.source_attempts)
+            .field("sink", &redact::url(&self.sink))
+            .field("sink_ca", &self.sink_ca)
+            .field("sink_insecure", &self.sink_insecure)
+            .finish()
+    }
+}
+
+/// What `--sink` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkUrl {
+    /// `_bulk` into `index` of the cluster at `base` (credentials as given in the URL).
+    Bulk { base: String, index: String },
+    /// JSON lines in a directory.
+    Files(PathBuf),
+}
+
+impl SinkUrl {
+    /// Parses `--sink`. One arm per kind of sink.
+    pub fn parse(s: &str) -> anyhow::Result<SinkUrl> {
+        let shown = redact::url(s);
+        let scheme = s.split_once("://").map(|(a, _)| a.to_ascii_lowercase());
+        match scheme.as_deref() {
+            Some("http") | Some("https") => {
+                let mut u = url::Url::parse(s).with_context(|| format!("--sink {shown}"))?;
+                let index = u
+                    .path_segments()
+                    .and_then(|mut p| p.next_back().map(str::to_string))
+                    .filter(|i| !i.is_empty())
+                    .with_context(|| {
+                        format!("--sink {shown}: name the index as the URL's path (http://host:9200/INDEX)")
+                    })?;
+                let index = percent_decode(&index);
+                let path = u.path().to_string();
+                let base_path = path[..path.len() - path.rsplit('/').next().unwrap_or("").len()]
+                    .trim_end_matches('/')
+                    .to_string();
+                u.set_path(&base_path);
+                u.set_query(None);
+                Ok(SinkUrl::Bulk {
+                    base: u.to_string().trim_end_matches('/').to_string(),
+                    index,
+                })
+            }
+            Some("file") => {
+                let u = url::Url::parse(s).with_context(|| format!("--sink {shown}"))?;
+                let p = u
+                    .to_file_path()
+                    .map_err(|()| anyhow::anyhow!("--sink {shown}: not a local file URL"))?;
+                Ok(SinkUrl::Files(p))
+            }
+            Some("dynamodb") => anyhow::bail!(
+                "--sink {shown}: the DynamoDB sink is not part of this build"
+            ),
+            Some(other) => anyhow::bail!(
+                "--sink {shown}: unknown scheme {other}:// (use http(s)://host/INDEX, file:///DIR or a directory)"
+            ),
+            None => Ok(SinkUrl::Files(PathBuf::from(s))),
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| s.to_string())
+}
+
+impl TableArgs {
+    fn rule(&self) -> SlotRule {
+        self.slot_by
+            .unwrap_or(SlotRule::Count(self.slots.unwrap_or(64)))
+    }
+
+    /// Connects to the table and builds the source.
+    pub async fn source(&self, pool_size: usize) -> anyhow::Result<Arc<TableSource>> {
+        let opts = TableOptions {
+            page_rows: self.page_rows,
+            statement_timeout: Duration::from_secs(self.statement_timeout),
+            attempts: self.source_attempts,
+            pool_size,
+            ..TableOptions::default()
+        };
+        let table = Table::open(&self.source, &self.table, &self.key, opts).await?;
+        let source = TableSource::new(
+            Arc::new(table),
+            TableSourceOptions {
+                rule: self.rule(),
+                from: self.from.clone(),
+                until: self.until.clone(),
+                page_rows: self.page_rows,
+                newest_first: self.order == Order::NewestFirst,
+            },
+        )
+        .await?;
+        Ok(Arc::new(source))
+    }
+
+    fn client_config(&self, base: &str) -> anyhow::Result<cluster::ClientConfig> {
+        let mut u =
+            url::Url::parse(base).with_context(|| format!("--sink {}", redact::url(base)))?;
+        let user = u.username().to_string();
+        let password = u.password().map(percent_decode);
+        let _ = u.set_username("");
+        let _ = u.set_password(None);
+        let mut c = cluster::ClientConfig::new(u.to_string().trim_end_matches('/'));
+        if !user.is_empty() {
+            c.auth = cluster::Auth::Basic {
+                username: percent_decode(&user),
+                password: password.unwrap_or_default(),
+            };
+        }
+        c.tls = cluster::TlsConfig {
+            ca_file: self.sink_ca.clone(),
+            client_cert: None,
+            client_key: None,
+            insecure: self.sink_insecure,
+        };
+        Ok(c)
+    }
+
+    async fn client(&self, base: &str) -> anyhow::Result<cluster::Client> {
+        cluster::Client::connect(self.client_config(base)?)
+            .await
+            .with_context(|| format!("connecting to the sink {}", redact::url(base)))
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+    /// Rows compared field by field per slot (a random sample; 0–1000000, 0: keys only;
+    /// --all for every row).
+    #[arg(long, env = "RFS_VERIFY_SAMPLE", default_value_t = 100, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub sample: u64,
+    /// Compare every row instead of a sample.
+    #[arg(long, env = "RFS_VERIFY_ALL")]
+    pub all: bool,
+    /// Keys listed per kind of mismatch (1–100000; the rest are counted).
+    #[arg(long, env = "RFS_MAX_LISTED", default_value_t = 100, value_name = "N", value_parser = usize_in(1, 100_000))]
+    pub max_listed: usize,
+}
+
+pub fn run(cmd: Command) -> anyhow::Result<u8> {
+    match cmd {
+        Command::Run(a) => runtime()?.block_on(run_table(a)),
+        Command::Verify(a) => runtime()?.block_on(verify_table(a)),
+    }
+}
+
+/// A tag unique to this process, for its files in a shared directory.
+fn process_tag() -> String {
+    let host = gethostname();
+    format!(
+        "{host}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
+}
+
+fn gethostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into())
+}
+
+async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
+    let shutdown = shutdown_signal();
+    let parallel = args.worker.parallel();
+    let source = args.table.source(parallel + 2).await?;
+    let store = args.store.open().await?;
+    let group = source.group().to_string();
+    let failures = args.worker.failure_log()?;
+    // Like `rfs run`: a worker stays until the migration is finished (slots leased by
+    // others may come free when their holders die).
+    let opts = args.worker.job_options(true);
+    tracing::info!(table = %group, store = %args.store.redacted(), "table worker ready");
+    let report = match SinkUrl::parse(&args.table.sink)? {
+        SinkUrl::Bulk { base, index } => {
+            let client = args.table.client(&base).await?;
+            let sink = args
+                .worker
+                .bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
+            let transform = Arc::new(rename_to(&group, &index));
+            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
+            drive(job, &args.worker, shutdown).await?
+        }
+        SinkUrl::Files(dir) => {
+            let sink = FileSink::new(
+                Output::Directory(dir),
+                FileFormat::Jsonl,
+                args.worker.batch_limits(),
+            )?
+            .with_tag(&process_tag());
+            let transform = Arc::new(rename_to(&group, &group));
+            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
+            drive(job, &args.worker, shutdown).await?
+        }
+    };
+    finish(&report, Role::Run)
+}
+
+/// Every row of `group` into `index`.
+fn rename_to(group: &str, index: &str) -> Rename {
+    let mut naming = Naming::default();
+    if group != index {
+        naming.renames.insert(group.to_string(), index.to_string());
+    }
+    Rename::new(naming, &[group.to_string()])
+}
+
+async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
+    let source = args.table.source(4).await?;
+    // The store says whether the migration is over; verifying a running one finds rows
+    // missing that are still on their way. Verifying never creates a store.
+    match args.store.open_existing().await {
+        Ok(store) => {
+            let coord = coordination::Coordinator::new(store, args.worker.coordination_config());
+            match coord.status().await {
+                Ok(st) if st.items.total > 0 && !st.finished => crate::say!(
+                    "note: the migration in {} is not finished ({} of {} slots done): rows still on their way count as missing",
+                    args.store.redacted(),
+                    st.items.done,
+                    st.items.total
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("reading the store: {e}"),
+            }
+        }
+        Err(e) => tracing::warn!("{e:#}"),
+    }
+    let opts = RowVerifyOptions {
+        sample: args.sample,
+        all: args.all,
+        max_listed: args.max_listed,
+    };
+    let group = source.group().to_string();
+    match SinkUrl::parse(&args.table.sink)? {
+        SinkUrl::Bulk { base, index } => {
+            let client = args.table.client(&base).await?;
+            report(&source, &BulkRows::new(client, index), &opts).await
+        }
+        SinkUrl::Files(dir) => {
+            let dir2 = dir.clone();
+            let rows = tokio::task::spawn_blocking(move || FileRows::load(&dir2, &group))
+                .await
+                .context("reading the sink's files")?
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("reading {}", dir.display()))?;
+            report(&source, &rows, &opts).await
+        }
+    }
+}
+
+async fn report<T: RowTarget>(
+    source: &TableSource,
+    target: &T,
+    opts: &RowVerifyOptions,
+) -> anyhow::Result<u8> {
+    let r = verify_rows(source, target, opts)
+        .await
+        .map_err(anyhow::Error::msg)
+        .context("verifying")?;
+    crate::say!("{}", render(&r, &target.describe()).trim_end());
+    if r.ok() {
+        crate::say!("verified: every row is in the target");
+        Ok(exit::OK)
+    } else {
+        Ok(exit::VERIFY_MISMATCH)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sink_urls_parse() {
+        assert_eq!(
+            SinkUrl::parse("http://u:pw@h:9200/events").unwrap(),
+            SinkUrl::Bulk {
+                base: "http://u:pw@h:9200".into(),
+                index: "events".into()
+            }
+        );
+        assert_eq!(
+            SinkUrl::parse("https://h/prefix/ev%20x").unwrap(),
+            SinkUrl::Bulk {
+                base: "https://h/prefix".into(),
+                index: "ev x".into()
+            }
+        );
+        assert!(SinkUrl::parse("http://h:9200/").is_err());
+        assert_eq!(
+            SinkUrl::parse("file:///tmp/out").unwrap(),
+            SinkUrl::Files("/tmp/out".into())
+        );
+        assert_eq!(SinkUrl::parse("out").unwrap(), SinkUrl::Files("out".into()));
+        let e = SinkUrl::parse("ftp://u:secret@h/x")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("secret"), "{e}");
+        assert!(SinkUrl::parse("dynamodb://t?region=us-east-1").is_err());
+    }
+}

@@ -1,0 +1,286 @@
+//! The table chaos test: 4 `rfs table run` processes copy a PostgreSQL table (ULID keys,
+//! hourly slots) into the test server's `_bulk` while it injects 429s, 5xx and dropped
+//! connections; the coordination store is Redis. A driver SIGKILLs random workers at random
+//! moments and restarts them, and restarts Redis once. At the end every row is in the index
+//! exactly once (`_id` = key, document count = row count) with the attributes PostgreSQL
+//! holds (queried here independently), every slot is complete, the failure logs are empty,
+//! and `rfs table verify --all` agrees.
+
+mod table;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use serde_json::Value;
+use table::{micros, ulid, Pg};
+use testkit::server::{Faults, ServerConfig, TestServer};
+
+const WORKERS: usize = 4;
+const ROWS: u64 = 8000;
+
+struct Fleet {
+    args: Vec<String>,
+    dir: PathBuf,
+    workers: Vec<Option<Child>>,
+    starts: usize,
+}
+
+impl Fleet {
+    fn spawn(&mut self, slot: usize) {
+        self.starts += 1;
+        let log =
+            std::fs::File::create(self.dir.join(format!("worker-{slot}-{}.log", self.starts)))
+                .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_rfs"))
+            .args(["table", "run"])
+            .args(&self.args)
+            .arg("--failure-log")
+            .arg(self.dir.join(format!("failures-{slot}.jsonl")))
+            .env("RFS_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawn rfs table run");
+        self.workers[slot] = Some(child);
+    }
+
+    fn reap(&mut self) -> Vec<(usize, Option<i32>)> {
+        let mut out = Vec::new();
+        for (i, w) in self.workers.iter_mut().enumerate() {
+            if let Some(c) = w {
+                if let Some(st) = c.try_wait().unwrap() {
+                    out.push((i, st.code()));
+                    *w = None;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn tail(dir: &Path) -> String {
+    let mut out = String::new();
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    for p in logs {
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        out.push_str(&format!(
+            "--- {}\n{}\n",
+            p.display(),
+            lines[lines.len().saturating_sub(12)..].join("\n")
+        ));
+    }
+    out
+}
+
+#[test]
+fn table_fleet_on_redis_copies_every_row_exactly_once() {
+    let Some(pg) = Pg::start("table_fleet_on_redis_copies_every_row_exactly_once") else {
+        return;
+    };
+    let Some(mut redis) = testkit::services::Redis::start("table_chaos") else {
+        return;
+    };
+    let ids: Vec<String> = (0..ROWS)
+        .map(|i| {
+            ulid(
+                1_714_521_600_000 + i * 5_000,
+                u128::from(i) * 0x5bd1_e995_1234_5678,
+            )
+        })
+        .collect();
+    pg.exec(
+        "CREATE TABLE room_events (id text PRIMARY KEY, room_id uuid NOT NULL, at timestamptz NOT NULL,
+                                   amount numeric, payload jsonb, body text, blob bytea);",
+    );
+    pg.query(
+        "INSERT INTO room_events
+         SELECT id, md5(i::text)::uuid, timestamptz '2024-05-01' + i * interval '5 s', i / 8.0,
+                jsonb_build_object('i', i, 'even', i % 2 = 0), repeat('b', (i % 50)::int), int8send(i)
+         FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)",
+        &[&ids],
+    );
+    let server = TestServer::start(ServerConfig {
+        seed: Some(11),
+        ..ServerConfig::opensearch("2.11.0")
+    });
+    server.set_faults(Faults {
+        reject_429: 0.08,
+        retry_after_secs: 0,
+        error_500: 0.03,
+        error_503: 0.03,
+        drop_connection: 0.03,
+        latency_ms: 5,
+        latency_jitter_ms: 20,
+        bulk_only: true,
+        ..Faults::default()
+    });
+    let work = tempfile::tempdir().unwrap();
+    let store = redis.url();
+    let sink = format!("{}/room_events", server.url());
+    let common: Vec<String> = [
+        "--source",
+        &pg.url(),
+        "--table",
+        "room_events",
+        "--key",
+        "id",
+        "--slot-by",
+        "time:1h",
+        "--sink",
+        &sink,
+        "--store",
+        &store,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut args = common.clone();
+    args.extend(
+        [
+            "--lease-seconds",
+            "4",
+            "--max-attempts",
+            "40",
+            "--checkpoint-seconds",
+            "0.3",
+            "--control-seconds",
+            "0.2",
+            "--max-batch-docs",
+            "40",
+            "--concurrency",
+            "2",
+            "--max-docs-per-sec",
+            "150",
+            "--page-rows",
+            "100",
+            "--parallel",
+            "2",
+            "--no-progress",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut fleet = Fleet {
+        args,
+        dir: work.path().to_path_buf(),
+        workers: (0..WORKERS).map(|_| None).collect(),
+        starts: 0,
+    };
+    for slot in 0..WORKERS {
+        fleet.spawn(slot);
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(180);
+    let mut rng = rand::thread_rng();
+    let mut kills = 0;
+    let mut restarted = false;
+    let mut next_kill = started + Duration::from_millis(rng.gen_range(1500..3000));
+    let mut finished = 0;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the fleet did not finish in time\n{}",
+            tail(work.path())
+        );
+        for (slot, code) in fleet.reap() {
+            match code {
+                // 0: this worker saw the end; 4 is not possible (workers wait for leases
+                // only with --wait), 3 is not used by `table run`.
+                Some(0) => finished += 1,
+                other => panic!("worker {slot} exited with {other:?}\n{}", tail(work.path())),
+            }
+        }
+        if fleet.workers.iter().all(Option::is_none) && finished > 0 {
+            break;
+        }
+        let t = started.elapsed();
+        if t < Duration::from_secs(20) && Instant::now() >= next_kill {
+            let live: Vec<usize> = (0..WORKERS)
+                .filter(|&i| fleet.workers[i].is_some())
+                .collect();
+            if !live.is_empty() {
+                let slot = live[rng.gen_range(0..live.len())];
+                let mut c = fleet.workers[slot].take().unwrap();
+                c.kill().unwrap(); // SIGKILL
+                let _ = c.wait();
+                kills += 1;
+                std::thread::sleep(Duration::from_millis(rng.gen_range(0..400)));
+                fleet.spawn(slot);
+            }
+            next_kill = Instant::now() + Duration::from_millis(rng.gen_range(1000..3000));
+        }
+        if !restarted && t > Duration::from_secs(7) {
+            restarted = true;
+            redis.stop();
+            std::thread::sleep(Duration::from_millis(1500));
+            redis.start_again();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "table chaos: {kills} kills, {} starts, {:?}",
+        fleet.starts,
+        started.elapsed()
+    );
+    assert!(kills >= 3, "only {kills} kills");
+
+    let st = table::run_ok({
+        let mut c = table::rfs();
+        c.args(["status", "--json", "--store", &store]);
+        c
+    });
+    let st: Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(st["finished"], Value::Bool(true), "{st:#}");
+    assert_eq!(st["items"]["failed"].as_u64(), Some(0), "{st:#}");
+    assert_eq!(st["items"]["done"], st["items"]["total"], "{st:#}");
+    for slot in 0..WORKERS {
+        let p = work.path().join(format!("failures-{slot}.jsonl"));
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        assert!(text.trim().is_empty(), "{}: {text}", p.display());
+    }
+
+    // Exactly once, attributes equal: compare with PostgreSQL, queried independently.
+    server.set_faults(Faults::default());
+    let docs = server.documents("room_events");
+    assert_eq!(docs.len() as u64, ROWS);
+    assert_eq!(server.doc_count("room_events"), ROWS);
+    let rows = pg.query(
+        "SELECT id, room_id::text, (extract(epoch FROM at) * 1000000)::int8, amount::text,
+                payload::text, body, encode(blob, 'base64')
+         FROM room_events",
+        &[],
+    );
+    assert_eq!(rows.len() as u64, ROWS);
+    for r in &rows {
+        let id: String = r.get(0);
+        let d = docs.get(&id).unwrap_or_else(|| panic!("{id} missing"));
+        assert_eq!(d["id"], Value::from(id.clone()));
+        assert_eq!(d["room_id"], Value::from(r.get::<_, String>(1)), "{id}");
+        assert_eq!(
+            micros(d["at"].as_str().unwrap()),
+            r.get::<_, i64>(2),
+            "{id}"
+        );
+        let amount: f64 = r.get::<_, String>(3).parse().unwrap();
+        assert_eq!(d["amount"].as_f64(), Some(amount), "{id}");
+        let payload: Value = serde_json::from_str(&r.get::<_, String>(4)).unwrap();
+        assert_eq!(d["payload"], payload, "{id}");
+        assert_eq!(d["body"], Value::from(r.get::<_, String>(5)), "{id}");
+        assert_eq!(d["blob"], Value::from(r.get::<_, String>(6)), "{id}");
+        assert_eq!(d.as_object().unwrap().len(), 7, "{id}: {d}");
+    }
+
+    let mut v = table::rfs();
+    v.args(["table", "verify", "--all"]).args(&common);
+    table::run_ok(v);
+}
