@@ -141,6 +141,25 @@ impl Client {
         Client::created_or_exists(r)
     }
 
+    // ---- data streams (Elasticsearch 7.9+, OpenSearch) -------------------------------
+
+    /// Whether data stream `name` exists.
+    pub async fn data_stream_exists(&self, name: &str) -> Result<bool, ClusterError> {
+        Ok(self
+            .get_optional(&format!("/_data_stream/{}", enc(name)))
+            .await?
+            .is_some())
+    }
+
+    /// Create data stream `name` (a matching index template with a `data_stream` section
+    /// must exist). An existing one is reported as [`Created::AlreadyExists`].
+    pub async fn create_data_stream(&self, name: &str) -> Result<Created, ClusterError> {
+        let r = self
+            .call(Method::PUT, &format!("/_data_stream/{}", enc(name)), None)
+            .await?;
+        Client::created_or_exists(r)
+    }
+
     pub async fn delete_index(&self, index: &str) -> Result<(), ClusterError> {
         self.ok_json(Method::DELETE, &format!("/{}", enc(index)), None)
             .await

@@ -13,6 +13,9 @@ pub enum Op {
     Index,
     /// Remove the document with this id (a delta between snapshots).
     Delete,
+    /// Write it only if its id is absent; one already there counts as delivered (data
+    /// streams take only `create`).
+    Create,
 }
 
 /// One document, as a source reads it and as the transform hands it to the sink.

@@ -10,8 +10,9 @@
 //!   low-water-mark cursor, checkpoints, the memory budget and the failure log.
 //! - [`worker`]: leases items until none is left; [`job`]: phases, items phase, N item
 //!   workers plus the keeper, the report.
-//! - [`metadata`]: templates and indices; [`verify`]: the target against the snapshot;
-//!   [`row_verify`]: the target against a table.
+//! - [`metadata`]: templates and indices, with the mapping conversions between versions;
+//!   [`vectors`]: the vector values the transform rewrites; [`verify`]: the target against
+//!   the snapshot; [`row_verify`]: the target against a table.
 
 pub mod budget;
 pub mod document;
@@ -30,6 +31,7 @@ pub mod sinks;
 pub mod source;
 pub mod sources;
 pub mod transform;
+pub mod vectors;
 pub mod verify;
 pub mod worker;
 

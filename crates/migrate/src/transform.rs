@@ -1,13 +1,14 @@
 //! The transform stage between source and sink: names each document's target index
 //! (type routes for multi-type indices, then renames), keeps its routing, and converts
-//! values where the target needs it. A document with no route is a skip with a reason,
-//! never a warning.
+//! values where the target needs it (string-encoded vectors become arrays: see
+//! [`crate::vectors`]). A document with no route is a skip with a reason, never a warning.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::document::Document;
+use crate::document::{Document, Op};
 use crate::metadata::DocumentRouting;
+use crate::vectors::{rewrite_vectors, VectorField};
 
 /// Why the transform could not route a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,17 +64,30 @@ enum Route {
 }
 
 /// The snapshot transform: the routes metadata migration decided (allowlist, merge or
-/// split of mapping types, [`Naming`]), one lookup per document.
+/// split of mapping types, [`Naming`]), one lookup per document, and the vector fields
+/// whose string values are rewritten.
 #[derive(Debug, Clone)]
 pub struct Routes {
     routes: HashMap<Box<str>, Route>,
+    vectors: HashMap<Box<str>, Arc<[VectorField]>>,
+    /// Source indices written with `create` (their target is a data stream).
+    create_only: HashSet<Box<str>>,
 }
 
 impl Routes {
     /// Routes for every index of `indices` that `routing` migrates.
     pub fn new(routing: &DocumentRouting, indices: &[String]) -> Routes {
         let mut routes = HashMap::new();
+        let mut vectors = HashMap::new();
+        let mut create_only = HashSet::new();
         for index in indices {
+            if routing.create_only(index) {
+                create_only.insert(Box::from(index.as_str()));
+            }
+            let fields = routing.vector_fields(index);
+            if !fields.is_empty() {
+                vectors.insert(Box::from(index.as_str()), Arc::from(fields));
+            }
             let targets = routing.targets_of(index);
             if targets.is_empty() {
                 continue;
@@ -90,12 +104,26 @@ impl Routes {
             };
             routes.insert(Box::from(index.as_str()), route);
         }
-        Routes { routes }
+        Routes {
+            routes,
+            vectors,
+            create_only,
+        }
     }
 }
 
 impl Transform for Routes {
     fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        if doc.op == Op::Index {
+            if let Some(fields) = self.vectors.get(&*doc.index) {
+                if let Some(new) = rewrite_vectors(&doc.source, fields) {
+                    doc.source = bytes::Bytes::from(new);
+                }
+            }
+            if self.create_only.contains(&*doc.index) {
+                doc.op = Op::Create;
+            }
+        }
         let target = match self.routes.get(&*doc.index) {
             None => {
                 return Err(Unroutable {
@@ -181,6 +209,31 @@ mod tests {
         assert!(Naming::parse_renames(&["x".into()]).is_err());
         assert!(Naming::parse_renames(&["a=b".into(), "a=c".into()]).is_err());
         assert!(Naming::parse_renames(&["=b".into()]).is_err());
+    }
+
+    #[test]
+    fn routes_rewrite_string_vectors_of_their_index() {
+        use crate::metadata::{Options, SourceIndex, SourceMetadata};
+        let source = SourceMetadata {
+            indices: vec![SourceIndex {
+                name: "vec".into(),
+                metadata: serde_json::json!({"mappings": [{"_doc": {"properties": {
+                    "b": {"type": "dense_vector", "dims": 2, "element_type": "byte"}}}}]}),
+            }],
+            ..SourceMetadata::default()
+        };
+        let routing = DocumentRouting::new(&source, &Options::default());
+        let routes = Routes::new(&routing, &["vec".to_string()]);
+        let mut d = doc("vec", None);
+        d.source = bytes::Bytes::from_static(br#"{"b":"01ff","k":"x"}"#);
+        routes.apply(&mut d).unwrap();
+        assert_eq!(&d.source[..], br#"{"b":[1,-1],"k":"x"}"#);
+        assert_eq!(&*d.index, "vec");
+        // Arrays go through as the same bytes.
+        let mut d = doc("vec", None);
+        d.source = bytes::Bytes::from_static(br#"{"b" : [1, -1]}"#);
+        routes.apply(&mut d).unwrap();
+        assert_eq!(&d.source[..], br#"{"b" : [1, -1]}"#);
     }
 
     #[test]

@@ -150,6 +150,11 @@ async fn target_state(c: &Client, report: &Report) -> BTreeMap<String, Value> {
                 .get_template(TemplateKind::Index, &item.name)
                 .await
                 .expect("get template"),
+            Kind::DataStream => Some(Value::Bool(
+                c.data_stream_exists(&item.name)
+                    .await
+                    .expect("get data stream"),
+            )),
         };
         state.insert(
             format!("{:?}/{}", item.kind, item.name),

@@ -149,3 +149,98 @@ fn bad_allowlist_regex_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("allowlist regex"), "{err}");
 }
+
+#[test]
+fn convert_prints_the_converted_mapping_and_every_conversion() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mapping.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&serde_json::json!({"mappings": {"properties": {
+            "embedding": {"type": "dense_vector", "dims": 3, "similarity": "cosine"},
+            "labels": {"type": "flattened"}
+        }}}))
+        .unwrap(),
+    )
+    .unwrap();
+    // Flags, JSON.
+    let out = rfs()
+        .args([
+            "metadata", "convert", "--json", "--from", "es-8.15", "--to", "os-2.19",
+        ])
+        .arg("--mapping")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["blocked"], false);
+    let p = &v["body"]["mappings"]["properties"];
+    assert_eq!(p["embedding"]["type"], "knn_vector");
+    assert_eq!(p["embedding"]["method"]["engine"], "lucene");
+    assert_eq!(p["labels"]["type"], "flat_object");
+    assert_eq!(v["body"]["settings"]["index.knn"], "true");
+    let rules: Vec<&str> = v["conversions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        rules.contains(&"dense_vector_to_knn_vector")
+            && rules.contains(&"flattened_to_flat_object"),
+        "{rules:?}"
+    );
+    assert_eq!(v["conversions"][0]["before"]["type"], "dense_vector");
+
+    // The environment, text, and the engine chosen by the user.
+    let out = rfs()
+        .args(["metadata", "convert"])
+        .env("RFS_MAPPING", &file)
+        .env("RFS_FROM", "es-8.15")
+        .env("RFS_TO", "os-2.19")
+        .env("RFS_KNN_ENGINE", "faiss")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("convert [dense_vector_to_knn_vector] embedding:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("before: {") && text.contains("after:  {"),
+        "{text}"
+    );
+    assert!(text.contains("\"engine\": \"faiss\""), "{text}");
+    assert!(text.contains("\"flat_object\""), "{text}");
+
+    // A blocked mapping: exit 1, BLOCKING named.
+    std::fs::write(
+        &file,
+        br#"{"properties": {"body": {"type": "semantic_text", "inference_id": "e5"}}}"#,
+    )
+    .unwrap();
+    let out = rfs()
+        .args(["metadata", "convert", "--from", "es-8.15", "--to", "os-3.0"])
+        .arg("--mapping")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("BLOCKING: body: semantic_text"), "{text}");
+
+    // A version the parser refuses: a usage error.
+    let out = rfs()
+        .args(["metadata", "convert", "--from", "es-8.15", "--to", "solr-9"])
+        .arg("--mapping")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

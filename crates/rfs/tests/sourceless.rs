@@ -56,6 +56,7 @@ fn a_snapshot_without_source_migrates_rebuilt_documents_and_verifies() {
         shards: vec![ShardSource::Lucene(Arc::new(
             lucene::FsDirectory::open(data().join("l9-nosource")).unwrap(),
         ))],
+        extra: serde_json::Map::new(),
     });
     write_repository(&repo, &[spec], &WriteOptions::default()).unwrap();
     let originals: BTreeMap<String, Value> =

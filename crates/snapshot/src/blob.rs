@@ -39,6 +39,20 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     /// A random-access handle over a blob of known length, for the Lucene reader. Object
     /// stores read ahead in large windows so that sequential scans make few requests.
     fn open(&self, name: &str, len: u64) -> Result<Arc<dyn FileHandle>>;
+    /// The repository's key prefix inside its bucket or container (the `base_path` of an
+    /// S3/GCS/Azure repository); `""` for a local directory or a bucket root.
+    fn base_path(&self) -> &str {
+        ""
+    }
+    /// The same bucket or container without the base path, for blobs a repository keeps
+    /// outside it (OpenSearch's HASHED_PREFIX shard paths). A store without a base path
+    /// is its own root.
+    fn bucket_root(&self) -> Result<Arc<dyn BlobStore>> {
+        Err(Error::Config(format!(
+            "{}: blobs outside the repository directory cannot be read from this store",
+            self.location()
+        )))
+    }
     /// Whether a blob exists.
     fn exists(&self, name: &str) -> Result<bool> {
         match self.len(name) {
@@ -64,6 +78,8 @@ pub fn join(dir: &str, name: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     root: PathBuf,
+    /// For a repository inside a local copy of a bucket: its base path and the bucket root.
+    bucket: Option<(String, PathBuf)>,
 }
 
 impl LocalStore {
@@ -71,13 +87,31 @@ impl LocalStore {
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         match std::fs::metadata(&root) {
-            Ok(m) if m.is_dir() => Ok(LocalStore { root }),
+            Ok(m) if m.is_dir() => Ok(LocalStore { root, bucket: None }),
             Ok(_) => Err(Error::Config(format!(
                 "{}: not a directory (a repository location is a directory)",
                 root.display()
             ))),
             Err(e) => Err(Error::Config(format!("{}: {e}", root.display()))),
         }
+    }
+
+    /// A repository at `<bucket>/<base_path>` in a local copy of an S3/GCS/Azure bucket:
+    /// blobs OpenSearch keeps outside the base path (HASHED_PREFIX shard directories) are
+    /// read from `bucket`.
+    pub fn open_in_bucket(bucket: impl AsRef<Path>, base_path: &str) -> Result<Self> {
+        let bucket = bucket.as_ref().to_path_buf();
+        let base = base_path.trim_matches('/').to_string();
+        if base.split('/').any(|c| c == ".." || c == ".") {
+            return Err(Error::Config(format!(
+                "base path {base:?} is not a relative path"
+            )));
+        }
+        let mut store = LocalStore::open(bucket.join(&base))?;
+        if !base.is_empty() {
+            store.bucket = Some((base, bucket));
+        }
+        Ok(store)
     }
 
     /// The repository directory.
@@ -115,6 +149,17 @@ impl LocalStore {
 impl BlobStore for LocalStore {
     fn location(&self) -> String {
         self.root.display().to_string()
+    }
+
+    fn base_path(&self) -> &str {
+        self.bucket.as_ref().map_or("", |(b, _)| b.as_str())
+    }
+
+    fn bucket_root(&self) -> Result<Arc<dyn BlobStore>> {
+        match &self.bucket {
+            None => Ok(Arc::new(self.clone())),
+            Some((_, root)) => Ok(Arc::new(LocalStore::open(root)?)),
+        }
     }
 
     fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>> {

@@ -36,6 +36,16 @@ pub enum Error {
         shard: u32,
         reason: String,
     },
+    /// The shard is a shallow copy of a remote-store-backed index (OpenSearch): its
+    /// segments are in the remote store, not in this repository.
+    #[error("index {index:?} shard {shard} in snapshot {snapshot:?} is a shallow copy of a remote-store-backed index: its segment files are in the remote store{}, not in this snapshot repository, so its documents cannot be read from the repository (take a snapshot into a repository without remote_store_index_shallow_copy, or restore it on OpenSearch first)", remote.as_deref().map(|r| format!(" {r:?}")).unwrap_or_default())]
+    RemoteStoreShard {
+        snapshot: String,
+        index: String,
+        shard: u32,
+        /// The remote segment store repository, when recorded.
+        remote: Option<String>,
+    },
     /// A repository location or option that cannot be used.
     #[error("{0}")]
     Config(String),

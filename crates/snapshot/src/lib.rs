@@ -29,6 +29,7 @@ pub mod reader;
 pub mod rebuild;
 pub mod repository;
 pub mod shard;
+pub mod shard_paths;
 pub mod uri;
 #[cfg(feature = "test-util")]
 pub mod write;
@@ -38,8 +39,8 @@ pub use blob::{BlobMeta, BlobStore, LocalStore};
 pub use document::EsDocument;
 pub use error::{Error, Result};
 pub use metadata::{
-    FileInfo, GlobalMetadata, IndexMetadata, RepositoryData, ShardFailure, ShardSnapshot,
-    SnapshotInfo, SnapshotState, TemplateKind, TypeMapping, Version,
+    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, RepositoryData, ShardFailure,
+    ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind, TypeMapping, Version,
 };
 pub use object::ObjectStoreBlobs;
 pub use reader::{
@@ -48,4 +49,5 @@ pub use reader::{
 pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
+pub use shard_paths::ShardPathType;
 pub use uri::{open_store, StoreOptions};

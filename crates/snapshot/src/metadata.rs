@@ -82,15 +82,32 @@ impl Version {
 
     /// Decodes `major*1_000_000 + minor*10_000 + revision*100 + build`; OpenSearch ids
     /// have bit 0x08000000 set.
+    ///
+    /// Elasticsearch 8.11+ writes `IndexVersion` ids instead (`8_500_000` and up in the 8.x
+    /// line), which do not encode the release: those decode as 8.11.0, the first release
+    /// that wrote them. Ids of the 9.x line keep the right major.
     pub fn from_id(id: u32) -> Version {
         let opensearch = id & Self::OPENSEARCH_MASK != 0;
         let id = id & !Self::OPENSEARCH_MASK;
-        Version {
+        let v = Version {
             major: id / 1_000_000,
             minor: (id / 10_000) % 100,
             revision: (id / 100) % 100,
             opensearch,
+        };
+        if !opensearch && v.major == 8 && v.minor >= 50 {
+            return Version {
+                minor: 11,
+                revision: 0,
+                ..v
+            };
         }
+        v
+    }
+
+    /// Whether `id` is an Elasticsearch 8.11+ `IndexVersion` id rather than a release id.
+    pub fn is_index_version_id(id: u32) -> bool {
+        id & Self::OPENSEARCH_MASK == 0 && (8_500_000..9_000_000).contains(&id)
     }
 
     /// Parses `"7.10.2"` (extra suffixes such as `-SNAPSHOT` are ignored).
@@ -125,6 +142,12 @@ pub struct SnapshotEntry {
     pub version: Option<String>,
     /// Repository index id → index-metadata identifier (7.9+).
     pub index_metadata_lookup: BTreeMap<String, String>,
+    /// The `IndexVersion` id of the cluster that took it (Elasticsearch 8.11+, beside
+    /// `version`).
+    pub index_version: Option<i64>,
+    /// Start and end in epoch milliseconds (Elasticsearch 7.14+).
+    pub start_time_millis: Option<i64>,
+    pub end_time_millis: Option<i64>,
 }
 
 /// One index as listed in repository data.
@@ -138,6 +161,25 @@ pub struct IndexEntry {
     pub snapshot_uuids: Vec<String>,
     /// Shard generations by shard number (7.6+); `None` = unknown, list the shard dir.
     pub shard_generations: Vec<Option<String>>,
+    /// OpenSearch 2.17+ `shard_path_type` code (0 when absent): how the shard directories
+    /// are laid out. See [`IndexEntry::shard_path_type`].
+    pub shard_path_type_code: i64,
+}
+
+impl IndexEntry {
+    /// The layout of this index's shard directories; an unknown code is an error naming
+    /// the index.
+    pub fn shard_path_type(&self) -> Result<crate::shard_paths::ShardPathType> {
+        crate::shard_paths::ShardPathType::from_code(self.shard_path_type_code).ok_or_else(|| {
+            Error::Unsupported {
+                blob: format!("repository data, index {}", self.name),
+                what: format!(
+                    "shard_path_type {} (known: 0 FIXED, 1 HASHED_PREFIX, 2 HASHED_INFIX)",
+                    self.shard_path_type_code
+                ),
+            }
+        })
+    }
 }
 
 /// The root `index-N` blob: which snapshots and indices the repository holds.
@@ -153,6 +195,8 @@ pub struct RepositoryData {
     pub index_metadata_identifiers: BTreeMap<String, String>,
     pub min_version: Option<String>,
     pub uuid: Option<String>,
+    /// UUID of the last cluster that wrote the repository (Elasticsearch 7.12+).
+    pub cluster_id: Option<String>,
 }
 
 fn str_of(v: &Value) -> Option<String> {
@@ -187,6 +231,7 @@ impl RepositoryData {
             generation,
             min_version: root.get("min_version").and_then(str_of),
             uuid: root.get("uuid").and_then(str_of),
+            cluster_id: root.get("cluster_id").and_then(str_of),
             index_metadata_identifiers: string_map(root.get("index_metadata_identifiers")),
             ..Default::default()
         };
@@ -203,6 +248,9 @@ impl RepositoryData {
                     state: None,
                     version: None,
                     index_metadata_lookup: BTreeMap::new(),
+                    index_version: None,
+                    start_time_millis: None,
+                    end_time_millis: None,
                 },
                 Value::Object(o) => {
                     let name = o
@@ -221,6 +269,9 @@ impl RepositoryData {
                             .and_then(SnapshotState::from_code),
                         version: o.get("version").and_then(str_of),
                         index_metadata_lookup: string_map(o.get("index_metadata_lookup")),
+                        index_version: o.get("index_version").and_then(Value::as_i64),
+                        start_time_millis: o.get("start_time_millis").and_then(Value::as_i64),
+                        end_time_millis: o.get("end_time_millis").and_then(Value::as_i64),
                     }
                 }
                 other => {
@@ -266,6 +317,10 @@ impl RepositoryData {
                         id,
                         snapshot_uuids,
                         shard_generations,
+                        shard_path_type_code: v
+                            .get("shard_path_type")
+                            .and_then(|c| c.as_i64().or_else(|| c.as_str()?.parse().ok()))
+                            .unwrap_or(0),
                     },
                 );
             }
@@ -333,6 +388,14 @@ pub struct SnapshotInfo {
     pub successful_shards: Option<u32>,
     #[serde(default)]
     pub failures: Vec<ShardFailure>,
+    /// OpenSearch: remote-store-backed indices were snapshotted as shallow copies (their
+    /// segments stay in the remote store).
+    #[serde(default)]
+    pub remote_store_index_shallow_copy: Option<bool>,
+    /// OpenSearch shallow snapshot v2: the remote-store timestamp the snapshot pins
+    /// (0 or absent otherwise).
+    #[serde(default)]
+    pub pinned_timestamp: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -380,8 +443,71 @@ pub struct GlobalMetadata {
     pub index_templates: BTreeMap<String, Value>,
     /// Persistent cluster settings, when present.
     pub persistent_settings: Option<Value>,
+    /// Data streams (Elasticsearch 7.9+, OpenSearch 1.0+), by name.
+    pub data_streams: BTreeMap<String, DataStream>,
     /// The whole `meta-data` object.
     pub raw: Map<String, Value>,
+}
+
+/// A data stream of the global metadata: its backing indices, oldest first (the last one
+/// is the write index).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataStream {
+    pub name: String,
+    /// The timestamp field (`@timestamp` unless configured otherwise).
+    pub timestamp_field: String,
+    /// Backing index names, oldest first.
+    pub indices: Vec<String>,
+    pub generation: Option<u64>,
+    pub hidden: bool,
+    pub system: bool,
+    /// Elasticsearch `index_mode` of the stream (`time_series`, `logsdb`), when set.
+    pub index_mode: Option<String>,
+    /// The whole definition, for anything not lifted into a field.
+    pub raw: Value,
+}
+
+impl DataStream {
+    fn from_value(name: &str, v: &Value) -> DataStream {
+        let indices = v
+            .get("indices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|i| match i {
+                Value::String(n) => Some(n.clone()),
+                Value::Object(o) => o.get("index_name").and_then(str_of),
+                _ => None,
+            })
+            .collect();
+        let timestamp_field = match v.get("timestamp_field") {
+            Some(Value::String(f)) => f.clone(),
+            Some(Value::Object(o)) => o
+                .get("name")
+                .and_then(str_of)
+                .unwrap_or_else(|| "@timestamp".into()),
+            _ => "@timestamp".into(),
+        };
+        let flag = |k: &str| v.get(k).is_some_and(|b| b == true || b == "true");
+        DataStream {
+            name: v
+                .get("name")
+                .and_then(str_of)
+                .unwrap_or_else(|| name.to_string()),
+            timestamp_field,
+            indices,
+            generation: v.get("generation").and_then(Value::as_u64),
+            hidden: flag("hidden"),
+            system: flag("system"),
+            index_mode: v.get("index_mode").and_then(str_of),
+            raw: v.clone(),
+        }
+    }
+
+    /// The index documents are written to: the newest backing index.
+    pub fn write_index(&self) -> Option<&str> {
+        self.indices.last().map(String::as_str)
+    }
 }
 
 impl GlobalMetadata {
@@ -402,13 +528,27 @@ impl GlobalMetadata {
         };
         // Custom metadata is doubly nested: {"index_template":{"index_template":{...}}}.
         let nested = |key: &str| map_of(md.get(key).and_then(|v| v.get(key).or(Some(v))));
+        // {"data_stream": {"data_stream": {name: {...}}, "data_stream_aliases": {...}}}
+        let data_streams = nested("data_stream")
+            .iter()
+            .filter(|(_, v)| v.is_object())
+            .map(|(name, v)| (name.clone(), DataStream::from_value(name, v)))
+            .collect();
         Ok(GlobalMetadata {
             legacy_templates: map_of(md.get("templates")),
             component_templates: nested("component_template"),
             index_templates: nested("index_template"),
             persistent_settings: md.get("settings").cloned(),
+            data_streams,
             raw: md,
         })
+    }
+
+    /// The data stream `index` backs, if any.
+    pub fn data_stream_of(&self, index: &str) -> Option<&DataStream> {
+        self.data_streams
+            .values()
+            .find(|d| d.indices.iter().any(|i| i == index))
     }
 
     /// Templates of one kind, by name.
@@ -556,29 +696,67 @@ impl IndexMetadata {
         self.mappings.iter().map(|m| m.doc_type.as_str()).collect()
     }
 
-    /// Whether documents are stored without `_source`: `_source.enabled: false`,
-    /// `_source.mode: synthetic` or `disabled`, the `index.mapping.source.mode` setting,
-    /// or an `index.mode` of `time_series` / `logsdb` (synthetic by default).
-    pub fn source_not_stored(&self) -> bool {
-        if self.source_disabled() {
-            return true;
+    /// `index.mode` (Elasticsearch 8.x): `standard` when unset.
+    pub fn index_mode(&self) -> IndexMode {
+        match self.setting("index.mode") {
+            None => IndexMode::Standard,
+            Some(m) => IndexMode::parse(&m),
         }
-        let mode_in_mapping = self.mappings.iter().find_map(|m| {
-            m.mapping
-                .get("_source")
-                .and_then(|s| s.get("mode"))
+    }
+
+    /// How `_source` is kept: the `index.mapping.source.mode` setting (Elasticsearch
+    /// 8.17+), else the mapping's `_source.mode` (8.4+) or `_source.enabled: false`, else
+    /// the default of the index mode (synthetic for `time_series` and `logsdb`).
+    pub fn source_mode(&self) -> SourceMode {
+        if let Some(m) = self
+            .setting("index.mapping.source.mode")
+            .and_then(|m| SourceMode::parse(&m))
+        {
+            return m;
+        }
+        for m in &self.mappings {
+            let Some(src) = m.mapping.get("_source") else {
+                continue;
+            };
+            if let Some(mode) = src
+                .get("mode")
                 .and_then(Value::as_str)
-                .map(str::to_string)
-        });
-        let mode = mode_in_mapping.or_else(|| self.setting("index.mapping.source.mode"));
-        match mode.as_deref() {
-            Some("synthetic") | Some("disabled") => true,
-            Some("stored") => false,
-            _ => matches!(
-                self.setting("index.mode").as_deref(),
-                Some("time_series") | Some("logsdb")
-            ),
+                .and_then(SourceMode::parse)
+            {
+                return mode;
+            }
         }
+        if self.source_disabled() {
+            return SourceMode::Disabled;
+        }
+        match self.index_mode() {
+            IndexMode::TimeSeries | IndexMode::Logsdb => SourceMode::Synthetic,
+            _ => SourceMode::Stored,
+        }
+    }
+
+    /// Whether the snapshot marks it a system index (`system: true`, 7.10+).
+    pub fn is_system(&self) -> bool {
+        self.raw
+            .get("system")
+            .is_some_and(|b| b == true || b == "true")
+    }
+
+    /// `index.hidden` (7.7+; data stream backing indices are hidden).
+    pub fn is_hidden(&self) -> bool {
+        self.setting("index.hidden").as_deref() == Some("true")
+    }
+
+    /// OpenSearch remote-store-backed index (`index.remote_store.enabled`): its segments
+    /// live in the remote store, and a shallow-copy snapshot holds none of them.
+    pub fn remote_store_enabled(&self) -> bool {
+        self.setting("index.remote_store.enabled").as_deref() == Some("true")
+    }
+
+    /// Whether documents are stored without `_source` (synthetic or disabled, see
+    /// [`IndexMetadata::source_mode`]): such an index needs `_source` rebuilt.
+    pub fn source_not_stored(&self) -> bool {
+        self.source_mode() != SourceMode::Stored
     }
 
     /// Where each field of a rebuilt `_source` comes from (the first mapping type with
@@ -603,6 +781,56 @@ impl IndexMetadata {
                 .and_then(|s| s.get("enabled"))
                 .is_some_and(|e| e == false || e == "false")
         })
+    }
+}
+
+/// `index.mode` of an Elasticsearch 8.x index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexMode {
+    Standard,
+    /// Time-series data stream index (8.7+): routing by dimensions, synthetic source.
+    TimeSeries,
+    /// Logs index (8.17+): sorted by host and time, synthetic source.
+    Logsdb,
+    /// Lookup index (8.18+): one shard, the right side of ES|QL lookup joins.
+    Lookup,
+    /// A value this reader does not know.
+    Other(String),
+}
+
+impl IndexMode {
+    pub fn parse(s: &str) -> IndexMode {
+        match s {
+            "standard" => IndexMode::Standard,
+            "time_series" => IndexMode::TimeSeries,
+            "logsdb" => IndexMode::Logsdb,
+            "lookup" => IndexMode::Lookup,
+            other => IndexMode::Other(other.to_string()),
+        }
+    }
+}
+
+/// How an index keeps `_source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceMode {
+    /// Stored as written (the default).
+    Stored,
+    /// Not stored: rebuilt from doc values and stored fields on read (Elasticsearch 8.4+).
+    Synthetic,
+    /// Not stored at all.
+    Disabled,
+}
+
+impl SourceMode {
+    pub fn parse(s: &str) -> Option<SourceMode> {
+        match s.to_ascii_lowercase().as_str() {
+            "stored" => Some(SourceMode::Stored),
+            "synthetic" => Some(SourceMode::Synthetic),
+            "disabled" => Some(SourceMode::Disabled),
+            _ => None,
+        }
     }
 }
 

@@ -196,6 +196,22 @@ impl BlobStore for ObjectStoreBlobs {
         self.inner.url.clone()
     }
 
+    fn base_path(&self) -> &str {
+        &self.inner.base
+    }
+
+    fn bucket_root(&self) -> Result<Arc<dyn BlobStore>> {
+        let inner = &self.inner;
+        if inner.base.is_empty() {
+            return Ok(Arc::new(self.clone()));
+        }
+        let url = inner.url.trim_end_matches('/');
+        let url = url.strip_suffix(inner.base.as_str()).unwrap_or(url);
+        let root = ObjectStoreBlobs::new(inner.store.clone(), url, "")?
+            .with_read_ahead(inner.window, inner.max_windows);
+        Ok(Arc::new(root))
+    }
+
     fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>> {
         let inner = &self.inner;
         let store = inner.store.clone();

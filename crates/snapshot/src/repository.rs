@@ -1,7 +1,8 @@
 //! A snapshot repository: finding the latest repository data, and resolving snapshots,
 //! their global metadata, index metadata and shard file lists.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -14,12 +15,17 @@ use crate::metadata::{
     SnapshotEntry, SnapshotInfo, SnapshotInfoRoot, SnapshotState, Version,
 };
 use crate::shard::ShardDirectory;
+use crate::shard_paths::{self, ShardDirLocation, ShardPathType, ShardPathsName};
 use crate::xcontent;
 
 struct Inner {
     store: Arc<dyn BlobStore>,
     data: RepositoryData,
     warnings: Vec<String>,
+    /// The bucket without the base path, opened on first use (HASHED_PREFIX shards).
+    bucket_root: OnceLock<Arc<dyn BlobStore>>,
+    /// `snapshot_shard_paths/` blob names by index id, listed on first use.
+    recorded_paths: OnceLock<BTreeMap<String, Vec<ShardPathsName>>>,
 }
 
 /// The generation `index.latest` names: 8 bytes, big-endian, not negative.
@@ -119,6 +125,8 @@ impl Repository {
                 store,
                 data,
                 warnings,
+                bucket_root: OnceLock::new(),
+                recorded_paths: OnceLock::new(),
             }),
         })
     }
@@ -127,6 +135,39 @@ impl Repository {
     /// is corrupt or disagrees with the listing), each naming the blob.
     pub fn warnings(&self) -> &[String] {
         &self.inner.warnings
+    }
+
+    /// The store holding blobs outside the repository's base path (the bucket root).
+    fn bucket_root(&self) -> Result<Arc<dyn BlobStore>> {
+        if let Some(s) = self.inner.bucket_root.get() {
+            return Ok(s.clone());
+        }
+        let root = self.inner.store.bucket_root()?;
+        Ok(self.inner.bucket_root.get_or_init(|| root).clone())
+    }
+
+    /// The `snapshot_shard_paths/` blobs of index id `index_id` (OpenSearch 2.17+), most
+    /// shards first.
+    fn recorded_paths(&self, index_id: &str) -> Result<Vec<ShardPathsName>> {
+        if self.inner.recorded_paths.get().is_none() {
+            let mut by_id: BTreeMap<String, Vec<ShardPathsName>> = BTreeMap::new();
+            for b in self.inner.store.list(shard_paths::SHARD_PATHS_DIR, "")? {
+                if let Some(n) = ShardPathsName::parse(&b.name) {
+                    by_id.entry(n.index_id.clone()).or_default().push(n);
+                }
+            }
+            for v in by_id.values_mut() {
+                v.sort_by_key(|n| std::cmp::Reverse(n.shard_count));
+            }
+            let _ = self.inner.recorded_paths.set(by_id);
+        }
+        Ok(self
+            .inner
+            .recorded_paths
+            .get()
+            .and_then(|m| m.get(index_id))
+            .cloned()
+            .unwrap_or_default())
     }
 
     /// The blob store.
@@ -268,6 +309,7 @@ impl Snapshot {
                 id: name.to_string(),
                 snapshot_uuids: vec![self.entry.uuid.clone()],
                 shard_generations: Vec::new(),
+                shard_path_type_code: 0,
             });
         }
         Err(Error::NoSuchIndex {
@@ -338,9 +380,59 @@ impl SnapshotIndex {
         self.metadata.number_of_shards
     }
 
-    /// Blob directory of shard `shard`.
+    /// How the shard directories of this index are laid out (OpenSearch 2.17+ may hash
+    /// them); an unknown layout is an error naming the index.
+    pub fn shard_path_type(&self) -> Result<ShardPathType> {
+        self.entry.shard_path_type()
+    }
+
+    /// Directory of shard `shard` as computed from the layout, relative to the store
+    /// that holds it (the repository, or the bucket root for HASHED_PREFIX shards of a
+    /// repository with a base path). For messages; [`SnapshotIndex::shard_location`]
+    /// also honours the paths OpenSearch recorded.
     pub fn shard_dir(&self, shard: u32) -> String {
-        format!("indices/{}/{}", self.entry.id, shard)
+        let ty = self.entry.shard_path_type().unwrap_or_default();
+        let base = self.snapshot.repo.store().base_path().to_string();
+        match shard_paths::shard_dir(ty, &self.entry.id, shard, &base) {
+            ShardDirLocation::InRepository(d) | ShardDirLocation::InBucket(d) => d,
+        }
+    }
+
+    /// The store and directory holding the blobs of shard `shard`: `indices/<id>/<shard>`,
+    /// or for OpenSearch hashed layouts the path recorded in `snapshot_shard_paths/`,
+    /// else the one computed from the hash.
+    pub fn shard_location(&self, shard: u32) -> Result<(Arc<dyn BlobStore>, String)> {
+        let repo = &self.snapshot.repo;
+        let store = repo.store().clone();
+        let ty = self.entry.shard_path_type()?;
+        if ty == ShardPathType::Fixed {
+            return Ok((store, format!("indices/{}/{}", self.entry.id, shard)));
+        }
+        let base = store.base_path().to_string();
+        let mut location = shard_paths::shard_dir(ty, &self.entry.id, shard, &base);
+        for name in repo.recorded_paths(&self.entry.id)? {
+            if name.shard_count <= shard {
+                continue;
+            }
+            let blob = join(shard_paths::SHARD_PATHS_DIR, &name.blob_name_as_listed());
+            let paths =
+                shard_paths::parse_recorded_paths(&blob, &store.read(&blob)?, &self.entry.id)?;
+            if let Some(p) = paths.get(shard as usize) {
+                let recorded = shard_paths::locate_recorded(p, &base);
+                if recorded != location {
+                    tracing::debug!(
+                        index = %self.entry.name, shard,
+                        "using the shard path recorded in {blob} ({recorded:?}) rather than the computed {location:?}"
+                    );
+                }
+                location = recorded;
+                break;
+            }
+        }
+        match location {
+            ShardDirLocation::InRepository(d) => Ok((store, d)),
+            ShardDirLocation::InBucket(d) => Ok((repo.bucket_root()?, d)),
+        }
     }
 
     /// Why shard `shard` has no data in this snapshot, if it failed.
@@ -372,24 +464,60 @@ impl SnapshotIndex {
                 reason,
             });
         }
-        let store = self.snapshot.repo.store();
-        let dir = self.shard_dir(shard);
+        let (store, dir) = self.shard_location(shard)?;
         let blob = join(&dir, &format!("snap-{}.dat", self.snapshot.entry.uuid));
-        let legacy = join(&dir, &format!("snapshot-{}", self.snapshot.entry.name));
-        if !store.exists(&blob)? && store.exists(&legacy)? {
-            let bytes = lzf::maybe_decompress(&legacy, &store.read(&legacy)?)?;
-            return xcontent::decode(&legacy, &bytes);
+        if !store.exists(&blob)? {
+            let legacy = join(&dir, &format!("snapshot-{}", self.snapshot.entry.name));
+            if store.exists(&legacy)? {
+                let bytes = lzf::maybe_decompress(&legacy, &store.read(&legacy)?)?;
+                return xcontent::decode(&legacy, &bytes);
+            }
+            self.check_not_remote_store(&*store, &dir, shard)?;
         }
         let bytes = store.read(&blob)?;
         let env = envelope::open(&blob, &bytes, codec::SNAPSHOT)?;
         xcontent::decode(&blob, &env.content)
     }
 
+    /// When the shard's `snap-<uuid>.dat` is missing: a remote-store shallow copy
+    /// (`shallow-snap-<uuid>.dat`, or a shallow snapshot v2 of a remote-store index) is a
+    /// [`Error::RemoteStoreShard`] naming the index, not a missing blob.
+    fn check_not_remote_store(&self, store: &dyn BlobStore, dir: &str, shard: u32) -> Result<()> {
+        let uuid = &self.snapshot.entry.uuid;
+        let shallow = join(dir, &format!("shallow-snap-{uuid}.dat"));
+        let info = &self.snapshot.info;
+        let v2 = info.pinned_timestamp.unwrap_or(0) > 0 && self.metadata.remote_store_enabled();
+        let remote = if store.exists(&shallow)? {
+            let bytes = store.read(&shallow)?;
+            envelope::open(&shallow, &bytes, codec::SNAPSHOT)
+                .ok()
+                .and_then(|env| xcontent::decode_value(&shallow, &env.content).ok())
+                .and_then(|v| {
+                    v.get("remote_store_repository")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+        } else if v2
+            || info.remote_store_index_shallow_copy == Some(true)
+                && self.metadata.remote_store_enabled()
+        {
+            self.metadata
+                .setting("index.remote_store.segment.repository")
+        } else {
+            return Ok(());
+        };
+        Err(Error::RemoteStoreShard {
+            snapshot: self.snapshot.entry.name.clone(),
+            index: self.entry.name.clone(),
+            shard,
+            remote,
+        })
+    }
+
     /// The shard's `index-<gen>` (every snapshot of the shard): the generation from
     /// repository data, else the highest numeric `index-N` in the shard directory.
     pub fn shard_snapshots(&self, shard: u32) -> Result<Option<ShardSnapshots>> {
-        let store = self.snapshot.repo.store();
-        let dir = self.shard_dir(shard);
+        let (store, dir) = self.shard_location(shard)?;
         let gen = match self
             .entry
             .shard_generations
@@ -415,11 +543,8 @@ impl SnapshotIndex {
     /// Opens shard `shard` as a Lucene directory over its blobs (nothing is copied).
     pub fn open_shard(&self, shard: u32) -> Result<Shard> {
         let snap = self.shard_snapshot(shard)?;
-        let dir = ShardDirectory::new(
-            self.snapshot.repo.store().clone(),
-            self.shard_dir(shard),
-            &snap.files,
-        );
+        let (store, dir) = self.shard_location(shard)?;
+        let dir = ShardDirectory::new(store, dir, &snap.files);
         Ok(Shard {
             index: self.clone(),
             shard,

@@ -3,7 +3,12 @@
 //! templates) as snapshots that [`crate::Repository`] — or Elasticsearch — can read.
 //!
 //! Options cover what real repositories rarely show: multi-part files (small part size),
-//! `DFL\0`/`ZSTD\0` compressed metadata, and PARTIAL snapshots with failed shards.
+//! `DFL\0`/`ZSTD\0` compressed metadata, and PARTIAL snapshots with failed shards; and
+//! the layouts of newer versions: OpenSearch hashed shard paths ([`WriteOptions::
+//! shard_path_type`], with `snapshot_shard_paths/` blobs and a bucket `base_path`),
+//! Elasticsearch 8 repository data (`index_version`, repository and cluster uuids, data
+//! streams with hidden backing indices, extra index-metadata keys) and OpenSearch
+//! remote-store shallow copies ([`ShardSource::RemoteStore`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -19,6 +24,9 @@ use crate::envelope::{self, codec, Compression};
 use crate::error::{Error, Result};
 use crate::metadata::{FileInfo, TypeMapping};
 use crate::repository::Snapshot;
+use crate::shard_paths::{
+    self, PathHashAlgorithm, ShardDirLocation, ShardPathType, ShardPathsName,
+};
 use crate::xcontent::{self, Binary};
 use lucene::names::base36;
 
@@ -33,6 +41,16 @@ pub struct WriteOptions {
     pub inline_metadata_files: bool,
     /// Seed of the generated UUIDs (same inputs and seed → same repository).
     pub seed: u64,
+    /// Shard directory layout (OpenSearch 2.17+ `shard_path_type`); recorded per index in
+    /// the repository data and, for the hashed layouts, in `snapshot_shard_paths/`.
+    pub shard_path_type: ShardPathType,
+    /// Write the `snapshot_shard_paths/` blobs of hashed layouts (OpenSearch does, but does
+    /// not fail a snapshot when it cannot; `false` leaves the reader to compute the paths).
+    pub record_shard_paths: bool,
+    /// The repository's `base_path` inside a bucket: the destination directory is then
+    /// the bucket root, the repository is written under `<dest>/<base_path>`, and
+    /// HASHED_PREFIX shard directories under `<dest>/<hash>/<base_path>/…`.
+    pub base_path: String,
 }
 
 impl Default for WriteOptions {
@@ -42,6 +60,9 @@ impl Default for WriteOptions {
             compression: Compression::None,
             inline_metadata_files: true,
             seed: 42,
+            shard_path_type: ShardPathType::Fixed,
+            record_shard_paths: true,
+            base_path: String::new(),
         }
     }
 }
@@ -53,6 +74,9 @@ pub enum ShardSource {
     Lucene(Arc<dyn Directory>),
     /// The shard failed: no data is written and the snapshot becomes PARTIAL.
     Failed { reason: String },
+    /// An OpenSearch remote-store-backed shard snapshotted as a shallow copy: only a
+    /// `shallow-snap-<uuid>.dat` naming the remote segment store, no files.
+    RemoteStore { repository: String },
 }
 
 /// One index of a snapshot to write.
@@ -64,6 +88,9 @@ pub struct IndexSpec {
     pub mappings: Vec<TypeMapping>,
     pub aliases: Map<String, Value>,
     pub shards: Vec<ShardSource>,
+    /// Other top-level keys of the index metadata (`system`, Elasticsearch 8's
+    /// `timestamp_range`, `mappings_updated_version`, …), written as given.
+    pub extra: Map<String, Value>,
 }
 
 impl IndexSpec {
@@ -79,8 +106,18 @@ impl IndexSpec {
             }],
             aliases: Map::new(),
             shards: vec![ShardSource::Lucene(Arc::new(dir))],
+            extra: Map::new(),
         })
     }
+}
+
+/// A data stream of a snapshot's global metadata.
+#[derive(Debug, Clone)]
+pub struct DataStreamSpec {
+    pub name: String,
+    pub timestamp_field: String,
+    /// Backing index names (indices of the snapshot), oldest first.
+    pub indices: Vec<String>,
 }
 
 /// One snapshot to write.
@@ -93,6 +130,11 @@ pub struct SnapshotSpec {
     pub legacy_templates: BTreeMap<String, Value>,
     pub component_templates: BTreeMap<String, Value>,
     pub index_templates: BTreeMap<String, Value>,
+    /// Data streams (global metadata `data_stream`, SnapshotInfo `data_streams`).
+    pub data_streams: Vec<DataStreamSpec>,
+    /// Elasticsearch 8.11+: the `IndexVersion` id written beside `version` in the
+    /// repository data (whose `version` then reads "8.11.0").
+    pub index_version: Option<u32>,
 }
 
 impl SnapshotSpec {
@@ -105,6 +147,8 @@ impl SnapshotSpec {
             legacy_templates: BTreeMap::new(),
             component_templates: BTreeMap::new(),
             index_templates: BTreeMap::new(),
+            data_streams: Vec::new(),
+            index_version: None,
         }
     }
 
@@ -119,6 +163,16 @@ impl SnapshotSpec {
             legacy_templates: global.legacy_templates,
             component_templates: global.component_templates,
             index_templates: global.index_templates,
+            data_streams: global
+                .data_streams
+                .values()
+                .map(|d| DataStreamSpec {
+                    name: d.name.clone(),
+                    timestamp_field: d.timestamp_field.clone(),
+                    indices: d.indices.clone(),
+                })
+                .collect(),
+            index_version: None,
         };
         for name in snap.index_names() {
             let index = snap.index(&name)?;
@@ -130,12 +184,17 @@ impl SnapshotSpec {
                     None => ShardSource::Lucene(index.open_shard(s)?.directory().clone()),
                 });
             }
+            let mut extra = Map::new();
+            if md.is_system() {
+                extra.insert("system".into(), Value::Bool(true));
+            }
             spec.indices.push(IndexSpec {
                 name,
                 settings: md.settings.clone(),
                 mappings: md.mappings.clone(),
                 aliases: md.aliases.clone(),
                 shards,
+                extra,
             });
         }
         Ok(spec)
@@ -259,7 +318,9 @@ fn seal(value: &Value, c: &str, opts: &WriteOptions) -> Vec<u8> {
     envelope::seal(c, &xcontent::to_smile(value), opts.compression)
 }
 
-/// Writes `snapshots` as a new repository in `dest` (which must be empty or absent).
+/// Writes `snapshots` as a new repository in `dest` (which must be empty or absent). With
+/// a [`WriteOptions::base_path`], `dest` is the bucket root and the repository is written
+/// under `<dest>/<base_path>`.
 pub fn write_repository(
     dest: &Path,
     snapshots: &[SnapshotSpec],
@@ -276,17 +337,39 @@ pub fn write_repository(
             dest.display()
         )));
     }
-    std::fs::create_dir_all(dest).map_err(|e| io(dest, e))?;
+    let base = opts.base_path.trim_matches('/');
+    if base.split('/').any(|c| c == ".." || c == ".") {
+        return Err(Error::Config(format!(
+            "base path {base:?} is not a relative path"
+        )));
+    }
+    let repo_root = if base.is_empty() {
+        dest.to_path_buf()
+    } else {
+        dest.join(base)
+    };
+    std::fs::create_dir_all(&repo_root).map_err(|e| io(&repo_root, e))?;
     let mut ids = Ids(rand::rngs::StdRng::seed_from_u64(opts.seed));
     let cluster_uuid = ids.uuid();
+    let repository_uuid = ids.uuid();
     // Per index name: repository id and index uuid, shared by every snapshot.
     let mut index_ids: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut repo_snapshots = Vec::new();
     let mut repo_indices: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+    // Most shards each index had in any snapshot (for `snapshot_shard_paths/`).
+    let mut shard_counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut identifiers = Map::new();
     // (index id, shard) → snapshot name → files
     let mut shard_history: BTreeMap<(String, usize), ShardHistory> = BTreeMap::new();
     let start_time = 1_700_000_000_000i64;
+    // Where a shard directory is, as a path under `dest`.
+    let shard_path = |index_id: &str, s: usize| -> String {
+        match shard_paths::shard_dir(opts.shard_path_type, index_id, s as u32, base) {
+            ShardDirLocation::InRepository(d) if base.is_empty() => d,
+            ShardDirLocation::InRepository(d) => format!("{base}/{d}"),
+            ShardDirLocation::InBucket(d) => d,
+        }
+    };
 
     for snap in snapshots {
         let uuid = ids.uuid();
@@ -294,6 +377,7 @@ pub fn write_repository(
         let mut total_shards = 0;
         let mut lookup = Map::new();
         let mut index_names = Vec::new();
+        let mut shallow = false;
         for index in &snap.indices {
             let (index_id, index_uuid) = index_ids
                 .entry(index.name.clone())
@@ -304,6 +388,8 @@ pub fn write_repository(
             if n == 0 {
                 return Err(Error::Config(format!("index {} has no shards", index.name)));
             }
+            let count = shard_counts.entry(index.name.clone()).or_insert(0);
+            *count = (*count).max(n);
             let mut settings = index.settings.clone();
             settings.insert("index.number_of_shards".into(), json!(n.to_string()));
             settings
@@ -328,7 +414,7 @@ pub fn write_repository(
                 .iter()
                 .map(|m| json!({ m.doc_type.clone(): m.mapping }))
                 .collect();
-            let md = json!({ index.name.clone(): {
+            let mut inner = json!({
                 "version": 1, "mapping_version": 1, "settings_version": 1, "aliases_version": 1,
                 "routing_num_shards": n * 1024usize.div_ceil(n).next_power_of_two().max(1),
                 "state": "open",
@@ -339,7 +425,13 @@ pub fn write_repository(
                 "in_sync_allocations": (0..n).map(|s| (s.to_string(), json!([]))).collect::<Map<_, _>>(),
                 "rollover_info": {},
                 "system": false,
-            }});
+            });
+            if let Value::Object(o) = &mut inner {
+                for (k, v) in &index.extra {
+                    o.insert(k.clone(), v.clone());
+                }
+            }
+            let md = json!({ index.name.clone(): inner });
             let ident = format!("{uuid_in_settings}-_na_-1-1-1");
             let blob_id = identifiers
                 .get(&ident)
@@ -347,7 +439,7 @@ pub fn write_repository(
                 .map(str::to_string)
                 .unwrap_or_else(|| ids.blob_id());
             put(
-                dest,
+                &repo_root,
                 &format!("indices/{index_id}/meta-{blob_id}.dat"),
                 &seal(&md, codec::INDEX_METADATA, opts),
             )?;
@@ -361,12 +453,26 @@ pub fn write_repository(
 
             for (s, source) in index.shards.iter().enumerate() {
                 total_shards += 1;
-                let shard_dir = format!("indices/{index_id}/{s}");
+                let shard_dir = shard_path(&index_id, s);
                 match source {
                     ShardSource::Failed { reason } => failures.push(json!({
                         "index": index.name, "index_uuid": index_id, "shard_id": s,
                         "reason": reason, "node_id": "node-1", "status": "INTERNAL_SERVER_ERROR",
                     })),
+                    ShardSource::RemoteStore { repository } => {
+                        shallow = true;
+                        let shallow_snap = json!({
+                            "name": snap.name, "index_version": 0, "start_time": start_time,
+                            "time": 1, "number_of_files": 0, "total_size": 0,
+                            "index_uuid": uuid_in_settings, "remote_store_repository": repository,
+                            "commit_generation": 3, "primary_term": 1,
+                        });
+                        put(
+                            dest,
+                            &format!("{shard_dir}/shallow-snap-{uuid}.dat"),
+                            &seal(&shallow_snap, codec::SNAPSHOT, opts),
+                        )?;
+                    }
                     ShardSource::Lucene(dir) => {
                         let w = write_shard(dest, &shard_dir, dir.as_ref(), opts, &mut ids)?;
                         let shard_snap = ShardSnapshotOut {
@@ -400,35 +506,71 @@ pub fn write_repository(
         } else {
             "PARTIAL"
         };
-        let info = json!({"snapshot": {
+        let data_stream_names: Vec<&str> =
+            snap.data_streams.iter().map(|d| d.name.as_str()).collect();
+        let mut info = json!({"snapshot": {
             "name": snap.name, "uuid": uuid, "version_id": snap.version_id,
-            "indices": index_names, "data_streams": [], "include_global_state": true,
+            "indices": index_names, "data_streams": data_stream_names, "include_global_state": true,
             "state": state, "metadata": null, "start_time": start_time, "end_time": start_time + 1000,
             "total_shards": total_shards, "successful_shards": total_shards - failures.len(),
             "failures": failures,
         }});
+        if shallow {
+            info["snapshot"]["remote_store_index_shallow_copy"] = json!(true);
+        }
         put(
-            dest,
+            &repo_root,
             &format!("snap-{uuid}.dat"),
             &seal(&info, codec::SNAPSHOT, opts),
         )?;
+        let data_streams: Map<String, Value> = snap
+            .data_streams
+            .iter()
+            .map(|d| {
+                let indices: Vec<Value> = d
+                    .indices
+                    .iter()
+                    .map(|i| {
+                        let uuid = index_ids.get(i).map(|(_, u)| u.clone()).unwrap_or_default();
+                        json!({"index_name": i, "index_uuid": uuid})
+                    })
+                    .collect();
+                (
+                    d.name.clone(),
+                    json!({"name": d.name, "timestamp_field": {"name": d.timestamp_field},
+                           "indices": indices, "generation": d.indices.len(),
+                           "hidden": false, "replicated": false, "system": false,
+                           "allow_custom_routing": false}),
+                )
+            })
+            .collect();
         let global = json!({"meta-data": {
             "version": 1, "cluster_uuid": cluster_uuid, "cluster_uuid_committed": true,
             "templates": snap.legacy_templates,
             "index_template": {"index_template": snap.index_templates},
             "component_template": {"component_template": snap.component_templates},
+            "data_stream": {"data_stream": data_streams, "data_stream_aliases": {}},
         }});
         put(
-            dest,
+            &repo_root,
             &format!("meta-{uuid}.dat"),
             &seal(&global, codec::METADATA, opts),
         )?;
         let v = crate::metadata::Version::from_id(snap.version_id);
-        repo_snapshots.push(json!({
+        let mut entry = json!({
             "name": snap.name, "uuid": uuid, "state": if failures.is_empty() { 1 } else { 3 },
             "index_metadata_lookup": lookup,
             "version": format!("{}.{}.{}", v.major, v.minor, v.revision),
-        }));
+        });
+        if let Some(iv) = snap.index_version {
+            entry["version"] = json!("8.11.0");
+            entry["index_version"] = json!(iv);
+        }
+        if !v.opensearch && (v.major, v.minor) >= (7, 14) {
+            entry["start_time_millis"] = json!(start_time);
+            entry["end_time_millis"] = json!(start_time + 1000);
+        }
+        repo_snapshots.push(entry);
     }
 
     // Shard index-<gen> blobs, one per shard, listing every snapshot of the shard.
@@ -455,7 +597,7 @@ pub fn write_repository(
         };
         put(
             dest,
-            &format!("indices/{index_id}/{s}/index-{gen}"),
+            &format!("{}/index-{gen}", shard_path(index_id, *s)),
             &envelope::seal(
                 codec::SNAPSHOTS,
                 &xcontent::to_smile(&out),
@@ -469,25 +611,82 @@ pub fn write_repository(
         gens[*s] = json!(gen);
     }
 
-    let indices: Map<String, Value> = repo_indices
-        .into_iter()
-        .map(|(name, (id, uuids))| {
-            let gens = generations.remove(&id).unwrap_or_default();
-            (
-                name,
-                json!({"id": id, "snapshots": uuids, "shard_generations": gens}),
-            )
-        })
-        .collect();
-    let data = json!({
+    let hashed = opts.shard_path_type != ShardPathType::Fixed;
+    let mut indices = Map::new();
+    for (name, (id, uuids)) in repo_indices {
+        let gens = generations.remove(&id).unwrap_or_default();
+        let mut entry = json!({"id": id, "snapshots": uuids, "shard_generations": gens});
+        if hashed {
+            entry["shard_path_type"] = json!(opts.shard_path_type.code());
+            let n = shard_counts.get(&name).copied().unwrap_or(1);
+            if opts.record_shard_paths {
+                write_shard_paths(&repo_root, &id, &name, n, opts, base)?;
+            }
+        }
+        indices.insert(name, entry);
+    }
+    let last = snapshots
+        .last()
+        .map(|s| crate::metadata::Version::from_id(s.version_id));
+    let mut data = json!({
         "snapshots": repo_snapshots,
         "indices": indices,
         "min_version": "7.9.0",
         "index_metadata_identifiers": identifiers,
     });
-    put(dest, "index-0", &serde_json::to_vec(&data).expect("JSON"))?;
-    put(dest, "index.latest", &0i64.to_be_bytes())?;
+    if let Some(v) = last.filter(|v| !v.opensearch && (v.major, v.minor) >= (7, 12)) {
+        data["min_version"] = json!(if v.major >= 8 { "7.12.0" } else { "7.9.0" });
+        data["uuid"] = json!(repository_uuid);
+        data["cluster_id"] = json!(cluster_uuid);
+    }
+    put(
+        &repo_root,
+        "index-0",
+        &serde_json::to_vec(&data).expect("JSON"),
+    )?;
+    put(&repo_root, "index.latest", &0i64.to_be_bytes())?;
     Ok(())
+}
+
+/// `snapshot_shard_paths/<id>#<name>#<shards>#<type>#<hash>`: plain JSON naming every
+/// shard directory relative to the bucket root, with a trailing `/`, as OpenSearch writes.
+fn write_shard_paths(
+    repo_root: &Path,
+    index_id: &str,
+    index_name: &str,
+    shards: usize,
+    opts: &WriteOptions,
+    base: &str,
+) -> Result<()> {
+    let paths: Vec<String> = (0..shards)
+        .map(|s| {
+            let d = match shard_paths::shard_dir(opts.shard_path_type, index_id, s as u32, base) {
+                ShardDirLocation::InRepository(d) if base.is_empty() => d,
+                ShardDirLocation::InRepository(d) => format!("{base}/{d}"),
+                ShardDirLocation::InBucket(d) => d,
+            };
+            format!("{d}/")
+        })
+        .collect();
+    let name = ShardPathsName {
+        index_id: index_id.to_string(),
+        index_name: index_name.to_string(),
+        shard_count: shards as u32,
+        path_type: opts.shard_path_type,
+        hash: PathHashAlgorithm::Fnv1aComposite1,
+        listed: None,
+    };
+    let body = json!({
+        "indexId": index_id, "indexName": index_name, "number_of_shards": shards,
+        "shard_path_type": opts.shard_path_type.code(),
+        "shard_path_hash_algorithm": PathHashAlgorithm::Fnv1aComposite1.code(),
+        "paths": paths,
+    });
+    put(
+        repo_root,
+        &format!("{}/{}", shard_paths::SHARD_PATHS_DIR, name.blob_name()),
+        &serde_json::to_vec(&body).expect("JSON"),
+    )
 }
 
 #[derive(serde::Serialize)]

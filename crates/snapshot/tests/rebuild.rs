@@ -46,6 +46,7 @@ fn repository(v: u32, tmp: &Path) -> Repository {
             }],
             aliases: serde_json::Map::new(),
             shards: vec![ShardSource::Lucene(Arc::new(lucene))],
+            extra: serde_json::Map::new(),
         });
     }
     write_repository(tmp, &[spec], &WriteOptions::default()).unwrap();

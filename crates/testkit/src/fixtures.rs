@@ -73,3 +73,33 @@ pub fn skip(test: &str, reason: &str) {
         }
     }
 }
+
+/// The mapping of the [`vector_shards`] as an Elasticsearch 8 cluster would hold it
+/// (`dense_vector` float and byte, `flattened`, `match_only_text`, `unsigned_long`,
+/// `version`): `crates/snapshot/tests/data/es8-vectors/mapping.json`.
+pub fn vector_mapping() -> serde_json::Value {
+    let path = workspace_root().join("crates/snapshot/tests/data/es8-vectors/mapping.json");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The Elasticsearch-8-like shards written by real Lucene 9 that the repository tests
+/// wrap in every layout (committed with the snapshot crate's tests:
+/// `crates/snapshot/tests/data/es8-vectors/shard-N`, and beside each
+/// `shard-N.expected.jsonl`, the live documents `{"_id", "_source"}` in id order).
+pub fn vector_shards() -> Vec<(PathBuf, PathBuf)> {
+    let dir = workspace_root()
+        .join("crates")
+        .join("snapshot")
+        .join("tests")
+        .join("data")
+        .join("es8-vectors");
+    (0..2)
+        .map(|n| {
+            (
+                dir.join(format!("shard-{n}")),
+                dir.join(format!("shard-{n}.expected.jsonl")),
+            )
+        })
+        .collect()
+}

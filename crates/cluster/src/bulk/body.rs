@@ -18,6 +18,10 @@ pub enum BulkAction {
     Write,
     /// Remove the document with this id (no source line).
     Delete,
+    /// Write the document only if its id is absent (`create`, whatever the encoder's
+    /// [`OpType`]): an existing document counts as delivered — what a retry or a re-run
+    /// into a data stream (which takes only `create`) needs.
+    Create,
 }
 
 /// Who a bulk entry is about: what the response is matched with and what a failure record
@@ -38,6 +42,8 @@ struct Entry {
     /// Where its source line starts (== `range.end` for a delete).
     source_at: usize,
     delete: bool,
+    /// A [`BulkAction::Create`]: a version conflict means delivered.
+    once: bool,
     meta: DocMeta,
 }
 
@@ -91,6 +97,7 @@ impl BulkBody {
                 range: e.range,
                 source_at: e.source_at,
                 delete: e.delete,
+                once: e.once,
                 meta: e.meta,
             })
             .collect();
@@ -104,6 +111,8 @@ pub(crate) struct Part {
     pub range: Range<usize>,
     pub source_at: usize,
     pub delete: bool,
+    /// A [`BulkAction::Create`]: a version conflict means delivered.
+    pub once: bool,
     pub meta: DocMeta,
 }
 
@@ -160,7 +169,7 @@ impl BulkEncoder {
         };
         let start = body.buf.len();
         let source = trim_ascii(source);
-        if action == BulkAction::Write && source.is_empty() {
+        if action != BulkAction::Delete && source.is_empty() {
             return Err(Box::new(Unframed {
                 meta,
                 error: refuse("invalid_document", "empty _source".into()),
@@ -179,6 +188,7 @@ impl BulkEncoder {
         buf.reserve(source.len() + meta.id.len() + meta.index.len() + 48);
         buf.extend_from_slice(match (action, self.op) {
             (BulkAction::Delete, _) => b"{\"delete\":{\"_index\":",
+            (BulkAction::Create, _) => b"{\"create\":{\"_index\":",
             (BulkAction::Write, OpType::Index) => b"{\"index\":{\"_index\":",
             (BulkAction::Write, OpType::Create) => b"{\"create\":{\"_index\":",
         });
@@ -212,7 +222,7 @@ impl BulkEncoder {
         }
         buf.extend_from_slice(b"}}\n");
         let source_at = buf.len();
-        if action == BulkAction::Write {
+        if action != BulkAction::Delete {
             // A raw line break can only be whitespace in valid JSON (inside strings it must be
             // escaped), so replacing it by a space keeps the document and the framing intact.
             if memchr::memchr2(b'\n', b'\r', source).is_some() {
@@ -245,6 +255,7 @@ impl BulkEncoder {
             range: start..buf.len(),
             source_at,
             delete: action == BulkAction::Delete,
+            once: action == BulkAction::Create,
             meta,
         });
         Ok(())
@@ -346,6 +357,25 @@ mod tests {
         assert_eq!(
             body.as_bytes(),
             b"{\"create\":{\"_index\":\"idx\",\"_id\":\"1\"}}\n{\"y\": 2}\n"
+        );
+        // A create-if-absent entry under an `index` encoder: `create`, flagged once.
+        let e = enc(&os, OpType::Index, false);
+        let mut body = BulkBody::default();
+        e.push(&mut body, BulkAction::Create, meta("2"), None, b"{\"z\":3}")
+            .unwrap();
+        e.push(&mut body, BulkAction::Write, meta("3"), None, b"{}")
+            .unwrap();
+        assert!(e
+            .push(&mut body, BulkAction::Create, meta("4"), None, b" ")
+            .is_err());
+        assert_eq!(
+            lines(body.as_bytes())[0],
+            json!({"create":{"_index":"idx","_id":"2"}})
+        );
+        let (_, parts) = body.into_parts();
+        assert_eq!(
+            parts.iter().map(|p| p.once).collect::<Vec<_>>(),
+            vec![true, false]
         );
     }
 

@@ -668,7 +668,9 @@ impl BulkSender {
             Ok(r) => r,
         };
         if resp.is_success() {
-            let ids = members.iter().map(|&i| parts[i].meta.id.as_str());
+            let ids = members
+                .iter()
+                .map(|&i| (parts[i].meta.id.as_str(), parts[i].once));
             match response::parse(&resp.body, ids, &inner.opts.accept_error_types) {
                 Ok(items) => {
                     let mut throttled = false;

@@ -74,10 +74,11 @@ pub(crate) fn is_retryable_item(status: u16, error_type: &str) -> bool {
         || error_type.ends_with("timeout_exception")
 }
 
-/// Parse a 2xx `_bulk` body whose items must answer `ids` in order.
+/// Parse a 2xx `_bulk` body whose items must answer `ids` in order; an id flagged `once`
+/// was a create-if-absent, whose version conflict means the document is there.
 pub(crate) fn parse<'i>(
     body: &[u8],
-    ids: impl ExactSizeIterator<Item = &'i str>,
+    ids: impl ExactSizeIterator<Item = (&'i str, bool)>,
     accept: &[String],
 ) -> Result<Vec<ItemResult>, String> {
     let wire: Wire<'_> =
@@ -90,7 +91,7 @@ pub(crate) fn parse<'i>(
         ));
     }
     let mut out = Vec::with_capacity(wire.items.len());
-    for (item, id) in wire.items.into_iter().zip(ids) {
+    for (item, (id, once)) in wire.items.into_iter().zip(ids) {
         let (r, delete) = match item {
             WireItem::Index(r) | WireItem::Create(r) | WireItem::Update(r) => (r, false),
             WireItem::Delete(r) => (r, true),
@@ -104,6 +105,17 @@ pub(crate) fn parse<'i>(
         }
         // Deleting a document that is not there leaves the target as asked.
         if delete && r.status == 404 {
+            out.push(ItemResult::Accepted);
+            continue;
+        }
+        // Creating a document that is already there (a retry, a re-run) leaves it as asked.
+        let conflict = r
+            .error
+            .as_ref()
+            .and_then(|e| e.get("type"))
+            .and_then(Value::as_str)
+            == Some("version_conflict_engine_exception");
+        if once && r.status == 409 && conflict {
             out.push(ItemResult::Accepted);
             continue;
         }
@@ -170,7 +182,7 @@ mod tests {
         ]}"#;
         let ids = ["1", "2", "3", "4", "5", "a\"b", "7"];
         let accept = vec!["version_conflict_engine_exception".to_string()];
-        let r = parse(body, ids.iter().copied(), &accept).unwrap();
+        let r = parse(body, ids.iter().map(|&i| (i, false)), &accept).unwrap();
         assert_eq!(r[0], ItemResult::Indexed);
         assert_eq!(r[1], ItemResult::Accepted);
         assert!(matches!(&r[2], ItemResult::Retry(e) if e.status == 429));
@@ -189,27 +201,31 @@ mod tests {
         assert!(matches!(&r[6], ItemResult::Fail(e) if e.error_type == "MapperParsingException"));
 
         let deletes = br#"{"items":[{"delete":{"_id":"1","status":404,"result":"not_found"}},{"delete":{"_id":"2","status":200}}]}"#;
-        let r = parse(deletes, ["1", "2"].into_iter(), &[]).unwrap();
+        let r = parse(deletes, [("1", false), ("2", false)].into_iter(), &[]).unwrap();
         assert_eq!(r, vec![ItemResult::Accepted, ItemResult::Indexed]);
 
-        let r = parse(body, ids.iter().copied(), &[]).unwrap();
+        let r = parse(body, ids.iter().map(|&i| (i, false)), &[]).unwrap();
         assert!(matches!(&r[1], ItemResult::Fail(e) if e.status == 409));
+        // A create-if-absent (BulkAction::Create) that finds its document is delivered,
+        // whatever the accept list.
+        let r = parse(body, ids.iter().map(|&i| (i, i == "2")), &[]).unwrap();
+        assert_eq!(r[1], ItemResult::Accepted);
     }
 
     #[test]
     fn rejects_mismatched_responses() {
         let body = br#"{"errors":false,"items":[{"index":{"_id":"1","status":201}}]}"#;
-        assert!(parse(body, ["1", "2"].into_iter(), &[])
+        assert!(parse(body, [("1", false), ("2", false)].into_iter(), &[])
             .unwrap_err()
             .contains("1 items for 2"));
-        assert!(parse(body, ["9"].into_iter(), &[])
+        assert!(parse(body, [("9", false)].into_iter(), &[])
             .unwrap_err()
             .contains("\"9\""));
-        assert!(parse(b"<html>", ["1"].into_iter(), &[]).is_err());
+        assert!(parse(b"<html>", [("1", false)].into_iter(), &[]).is_err());
         // filter_path responses carry only what was asked for.
         let body = br#"{"errors":false,"items":[{"index":{"status":201}}]}"#;
         assert_eq!(
-            parse(body, ["1"].into_iter(), &[]).unwrap(),
+            parse(body, [("1", false)].into_iter(), &[]).unwrap(),
             vec![ItemResult::Indexed]
         );
     }

@@ -60,6 +60,22 @@ pub async fn migrate(
 ) -> Result<Report, MetadataError> {
     let mut report = evaluate(source, client, options).await?;
     report.mode = "migrate";
+    if report.is_blocked() {
+        // Blocking conversions are reported before anything is created: a half-created
+        // set of templates and indices would be worse than none.
+        let blocked = report.summary().blocked;
+        tracing::error!(
+            "{blocked} item(s) BLOCKED by conversions the target cannot hold: nothing is created"
+        );
+        for item in &mut report.items {
+            if item.action == Action::Create {
+                item.reasons.push(format!(
+                    "not created: {blocked} item(s) are BLOCKED (see BLOCKING)"
+                ));
+            }
+        }
+        return Ok(report);
+    }
     for item in &mut report.items {
         if item.action == Action::Create {
             create(item, client).await;
@@ -73,14 +89,15 @@ fn template_kind(kind: Kind) -> Option<TemplateKind> {
         Kind::LegacyTemplate => Some(TemplateKind::Legacy),
         Kind::ComponentTemplate => Some(TemplateKind::Component),
         Kind::IndexTemplate => Some(TemplateKind::Index),
-        Kind::Index => None,
+        Kind::DataStream | Kind::Index => None,
     }
 }
 
 async fn exists(client: &Client, kind: Kind, name: &str) -> Result<bool, ClusterError> {
-    match template_kind(kind) {
-        Some(k) => client.template_exists(k, name).await,
-        None => client.index_exists(name).await,
+    match (template_kind(kind), kind) {
+        (Some(k), _) => client.template_exists(k, name).await,
+        (None, Kind::DataStream) => client.data_stream_exists(name).await,
+        (None, _) => client.index_exists(name).await,
     }
 }
 
@@ -159,9 +176,10 @@ async fn create(item: &mut Item, client: &Client) {
     };
     let mut attempts = 0;
     let result = loop {
-        let r = match template_kind(item.kind) {
-            Some(k) => client.put_template(k, &item.name, &body).await,
-            None => client.create_index(&item.name, &body).await,
+        let r = match (template_kind(item.kind), item.kind) {
+            (Some(k), _) => client.put_template(k, &item.name, &body).await,
+            (None, Kind::DataStream) => client.create_data_stream(&item.name).await,
+            (None, _) => client.create_index(&item.name, &body).await,
         };
         match r {
             Err(e) if e.status() == Some(400) && attempts < MAX_SETTING_RETRIES => {

@@ -7,11 +7,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{json, Map, Value};
 
 use super::aliases;
+use super::convert::{self, ConvertOptions, Needs};
 use super::filter::{decide, is_system_index, is_system_template, Allowlist, Decision};
 use super::mappings::{self, MultiTypeMode};
 use super::plan::{Action, Item, Kind, Notes};
 use super::settings::{self, SettingsContext};
-use super::source::{SourceIndex, SourceMetadata};
+use super::source::{DataStreamInfo, SourceIndex, SourceMetadata};
 use super::version::{Distribution, Version};
 
 /// What to migrate and how.
@@ -30,6 +31,53 @@ pub struct Options {
     /// go to (before [`Options::naming`]), or `None` to leave that type out (its documents
     /// are skipped with reason `no_route`). Types not listed follow `multi_type_mode`.
     pub type_routes: BTreeMap<String, Option<String>>,
+    /// Choices of the mapping conversions (the k-NN engine).
+    pub convert: ConvertOptions,
+    /// How data streams of the snapshot are created on the target.
+    pub data_streams: DataStreamMode,
+}
+
+/// What becomes of a data stream of the snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DataStreamMode {
+    /// A data stream on the target, created from its index template (which must come
+    /// along), documents written to it with `create`; BLOCKED when the target has none.
+    #[default]
+    DataStreams,
+    /// Each backing index becomes a plain index, and the data stream's name an alias over
+    /// them (the newest is the write index).
+    Indices,
+}
+
+impl std::str::FromStr for DataStreamMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "data-streams" | "data_streams" => Ok(DataStreamMode::DataStreams),
+            "indices" => Ok(DataStreamMode::Indices),
+            other => Err(format!(
+                "data stream mode `{other}`: expected data-streams or indices"
+            )),
+        }
+    }
+}
+
+/// What every planning function needs: the versions and the options.
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    target: Version,
+    source: Option<Version>,
+    options: &'a Options,
+}
+
+impl<'a> Cx<'a> {
+    fn convert(&self) -> convert::Ctx<'a> {
+        convert::Ctx {
+            source: self.source,
+            target: self.target,
+            options: &self.options.convert,
+        }
+    }
 }
 
 impl Options {
@@ -68,15 +116,20 @@ impl Options {
 /// indices), each `Create`, `SkipExcluded`, `SkipUnsupported` or `Error`; existence on
 /// the target is checked later.
 pub fn plan(source: &SourceMetadata, target: Version, options: &Options) -> Vec<Item> {
+    let cx = Cx {
+        target,
+        source: source.version,
+        options,
+    };
     let mut items = Vec::new();
     for (name, t) in &source.legacy_templates {
-        items.push(legacy_template(name, t, target, options));
+        items.push(legacy_template(name, t, cx));
     }
 
     let mut index_templates = Vec::new();
     let mut required = BTreeSet::new();
     for (name, t) in &source.index_templates {
-        let item = index_template(name, t, target, options);
+        let item = index_template(name, t, cx);
         if item.action == Action::Create {
             if let Some(Value::Array(c)) = t.get("composed_of") {
                 required.extend(
@@ -93,12 +146,19 @@ pub fn plan(source: &SourceMetadata, target: Version, options: &Options) -> Vec<
             .iter()
             .find(|(c, _)| c == name)
             .map(|(_, by)| by.as_str());
-        items.push(component_template(name, t, target, options, needed_by));
+        items.push(component_template(name, t, cx, needed_by));
     }
+    let stream_items: Vec<Item> = source
+        .data_streams
+        .iter()
+        .filter_map(|ds| data_stream_item(ds, &index_templates, cx))
+        .collect();
     items.extend(index_templates);
+    items.extend(stream_items);
 
     for index in &source.indices {
-        items.extend(index_items(index, target, options));
+        let ds = source.data_stream_of(&index.name);
+        items.extend(index_items(index, ds, cx));
     }
     items
 }
@@ -130,6 +190,17 @@ fn excluded_or_unsupported(
 
 fn finish(kind: Kind, name: &str, why: &str, body: Result<Value, String>, notes: Notes) -> Item {
     match body {
+        Ok(body) if notes.blocked() => {
+            let mut item = Item::new(
+                kind,
+                name,
+                Action::Blocked,
+                format!("the target cannot hold: {}", notes.blockers.join("; ")),
+            );
+            item.notes = notes;
+            item.body = Some(body);
+            item
+        }
         Ok(body) => {
             let mut item = Item::new(kind, name, Action::Create, why);
             item.notes = notes;
@@ -144,29 +215,25 @@ fn finish(kind: Kind, name: &str, why: &str, body: Result<Value, String>, notes:
     }
 }
 
-fn legacy_template(name: &str, t: &Value, target: Version, options: &Options) -> Item {
+fn legacy_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
     let why = match excluded_or_unsupported(
         Kind::LegacyTemplate,
         name,
-        &options.legacy_templates,
+        &cx.options.legacy_templates,
         is_system_template(name),
-        target,
+        cx.target,
     ) {
         Ok(why) => why,
         Err(item) => return *item,
     };
     let mut notes = Notes::default();
-    let body = legacy_template_body(t, target, &mut notes);
+    let body = legacy_template_body(t, cx, &mut notes);
     finish(Kind::LegacyTemplate, name, why, body, notes)
 }
 
 /// The `_template` body: patterns (5.x `template` string → `index_patterns`), order,
 /// version, settings, mappings (typed for ES 6), aliases.
-pub fn legacy_template_body(
-    t: &Value,
-    target: Version,
-    notes: &mut Notes,
-) -> Result<Value, String> {
+fn legacy_template_body(t: &Value, cx: Cx<'_>, notes: &mut Notes) -> Result<Value, String> {
     let mut body = Map::new();
     match (t.get("index_patterns"), t.get("template")) {
         (Some(p @ Value::Array(_)), _) => {
@@ -188,39 +255,50 @@ pub fn legacy_template_body(
             body.insert(key.into(), v.clone());
         }
     }
-    template_parts(t, target, true, notes, &mut body)?;
+    template_parts(t, cx, true, notes, &mut body)?;
     Ok(Value::Object(body))
 }
 
 /// Settings, mappings and aliases of a template (legacy: at the top; composable: under `template`).
 fn template_parts(
     t: &Value,
-    target: Version,
+    cx: Cx<'_>,
     typed_target: bool,
     notes: &mut Notes,
     into: &mut Map<String, Value>,
 ) -> Result<(), String> {
-    if let Some(s) = t.get("settings").filter(|s| !s.is_null()) {
-        let ctx = SettingsContext {
-            target,
-            replicas: None,
-            routing_num_shards: None,
-        };
-        let s = settings::transform(s, &ctx, notes);
-        if !s.is_empty() {
-            into.insert("settings".into(), Value::Object(s));
-        }
-    }
+    let target = cx.target;
+    let mut needs = Needs::default();
+    let mut mapping_out = None;
     if let Some(m) = t.get("mappings") {
         let types = mappings::without_default(mappings::typed(m)?, notes);
-        if let Some((source_type, mapping)) = one_mapping(types, target, notes)? {
+        if let Some((source_type, mapping)) = one_mapping(types, cx, &mut needs, notes)? {
             let mapping = if typed_target {
                 mappings::for_target(mapping, &source_type, target, notes)
             } else {
                 mapping
             };
-            into.insert("mappings".into(), mapping);
+            mapping_out = Some(mapping);
         }
+    }
+    let settings_in = t.get("settings").filter(|s| !s.is_null());
+    if settings_in.is_some() || needs.knn {
+        let ctx = SettingsContext {
+            target,
+            replicas: None,
+            routing_num_shards: None,
+        };
+        let mut s = match settings_in {
+            Some(s) => settings::transform(s, &ctx, notes),
+            None => Map::new(),
+        };
+        convert::convert_settings(&mut s, &cx.convert(), needs, notes);
+        if !s.is_empty() {
+            into.insert("settings".into(), Value::Object(s));
+        }
+    }
+    if let Some(m) = mapping_out {
+        into.insert("mappings".into(), m);
     }
     if let Some(a) = t.get("aliases") {
         let a = aliases::transform(a, target, notes)?;
@@ -231,16 +309,18 @@ fn template_parts(
     Ok(())
 }
 
-/// Cleans every type and merges them: `None` when there is no mapping at all.
+/// Cleans and converts every type and merges them: `None` when there is no mapping at all.
 fn one_mapping(
     types: Vec<(String, Value)>,
-    target: Version,
+    cx: Cx<'_>,
+    needs: &mut Needs,
     notes: &mut Notes,
 ) -> Result<Option<(String, Value)>, String> {
     let cleaned: Vec<(String, Value)> = types
         .into_iter()
         .map(|(t, m)| {
-            let m = mappings::clean(&m, target, notes);
+            let m = mappings::clean(&m, cx.target, notes);
+            let m = convert::convert_mapping(&m, &cx.convert(), needs, notes);
             (t, m)
         })
         .collect();
@@ -251,19 +331,13 @@ fn one_mapping(
     }
 }
 
-fn component_template(
-    name: &str,
-    t: &Value,
-    target: Version,
-    options: &Options,
-    needed_by: Option<&str>,
-) -> Item {
+fn component_template(name: &str, t: &Value, cx: Cx<'_>, needed_by: Option<&str>) -> Item {
     let listed = excluded_or_unsupported(
         Kind::ComponentTemplate,
         name,
-        &options.component_templates,
+        &cx.options.component_templates,
         is_system_template(name),
-        target,
+        cx.target,
     );
     let why = match (listed, needed_by) {
         (Ok(why), _) => why.to_string(),
@@ -276,17 +350,17 @@ fn component_template(
         (Err(item), _) => return *item,
     };
     let mut notes = Notes::default();
-    let body = composable_body(t, target, &["template", "version", "_meta"], &mut notes);
+    let body = composable_body(t, cx, &["template", "version", "_meta"], &mut notes);
     finish(Kind::ComponentTemplate, name, &why, body, notes)
 }
 
-fn index_template(name: &str, t: &Value, target: Version, options: &Options) -> Item {
+fn index_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
     let why = match excluded_or_unsupported(
         Kind::IndexTemplate,
         name,
-        &options.index_templates,
+        &cx.options.index_templates,
         is_system_template(name),
-        target,
+        cx.target,
     ) {
         Ok(why) => why,
         Err(item) => return *item,
@@ -294,7 +368,7 @@ fn index_template(name: &str, t: &Value, target: Version, options: &Options) -> 
     let mut notes = Notes::default();
     let body = composable_body(
         t,
-        target,
+        cx,
         &[
             "index_patterns",
             "template",
@@ -312,10 +386,11 @@ fn index_template(name: &str, t: &Value, target: Version, options: &Options) -> 
 /// A component or index template body; keys outside `known` are dropped with a warning.
 fn composable_body(
     t: &Value,
-    target: Version,
+    cx: Cx<'_>,
     known: &[&str],
     notes: &mut Notes,
 ) -> Result<Value, String> {
+    let target = cx.target;
     let Value::Object(src) = t else {
         return Err("template is not an object".into());
     };
@@ -333,7 +408,7 @@ fn composable_body(
         match k.as_str() {
             "template" => {
                 let mut inner = Map::new();
-                template_parts(v, target, false, notes, &mut inner)?;
+                template_parts(v, cx, false, notes, &mut inner)?;
                 body.insert(k.clone(), Value::Object(inner));
             }
             "data_stream" if target.distribution == Distribution::OpenSearch => {
@@ -359,6 +434,158 @@ fn composable_body(
     Ok(Value::Object(body))
 }
 
+/// `*`-only glob matching, as index patterns use.
+fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let mut rest = name;
+    for (i, p) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(p) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(p);
+        } else {
+            match rest.find(p) {
+                Some(pos) => rest = &rest[pos + p.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+/// The data stream itself, in `--data-streams data-streams` mode: created on the target
+/// (`PUT _data_stream/<name>`) from a migrated index template with a `data_stream` section.
+fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -> Option<Item> {
+    let options = cx.options;
+    if options.data_streams != DataStreamMode::DataStreams {
+        return None;
+    }
+    let name = ds.name.as_str();
+    let why = match decide(&options.indices, name, ds.system) {
+        Decision::Exclude(why) => {
+            return Some(Item::new(Kind::DataStream, name, Action::SkipExcluded, why))
+        }
+        Decision::Include(why) => why,
+    };
+    let mut item = Item::new(Kind::DataStream, name, Action::Create, why);
+    item.body = Some(json!({"timestamp_field": ds.timestamp_field, "backing_indices": ds.indices}));
+    if !cx.target.supports_data_streams() {
+        item.action = Action::Blocked;
+        let b = format!(
+            "{} has no data streams (Elasticsearch 7.9+ or OpenSearch needed): use --data-streams indices",
+            cx.target
+        );
+        item.reasons = vec![b.clone()];
+        item.notes.block(b);
+        return Some(item);
+    }
+    let template = index_templates.iter().find(|t| {
+        t.action == Action::Create
+            && t.body.as_ref().is_some_and(|b| {
+                b.get("data_stream").is_some_and(Value::is_object)
+                    && b.get("index_patterns")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .any(|p| glob(p, name))
+            })
+    });
+    match template {
+        Some(t) => item.notes.change(format!(
+            "data stream {name} created from index template {}; the documents of its {} backing indices are written to it with create",
+            t.name,
+            ds.indices.len()
+        )),
+        None => {
+            item.action = Action::Error;
+            item.reasons = vec![format!(
+                "no migrated index template with a data_stream section matches {name}: migrate one (--index-template) or use --data-streams indices"
+            )];
+        }
+    }
+    Some(item)
+}
+
+/// Converts one index definition for `target` exactly as metadata migration would, with
+/// no snapshot and no cluster: what `rfs metadata convert` prints. `body` may be a bare
+/// mapping (`{"properties": …}`, typed or not), an index body (`{"settings", "mappings",
+/// "aliases"}`), or a `GET <index>` / `GET <index>/_mapping` answer for one index.
+pub fn convert_definition(
+    body: &Value,
+    source: Option<Version>,
+    target: Version,
+    options: &Options,
+) -> Result<(Value, Notes), String> {
+    let cx = Cx {
+        target,
+        source,
+        options,
+    };
+    let Value::Object(top) = body else {
+        return Err("the definition is not a JSON object".into());
+    };
+    // `{"<index>": {"mappings": …}}` as GET answers.
+    let unwrapped = match top.iter().next() {
+        Some((_, Value::Object(inner)))
+            if top.len() == 1
+                && (inner.contains_key("mappings") || inner.contains_key("settings")) =>
+        {
+            inner.clone()
+        }
+        _ => top.clone(),
+    };
+    let is_body = unwrapped.contains_key("mappings") || unwrapped.contains_key("settings");
+    let (mapping, settings_in, aliases_in) = if is_body {
+        (
+            unwrapped.get("mappings").cloned(),
+            unwrapped.get("settings").cloned(),
+            unwrapped.get("aliases").cloned(),
+        )
+    } else {
+        (Some(Value::Object(unwrapped)), None, None)
+    };
+    let mut notes = Notes::default();
+    let mut needs = Needs::default();
+    let mut out = Map::new();
+    let mut mapping_out = None;
+    if let Some(m) = mapping {
+        let types = mappings::without_default(mappings::typed(&m)?, &mut notes);
+        if let Some((t, m)) = one_mapping(types, cx, &mut needs, &mut notes)? {
+            mapping_out = Some(mappings::for_target(m, &t, target, &mut notes));
+        }
+    }
+    let ctx = SettingsContext {
+        target,
+        replicas: options.replicas,
+        routing_num_shards: None,
+    };
+    let mut settings = match &settings_in {
+        Some(s) => settings::transform(s, &ctx, &mut notes),
+        None => Map::new(),
+    };
+    convert::convert_settings(&mut settings, &cx.convert(), needs, &mut notes);
+    if !settings.is_empty() {
+        out.insert("settings".into(), Value::Object(settings));
+    }
+    if let Some(m) = mapping_out {
+        out.insert("mappings".into(), m);
+    }
+    if let Some(a) = aliases_in {
+        let a = aliases::transform(&a, target, &mut notes)?;
+        if !a.is_empty() {
+            out.insert("aliases".into(), Value::Object(a));
+        }
+    }
+    Ok((Value::Object(out), notes))
+}
+
 /// The target index of one mapping type when an index is split per type.
 pub fn split_index_name(index: &str, doc_type: &str) -> String {
     format!("{index}_{doc_type}")
@@ -380,9 +607,34 @@ pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, String> {
         .collect())
 }
 
-fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<Item> {
+fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx<'_>) -> Vec<Item> {
+    let (target, options) = (cx.target, cx.options);
     let name = index.name.as_str();
-    let why = match decide(&options.indices, name, index_is_system(index)) {
+    if let (Some(ds), DataStreamMode::DataStreams) = (data_stream, options.data_streams) {
+        return vec![Item::new(
+            Kind::Index,
+            name,
+            Action::SkipExcluded,
+            format!(
+                "backing index of data stream {}: its documents are written to the data stream",
+                ds.name
+            ),
+        )];
+    }
+    // A backing index of a data stream is selected by the stream's name as well.
+    let system = index_is_system(index) && data_stream.is_none_or(|d| d.system);
+    let decision = match data_stream {
+        Some(ds)
+            if matches!(
+                decide(&options.indices, &ds.name, ds.system),
+                Decision::Include(_)
+            ) =>
+        {
+            decide(&options.indices, &ds.name, ds.system)
+        }
+        _ => decide(&options.indices, name, system),
+    };
+    let why = match decision {
         Decision::Exclude(why) => {
             return vec![Item::new(Kind::Index, name, Action::SkipExcluded, why)]
         }
@@ -407,12 +659,12 @@ fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<I
         replicas: options.replicas,
         routing_num_shards,
     };
-    let settings = settings::transform(
+    let base_settings = settings::transform(
         meta.get("settings").unwrap_or(&Value::Null),
         &ctx,
         &mut notes,
     );
-    let aliases = match aliases::transform(
+    let mut aliases = match aliases::transform(
         meta.get("aliases").unwrap_or(&Value::Null),
         target,
         &mut notes,
@@ -420,13 +672,30 @@ fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<I
         Ok(a) => a,
         Err(e) => return error(e, notes),
     };
+    if let Some(ds) = data_stream {
+        // As plain indices: the stream's name becomes an alias over its backing indices.
+        let write = ds.indices.last().map(String::as_str) == Some(name);
+        let mut def = Map::new();
+        if write && target.supports_write_index_alias() {
+            def.insert("is_write_index".into(), Value::Bool(true));
+        }
+        aliases.insert(ds.name.clone(), Value::Object(def));
+        notes.change(format!(
+            "backing index of data stream {} created as an index, with alias {}{}",
+            ds.name,
+            ds.name,
+            if write { " (its write index)" } else { "" }
+        ));
+    }
     let types = match mappings::typed(meta.get("mappings").unwrap_or(&Value::Null)) {
         Ok(t) => mappings::without_default(t, &mut notes),
         Err(e) => return error(e, notes),
     };
-    let body = |mapping: Option<Value>| {
+    let body = |mapping: Option<Value>, needs: Needs, notes: &mut Notes| {
+        let mut settings = base_settings.clone();
+        convert::convert_settings(&mut settings, &cx.convert(), needs, notes);
         let mut b = Map::new();
-        b.insert("settings".into(), Value::Object(settings.clone()));
+        b.insert("settings".into(), Value::Object(settings));
         if let Some(m) = mapping {
             b.insert("mappings".into(), m);
         }
@@ -447,25 +716,28 @@ fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<I
             n.change(format!(
                 "mapping type {t} of {name} split into its own index {target_name}"
             ));
+            let mut needs = Needs::default();
             let m = mappings::clean(&m, target, &mut n);
+            let m = convert::convert_mapping(&m, &cx.convert(), &mut needs, &mut n);
             let m = mappings::for_target(m, &t, target, &mut n);
-            let mut item = Item::new(Kind::Index, target_name, Action::Create, why);
+            let b = body(Some(m), needs, &mut n);
+            let mut item = finish(Kind::Index, &target_name, why, Ok(b), n);
             item.source_name = Some(name.to_string());
-            item.notes = n;
-            item.body = Some(body(Some(m)));
             items.push(item);
         }
         return items;
     }
-    match one_mapping(types, target, &mut notes) {
+    let mut needs = Needs::default();
+    match one_mapping(types, cx, &mut needs, &mut notes) {
         Ok(m) => {
             let m = m.map(|(t, m)| mappings::for_target(m, &t, target, &mut notes));
+            let b = body(m, needs, &mut notes);
             let target_name = options.naming.target(name);
             if target_name == name {
-                return vec![finish(Kind::Index, name, why, Ok(body(m)), notes)];
+                return vec![finish(Kind::Index, name, why, Ok(b), notes)];
             }
             notes.change(format!("{name} is created as {target_name}"));
-            let mut item = finish(Kind::Index, &target_name, why, Ok(body(m)), notes);
+            let mut item = finish(Kind::Index, &target_name, why, Ok(b), notes);
             item.source_name = Some(name.to_string());
             vec![item]
         }
@@ -476,6 +748,7 @@ fn index_items(index: &SourceIndex, target: Version, options: &Options) -> Vec<I
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metadata::DocumentRouting;
 
     fn es56_index() -> SourceIndex {
         SourceIndex {
@@ -538,6 +811,7 @@ mod tests {
                     metadata: json!({}),
                 },
             ],
+            data_streams: Vec::new(),
         }
     }
 
@@ -702,6 +976,76 @@ mod tests {
             find(&items, Kind::LegacyTemplate, "posts").action,
             Action::SkipExcluded
         );
+    }
+
+    #[test]
+    fn data_streams_by_mode_and_target() {
+        let mut s = source();
+        s.indices.push(SourceIndex {
+            name: ".ds-logs-app-default-2024.01.01-000001".into(),
+            metadata: json!({"settings": {"index.number_of_shards": "1", "index.hidden": "true"},
+                             "mappings": [{"_doc": {"properties": {"@timestamp": {"type": "date"}}}}]}),
+        });
+        s.data_streams = vec![DataStreamInfo {
+            name: "logs-app-default".into(),
+            timestamp_field: "@timestamp".into(),
+            indices: vec![".ds-logs-app-default-2024.01.01-000001".into()],
+            system: false,
+        }];
+        let backing = ".ds-logs-app-default-2024.01.01-000001";
+        // No template with data_stream matches: an error naming both ways out.
+        let items = plan(&s, Version::os(2, 19), &Options::default());
+        let ds = find(&items, Kind::DataStream, "logs-app-default");
+        assert_eq!(ds.action, Action::Error);
+        assert!(
+            ds.reasons[0].contains("--data-streams indices"),
+            "{:?}",
+            ds.reasons
+        );
+        assert_eq!(
+            find(&items, Kind::Index, backing).action,
+            Action::SkipExcluded
+        );
+        // With one, the stream is created after the templates, before the indices.
+        s.index_templates.push((
+            "logs-app".into(),
+            json!({"index_patterns": ["logs-app-*"], "data_stream": {}, "priority": 200}),
+        ));
+        let items = plan(&s, Version::os(2, 19), &Options::default());
+        assert_eq!(
+            find(&items, Kind::DataStream, "logs-app-default").action,
+            Action::Create
+        );
+        let kinds: Vec<Kind> = items.iter().map(|i| i.kind).collect();
+        let mut sorted = kinds.clone();
+        sorted.sort();
+        assert_eq!(kinds, sorted, "creation order");
+        // A target without data streams blocks it.
+        let items = plan(&s, Version::es(7, 8), &Options::default());
+        assert_eq!(
+            find(&items, Kind::DataStream, "logs-app-default").action,
+            Action::Blocked
+        );
+        // As indices: the backing index with the stream's name as its write alias.
+        let opts = Options {
+            data_streams: DataStreamMode::Indices,
+            ..Options::default()
+        };
+        let items = plan(&s, Version::es(7, 8), &opts);
+        assert!(items.iter().all(|i| i.kind != Kind::DataStream));
+        let b = find(&items, Kind::Index, backing);
+        assert_eq!(b.action, Action::Create);
+        assert_eq!(
+            b.body.as_ref().unwrap()["aliases"]["logs-app-default"],
+            json!({"is_write_index": true})
+        );
+        // Routing follows the mode.
+        let r = DocumentRouting::new(&s, &Options::default());
+        assert_eq!(r.target_index(backing, None), Some("logs-app-default"));
+        assert!(r.create_only(backing));
+        let r = DocumentRouting::new(&s, &opts);
+        assert_eq!(r.target_index(backing, None), Some(backing));
+        assert!(!r.create_only(backing));
     }
 
     #[test]

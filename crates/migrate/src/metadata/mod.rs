@@ -18,21 +18,23 @@
 mod aliases;
 mod apply;
 mod build;
+pub mod convert;
 mod error;
 mod filter;
 mod mappings;
-mod plan;
+pub mod plan;
 mod routing;
 mod settings;
 mod source;
 mod version;
 
 pub use apply::{evaluate, migrate, target_version};
-pub use build::{plan, split_index_name, Options};
+pub use build::{convert_definition, plan, split_index_name, DataStreamMode, Options};
+pub use convert::{Conversion, ConvertOptions, KnnEngine, Severity};
 pub use error::MetadataError;
 pub use filter::{is_system_index, is_system_template, Allowlist};
 pub use mappings::MultiTypeMode;
 pub use plan::{Action, Item, Kind, Notes, Outcome, Report, Summary};
 pub use routing::DocumentRouting;
-pub use source::{SourceIndex, SourceMetadata};
+pub use source::{DataStreamInfo, SourceIndex, SourceMetadata};
 pub use version::{Distribution, Version};

@@ -6,13 +6,21 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::convert::Conversion;
 use super::version::Version;
 
-/// Transformations applied to one item and warnings about it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// Transformations applied to one item, warnings about it, and what blocks it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Notes {
     pub transformations: Vec<String>,
     pub warnings: Vec<String>,
+    /// What cannot be converted for the target: the item is [`Action::Blocked`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blockers: Vec<String>,
+    /// Every conversion of a field type, parameter or setting, with the definition before
+    /// and after (also summarized in the three lists above).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conversions: Vec<Conversion>,
 }
 
 impl Notes {
@@ -26,9 +34,20 @@ impl Notes {
         self.warnings.push(what);
     }
 
+    /// Something the target cannot hold: nothing is created while it stands.
+    pub fn block(&mut self, what: impl Into<String>) {
+        self.blockers.push(what.into());
+    }
+
+    pub fn blocked(&self) -> bool {
+        !self.blockers.is_empty()
+    }
+
     pub fn extend(&mut self, other: Notes) {
         self.transformations.extend(other.transformations);
         self.warnings.extend(other.warnings);
+        self.blockers.extend(other.blockers);
+        self.conversions.extend(other.conversions);
     }
 }
 
@@ -39,6 +58,8 @@ pub enum Kind {
     LegacyTemplate,
     ComponentTemplate,
     IndexTemplate,
+    /// A data stream (created from its index template; documents written with `create`).
+    DataStream,
     Index,
 }
 
@@ -48,6 +69,7 @@ impl Kind {
             Kind::LegacyTemplate => "legacy template",
             Kind::ComponentTemplate => "component template",
             Kind::IndexTemplate => "index template",
+            Kind::DataStream => "data stream",
             Kind::Index => "index",
         }
     }
@@ -67,6 +89,9 @@ pub enum Action {
     SkipUnsupported,
     /// It could not be transformed or the target refused it.
     Error,
+    /// It uses what the target cannot hold (see the blockers): `migrate` creates nothing
+    /// while any item is blocked.
+    Blocked,
 }
 
 impl Action {
@@ -77,6 +102,7 @@ impl Action {
             Action::SkipExcluded => "skip-excluded",
             Action::SkipUnsupported => "skip-unsupported",
             Action::Error => "error",
+            Action::Blocked => "BLOCKED",
         }
     }
 }
@@ -140,6 +166,7 @@ pub struct Summary {
     pub skip_excluded: usize,
     pub skip_unsupported: usize,
     pub error: usize,
+    pub blocked: usize,
 }
 
 /// The whole plan (evaluate) or the result (migrate).
@@ -162,13 +189,21 @@ impl Report {
                 Action::SkipExcluded => s.skip_excluded += 1,
                 Action::SkipUnsupported => s.skip_unsupported += 1,
                 Action::Error => s.error += 1,
+                Action::Blocked => s.blocked += 1,
             }
         }
         s
     }
 
     pub fn has_errors(&self) -> bool {
-        self.items.iter().any(|i| i.action == Action::Error)
+        self.items
+            .iter()
+            .any(|i| matches!(i.action, Action::Error | Action::Blocked))
+    }
+
+    /// Whether an item is blocked by something the target cannot hold.
+    pub fn is_blocked(&self) -> bool {
+        self.items.iter().any(|i| i.action == Action::Blocked)
     }
 
     /// Items of one kind and action, by target name.
@@ -248,14 +283,37 @@ impl Report {
             for w in &i.notes.warnings {
                 let _ = writeln!(out, "    warning: {w}");
             }
+            for b in &i.notes.blockers {
+                let _ = writeln!(out, "    BLOCKING: {b}");
+            }
+            write_conversions(&mut out, &i.notes.conversions);
         }
         let s = self.summary();
         let _ = writeln!(
             out,
-            "{} to create, {} existing, {} excluded, {} unsupported, {} errors",
-            s.create, s.skip_exists, s.skip_excluded, s.skip_unsupported, s.error
+            "{} to create, {} existing, {} excluded, {} unsupported, {} errors, {} blocked",
+            s.create, s.skip_exists, s.skip_excluded, s.skip_unsupported, s.error, s.blocked
         );
+        if s.blocked > 0 {
+            let _ = writeln!(
+                out,
+                "nothing is created while an item is BLOCKED: change the source mapping, or leave those indices and templates out (--index, --index-template, …)"
+            );
+        }
         out
+    }
+}
+
+/// Each conversion with its definition before and after, for people.
+pub fn write_conversions(out: &mut String, conversions: &[Conversion]) {
+    for c in conversions {
+        let _ = writeln!(out, "    convert [{}] {}:", c.rule, c.path);
+        let _ = writeln!(out, "      before: {}", c.before);
+        if c.after.is_null() {
+            let _ = writeln!(out, "      after:  (removed)");
+        } else {
+            let _ = writeln!(out, "      after:  {}", c.after);
+        }
     }
 }
 

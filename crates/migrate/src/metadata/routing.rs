@@ -3,12 +3,13 @@
 //! migration. Computed from the snapshot and the options alone, so every worker derives
 //! the same answer without talking to the target.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::build::{index_is_system, index_types, split_index_name, Options};
+use super::build::{index_is_system, index_types, split_index_name, DataStreamMode, Options};
 use super::filter::{decide, Decision};
 use super::mappings::MultiTypeMode;
 use super::source::SourceMetadata;
+use crate::vectors::{self, VectorField};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
@@ -18,21 +19,68 @@ enum Route {
     PerType(BTreeMap<String, String>),
 }
 
-/// Source index (and type) → target index.
+/// Source index (and type) → target index, and the values to rewrite on the way.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DocumentRouting {
     routes: BTreeMap<String, Route>,
+    /// Source index → its `dense_vector` fields (whose string values become arrays).
+    vector_fields: BTreeMap<String, Vec<VectorField>>,
+    /// Source indices whose documents go to a data stream: written with `create`.
+    create_only: BTreeSet<String>,
 }
 
 impl DocumentRouting {
     /// The routing for `source` under `options`: excluded indices have no route.
     pub fn new(source: &SourceMetadata, options: &Options) -> Self {
         let mut routes = BTreeMap::new();
+        let mut by_index = BTreeMap::new();
+        let mut create_only = BTreeSet::new();
         for index in &source.indices {
-            if let Decision::Exclude(_) =
-                decide(&options.indices, &index.name, index_is_system(index))
-            {
+            // A backing index follows its data stream's name (`.ds-…` names are hidden).
+            let included = match source.data_stream_of(&index.name) {
+                Some(ds) => {
+                    matches!(
+                        decide(&options.indices, &ds.name, ds.system),
+                        Decision::Include(_)
+                    ) || matches!(
+                        decide(
+                            &options.indices,
+                            &index.name,
+                            index_is_system(index) && ds.system
+                        ),
+                        Decision::Include(_)
+                    )
+                }
+                None => matches!(
+                    decide(&options.indices, &index.name, index_is_system(index)),
+                    Decision::Include(_)
+                ),
+            };
+            if !included {
                 continue;
+            }
+            let mut vectors: Vec<VectorField> = super::mappings::typed(
+                index
+                    .metadata
+                    .get("mappings")
+                    .unwrap_or(&serde_json::Value::Null),
+            )
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|(_, m)| vectors::vector_fields(m))
+            .collect();
+            vectors.dedup();
+            if !vectors.is_empty() {
+                by_index.insert(index.name.clone(), vectors);
+            }
+            if let Some(ds) = source.data_stream_of(&index.name) {
+                if options.data_streams == DataStreamMode::DataStreams {
+                    // Into the data stream of the same name (data stream names are not
+                    // renamed: the index templates that create them match by name).
+                    routes.insert(index.name.clone(), Route::Single(ds.name.clone()));
+                    create_only.insert(index.name.clone());
+                    continue;
+                }
             }
             let types = index_types(index).unwrap_or_default();
             let naming = &options.naming;
@@ -60,7 +108,21 @@ impl DocumentRouting {
             };
             routes.insert(index.name.clone(), route);
         }
-        DocumentRouting { routes }
+        DocumentRouting {
+            routes,
+            vector_fields: by_index,
+            create_only,
+        }
+    }
+
+    /// Whether the documents of `index` go to a data stream (written with `create`).
+    pub fn create_only(&self, index: &str) -> bool {
+        self.create_only.contains(index)
+    }
+
+    /// The `dense_vector` fields of `index` in the snapshot's mapping.
+    pub fn vector_fields(&self, index: &str) -> &[VectorField] {
+        self.vector_fields.get(index).map_or(&[], Vec::as_slice)
     }
 
     /// The target index for a document of `index` with mapping type `doc_type` (ES ≤ 6

@@ -17,6 +17,15 @@ pub struct SourceIndex {
     pub metadata: Value,
 }
 
+/// A data stream of the snapshot and its backing indices, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DataStreamInfo {
+    pub name: String,
+    pub timestamp_field: String,
+    pub indices: Vec<String>,
+    pub system: bool,
+}
+
 /// Everything metadata migration needs from one snapshot.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceMetadata {
@@ -29,6 +38,17 @@ pub struct SourceMetadata {
     /// Composable index templates by name.
     pub index_templates: Vec<(String, Value)>,
     pub indices: Vec<SourceIndex>,
+    /// Data streams (Elasticsearch 7.9+, OpenSearch) of the global metadata.
+    pub data_streams: Vec<DataStreamInfo>,
+}
+
+impl SourceMetadata {
+    /// The data stream `index` backs, if any.
+    pub fn data_stream_of(&self, index: &str) -> Option<&DataStreamInfo> {
+        self.data_streams
+            .iter()
+            .find(|d| d.indices.iter().any(|i| i == index))
+    }
 }
 
 impl SourceMetadata {
@@ -73,6 +93,16 @@ impl SourceMetadata {
             out.legacy_templates = list(&g.legacy_templates);
             out.component_templates = list(&g.component_templates);
             out.index_templates = list(&g.index_templates);
+            out.data_streams = g
+                .data_streams
+                .values()
+                .map(|d| DataStreamInfo {
+                    name: d.name.clone(),
+                    timestamp_field: d.timestamp_field.clone(),
+                    indices: d.indices.clone(),
+                    system: d.system,
+                })
+                .collect();
         }
         for name in snap.index_names() {
             let index = snap

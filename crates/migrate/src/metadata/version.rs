@@ -66,13 +66,65 @@ impl Version {
         })
     }
 
-    fn at_least_es(&self, major: u32, minor: u32) -> bool {
+    /// Parses `es-8.15`, `os-2.19`, `elasticsearch-7.10.2`, `opensearch-3`: what
+    /// `rfs metadata convert --from/--to` take.
+    pub fn parse_labeled(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        let (d, number) = t.split_once('-').ok_or_else(|| {
+            format!("{t:?}: expected es-MAJOR.MINOR or os-MAJOR.MINOR (e.g. es-8.15, os-2.19)")
+        })?;
+        let distribution = match d.to_ascii_lowercase().as_str() {
+            "es" | "elasticsearch" => Distribution::Elasticsearch,
+            "os" | "opensearch" => Distribution::OpenSearch,
+            other => return Err(format!("{t:?}: unknown product {other:?} (es or os)")),
+        };
+        let v = Version::parse(distribution, number)
+            .filter(|v| v.major > 0)
+            .ok_or_else(|| format!("{t:?}: {number:?} is not a version number"))?;
+        let known = match distribution {
+            Distribution::Elasticsearch => (1..=9).contains(&v.major),
+            Distribution::OpenSearch => (1..=3).contains(&v.major),
+        };
+        if !known {
+            return Err(format!(
+                "{t:?}: no such {} release line",
+                v.distribution_name()
+            ));
+        }
+        Ok(v)
+    }
+
+    fn distribution_name(&self) -> &'static str {
+        match self.distribution {
+            Distribution::Elasticsearch => "Elasticsearch",
+            Distribution::OpenSearch => "OpenSearch",
+        }
+    }
+
+    /// Elasticsearch `major.minor` or later.
+    pub fn at_least_es(&self, major: u32, minor: u32) -> bool {
         self.distribution == Distribution::Elasticsearch
             && (self.major, self.minor) >= (major, minor)
     }
 
-    fn is_os(&self) -> bool {
+    /// OpenSearch `major.minor` or later.
+    pub fn at_least_os(&self, major: u32, minor: u32) -> bool {
+        self.is_os() && (self.major, self.minor) >= (major, minor)
+    }
+
+    /// OpenSearch, any version.
+    pub fn is_os(&self) -> bool {
         self.distribution == Distribution::OpenSearch
+    }
+
+    /// Elasticsearch, any version.
+    pub fn is_es(&self) -> bool {
+        self.distribution == Distribution::Elasticsearch
+    }
+
+    /// Data streams: Elasticsearch 7.9+, every OpenSearch.
+    pub fn supports_data_streams(&self) -> bool {
+        self.is_os() || self.at_least_es(7, 9)
     }
 
     /// Whether the target wants mappings wrapped in a type name (`{"_doc": {...}}`): ES 6.
@@ -160,5 +212,28 @@ mod tests {
         assert_eq!(Version::es(6, 1).default_type_name(), "doc");
         assert_eq!(Version::es(6, 8).default_type_name(), "_doc");
         assert_eq!(Version::os(3, 8).to_string(), "OpenSearch 3.8");
+    }
+
+    #[test]
+    fn labeled_versions() {
+        assert_eq!(
+            Version::parse_labeled("es-8.15").unwrap(),
+            Version::es(8, 15)
+        );
+        assert_eq!(
+            Version::parse_labeled("os-2.19").unwrap(),
+            Version::os(2, 19)
+        );
+        assert_eq!(
+            Version::parse_labeled("OpenSearch-3").unwrap(),
+            Version::os(3, 0)
+        );
+        assert_eq!(
+            Version::parse_labeled("elasticsearch-7.10.2").unwrap(),
+            Version::es(7, 10)
+        );
+        for bad in ["8.15", "solr-9", "es-x", "os-7.1", "es-"] {
+            assert!(Version::parse_labeled(bad).is_err(), "{bad}");
+        }
     }
 }

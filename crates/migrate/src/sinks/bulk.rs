@@ -68,6 +68,7 @@ impl SinkWriter for BulkWriter {
         let action = match doc.op {
             Op::Index => BulkAction::Write,
             Op::Delete => BulkAction::Delete,
+            Op::Create => BulkAction::Create,
         };
         let meta = DocMeta {
             index: doc.index,

@@ -185,7 +185,7 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
 /// One document as a JSON line.
 pub fn render_jsonl(out: &mut Vec<u8>, doc: &Document) {
     out.extend_from_slice(match doc.op {
-        Op::Index => b"{\"_index\":".as_slice(),
+        Op::Index | Op::Create => b"{\"_index\":".as_slice(),
         Op::Delete => b"{\"_op\":\"delete\",\"_index\":".as_slice(),
     });
     json_str(out, &doc.index);
@@ -199,7 +199,7 @@ pub fn render_jsonl(out: &mut Vec<u8>, doc: &Document) {
         out.extend_from_slice(b",\"_routing\":");
         json_str(out, r);
     }
-    if doc.op == Op::Index {
+    if doc.op != Op::Delete {
         out.extend_from_slice(b",\"_source\":");
         out.extend_from_slice(&doc.source);
     }
@@ -222,6 +222,7 @@ impl SinkWriter for FileWriter {
                 let action = match doc.op {
                     Op::Index => BulkAction::Write,
                     Op::Delete => BulkAction::Delete,
+                    Op::Create => BulkAction::Create,
                 };
                 let meta = DocMeta {
                     index: doc.index.clone(),

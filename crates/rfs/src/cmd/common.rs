@@ -250,6 +250,48 @@ pub struct FilterArgs {
         value_name = "TEXT"
     )]
     pub index_suffix: String,
+    /// The k-NN engine of vector fields converted for OpenSearch (`dense_vector` →
+    /// `knn_vector`, or an engine the target refuses). Default: by target version — lucene
+    /// on OpenSearch 2.2+ (faiss for inner product before 2.13), nmslib before 2.2, never
+    /// nmslib on 3.x. A field the chosen engine cannot hold on the target is BLOCKED.
+    #[arg(long, env = "RFS_KNN_ENGINE", value_enum, value_name = "ENGINE")]
+    pub knn_engine: Option<KnnEngineArg>,
+    /// What becomes of the snapshot's data streams: `data-streams` creates each on the
+    /// target from its index template (which must be migrated too) and writes the
+    /// documents of its backing indices to it with `create`; `indices` creates every
+    /// backing index as a plain index, with the stream's name as an alias over them.
+    #[arg(long, env = "RFS_DATA_STREAMS", value_enum, default_value_t = DataStreamsArg::DataStreams, value_name = "MODE")]
+    pub data_streams: DataStreamsArg,
+}
+
+/// `--data-streams`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DataStreamsArg {
+    /// Data streams on the target (Elasticsearch 7.9+, OpenSearch).
+    DataStreams,
+    /// Backing indices as plain indices, the stream's name as an alias.
+    Indices,
+}
+
+/// `--knn-engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KnnEngineArg {
+    /// Lucene's HNSW (OpenSearch 2.2+): filtering during search, smaller deployments.
+    Lucene,
+    /// Faiss (HNSW, quantization, binary vectors): large deployments.
+    Faiss,
+    /// NMSLIB (deprecated; refused for new indices by OpenSearch 3).
+    Nmslib,
+}
+
+impl From<KnnEngineArg> for migrate::metadata::KnnEngine {
+    fn from(e: KnnEngineArg) -> Self {
+        match e {
+            KnnEngineArg::Lucene => migrate::metadata::KnnEngine::Lucene,
+            KnnEngineArg::Faiss => migrate::metadata::KnnEngine::Faiss,
+            KnnEngineArg::Nmslib => migrate::metadata::KnnEngine::Nmslib,
+        }
+    }
 }
 
 /// `--multi-type`.
@@ -282,6 +324,13 @@ impl FilterArgs {
             naming: self.naming()?,
             type_routes: migrate::metadata::Options::parse_type_routes(&self.type_route)
                 .map_err(anyhow::Error::msg)?,
+            convert: migrate::metadata::ConvertOptions {
+                knn_engine: self.knn_engine.map(Into::into),
+            },
+            data_streams: match self.data_streams {
+                DataStreamsArg::DataStreams => migrate::metadata::DataStreamMode::DataStreams,
+                DataStreamsArg::Indices => migrate::metadata::DataStreamMode::Indices,
+            },
         })
     }
 

@@ -1,11 +1,15 @@
-//! `rfs metadata evaluate|migrate`: templates and indices from a snapshot onto a target.
-//! `evaluate` only reads the target (GET/HEAD) and prints what `migrate` would do;
-//! `migrate` creates what is missing and never modifies what exists.
+//! `rfs metadata evaluate|migrate|convert`: templates and indices from a snapshot onto a
+//! target. `evaluate` only reads the target (GET/HEAD) and prints what `migrate` would do;
+//! `migrate` creates what is missing and never modifies what exists; `convert` converts
+//! one mapping for a target version with no snapshot and no cluster.
+
+use std::path::PathBuf;
 
 use anyhow::Context;
-use migrate::metadata::{Report, SourceMetadata};
+use migrate::metadata::{Report, Severity, SourceMetadata, Version};
+use serde_json::json;
 
-use super::common::{FilterArgs, SourceArgs, TargetArgs};
+use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs};
 
 use crate::exit;
 
@@ -15,6 +19,36 @@ pub enum Command {
     Evaluate(Args),
     /// Create the missing templates and indices; print the same report with outcomes.
     Migrate(Args),
+    /// Convert one mapping (or index body) for a target version and print it with every
+    /// conversion, before and after, and what blocks it; no snapshot or cluster needed.
+    ///
+    /// Example: rfs metadata convert --mapping logs.json --from es-8.15 --to os-2.19
+    Convert(ConvertArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ConvertArgs {
+    /// The mapping to convert: `{"properties": …}` (typed or not), an index body
+    /// (`{"settings", "mappings", "aliases"}`), or what `GET <index>` answers for one index.
+    #[arg(long, env = "RFS_MAPPING", value_name = "FILE.json")]
+    pub mapping: PathBuf,
+    /// The version the mapping comes from: `es-MAJOR.MINOR` or `os-MAJOR.MINOR`.
+    #[arg(long, env = "RFS_FROM", value_name = "VERSION", value_parser = parse_version)]
+    pub from: Version,
+    /// The version to convert for: `es-MAJOR.MINOR` or `os-MAJOR.MINOR` (e.g. os-2.19).
+    #[arg(long, env = "RFS_TO", value_name = "VERSION", value_parser = parse_version)]
+    pub to: Version,
+    /// The k-NN engine of converted vector fields (default: by target version).
+    #[arg(long, env = "RFS_KNN_ENGINE", value_enum, value_name = "ENGINE")]
+    pub knn_engine: Option<KnnEngineArg>,
+    /// Print one JSON document (`body`, `conversions`, `warnings`, `blockers`) instead of
+    /// text.
+    #[arg(long, env = "RFS_JSON")]
+    pub json: bool,
+}
+
+fn parse_version(s: &str) -> Result<Version, String> {
+    Version::parse_labeled(s)
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,6 +113,7 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
     let (args, write) = match cmd {
         Command::Evaluate(a) => (a, false),
         Command::Migrate(a) => (a, true),
+        Command::Convert(a) => return convert(a),
     };
     let options = args.filter.options()?;
     let source = args.source()?;
@@ -121,4 +156,66 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
         }
     }
     Ok(if report.has_errors() { exit::FATAL } else { 0 })
+}
+
+/// `rfs metadata convert`: exit 0 when the mapping converts, 1 when something blocks it.
+fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
+    let text = std::fs::read(&args.mapping)
+        .with_context(|| format!("reading {}", args.mapping.display()))?;
+    let body: serde_json::Value = serde_json::from_slice(&text)
+        .with_context(|| format!("{}: not JSON", args.mapping.display()))?;
+    let options = migrate::metadata::Options {
+        convert: migrate::metadata::ConvertOptions {
+            knn_engine: args.knn_engine.map(Into::into),
+        },
+        ..Default::default()
+    };
+    let (converted, notes) =
+        migrate::metadata::convert_definition(&body, Some(args.from), args.to, &options)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", args.mapping.display()))?;
+    let blocked = notes.blocked();
+    if args.json {
+        let out = json!({
+            "from": args.from,
+            "to": args.to,
+            "blocked": blocked,
+            "body": converted,
+            "conversions": notes.conversions,
+            "transformations": notes.transformations,
+            "warnings": notes.warnings,
+            "blockers": notes.blockers,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        let mut out = format!("convert: {} → {}\n", args.from, args.to);
+        let count = |s: Severity| notes.conversions.iter().filter(|c| c.severity == s).count();
+        out.push_str(&format!(
+            "{} conversions ({} changes, {} with warnings, {} BLOCKING)\n",
+            notes.conversions.len(),
+            count(Severity::Change),
+            count(Severity::Warning),
+            count(Severity::Blocking)
+        ));
+        migrate::metadata::plan::write_conversions(&mut out, &notes.conversions);
+        for t in &notes.transformations {
+            out.push_str(&format!("change: {t}\n"));
+        }
+        for w in &notes.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        for b in &notes.blockers {
+            out.push_str(&format!("BLOCKING: {b}\n"));
+        }
+        out.push_str(&format!(
+            "converted:\n{}\n",
+            serde_json::to_string_pretty(&converted)?
+        ));
+        if blocked {
+            out.push_str(
+                "BLOCKED: the target cannot hold this mapping as it is; nothing would be created\n",
+            );
+        }
+        print!("{out}");
+    }
+    Ok(if blocked { exit::FATAL } else { 0 })
 }

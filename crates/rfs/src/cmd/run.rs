@@ -90,6 +90,11 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
                         .await
                         .map_err(|e| PhaseError::Other(format!("metadata migration: {e}")))?;
                     crate::say!("{}", report.to_table());
+                    if report.is_blocked() {
+                        return Err(PhaseError::Other(
+                            "metadata migration is BLOCKED by conversions the target cannot hold (see the table); nothing was created".into(),
+                        ));
+                    }
                     if report.has_errors() {
                         tracing::warn!("metadata migration reported errors (see the table); documents of those indices may fail");
                     }

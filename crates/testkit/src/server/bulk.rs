@@ -626,8 +626,10 @@ pub(crate) fn apply_one(
     index: &mut String,
     mut op: WriteOp,
 ) -> Result<Written, EsError> {
-    // fast path: a concrete index (no allocation); else an alias, or a new index
+    // fast path: a concrete index (no allocation); else a data stream, an alias, or a
+    // new index
     if !st.indices.contains_key(index.as_str()) {
+        st.check_data_stream_write(index, &op)?;
         match st.write_target(index)? {
             Some(t) => *index = t,
             None if shared.config.auto_create_index => {

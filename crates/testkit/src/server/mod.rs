@@ -28,6 +28,7 @@
 mod api;
 mod bulk;
 mod error;
+mod fields;
 mod filter;
 mod query;
 mod state;
@@ -530,6 +531,16 @@ impl TestServer {
     /// Names of all indices, sorted.
     pub fn index_names(&self) -> Vec<String> {
         self.shared.state().indices.keys().cloned().collect()
+    }
+
+    /// Data streams by name, each with its backing indices (oldest first).
+    pub fn data_streams(&self) -> BTreeMap<String, Vec<String>> {
+        self.shared
+            .state()
+            .data_streams
+            .iter()
+            .map(|(n, d)| (n.clone(), d.indices.clone()))
+            .collect()
     }
 
     /// Settings, mappings and aliases of an index.

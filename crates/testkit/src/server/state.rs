@@ -66,6 +66,19 @@ pub(crate) struct State {
     pub persistent_settings: BTreeMap<String, Value>,
     pub transient_settings: BTreeMap<String, Value>,
     pub uuid_counter: u64,
+    /// Data streams by name. Each is also an alias (write index: its newest backing
+    /// index) so that searches and writes by its name resolve like an alias's.
+    pub data_streams: BTreeMap<String, DataStreamState>,
+}
+
+/// A data stream the server holds.
+#[derive(Clone, Debug)]
+pub(crate) struct DataStreamState {
+    pub timestamp_field: String,
+    /// Backing indices, oldest first.
+    pub indices: Vec<String>,
+    /// The index template it was created from.
+    pub template: String,
 }
 
 /// What a write operation does.
@@ -208,6 +221,7 @@ impl Index {
         };
         match op.kind {
             OpKind::Create | OpKind::Index => {
+                super::fields::check_document(&self.mappings, &op.source)?;
                 if matches!(op.kind, OpKind::Create) {
                     if let Some(d) = current {
                         return Err(conflict(
@@ -421,8 +435,12 @@ const PRIVATE_SETTINGS: &[&str] = &[
     "index.routing_num_shards",
 ];
 
-pub(crate) fn check_settings(flat: &BTreeMap<String, Value>) -> Result<(), EsError> {
+pub(crate) fn check_settings(
+    flat: &BTreeMap<String, Value>,
+    dialect: &Dialect,
+) -> Result<(), EsError> {
     for k in flat.keys() {
+        super::fields::check_setting(k, dialect)?;
         if PRIVATE_SETTINGS.contains(&k.as_str()) || k.starts_with("index.version.") {
             return Err(EsError::bad_request(format!(
                 "private index setting [{k}] can not be set explicitly"
@@ -455,7 +473,7 @@ fn mapper_error(reason: String) -> EsError {
     EsError::new(400, "mapper_parsing_exception", reason)
 }
 
-fn check_properties(props: &Value, path: &str) -> Result<(), EsError> {
+fn check_properties(props: &Value, path: &str, dialect: &Dialect) -> Result<(), EsError> {
     let Some(m) = props.as_object() else {
         return Ok(());
     };
@@ -465,22 +483,18 @@ fn check_properties(props: &Value, path: &str) -> Result<(), EsError> {
         } else {
             format!("{path}.{name}")
         };
-        if field.get("type").and_then(Value::as_str) == Some("string") {
-            return Err(mapper_error(format!(
-                "No handler for type [string] declared on field [{name}]"
-            )));
-        }
+        super::fields::check_field(name, &full, field, dialect)?;
         if let Some(p) = field.get("properties") {
-            check_properties(p, &full)?;
+            check_properties(p, &full, dialect)?;
         }
         if let Some(f) = field.get("fields") {
-            check_properties(f, &full)?;
+            check_properties(f, &full, dialect)?;
         }
     }
     Ok(())
 }
 
-fn check_root_mapping(root: &Value, typed: bool) -> Result<(), EsError> {
+fn check_root_mapping(root: &Value, typed: bool, dialect: &Dialect) -> Result<(), EsError> {
     let Some(m) = root.as_object() else {
         return Err(mapper_error(
             "Failed to parse mapping: expected an object".into(),
@@ -507,7 +521,7 @@ fn check_root_mapping(root: &Value, typed: bool) -> Result<(), EsError> {
         )));
     }
     if let Some(p) = m.get("properties") {
-        check_properties(p, "")?;
+        check_properties(p, "", dialect)?;
     }
     Ok(())
 }
@@ -539,7 +553,7 @@ pub(crate) fn check_mappings(
                     dialect.number
                 )));
             }
-            check_root_mapping(mappings, true)?;
+            check_root_mapping(mappings, true, dialect)?;
             return Ok((json!({ "_doc": mappings }), Some("_doc".into())));
         }
         if m.len() > 1 {
@@ -550,15 +564,15 @@ pub(crate) fn check_mappings(
             )));
         }
         let (t, body) = m.iter().next().expect("one entry");
-        check_root_mapping(body, true)?;
+        check_root_mapping(body, true, dialect)?;
         return Ok((mappings.clone(), Some(t.clone())));
     }
     if include_type_name == Some(true) && m.len() == 1 && !looks_typeless {
         let body = m.values().next().expect("one entry");
-        check_root_mapping(body, false)?;
+        check_root_mapping(body, false, dialect)?;
         return Ok((body.clone(), None));
     }
-    check_root_mapping(mappings, false)?;
+    check_root_mapping(mappings, false, dialect)?;
     Ok((mappings.clone(), None))
 }
 
@@ -687,7 +701,7 @@ impl State {
             }
         }
         let req_settings = flatten_settings(body.get("settings").unwrap_or(&Value::Null))?;
-        check_settings(&req_settings)?;
+        check_settings(&req_settings, dialect)?;
         let (tpl_settings, mut mappings, mut aliases) = self.template_defaults(name);
         let mut settings = flatten_settings(&tpl_settings)?;
         settings.extend(req_settings);
@@ -830,6 +844,87 @@ impl State {
                 }
             }
         }
+    }
+
+    /// `PUT _data_stream/<name>`: needs a composable template with a `data_stream`
+    /// section matching the name; creates the first backing index from it.
+    pub fn create_data_stream(&mut self, name: &str, dialect: &Dialect) -> Result<(), EsError> {
+        if self.data_streams.contains_key(name) {
+            return Err(EsError::new(
+                400,
+                "resource_already_exists_exception",
+                format!("data_stream [{name}] already exists"),
+            ));
+        }
+        check_index_name(name)?;
+        if self.indices.contains_key(name)
+            || self.indices.values().any(|i| i.aliases.contains_key(name))
+        {
+            return Err(EsError::bad_request(format!(
+                "data stream [{name}] conflicts with an existing index or alias"
+            )));
+        }
+        let template = self
+            .index_templates
+            .iter()
+            .filter(|(_, t)| patterns_of(t).iter().any(|p| glob(p, name)))
+            .max_by_key(|(_, t)| t.get("priority").and_then(Value::as_i64).unwrap_or(0))
+            .filter(|(_, t)| t.get("data_stream").is_some_and(Value::is_object))
+            .map(|(n, t)| (n.clone(), t.clone()));
+        let Some((tname, tpl)) = template else {
+            return Err(EsError::bad_request(format!(
+                "no matching index template found for data stream [{name}]"
+            )));
+        };
+        let timestamp_field = tpl["data_stream"]
+            .get("timestamp_field")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("@timestamp")
+            .to_string();
+        let (settings, mappings, _) = self.template_defaults(name);
+        let backing = format!(".ds-{name}-000001");
+        let body = json!({"settings": settings, "mappings": mappings,
+                          "aliases": {name: {"is_write_index": true}}});
+        self.create_index(&backing, &body, dialect, None)?;
+        self.data_streams.insert(
+            name.to_string(),
+            DataStreamState {
+                timestamp_field,
+                indices: vec![backing],
+                template: tname,
+            },
+        );
+        Ok(())
+    }
+
+    /// A write to data stream `name`: only `create`, with the timestamp field.
+    pub fn check_data_stream_write(&self, name: &str, op: &WriteOp) -> Result<(), EsError> {
+        let Some(ds) = self.data_streams.get(name) else {
+            return Ok(());
+        };
+        if !matches!(op.kind, OpKind::Create) {
+            return Err(EsError::bad_request(format!(
+                "only write ops with an op_type of create are allowed in data streams (data stream [{name}])"
+            )));
+        }
+        let doc: Value = serde_json::from_slice(&op.source).unwrap_or(Value::Null);
+        let has_ts = ds
+            .timestamp_field
+            .split('.')
+            .try_fold(&doc, |v, k| v.get(k))
+            .is_some_and(|v| !v.is_null());
+        if !has_ts {
+            return Err(EsError::new(
+                400,
+                "mapper_parsing_exception",
+                format!(
+                    "data stream timestamp field [{}] is missing",
+                    ds.timestamp_field
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Settings, mappings and aliases the templates give a new index named `name`.

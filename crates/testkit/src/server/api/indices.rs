@@ -3,6 +3,32 @@
 #[allow(unused_imports)]
 use super::*;
 
+pub(super) fn get_data_streams(c: &Ctx<'_>, name: &str) -> Result<Resp, EsError> {
+    let st = c.state();
+    let streams: Vec<Value> = st
+        .data_streams
+        .iter()
+        .filter(|(n, _)| name.split(',').any(|p| glob(p, n)))
+        .map(|(n, ds)| {
+            let indices: Vec<Value> = ds
+                .indices
+                .iter()
+                .map(|i| json!({"index_name": i, "index_uuid": st.indices.get(i).map(|x| x.uuid.clone())}))
+                .collect();
+            json!({"name": n, "timestamp_field": {"name": ds.timestamp_field}, "indices": indices,
+                   "generation": ds.indices.len(), "status": "GREEN", "template": ds.template})
+        })
+        .collect();
+    if streams.is_empty() && !name.contains('*') {
+        return Err(EsError::new(
+            404,
+            "index_not_found_exception",
+            format!("no such index [{name}]"),
+        ));
+    }
+    c.ok(200, json!({"data_streams": streams}))
+}
+
 pub(super) fn create_index(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
     let body = c.json()?;
     c.state()
@@ -119,7 +145,7 @@ pub(super) fn get_settings(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
 pub(super) fn put_settings(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
     let body = c.json()?;
     let flat = flatten_settings(body.get("settings").unwrap_or(&body))?;
-    check_settings(&flat)?;
+    check_settings(&flat, &c.shared.dialect)?;
     let static_keys: Vec<&String> = flat
         .keys()
         .filter(|k| {

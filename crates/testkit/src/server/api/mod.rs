@@ -27,6 +27,7 @@ use super::state::{
     check_mappings, check_settings, flatten_settings, glob, merge, nest_settings, OpKind,
     SnapshotRecord, State, WriteOp, Written,
 };
+use super::version::Dialect;
 use super::{Faults, Shared};
 
 type Resp = Response<Full<Bytes>>;
@@ -471,6 +472,11 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_component_template", name] if m == Method::DELETE && composable => {
             delete_template(c, Kind::Component, name)
         }
+        ["_data_stream", name] if m == Method::PUT && composable => {
+            c.state().create_data_stream(name, &c.shared.dialect)?;
+            c.ok(200, ack())
+        }
+        ["_data_stream", name] if get && composable => get_data_streams(c, name),
         ["_index_template"] if get && composable => get_composable(c, Kind::Index, "*"),
         ["_index_template", name] if get && composable => get_composable(c, Kind::Index, name),
         ["_index_template", name] if write && composable => put_index_template(c, name),

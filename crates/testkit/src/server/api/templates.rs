@@ -27,9 +27,9 @@ pub(super) fn select<'a>(
         .collect()
 }
 
-pub(super) fn normalized_settings(v: Option<&Value>) -> Result<Value, EsError> {
+pub(super) fn normalized_settings(v: Option<&Value>, d: &Dialect) -> Result<Value, EsError> {
     let flat = flatten_settings(v.unwrap_or(&Value::Null))?;
-    check_settings(&flat)?;
+    check_settings(&flat, d)?;
     Ok(nest_settings(&flat))
 }
 
@@ -52,7 +52,7 @@ pub(super) fn put_legacy_template(c: &Ctx<'_>, name: &str) -> Result<Resp, EsErr
     t.insert("index_patterns".into(), Value::Array(patterns));
     t.insert(
         "settings".into(),
-        normalized_settings(body.get("settings"))?,
+        normalized_settings(body.get("settings"), d)?,
     );
     let mappings = match body.get("mappings") {
         Some(m) => check_mappings(name, m, d, c.include_type_name())?.0,
@@ -99,7 +99,7 @@ pub(super) fn checked_template_part(
             return Err(EsError::parse("[template] must be an object"));
         }
         if tpl.get("settings").is_some() {
-            tpl["settings"] = normalized_settings(tpl.get("settings"))?;
+            tpl["settings"] = normalized_settings(tpl.get("settings"), &c.shared.dialect)?;
         }
         if let Some(m) = tpl.get("mappings") {
             tpl["mappings"] = check_mappings(name, m, &c.shared.dialect, None)?.0;
