@@ -21,7 +21,7 @@ use url::Url;
 use crate::config::{Auth, AwsService, ClientConfig, Compression};
 use crate::error::ClusterError;
 use crate::version::{Target, Version};
-use pacing::{parse_retry_after, RetryPolicy};
+use pacing::{parse_retry_after, RetryPolicy, Sometimes};
 use sigv4::AwsCredentials;
 
 /// A cheap-to-clone handle on a target cluster. All clones share one connection pool.
@@ -42,6 +42,9 @@ impl std::fmt::Debug for Client {
 
 struct Inner {
     http: reqwest::Client,
+    request_timeout: Duration,
+    /// Retries of control requests are logged at warn level, rate-limited.
+    warnings: Sometimes,
     bases: Vec<String>,
     next: AtomicUsize,
     auth: ResolvedAuth,
@@ -200,41 +203,29 @@ impl Client {
             .tcp_nodelay(true)
             .user_agent(concat!("rfs/", env!("CARGO_PKG_VERSION")));
         let tls = &config.tls;
-        if let Some(ca) = &tls.ca_file {
-            let pem = read_file(ca)?;
-            let certs =
-                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ClusterError::TlsFile {
-                    path: ca.clone(),
-                    reason: format!("not a PEM certificate bundle: {e}"),
+        match &tls.ca_file {
+            // A CA file: rustls configured here, so that a server whose certificate is in
+            // the file itself (self-signed, even marked as a CA) is trusted too.
+            Some(ca) if !tls.insecure => {
+                let cas = pem_certificates(ca)?;
+                let client = match (&tls.client_cert, &tls.client_key) {
+                    (Some(cert), Some(key)) => Some((pem_certificates(cert)?, pem_key(key)?)),
+                    (None, None) => None,
+                    _ => {
+                        return Err(ClusterError::Config(
+                            "mutual TLS needs both a client certificate and its key".into(),
+                        ))
+                    }
+                };
+                let tls_config = crate::tls::client_config(cas, client).map_err(|reason| {
+                    ClusterError::TlsFile {
+                        path: ca.clone(),
+                        reason,
+                    }
                 })?;
-            if certs.is_empty() {
-                return Err(ClusterError::TlsFile {
-                    path: ca.clone(),
-                    reason: "no certificate found".into(),
-                });
+                builder = builder.use_preconfigured_tls(tls_config);
             }
-            for c in certs {
-                builder = builder.add_root_certificate(c);
-            }
-        }
-        match (&tls.client_cert, &tls.client_key) {
-            (Some(cert), Some(key)) => {
-                let mut pem = read_file(cert)?;
-                pem.push(b'\n');
-                pem.extend_from_slice(&read_file(key)?);
-                let identity =
-                    reqwest::Identity::from_pem(&pem).map_err(|e| ClusterError::TlsFile {
-                        path: cert.clone(),
-                        reason: format!("client certificate or key not usable: {e}"),
-                    })?;
-                builder = builder.identity(identity);
-            }
-            (None, None) => {}
-            _ => {
-                return Err(ClusterError::Config(
-                    "mutual TLS needs both a client certificate and its key".into(),
-                ))
-            }
+            _ => builder = reqwest_identity(builder, tls)?,
         }
         if tls.insecure {
             warn!("TLS certificate verification is disabled for the target (insecure)");
@@ -295,6 +286,8 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
+                request_timeout: config.request_timeout,
+                warnings: Sometimes::new(Duration::from_secs(10)),
                 bases,
                 next: AtomicUsize::new(0),
                 auth,
@@ -317,6 +310,11 @@ impl Client {
     /// The target found by [`Client::detect`] (or assumed by the configuration).
     pub fn target(&self) -> Option<&Target> {
         self.inner.target.get()
+    }
+
+    /// The whole-request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.inner.request_timeout
     }
 
     /// The first configured URL (for messages).
@@ -480,7 +478,11 @@ impl Client {
                 });
             }
             let wait = policy.delay(attempt, retry_after);
-            debug!(%method, %url, attempt, ?wait, %last, "retrying");
+            if self.inner.warnings.due() {
+                warn!(%method, %url, attempt, of = policy.max_attempts, next_in = ?wait, "request to the cluster failed, retrying: {last}");
+            } else {
+                debug!(%method, %url, attempt, ?wait, %last, "retrying");
+            }
             tokio::time::sleep(wait).await;
         }
     }
@@ -580,6 +582,63 @@ fn sensitive(value: &str) -> Result<HeaderValue, ClusterError> {
     })?;
     h.set_sensitive(true);
     Ok(h)
+}
+
+/// The certificates of a PEM file; none is an error naming the file.
+fn pem_certificates(
+    path: &std::path::Path,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, ClusterError> {
+    use rustls::pki_types::pem::PemObject;
+    let pem = read_file(path)?;
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ClusterError::TlsFile {
+            path: path.to_path_buf(),
+            reason: format!("not a PEM certificate bundle: {e}"),
+        })?;
+    if certs.is_empty() {
+        return Err(ClusterError::TlsFile {
+            path: path.to_path_buf(),
+            reason: "no certificate found".into(),
+        });
+    }
+    Ok(certs)
+}
+
+/// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1).
+fn pem_key(
+    path: &std::path::Path,
+) -> Result<rustls::pki_types::PrivateKeyDer<'static>, ClusterError> {
+    use rustls::pki_types::pem::PemObject;
+    let pem = read_file(path)?;
+    rustls::pki_types::PrivateKeyDer::from_pem_slice(&pem).map_err(|e| ClusterError::TlsFile {
+        path: path.to_path_buf(),
+        reason: format!("no usable private key: {e}"),
+    })
+}
+
+/// A client certificate for mutual TLS through reqwest's own TLS set-up (no CA file).
+fn reqwest_identity(
+    builder: reqwest::ClientBuilder,
+    tls: &crate::config::TlsConfig,
+) -> Result<reqwest::ClientBuilder, ClusterError> {
+    match (&tls.client_cert, &tls.client_key) {
+        (Some(cert), Some(key)) => {
+            let mut pem = read_file(cert)?;
+            pem.push(b'\n');
+            pem.extend_from_slice(&read_file(key)?);
+            let identity =
+                reqwest::Identity::from_pem(&pem).map_err(|e| ClusterError::TlsFile {
+                    path: cert.clone(),
+                    reason: format!("client certificate or key not usable: {e}"),
+                })?;
+            Ok(builder.identity(identity))
+        }
+        (None, None) => Ok(builder),
+        _ => Err(ClusterError::Config(
+            "mutual TLS needs both a client certificate and its key".into(),
+        )),
+    }
 }
 
 fn read_file(path: &std::path::Path) -> Result<Vec<u8>, ClusterError> {

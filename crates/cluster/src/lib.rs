@@ -19,6 +19,7 @@ mod bulk;
 mod client;
 mod config;
 mod error;
+mod tls;
 mod version;
 
 pub use api::{Created, Doc, TemplateKind};

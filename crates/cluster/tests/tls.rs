@@ -1,5 +1,6 @@
 //! TLS against a local server with certificates made here: a custom CA, mutual TLS,
-//! rejection without the CA or without a client certificate, and `insecure`.
+//! rejection without the CA or without a client certificate, `insecure`, and a server
+//! certificate that is self-signed and its own CA, trusted through the CA file.
 //! The server is the project's test server behind a TLS acceptor that requires client certificates.
 
 use std::path::{Path, PathBuf};
@@ -101,6 +102,11 @@ async fn tls_front(pki: &Pki, backend: std::net::SocketAddr) -> u16 {
             PrivateKeyDer::Pkcs8(pki.server_key.clone_key()),
         )
         .unwrap();
+    serve_tls(config, backend).await
+}
+
+/// Terminate TLS with `config` and forward the plain bytes to `backend`; the port.
+async fn serve_tls(config: rustls::ServerConfig, backend: std::net::SocketAddr) -> u16 {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -204,4 +210,117 @@ async fn custom_ca_mutual_tls_and_insecure() {
     assert!(Client::connect(config(port, None, None, true))
         .await
         .is_err());
+}
+
+/// A self-signed certificate for `names`, marked as a CA (as `openssl req -x509` makes
+/// them), as PEM and DER with its key.
+fn self_signed_ca(
+    names: &[&str],
+) -> (String, CertificateDer<'static>, PrivatePkcs8KeyDer<'static>) {
+    self_signed_ca_with(names, |_| {})
+}
+
+/// [`self_signed_ca`] with `adjust` applied to the parameters (e.g. a validity period).
+fn self_signed_ca_with(
+    names: &[&str],
+    adjust: impl FnOnce(&mut CertificateParams),
+) -> (String, CertificateDer<'static>, PrivatePkcs8KeyDer<'static>) {
+    let key = KeyPair::generate().unwrap();
+    let mut p =
+        CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    adjust(&mut p);
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.distinguished_name
+        .push(DnType::CommonName, "self-signed test server");
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    let cert = p.self_signed(&key).unwrap();
+    (
+        cert.pem(),
+        cert.der().clone(),
+        PrivatePkcs8KeyDer::from(key.serialize_der()),
+    )
+}
+
+async fn self_signed_front(
+    der: &CertificateDer<'static>,
+    key: &PrivatePkcs8KeyDer<'static>,
+    backend: std::net::SocketAddr,
+) -> u16 {
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![der.clone()], PrivateKeyDer::Pkcs8(key.clone_key()))
+    .unwrap();
+    serve_tls(config, backend).await
+}
+
+/// Issue 15: a self-signed certificate that is its own CA could not be trusted through
+/// `--target-ca` (the path rules refuse a CA certificate as a server's own). Given in the
+/// CA file it is trusted, for its own names only; another self-signed certificate is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn self_signed_certificate_that_is_its_own_ca_is_trusted_through_the_ca_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let (pem, der, key) = self_signed_ca(&["127.0.0.1", "localhost"]);
+    let port = self_signed_front(&der, &key, server.addr()).await;
+    let file = dir.path().join("self.pem");
+    std::fs::write(&file, &pem).unwrap();
+
+    let client = Client::connect(config(port, Some(&file), None, false))
+        .await
+        .unwrap_or_else(|e| panic!("the certificate given in the CA file is trusted: {e}"));
+    let sender = BulkSender::new(client.clone(), BulkOptions::default()).unwrap();
+    let docs = (0..5)
+        .map(|i| BulkDoc::new("self", i.to_string(), Bytes::from(format!("{{\"n\":{i}}}"))))
+        .collect();
+    assert_eq!(sender.send(docs).await.unwrap().indexed, 5);
+    assert_eq!(client.count("self").await.unwrap(), 5);
+    let stored = server.documents("self");
+    for i in 0..5 {
+        assert_eq!(stored[&i.to_string()], serde_json::json!({ "n": i }));
+    }
+
+    // Without the file, or with another self-signed certificate in it: not trusted.
+    let e = Client::connect(config(port, None, None, false))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+    let (other_pem, _, _) = self_signed_ca(&["127.0.0.1", "localhost"]);
+    let other = dir.path().join("other.pem");
+    std::fs::write(&other, &other_pem).unwrap();
+    let e = Client::connect(config(port, Some(&other), None, false))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+
+    // The given certificate counts for the names it was issued for only.
+    let (elsewhere_pem, elsewhere_der, elsewhere_key) = self_signed_ca(&["search.example"]);
+    let port = self_signed_front(&elsewhere_der, &elsewhere_key, server.addr()).await;
+    let elsewhere = dir.path().join("elsewhere.pem");
+    std::fs::write(&elsewhere, &elsewhere_pem).unwrap();
+    let e = Client::connect(config(port, Some(&elsewhere), None, false))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+
+    // …and within its validity period only: an expired one given in the file is refused.
+    let (expired_pem, expired_der, expired_key) =
+        self_signed_ca_with(&["127.0.0.1", "localhost"], |p| {
+            p.not_before = rcgen::date_time_ymd(2001, 1, 1);
+            p.not_after = rcgen::date_time_ymd(2002, 1, 1);
+        });
+    let port = self_signed_front(&expired_der, &expired_key, server.addr()).await;
+    let expired = dir.path().join("expired.pem");
+    std::fs::write(&expired, &expired_pem).unwrap();
+    let e = Client::connect(config(port, Some(&expired), None, false))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("expired"), "{e}");
 }

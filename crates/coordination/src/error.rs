@@ -11,6 +11,19 @@ pub enum Error {
         backend: &'static str,
         message: String,
     },
+    /// The store refused for a reason no retry cures (wrong password or user, no such
+    /// database, directory or file, a read-only file, an untrusted certificate, no
+    /// permission): said at once, never retried.
+    #[error("{backend} store: {message}")]
+    Refused {
+        backend: &'static str,
+        message: String,
+    },
+    /// The store holds another migration (recorded by the first worker of that one).
+    #[error(
+        "this coordination store belongs to another migration ({stored}); this worker is for {ours}: use another store, or give every worker of one migration the same --migration NAME"
+    )]
+    OtherMigration { stored: String, ours: String },
     /// A stored record does not parse.
     #[error("coordination record {id:?} is corrupt: {reason}")]
     Corrupt { id: String, reason: String },
@@ -30,6 +43,13 @@ pub enum Error {
 impl Error {
     pub(crate) fn store(backend: &'static str, e: impl std::fmt::Display) -> Self {
         Error::Store {
+            backend,
+            message: e.to_string(),
+        }
+    }
+
+    pub(crate) fn refused(backend: &'static str, e: impl std::fmt::Display) -> Self {
+        Error::Refused {
             backend,
             message: e.to_string(),
         }

@@ -40,7 +40,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Also: [`Coordinator::control`]/[`Coordinator::set_control`] (RUN / PAUSE / STOP),
+//! Also: [`Coordinator::claim_identity`] (one store, one migration: a worker of another
+//! one is refused), [`Coordinator::control`]/[`Coordinator::set_control`] (RUN / PAUSE / STOP),
 //! [`Coordinator::wait_phase`]/[`Coordinator::complete_phase`] (one worker does a phase,
 //! the others wait), [`Coordinator::keeper_step`] (one keeper summarises and marks the
 //! migration finished) and [`Coordinator::status`].
@@ -50,6 +51,7 @@ pub mod contention;
 mod control;
 mod coordinator;
 mod error;
+mod identity;
 mod keeper;
 mod phase;
 mod position;
@@ -63,11 +65,13 @@ pub use coordinator::{
     ItemFate, Lease, Progress, WorkerId,
 };
 pub use error::Error;
+pub use identity::{identity_display, Identity};
 pub use keeper::KeeperStep;
 pub use phase::PhaseClaim;
 pub use position::{cursor_display, Cursor, Position};
 pub use record::{item_id, Kind, Record, State, Version, WorkItem};
 pub use status::{Failure, GroupProgress, ItemCounts, LeaseStatus, PhaseStatus, Status};
 pub use store::{
-    open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore, SqliteStore, Store,
+    open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore,
+    SqliteStore, Store,
 };

@@ -20,15 +20,27 @@ pub enum Kind {
     Control,
     /// The keeper lease and its latest summary; `Done` once the migration is finished.
     Keeper,
+    /// What the store is for: the migration's identity, written once by its first worker.
+    Migration,
 }
 
 impl Kind {
+    /// Every kind (for backends that keep one set per kind).
+    pub const ALL: [Kind; 5] = [
+        Kind::Item,
+        Kind::Phase,
+        Kind::Control,
+        Kind::Keeper,
+        Kind::Migration,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Item => "item",
             Kind::Phase => "phase",
             Kind::Control => "control",
             Kind::Keeper => "keeper",
+            Kind::Migration => "migration",
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::control::Control;
 use crate::coordinator::{retry, Coordinator, SETUP_ID};
+use crate::identity::Identity;
 use crate::position::Cursor;
 use crate::record::{Kind, State};
 use crate::Error;
@@ -15,6 +16,8 @@ use crate::Error;
 /// A snapshot of the migration's coordination state.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Status {
+    /// What the store is for (recorded by the migration's first worker).
+    pub identity: Option<Identity>,
     /// Store clock when this was read (ms since the epoch).
     pub store_now: i64,
     /// Setup has created every work item.
@@ -165,6 +168,7 @@ impl Coordinator {
         let phases = retry(|| store.list(Kind::Phase)).await?;
         let keeper = retry(|| store.list(Kind::Keeper)).await?;
         let mut st = Status {
+            identity: self.identity().await?,
             store_now: now,
             setup_done: phases
                 .iter()

@@ -66,6 +66,17 @@ pub trait Store: Send + Sync {
 /// - `http(s)://[user:pw@]host:port[/index]` — an index on an Elasticsearch/OpenSearch
 ///   cluster (default `rfs_coordination`); `opensearch://` is an alias of `http://`.
 pub async fn open_store(url: &str) -> Result<Arc<dyn Store>, Error> {
+    open(url, true).await
+}
+
+/// Open the store a URL names only if it exists and holds rfs records — for commands that
+/// only read it (`status`, the dashboard) or set its control record: a mistyped file, table,
+/// prefix or index is an error ([`Error::Refused`]), and nothing is created.
+pub async fn open_existing_store(url: &str) -> Result<Arc<dyn Store>, Error> {
+    open(url, false).await
+}
+
+async fn open(url: &str, create: bool) -> Result<Arc<dyn Store>, Error> {
     let bad = |reason: &str| Error::BadUrl {
         url: redact(url),
         reason: reason.to_string(),
@@ -78,15 +89,38 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn Store>, Error> {
             if rest.is_empty() {
                 return Err(bad("missing file path"));
             }
-            Ok(Arc::new(SqliteStore::open(rest).await?))
+            Ok(Arc::new(if create {
+                SqliteStore::open(rest).await?
+            } else {
+                SqliteStore::open_existing(rest).await?
+            }))
         }
-        "memory" => Ok(Arc::new(MemoryStore::new())),
-        "postgres" | "postgresql" => Ok(Arc::new(PostgresStore::open(url).await?)),
-        "redis" | "rediss" => Ok(Arc::new(RedisStore::open(url).await?)),
-        "http" | "https" => Ok(Arc::new(ClusterStore::open(url).await?)),
-        "opensearch" => Ok(Arc::new(
-            ClusterStore::open(&format!("http://{rest}")).await?,
+        "memory" if create => Ok(Arc::new(MemoryStore::new())),
+        "memory" => Err(bad(
+            "a memory:// store lives in one process: there is none to read",
         )),
+        "postgres" | "postgresql" => Ok(Arc::new(if create {
+            PostgresStore::open(url).await?
+        } else {
+            PostgresStore::open_existing(url).await?
+        })),
+        "redis" | "rediss" => Ok(Arc::new(if create {
+            RedisStore::open(url).await?
+        } else {
+            RedisStore::open_existing(url).await?
+        })),
+        "http" | "https" | "opensearch" => {
+            let url = if scheme.eq_ignore_ascii_case("opensearch") {
+                format!("http://{rest}")
+            } else {
+                url.to_string()
+            };
+            Ok(Arc::new(if create {
+                ClusterStore::open(&url).await?
+            } else {
+                ClusterStore::open_existing(&url).await?
+            }))
+        }
         _ => Err(bad(
             "unknown scheme; use sqlite://, postgres://, redis://, http:// or https://",
         )),
@@ -102,6 +136,12 @@ pub(crate) fn redact(url: &str) -> String {
         }
         _ => url.to_string(),
     }
+}
+
+/// True when a connection error says the server's certificate was not trusted (rustls'
+/// "invalid peer certificate", OpenSSL's "certificate verify failed"): a retry cannot cure it.
+pub(crate) fn is_certificate_error(text: &str) -> bool {
+    text.contains("invalid peer certificate") || text.contains("certificate verify failed")
 }
 
 /// Remove query parameter `name` from `url`; returns the new URL and the value.

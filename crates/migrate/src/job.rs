@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use coordination::{Coordinator, KeeperStep, Status, Store};
+use coordination::{Coordinator, Identity, KeeperStep, Status, Store};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -58,7 +58,8 @@ pub struct JobOptions {
     pub coordination: coordination::Config,
     /// Bytes of framed batches the whole process may hold (read ahead and in flight).
     pub memory_budget: usize,
-    /// The migration's name in the store (default: derived from what is copied where).
+    /// The migration's name: when given, the name alone is its identity in the store
+    /// (default: what is copied where, see [`identity`]).
     pub migration: Option<String>,
 }
 
@@ -188,16 +189,43 @@ impl<S: Source, K: Sink> Job<S, K> {
         &self.shared.metrics
     }
 
-    /// Runs the job to one of its ends.
+    /// What this job copies where, as recorded in the store.
+    pub fn identity(&self) -> Identity {
+        identity(
+            self.parts.source.as_ref(),
+            self.parts.sink.as_ref(),
+            self.opts.migration.as_deref(),
+        )
+    }
+
+    /// Runs the job to one of its ends. The first thing it does is to record the
+    /// migration's identity in the store, or check it: a store of another migration is
+    /// [`coordination::Error::OtherMigration`] before anything is leased or written.
     pub async fn run(mut self) -> Result<JobReport, JobError> {
         let coord = Coordinator::new(self.store.clone(), self.opts.coordination.clone());
+        let identity = self.identity();
+        with_store_retries(|| coord.claim_identity(&identity)).await?;
         if with_store_retries(|| coord.control()).await? == coordination::Control::Stop {
             return Ok(self.report(JobEnd::Stopped, Totals::default(), None));
         }
+        // A shutdown (SIGTERM) while a phase runs or is awaited ends the job at once; a
+        // phase this process holds is given back so that another worker takes it now.
         for (name, work) in std::mem::take(&mut self.phases) {
-            guarded_phase(&coord, &name, work).await?;
+            tokio::select! {
+                r = guarded_phase(&coord, &name, work) => { r?; }
+                () = shutdown_requested(self.shared.shutdown.clone()) => {
+                    give_back_phase(&coord, &name).await;
+                    return Ok(self.report(JobEnd::Stopped, Totals::default(), None));
+                }
+            }
         }
-        let totals = self.items_phase(&coord).await?;
+        let totals = tokio::select! {
+            r = self.items_phase(&coord) => r?,
+            () = shutdown_requested(self.shared.shutdown.clone()) => {
+                give_back_phase(&coord, PHASE_ITEMS).await;
+                return Ok(self.report(JobEnd::Stopped, Totals::default(), None));
+            }
+        };
         let _ = self.totals.set(totals.clone());
         let keeper = spawn_keeper(coord.clone());
         let mut workers = tokio::task::JoinSet::new();
@@ -314,6 +342,24 @@ impl<S: Source, K: Sink> Job<S, K> {
     }
 }
 
+/// Resolves once `signal` says stop (never, if its sender is gone).
+async fn shutdown_requested(mut signal: watch::Receiver<bool>) {
+    if signal.wait_for(|stop| *stop).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Releases phase `name` if this process holds it (nothing happens otherwise).
+async fn give_back_phase(coord: &Coordinator, name: &str) {
+    match coord
+        .fail_phase(name, "the worker running it was stopped before it was done")
+        .await
+    {
+        Ok(()) => tracing::info!(phase = name, "stopped: phase given back"),
+        Err(e) => tracing::debug!(phase = name, "phase not held here: {e}"),
+    }
+}
+
 /// The keeper loop: every worker tries, one at a time holds the role, writes the progress
 /// summary and marks the end.
 fn spawn_keeper(coord: Coordinator) -> tokio::task::JoinHandle<()> {
@@ -355,16 +401,165 @@ async fn finish(coord: &Coordinator) -> Result<Status, JobError> {
 }
 
 /// The identity of a migration for the store: what is copied (the source's identity) and
-/// where to (the sink's), named by `name` when given.
-pub fn identity<S: Source, K: Sink>(
-    source: &S,
-    sink: &K,
-    name: Option<&str>,
-) -> BTreeMap<String, String> {
-    let mut id = source.identity();
-    id.insert("target".into(), sink.identity());
+/// where to (the sink's, as `target`); or, when the operator named the migration, the name
+/// alone (`migration`), for fleets that reach one repository or target under different
+/// paths or host names.
+pub fn identity<S: Source, K: Sink>(source: &S, sink: &K, name: Option<&str>) -> Identity {
+    identity_from(source.identity(), sink.identity(), name)
+}
+
+/// [`identity`] from the source's keys and the sink's name.
+pub fn identity_from(source: Identity, target: String, name: Option<&str>) -> Identity {
     if let Some(n) = name {
-        id.insert("migration".into(), n.to_string());
+        return BTreeMap::from([("migration".to_string(), n.to_string())]);
     }
+    let mut id = source;
+    id.insert("target".into(), target);
     id
+}
+
+/// Where a repository or a cluster is, as an identity records it: a URL without its user
+/// info, query, fragment or trailing slash (scheme and host in lower case); a local path
+/// made absolute with symbolic links resolved, also before it exists (`rfs run
+/// --source-cluster` records the identity before the snapshot creates the directory).
+pub fn identity_location(location: &str) -> String {
+    let local = |p: &str| local_location(std::path::Path::new(p));
+    let Some((scheme, rest)) = location.split_once("://") else {
+        return local(location);
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme == "file" {
+        return local(rest);
+    }
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, h)| h)
+        .to_ascii_lowercase();
+    let path = path.trim_end_matches('/');
+    if path.is_empty() {
+        format!("{scheme}://{host}")
+    } else {
+        format!("{scheme}://{host}/{path}")
+    }
+}
+
+/// `path` absolute, `.` and `..` and symbolic links resolved as far as it exists; the part
+/// that does not exist yet is appended as given (without `.` components or a trailing
+/// slash), so the name stays the same once it is created.
+fn local_location(path: &std::path::Path) -> String {
+    use std::path::{Component, PathBuf};
+    let Ok(abs) = std::path::absolute(path) else {
+        return path.display().to_string();
+    };
+    let mut missing: Vec<std::ffi::OsString> = Vec::new();
+    let mut existing = abs.as_path();
+    let resolved = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break real;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            // Nothing of it exists (or `..` at the end): as absolute as it gets.
+            _ => break PathBuf::new(),
+        }
+    };
+    if resolved.as_os_str().is_empty() {
+        let mut out = PathBuf::new();
+        for c in abs.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
+        }
+        return out.display().to_string();
+    }
+    let mut out = resolved;
+    for name in missing.iter().rev() {
+        match name.to_str() {
+            Some(".") => {}
+            Some("..") => {
+                out.pop();
+            }
+            _ => out.push(name),
+        }
+    }
+    out.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 15 (the migration identity): `rfs run --source-cluster` records the identity
+    /// before the snapshot creates the repository directory, the job again after; both
+    /// must name the same place, however the path was written.
+    #[cfg(unix)]
+    #[test]
+    fn a_local_repository_is_named_alike_before_and_after_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&base, &link).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let relative = pathdiff(&base.join("repo"), &cwd);
+        let spellings = [
+            format!("{}/repo", link.display()),
+            format!("{}/./repo/", link.display()),
+            format!("{}/sub/../repo", base.display()),
+            relative.clone(),
+            format!("file://{}/repo", link.display()),
+        ];
+        let before: Vec<String> = spellings.iter().map(|s| identity_location(s)).collect();
+        std::fs::create_dir(base.join("repo")).unwrap();
+        let after: Vec<String> = spellings.iter().map(|s| identity_location(s)).collect();
+        let want = base.join("repo").display().to_string();
+        for (s, (b, a)) in spellings.iter().zip(before.iter().zip(&after)) {
+            assert_eq!(b, &want, "{s} before");
+            assert_eq!(a, &want, "{s} after");
+        }
+    }
+
+    /// `to` relative to `from` (both absolute): `../../x/y`.
+    fn pathdiff(to: &std::path::Path, from: &std::path::Path) -> String {
+        let to: Vec<_> = to.components().collect();
+        let from: Vec<_> = from.components().collect();
+        let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+        let mut parts: Vec<String> = vec!["..".into(); from.len() - common];
+        parts.extend(
+            to[common..]
+                .iter()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+        );
+        parts.join("/")
+    }
+
+    #[test]
+    fn identity_locations_drop_credentials_and_options() {
+        assert_eq!(
+            identity_location("HTTPS://elastic:Pw@Search.Example:9200/?pretty"),
+            "https://search.example:9200"
+        );
+        assert_eq!(
+            identity_location("s3://bucket/base/path/?region=eu-west-1&endpoint=x"),
+            "s3://bucket/base/path"
+        );
+        assert_eq!(identity_location("http://h:1"), "http://h:1");
+        let dir = tempfile::tempdir().unwrap();
+        let abs = std::fs::canonicalize(dir.path())
+            .unwrap()
+            .display()
+            .to_string();
+        let dotted = format!("{}/./", dir.path().display());
+        assert_eq!(identity_location(&dotted), abs);
+        assert_eq!(identity_location(&format!("file://{dotted}")), abs);
+        assert_eq!(identity_location("/no/such/repo/"), "/no/such/repo");
+    }
 }

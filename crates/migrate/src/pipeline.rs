@@ -70,6 +70,10 @@ pub struct PipelineOptions {
     pub control_every: Duration,
     /// A run of skips with nothing to send is acknowledged after this many.
     pub skips_per_chunk: usize,
+    /// When stopping (STOP, SIGTERM), how long batches in flight may still take; then they
+    /// are abandoned (the cursor stays before them: they are sent again by the next
+    /// holder) so that the item is checkpointed and released in bounded time.
+    pub stop_grace: Duration,
 }
 
 impl Default for PipelineOptions {
@@ -80,6 +84,7 @@ impl Default for PipelineOptions {
             checkpoint_every: Duration::from_secs(10),
             control_every: Duration::from_secs(1),
             skips_per_chunk: 1000,
+            stop_grace: Duration::from_secs(20),
         }
     }
 }
@@ -235,8 +240,25 @@ where
     if *shutdown.borrow() {
         end = Some(ItemEnd::Stopped);
     }
+    let mut abandon_at: Option<Instant> = None;
+    // A store that is down is said at WARN every 10 s, not at every tick.
+    let mut store_trouble = Sometimes::default();
+    // The control record may have changed while the lease was being acquired: look before
+    // the first batch, not one tick after it (a PAUSE must stop every write).
+    if end.is_none() {
+        match lease.control().await {
+            Ok(Control::Run) => {}
+            Ok(Control::Pause) => end = Some(ItemEnd::Paused),
+            Ok(Control::Stop) => end = Some(ItemEnd::Stopped),
+            Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
+            Err(e) => tracing::warn!("could not read the control record: {e}"),
+        }
+    }
 
     loop {
+        if matches!(end, Some(ItemEnd::Stopped)) && abandon_at.is_none() {
+            abandon_at = Some(Instant::now() + opts.stop_grace);
+        }
         if end.is_none() && source_done && in_flight.is_empty() {
             end = Some(ItemEnd::Finished);
         }
@@ -290,6 +312,16 @@ where
             _ = tokio::time::sleep_until(trigger), if end.is_none() => {
                 end = Some(ItemEnd::Triggered);
             }
+            _ = tokio::time::sleep_until(abandon_at.unwrap_or(trigger)), if abandon_at.is_some() => {
+                let n = in_flight.len();
+                tracing::warn!(
+                    item = %item.id(),
+                    "stopping: {n} batch(es) still unacknowledged after {:?} are abandoned; the checkpoint stays before them",
+                    opts.stop_grace
+                );
+                in_flight.shutdown().await;
+                metrics.in_flight_batches.fetch_sub(n as i64, Ordering::Relaxed);
+            }
             changed = shutdown.changed(), if end.is_none() => {
                 if changed.is_err() || *shutdown.borrow() {
                     end = Some(ItemEnd::Stopped);
@@ -302,7 +334,7 @@ where
                         Ok(Control::Pause) => end = Some(ItemEnd::Paused),
                         Ok(Control::Stop) => end = Some(ItemEnd::Stopped),
                         Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
-                        Err(e) => tracing::warn!("could not read the control record: {e}"),
+                        Err(e) => store_trouble.say(format_args!("could not read the control record, sending on: {e}")),
                     }
                 }
                 let progress = mark.progress();
@@ -313,7 +345,7 @@ where
                             last_checkpoint_at = Instant::now();
                         }
                         Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
-                        Err(e) => tracing::warn!("checkpoint failed, will retry: {e}"),
+                        Err(e) => store_trouble.say(format_args!("checkpoint failed, will retry: {e}")),
                     }
                 }
             }
@@ -332,6 +364,26 @@ where
 }
 
 type Batch<K> = <<K as Sink>::Writer as SinkWriter>::Batch;
+
+/// A warning said at most every 10 s (the rest at debug level).
+#[derive(Default)]
+struct Sometimes {
+    last: Option<Instant>,
+}
+
+impl Sometimes {
+    fn say(&mut self, message: std::fmt::Arguments<'_>) {
+        if self
+            .last
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(10))
+        {
+            self.last = Some(Instant::now());
+            tracing::warn!("{message}");
+        } else {
+            tracing::debug!("{message}");
+        }
+    }
+}
 
 /// Writes an acknowledged chunk's refused and skipped documents to the failure log,
 /// updates the metrics, and returns what the low-water mark counts.

@@ -334,11 +334,19 @@ async fn checkpoint_with_retries(
 ) -> Result<(), coordination::Error> {
     let start = Instant::now();
     let mut wait = Duration::from_millis(100);
+    let mut said_at: Option<Instant> = None;
     loop {
         match lease.checkpoint(p).await {
             Ok(()) => return Ok(()),
             Err(e) if e.is_transient() && start.elapsed() < Duration::from_secs(60) => {
-                tracing::warn!("checkpoint failed, retrying: {e}");
+                if said_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                    tracing::warn!(
+                        item = lease.id(),
+                        "checkpoint failed for {:.0?}, retrying: {e}",
+                        start.elapsed()
+                    );
+                    said_at = Some(Instant::now());
+                }
                 tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_secs(5));
             }

@@ -175,6 +175,7 @@ fn options(parallel: usize, lease: Duration) -> JobOptions {
                 checkpoint_every: Duration::from_millis(50),
                 control_every: Duration::from_millis(20),
                 skips_per_chunk: 100,
+                stop_grace: Duration::from_secs(20),
             },
             wait_for_leases: true,
             poll: Duration::from_millis(50),

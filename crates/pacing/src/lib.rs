@@ -21,4 +21,4 @@ mod limiter;
 mod retry;
 
 pub use limiter::{AimdLimiter, Permit, RateLimiter};
-pub use retry::{parse_retry_after, RetryPolicy};
+pub use retry::{parse_retry_after, RetryPolicy, Sometimes};

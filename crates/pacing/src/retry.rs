@@ -71,6 +71,34 @@ impl RetryPolicy {
     }
 }
 
+/// A warning said at most once per `every`: long waits are worth a line at the default
+/// level, but not one per attempt.
+#[derive(Debug)]
+pub struct Sometimes {
+    every: Duration,
+    last: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Sometimes {
+    pub fn new(every: Duration) -> Self {
+        Sometimes {
+            every,
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// True (and remembered) when nothing was said for `every`.
+    pub fn due(&self) -> bool {
+        let now = std::time::Instant::now();
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let due = last.is_none_or(|t| now.duration_since(t) >= self.every);
+        if due {
+            *last = Some(now);
+        }
+        due
+    }
+}
+
 /// Parse a `Retry-After` value: delta seconds or an HTTP date.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();

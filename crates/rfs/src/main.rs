@@ -4,6 +4,7 @@
 mod cmd;
 mod config;
 mod dashboard;
+mod error_line;
 mod exit;
 mod failure_logs;
 mod logging;
@@ -37,8 +38,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Numeric flags are range-checked (each --help gives the range); passwords and URLs with
 /// `user:password@` are masked in logs, errors, status and --help.
 ///
-/// Exit codes: 0 done; 1 fatal error; 2 usage error; 3 no work left for this worker;
-/// 4 all remaining work is leased by other workers; 5 stopped by `rfs stop`;
+/// Exit codes: 0 done; 1 fatal error; 2 usage error (also: the store belongs to another
+/// migration); 3 no work left for this worker; 4 all remaining work is leased by other
+/// workers; 5 stopped (by `rfs stop`, SIGTERM or Ctrl-C, after checkpointing);
 /// 6 `rfs verify` found a mismatch; 7 the migration finished but documents were refused by
 /// the target or skipped (see `rfs status` and the failure log; `rfs redrive` re-sends them).
 #[derive(Debug, Parser)]
@@ -109,6 +111,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     let cli = match parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(code) => return code,
@@ -134,15 +137,36 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            // One line, each cause once; every cause in full with -v.
+            let line = error_line::render(&e, cli.global.verbose > 0);
             if logging::json() {
-                tracing::error!("{e:#}");
+                tracing::error!("{line}");
             } else {
                 // Once, on stderr, masked like every log line.
-                eprintln!("error: {}", redact::text(&format!("{e:#}")));
+                eprintln!("error: {}", redact::text(&line));
             }
-            ExitCode::from(exit::FATAL)
+            ExitCode::from(error_line::exit_code(&e))
         }
     }
+}
+
+/// Output into a pipe whose reader has gone (`rfs inspect REPO | head`) ends the process
+/// quietly with 141 (128 + SIGPIPE, as a shell reports other tools), not with the panic
+/// message `println!` gives.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 /// The command line with the config file's keys added ([`config::apply`]), parsed. Usage

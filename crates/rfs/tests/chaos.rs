@@ -1,8 +1,9 @@
 //! The chaos test: 4 `rfs run` processes migrate a multi-index snapshot (several shards,
 //! hard and soft deletes, a shard split into doc-id ranges) into the test server while it
 //! injects 429s, 5xx and dropped connections. A driver SIGKILLs random workers at random
-//! moments and restarts them, pauses and resumes the fleet once and restarts the store
-//! once. At the end: `rfs verify --all` passes (every live document present with an
+//! moments and restarts them, sends SIGTERM to some instead (each must exit 5 within a
+//! bounded time, its items released: no lease of it is left for the next worker to wait
+//! out), pauses and resumes the fleet once and restarts the store once. At the end: `rfs verify --all` passes (every live document present with an
 //! identical `_source`, counts equal so nothing extra), every work item is complete, the
 //! failure logs are empty, and each index holds the live count its Lucene writer recorded.
 //!
@@ -132,6 +133,8 @@ struct Fleet {
     args: Vec<String>,
     dir: PathBuf,
     workers: Vec<Option<Child>>,
+    /// When each worker was started.
+    started: Vec<Instant>,
     starts: usize,
 }
 
@@ -153,6 +156,7 @@ impl Fleet {
             .spawn()
             .expect("spawn rfs run");
         self.workers[slot] = Some(child);
+        self.started[slot] = Instant::now();
     }
 
     /// Exit codes of workers that ended since the last call (their slots are emptied).
@@ -218,6 +222,51 @@ fn tail(dir: &Path) -> String {
         ));
     }
     out
+}
+
+/// Sends SIGTERM to `child` (an `rfs run` worker) and checks the graceful stop: exit 5
+/// within a bound (in-flight batches finish or are abandoned after 20 s, then the items
+/// are checkpointed and released), and no lease of that process is left in the store, so
+/// a worker started next takes its items at once instead of after the lease.
+fn sigterm_and_check(bin: &Path, store: &str, mut child: Child, dir: &Path) {
+    let pid = child.id();
+    let signalled = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        if signalled.elapsed() > Duration::from_secs(45) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "worker {pid} still running 45 s after SIGTERM\n{}",
+                tail(dir)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(5), "worker {pid} after SIGTERM\n{}", tail(dir));
+    let mark = format!("-{pid}-");
+    let st = status(bin, store);
+    let held: Vec<&Value> = st["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["holder"].as_str().is_some_and(|h| h.contains(&mark)))
+        .collect();
+    assert!(
+        held.is_empty(),
+        "worker {pid} left leases after SIGTERM: {held:?}"
+    );
+    eprintln!(
+        "chaos: worker {pid} stopped by SIGTERM in {:?}",
+        signalled.elapsed()
+    );
 }
 
 #[test]
@@ -286,6 +335,7 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
         args,
         dir: work.path().to_path_buf(),
         workers: (0..WORKERS).map(|_| None).collect(),
+        started: vec![Instant::now(); WORKERS],
         starts: 0,
     };
     for slot in 0..WORKERS {
@@ -296,6 +346,7 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
     let deadline = started + Duration::from_secs(170);
     let mut rng = rand::thread_rng();
     let mut kills = 0;
+    let mut sigterms = 0;
     let mut paused = false;
     let mut store_restarted = false;
     let mut next_kill = started + Duration::from_millis(rng.gen_range(1500..3000));
@@ -324,11 +375,25 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
                 .filter(|&i| fleet.workers[i].is_some())
                 .collect();
             if !live.is_empty() {
-                let slot = live[rng.gen_range(0..live.len())];
+                // After every two kills, a graceful stop (SIGTERM) for a worker that had
+                // time to set up its signal handling.
+                let settled: Vec<usize> = live
+                    .iter()
+                    .copied()
+                    .filter(|&i| fleet.started[i].elapsed() > Duration::from_millis(1500))
+                    .collect();
+                let graceful = kills >= 2 * (sigterms + 1) && !settled.is_empty();
+                let pool = if graceful { &settled } else { &live };
+                let slot = pool[rng.gen_range(0..pool.len())];
                 let mut c = fleet.workers[slot].take().unwrap();
-                c.kill().unwrap(); // SIGKILL
-                let _ = c.wait();
-                kills += 1;
+                if graceful {
+                    sigterm_and_check(&bin, &store_url, c, work.path());
+                    sigterms += 1;
+                } else {
+                    c.kill().unwrap(); // SIGKILL
+                    let _ = c.wait();
+                    kills += 1;
+                }
                 std::thread::sleep(Duration::from_millis(rng.gen_range(0..400)));
                 fleet.spawn(slot);
             }
@@ -382,11 +447,15 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!(
-        "chaos: {kills} workers killed, {} starts, finished in {:?}",
+        "chaos: {kills} workers killed, {sigterms} stopped by SIGTERM, {} starts, finished in {:?}",
         fleet.starts,
         started.elapsed()
     );
     assert!(kills >= 3, "the driver killed only {kills} workers");
+    assert!(
+        sigterms >= 2,
+        "the driver stopped only {sigterms} workers by SIGTERM"
+    );
     assert!(paused && store_restarted);
 
     // Every work item complete, nothing FAILED.

@@ -305,6 +305,18 @@ fn numeric_flags_are_range_checked_by_the_parser() {
         ),
         (
             "documents",
+            "--target-timeout",
+            vec!["1", "3600"],
+            vec!["0", "3601", &u64_max],
+        ),
+        (
+            "documents",
+            "--bulk-retry-seconds",
+            vec!["10", "86400"],
+            vec!["0", "9", "86401", &u64_max],
+        ),
+        (
+            "documents",
             "--replicas",
             vec!["0", "100"],
             vec!["101", "-1"],
@@ -529,6 +541,34 @@ fn planted_secrets_never_reach_the_output() {
         assert_ne!(r.code, Some(0), "{r}");
         assert!(!r.stderr.trim().is_empty(), "something was said: {r}");
         assert_no_secret("redis store refusing the password", &r);
+
+        // A whole migration with a Redis store that takes the password (issue 15 saw
+        // `redis://:PASSWORD@…` at INFO), in both log formats.
+        redis.require_password(REDIS_SECRET);
+        let redis_target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+        for format in ["text", "json"] {
+            let mut c = rfs();
+            c.arg("documents")
+                .arg("--repo")
+                .arg(demo())
+                .args(["--snapshot", SNAPSHOT, "--target", &redis_target.url()])
+                .args(["--store", &url, "--no-progress", "--log-format", format])
+                .arg("--failure-log")
+                .arg(dir.path().join("redis-failures.jsonl"))
+                .current_dir(dir.path());
+            let r = run(c);
+            assert!(matches!(r.code, Some(0 | 3)), "{r}");
+            assert!(
+                r.stderr.contains(":***@"),
+                "the store was logged, masked: {r}"
+            );
+            assert_no_secret(&format!("redis store, --log-format {format}"), &r);
+        }
+        let mut c = rfs();
+        c.args(["status", "--store", &url]);
+        let r = run(c);
+        assert_eq!(r.code, Some(0), "{r}");
+        assert_no_secret("status of a redis store", &r);
     }
 
     // A bad value in a config file, echoed in the error.
@@ -786,7 +826,9 @@ fn exit_4_when_work_is_leased_elsewhere_5_after_stop_and_metrics_served() {
     let mut slow = Some(slow);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         wait_for("the slow worker's lease", Duration::from_secs(60), || {
-            status(dir.path())["items"]["leased"].as_u64() == Some(1)
+            // The store exists once the worker created it; status never creates one.
+            dir.path().join("state.db").exists()
+                && status(dir.path())["items"]["leased"].as_u64() == Some(1)
         });
 
         // Its metrics, while it works.

@@ -261,6 +261,7 @@ impl Browser {
                 return {
                     state: t("state"), docs_done: t("docs-done"), live_docs: t("live-docs"),
                     percent: t("percent"), control: t("control"), note: t("control-note"),
+                    migration: t("migration"),
                     banner: banner.hidden ? "" : banner.textContent,
                     groups, items, newest,
                 };
@@ -312,6 +313,8 @@ struct Page {
     percent: String,
     control: String,
     note: String,
+    /// The migration the store belongs to, as the header shows it.
+    migration: String,
     banner: String,
     groups: BTreeMap<String, String>,
     items: BTreeMap<String, String>,
@@ -374,6 +377,21 @@ fn differences(page: &Page, status: &Value) -> Option<String> {
             "control: page {:?}, status {}",
             page.control, status["control"]
         ));
+    }
+    // The migration's identity, as `rfs status` prints it (key=value in key order).
+    let identity = status["migration"].as_object().map(|m| {
+        m.iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    match identity {
+        Some(id) if id == page.migration => {}
+        None if page.migration == "(identity not recorded yet)" => {}
+        other => diffs.push(format!(
+            "migration: page {:?}, status {other:?}",
+            page.migration
+        )),
     }
     (!diffs.is_empty()).then(|| diffs.join("; "))
 }

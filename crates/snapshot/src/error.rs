@@ -15,6 +15,13 @@ pub enum Error {
     /// The blob uses a format or feature this reader does not support.
     #[error("{blob}: unsupported: {what}")]
     Unsupported { blob: String, what: String },
+    /// Nothing at the location looks like a snapshot repository (no `index-N`,
+    /// `index.latest` or pre-5.0 `index` blob): a wrong path, or a repository no snapshot
+    /// was ever written to.
+    #[error(
+        "{location}: not a snapshot repository (no index-N, index.latest or index blob in it)"
+    )]
+    NotARepository { location: String },
     /// No snapshot of that name in the repository data.
     #[error("snapshot {0:?} is not in the repository")]
     NoSuchSnapshot(String),

@@ -21,10 +21,27 @@ use crate::xcontent;
 struct Inner {
     store: Arc<dyn BlobStore>,
     data: RepositoryData,
+    warnings: Vec<String>,
     /// The bucket without the base path, opened on first use (HASHED_PREFIX shards).
     bucket_root: OnceLock<Arc<dyn BlobStore>>,
     /// `snapshot_shard_paths/` blob names by index id, listed on first use.
     recorded_paths: OnceLock<BTreeMap<String, Vec<ShardPathsName>>>,
+}
+
+/// The generation `index.latest` names: 8 bytes, big-endian, not negative.
+fn read_latest(store: &dyn BlobStore) -> Result<i64> {
+    let b = store.read("index.latest")?;
+    let arr: [u8; 8] = b[..]
+        .try_into()
+        .map_err(|_| Error::corrupt("index.latest", format!("{} bytes, expected 8", b.len())))?;
+    let n = i64::from_be_bytes(arr);
+    if n < 0 {
+        return Err(Error::corrupt(
+            "index.latest",
+            format!("names generation {n}, below 0"),
+        ));
+    }
+    Ok(n)
 }
 
 /// An opened repository. Cheap to clone.
@@ -41,20 +58,50 @@ impl std::fmt::Debug for Repository {
 
 impl Repository {
     /// Reads the latest repository data: the highest `index-N` found by listing, else
-    /// `index.latest`, else a pre-5.0 `index` blob, else an empty repository.
+    /// `index.latest`, else a pre-5.0 `index` blob. An `index.latest` that is unreadable
+    /// or disagrees with the listing is a warning naming it ([`Repository::warnings`],
+    /// also logged); one that is all there is must be right. A location with none of
+    /// these is [`Error::NotARepository`].
     pub fn open(store: Arc<dyn BlobStore>) -> Result<Repository> {
         let listed = store.list("", "index-")?;
-        let mut generation = listed
+        let listed_generation = listed
             .iter()
             .filter_map(|b| b.name.strip_prefix("index-")?.parse::<i64>().ok())
             .filter(|n| *n >= 0)
             .max();
-        if generation.is_none() && store.exists("index.latest")? {
-            let b = store.read("index.latest")?;
-            let arr: [u8; 8] = b[..].try_into().map_err(|_| {
-                Error::corrupt("index.latest", format!("{} bytes, expected 8", b.len()))
-            })?;
-            generation = Some(i64::from_be_bytes(arr)).filter(|n| *n >= 0);
+        let mut warnings = Vec::new();
+        let latest = if store.exists("index.latest")? {
+            Some(read_latest(store.as_ref()))
+        } else {
+            None
+        };
+        let generation = match (listed_generation, latest) {
+            (Some(n), Some(Ok(l))) if l == n => Some(n),
+            (Some(n), Some(Ok(l))) => {
+                warnings.push(format!(
+                    "index.latest names generation {l} but the newest index-N blob is index-{n}; reading index-{n}"
+                ));
+                Some(n)
+            }
+            (Some(n), Some(Err(e))) => {
+                warnings.push(format!("{e}; reading index-{n} found by listing"));
+                Some(n)
+            }
+            (Some(n), None) => Some(n),
+            (None, Some(Ok(l))) => {
+                if !store.exists(&format!("index-{l}"))? {
+                    return Err(Error::corrupt(
+                        "index.latest",
+                        format!("names generation {l} but index-{l} does not exist"),
+                    ));
+                }
+                Some(l)
+            }
+            (None, Some(Err(e))) => return Err(e),
+            (None, None) => None,
+        };
+        for w in &warnings {
+            tracing::warn!("repository {}: {w}", store.location());
         }
         let data = match generation {
             Some(n) => {
@@ -67,19 +114,27 @@ impl Repository {
                 let bytes = lzf::maybe_decompress("index", &bytes)?;
                 RepositoryData::parse("index", &bytes, None)?
             }
-            None => RepositoryData {
-                generation: Some(-1),
-                ..Default::default()
-            },
+            None => {
+                return Err(Error::NotARepository {
+                    location: store.location(),
+                })
+            }
         };
         Ok(Repository {
             inner: Arc::new(Inner {
                 store,
                 data,
+                warnings,
                 bucket_root: OnceLock::new(),
                 recorded_paths: OnceLock::new(),
             }),
         })
+    }
+
+    /// What was odd but not fatal when the repository was opened (an `index.latest` that
+    /// is corrupt or disagrees with the listing), each naming the blob.
+    pub fn warnings(&self) -> &[String] {
+        &self.inner.warnings
     }
 
     /// The store holding blobs outside the repository's base path (the bucket root).
@@ -527,5 +582,91 @@ impl Shard {
     /// The shard as a Lucene directory.
     pub fn directory(&self) -> &Arc<ShardDirectory> {
         &self.directory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LocalStore;
+
+    /// A copy of the demo repository (index-0, index.latest = 0, one snapshot).
+    fn demo_copy() -> tempfile::TempDir {
+        fn copy(from: &std::path::Path, to: &std::path::Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for e in std::fs::read_dir(from).unwrap() {
+                let e = e.unwrap();
+                let dest = to.join(e.file_name());
+                if e.file_type().unwrap().is_dir() {
+                    copy(&e.path(), &dest);
+                } else {
+                    std::fs::copy(e.path(), dest).unwrap();
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../demo/repository");
+        copy(&demo, dir.path());
+        dir
+    }
+
+    fn open(dir: &std::path::Path) -> Result<Repository> {
+        Repository::open(Arc::new(LocalStore::open(dir).unwrap()))
+    }
+
+    #[test]
+    fn an_empty_directory_is_not_a_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = open(dir.path()).unwrap_err();
+        assert!(matches!(e, Error::NotARepository { .. }), "{e}");
+        assert!(e.to_string().contains("not a snapshot repository"), "{e}");
+    }
+
+    #[test]
+    fn a_broken_index_latest_is_a_warning_naming_it_or_an_error() {
+        let dir = demo_copy();
+        let latest = dir.path().join("index.latest");
+        let clean = open(dir.path()).unwrap();
+        assert!(clean.warnings().is_empty(), "{:?}", clean.warnings());
+
+        // Corrupt, with index-0 listed: read index-0 and say so.
+        std::fs::write(&latest, b"xyz").unwrap();
+        let repo = open(dir.path()).unwrap();
+        assert_eq!(repo.data().generation, Some(0));
+        assert_eq!(repo.warnings().len(), 1, "{:?}", repo.warnings());
+        assert!(
+            repo.warnings()[0].contains("index.latest"),
+            "{:?}",
+            repo.warnings()
+        );
+        assert!(
+            repo.warnings()[0].contains("index-0"),
+            "{:?}",
+            repo.warnings()
+        );
+
+        // Disagreeing with the listing.
+        std::fs::write(&latest, 5i64.to_be_bytes()).unwrap();
+        let repo = open(dir.path()).unwrap();
+        assert!(
+            repo.warnings()[0].contains("generation 5") && repo.warnings()[0].contains("index-0"),
+            "{:?}",
+            repo.warnings()
+        );
+
+        // The only pointer, and broken: an error naming it.
+        std::fs::rename(dir.path().join("index-0"), dir.path().join("moved")).unwrap();
+        let e = open(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("index.latest"), "{e}");
+        assert!(e.to_string().contains("index-5 does not exist"), "{e}");
+        std::fs::write(&latest, b"xyz").unwrap();
+        let e = open(dir.path()).unwrap_err();
+        assert!(
+            e.to_string().contains("index.latest") && e.to_string().contains("3 bytes"),
+            "{e}"
+        );
+        std::fs::write(&latest, (-2i64).to_be_bytes()).unwrap();
+        let e = open(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("below 0"), "{e}");
     }
 }

@@ -500,6 +500,71 @@ impl Postgres {
         self.running
     }
 
+    /// From now on TCP connections must give `password` for user `postgres` (SCRAM);
+    /// connections over the Unix socket stay trusted. For tests of a refused password.
+    pub fn require_password(&self, password: &str) {
+        let bin = |name: &str| self.pg_ctl.with_file_name(name);
+        let sql = format!(
+            "ALTER USER postgres PASSWORD '{}'",
+            password.replace('\'', "''")
+        );
+        run(
+            as_postgres(&bin("psql"), self.root)
+                .args(["-h"])
+                .arg(self.dir.path())
+                .args([
+                    "-p",
+                    &self.port.to_string(),
+                    "-U",
+                    "postgres",
+                    "-d",
+                    "postgres",
+                ])
+                .args(["-v", "ON_ERROR_STOP=1", "-c", &sql])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            "psql ALTER USER",
+            &self.log(),
+        );
+        let hba = self.dir.path().join("data").join("pg_hba.conf");
+        let ssl = if self.extra.is_empty() {
+            "host"
+        } else {
+            "hostssl"
+        };
+        std::fs::write(
+            &hba,
+            format!("local all all trust\n{ssl} all all 127.0.0.1/32 scram-sha-256\n"),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", hba.display()));
+        run(
+            as_postgres(&self.pg_ctl, self.root)
+                .arg("-D")
+                .arg(self.dir.path().join("data"))
+                .arg("reload")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            "pg_ctl reload",
+            &self.log(),
+        );
+        // The reload is asynchronous: wait until a password-less TCP login is refused.
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while Instant::now() < deadline {
+            let trusted = as_postgres(&bin("psql"), self.root)
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+                .args(["-U", "postgres", "-d", "postgres", "-w", "-c", "SELECT 1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !trusted {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("PostgreSQL still trusts TCP logins after pg_hba.conf was reloaded");
+    }
+
     /// `postgres://postgres@127.0.0.1:PORT/postgres`
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
@@ -724,6 +789,29 @@ impl Redis {
             "redis-server did not answer PING within {READY_TIMEOUT:?}; log:\n{}",
             read_log(&self.log())
         );
+    }
+
+    /// From now on clients must authenticate with `password` (`requirepass`), for tests
+    /// of a refused password. Plain-text servers only.
+    pub fn require_password(&self, password: &str) {
+        assert!(!self.tls, "require_password speaks plain text");
+        let mut s = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], self.port)))
+            .expect("connect to redis-server");
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let arg = |a: &str| format!("${}\r\n{a}\r\n", a.len());
+        let cmd = format!(
+            "*4\r\n{}{}{}{}",
+            arg("CONFIG"),
+            arg("SET"),
+            arg("requirepass"),
+            arg(password)
+        );
+        s.write_all(cmd.as_bytes()).expect("send CONFIG SET");
+        let mut line = String::new();
+        BufReader::new(s)
+            .read_line(&mut line)
+            .expect("read the answer");
+        assert!(line.starts_with("+OK"), "CONFIG SET requirepass: {line}");
     }
 
     /// `redis://127.0.0.1:PORT/`, or `rediss://…` for [`Redis::start_tls`].

@@ -6,8 +6,9 @@
 mod body;
 mod response;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,6 +20,7 @@ use crate::error::ClusterError;
 use body::Part;
 pub use body::{BulkAction, BulkBody, BulkEncoder, DocMeta, Unframed};
 use pacing::RetryPolicy;
+use pacing::Sometimes;
 use pacing::{AimdLimiter, RateLimiter};
 pub use response::ItemError;
 use response::ItemResult;
@@ -73,6 +75,8 @@ pub struct BulkOptions {
     pub accept_error_types: Vec<String>,
     /// Backoff for retryable items and failed requests.
     pub retry: RetryPolicy,
+    /// Longest time one body is retried (from its first send); `None`: attempts only.
+    pub retry_budget: Option<Duration>,
     /// When retries run out: `false` (default) fails the call — the target is unwell and the
     /// batch must be redone later; `true` refuses the remaining documents and goes on.
     pub refuse_exhausted_items: bool,
@@ -83,6 +87,10 @@ pub struct BulkOptions {
     /// Ask the target to return only `status`, `error` and `_id` per item.
     pub filter_response: bool,
 }
+
+/// How long one bulk body is retried at most by default: a target that answers 500 or
+/// does not answer for this long fails the batch (and the item's attempt).
+pub const DEFAULT_RETRY_BUDGET: Duration = Duration::from_secs(300);
 
 /// The largest body most targets accept (`http.max_content_length` defaults to 100 MB).
 pub const DEFAULT_HARD_MAX_BYTES: usize = 100 * 1024 * 1024;
@@ -96,6 +104,7 @@ impl Default for BulkOptions {
             external_versioning: false,
             accept_error_types: Vec::new(),
             retry: RetryPolicy::bulk_default(),
+            retry_budget: Some(DEFAULT_RETRY_BUDGET),
             refuse_exhausted_items: false,
             max_docs_per_sec: None,
             max_bytes_per_sec: None,
@@ -186,8 +195,10 @@ struct Inner {
     gzip: bool,
     path: &'static str,
     totals: Totals,
-    /// When a retry was last logged at warn level (they are rate-limited).
-    last_retry_warning: Mutex<Option<Instant>>,
+    /// Retries are logged at warn level, rate-limited.
+    retry_warnings: Sometimes,
+    /// So are requests the target is slow to answer.
+    wait_warnings: Sometimes,
 }
 
 #[derive(Default)]
@@ -280,7 +291,8 @@ impl BulkSender {
                 gzip,
                 opts,
                 totals: Totals::default(),
-                last_retry_warning: Mutex::new(None),
+                retry_warnings: Sometimes::new(RETRY_WARNING_EVERY),
+                wait_warnings: Sometimes::new(RETRY_WARNING_EVERY),
             }),
         })
     }
@@ -434,14 +446,28 @@ impl BulkSender {
                     error_type: "retries_exhausted".into(),
                     reason: String::new(),
                 });
-            if pending.iter().any(|&i| exhausted(&fates[i])) {
+            let wait = inner.opts.retry.delay(round, report.retry_after);
+            // Waiting again would pass the time budget: as good as out of attempts.
+            let out_of_time = inner
+                .opts
+                .retry_budget
+                .is_some_and(|budget| started.elapsed() + wait > budget);
+            if out_of_time || pending.iter().any(|&i| exhausted(&fates[i])) {
+                let why = if out_of_time {
+                    format!(
+                        "the retry budget of {:?} would be passed",
+                        inner.opts.retry_budget.unwrap_or_default()
+                    )
+                } else {
+                    format!("{} attempts", inner.opts.retry.max_attempts)
+                };
                 if !inner.opts.refuse_exhausted_items {
                     break Err(ClusterError::RetriesExhausted {
                         method: "POST".into(),
                         url: format!("{}/_bulk", inner.client.base_url()),
-                        attempts: inner.opts.retry.max_attempts,
+                        attempts: round,
                         last: format!(
-                            "{} documents still unacknowledged after {:.0?}; last error: {} {}: {}",
+                            "{} documents still unacknowledged after {:.0?} ({why}); last error: {} {}: {}",
                             pending.len(),
                             started.elapsed(),
                             last_error.status,
@@ -452,10 +478,10 @@ impl BulkSender {
                 }
                 for &i in &pending {
                     if let Fate::Pending { attempts, last } = &fates[i] {
-                        if *attempts >= inner.opts.retry.max_attempts {
+                        if out_of_time || *attempts >= inner.opts.retry.max_attempts {
                             let mut error = last.clone().unwrap_or(last_error.clone());
                             error.reason =
-                                format!("retries exhausted; last error: {}", error.reason);
+                                format!("retries exhausted ({why}); last error: {}", error.reason);
                             fates[i] = Fate::Refused {
                                 error,
                                 attempts: *attempts,
@@ -466,7 +492,6 @@ impl BulkSender {
                 continue;
             }
             result.retries += pending.len() as u64;
-            let wait = inner.opts.retry.delay(round, report.retry_after);
             self.log_retry(pending.len(), round, wait, started, &last_error);
             tokio::time::sleep(wait).await;
         };
@@ -503,20 +528,7 @@ impl BulkSender {
     /// Retries are worth a line at the default level, but not one per round: the first,
     /// then at most one every [`RETRY_WARNING_EVERY`] per sender.
     fn log_retry(&self, docs: usize, round: u32, wait: Duration, since: Instant, e: &ItemError) {
-        let now = Instant::now();
-        let due = {
-            let mut last = self
-                .inner
-                .last_retry_warning
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let due = last.is_none_or(|t| now.duration_since(t) >= RETRY_WARNING_EVERY);
-            if due {
-                *last = Some(now);
-            }
-            due
-        };
-        if due {
+        if self.inner.retry_warnings.due() {
             warn!(
                 docs,
                 round,
@@ -529,6 +541,31 @@ impl BulkSender {
             );
         } else {
             debug!(docs, round, ?wait, "re-sending retryable bulk items");
+        }
+    }
+
+    /// Awaits `request`, saying (rate-limited) when the target is slow to answer: after
+    /// half the request timeout (at most 10 s), then every 30 s.
+    async fn awaiting_answer<T>(&self, request: impl Future<Output = T>, docs: usize) -> T {
+        tokio::pin!(request);
+        let timeout = self.inner.client.request_timeout();
+        let since = Instant::now();
+        let mut next = (timeout / 2).clamp(Duration::from_secs(1), Duration::from_secs(10));
+        loop {
+            tokio::select! {
+                out = &mut request => return out,
+                _ = tokio::time::sleep_until(since + next) => {
+                    if self.inner.wait_warnings.due() {
+                        warn!(
+                            docs,
+                            waited = ?since.elapsed(),
+                            ?timeout,
+                            "no answer from the target to a bulk request yet"
+                        );
+                    }
+                    next += Duration::from_secs(30);
+                }
+            }
         }
     }
 
@@ -592,17 +629,15 @@ impl BulkSender {
         };
         let permit = inner.limiter.acquire().await;
         report.requests += 1;
-        let result = inner
-            .client
-            .send_once(
-                &Method::POST,
-                inner.path,
-                Some(body),
-                "application/x-ndjson",
-                inner.gzip,
-                None,
-            )
-            .await;
+        let request = inner.client.send_once(
+            &Method::POST,
+            inner.path,
+            Some(body),
+            "application/x-ndjson",
+            inner.gzip,
+            None,
+        );
+        let result = self.awaiting_answer(request, members.len()).await;
         let all_retry = |report: &mut RequestReport, status: u16, ty: &str, reason: String| {
             for &i in members {
                 report.results.push((

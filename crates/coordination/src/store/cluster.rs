@@ -14,7 +14,7 @@ use cluster::{ClientConfig, Method, RetryPolicy};
 use rand::Rng;
 use serde_json::{json, Value};
 
-use super::{redact, system_now_ms, Store};
+use super::{is_certificate_error, redact, system_now_ms, Store};
 use crate::record::{Kind, Record, Version};
 use crate::Error;
 
@@ -82,6 +82,22 @@ fn err(e: impl std::fmt::Display) -> Error {
     Error::store(BACKEND, e)
 }
 
+/// A failed request: an untrusted certificate or an unreadable TLS file is not worth a
+/// retry (the client already gave up on it), the rest (refused or dropped connections,
+/// timeouts, retries exhausted) is.
+fn client_err(e: cluster::ClusterError) -> Error {
+    let permanent = match &e {
+        cluster::ClusterError::Transport { reason, .. } => is_certificate_error(reason),
+        cluster::ClusterError::TlsFile { .. } => true,
+        _ => false,
+    };
+    if permanent {
+        Error::refused(BACKEND, e.to_string())
+    } else {
+        err(e)
+    }
+}
+
 fn seq_version(v: &Value) -> Option<Version> {
     Some(Version {
         seq: v.get("_seq_no")?.as_i64()?,
@@ -139,6 +155,12 @@ impl ClusterStore {
         Self::open_with(config, &index).await
     }
 
+    /// Connect only if the index exists: nothing is created.
+    pub async fn open_existing(url: &str) -> Result<Self, Error> {
+        let (config, index) = Self::config_from_url(url)?;
+        Self::open_existing_with(config, &index).await
+    }
+
     /// The client configuration (base URL and basic auth) and the index of a store URL.
     pub fn config_from_url(url: &str) -> Result<(ClientConfig, String), Error> {
         let bad = |reason: String| Error::BadUrl {
@@ -179,7 +201,16 @@ impl ClusterStore {
     /// Open the store in `index` on the cluster `config` reaches (any authentication a
     /// target can use), and create the index if needed. The store's own retry policy
     /// replaces the configuration's: a few quick tries, as the coordinator retries too.
-    pub async fn open_with(mut config: ClientConfig, index: &str) -> Result<Self, Error> {
+    pub async fn open_with(config: ClientConfig, index: &str) -> Result<Self, Error> {
+        Self::open_in(config, index, true).await
+    }
+
+    /// [`ClusterStore::open_with`] only if the index exists: nothing is created.
+    pub async fn open_existing_with(config: ClientConfig, index: &str) -> Result<Self, Error> {
+        Self::open_in(config, index, false).await
+    }
+
+    async fn open_in(mut config: ClientConfig, index: &str, create: bool) -> Result<Self, Error> {
         if index.is_empty()
             || index.starts_with(['_', '-', '+'])
             || index != index.to_lowercase()
@@ -198,7 +229,7 @@ impl ClusterStore {
         };
         config.request_timeout = config.request_timeout.min(Duration::from_secs(30));
         config.compression = cluster::Compression::Off;
-        let client = cluster::Client::new(config).map_err(err)?;
+        let client = cluster::Client::new(config).map_err(client_err)?;
         let mut store = ClusterStore {
             client,
             index: index.to_string(),
@@ -208,7 +239,10 @@ impl ClusterStore {
         // `GET /` through the store's own path, so its `Date` starts the clock.
         let (status, root) = store.send(Method::GET, "/", None).await?;
         if !is_success(status) {
-            return Err(err(format!("GET / answered {status}: {root}")));
+            return Err(Error::refused(
+                BACKEND,
+                format!("GET / answered {status}: {root}"),
+            ));
         }
         let target = cluster::Target::from_root(&root).ok_or_else(|| {
             err(format!(
@@ -226,7 +260,22 @@ impl ClusterStore {
                 store.doc_type = Some("doc");
             }
         }
-        store.create_index().await?;
+        if create {
+            store.create_index().await?;
+        } else {
+            let (status, _) = store
+                .send(Method::HEAD, &format!("/{}", store.index), None)
+                .await?;
+            if status == 404 {
+                return Err(Error::refused(
+                    BACKEND,
+                    format!(
+                        "no index {} on the cluster (nothing was created; a worker creates it)",
+                        store.index
+                    ),
+                ));
+            }
+        }
         store.calibrate().await;
         Ok(store)
     }
@@ -306,7 +355,7 @@ impl ClusterStore {
             .client
             .request(method.clone(), path, body.as_ref())
             .await
-            .map_err(err)?;
+            .map_err(client_err)?;
         self.answer(resp, sent, &method, path)
     }
 
@@ -321,7 +370,7 @@ impl ClusterStore {
                 "application/x-ndjson",
             )
             .await
-            .map_err(err)?;
+            .map_err(client_err)?;
         self.answer(resp, sent, &Method::POST, path)
     }
 
@@ -336,11 +385,15 @@ impl ClusterStore {
         // bounds stay true, only wider.
         self.observe(&resp, sent, system_now_ms());
         let status = resp.status;
+        let text = || String::from_utf8_lossy(&resp.body[..resp.body.len().min(500)]).into_owned();
         if status >= 500 || status == 429 {
-            return Err(err(format!(
-                "{method} {path}: {status}: {}",
-                String::from_utf8_lossy(&resp.body[..resp.body.len().min(500)])
-            )));
+            return Err(err(format!("{method} {path}: {status}: {}", text())));
+        }
+        if status == 401 || status == 403 {
+            return Err(Error::refused(
+                BACKEND,
+                format!("{method} {path}: {status}: {}", text()),
+            ));
         }
         let v = if resp.body.is_empty() {
             Value::Null

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use rand::Rng;
 
-use super::{check_name, redact, take_query_param, Store};
+use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::record::{Kind, Record, Version};
 use crate::Error;
 
@@ -37,14 +37,38 @@ fn err(e: impl std::fmt::Display) -> Error {
 /// A pool error; a connection refused by the server carries the server's message.
 fn pool_err(e: deadpool_postgres::PoolError) -> Error {
     match e {
-        deadpool_postgres::PoolError::Backend(e) => err(format!("connecting: {}", describe(&e))),
+        deadpool_postgres::PoolError::Backend(e) => {
+            classify(&e, format!("connecting: {}", describe(&e)))
+        }
         other => err(other),
     }
 }
 
 /// The database error's own message (tokio-postgres' Display hides it behind "db error").
 fn db_err(e: tokio_postgres::Error) -> Error {
-    err(describe(&e))
+    classify(&e, describe(&e))
+}
+
+/// A refusal no retry cures (credentials, a missing database or table, no privilege, a
+/// read-only standby, an untrusted certificate) is [`Error::Refused`]; the rest (the
+/// server restarting, a dropped connection, a busy server) is worth a retry.
+fn classify(e: &tokio_postgres::Error, message: String) -> Error {
+    let permanent = match e.code() {
+        Some(code) => permanent_sqlstate(code.code()),
+        None => is_certificate_error(&message),
+    };
+    if permanent {
+        Error::refused(BACKEND, message)
+    } else {
+        err(message)
+    }
+}
+
+/// SQLSTATEs that mean "fix the configuration": class 28 (wrong password, no such role,
+/// refused by pg_hba.conf), 3D000 (no such database), 3F000 (no such schema), 42501 (no
+/// privilege), 42P01 (no such table), 25006 (a read-only standby).
+fn permanent_sqlstate(code: &str) -> bool {
+    code.starts_with("28") || matches!(code, "3D000" | "3F000" | "42501" | "42P01" | "25006")
 }
 
 /// The server's code and message for a database error; otherwise the error with its causes.
@@ -53,8 +77,18 @@ fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 impl PostgresStore {
-    /// Connect to `url`; `?table=NAME` picks the table (default `rfs_coordination`).
+    /// Connect to `url`; `?table=NAME` picks the table (default `rfs_coordination`),
+    /// created if missing.
     pub async fn open(url: &str) -> Result<Self, Error> {
+        Self::open_with(url, true).await
+    }
+
+    /// Connect to `url` only if its table exists: nothing is created.
+    pub async fn open_existing(url: &str) -> Result<Self, Error> {
+        Self::open_with(url, false).await
+    }
+
+    async fn open_with(url: &str, create: bool) -> Result<Self, Error> {
         let (conn_url, table) = take_query_param(url, "table")?;
         let (conn_url, root_cert) = take_query_param(&conn_url, "sslrootcert")?;
         let table = table.unwrap_or_else(|| "rfs_coordination".to_string());
@@ -128,13 +162,29 @@ impl PostgresStore {
             );
             CREATE INDEX IF NOT EXISTS {t}_candidates ON {t} (kind, state, rnd);"
         );
+        if !create {
+            let client = store.pool.get().await.map_err(pool_err)?;
+            let row = client
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+                .await
+                .map_err(db_err)?;
+            if !row.get::<_, bool>(0) {
+                return Err(Error::refused(
+                    BACKEND,
+                    format!(
+                        "no table {table} in the database (nothing was created; a worker creates it)"
+                    ),
+                ));
+            }
+            return Ok(store);
+        }
         // Two workers creating the table at once can collide on the catalog: retry.
         let mut tries = 0;
         loop {
             let client = store.pool.get().await.map_err(pool_err)?;
             match client.batch_execute(&ddl).await {
                 Ok(()) => break,
-                Err(e) if tries < 5 => {
+                Err(e) if tries < 5 && e.code().is_none_or(|c| !permanent_sqlstate(c.code())) => {
                     tries += 1;
                     tracing::debug!("creating table {t}: {e}; retrying");
                     tokio::time::sleep(std::time::Duration::from_millis(50 * tries)).await;

@@ -9,7 +9,7 @@ use rand::Rng;
 use redis::aio::ConnectionManager;
 use redis::Script;
 
-use super::{check_name, redact, take_query_param, Store};
+use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::record::{Kind, Record, Version};
 use crate::Error;
 
@@ -107,13 +107,64 @@ pub struct RedisStore {
     clear: Script,
 }
 
-fn err(e: impl std::fmt::Display) -> Error {
-    Error::store(BACKEND, e)
+fn err(e: redis::RedisError) -> Error {
+    let message = e.to_string();
+    if is_permanent(&e) || is_certificate_error(&message) {
+        Error::refused(BACKEND, message)
+    } else {
+        Error::store(BACKEND, message)
+    }
+}
+
+/// Refusals no retry cures: authentication (wrong or missing password, `NOAUTH`,
+/// `WRONGPASS`), no ACL permission, a read-only replica, a bad client configuration, and
+/// general `ERR` answers except "max number of clients reached".
+fn is_permanent(e: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    if matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM")) {
+        return true;
+    }
+    match e.kind() {
+        ErrorKind::AuthenticationFailed | ErrorKind::InvalidClientConfig => true,
+        ErrorKind::Server(ServerErrorKind::NoPerm | ServerErrorKind::ReadOnly) => true,
+        ErrorKind::Server(ServerErrorKind::ResponseError) => {
+            !e.to_string().contains("max number of clients")
+        }
+        _ => false,
+    }
 }
 
 impl RedisStore {
     /// Connect to `url`; `?prefix=NAME` picks the key prefix (default `rfs`).
     pub async fn open(url: &str) -> Result<Self, Error> {
+        let store = Self::connect(url).await?;
+        // The first command: a refused password shows here, not at the first record.
+        store.now().await?;
+        Ok(store)
+    }
+
+    /// Connect to `url` only if records exist under its prefix (nothing is written).
+    pub async fn open_existing(url: &str) -> Result<Self, Error> {
+        let store = Self::connect(url).await?;
+        let mut c = store.conn.clone();
+        let mut exists = redis::cmd("EXISTS");
+        for kind in Kind::ALL {
+            exists.arg(format!("{}:k:{}", store.prefix, kind.as_str()));
+        }
+        let n: i64 = exists.query_async(&mut c).await.map_err(err)?;
+        if n == 0 {
+            return Err(Error::refused(
+                BACKEND,
+                format!(
+                    "no rfs records under prefix {} (nothing was created; a worker creates them)",
+                    store.prefix.trim_matches(|c| c == '{' || c == '}')
+                ),
+            ));
+        }
+        Ok(store)
+    }
+
+    async fn connect(url: &str) -> Result<Self, Error> {
         let (conn_url, prefix) = take_query_param(url, "prefix")?;
         let (conn_url, ca_file) = take_query_param(&conn_url, "cacert")?;
         let prefix = prefix.unwrap_or_else(|| "rfs".to_string());
@@ -285,10 +336,7 @@ impl Store for RedisStore {
             .clear
             .prepare_invoke()
             .arg(&self.prefix)
-            .arg(Kind::Item.as_str())
-            .arg(Kind::Phase.as_str())
-            .arg(Kind::Control.as_str())
-            .arg(Kind::Keeper.as_str())
+            .arg(Kind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>())
             .invoke_async(&mut c)
             .await
             .map_err(err)?;

@@ -1,5 +1,6 @@
 //! SQLite file backend: the embedded default for one machine. WAL mode and a busy timeout
-//! let several processes share the file; every call runs on a blocking thread.
+//! let several processes share the file; every call runs on a blocking thread. Workers
+//! create the file; read-only commands open it only if it exists and holds rfs records.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rand::Rng;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::{system_now_ms, Store};
 use crate::record::{Kind, Record, Version};
@@ -19,6 +20,7 @@ const POOL_MAX: usize = 8;
 /// Coordination records in one table of a SQLite file.
 pub struct SqliteStore {
     path: PathBuf,
+    create: bool,
     pool: Arc<Mutex<Vec<Connection>>>,
 }
 
@@ -26,11 +28,44 @@ fn err(e: impl std::fmt::Display) -> Error {
     Error::store(BACKEND, e)
 }
 
+/// A SQLite error as a store error: busy or locked files and I/O hiccups are worth a
+/// retry; a file that cannot be opened, is read-only, is not a database or is corrupt is
+/// not. rusqlite's message already names the file when it is about opening it.
+fn classify(path: &std::path::Path, e: rusqlite::Error) -> Error {
+    let text = e.to_string();
+    let message = if text.contains(&*path.to_string_lossy()) {
+        text
+    } else {
+        format!("{}: {text}", path.display())
+    };
+    let permanent = match &e {
+        rusqlite::Error::SqliteFailure(f, _) => matches!(
+            f.code,
+            ErrorCode::CannotOpen
+                | ErrorCode::ReadOnly
+                | ErrorCode::NotADatabase
+                | ErrorCode::DatabaseCorrupt
+                | ErrorCode::PermissionDenied
+                | ErrorCode::AuthorizationForStatementDenied
+                | ErrorCode::DiskFull
+        ),
+        // A record that does not parse will not parse on a retry either.
+        rusqlite::Error::FromSqlConversionFailure(..) => true,
+        _ => false,
+    };
+    if permanent {
+        Error::refused(BACKEND, message)
+    } else {
+        err(message)
+    }
+}
+
 impl SqliteStore {
     /// Open (creating if needed) the file at `path`.
     pub async fn open(path: &str) -> Result<Self, Error> {
         let store = SqliteStore {
             path: PathBuf::from(path),
+            create: true,
             pool: Arc::new(Mutex::new(Vec::new())),
         };
         store
@@ -52,8 +87,52 @@ impl SqliteStore {
         Ok(store)
     }
 
-    fn connect(path: &PathBuf) -> rusqlite::Result<Connection> {
-        let c = Connection::open(path)?;
+    /// Open the store file at `path` only if it exists and holds rfs records: nothing is
+    /// created (a mistyped path is an error, not a new empty store).
+    pub async fn open_existing(path: &str) -> Result<Self, Error> {
+        let store = SqliteStore {
+            path: PathBuf::from(path),
+            create: false,
+            pool: Arc::new(Mutex::new(Vec::new())),
+        };
+        if !store.path.is_file() {
+            return Err(Error::refused(
+                BACKEND,
+                format!(
+                    "{}: no such file (nothing was created; a worker creates the store)",
+                    store.path.display()
+                ),
+            ));
+        }
+        let has_table = store
+            .with_conn(|c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'records'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+            })
+            .await?;
+        if has_table == 0 {
+            return Err(Error::refused(
+                BACKEND,
+                format!(
+                    "{}: not an rfs coordination store (no records table)",
+                    store.path.display()
+                ),
+            ));
+        }
+        Ok(store)
+    }
+
+    fn connect(path: &PathBuf, create: bool) -> rusqlite::Result<Connection> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let c = Connection::open_with_flags(path, flags)?;
         c.busy_timeout(Duration::from_secs(30))?;
         c.pragma_update(None, "journal_mode", "WAL")?;
         c.pragma_update(None, "synchronous", "NORMAL")?;
@@ -68,15 +147,14 @@ impl SqliteStore {
     {
         let pool = self.pool.clone();
         let path = self.path.clone();
+        let create = self.create;
         tokio::task::spawn_blocking(move || {
             let taken = pool.lock().ok().and_then(|mut p| p.pop());
             let mut conn = match taken {
                 Some(c) => c,
-                None => {
-                    Self::connect(&path).map_err(|e| err(format!("{}: {e}", path.display())))?
-                }
+                None => Self::connect(&path, create).map_err(|e| classify(&path, e))?,
             };
-            let out = f(&mut conn).map_err(|e| err(format!("{}: {e}", path.display())));
+            let out = f(&mut conn).map_err(|e| classify(&path, e));
             if let Ok(mut p) = pool.lock() {
                 if p.len() < POOL_MAX {
                     p.push(conn);

@@ -7,19 +7,29 @@ mod suite;
 
 use std::sync::Arc;
 
-use coordination::{open_store, Store};
-use suite::{Factory, StoreFuture};
+use coordination::{open_store, Error, Store};
+use suite::{Factory, StoreFuture, UrlOf};
 
 fn factory(make_url: impl Fn(&str) -> String + Send + Sync + 'static) -> Factory {
-    Arc::new(move |ns: String| -> StoreFuture {
-        let url = make_url(&ns.to_lowercase());
+    factory_and_urls(make_url).0
+}
+
+/// A factory and the URL of each namespace (for the read-only open checks).
+fn factory_and_urls(
+    make_url: impl Fn(&str) -> String + Send + Sync + 'static,
+) -> (Factory, Option<UrlOf>) {
+    let make_url: UrlOf = Arc::new(move |ns: &str| make_url(&ns.to_lowercase()));
+    let urls = make_url.clone();
+    let f: Factory = Arc::new(move |ns: String| -> StoreFuture {
+        let url = make_url(&ns);
         Box::pin(async move {
             let store: Arc<dyn Store> = open_store(&url)
                 .await
                 .unwrap_or_else(|e| panic!("open {url}: {e}"));
             store
         })
-    })
+    });
+    (f, Some(urls))
 }
 
 fn sqlite_factory(dir: &std::path::Path) -> Factory {
@@ -44,13 +54,15 @@ fn memory_factory() -> Factory {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_memory() {
-    suite::run_all("memory", &memory_factory()).await;
+    suite::run_all("memory", &memory_factory(), None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    suite::run_all("sqlite", &sqlite_factory(dir.path())).await;
+    let d = dir.path().to_path_buf();
+    let (f, urls) = factory_and_urls(move |ns| format!("sqlite://{}/{ns}.db", d.display()));
+    suite::run_all("sqlite", &f, urls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -59,7 +71,8 @@ async fn conformance_postgres() {
         return;
     };
     let base = pg.url();
-    suite::run_all("postgres", &factory(move |ns| format!("{base}?table={ns}"))).await;
+    let (f, urls) = factory_and_urls(move |ns| format!("{base}?table={ns}"));
+    suite::run_all("postgres", &f, urls).await;
 }
 
 /// PostgreSQL that accepts TCP connections only over TLS, with a private CA: the store
@@ -77,24 +90,24 @@ async fn conformance_postgres_tls() {
             Err(e) => Err(e),
         }
     };
-    // Without TLS the server refuses the connection.
+    // Without TLS the server refuses the connection (for good: not retried).
     let e = first_use(format!("{base}?table=plain")).await.unwrap_err();
     assert!(e.to_string().contains("pg_hba.conf"), "{e}");
+    assert!(!e.is_transient(), "{e}");
     // With TLS but without the private CA, the certificate is not trusted.
     let e = first_use(format!("{base}?sslmode=require&table=untrusted"))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("certificate"), "{e}");
+    assert!(!e.is_transient(), "{e}");
     // sslrootcert without TLS is a mistake, said at once.
     let e = first_use(format!("{base}?sslrootcert={ca}"))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("sslmode=require"), "{e}");
-    suite::run_all(
-        "postgres-tls",
-        &factory(move |ns| format!("{base}?sslmode=require&sslrootcert={ca}&table={ns}")),
-    )
-    .await;
+    let (f, urls) =
+        factory_and_urls(move |ns| format!("{base}?sslmode=require&sslrootcert={ca}&table={ns}"));
+    suite::run_all("postgres-tls", &f, urls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -103,7 +116,8 @@ async fn conformance_redis() {
         return;
     };
     let base = redis.url();
-    suite::run_all("redis", &factory(move |ns| format!("{base}?prefix={ns}"))).await;
+    let (f, urls) = factory_and_urls(move |ns| format!("{base}?prefix={ns}"));
+    suite::run_all("redis", &f, urls).await;
 }
 
 /// Redis that speaks only TLS, with a private CA: `rediss://…?cacert=`.
@@ -126,16 +140,17 @@ async fn conformance_redis_tls() {
         panic!("an unverified server was accepted");
     };
     assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+    assert!(
+        !e.is_transient(),
+        "an untrusted certificate is not retried: {e}"
+    );
     let plain = base.replacen("rediss://", "redis://", 1);
     let Err(e) = open_store(&format!("{plain}?cacert={ca}")).await else {
         panic!("cacert without TLS was accepted");
     };
     assert!(e.to_string().contains("rediss://"), "{e}");
-    suite::run_all(
-        "redis-tls",
-        &factory(move |ns| format!("{base}?cacert={ca}&prefix={ns}")),
-    )
-    .await;
+    let (f, urls) = factory_and_urls(move |ns| format!("{base}?cacert={ca}&prefix={ns}"));
+    suite::run_all("redis-tls", &f, urls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -144,7 +159,8 @@ async fn conformance_osmem() {
         return;
     };
     let base = os.url();
-    suite::run_all("osmem", &factory(move |ns| format!("{base}/{ns}"))).await;
+    let (f, urls) = factory_and_urls(move |ns| format!("{base}/{ns}"));
+    suite::run_all("osmem", &f, urls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -211,9 +227,9 @@ async fn contention_sqlite_child() {
     contention::child().await;
 }
 
-fn testkit_factory(server: &testkit::server::TestServer) -> Factory {
+fn testkit_factory(server: &testkit::server::TestServer) -> (Factory, Option<UrlOf>) {
     let base = server.url();
-    factory(move |ns| format!("{base}/{ns}"))
+    factory_and_urls(move |ns| format!("{base}/{ns}"))
 }
 
 /// The project's own test server speaking Elasticsearch 6 (typed endpoints).
@@ -221,21 +237,24 @@ fn testkit_factory(server: &testkit::server::TestServer) -> Factory {
 async fn conformance_testkit_es6() {
     use testkit::server::{ServerConfig, TestServer};
     let server = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
-    suite::run_all("testkit-es6", &testkit_factory(&server)).await;
+    let (f, urls) = testkit_factory(&server);
+    suite::run_all("testkit-es6", &f, urls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_testkit_es8() {
     use testkit::server::{ServerConfig, TestServer};
     let server = TestServer::start(ServerConfig::elasticsearch("8.15.0"));
-    suite::run_all("testkit-es8", &testkit_factory(&server)).await;
+    let (f, urls) = testkit_factory(&server);
+    suite::run_all("testkit-es8", &f, urls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_testkit_opensearch() {
     use testkit::server::{ServerConfig, TestServer};
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
-    suite::run_all("testkit-os2", &testkit_factory(&server)).await;
+    let (f, urls) = testkit_factory(&server);
+    suite::run_all("testkit-os2", &f, urls).await;
 }
 
 /// Contention through a cluster that answers some requests with 429/500/503 or drops the
@@ -244,7 +263,7 @@ async fn conformance_testkit_opensearch() {
 async fn contention_testkit_with_faults() {
     use testkit::server::{Faults, ServerConfig, TestServer};
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
-    let f = testkit_factory(&server);
+    let (f, _) = testkit_factory(&server);
     let store = f("warmup".into()).await;
     drop(store);
     server.set_faults(Faults {
@@ -256,4 +275,86 @@ async fn contention_testkit_with_faults() {
         ..Faults::default()
     });
     contention::run("testkit-faults", &f, 500, 1000).await;
+}
+
+/// Opens `url` and reads the clock: the first use of a store.
+async fn first_use(url: &str) -> Result<(), Error> {
+    let store = open_store(url).await?;
+    store.now().await.map(|_| ())
+}
+
+/// `url` is refused at once (not a transient error that a worker would retry for minutes)
+/// with a message containing `expect` and no password.
+async fn assert_refused(url: &str, expect: &str, write: bool) {
+    let t = std::time::Instant::now();
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        first_use(url).await?;
+        if write {
+            let c = coordination::Coordinator::new(open_store(url).await?, Default::default());
+            c.claim_identity(&[("migration".to_string(), "x".to_string())].into())
+                .await?;
+        }
+        Ok::<(), Error>(())
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{url}: not refused within 20 s"));
+    let e = r.expect_err(url);
+    assert!(matches!(e, Error::Refused { .. }), "{url}: {e:?}");
+    assert!(!e.is_transient(), "{url}: {e}");
+    let text = e.to_string();
+    assert!(text.contains(expect), "{url}: {text}");
+    assert!(!text.contains("Wr0ngPw"), "{text}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{url}: {:?}",
+        t.elapsed()
+    );
+}
+
+/// Issue 15: permanent store errors were retried for two minutes. A wrong password, a
+/// missing database, directory or file, a file that is not a database and a read-only
+/// file are refused at once with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permanent_errors_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    assert_refused(
+        &format!("sqlite://{d}/no/such/dir/state.db"),
+        "unable to open",
+        false,
+    )
+    .await;
+    std::fs::write(
+        dir.path().join("text.db"),
+        "not a database, just text ".repeat(100),
+    )
+    .unwrap();
+    assert_refused(&format!("sqlite://{d}/text.db"), "not a database", false).await;
+    // A store opened read-only (an SQLite URI): the first write is refused.
+    let made = format!("{d}/made.db");
+    first_use(&format!("sqlite://{made}")).await.unwrap();
+    assert_refused(&format!("sqlite://file:{made}?mode=ro"), "readonly", true).await;
+
+    if let Some(pg) = testkit::services::Postgres::start("permanent_errors_postgres") {
+        pg.require_password("Right0ne");
+        let port = pg.port();
+        let with = |pw: &str, db: &str| format!("postgres://postgres:{pw}@127.0.0.1:{port}/{db}");
+        first_use(&with("Right0ne", "postgres")).await.unwrap();
+        assert_refused(&with("Wr0ngPw", "postgres"), "28P01", false).await;
+        assert_refused(&with("Right0ne", "nosuchdb"), "3D000", false).await;
+    }
+    if let Some(redis) = testkit::services::Redis::start("permanent_errors_redis") {
+        redis.require_password("Right0ne");
+        let base = redis.url();
+        first_use(&base.replacen("://", "://:Right0ne@", 1))
+            .await
+            .unwrap();
+        assert_refused(
+            &base.replacen("://", "://:Wr0ngPw@", 1),
+            "authentication failed",
+            false,
+        )
+        .await;
+        assert_refused(&base, "NOAUTH", false).await;
+    }
 }

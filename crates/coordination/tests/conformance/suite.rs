@@ -7,13 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coordination::{
-    Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff, ItemFate, KeeperStep, Kind,
-    Lease, PhaseClaim, Position, Progress, Record, State, Store, WorkItem,
+    open_existing_store, Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff,
+    Identity, ItemFate, KeeperStep, Kind, Lease, PhaseClaim, Position, Progress, Record, State,
+    Store, WorkItem,
 };
 
 pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
 /// Opens the backend under test in a namespace of its own.
 pub type Factory = Arc<dyn Fn(String) -> StoreFuture + Send + Sync>;
+/// The URL of the backend under test for a namespace (none for the in-process store).
+pub type UrlOf = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 /// Short durations for tests.
 pub fn config(lease_ms: u64) -> Config {
@@ -29,7 +32,7 @@ pub fn config(lease_ms: u64) -> Config {
     }
 }
 
-pub async fn run_all(backend: &str, f: &Factory) {
+pub async fn run_all(backend: &str, f: &Factory, url_of: Option<UrlOf>) {
     macro_rules! case {
         ($name:ident) => {{
             let t = std::time::Instant::now();
@@ -55,6 +58,132 @@ pub async fn run_all(backend: &str, f: &Factory) {
     case!(phases);
     case!(keeper_takeover);
     case!(status_counts);
+    case!(identity_record);
+    if let Some(url_of) = url_of {
+        let ns = format!("existing_only_{}", std::process::id());
+        existing_only(f, &url_of, &ns).await;
+        eprintln!("{backend}: existing_only ok");
+    }
+}
+
+fn identity(pairs: &[(&str, &str)]) -> Identity {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The first worker records the migration's identity; the same identity is accepted
+/// again, another one is refused naming both; of first workers racing with different
+/// identities exactly one wins and the store holds its identity.
+async fn identity_record(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let a = Coordinator::new(store.clone(), config(1000));
+    let b = Coordinator::new(store.clone(), config(1000));
+    assert_eq!(a.identity().await.unwrap(), None);
+    let first = identity(&[
+        ("repository", "/r/a"),
+        ("snapshot", "s1"),
+        ("target", "http://t"),
+    ]);
+    a.claim_identity(&first).await.unwrap();
+    b.claim_identity(&first).await.unwrap();
+    a.claim_identity(&first).await.unwrap();
+    assert_eq!(b.identity().await.unwrap(), Some(first.clone()));
+    let other = identity(&[
+        ("repository", "/r/b"),
+        ("snapshot", "s1"),
+        ("target", "http://t"),
+    ]);
+    match b.claim_identity(&other).await {
+        Err(Error::OtherMigration { stored, ours }) => {
+            assert!(stored.contains("repository=/r/a"), "{stored}");
+            assert!(ours.contains("repository=/r/b"), "{ours}");
+        }
+        other => panic!("expected OtherMigration, got {other:?}"),
+    }
+    // A key more (a delta's `since`, a name) is another migration too.
+    let mut more = first.clone();
+    more.insert("since".into(), "s0".into());
+    assert!(matches!(
+        a.claim_identity(&more).await,
+        Err(Error::OtherMigration { .. })
+    ));
+    assert_eq!(a.status().await.unwrap().identity, Some(first));
+
+    // Racing first workers on a fresh namespace.
+    let store = f(format!("{ns}_race")).await;
+    let claims = (0..6).map(|i| {
+        let c = Coordinator::new(store.clone(), config(1000));
+        async move {
+            let id = identity(&[("migration", &format!("m{i}"))]);
+            (id.clone(), c.claim_identity(&id).await)
+        }
+    });
+    let results = futures_join_all(claims).await;
+    let winners: Vec<&Identity> = results
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+    let stored = Coordinator::new(store.clone(), config(1000))
+        .identity()
+        .await
+        .unwrap();
+    assert_eq!(stored.as_ref(), Some(winners[0]));
+    for (_, r) in &results {
+        if let Err(e) = r {
+            assert!(matches!(e, Error::OtherMigration { .. }), "{e}");
+            assert!(!e.is_transient());
+        }
+    }
+}
+
+/// Runs the futures at once and returns their outputs in order.
+async fn futures_join_all<F: Future + Send + 'static>(
+    futs: impl Iterator<Item = F>,
+) -> Vec<F::Output>
+where
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futs.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.expect("task"));
+    }
+    out
+}
+
+/// Opening for reading only: a namespace that does not exist is refused at once (not a
+/// transient error to retry) and nothing is created; one that a worker created opens.
+async fn existing_only(f: &Factory, url_of: &UrlOf, ns: &str) {
+    let absent = url_of(&format!("{ns}_absent"));
+    for _ in 0..2 {
+        let t = std::time::Instant::now();
+        match open_existing_store(&absent).await {
+            Err(e @ Error::Refused { .. }) => {
+                assert!(!e.is_transient());
+                assert!(e.to_string().contains("nothing was created"), "{e}");
+            }
+            Err(e) => panic!("{absent}: expected a refusal, got {e}"),
+            Ok(_) => panic!("{absent}: opened a store that does not exist"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    }
+    let store = f(format!("{ns}_present")).await;
+    let c = Coordinator::new(store, config(1000));
+    c.claim_identity(&identity(&[("migration", "present")]))
+        .await
+        .unwrap();
+    let existing = open_existing_store(&url_of(&format!("{ns}_present")))
+        .await
+        .unwrap_or_else(|e| panic!("opening an existing store: {e}"));
+    let seen = Coordinator::new(existing, config(1000))
+        .identity()
+        .await
+        .unwrap();
+    assert_eq!(seen, Some(identity(&[("migration", "present")])));
 }
 
 /// A cursor: every document up to `last` acknowledged.

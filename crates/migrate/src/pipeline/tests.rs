@@ -105,6 +105,8 @@ struct Snk {
     fatal: bool,
     /// Refuse documents whose id is divisible by this.
     refuse_every: Option<u64>,
+    /// Never answer a batch holding an id at or past this (a hanging target).
+    hang_from: Option<u64>,
 }
 
 struct W {
@@ -150,6 +152,9 @@ impl Sink for Snk {
         }
     }
     async fn send(&self, docs: Vec<u64>) -> Result<Delivered, SinkError> {
+        if self.hang_from.is_some_and(|h| docs.iter().any(|d| *d >= h)) {
+            std::future::pending::<()>().await;
+        }
         if self.jitter_ms > 0 {
             let ms = rand::random::<u64>() % self.jitter_ms;
             tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -221,6 +226,7 @@ fn opts(in_flight: usize) -> PipelineOptions {
         checkpoint_every: Duration::from_millis(5),
         control_every: Duration::from_millis(5),
         skips_per_chunk: 5,
+        stop_grace: Duration::from_secs(20),
     }
 }
 
@@ -535,6 +541,54 @@ async fn pause_stop_and_shutdown_finish_in_flight_batches() {
         "{:?}",
         r.report.end
     );
+    check_accounting(&r, &sink, 0, None);
+}
+
+/// A target that never answers: on shutdown the batches in flight are abandoned after the
+/// grace period, and the item stops with the cursor before them (bounded, not hanging).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_abandons_batches_that_never_return_after_the_grace() {
+    let sink = Arc::new(Snk {
+        hang_from: Some(70),
+        ..Snk::default()
+    });
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = tx.send(true);
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    });
+    let started = std::time::Instant::now();
+    let r = go(
+        Src {
+            max_doc: 1_000_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        far(),
+        PipelineOptions {
+            stop_grace: Duration::from_millis(300),
+            ..opts(4)
+        },
+        Some(rx),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(r.report.end, ItemEnd::Stopped),
+        "{:?}",
+        r.report.end
+    );
+    // The cursor stays before the first batch that never returned.
+    let cursor = r.report.progress.cursor.as_ref().and_then(Position::doc);
+    assert!(cursor.is_some_and(|c| (50..70).contains(&c)), "{cursor:?}");
     check_accounting(&r, &sink, 0, None);
 }
 

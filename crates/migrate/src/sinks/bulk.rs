@@ -143,7 +143,7 @@ impl Sink for BulkSink {
     }
 
     fn identity(&self) -> String {
-        self.target.clone()
+        crate::job::identity_location(&self.target)
     }
 }
 

@@ -247,16 +247,37 @@ impl SnapshotSource {
     }
 }
 
-impl Source for SnapshotSource {
-    fn identity(&self) -> BTreeMap<String, String> {
-        let mut id = BTreeMap::new();
-        id.insert("kind".into(), "snapshot".into());
-        id.insert("repository".into(), self.snapshot.repository().location());
-        id.insert("snapshot".into(), self.snapshot.name().to_string());
-        if let Some(s) = &self.since {
-            id.insert("since".into(), s.snapshot.name().to_string());
+impl SnapshotSource {
+    /// The source's part of the migration identity, from the repository's location and
+    /// the snapshot's name, and for a delta the snapshot it starts from (also before the
+    /// snapshot exists, to check a store first).
+    pub fn identity_of(
+        repository: &str,
+        snapshot: &str,
+        since: Option<&str>,
+    ) -> BTreeMap<String, String> {
+        let mut id = BTreeMap::from([
+            ("kind".to_string(), "snapshot".to_string()),
+            (
+                "repository".to_string(),
+                crate::job::identity_location(repository),
+            ),
+            ("snapshot".to_string(), snapshot.to_string()),
+        ]);
+        if let Some(since) = since {
+            id.insert("since".to_string(), since.to_string());
         }
         id
+    }
+}
+
+impl Source for SnapshotSource {
+    fn identity(&self) -> BTreeMap<String, String> {
+        Self::identity_of(
+            &self.snapshot.repository().location(),
+            self.snapshot.name(),
+            self.since.as_ref().map(|s| s.snapshot.name()),
+        )
     }
 
     fn plan(&self) -> Result<Plan, SourceError> {

@@ -426,6 +426,16 @@ pub struct TargetArgs {
         value_parser = clap::value_parser!(u32).range(1..=100)
     )]
     pub target_max_attempts: u32,
+    /// Seconds to wait for the target's answer to one request (1–3600). A target slow
+    /// to answer is reported every 30 s while a `_bulk` request waits.
+    #[arg(
+        long,
+        env = "RFS_TARGET_TIMEOUT",
+        default_value_t = 120,
+        value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub target_timeout: u64,
     /// gzip request bodies: `on`, `off`, or `auto` (when the target enables http.compression).
     #[arg(long, env = "RFS_GZIP", value_enum, default_value_t = Gzip::Auto)]
     pub gzip: Gzip,
@@ -465,6 +475,7 @@ impl std::fmt::Debug for TargetArgs {
             .field("target_client_key", &self.target_client_key)
             .field("target_insecure", &self.target_insecure)
             .field("target_max_attempts", &self.target_max_attempts)
+            .field("target_timeout", &self.target_timeout)
             .field("gzip", &self.gzip)
             .finish()
     }
@@ -484,6 +495,7 @@ impl TargetArgs {
             client_key: self.target_client_key.as_deref(),
             insecure: self.target_insecure,
             max_attempts: self.target_max_attempts,
+            timeout: Some(self.target_timeout),
             gzip: self.gzip,
         }
     }
@@ -630,6 +642,7 @@ impl SourceClusterArgs {
             client_key: self.source_client_key.as_deref(),
             insecure: self.source_insecure,
             max_attempts: self.source_max_attempts,
+            timeout: None,
             gzip: Gzip::Auto,
         };
         let client = connection.connect("the source cluster").await?;
@@ -662,6 +675,8 @@ struct Connection<'a> {
     client_key: Option<&'a Path>,
     insecure: bool,
     max_attempts: u32,
+    /// Seconds per request (`None`: the client's default).
+    timeout: Option<u64>,
     gzip: Gzip,
 }
 
@@ -694,6 +709,9 @@ impl Connection<'_> {
             insecure: self.insecure,
         };
         c.retry.max_attempts = self.max_attempts.max(1);
+        if let Some(secs) = self.timeout {
+            c.request_timeout = Duration::from_secs(secs.clamp(1, 3600));
+        }
         c.compression = match self.gzip {
             Gzip::On => cluster::Compression::On,
             Gzip::Off => cluster::Compression::Off,
@@ -738,7 +756,9 @@ impl StoreArgs {
         redact::url(&self.store)
     }
 
-    /// Opens the store, waiting up to two minutes while it is unreachable (restarting).
+    /// Opens the store (creating it if needed), waiting up to two minutes while it is
+    /// unreachable (restarting); a refusal no retry cures (a wrong password, a missing
+    /// directory) is an error at once.
     pub async fn open(&self) -> anyhow::Result<Arc<dyn coordination::Store>> {
         migrate::worker::with_store_retries(|| coordination::open_store(&self.store))
             .await
@@ -786,12 +806,23 @@ impl StoreArgs {
         Ok(if same { Some(target.config()?) } else { None })
     }
 
-    /// Opens the store and a coordinator on it.
-    pub async fn coordinator(
+    /// Opens the store only if it exists (for commands that read it or set its control
+    /// record): a mistyped path is an error, and nothing is created.
+    pub async fn open_existing(&self) -> anyhow::Result<Arc<dyn coordination::Store>> {
+        migrate::worker::with_store_retries(|| coordination::open_existing_store(&self.store))
+            .await
+            .with_context(|| format!("opening the coordination store {}", self.redacted()))
+    }
+
+    /// Opens the existing store and a coordinator on it.
+    pub async fn existing_coordinator(
         &self,
         config: coordination::Config,
     ) -> anyhow::Result<coordination::Coordinator> {
-        Ok(coordination::Coordinator::new(self.open().await?, config))
+        Ok(coordination::Coordinator::new(
+            self.open_existing().await?,
+            config,
+        ))
     }
 }
 
@@ -925,6 +956,39 @@ pub struct WorkerArgs {
     /// Do not check shard files against their Lucene checksums while reading them.
     #[arg(long, env = "RFS_NO_VERIFY_CHECKSUMS")]
     pub no_verify_checksums: bool,
+    /// Seconds one bulk request's documents are retried at most (10–86400; 429s, 5xx,
+    /// timeouts) before the batch fails and the item is retried later (--max-attempts).
+    #[arg(
+        long,
+        env = "RFS_BULK_RETRY_SECONDS",
+        default_value_t = 300,
+        value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(10..=86_400)
+    )]
+    pub bulk_retry_seconds: u64,
+    /// Name this migration in the store (1–100 visible characters). The store records
+    /// what the first worker copies where (repository, snapshot, target) and refuses a
+    /// worker of another migration (exit 2); with a name, the name alone is checked, for
+    /// fleets that reach one repository or target under different paths or host names.
+    #[arg(
+        long,
+        env = "RFS_MIGRATION",
+        value_name = "NAME",
+        value_parser = migration_name
+    )]
+    pub migration: Option<String>,
+}
+
+/// `--migration`: 1–100 characters, none of them a control character.
+fn migration_name(s: &str) -> Result<String, String> {
+    let n = s.chars().count();
+    if !(1..=100).contains(&n) {
+        return Err(format!("{n} characters; expected 1–100"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err("control characters are not allowed".into());
+    }
+    Ok(s.to_string())
 }
 
 /// A float flag's parser: a finite number within `min..=max` (so never NaN, infinite, or
@@ -994,6 +1058,7 @@ impl WorkerArgs {
             checkpoint_every: seconds(self.checkpoint_seconds, 0.05, 3600.0),
             control_every: seconds(self.control_seconds, 0.05, 60.0),
             skips_per_chunk: 1000,
+            stop_grace: Duration::from_secs(20),
         };
         // At least two batches per item fit, whatever the budget says.
         let floor = self
@@ -1010,7 +1075,7 @@ impl WorkerArgs {
             },
             coordination: self.coordination_config(),
             memory_budget: self.memory_budget.unwrap_or(128 << 20).max(floor),
-            migration: None,
+            migration: self.migration.clone(),
         }
     }
 
@@ -1039,6 +1104,9 @@ impl WorkerArgs {
             max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
             max_docs_per_sec: self.max_docs_per_sec.filter(|r| r.is_finite() && *r > 0.0),
             max_bytes_per_sec: self.max_bytes_per_sec.filter(|r| r.is_finite() && *r > 0.0),
+            retry_budget: Some(Duration::from_secs(
+                self.bulk_retry_seconds.clamp(10, 86_400),
+            )),
             ..cluster::BulkOptions::default()
         };
         if self.create_only {

@@ -1,6 +1,8 @@
 //! `rfs pause|resume|stop`: set the fleet's control record. Workers read it between
 //! batches: PAUSE finishes in-flight batches, checkpoints, releases and waits; STOP does
-//! the same and exits with code 5; RESUME lets paused workers continue.
+//! the same and exits with code 5; RESUME lets paused workers continue. The store must
+//! exist (a mistyped path is an error, not a new store nobody reads); the migration it
+//! belongs to is said.
 
 use super::common::{runtime, StoreArgs};
 use crate::exit;
@@ -15,10 +17,18 @@ pub fn run(args: Args, value: coordination::Control) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let coord = args
             .store
-            .coordinator(coordination::Config::default())
+            .existing_coordinator(coordination::Config::default())
             .await?;
         coord.set_control(value).await?;
-        crate::say!("control set to {}", value.as_str());
+        let migration = coord.identity().await?;
+        crate::say!(
+            "control set to {} for migration {}",
+            value.as_str(),
+            migration.as_ref().map_or(
+                "(not recorded yet)".to_string(),
+                coordination::identity_display
+            )
+        );
         Ok(exit::OK)
     })
 }

@@ -10,7 +10,9 @@ use migrate::Job;
 use super::common::{
     runtime, FilterArgs, SinceArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs,
 };
-use super::engine::{drive, finish, open_snapshot, removed_indices_phase, report_removed, Role};
+use super::engine::{
+    drive, finish, open_snapshot, removed_indices_phase, report_removed, shutdown_signal, Role,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -38,6 +40,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
+        let shutdown = shutdown_signal();
         let m = open_snapshot(
             &args.source,
             &args.filter,
@@ -65,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             );
         }
         tracing::info!(store = %args.store.redacted(), "worker ready");
-        let report = drive(job, &args.worker).await?;
+        let report = drive(job, &args.worker, shutdown).await?;
         finish(&report, Role::Documents)
     })
 }

@@ -184,12 +184,18 @@ pub fn shutdown_signal() -> watch::Receiver<bool> {
     rx
 }
 
-/// Runs `job` with the worker's metrics endpoint, progress bar and the shutdown signal.
+/// Runs `job` with the worker's metrics endpoint, progress bar and `shutdown` (from
+/// [`shutdown_signal`], installed when the command starts so that a signal during setup
+/// is a graceful stop too).
 pub async fn drive<S: Source, K: Sink>(
     job: Job<S, K>,
     worker: &WorkerArgs,
+    shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<JobReport> {
-    let job = job.shutdown_on(shutdown_signal());
+    if *shutdown.borrow() {
+        crate::say!("stopped by a signal before the work began");
+    }
+    let job = job.shutdown_on(shutdown);
     let metrics = job.metrics().clone();
     worker.serve_metrics(&metrics);
     let bar = Progress::start(!worker.no_progress, job.totals(), metrics);

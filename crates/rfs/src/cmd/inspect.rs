@@ -1,5 +1,7 @@
 //! `rfs inspect`: what a snapshot repository holds — snapshots, indices, shards, document
-//! counts, Lucene versions and stored-fields codecs, templates by kind.
+//! counts, Lucene versions and stored-fields codecs, templates by kind. What cannot be
+//! read is an ERROR line (and exit code 1 at the end, after the whole report); oddities
+//! that do not stop reading (a broken `index.latest`) are WARNING lines.
 
 use std::collections::BTreeSet;
 
@@ -8,6 +10,7 @@ use serde_json::{json, Value};
 use snapshot::{Repository, ShardReader, TemplateKind};
 
 use super::common::RepositoryArgs;
+use crate::exit;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -46,7 +49,29 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         print_text(&report);
     }
-    Ok(0)
+    let errors = report["errors"].as_u64().unwrap_or(0);
+    if errors > 0 {
+        crate::say!(
+            "inspect: {errors} part(s) of the repository could not be read (see the ERROR lines)"
+        );
+        return Ok(exit::FATAL);
+    }
+    Ok(exit::OK)
+}
+
+/// Parts that could not be read: templates, indices and shards with an `error`.
+fn count_errors(snapshots: &[Value]) -> u64 {
+    let mut n = 0;
+    for s in snapshots {
+        n += u64::from(s["templates"].get("error").is_some());
+        for i in s["indices"].as_array().into_iter().flatten() {
+            n += u64::from(i.get("error").is_some());
+            for sh in i["shards"].as_array().into_iter().flatten() {
+                n += u64::from(sh.get("error").is_some());
+            }
+        }
+    }
+    n
 }
 
 fn names(map: &std::collections::BTreeMap<String, Value>) -> Vec<String> {
@@ -101,6 +126,8 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
         "repository": redact::url(&repo.location()),
         "generation": data.generation,
         "min_version": data.min_version,
+        "warnings": repo.warnings(),
+        "errors": count_errors(&snapshots),
         "snapshots": snapshots,
     }))
 }
@@ -202,6 +229,9 @@ fn print_text(report: &Value) {
         report["generation"]
     );
     let empty = Vec::new();
+    for w in report["warnings"].as_array().unwrap_or(&empty) {
+        println!("WARNING: {}", w.as_str().unwrap_or(""));
+    }
     for s in report["snapshots"].as_array().unwrap_or(&empty) {
         println!(
             "\nsnapshot {}  uuid {}  state {}  version {}{}",
@@ -224,6 +254,9 @@ fn print_text(report: &Value) {
             );
         }
         let t = &s["templates"];
+        if let Some(e) = t["error"].as_str() {
+            println!("  templates: ERROR {e}");
+        }
         for kind in ["legacy", "component", "index"] {
             let list: Vec<&str> = t[kind]
                 .as_array()
@@ -283,8 +316,10 @@ fn print_text(report: &Value) {
                 }
             }
             for sh in i["shards"].as_array().unwrap_or(&empty) {
-                if let Some(e) = sh["error"].as_str().or(sh["failed"].as_str()) {
-                    println!("    shard {}: {e}", sh["shard"]);
+                if let Some(e) = sh["error"].as_str() {
+                    println!("    shard {}: ERROR {e}", sh["shard"]);
+                } else if let Some(e) = sh["failed"].as_str() {
+                    println!("    shard {}: FAILED in the snapshot: {e}", sh["shard"]);
                 }
             }
         }

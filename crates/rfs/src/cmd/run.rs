@@ -8,6 +8,8 @@ use std::sync::Arc;
 use migrate::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
+use migrate::sources::snapshot::SnapshotSource;
+use migrate::worker::with_store_retries;
 use migrate::Job;
 use serde_json::json;
 
@@ -15,7 +17,9 @@ use super::common::{
     runtime, FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs,
     WorkerArgs,
 };
-use super::engine::{drive, finish, open_snapshot, removed_indices_phase, report_removed, Role};
+use super::engine::{
+    drive, finish, open_snapshot, removed_indices_phase, report_removed, shutdown_signal, Role,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -49,12 +53,25 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
+    let shutdown = shutdown_signal();
     let store = args.store.open_beside(&args.target).await?;
     // Phase "snapshot" runs before the snapshot can be opened; the source cluster is only
     // contacted by the worker that runs it (later workers may start after it is gone).
     if args.source_cluster.is_set() {
         let coord =
             coordination::Coordinator::new(store.clone(), args.worker.coordination_config());
+        // The store must be this migration's before anything is done in its name (the
+        // job checks again with the same identity once the snapshot can be read).
+        let identity = migrate::job::identity_from(
+            SnapshotSource::identity_of(
+                args.source.repository.location()?,
+                &args.source.snapshot,
+                args.since.since.as_deref(),
+            ),
+            migrate::job::identity_location(&args.target.target),
+            args.worker.migration.as_deref(),
+        );
+        with_store_retries(|| coord.claim_identity(&identity)).await?;
         let name = args.source.snapshot.clone();
         guarded_phase(&coord, PHASE_SNAPSHOT, || async {
             args.source_cluster
@@ -114,6 +131,6 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
             }),
         );
     }
-    let report = drive(job, &args.worker).await?;
+    let report = drive(job, &args.worker, shutdown).await?;
     finish(&report, Role::Run)
 }

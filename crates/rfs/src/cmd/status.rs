@@ -76,9 +76,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return serve(args, addr);
     }
     runtime()?.block_on(async move {
+        // Read-only: a store that does not exist is an error, never created.
         let coord = args
             .store
-            .coordinator(coordination::Config::default())
+            .existing_coordinator(coordination::Config::default())
             .await?;
         let mut last: Option<(Instant, u64, u64)> = None;
         let mut logs = FailureLogs::new(&args.failure_log, 0);
@@ -128,7 +129,7 @@ fn serve(args: Args, addr: SocketAddr) -> anyhow::Result<u8> {
     let open: crate::dashboard::Opener = Box::new(move || {
         let url = url.clone();
         Box::pin(async move {
-            let store = coordination::open_store(&url).await?;
+            let store = coordination::open_existing_store(&url).await?;
             Ok(coordination::Coordinator::new(
                 store,
                 coordination::Config::default(),
@@ -214,6 +215,7 @@ pub(crate) fn render_json(
         })
     });
     json!({
+        "migration": s.identity,
         "finished": s.finished,
         "setup_done": s.setup_done,
         "control": s.control.as_str(),
@@ -243,13 +245,34 @@ fn render_text(v: &Value) -> String {
     let items = &v["items"];
     let i = |k: &str| items.get(k).and_then(Value::as_u64).unwrap_or(0);
     let mut out = String::new();
-    let state = if v["finished"].as_bool() == Some(true) {
-        "FINISHED"
-    } else {
-        "running"
+    let not_delivered = n("docs_refused").unwrap_or(0) + n("docs_skipped").unwrap_or(0);
+    let failed_items = i("failed");
+    // "FINISHED" alone only when every document reached the target.
+    let state = match (
+        v["finished"].as_bool() == Some(true),
+        not_delivered,
+        failed_items,
+    ) {
+        (false, _, _) => "running".to_string(),
+        (true, 0, 0) => "FINISHED: every document delivered".to_string(),
+        (true, nd, 0) => format!("FINISHED WITH {nd} DOCUMENTS NOT DELIVERED"),
+        (true, 0, f) => format!("FINISHED WITH {f} FAILED WORK ITEMS"),
+        (true, nd, f) => {
+            format!("FINISHED WITH {f} FAILED WORK ITEMS AND {nd} DOCUMENTS NOT DELIVERED")
+        }
     };
+    let identity = v["migration"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_else(|| "(identity not recorded yet)".into());
+    out.push_str(&format!("migration: {identity}\n"));
     out.push_str(&format!(
-        "migration: {state}   control: {}\n",
+        "state: {state}   control: {}\n",
         v["control"].as_str().unwrap_or("?")
     ));
     for p in v["phases"].as_array().into_iter().flatten() {
@@ -279,8 +302,8 @@ fn render_text(v: &Value) -> String {
             "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} operations of at most {planned}\n"
         )),
         Some(live) if live > 0 => out.push_str(&format!(
-            "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} of {live} ({:.1} %)\n",
-            100.0 * accounted as f64 / live as f64
+            "documents: {docs} of {live} delivered ({:.1} %), {refused} refused, {skipped} skipped ({accounted} of {live} accounted for)\n",
+            100.0 * docs as f64 / live as f64
         )),
         _ => out.push_str(&format!(
             "documents: {docs} delivered, {refused} refused, {skipped} skipped\n"

@@ -19,7 +19,7 @@ use migrate::{Job, Naming};
 use table::{SlotRule, Table, TableOptions};
 
 use super::common::{runtime, usize_in, StoreArgs, WorkerArgs};
-use super::engine::{drive, finish, Role};
+use super::engine::{drive, finish, shutdown_signal, Role};
 use crate::exit;
 
 #[derive(Debug, clap::Subcommand)]
@@ -396,6 +396,7 @@ fn gethostname() -> String {
 }
 
 async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
+    let shutdown = shutdown_signal();
     let parallel = args.worker.parallel();
     let source = args.table.source(parallel + 2).await?;
     let store = args.store.open().await?;
@@ -413,7 +414,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 .bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
             let transform = Arc::new(rename_to(&group, &index));
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            drive(job, &args.worker).await?
+            drive(job, &args.worker, shutdown).await?
         }
         SinkUrl::Files(dir) => {
             let sink = FileSink::new(
@@ -424,7 +425,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
             .with_tag(&process_tag());
             let transform = Arc::new(rename_to(&group, &group));
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            drive(job, &args.worker).await?
+            drive(job, &args.worker, shutdown).await?
         }
         SinkUrl::Dynamo(url) => {
             if args.worker.create_only {
@@ -436,7 +437,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 .await?;
             let transform = Arc::new(rename_to(&group, &group));
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            drive(job, &args.worker).await?
+            drive(job, &args.worker, shutdown).await?
         }
     };
     finish(&report, Role::Run)
@@ -454,8 +455,8 @@ fn rename_to(group: &str, index: &str) -> Rename {
 async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let source = args.table.source(4).await?;
     // The store says whether the migration is over; verifying a running one finds rows
-    // missing that are still on their way.
-    match args.store.open().await {
+    // missing that are still on their way. Verifying never creates a store.
+    match args.store.open_existing().await {
         Ok(store) => {
             let coord = coordination::Coordinator::new(store, args.worker.coordination_config());
             match coord.status().await {

@@ -3,9 +3,12 @@
 //! the target's `_count` after a refresh, and sampled documents (or all) fetched by id and
 //! compared JSON-equal. Every live document must be accounted for: on the target, refused
 //! (in a failure log given with --failure-log) or skipped (listed with the reason). Exit
-//! code 6 on any mismatch.
+//! code 6 on any mismatch. With `--store`, the migration the store holds is shown and must
+//! be the one verified (exit 2 otherwise).
 
 use std::collections::HashSet;
+
+use anyhow::Context;
 
 use migrate::verify::{verify, Sample};
 
@@ -46,11 +49,57 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long, env = "RFS_JSON")]
     pub json: bool,
+    /// The migration's coordination store (read only): the migration it holds is shown,
+    /// and must be the one verified (same repository, snapshot and target), else exit 2.
+    #[arg(long, env = "RFS_STORE", value_name = "URL", hide_env_values = true)]
+    pub store: Option<String>,
+}
+
+/// Shows the migration `store` holds and checks that it is the one being verified.
+async fn check_store(
+    store: &str,
+    source: &migrate::sources::snapshot::SnapshotSource,
+    target: &str,
+) -> anyhow::Result<()> {
+    use migrate::Source;
+    let shown = redact::url(store);
+    let opened = migrate::worker::with_store_retries(|| coordination::open_existing_store(store))
+        .await
+        .with_context(|| format!("opening the coordination store {shown}"))?;
+    let coord = coordination::Coordinator::new(opened, coordination::Config::default());
+    let Some(stored) = coord.identity().await? else {
+        crate::say!("store {shown}: no migration recorded yet");
+        return Ok(());
+    };
+    crate::say!(
+        "store {shown} holds migration {}",
+        coordination::identity_display(&stored)
+    );
+    if stored.contains_key("migration") {
+        // A named migration: its parts are not recorded, nothing to compare.
+        return Ok(());
+    }
+    let ours = migrate::job::identity_from(
+        source.identity(),
+        migrate::job::identity_location(target),
+        None,
+    );
+    if stored != ours {
+        return Err(coordination::Error::OtherMigration {
+            stored: coordination::identity_display(&stored),
+            ours: coordination::identity_display(&ours),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let m = open_snapshot(&args.source, &args.filter, None, None).await?;
+        if let Some(store) = &args.store {
+            check_store(store, &m.source, &args.target.target).await?;
+        }
         let mut refused = HashSet::new();
         for path in &args.failure_log {
             for r in migrate::FailureLog::read(path)? {

@@ -83,6 +83,9 @@ struct Args {
     /// A document id that always fails with mapper_parsing_exception (repeatable).
     #[arg(long = "failing-id")]
     failing_ids: Vec<String>,
+    /// An index whose bulk writes fail with 403 cluster_block_exception (repeatable).
+    #[arg(long = "write-blocked")]
+    write_blocked: Vec<String>,
     /// Apply the whole-request faults to _bulk requests only.
     #[arg(long)]
     bulk_only: bool,
@@ -117,6 +120,7 @@ fn main() -> anyhow::Result<()> {
             drop_connection: a.drop_connection,
             failing_ids: a.failing_ids.into_iter().collect::<BTreeSet<_>>(),
             bulk_only: a.bulk_only,
+            write_blocked: a.write_blocked.into_iter().collect::<BTreeSet<_>>(),
         },
         ..ServerConfig::default()
     };

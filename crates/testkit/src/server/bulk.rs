@@ -333,7 +333,18 @@ pub(crate) fn bulk(
             continue;
         }
         let writes_doc = !matches!(item.op.kind, OpKind::Delete);
-        if writes_doc && !faults.failing_ids.is_empty() && faults.failing_ids.contains(&item.op.id)
+        if faults.write_blocked.contains(&item.index) {
+            item.fail = Some(EsError::new(
+                403,
+                "cluster_block_exception",
+                format!(
+                    "index [{}] blocked by: [FORBIDDEN/8/index write (api)]; (testkit fault injection)",
+                    item.index
+                ),
+            ));
+        } else if writes_doc
+            && !faults.failing_ids.is_empty()
+            && faults.failing_ids.contains(&item.op.id)
         {
             item.fail = Some(mapping_failure(&item.op.id));
         } else if shared.roll_below(faults.bulk_item_429) {

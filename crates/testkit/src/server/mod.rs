@@ -156,6 +156,9 @@ pub struct Faults {
     pub failing_ids: BTreeSet<String>,
     /// Restrict the whole-request faults (429, 5xx, drops, latency) to `_bulk` requests.
     pub bulk_only: bool,
+    /// Indices with a write block (`index.blocks.write`): each `_bulk` item on them is
+    /// answered 403 `cluster_block_exception` and not applied.
+    pub write_blocked: BTreeSet<String>,
 }
 
 /// One request the server answered (or dropped).

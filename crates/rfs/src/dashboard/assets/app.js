@@ -54,6 +54,12 @@
     return Math.floor((1000 * done) / total) / 10;
   }
   const human = (k) => k.replace(/_/g, " ");
+  // The migration the store belongs to, as `rfs status` prints it: key=value, by key.
+  function identity(m) {
+    if (!m || typeof m !== "object") return "(identity not recorded yet)";
+    const keys = Object.keys(m).sort();
+    return keys.length ? keys.map((k) => k + "=" + m[k]).join(", ") : "(no identity)";
+  }
 
   // ---- DOM helpers --------------------------------------------------------------------
   function el(tag, text, cls) {
@@ -136,6 +142,7 @@
     last = d;
     const s = d.status;
     $("store").textContent = d.store || "?";
+    $("migration").textContent = s ? identity(s.migration) : "?";
     const [label, cls] = fleetState(d);
     const badge = $("state");
     badge.textContent = label;
@@ -363,7 +370,7 @@
 
   const KNOWN_STATUS = [
     "finished", "setup_done", "control", "items", "docs_done", "docs_refused", "docs_skipped", "bytes_done", "live_docs", "leases",
-    "snapshot_bytes", "docs_per_sec", "bytes_per_sec", "eta_seconds", "failed_items", "phases", "keeper",
+    "snapshot_bytes", "docs_per_sec", "bytes_per_sec", "eta_seconds", "failed_items", "phases", "keeper", "migration",
   ];
   function renderOther(s) {
     const [kind] = groups(s);
