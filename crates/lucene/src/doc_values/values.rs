@@ -288,18 +288,38 @@ fn decode_chunk(
     Ok(())
 }
 
-/// The terms of a sorted or sorted-set field, looked up by ord; the last block read is
-/// kept decoded.
+/// Bytes of decoded term blocks a [`Terms`] keeps besides the current one: a dictionary of
+/// a few thousand terms stays decoded whole, so values of random ords (sorted-set fields)
+/// do not decompress a block each; a larger one keeps the blocks it met first.
+const TERMS_CACHE_BYTES: usize = 1 << 20;
+
+/// A decoded block of terms: the terms concatenated, and where each ends.
+#[derive(Debug, Clone, Default)]
+struct TermBlock {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl TermBlock {
+    fn footprint(&self) -> usize {
+        self.bytes.len() + self.ends.len() * std::mem::size_of::<usize>() + 64
+    }
+}
+
+/// The terms of a sorted or sorted-set field, looked up by ord; the current block is kept
+/// decoded, and other blocks up to [`TERMS_CACHE_BYTES`].
 #[derive(Debug)]
 pub(crate) struct Terms {
     m: TermsMeta,
     data: Region,
     addresses: Monotonic,
     block: i64,
-    /// Terms of the block, concatenated, and where each ends.
+    /// Terms of the current block, concatenated, and where each ends.
     bytes: Vec<u8>,
     ends: Vec<usize>,
     scratch: Vec<u8>,
+    cache: std::collections::HashMap<u64, TermBlock>,
+    cached_bytes: usize,
 }
 
 impl Terms {
@@ -315,6 +335,8 @@ impl Terms {
             bytes: Vec::new(),
             ends: Vec::new(),
             scratch: Vec::new(),
+            cache: std::collections::HashMap::new(),
+            cached_bytes: 0,
         })
     }
 
@@ -332,13 +354,40 @@ impl Terms {
         }
         let block = (ord >> self.m.block_shift) as i64;
         if block != self.block {
-            self.block = -1;
-            self.read_block(block as u64)?;
-            self.block = block;
+            self.switch_block(block as u64)?;
         }
         let k = (ord & ((1u64 << self.m.block_shift) - 1)) as usize;
         let start = if k == 0 { 0 } else { self.ends[k - 1] };
         Ok(&self.bytes[start..self.ends[k]])
+    }
+
+    /// Makes `block` the current one: from the cache, else decoded (the block it replaces
+    /// is cached while the budget lasts).
+    fn switch_block(&mut self, block: u64) -> Result<()> {
+        if self.block >= 0 {
+            let old = self.block as u64;
+            if !self.cache.contains_key(&old) {
+                let b = TermBlock {
+                    bytes: self.bytes.clone(),
+                    ends: self.ends.clone(),
+                };
+                if self.cached_bytes + b.footprint() <= TERMS_CACHE_BYTES {
+                    self.cached_bytes += b.footprint();
+                    self.cache.insert(old, b);
+                }
+            }
+        }
+        self.block = -1;
+        if let Some(b) = self.cache.get(&block) {
+            self.bytes.clear();
+            self.bytes.extend_from_slice(&b.bytes);
+            self.ends.clear();
+            self.ends.extend_from_slice(&b.ends);
+        } else {
+            self.read_block(block)?;
+        }
+        self.block = block as i64;
+        Ok(())
     }
 
     fn read_block(&mut self, block: u64) -> Result<()> {

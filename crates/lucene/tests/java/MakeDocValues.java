@@ -15,6 +15,9 @@
 //       mapping type, as the Lucene fields Elasticsearch writes for each), with or without a
 //       stored _source; writes <outDir>.sources.jsonl (id and original source of every live
 //       document). Without _source, every 10th document keeps a _recovery_source.
+//   java MakeDocValues bench <outDir> <BEST_SPEED|BEST_COMPRESSION> <docs> <seed>
+//       a large index for scripts/bench-lucene: <docs> documents with every doc-values type,
+//       dense (every document) and sparse fields, in 4 segments, 1 % of them hard-deleted.
 //
 // Golden format (dv): one line per live document, segments in reader order, doc ids ascending:
 //   {"seg":"_0","doc":3,"values":{"num":[5],"bin":["<base64>"],"ss":["<base64>",...],"sn":[1,2]}}
@@ -59,6 +62,8 @@ public class MakeDocValues {
     if (a[0].equals("dv")) {
       makeDv(out, a[2], Long.parseLong(a[3]));
       dumpDv(out, Paths.get(a[1] + ".golden.jsonl"));
+    } else if (a[0].equals("bench")) {
+      makeBench(out, a[2], Integer.parseInt(a[3]), Long.parseLong(a[4]));
     } else {
       makeEs(out, Boolean.parseBoolean(a[2]), Long.parseLong(a[3]));
     }
@@ -299,6 +304,49 @@ public class MakeDocValues {
       return SortedSetDocValues.class.getMethod("docValueCount");
     } catch (NoSuchMethodException e) {
       return null;
+    }
+  }
+
+  // ---------------------------------------------------------------- bench
+  static void makeBench(Path out, String mode, int docs, long seed) throws Exception {
+    Random r = new Random(seed);
+    String[] low = new String[1000];
+    for (int k = 0; k < low.length; k++) low[k] = String.format("value-%04d", k) + (k % 7 == 0 ? "-with-a-longer-shared-suffix" : "");
+    try (IndexWriter w = writer(out, mode, false)) {
+      w.getConfig().setRAMBufferSizeMB(512);
+      int perSegment = Math.max(1, (docs + 3) / 4);
+      for (int i = 0; i < docs; i++) {
+        Document d = new Document();
+        d.add(new StringField("id", Integer.toString(i), Field.Store.NO));
+        // NUMERIC: dense small-range, dense timestamp-like (GCD), sparse wide
+        d.add(new NumericDocValuesField("num_dense", r.nextInt(1 << 20)));
+        d.add(new NumericDocValuesField("num_time", 1_600_000_000_000L + 1000L * i + 1000L * r.nextInt(60)));
+        if (i % 3 == 0) d.add(new NumericDocValuesField("num_sparse", r.nextLong()));
+        // BINARY: dense variable length, sparse fixed length
+        byte[] var = new byte[8 + r.nextInt(33)];
+        r.nextBytes(var);
+        d.add(new BinaryDocValuesField("bin_dense", new BytesRef(var)));
+        if (i % 7 == 0) {
+          byte[] fixed = new byte[16];
+          r.nextBytes(fixed);
+          d.add(new BinaryDocValuesField("bin_sparse", new BytesRef(fixed)));
+        }
+        // SORTED: dense low cardinality, sparse high cardinality
+        d.add(new SortedDocValuesField("sorted_dense", new BytesRef(low[r.nextInt(20)])));
+        if (i % 4 == 0) d.add(new SortedDocValuesField("sorted_sparse", new BytesRef("key-" + r.nextInt(200_000))));
+        // SORTED_SET: dense 1-3 terms, sparse single high-cardinality term
+        int k = 1 + r.nextInt(3);
+        for (int j = 0; j < k; j++) d.add(new SortedSetDocValuesField("sset_dense", new BytesRef(low[r.nextInt(500)])));
+        if (i % 5 == 0) d.add(new SortedSetDocValuesField("sset_sparse", new BytesRef("tag-" + r.nextInt(50_000))));
+        // SORTED_NUMERIC: dense 1-3 values, sparse single wide value
+        int m = 1 + r.nextInt(3);
+        for (int j = 0; j < m; j++) d.add(new SortedNumericDocValuesField("snum_dense", r.nextInt(10_000) - 5_000));
+        if (i % 6 == 0) d.add(new SortedNumericDocValuesField("snum_sparse", r.nextLong()));
+        w.addDocument(d);
+        if ((i + 1) % perSegment == 0) w.commit();
+      }
+      for (int i = 0; i < docs; i += 100) w.deleteDocuments(new Term("id", Integer.toString(i)));
+      w.commit();
     }
   }
 
