@@ -191,6 +191,13 @@ impl RedisStore {
             }
         }
         .map_err(|e| bad(e.to_string()))?;
+        // One plain connection first: a refused password or certificate answers at once
+        // here, where the connection manager would retry its first connection with
+        // backoff for about ten seconds before giving up.
+        client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(err)?;
         let conn = ConnectionManager::new(client).await.map_err(err)?;
         Ok(RedisStore {
             conn,
