@@ -300,10 +300,9 @@ struct TermBlock {
     ends: Vec<usize>,
 }
 
-impl TermBlock {
-    fn footprint(&self) -> usize {
-        self.bytes.len() + self.ends.len() * std::mem::size_of::<usize>() + 64
-    }
+/// What a cached block of `bytes` term bytes and `terms` terms costs.
+fn block_footprint(bytes: usize, terms: usize) -> usize {
+    bytes + terms * std::mem::size_of::<usize>() + 64
 }
 
 /// The terms of a sorted or sorted-set field, looked up by ord; the current block is kept
@@ -366,15 +365,14 @@ impl Terms {
     fn switch_block(&mut self, block: u64) -> Result<()> {
         if self.block >= 0 {
             let old = self.block as u64;
-            if !self.cache.contains_key(&old) {
+            let cost = block_footprint(self.bytes.len(), self.ends.len());
+            if self.cached_bytes + cost <= TERMS_CACHE_BYTES && !self.cache.contains_key(&old) {
+                self.cached_bytes += cost;
                 let b = TermBlock {
                     bytes: self.bytes.clone(),
                     ends: self.ends.clone(),
                 };
-                if self.cached_bytes + b.footprint() <= TERMS_CACHE_BYTES {
-                    self.cached_bytes += b.footprint();
-                    self.cache.insert(old, b);
-                }
+                self.cache.insert(old, b);
             }
         }
         self.block = -1;
