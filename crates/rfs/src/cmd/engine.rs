@@ -218,10 +218,13 @@ pub enum Role {
 /// Prints the outcome and returns the exit code.
 pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
     let read = snapshot::shard::bytes_read();
-    tracing::info!(
-        bytes = read,
-        "this process read {read} bytes of shard files from the repository"
-    );
+    // Only a snapshot source reads shard files (a table migration has none to report).
+    if read > 0 {
+        tracing::info!(
+            bytes = read,
+            "this process read {read} bytes of shard files from the repository"
+        );
+    }
     match report.end {
         JobEnd::LeasedElsewhere => return Ok(exit::LEASED_ELSEWHERE),
         JobEnd::Stopped => {
