@@ -35,7 +35,54 @@ struct Fleet {
     starts: usize,
 }
 
+/// The flags every chaos worker shares: short leases and checkpoints, small throttled
+/// batches, two slots at once.
+fn worker_flags(max_batch_docs: u32, max_docs_per_sec: u32) -> Vec<String> {
+    let mut flags: Vec<String> = [
+        "--lease-seconds",
+        "4",
+        "--max-attempts",
+        "40",
+        "--checkpoint-seconds",
+        "0.3",
+        "--control-seconds",
+        "0.2",
+        "--concurrency",
+        "2",
+        "--page-rows",
+        "100",
+        "--parallel",
+        "2",
+        "--no-progress",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    flags.extend([
+        "--max-batch-docs".to_string(),
+        max_batch_docs.to_string(),
+        "--max-docs-per-sec".to_string(),
+        max_docs_per_sec.to_string(),
+    ]);
+    flags
+}
+
 impl Fleet {
+    /// `WORKERS` workers with `args`, all started.
+    fn start(args: Vec<String>, aws: bool, dir: &std::path::Path) -> Fleet {
+        let mut fleet = Fleet {
+            args,
+            aws,
+            dir: dir.to_path_buf(),
+            workers: (0..WORKERS).map(|_| None).collect(),
+            starts: 0,
+        };
+        for slot in 0..WORKERS {
+            fleet.spawn(slot);
+        }
+        fleet
+    }
+
     fn spawn(&mut self, slot: usize) {
         self.starts += 1;
         let log =
@@ -216,41 +263,8 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
     .map(|s| s.to_string())
     .collect();
     let mut args = common.clone();
-    args.extend(
-        [
-            "--lease-seconds",
-            "4",
-            "--max-attempts",
-            "40",
-            "--checkpoint-seconds",
-            "0.3",
-            "--control-seconds",
-            "0.2",
-            "--max-batch-docs",
-            "40",
-            "--concurrency",
-            "2",
-            "--max-docs-per-sec",
-            "150",
-            "--page-rows",
-            "100",
-            "--parallel",
-            "2",
-            "--no-progress",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    let mut fleet = Fleet {
-        args,
-        aws: false,
-        dir: work.path().to_path_buf(),
-        workers: (0..WORKERS).map(|_| None).collect(),
-        starts: 0,
-    };
-    for slot in 0..WORKERS {
-        fleet.spawn(slot);
-    }
+    args.extend(worker_flags(40, 150));
+    let mut fleet = Fleet::start(args, false, work.path());
     let kills = chaos(&mut fleet, &mut redis);
     assert!(kills >= 3, "only {kills} kills");
 
@@ -380,42 +394,9 @@ fn table_fleet_into_dynamodb_through_faults_writes_every_row_exactly_once() {
         .collect()
     };
     let mut args = table_flags(&proxy.endpoint());
-    args.extend(
-        [
-            "--create-table",
-            "--lease-seconds",
-            "4",
-            "--max-attempts",
-            "40",
-            "--checkpoint-seconds",
-            "0.3",
-            "--control-seconds",
-            "0.2",
-            "--max-batch-docs",
-            "50",
-            "--concurrency",
-            "2",
-            "--max-docs-per-sec",
-            "60",
-            "--page-rows",
-            "100",
-            "--parallel",
-            "2",
-            "--no-progress",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    let mut fleet = Fleet {
-        args,
-        aws: true,
-        dir: work.path().to_path_buf(),
-        workers: (0..WORKERS).map(|_| None).collect(),
-        starts: 0,
-    };
-    for slot in 0..WORKERS {
-        fleet.spawn(slot);
-    }
+    args.push("--create-table".to_string());
+    args.extend(worker_flags(50, 60));
+    let mut fleet = Fleet::start(args, true, work.path());
     let kills = chaos(&mut fleet, &mut redis);
     assert!(kills >= 3, "only {kills} kills");
     let counts = proxy.counts();
