@@ -35,6 +35,19 @@ fn keep_freed_memory_briefly() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) }
 }
 
+/// No transparent huge pages for this process. With them, the first write to a fresh
+/// 2 MB region makes the kernel zero all of it, and memory freed in parts stays resident
+/// in whole huge pages: a batch buffer reserved for 8 MB and filled with 450 KB cost a
+/// 2 MB zeroing per batch. Measured with `scripts/bench-e2e`'s 1 KB shard, `--parallel 8`:
+/// peak RSS 358 → 138 MB, system time 1.47 → 0.52 s. Best effort: a kernel without the
+/// setting leaves things as they were.
+fn no_transparent_huge_pages() {
+    // A refusal costs only memory and speed, never correctness: not worth a line on
+    // every start.
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_thp_disable(true);
+}
+
 /// Move every document of an Elasticsearch/OpenSearch snapshot into another cluster.
 ///
 /// rfs reads a snapshot repository in place (local disk or S3), recreates templates and
@@ -126,6 +139,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    no_transparent_huge_pages();
     keep_freed_memory_briefly();
     quiet_broken_pipe();
     let cli = match parse(std::env::args_os().collect()) {
