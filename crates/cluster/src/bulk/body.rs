@@ -56,11 +56,11 @@ pub struct BulkBody {
 }
 
 impl BulkBody {
-    /// An empty body with room for about `bytes` bytes.
-    pub fn with_capacity(bytes: usize) -> BulkBody {
+    /// An empty body with room for about `bytes` bytes in `docs` documents.
+    pub fn with_capacity(bytes: usize, docs: usize) -> BulkBody {
         BulkBody {
             buf: Vec::with_capacity(bytes),
-            entries: Vec::new(),
+            entries: Vec::with_capacity(docs),
             source_bytes: 0,
         }
     }

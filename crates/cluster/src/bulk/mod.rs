@@ -328,7 +328,8 @@ impl BulkSender {
             .iter()
             .map(|d| d.source.len() + d.id.len() + d.index.len() + 48)
             .sum();
-        let mut body = BulkBody::with_capacity(estimate.min(self.inner.opts.hard_max_bytes));
+        let mut body =
+            BulkBody::with_capacity(estimate.min(self.inner.opts.hard_max_bytes), docs.len());
         let mut early = Vec::new();
         for d in docs {
             let meta = DocMeta {
@@ -671,7 +672,8 @@ impl BulkSender {
             let ids = members
                 .iter()
                 .map(|&i| (parts[i].meta.id.as_str(), parts[i].once));
-            match response::parse(&resp.body, ids, &inner.opts.accept_error_types) {
+            let no_deletes = !members.iter().any(|&i| parts[i].delete);
+            match response::parse(&resp.body, ids, no_deletes, &inner.opts.accept_error_types) {
                 Ok(items) => {
                     let mut throttled = false;
                     for (&i, item) in members.iter().zip(items) {

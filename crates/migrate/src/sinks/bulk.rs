@@ -54,6 +54,8 @@ pub struct BulkWriter {
     encoder: BulkEncoder,
     limits: BatchLimits,
     body: Option<BulkBody>,
+    /// Bytes and documents of the last full batch.
+    last: (usize, usize),
 }
 
 impl SinkWriter for BulkWriter {
@@ -61,10 +63,15 @@ impl SinkWriter for BulkWriter {
 
     fn push(&mut self, doc: Document) -> Result<Option<BulkBody>, Box<Refusal>> {
         let limits = self.limits;
-        // Sized for a full batch: pages are only touched as they are written.
-        let body = self
-            .body
-            .get_or_insert_with(|| BulkBody::with_capacity(limits.max_bytes.min(64 << 20) + 4096));
+        // Sized like the previous batch (most batches of an item are alike), so it is
+        // seldom grown and never reserves a full batch's bytes for a few documents.
+        let (last_bytes, last_docs) = self.last;
+        let body = self.body.get_or_insert_with(|| {
+            BulkBody::with_capacity(
+                (last_bytes + last_bytes / 8 + 4096).min(limits.max_bytes.min(64 << 20) + 4096),
+                (last_docs + 1).min(limits.max_docs),
+            )
+        });
         let action = match doc.op {
             Op::Index => BulkAction::Write,
             Op::Delete => BulkAction::Delete,
@@ -92,6 +99,7 @@ impl SinkWriter for BulkWriter {
             }));
         }
         if body.docs() >= limits.max_docs || body.bytes() >= limits.max_bytes {
+            self.last = (body.bytes(), body.docs());
             return Ok(self.body.take());
         }
         Ok(None)
@@ -114,6 +122,7 @@ impl Sink for BulkSink {
             encoder: self.sender.encoder().clone(),
             limits: self.limits,
             body: None,
+            last: (0, 0),
         }
     }
 
