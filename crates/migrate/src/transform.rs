@@ -3,7 +3,7 @@
 //! values where the target needs it (string-encoded vectors become arrays: see
 //! [`crate::vectors`]). A document with no route is a skip with a reason, never a warning.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::document::{Document, Op};
@@ -68,63 +68,73 @@ enum Route {
 /// whose string values are rewritten.
 #[derive(Debug, Clone)]
 pub struct Routes {
-    routes: HashMap<Box<str>, Route>,
-    vectors: HashMap<Box<str>, Arc<[VectorField]>>,
-    /// Source indices written with `create` (their target is a data stream).
-    create_only: HashSet<Box<str>>,
+    /// Source index → what happens to its documents.
+    indices: HashMap<Box<str>, IndexRoute>,
+}
+
+/// What happens to the documents of one source index.
+#[derive(Debug, Clone)]
+struct IndexRoute {
+    /// `None`: the index is not migrated.
+    route: Option<Route>,
+    /// Vector fields whose string values are rewritten.
+    vectors: Option<Arc<[VectorField]>>,
+    /// Written with `create` (the target is a data stream).
+    create_only: bool,
 }
 
 impl Routes {
     /// Routes for every index of `indices` that `routing` migrates.
     pub fn new(routing: &DocumentRouting, indices: &[String]) -> Routes {
-        let mut routes = HashMap::new();
-        let mut vectors = HashMap::new();
-        let mut create_only = HashSet::new();
+        let mut map = HashMap::new();
         for index in indices {
-            if routing.create_only(index) {
-                create_only.insert(Box::from(index.as_str()));
-            }
             let fields = routing.vector_fields(index);
-            if !fields.is_empty() {
-                vectors.insert(Box::from(index.as_str()), Arc::from(fields));
-            }
-            let targets = routing.targets_of(index);
-            if targets.is_empty() {
-                continue;
-            }
-            let route = match routing.target_index(index, None) {
-                Some(t) => Route::Single(Arc::from(t)),
-                None => Route::PerType(
-                    routing
-                        .types_of(index)
-                        .into_iter()
-                        .map(|(ty, t)| (Box::from(ty), Arc::from(t)))
-                        .collect(),
-                ),
+            let route = if routing.targets_of(index).is_empty() {
+                None
+            } else {
+                Some(match routing.target_index(index, None) {
+                    Some(t) => Route::Single(Arc::from(t)),
+                    None => Route::PerType(
+                        routing
+                            .types_of(index)
+                            .into_iter()
+                            .map(|(ty, t)| (Box::from(ty), Arc::from(t)))
+                            .collect(),
+                    ),
+                })
             };
-            routes.insert(Box::from(index.as_str()), route);
+            map.insert(
+                Box::from(index.as_str()),
+                IndexRoute {
+                    route,
+                    vectors: (!fields.is_empty()).then(|| Arc::from(fields)),
+                    create_only: routing.create_only(index),
+                },
+            );
         }
-        Routes {
-            routes,
-            vectors,
-            create_only,
-        }
+        Routes { indices: map }
     }
 }
 
 impl Transform for Routes {
     fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        let Some(ix) = self.indices.get(&*doc.index) else {
+            return Err(Unroutable {
+                reason: "no_route",
+                detail: format!("index {} is not migrated", doc.index),
+            });
+        };
         if doc.op == Op::Index {
-            if let Some(fields) = self.vectors.get(&*doc.index) {
+            if let Some(fields) = &ix.vectors {
                 if let Some(new) = rewrite_vectors(&doc.source, fields) {
                     doc.source = bytes::Bytes::from(new);
                 }
             }
-            if self.create_only.contains(&*doc.index) {
+            if ix.create_only {
                 doc.op = Op::Create;
             }
         }
-        let target = match self.routes.get(&*doc.index) {
+        let target = match &ix.route {
             None => {
                 return Err(Unroutable {
                     reason: "no_route",
