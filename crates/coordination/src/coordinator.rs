@@ -11,7 +11,7 @@ use rand::Rng;
 use std::collections::BTreeMap;
 
 use crate::position::{cursor_display, Cursor, Position};
-use crate::record::{item_id, Kind, Record, State, Version, WorkItem};
+use crate::record::{item_id, Kind, Record, Revision, State, WorkItem};
 use crate::store::{system_now_ms, Store};
 use crate::Error;
 
@@ -176,7 +176,7 @@ pub enum CrashPoint {
 pub struct Lease {
     coord: Coordinator,
     rec: Box<Record>,
-    version: Version,
+    version: Revision,
     exponent: u32,
     duration: Duration,
     acquired: Instant,
@@ -399,7 +399,7 @@ impl Coordinator {
         }
     }
 
-    async fn mark_failed(&self, rec: Record, ver: Version) -> Result<(), Error> {
+    async fn mark_failed(&self, rec: Record, ver: Revision) -> Result<(), Error> {
         let mut new = rec;
         new.state = State::Failed;
         new.holder = None;
@@ -726,8 +726,8 @@ pub fn successor_exponent(exponent: u32, setup_fraction: f64) -> u32 {
 pub(crate) async fn cas(
     store: &dyn Store,
     new: &Record,
-    expected: Version,
-) -> Result<Option<Version>, Error> {
+    expected: Revision,
+) -> Result<Option<Revision>, Error> {
     let mut had_error = false;
     let mut attempt = 0u32;
     loop {

@@ -69,7 +69,7 @@ pub use identity::{identity_display, Identity};
 pub use keeper::KeeperStep;
 pub use phase::PhaseClaim;
 pub use position::{cursor_display, Cursor, Position};
-pub use record::{item_id, Kind, Record, State, Version, WorkItem};
+pub use record::{item_id, Kind, Record, Revision, State, WorkItem};
 pub use status::{Failure, GroupProgress, ItemCounts, LeaseStatus, PhaseStatus, Status};
 pub use store::{
     open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore,

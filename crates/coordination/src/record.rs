@@ -67,17 +67,17 @@ impl State {
     }
 }
 
-/// Version token for compare-and-set: a row version (SQL, Redis) or
+/// The revision a record was read at, for compare-and-set: a row version (SQL, Redis) or
 /// `(seq_no, primary_term)` (cluster index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Version {
+pub struct Revision {
     pub seq: i64,
     pub term: i64,
 }
 
-impl Version {
+impl Revision {
     pub fn row(v: i64) -> Self {
-        Version { seq: v, term: 0 }
+        Revision { seq: v, term: 0 }
     }
 }
 

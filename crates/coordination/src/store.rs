@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::record::{Kind, Record, Version};
+use crate::record::{Kind, Record, Revision};
 use crate::Error;
 
 pub use cluster::ClusterStore;
@@ -31,22 +31,22 @@ pub trait Store: Send + Sync {
     async fn now(&self) -> Result<i64, Error>;
 
     /// Create `rec` if no record with its id exists. `None` when it already existed.
-    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error>;
+    async fn create(&self, rec: &Record) -> Result<Option<Revision>, Error>;
 
     /// Create every record whose id does not exist yet; returns how many were created.
     async fn create_many(&self, recs: &[Record]) -> Result<usize, Error>;
 
     /// Read a record and its current version (a realtime read: sees every acknowledged write).
-    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error>;
+    async fn get(&self, id: &str) -> Result<Option<(Record, Revision)>, Error>;
 
     /// Replace the record with id `rec.id` if its version is still `expected`. `None` on a
     /// conflict (someone else wrote first, or the record is gone).
-    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error>;
+    async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error>;
 
     /// Up to `limit` open work items whose lease ended at or before `now` (or was never
     /// taken), in random order so that racing workers mostly pick different items.
     /// Versions may be stale on stores with near-realtime search: `update` settles it.
-    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error>;
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error>;
 
     /// The earliest lease expiry among open work items; `None` when no item is open.
     async fn earliest_open_expiry(&self) -> Result<Option<i64>, Error>;

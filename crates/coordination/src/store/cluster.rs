@@ -15,7 +15,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 
 use super::{is_certificate_error, redact, system_now_ms, Store};
-use crate::record::{Kind, Record, Version};
+use crate::record::{Kind, Record, Revision};
 use crate::Error;
 
 const BACKEND: &str = "cluster";
@@ -98,8 +98,8 @@ fn client_err(e: cluster::ClusterError) -> Error {
     }
 }
 
-fn seq_version(v: &Value) -> Option<Version> {
-    Some(Version {
+fn seq_version(v: &Value) -> Option<Revision> {
+    Some(Revision {
         seq: v.get("_seq_no")?.as_i64()?,
         term: v.get("_primary_term")?.as_i64()?,
     })
@@ -116,7 +116,7 @@ fn source_doc(rec: &Record) -> Value {
     })
 }
 
-fn hit_record(hit: &Value) -> Result<(Record, Version), Error> {
+fn hit_record(hit: &Value) -> Result<(Record, Revision), Error> {
     let id = hit.get("_id").and_then(Value::as_str).unwrap_or("?");
     let rec = hit
         .get("_source")
@@ -444,7 +444,7 @@ impl ClusterStore {
         &self,
         now: i64,
         limit: usize,
-    ) -> Result<Vec<(Record, Version)>, Error> {
+    ) -> Result<Vec<(Record, Revision)>, Error> {
         let pivot: f64 = rand::thread_rng().gen();
         let query = |rnd: Value| {
             json!({
@@ -459,7 +459,7 @@ impl ClusterStore {
                 "sort": [{"rnd": "asc"}],
             })
         };
-        let mut out: Vec<(Record, Version)> =
+        let mut out: Vec<(Record, Revision)> =
             hits(&self.search(query(json!({"gte": pivot}))).await?)
                 .iter()
                 .map(hit_record)
@@ -491,7 +491,7 @@ impl Store for ClusterStore {
             .ok_or_else(|| err("the cluster sends no usable Date header"))
     }
 
-    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error> {
+    async fn create(&self, rec: &Record) -> Result<Option<Revision>, Error> {
         let path = format!("{}?op_type=create", self.doc_path(&rec.id));
         let (status, resp) = self.send(Method::PUT, &path, Some(source_doc(rec))).await?;
         match status {
@@ -547,7 +547,7 @@ impl Store for ClusterStore {
         Ok(created)
     }
 
-    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error> {
+    async fn get(&self, id: &str) -> Result<Option<(Record, Revision)>, Error> {
         let (status, resp) = self.send(Method::GET, &self.doc_path(id), None).await?;
         if resp.get("found").and_then(Value::as_bool) == Some(false) {
             return Ok(None);
@@ -558,7 +558,7 @@ impl Store for ClusterStore {
         hit_record(&resp).map(Some)
     }
 
-    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error> {
+    async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error> {
         let path = format!(
             "{}?if_seq_no={}&if_primary_term={}",
             self.doc_path(&rec.id),
@@ -577,7 +577,7 @@ impl Store for ClusterStore {
         }
     }
 
-    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error> {
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error> {
         let out = self.candidate_pass(now, limit).await?;
         if !out.is_empty() {
             return Ok(out);

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use rand::seq::SliceRandom;
 
 use super::{system_now_ms, Store};
-use crate::record::{Kind, Record, Version};
+use crate::record::{Kind, Record, Revision};
 use crate::Error;
 
 /// Records in memory, behind one lock.
@@ -37,13 +37,13 @@ impl Store for MemoryStore {
         Ok(system_now_ms())
     }
 
-    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error> {
+    async fn create(&self, rec: &Record) -> Result<Option<Revision>, Error> {
         let mut m = self.lock();
         if m.contains_key(&rec.id) {
             return Ok(None);
         }
         m.insert(rec.id.clone(), (rec.clone(), 1));
-        Ok(Some(Version::row(1)))
+        Ok(Some(Revision::row(1)))
     }
 
     async fn create_many(&self, recs: &[Record]) -> Result<usize, Error> {
@@ -58,31 +58,31 @@ impl Store for MemoryStore {
         Ok(n)
     }
 
-    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error> {
+    async fn get(&self, id: &str) -> Result<Option<(Record, Revision)>, Error> {
         Ok(self
             .lock()
             .get(id)
-            .map(|(r, v)| (r.clone(), Version::row(*v))))
+            .map(|(r, v)| (r.clone(), Revision::row(*v))))
     }
 
-    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error> {
+    async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error> {
         let mut m = self.lock();
         match m.get_mut(&rec.id) {
             Some((r, v)) if *v == expected.seq => {
                 *r = rec.clone();
                 *v += 1;
-                Ok(Some(Version::row(*v)))
+                Ok(Some(Revision::row(*v)))
             }
             _ => Ok(None),
         }
     }
 
-    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error> {
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error> {
         let m = self.lock();
-        let mut out: Vec<(Record, Version)> = m
+        let mut out: Vec<(Record, Revision)> = m
             .values()
             .filter(|(r, _)| r.is_candidate() && r.expiry <= now)
-            .map(|(r, v)| (r.clone(), Version::row(*v)))
+            .map(|(r, v)| (r.clone(), Revision::row(*v)))
             .collect();
         out.shuffle(&mut rand::thread_rng());
         out.truncate(limit);

@@ -7,7 +7,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use rand::Rng;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
-use crate::record::{Kind, Record, Version};
+use crate::record::{Kind, Record, Revision};
 use crate::Error;
 
 const BACKEND: &str = "postgres";
@@ -200,13 +200,13 @@ impl PostgresStore {
     }
 }
 
-fn rows_to_records(rows: Vec<tokio_postgres::Row>) -> Result<Vec<(Record, Version)>, Error> {
+fn rows_to_records(rows: Vec<tokio_postgres::Row>) -> Result<Vec<(Record, Revision)>, Error> {
     rows.into_iter()
         .map(|r| {
             let id: String = r.get(0);
             let doc: String = r.get(1);
             let v: i64 = r.get(2);
-            Ok((Record::from_json(&id, &doc)?, Version::row(v)))
+            Ok((Record::from_json(&id, &doc)?, Revision::row(v)))
         })
         .collect()
 }
@@ -227,9 +227,9 @@ impl Store for PostgresStore {
         Ok(row.get(0))
     }
 
-    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error> {
+    async fn create(&self, rec: &Record) -> Result<Option<Revision>, Error> {
         let n = self.create_many(std::slice::from_ref(rec)).await?;
-        Ok((n == 1).then_some(Version::row(1)))
+        Ok((n == 1).then_some(Revision::row(1)))
     }
 
     async fn create_many(&self, recs: &[Record]) -> Result<usize, Error> {
@@ -257,14 +257,14 @@ impl Store for PostgresStore {
         Ok(n)
     }
 
-    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error> {
+    async fn get(&self, id: &str) -> Result<Option<(Record, Revision)>, Error> {
         let c = self.client().await?;
         let stmt = c.prepare_cached(&self.sql.get).await.map_err(db_err)?;
         let rows = c.query(&stmt, &[&id]).await.map_err(db_err)?;
         Ok(rows_to_records(rows)?.into_iter().next())
     }
 
-    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error> {
+    async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error> {
         let c = self.client().await?;
         let stmt = c.prepare_cached(&self.sql.update).await.map_err(db_err)?;
         let rnd: f64 = rand::thread_rng().gen();
@@ -283,10 +283,10 @@ impl Store for PostgresStore {
             )
             .await
             .map_err(db_err)?;
-        Ok((n == 1).then_some(Version::row(expected.seq + 1)))
+        Ok((n == 1).then_some(Revision::row(expected.seq + 1)))
     }
 
-    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error> {
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error> {
         let c = self.client().await?;
         let pivot: f64 = rand::thread_rng().gen();
         let hi = c

@@ -10,7 +10,7 @@ use redis::aio::ConnectionManager;
 use redis::Script;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
-use crate::record::{Kind, Record, Version};
+use crate::record::{Kind, Record, Revision};
 use crate::Error;
 
 const BACKEND: &str = "redis";
@@ -211,14 +211,14 @@ impl RedisStore {
     }
 }
 
-fn triples(flat: Vec<String>) -> Result<Vec<(Record, Version)>, Error> {
+fn triples(flat: Vec<String>) -> Result<Vec<(Record, Revision)>, Error> {
     let mut out = Vec::with_capacity(flat.len() / 3);
     for t in flat.chunks_exact(3) {
         let v: i64 = t[2].parse().map_err(|_| Error::Corrupt {
             id: t[0].clone(),
             reason: format!("version {:?} is not a number", t[2]),
         })?;
-        out.push((Record::from_json(&t[0], &t[1])?, Version::row(v)));
+        out.push((Record::from_json(&t[0], &t[1])?, Revision::row(v)));
     }
     Ok(out)
 }
@@ -236,9 +236,9 @@ impl Store for RedisStore {
         Ok(secs * 1000 + micros / 1000)
     }
 
-    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error> {
+    async fn create(&self, rec: &Record) -> Result<Option<Revision>, Error> {
         let n = self.create_many(std::slice::from_ref(rec)).await?;
-        Ok((n == 1).then_some(Version::row(1)))
+        Ok((n == 1).then_some(Revision::row(1)))
     }
 
     async fn create_many(&self, recs: &[Record]) -> Result<usize, Error> {
@@ -260,7 +260,7 @@ impl Store for RedisStore {
         Ok(n)
     }
 
-    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error> {
+    async fn get(&self, id: &str) -> Result<Option<(Record, Revision)>, Error> {
         let mut c = self.conn.clone();
         let key = format!("{}:r:{}", self.prefix, id);
         let (d, v): (Option<String>, Option<i64>) = redis::cmd("HMGET")
@@ -271,12 +271,12 @@ impl Store for RedisStore {
             .await
             .map_err(err)?;
         match (d, v) {
-            (Some(d), Some(v)) => Ok(Some((Record::from_json(id, &d)?, Version::row(v)))),
+            (Some(d), Some(v)) => Ok(Some((Record::from_json(id, &d)?, Revision::row(v)))),
             _ => Ok(None),
         }
     }
 
-    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error> {
+    async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error> {
         let mut c = self.conn.clone();
         let nv: i64 = self
             .update
@@ -290,10 +290,10 @@ impl Store for RedisStore {
             .invoke_async(&mut c)
             .await
             .map_err(err)?;
-        Ok((nv > 0).then_some(Version::row(nv)))
+        Ok((nv > 0).then_some(Revision::row(nv)))
     }
 
-    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error> {
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error> {
         let mut c = self.conn.clone();
         let r: f64 = rand::thread_rng().gen();
         let flat: Vec<String> = self

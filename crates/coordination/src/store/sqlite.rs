@@ -11,7 +11,7 @@ use rand::Rng;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::{system_now_ms, Store};
-use crate::record::{Kind, Record, Version};
+use crate::record::{Kind, Record, Revision};
 use crate::Error;
 
 const BACKEND: &str = "sqlite";
@@ -167,11 +167,11 @@ impl SqliteStore {
     }
 }
 
-fn row_to_record(id: &str, doc: &str, version: i64) -> rusqlite::Result<(Record, Version)> {
+fn row_to_record(id: &str, doc: &str, version: i64) -> rusqlite::Result<(Record, Revision)> {
     let rec = Record::from_json(id, doc).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
     })?;
-    Ok((rec, Version::row(version)))
+    Ok((rec, Revision::row(version)))
 }
 
 fn insert(c: &Connection, rec: &Record) -> rusqlite::Result<bool> {
@@ -196,7 +196,7 @@ fn select_candidates(
     now: i64,
     pivot: f64,
     limit: usize,
-) -> rusqlite::Result<Vec<(Record, Version)>> {
+) -> rusqlite::Result<Vec<(Record, Revision)>> {
     let mut stmt = c.prepare_cached(sql)?;
     let rows = stmt.query_map(params![now, pivot, limit as i64], |r| {
         let id: String = r.get(0)?;
@@ -223,10 +223,10 @@ impl Store for SqliteStore {
         Ok(system_now_ms())
     }
 
-    async fn create(&self, rec: &Record) -> Result<Option<Version>, Error> {
+    async fn create(&self, rec: &Record) -> Result<Option<Revision>, Error> {
         let rec = rec.clone();
         let created = self.with_conn(move |c| insert(c, &rec)).await?;
-        Ok(created.then_some(Version::row(1)))
+        Ok(created.then_some(Revision::row(1)))
     }
 
     async fn create_many(&self, recs: &[Record]) -> Result<usize, Error> {
@@ -245,7 +245,7 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn get(&self, id: &str) -> Result<Option<(Record, Version)>, Error> {
+    async fn get(&self, id: &str) -> Result<Option<(Record, Revision)>, Error> {
         let id = id.to_string();
         self.with_conn(move |c| {
             let row: Option<(String, i64)> = c
@@ -257,7 +257,7 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn update(&self, rec: &Record, expected: Version) -> Result<Option<Version>, Error> {
+    async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error> {
         let rec = rec.clone();
         self.with_conn(move |c| {
             let n = c
@@ -274,12 +274,12 @@ impl Store for SqliteStore {
                     rec.id,
                     expected.seq
                 ])?;
-            Ok((n == 1).then_some(Version::row(expected.seq + 1)))
+            Ok((n == 1).then_some(Revision::row(expected.seq + 1)))
         })
         .await
     }
 
-    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Version)>, Error> {
+    async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error> {
         let pivot: f64 = rand::thread_rng().gen();
         self.with_conn(move |c| {
             let mut out = select_candidates(
