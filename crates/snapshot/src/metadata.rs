@@ -527,22 +527,30 @@ pub struct IndexMetadata {
     pub raw: Value,
 }
 
-fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
-    match v {
-        Value::Object(o) => {
-            for (k, v) in o {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, v, out);
+/// Settings with nested objects flattened into dotted keys
+/// (`{"index": {"number_of_shards": "1"}}` → `"index.number_of_shards": "1"`); a value
+/// that is not an object is kept under the empty key.
+pub fn flatten_settings(settings: &Value) -> Map<String, Value> {
+    fn walk(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
+        match v {
+            Value::Object(o) => {
+                for (k, v) in o {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, v, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.clone());
             }
         }
-        other => {
-            out.insert(prefix.to_string(), other.clone());
-        }
     }
+    let mut out = Map::new();
+    walk("", settings, &mut out);
+    out
 }
 
 impl IndexMetadata {
@@ -553,10 +561,10 @@ impl IndexMetadata {
         let Some((name, inner)) = root.into_iter().next() else {
             return Err(Error::corrupt(blob, "index metadata is empty"));
         };
-        let mut settings = Map::new();
-        if let Some(s) = inner.get("settings") {
-            flatten("", s, &mut settings);
-        }
+        let settings = inner
+            .get("settings")
+            .map(flatten_settings)
+            .unwrap_or_default();
         let mut mappings = Vec::new();
         match inner.get("mappings") {
             Some(Value::Array(items)) => {

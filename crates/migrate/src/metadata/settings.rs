@@ -51,25 +51,7 @@ pub struct SettingsContext {
 /// Flattens nested settings objects into dotted keys; keys without the `index.` prefix
 /// (templates may omit it) get it, as the cluster itself would.
 pub fn flatten(settings: &Value) -> Map<String, Value> {
-    fn walk(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
-        match v {
-            Value::Object(m) => {
-                for (k, v) in m {
-                    let key = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&key, v, out);
-                }
-            }
-            other => {
-                out.insert(prefix.to_string(), other.clone());
-            }
-        }
-    }
-    let mut flat = Map::new();
-    walk("", settings, &mut flat);
+    let flat = snapshot::metadata::flatten_settings(settings);
     flat.into_iter()
         .map(|(k, v)| {
             if k.starts_with("index.") || k.starts_with("archived.") {
