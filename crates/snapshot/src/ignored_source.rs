@@ -80,32 +80,33 @@ impl Entry {
     }
 }
 
-/// Decodes one stored value of `_ignored_source` into `out`. With `layout` unknown, the
-/// singular layout is tried first, then the coalesced one.
+/// Decodes one stored value of `_ignored_source` into `out`: in `layout` (the one the
+/// index's creation version says) when the bytes fit it, else in the other one (snapshot
+/// builds wrote the coalesced layout from earlier index versions); with `layout` unknown,
+/// the singular layout is tried first. Each layout checks every length, that the parent
+/// offset ends at a dot and that nothing trails, so bytes of one do not pass as the other.
 pub fn decode_stored(
     bytes: &[u8],
     layout: Option<Layout>,
     out: &mut Vec<Entry>,
 ) -> Result<(), String> {
-    match layout {
-        Some(Layout::Singular) => decode_singular(bytes, out),
-        Some(Layout::Coalesced) => decode_coalesced(bytes, out),
-        None => {
-            let before = out.len();
-            match decode_singular(bytes, out) {
-                Ok(()) => Ok(()),
-                Err(singular) => {
-                    out.truncate(before);
-                    decode_coalesced(bytes, out).map_err(|coalesced| {
-                        out.truncate(before);
-                        format!(
-                            "neither layout fits: as one value per entry: {singular}; as coalesced entries: {coalesced}"
-                        )
-                    })
-                }
-            }
-        }
-    }
+    let (first, second) = match layout {
+        Some(Layout::Coalesced) => (Layout::Coalesced, Layout::Singular),
+        _ => (Layout::Singular, Layout::Coalesced),
+    };
+    let decode = |l: Layout, out: &mut Vec<Entry>| match l {
+        Layout::Singular => decode_singular(bytes, out),
+        Layout::Coalesced => decode_coalesced(bytes, out),
+    };
+    let before = out.len();
+    let Err(e1) = decode(first, out) else {
+        return Ok(());
+    };
+    out.truncate(before);
+    decode(second, out).map_err(|e2| {
+        out.truncate(before);
+        format!("{first:?} layout: {e1}; {second:?} layout: {e2}")
+    })
 }
 
 const PARENT_OFFSET_FACTOR: u32 = 1 << 16;
