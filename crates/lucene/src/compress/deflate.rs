@@ -18,8 +18,9 @@ const WINDOW: usize = 32 * 1024;
 /// A reusable raw-DEFLATE inflater.
 pub struct Inflater {
     inner: libdeflater::Decompressor,
-    /// The stored block with the dictionary, then the stream (reused between blocks).
+    /// The stored block with the dictionary (`prefix` bytes), then the stream.
     scratch: Vec<u8>,
+    prefix: usize,
 }
 
 impl Default for Inflater {
@@ -39,6 +40,7 @@ impl Inflater {
         Inflater {
             inner: libdeflater::Decompressor::new(),
             scratch: Vec::new(),
+            prefix: 0,
         }
     }
 
@@ -79,20 +81,41 @@ impl Inflater {
         dict: Range<usize>,
         out: Range<usize>,
     ) -> Result<(), DecompressError> {
-        let keep = dict.len().min(WINDOW);
-        if dict.end > out.start || out.start < keep || out.end > buf.len() {
-            return Err(DecompressError::Invalid("dictionary and block overlap"));
+        if dict.end > buf.len() || dict.start > dict.end {
+            return Err(DecompressError::Invalid("dictionary outside the buffer"));
         }
+        self.set_dictionary(&buf[dict]);
+        self.inflate_after_dictionary(src, buf, out)
+    }
+
+    /// Keeps `dict` (its last 32 KiB) for [`Inflater::inflate_after_dictionary`].
+    pub fn set_dictionary(&mut self, dict: &[u8]) {
+        let keep = &dict[dict.len() - dict.len().min(WINDOW)..];
         self.scratch.clear();
-        if keep > 0 {
-            let n = keep as u16;
+        if !keep.is_empty() {
+            let n = keep.len() as u16;
             // BFINAL 0, BTYPE 00 (stored), then LEN and its complement, byte-aligned
             self.scratch.push(0);
             self.scratch.extend_from_slice(&n.to_le_bytes());
             self.scratch.extend_from_slice(&(!n).to_le_bytes());
-            self.scratch
-                .extend_from_slice(&buf[dict.end - keep..dict.end]);
+            self.scratch.extend_from_slice(keep);
         }
+        self.prefix = self.scratch.len();
+    }
+
+    /// As [`Inflater::inflate_with_dict`], with the dictionary given to
+    /// [`Inflater::set_dictionary`] (kept for every block that follows it).
+    pub fn inflate_after_dictionary(
+        &mut self,
+        src: &[u8],
+        buf: &mut [u8],
+        out: Range<usize>,
+    ) -> Result<(), DecompressError> {
+        let keep = self.prefix.saturating_sub(5);
+        if out.start < keep || out.start > out.end || out.end > buf.len() {
+            return Err(DecompressError::Invalid("block outside the buffer"));
+        }
+        self.scratch.truncate(self.prefix);
         self.scratch.extend_from_slice(src);
         let scratch = std::mem::take(&mut self.scratch);
         let r = self.inflate(&scratch, &mut buf[out.start - keep..out.end]);

@@ -373,7 +373,8 @@ impl Chunk {
     /// dictionary preset, into `data[start..start + len]`. The blocks are decoded last to
     /// first: each is inflated behind a copy of the dictionary written just before its
     /// place ([`Inflater::inflate_with_dict`]), which lands on the block before it (not
-    /// decoded yet) or, for the first block, on the dictionary itself.
+    /// decoded yet) or, for the first block, on the dictionary itself. The dictionary is
+    /// copied into the inflater once per chunk, not once per block.
     fn deflate_dict(&mut self, input: &mut Input<'_>, start: usize, len: usize) -> Result<()> {
         let dict_len = input.vlen()?;
         let block_len = input.vlen()?;
@@ -406,10 +407,11 @@ impl Chunk {
             self.deflate_blocks.push((at..at + clen, out..out + n));
             out += n;
         }
+        inflater.set_dictionary(&self.data[dict.clone()]);
         for (src, out) in self.deflate_blocks.iter().rev() {
             let bytes = &input.data[src.clone()];
             inflater
-                .inflate_with_dict(bytes, &mut self.data, dict.clone(), out.clone())
+                .inflate_after_dictionary(bytes, &mut self.data, out.clone())
                 .map_err(|e| {
                     Input {
                         pos: src.start,
