@@ -150,7 +150,7 @@ pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
         Some(SourceFormat::Cbor) => {
             let v: ciborium::Value =
                 ciborium::from_reader(raw).map_err(|e| format!("CBOR _source: {e}"))?;
-            to_json_bytes(&cbor_to_json(v))
+            to_json_bytes(&crate::xcontent::cbor_to_json(v))
         }
         Some(SourceFormat::Yaml) => {
             let v: serde_json::Value =
@@ -201,42 +201,6 @@ fn minify_json(raw: &[u8]) -> Vec<u8> {
         }
     }
     out
-}
-
-fn cbor_to_json(v: ciborium::Value) -> serde_json::Value {
-    use ciborium::Value as C;
-    use serde_json::Value as J;
-    match v {
-        C::Integer(i) => {
-            let i: i128 = i.into();
-            i64::try_from(i)
-                .map(J::from)
-                .or_else(|_| u64::try_from(i).map(J::from))
-                .unwrap_or_else(|_| J::String(i.to_string()))
-        }
-        C::Bytes(b) => J::String(base64::engine::general_purpose::STANDARD.encode(b)),
-        C::Float(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
-        C::Text(s) => J::String(s),
-        C::Bool(b) => J::Bool(b),
-        C::Null => J::Null,
-        C::Tag(_, inner) => cbor_to_json(*inner),
-        C::Array(a) => J::Array(a.into_iter().map(cbor_to_json).collect()),
-        C::Map(m) => J::Object(
-            m.into_iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        C::Text(s) => s,
-                        other => match cbor_to_json(other) {
-                            J::String(s) => s,
-                            j => j.to_string(),
-                        },
-                    };
-                    (key, cbor_to_json(v))
-                })
-                .collect(),
-        ),
-        _ => J::Null,
-    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod delta;
 pub mod document;
 pub mod envelope;
 pub mod error;
+pub mod ignored_source;
 pub mod json;
 mod lzf;
 pub mod metadata;

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::document::{decode_id, normalize_source, split_uid, EsDocument};
 use crate::error::{Error, Result};
+use crate::ignored_source::{self, Layout};
 use crate::rebuild::{self, Encoding, RebuiltFields, SourcePlan};
 use crate::repository::Shard;
 
@@ -212,6 +213,8 @@ pub struct ShardReader {
     rebuild: RebuildOptions,
     /// Where rebuilt `_source` fields come from (with `RebuildMode::Auto`).
     plan: Option<Arc<SourcePlan>>,
+    /// How this index lays out `_ignored_source` (`None`: unknown creation version).
+    ignored_layout: Option<Layout>,
 }
 
 impl std::fmt::Debug for ShardReader {
@@ -271,6 +274,10 @@ impl ShardReader {
             }
         };
         let plan = (options.rebuild.mode == RebuildMode::Auto).then(|| Arc::new(md.source_plan()));
+        let ignored_layout = Layout::for_index_version(
+            md.setting("index.version.created")
+                .and_then(|s| s.parse::<u64>().ok()),
+        );
         Ok(ShardReader {
             shard: shard.clone(),
             index: Arc::from(index.name()),
@@ -279,6 +286,7 @@ impl ShardReader {
             types,
             rebuild: options.rebuild,
             plan,
+            ignored_layout,
         })
     }
 
@@ -456,6 +464,15 @@ struct Fields {
     recovery_source: Option<bytes::Bytes>,
     /// Stored fields the rebuild plan reads, in stored order.
     stored: Vec<(String, serde_json::Value)>,
+    /// Values Elasticsearch keeps beside doc values for synthetic source
+    /// (`<field>._original`, `<field>._ignore_malformed`), by JSON path, in stored order;
+    /// an error for a value that does not decode.
+    fallback: Vec<(
+        String,
+        std::result::Result<Option<serde_json::Value>, String>,
+    )>,
+    /// The raw values of `_ignored_source`, in stored order.
+    ignored: Vec<Vec<u8>>,
     plan: Option<Arc<SourcePlan>>,
 }
 
@@ -467,6 +484,8 @@ impl Fields {
         self.source = None;
         self.recovery_source = None;
         self.stored.clear();
+        self.fallback.clear();
+        self.ignored.clear();
     }
 }
 
@@ -488,20 +507,33 @@ impl StoredFieldVisitor for Visitor<'_> {
             ("_recovery_source", StoredValue::Binary(b)) => {
                 self.f.recovery_source = Some(bytes::Bytes::copy_from_slice(b));
             }
-            (name, value) if self.f.plan.as_ref().is_some_and(|p| p.reads_stored(name)) => {
-                let v = match value {
-                    StoredValue::String(s) => serde_json::Value::from(s),
-                    StoredValue::Int(i) => serde_json::Value::from(i),
-                    StoredValue::Long(l) => serde_json::Value::from(l),
-                    StoredValue::Float(f) => serde_json::Value::from(f64::from(f)),
-                    StoredValue::Double(d) => serde_json::Value::from(d),
-                    StoredValue::Binary(b) => {
-                        serde_json::Value::from(String::from_utf8_lossy(b).into_owned())
-                    }
+            (name, value) => {
+                let Some(plan) = self.f.plan.as_ref() else {
+                    return Ok(());
                 };
-                self.f.stored.push((name.to_string(), v));
+                if name == ignored_source::FIELD {
+                    if let StoredValue::Binary(b) = value {
+                        self.f.ignored.push(b.to_vec());
+                    }
+                } else if plan.reads_stored(name) {
+                    let v = match value {
+                        StoredValue::String(s) => serde_json::Value::from(s),
+                        StoredValue::Int(i) => serde_json::Value::from(i),
+                        StoredValue::Long(l) => serde_json::Value::from(l),
+                        StoredValue::Float(f) => serde_json::Value::from(f64::from(f)),
+                        StoredValue::Double(d) => serde_json::Value::from(d),
+                        StoredValue::Binary(b) => {
+                            serde_json::Value::from(String::from_utf8_lossy(b).into_owned())
+                        }
+                    };
+                    self.f.stored.push((name.to_string(), v));
+                } else if let Some((path, kind)) = plan.fallback_path(name) {
+                    let v = rebuild::fallback_value(kind, value)
+                        .map_err(|e| format!("stored field {name}: {e}"));
+                    let path = path.to_string();
+                    self.f.fallback.push((path, v));
+                }
             }
-            _ => {}
         }
         Ok(())
     }
@@ -615,6 +647,8 @@ struct RebuildState {
     lost: Vec<String>,
     value: DocValue,
     fields: RebuiltFields,
+    /// The decoded `_ignored_source` of the document being rebuilt.
+    entries: Vec<ignored_source::Entry>,
 }
 
 impl Documents<'_> {
@@ -695,16 +729,48 @@ impl Documents<'_> {
                 .map(|l| l.path.clone())
                 .collect();
         }
-        if !st.lost.is_empty() && !opts.allow_partial {
+        let local = (global - seg.doc_base()) as u32;
+        // where a bad stored value of this document is: the segment's stored-fields file
+        let file = || {
+            format!(
+                "{}: segment {} stored fields ({}.{}), document {local}",
+                self.reader.context,
+                seg.name(),
+                seg.name(),
+                if seg.is_compound() { "cfs" } else { "fdt" }
+            )
+        };
+        st.entries.clear();
+        for raw in &self.visitor.ignored {
+            if let Err(e) =
+                ignored_source::decode_stored(raw, self.reader.ignored_layout, &mut st.entries)
+            {
+                return Ok(Err((
+                    SkipReason::BadSource,
+                    format!("{}: {}: {e}", file(), ignored_source::FIELD),
+                )));
+            }
+        }
+        if let Some((_, Err(e))) = self.visitor.fallback.iter().find(|(_, v)| v.is_err()) {
+            return Ok(Err((SkipReason::BadSource, format!("{}: {e}", file()))));
+        }
+        // a field the segment has but doc values cannot give is only complete when
+        // _ignored_source holds it (or an object above it) for this document
+        let lost: Vec<&str> = st
+            .lost
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !ignored_source::covers(&st.entries, p))
+            .collect();
+        if !lost.is_empty() && !opts.allow_partial {
             return Ok(Err((
                 SkipReason::PartialSource,
                 format!(
-                    "no _source, and these fields cannot be rebuilt (no doc values, not stored): {}",
-                    st.lost.join(", ")
+                    "no _source, and these fields cannot be rebuilt (no doc values, not stored, not in _ignored_source): {}",
+                    lost.join(", ")
                 ),
             )));
         }
-        let local = (global - seg.doc_base()) as u32;
         st.fields.clear();
         let mut cursor = 0;
         for (i, f) in plan.fields.iter().enumerate() {
@@ -719,26 +785,37 @@ impl Documents<'_> {
             while cursor < st.cursors.len() && st.cursors[cursor].0 < i {
                 cursor += 1;
             }
-            let Some((ci, c)) = st.cursors.get_mut(cursor) else {
-                continue;
+            let has_values = match st.cursors.get_mut(cursor) {
+                Some((ci, c)) if *ci == i => c.read(local, &mut st.value)?,
+                _ => false,
             };
-            if *ci != i || !c.read(local, &mut st.value)? {
-                continue;
-            }
-            if f.encoding == Encoding::GeoPoint || !st.value.numbers.is_empty() {
-                for n in &st.value.numbers {
-                    if let Some(v) = rebuild::decode_number(&f.encoding, *n) {
+            if has_values {
+                if f.encoding == Encoding::GeoPoint || !st.value.numbers.is_empty() {
+                    for n in &st.value.numbers {
+                        if let Some(v) = rebuild::decode_number(&f.encoding, *n) {
+                            st.fields.push(&f.path, v);
+                        }
+                    }
+                }
+                for b in &st.value.bytes {
+                    if let Some(v) = rebuild::decode_term(&f.encoding, b) {
                         st.fields.push(&f.path, v);
                     }
                 }
             }
-            for b in &st.value.bytes {
-                if let Some(v) = rebuild::decode_term(&f.encoding, b) {
-                    st.fields.push(&f.path, v);
+            // values synthetic source keeps beside the doc values come after them
+            for (path, v) in &self.visitor.fallback {
+                if *path == f.path {
+                    if let Ok(Some(v)) = v {
+                        st.fields.push(&f.path, v.clone());
+                    }
                 }
             }
         }
-        let json = st.fields.to_json();
+        let mut json = st.fields.to_json();
+        if let serde_json::Value::Object(root) = &mut json {
+            ignored_source::merge(root, &st.entries);
+        }
         self.stats.rebuilt += 1;
         Ok(Ok(bytes::Bytes::from(
             serde_json::to_vec(&json).expect("a JSON value serializes"),

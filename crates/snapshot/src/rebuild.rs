@@ -101,6 +101,58 @@ impl SourcePlan {
             .iter()
             .any(|f| f.encoding == Encoding::Stored && f.lucene_field == name)
     }
+
+    /// For a stored field Elasticsearch's synthetic source keeps beside the doc values of
+    /// a planned field (`<field>._original`: keyword values above `ignore_above`;
+    /// `<field>._ignore_malformed`: values `ignore_malformed` did not index), the JSON
+    /// path its values are added to, and which of the two it is.
+    pub fn fallback_path(&self, stored_name: &str) -> Option<(&str, Fallback)> {
+        let (base, kind) = if let Some(b) = stored_name.strip_suffix("._original") {
+            (b, Fallback::Original)
+        } else {
+            (
+                stored_name.strip_suffix("._ignore_malformed")?,
+                Fallback::IgnoreMalformed,
+            )
+        };
+        self.fields
+            .iter()
+            .find(|f| f.encoding != Encoding::Stored && f.lucene_field == base)
+            .map(|f| (f.path.as_str(), kind))
+    }
+}
+
+/// A stored field kept beside a field's doc values for synthetic source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// `<field>._original`: a keyword value longer than `ignore_above`, as UTF-8 bytes.
+    Original,
+    /// `<field>._ignore_malformed`: a value the field could not parse; strings and
+    /// numbers as Lucene's own stored types, anything else typed as in `_ignored_source`.
+    IgnoreMalformed,
+}
+
+/// The JSON value of one stored value of a [`Fallback`] field (`None`: nothing to add).
+pub fn fallback_value(
+    kind: Fallback,
+    value: lucene::StoredValue<'_>,
+) -> Result<Option<Value>, String> {
+    use lucene::StoredValue as S;
+    Ok(Some(match (kind, value) {
+        (Fallback::Original, S::Binary(b)) => Value::String(
+            std::str::from_utf8(b)
+                .map_err(|e| format!("not UTF-8: {e}"))?
+                .to_string(),
+        ),
+        (_, S::String(s)) => Value::String(s.to_string()),
+        (Fallback::IgnoreMalformed, S::Binary(b)) => {
+            return crate::ignored_source::decode_value(b);
+        }
+        (_, S::Int(i)) => Value::from(i),
+        (_, S::Long(l)) => Value::from(l),
+        (_, S::Float(f)) => crate::ignored_source::float(f),
+        (_, S::Double(d)) => crate::ignored_source::double(d),
+    }))
 }
 
 fn flag(v: &Value, key: &str, default: bool) -> bool {
@@ -128,7 +180,11 @@ fn walk(props: &Map<String, Value>, prefix: &str, plan: &mut SourcePlan) {
         match ty {
             None | Some("object") => {
                 if !flag(def, "enabled", true) {
-                    lost(plan, "object with enabled: false (never indexed)".into());
+                    lost(
+                        plan,
+                        "object with enabled: false (never indexed; Elasticsearch 8.15+ synthetic source keeps it in _ignored_source)"
+                            .into(),
+                    );
                 } else if let Some(p) = def.get("properties").and_then(Value::as_object) {
                     walk(p, &path, plan);
                 }

@@ -61,14 +61,7 @@ pub fn smile_to_json(v: serde_smile::value::Value) -> serde_json::Value {
         S::BigInteger(b) => big_integer_to_json(b.as_be_bytes()),
         S::Float(f) => serde_json::Number::from_f64(f64::from(f)).map_or(J::Null, J::Number),
         S::Double(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
-        S::BigDecimal(d) => {
-            let unscaled = big_integer_to_json(d.unscaled_value().as_be_bytes());
-            match unscaled.as_f64() {
-                Some(f) => serde_json::Number::from_f64(f / 10f64.powi(d.scale()))
-                    .map_or(J::Null, J::Number),
-                None => unscaled,
-            }
-        }
+        S::BigDecimal(d) => big_decimal_to_json(d.unscaled_value().as_be_bytes(), d.scale()),
         S::String(s) => J::String(s),
         S::Binary(b) => J::String(base64::engine::general_purpose::STANDARD.encode(b)),
         S::Array(a) => J::Array(a.into_iter().map(smile_to_json).collect()),
@@ -76,7 +69,47 @@ pub fn smile_to_json(v: serde_smile::value::Value) -> serde_json::Value {
     }
 }
 
-fn big_integer_to_json(be: &[u8]) -> serde_json::Value {
+/// Converts a CBOR value to JSON: byte strings become standard base64, tags are dropped,
+/// integers outside 64 bits become strings, non-text map keys their JSON text.
+pub fn cbor_to_json(v: ciborium::Value) -> serde_json::Value {
+    use ciborium::Value as C;
+    use serde_json::Value as J;
+    match v {
+        C::Integer(i) => {
+            let i: i128 = i.into();
+            i64::try_from(i)
+                .map(J::from)
+                .or_else(|_| u64::try_from(i).map(J::from))
+                .unwrap_or_else(|_| J::String(i.to_string()))
+        }
+        C::Bytes(b) => J::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        C::Float(f) => serde_json::Number::from_f64(f).map_or(J::Null, J::Number),
+        C::Text(s) => J::String(s),
+        C::Bool(b) => J::Bool(b),
+        C::Null => J::Null,
+        C::Tag(_, inner) => cbor_to_json(*inner),
+        C::Array(a) => J::Array(a.into_iter().map(cbor_to_json).collect()),
+        C::Map(m) => J::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        C::Text(s) => s,
+                        other => match cbor_to_json(other) {
+                            J::String(s) => s,
+                            j => j.to_string(),
+                        },
+                    };
+                    (key, cbor_to_json(v))
+                })
+                .collect(),
+        ),
+        _ => J::Null,
+    }
+}
+
+/// A big-endian two's-complement integer as a JSON number when it fits 64 bits, else as
+/// its decimal text (up to 128 bits) or base64.
+pub(crate) fn big_integer_to_json(be: &[u8]) -> serde_json::Value {
     if be.is_empty() {
         return serde_json::Value::from(0);
     }
@@ -94,6 +127,49 @@ fn big_integer_to_json(be: &[u8]) -> serde_json::Value {
         return serde_json::Value::String(v.to_string());
     }
     serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(be))
+}
+
+/// `unscaled × 10^-scale` (big-endian two's-complement unscaled value) as a JSON number;
+/// the unscaled value as [`big_integer_to_json`] gives it when that is not a number.
+pub(crate) fn big_decimal_to_json(unscaled_be: &[u8], scale: i32) -> serde_json::Value {
+    let unscaled = big_integer_to_json(unscaled_be);
+    match unscaled.as_f64() {
+        Some(f) => serde_json::Number::from_f64(f / 10f64.powi(scale))
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        None => unscaled,
+    }
+}
+
+/// The XContent types Elasticsearch embeds in stored values (a leading type byte says
+/// which; see `docs/specs/ignored-source.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XContentType {
+    Json,
+    Smile,
+    Cbor,
+    Yaml,
+}
+
+/// Decodes one complete XContent value (an object, an array or a scalar) of type `ty`
+/// into JSON. SMILE and CBOR binary values become base64 strings.
+pub fn decode_embedded(
+    ty: XContentType,
+    bytes: &[u8],
+) -> std::result::Result<serde_json::Value, String> {
+    match ty {
+        XContentType::Json => serde_json::from_slice(bytes).map_err(|e| format!("JSON: {e}")),
+        XContentType::Smile => {
+            let v: serde_smile::value::Value =
+                serde_smile::from_slice(bytes).map_err(|e| format!("SMILE: {e}"))?;
+            Ok(smile_to_json(v))
+        }
+        XContentType::Cbor => {
+            let v: ciborium::Value =
+                ciborium::from_reader(bytes).map_err(|e| format!("CBOR: {e}"))?;
+            Ok(cbor_to_json(v))
+        }
+        XContentType::Yaml => serde_yaml_ng::from_slice(bytes).map_err(|e| format!("YAML: {e}")),
+    }
 }
 
 /// Binary metadata values (`meta_hash`): raw SMILE binary, or base64 in JSON.

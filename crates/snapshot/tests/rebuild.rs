@@ -4,7 +4,12 @@
 //! `scripts/make-doc-values-fixtures`). Every rebuilt document must equal its original up
 //! to the documented synthetic-source differences (`docs/sourceless.md`): arrays sorted,
 //! keyword arrays without duplicates, float-family values at their stored precision,
-//! geo points quantized to Lucene's 32-bit encoding.
+//! geo points quantized to Lucene's 32-bit encoding. Without `_source`, the documents also
+//! carry what Elasticsearch 8.15+ synthetic source keeps beside doc values
+//! (`_ignored_source` in the 8.15 layout for Lucene 8 and 9, the coalesced 9.x layout for
+//! Lucene 10; `label._original`; `hits._ignore_malformed`): the unmapped fields, the
+//! `enabled: false` object, the `synthetic_source_keep: arrays` arrays and the geo_shape
+//! come back as they were sent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,8 +34,55 @@ fn mapping(source_enabled: bool) -> Value {
     m
 }
 
+/// The `index.version.created` of the test indices: an 8.15-era index version for Lucene 8
+/// and 9 (one `_ignored_source` value per entry), a 9.x one from the coalesced layout on
+/// for Lucene 10.
+fn created(v: u32) -> &'static str {
+    if v == 10 {
+        "9039000"
+    } else {
+        "8512000"
+    }
+}
+
+/// The document of the Lucene 10 index without `_source` whose `_ignored_source` holds a
+/// value with an unknown type byte (not among the originals).
+fn corrupt(v: u32) -> Option<&'static str> {
+    (v == 10).then_some("doc-corrupt")
+}
+
+/// Checks that `skipped` is the corrupt document of index `v` (if any), reported as a bad
+/// source naming the segment's stored-fields file and `_ignored_source`, and returns the
+/// other skipped documents.
+fn without_corrupt(
+    v: u32,
+    skipped: Vec<snapshot::SkippedDocument>,
+) -> Vec<snapshot::SkippedDocument> {
+    let (bad, rest): (Vec<_>, Vec<_>) = skipped
+        .into_iter()
+        .partition(|s| s.id.as_deref() == corrupt(v));
+    assert_eq!(bad.len(), usize::from(corrupt(v).is_some()), "l{v}");
+    for b in &bad {
+        assert_eq!(b.reason, SkipReason::BadSource, "l{v}: {b:?}");
+        assert!(
+            b.detail
+                .contains("segment _2 stored fields (_2.fdt), document 60: ")
+                && b.detail.contains("_ignored_source")
+                && b.detail.contains("0x5a"),
+            "l{v}: {}",
+            b.detail
+        );
+    }
+    rest
+}
+
 /// A repository with `with-source` and `sourceless` indices over the Lucene `v` indexes.
 fn repository(v: u32, tmp: &Path) -> Repository {
+    repository_created(v, tmp, Some(created(v)))
+}
+
+/// As [`repository`], with `index.version.created` set to `created` (or unset).
+fn repository_created(v: u32, tmp: &Path, created: Option<&str>) -> Repository {
     let mut spec = SnapshotSpec::new("snap");
     for (name, dir, enabled) in [
         ("with-source", format!("l{v}-source"), true),
@@ -39,7 +91,10 @@ fn repository(v: u32, tmp: &Path) -> Repository {
         let lucene = lucene::FsDirectory::open(data().join(dir)).unwrap();
         spec.indices.push(IndexSpec {
             name: name.into(),
-            settings: serde_json::Map::new(),
+            settings: created
+                .map(|c| ("index.version.created".to_string(), json!(c)))
+                .into_iter()
+                .collect(),
             mappings: vec![TypeMapping {
                 doc_type: "_doc".into(),
                 mapping: mapping(enabled),
@@ -115,6 +170,25 @@ fn synthetic(original: &Value) -> Value {
         n.sort();
         o.insert("small".into(), json!(n));
     }
+    // ignore_above: 12 — the indexed values (sorted, without duplicates), then the longer
+    // ones kept in label._original, in their order
+    if let Some(Value::Array(l)) = o.get("label").cloned() {
+        let s = |v: &Value| v.as_str().unwrap().to_string();
+        let mut short: Vec<String> = l.iter().map(s).filter(|v| v.len() <= 12).collect();
+        short.sort();
+        short.dedup();
+        short.extend(l.iter().map(s).filter(|v| v.len() > 12));
+        o.insert("label".into(), json!(short));
+    }
+    // ignore_malformed — the numbers (sorted), then the malformed values in their order
+    if let Some(Value::Array(h)) = o.get("hits").cloned() {
+        let mut n: Vec<Value> = h.iter().filter(|v| v.is_number()).cloned().collect();
+        n.sort_by_key(|v| v.as_i64().unwrap());
+        n.extend(h.iter().filter(|v| !v.is_number()).cloned());
+        o.insert("hits".into(), json!(n));
+    }
+    // codes (synthetic_source_keep: arrays), meta (enabled: false), shape (geo_shape),
+    // user.nick and the root's unmapped fields come from _ignored_source as sent
     Value::Object(o)
 }
 
@@ -160,24 +234,60 @@ fn check_version(v: u32) {
         ..RebuildOptions::default()
     };
     let (rebuilt, skipped) = read(&repo, "sourceless", partial);
+    let skipped = without_corrupt(v, skipped);
     assert!(skipped.is_empty(), "l{v}: {skipped:?}");
     assert_eq!(rebuilt.len(), originals.len(), "l{v}: documents");
     for (id, original) in &originals {
         assert_same(id, &rebuilt[id], &synthetic(original));
     }
 
+    // The values only _ignored_source holds, document by document.
+    let mut from_ignored = 0;
+    for (id, original) in &originals {
+        let got = &rebuilt[id];
+        for k in [
+            "codes",
+            "meta",
+            "shape",
+            "extra",
+            "extra_obj",
+            "größe",
+            "extra_null",
+        ] {
+            if let Some(want) = original.get(k) {
+                assert_eq!(got.get(k), Some(want), "l{v}: {id}: {k}");
+                from_ignored += 1;
+            }
+        }
+        assert_eq!(got["user"], original["user"], "l{v}: {id}: user.nick");
+    }
+    assert!(from_ignored > 200, "l{v}: {from_ignored}");
+
     // Fields that cannot be rebuilt: documents of segments that have them are skipped,
-    // listed with the fields, never dropped.
+    // listed with the fields, never dropped. The geo_shape is not rebuilt from doc values
+    // but _ignored_source holds it where a document has one: only the documents without
+    // it list it (they might have had one; nothing tells).
     let (strict, skipped) = read(&repo, "sourceless", RebuildOptions::default());
+    let skipped = without_corrupt(v, skipped);
     assert_eq!(strict.len() + skipped.len(), originals.len(), "l{v}");
     assert!(
         !skipped.is_empty(),
         "l{v}: the note field is in every segment"
     );
+    let (mut with_shape, mut without_shape) = (0, 0);
     for s in &skipped {
         assert_eq!(s.reason, SkipReason::PartialSource);
         assert!(s.detail.contains("note"), "{}", s.detail);
+        let id = s.id.as_deref().unwrap();
+        if originals[id].get("shape").is_some() {
+            assert!(!s.detail.contains("shape"), "l{v}: {id}: {}", s.detail);
+            with_shape += 1;
+        } else {
+            assert!(s.detail.contains("shape"), "l{v}: {id}: {}", s.detail);
+            without_shape += 1;
+        }
     }
+    assert!(with_shape > 10 && without_shape > 10, "l{v}");
 
     // _recovery_source where present (every 10th document from 3).
     let (recovered, _) = read(
@@ -210,7 +320,10 @@ fn check_version(v: u32) {
         },
     );
     assert!(none.is_empty());
-    assert_eq!(skipped.len(), originals.len());
+    assert_eq!(
+        skipped.len(),
+        originals.len() + usize::from(corrupt(v).is_some())
+    );
     assert!(skipped.iter().all(|s| s.reason == SkipReason::NoSource));
 }
 
@@ -227,4 +340,25 @@ fn lucene9_documents_rebuild_to_their_original_source() {
 #[test]
 fn lucene10_documents_rebuild_to_their_original_source() {
     check_version(10);
+}
+
+/// The `_ignored_source` layout the creation version names is tried first; values in
+/// the other one (snapshot builds coalesced from earlier index versions) still decode.
+#[test]
+fn ignored_source_in_the_other_layout_still_decodes() {
+    let partial = RebuildOptions {
+        allow_partial: true,
+        ..RebuildOptions::default()
+    };
+    for (v, wrong) in [(9, "9039000"), (10, "8512000")] {
+        let originals = originals(v);
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = repository_created(v, tmp.path(), Some(wrong));
+        let (rebuilt, skipped) = read(&repo, "sourceless", partial);
+        assert!(without_corrupt(v, skipped).is_empty(), "l{v}");
+        assert_eq!(rebuilt.len(), originals.len(), "l{v}");
+        for (id, original) in &originals {
+            assert_same(id, &rebuilt[id], &synthetic(original));
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! One chunk of `.fdt`: its header (first doc, doc count, per-doc field counts and byte
 //! lengths) and its payload, decompressed once into a buffer reused for every chunk.
 
+use std::ops::Range;
+
 use crate::compress::{lz4, DecompressError, Inflater, ZstdDecoder};
 use crate::data_input::Endian;
 use crate::error::{Error, Result};
@@ -27,6 +29,9 @@ pub(crate) struct Chunk {
     pub data: Vec<u8>,
     decoders: Decoders,
     lengths: Vec<u32>,
+    /// Preset-dictionary DEFLATE blocks of one compressor output: where each one's
+    /// compressed bytes are in the chunk, and where its output goes.
+    deflate_blocks: Vec<(Range<usize>, Range<usize>)>,
     /// When set, every preset-dictionary block decoded is also copied here.
     pub record: Option<Vec<RawBlock>>,
 }
@@ -255,7 +260,7 @@ impl Chunk {
                 let src = input.bytes(clen)?;
                 let inflater = self.decoders.inflater.get_or_insert_with(Inflater::new);
                 inflater
-                    .inflate(src, &[], &mut self.data[start..start + len])
+                    .inflate(src, &mut self.data[start..start + len])
                     .map_err(|e| wrap(input, e))?;
             }
             Compression::Lz4Dict => {
@@ -310,50 +315,34 @@ impl Chunk {
                     out += n;
                 }
             }
-            Compression::DeflateDict | Compression::ZstdDict => {
+            Compression::DeflateDict => self.deflate_dict(input, start, len)?,
+            Compression::ZstdDict => {
                 let dict_len = input.vlen()?;
                 let block_len = input.vlen()?;
                 check_dict_layout(input, len, dict_len, block_len)?;
                 let end = start + len;
                 let dict_end = start + dict_len;
-                let zstd = format.compression == Compression::ZstdDict;
                 // The dictionary: compressed length, then its bytes (none when empty).
                 let clen = input.vlen()?;
                 let src = input.bytes(clen)?;
                 if dict_len > 0 {
-                    self.block(zstd, src, start..start, start..dict_end)
+                    self.zstd_block(src, start..start, start..dict_end)
                         .map_err(|e| wrap(input, e))?;
-                    if let (Some(r), false) = (&mut self.record, zstd) {
-                        r.push(RawBlock {
-                            kind: BlockKind::Deflate,
-                            src: src.to_vec(),
-                            dict: Vec::new(),
-                            out_len: dict_len,
-                        });
-                    }
                 }
                 let mut out = dict_end;
                 while out < end {
                     let clen = input.vlen()?;
                     let src = input.bytes(clen)?;
                     let n = block_len.min(end - out);
-                    self.block(zstd, src, start..dict_end, out..out + n)
+                    self.zstd_block(src, start..dict_end, out..out + n)
                         .map_err(|e| wrap(input, e))?;
-                    if let (Some(r), false) = (&mut self.record, zstd) {
-                        r.push(RawBlock {
-                            kind: BlockKind::Deflate,
-                            src: src.to_vec(),
-                            dict: self.data[start..dict_end].to_vec(),
-                            out_len: n,
-                        });
-                    }
                     out += n;
                 }
             }
             Compression::ZstdFrame => {
                 let clen = input.vlen()?;
                 let src = input.bytes(clen)?;
-                self.block(true, src, start..start, start..start + len)
+                self.zstd_block(src, start..start, start..start + len)
                     .map_err(|e| wrap(input, e))?;
             }
             Compression::ZstdNoDict => {
@@ -370,7 +359,7 @@ impl Chunk {
                     }
                     let src = input.bytes(clen)?;
                     let n = block_len.min(end - out);
-                    self.block(true, src, out..out, out..out + n)
+                    self.zstd_block(src, out..out, out..out + n)
                         .map_err(|e| wrap(input, e))?;
                     out += n;
                 }
@@ -379,32 +368,85 @@ impl Chunk {
         Ok(())
     }
 
-    /// Decompresses one DEFLATE or zstd block into `data[dst]` with `data[dict]` as its
-    /// dictionary (`dict` precedes `dst`).
-    fn block(
+    /// Lucene 8.7+ `BEST_COMPRESSION`: the dictionary (raw DEFLATE of the first
+    /// `dict_len` bytes), then blocks of `block_len` bytes, each raw DEFLATE with the
+    /// dictionary preset, into `data[start..start + len]`. The blocks are decoded last to
+    /// first: each is inflated behind a copy of the dictionary written just before its
+    /// place ([`Inflater::inflate_with_dict`]), which lands on the block before it (not
+    /// decoded yet) or, for the first block, on the dictionary itself. The dictionary is
+    /// copied into the inflater once per chunk, not once per block.
+    fn deflate_dict(&mut self, input: &mut Input<'_>, start: usize, len: usize) -> Result<()> {
+        let dict_len = input.vlen()?;
+        let block_len = input.vlen()?;
+        check_dict_layout(input, len, dict_len, block_len)?;
+        let end = start + len;
+        let dict = start..start + dict_len;
+        let clen = input.vlen()?;
+        let src = input.bytes(clen)?;
+        let inflater = self.decoders.inflater.get_or_insert_with(Inflater::new);
+        if dict_len > 0 {
+            inflater
+                .inflate(src, &mut self.data[dict.clone()])
+                .map_err(|e| input.corrupt(e))?;
+            if let Some(r) = &mut self.record {
+                r.push(RawBlock {
+                    kind: BlockKind::Deflate,
+                    src: src.to_vec(),
+                    dict: Vec::new(),
+                    out_len: dict_len,
+                });
+            }
+        }
+        self.deflate_blocks.clear();
+        let mut out = dict.end;
+        while out < end {
+            let clen = input.vlen()?;
+            let at = input.pos;
+            input.bytes(clen)?;
+            let n = block_len.min(end - out);
+            self.deflate_blocks.push((at..at + clen, out..out + n));
+            out += n;
+        }
+        inflater.set_dictionary(&self.data[dict.clone()]);
+        for (src, out) in self.deflate_blocks.iter().rev() {
+            let bytes = &input.data[src.clone()];
+            inflater
+                .inflate_after_dictionary(bytes, &mut self.data, out.clone())
+                .map_err(|e| {
+                    Input {
+                        pos: src.start,
+                        ..*input
+                    }
+                    .corrupt(e)
+                })?;
+            if let Some(r) = &mut self.record {
+                r.push(RawBlock {
+                    kind: BlockKind::Deflate,
+                    src: bytes.to_vec(),
+                    dict: self.data[dict.clone()].to_vec(),
+                    out_len: out.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Decompresses one zstd block into `data[dst]` with `data[dict]` as its dictionary
+    /// (`dict` precedes `dst`).
+    fn zstd_block(
         &mut self,
-        zstd: bool,
         src: &[u8],
-        dict: std::ops::Range<usize>,
-        dst: std::ops::Range<usize>,
+        dict: Range<usize>,
+        dst: Range<usize>,
     ) -> std::result::Result<(), DecompressError> {
         let (head, tail) = self.data.split_at_mut(dst.start);
         let dict = &head[dict];
         let out = &mut tail[..dst.end - dst.start];
-        if zstd {
-            let dec = match &mut self.decoders.zstd {
-                Some(d) => d,
-                none => none.insert(ZstdDecoder::new()?),
-            };
-            dec.decompress(src, dict, out)
-        } else {
-            let inflater = self.decoders.inflater.get_or_insert_with(Inflater::new);
-            let used = inflater.inflate(src, dict, out)?;
-            if used != src.len() {
-                return Err(DecompressError::Invalid("DEFLATE block length mismatch"));
-            }
-            Ok(())
-        }
+        let dec = match &mut self.decoders.zstd {
+            Some(d) => d,
+            none => none.insert(ZstdDecoder::new()?),
+        };
+        dec.decompress(src, dict, out)
     }
 }
 

@@ -10,11 +10,16 @@
 //       sparse fields, constant / table / GCD / min-max / block-varying numerics, fixed and
 //       variable binary, low and high cardinality terms; 3 segments, hard deletes, one
 //       doc-values update generation. Writes <outDir>.golden.jsonl.
-//   java MakeDocValues es <outDir> <withSource true|false> <seed>
+//   java MakeDocValues es <outDir> <withSource true|false> <seed> [singular|coalesced]
 //       the same documents as Elasticsearch would index them for mapping.json (fields of every
 //       mapping type, as the Lucene fields Elasticsearch writes for each), with or without a
 //       stored _source; writes <outDir>.sources.jsonl (id and original source of every live
-//       document). Without _source, every 10th document keeps a _recovery_source.
+//       document). Without _source, every 10th document keeps a _recovery_source, and what
+//       Elasticsearch 8.15+ synthetic source keeps beside doc values is written as it writes it:
+//       _ignored_source (unmapped fields under dynamic: false, the enabled: false object, the
+//       synthetic_source_keep: arrays keyword's arrays, the geo_shape), in the 8.15 layout (one
+//       stored value per entry) or the 9.x coalesced one (one stored value per path), and the
+//       <field>._original / <field>._ignore_malformed stored fields (docs/specs/ignored-source.md).
 //   java MakeDocValues bench <outDir> <BEST_SPEED|BEST_COMPRESSION> <docs> <seed>
 //       a large index for scripts/bench-lucene: <docs> documents with every doc-values type,
 //       dense (every document) and sparse fields, in 4 segments, 1 % of them hard-deleted.
@@ -65,7 +70,7 @@ public class MakeDocValues {
     } else if (a[0].equals("bench")) {
       makeBench(out, a[2], Integer.parseInt(a[3]), Long.parseLong(a[4]));
     } else {
-      makeEs(out, Boolean.parseBoolean(a[2]), Long.parseLong(a[3]));
+      makeEs(out, Boolean.parseBoolean(a[2]), Long.parseLong(a[3]), a.length > 4 && a[4].equals("coalesced"));
     }
     Files.deleteIfExists(out.resolve("write.lock"));
   }
@@ -392,7 +397,201 @@ public class MakeDocValues {
     return (short) (sign | (exp << 10) | mant);
   }
 
-  static void makeEs(Path out, boolean withSource, long seed) throws Exception {
+  // ---- what Elasticsearch writes for synthetic source (docs/specs/ignored-source.md) ----
+  // A tiny value model for the fixtures: Map (insertion order), List, String, Integer, Long,
+  // Double, Boolean, null.
+  static Map<String, Object> obj(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
+    return m;
+  }
+
+  static String json(Object v) {
+    if (v == null) return "null";
+    if (v instanceof String) return q((String) v);
+    if (v instanceof Map) {
+      StringBuilder sb = new StringBuilder("{");
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+        if (sb.length() > 1) sb.append(',');
+        sb.append(q((String) e.getKey())).append(':').append(json(e.getValue()));
+      }
+      return sb.append('}').toString();
+    }
+    if (v instanceof List) {
+      StringBuilder sb = new StringBuilder("[");
+      for (Object o : (List<?>) v) {
+        if (sb.length() > 1) sb.append(',');
+        sb.append(json(o));
+      }
+      return sb.append(']').toString();
+    }
+    return v.toString(); // numbers, booleans
+  }
+
+  // CBOR as Jackson writes it: objects and arrays of indefinite length.
+  static void cborHead(ByteArrayOutputStream o, int major, long n) {
+    if (n < 24) o.write(major << 5 | (int) n);
+    else if (n < 256) { o.write(major << 5 | 24); o.write((int) n); }
+    else if (n < 65536) { o.write(major << 5 | 25); o.write((int) (n >> 8)); o.write((int) n); }
+    else { o.write(major << 5 | 27); for (int s = 56; s >= 0; s -= 8) o.write((int) (n >> s)); }
+  }
+
+  static void cbor(ByteArrayOutputStream o, Object v) {
+    if (v == null) o.write(0xF6);
+    else if (v instanceof Boolean) o.write((Boolean) v ? 0xF5 : 0xF4);
+    else if (v instanceof Integer || v instanceof Long) {
+      long n = ((Number) v).longValue();
+      if (n >= 0) cborHead(o, 0, n); else cborHead(o, 1, -1 - n);
+    } else if (v instanceof Double) {
+      o.write(0xFB);
+      long bits = Double.doubleToLongBits((Double) v);
+      for (int s = 56; s >= 0; s -= 8) o.write((int) (bits >> s));
+    } else if (v instanceof String) {
+      byte[] b = ((String) v).getBytes(StandardCharsets.UTF_8);
+      cborHead(o, 3, b.length);
+      o.write(b, 0, b.length);
+    } else if (v instanceof Map) {
+      o.write(0xBF);
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) { cbor(o, e.getKey()); cbor(o, e.getValue()); }
+      o.write(0xFF);
+    } else {
+      o.write(0x9F);
+      for (Object x : (List<?>) v) cbor(o, x);
+      o.write(0xFF);
+    }
+  }
+
+  // SMILE (header ":)\n", no shared names or values) for the small values the fixtures use:
+  // ASCII names and strings of 1-32 bytes, ints in -16..15, booleans, null.
+  static void smile(ByteArrayOutputStream o, Object v) {
+    if (v == null) o.write(0x21);
+    else if (v instanceof Boolean) o.write((Boolean) v ? 0x23 : 0x22);
+    else if (v instanceof Integer) {
+      int n = (Integer) v;
+      if (n < -16 || n > 15) throw new IllegalArgumentException("small SMILE ints only: " + n);
+      o.write(0xC0 | ((n << 1) ^ (n >> 31)));
+    } else if (v instanceof String) {
+      byte[] b = ((String) v).getBytes(StandardCharsets.US_ASCII);
+      if (b.length < 1 || b.length > 32) throw new IllegalArgumentException("short SMILE strings only");
+      o.write(0x40 + b.length - 1);
+      o.write(b, 0, b.length);
+    } else if (v instanceof Map) {
+      o.write(0xFA);
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+        byte[] k = ((String) e.getKey()).getBytes(StandardCharsets.US_ASCII);
+        o.write(0x80 + k.length - 1);
+        o.write(k, 0, k.length);
+        smile(o, e.getValue());
+      }
+      o.write(0xFB);
+    } else if (v instanceof List) {
+      o.write(0xF8);
+      for (Object x : (List<?>) v) smile(o, x);
+      o.write(0xF9);
+    } else throw new IllegalArgumentException("not in the SMILE subset: " + v);
+  }
+
+  // A value encoded as Elasticsearch's XContentDataHelper encodes one for synthetic source: a
+  // type byte, then the value (scalars little-endian; objects and arrays as XContent of the
+  // document's content type: 'j' JSON, 'c' CBOR, 's' SMILE).
+  static byte[] typed(Object v, char xcontent) {
+    ByteArrayOutputStream o = new ByteArrayOutputStream();
+    java.nio.ByteBuffer le = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    if (v == null) o.write('n');
+    else if (v instanceof Boolean) o.write((Boolean) v ? 't' : 'f');
+    else if (v instanceof String) {
+      o.write('S');
+      o.writeBytes(((String) v).getBytes(StandardCharsets.UTF_8));
+    } else if (v instanceof Integer) {
+      o.write('I');
+      o.write(le.putInt((Integer) v).array(), 0, 4);
+    } else if (v instanceof Long) {
+      o.write('L');
+      o.write(le.putLong((Long) v).array(), 0, 8);
+    } else if (v instanceof Double) {
+      o.write('D');
+      o.write(le.putDouble((Double) v).array(), 0, 8);
+    } else if (xcontent == 'c') {
+      o.write('c');
+      cbor(o, v);
+    } else if (xcontent == 's') {
+      o.write('s');
+      o.writeBytes(new byte[] {':', ')', '\n', 0});
+      smile(o, v);
+    } else {
+      o.write('j');
+      o.writeBytes(json(v).getBytes(StandardCharsets.UTF_8));
+    }
+    return o.toByteArray();
+  }
+
+  // One _ignored_source entry: the full path, the offset (in UTF-16 units) where the name under
+  // the parent object starts, the typed value.
+  static final class Ignored {
+    final String name;
+    final int parentOffset;
+    final byte[] value;
+
+    Ignored(String name, int parentOffset, byte[] value) {
+      this.name = name;
+      this.parentOffset = parentOffset;
+      this.value = value;
+    }
+  }
+
+  static void vint(ByteArrayOutputStream o, int v) {
+    while ((v & ~0x7F) != 0) {
+      o.write((v & 0x7F) | 0x80);
+      v >>>= 7;
+    }
+    o.write(v);
+  }
+
+  // StreamOutput.writeString: the UTF-16 length, then each UTF-16 unit in 1-3 bytes.
+  static void esString(ByteArrayOutputStream o, String s) {
+    vint(o, s.length());
+    for (int i = 0; i < s.length(); i++) {
+      int c = s.charAt(i);
+      if (c <= 0x7F) o.write(c);
+      else if (c > 0x7FF) { o.write(0xE0 | c >> 12 & 0x0F); o.write(0x80 | c >> 6 & 0x3F); o.write(0x80 | c & 0x3F); }
+      else { o.write(0xC0 | c >> 6 & 0x1F); o.write(0x80 | c & 0x3F); }
+    }
+  }
+
+  // Adds the entries as stored _ignored_source values, sorted by path: one per entry (8.15
+  // layout: little-endian int of name length + 65536 * parent offset, UTF-8 name, value), or one
+  // per path (coalesced: vint count, name, then per value vint parent offset, vint length, value).
+  static void addIgnoredSource(Document d, List<Ignored> entries, boolean coalesced) {
+    entries.sort(Comparator.comparing(e -> e.name));
+    if (!coalesced) {
+      for (Ignored e : entries) {
+        byte[] name = e.name.getBytes(StandardCharsets.UTF_8);
+        ByteArrayOutputStream o = new ByteArrayOutputStream();
+        int header = e.name.length() + 65536 * e.parentOffset;
+        o.write(header); o.write(header >> 8); o.write(header >> 16); o.write(header >> 24);
+        o.writeBytes(name);
+        o.writeBytes(e.value);
+        d.add(new StoredField("_ignored_source", new BytesRef(o.toByteArray())));
+      }
+      return;
+    }
+    for (int i = 0; i < entries.size(); ) {
+      int j = i;
+      while (j < entries.size() && entries.get(j).name.equals(entries.get(i).name)) j++;
+      ByteArrayOutputStream o = new ByteArrayOutputStream();
+      vint(o, j - i);
+      esString(o, entries.get(i).name);
+      for (int k = i; k < j; k++) {
+        vint(o, entries.get(k).parentOffset);
+        vint(o, entries.get(k).value.length);
+        o.writeBytes(entries.get(k).value);
+      }
+      d.add(new StoredField("_ignored_source", new BytesRef(o.toByteArray())));
+      i = j;
+    }
+  }
+
+  static void makeEs(Path out, boolean withSource, long seed, boolean coalesced) throws Exception {
     Random r = new Random(seed);
     String[] tags = {"red", "green", "blue", "a\"quote", "\u00fcnicode"};
     float[] halves = {1.5f, -0.25f, 100f, 0.125f, 2048f};
@@ -476,13 +675,107 @@ public class MakeDocValues {
         // object with dotted leaves
         String user = "user" + (i % 9);
         int age = 18 + i % 60;
-        parts.add("\"user\":{\"name\":" + q(user) + ",\"age\":" + age + "}");
+        List<Ignored> ignored = new ArrayList<>();
+        if (i % 5 == 3) {
+          // an unmapped field under the mapped object (dynamic: false): _ignored_source entry
+          // "user.nick" whose name under the parent starts after "user."
+          String nick = "nick " + i;
+          parts.add("\"user\":{\"name\":" + q(user) + ",\"age\":" + age + ",\"nick\":" + q(nick) + "}");
+          ignored.add(new Ignored("user.nick", "user.".length(), typed(nick, 'j')));
+        } else {
+          parts.add("\"user\":{\"name\":" + q(user) + ",\"age\":" + age + "}");
+        }
         d.add(new SortedSetDocValuesField("user.name", new BytesRef(user)));
         d.add(new SortedNumericDocValuesField("user.age", age));
         // text without stored value or doc values: cannot be rebuilt (only in some documents)
         if (i % 6 == 5) {
           parts.add("\"note\":\"lost " + i + "\"");
           d.add(new TextField("note", "lost " + i, Field.Store.NO));
+        }
+        // ---- fields synthetic source keeps beside doc values (written without _source only)
+        List<Object[]> stored = new ArrayList<>(); // {name, value} stored fields
+        // keyword with ignore_above: 12 -> doc values for short values, <field>._original for long
+        String shortLabel = "lbl-" + (i % 10), longLabel = "label-" + i + "-is-longer-than-twelve";
+        if (i % 4 == 0) {
+          parts.add("\"label\":" + q(shortLabel));
+          d.add(new SortedSetDocValuesField("label", new BytesRef(shortLabel)));
+        } else if (i % 4 == 1) {
+          parts.add("\"label\":" + q(longLabel));
+          stored.add(new Object[] {"label._original", new BytesRef(longLabel)});
+        } else if (i % 4 == 2) {
+          parts.add("\"label\":[" + q(longLabel) + "," + q(shortLabel) + "," + q(shortLabel) + "]");
+          d.add(new SortedSetDocValuesField("label", new BytesRef(shortLabel)));
+          stored.add(new Object[] {"label._original", new BytesRef(longLabel)});
+        }
+        // keyword with synthetic_source_keep: arrays -> doc values, and arrays as sent in
+        // _ignored_source
+        if (i % 5 == 0) {
+          List<Object> codes = List.of(tags[r.nextInt(tags.length)], "zz", tags[r.nextInt(tags.length)], "zz");
+          parts.add("\"codes\":" + json(codes));
+          for (Object c : codes) d.add(new SortedSetDocValuesField("codes", new BytesRef((String) c)));
+          ignored.add(new Ignored("codes", 0, typed(codes, 'j')));
+        } else if (i % 5 == 1) {
+          parts.add("\"codes\":\"one\"");
+          d.add(new SortedSetDocValuesField("codes", new BytesRef("one")));
+        }
+        // integer with ignore_malformed -> doc values, <field>._ignore_malformed for the rest
+        if (i % 8 == 1) {
+          parts.add("\"hits\":\"n/a\"");
+          stored.add(new Object[] {"hits._ignore_malformed", "n/a"});
+        } else if (i % 8 == 5) {
+          parts.add("\"hits\":[7,\"bad " + i + "\",2]");
+          d.add(new SortedNumericDocValuesField("hits", 7));
+          d.add(new SortedNumericDocValuesField("hits", 2));
+          stored.add(new Object[] {"hits._ignore_malformed", "bad " + i});
+        } else if (i % 2 == 0) {
+          parts.add("\"hits\":" + (i % 100));
+          d.add(new SortedNumericDocValuesField("hits", i % 100));
+        }
+        // object with enabled: false -> the whole object in _ignored_source, as JSON, CBOR or
+        // SMILE (the content type of the request that indexed it); an array of them, one
+        // entry per object
+        if (i % 3 == 0) {
+          char xc = "jcs".charAt((i / 3) % 3);
+          Map<String, Object> meta = obj("k", "v" + (i % 10), "n", i % 16, "deep", obj("list", Arrays.asList(1, true, null, "x")));
+          if (xc != 's') meta.put("f", -2.5);
+          parts.add("\"meta\":" + json(meta));
+          ignored.add(new Ignored("meta", 0, typed(meta, xc)));
+        } else if (i % 9 == 8) {
+          Map<String, Object> a = obj("k", "a" + i), b = obj("k", "b", "z", Arrays.asList());
+          parts.add("\"meta\":[" + json(a) + "," + json(b) + "]");
+          ignored.add(new Ignored("meta", 0, typed(a, 'c')));
+          ignored.add(new Ignored("meta", 0, typed(b, 'j')));
+        }
+        // geo_shape: indexed (so the field is in the segment), no doc values synthetic source
+        // reads: the value as sent in _ignored_source
+        if (i % 6 == 1) {
+          double slat = (i % 80) + 0.5, slon = -(i % 170) - 0.25;
+          Map<String, Object> shape = obj("type", "point", "coordinates", Arrays.asList(slon, slat));
+          parts.add("\"shape\":" + json(shape));
+          d.add(new LatLonPoint("shape", slat, slon));
+          ignored.add(new Ignored("shape", 0, typed(shape, 'j')));
+        }
+        // unmapped fields under the root (dynamic: false): each value in _ignored_source
+        Object[][] extras = {
+          {},
+          {"extra_arr", Arrays.asList(3, 1, 2)},
+          {"extra", "free text " + i},
+          {"gr\u00f6\u00dfe", i},
+          {"extra_n", i * 1000, "extra_big", 5_000_000_000L + i},
+          {"extra_obj", obj("a", Arrays.asList(1, "x"), "b", obj("c", false))},
+          {"extra_f", 0.5 + i, "extra_b", true, "extra_null", null},
+        };
+        Object[] extra = extras[i % 7];
+        for (int k = 0; k < extra.length; k += 2) {
+          parts.add(q((String) extra[k]) + ":" + json(extra[k + 1]));
+          ignored.add(new Ignored((String) extra[k], 0, typed(extra[k + 1], 'j')));
+        }
+        if (!withSource) {
+          addIgnoredSource(d, ignored, coalesced);
+          for (Object[] f : stored) {
+            if (f[1] instanceof BytesRef) d.add(new StoredField((String) f[0], (BytesRef) f[1]));
+            else d.add(new StoredField((String) f[0], (String) f[1]));
+          }
         }
         src.append(String.join(",", parts)).append('}');
         String json = src.toString();
@@ -500,6 +793,21 @@ public class MakeDocValues {
         w.addDocument(d);
         live.add(new String[] {id, json});
         if (i == 99 || i == 179) w.commit();
+      }
+      if (!withSource && coalesced) {
+        // one document whose _ignored_source value has a type byte no encoding uses: the
+        // reader must report it (naming the file), not guess; not in the originals
+        Document bad = new Document();
+        bad.add(new StoredField("_id", esId("doc-corrupt")));
+        bad.add(new StringField("_uid_term", "doc-corrupt", Field.Store.NO));
+        bad.add(new SortedNumericDocValuesField("count", 1));
+        List<Ignored> e = new ArrayList<>();
+        e.add(new Ignored("extra", 0, new byte[] {'Z', 1, 2}));
+        addIgnoredSource(bad, e, true);
+        bad.add(new NumericDocValuesField("_seq_no", 999));
+        bad.add(new NumericDocValuesField("_primary_term", 1));
+        bad.add(new NumericDocValuesField("_version", 1));
+        w.addDocument(bad);
       }
       // soft-delete a few documents as Elasticsearch does (a tombstone replaces them)
       Set<String> deleted = new HashSet<>();

@@ -121,9 +121,10 @@ pub struct SourceArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RebuildArgs {
     /// Documents without a stored `_source`: `auto` rebuilds it from the mapping, doc
-    /// values and stored fields (as Elasticsearch's synthetic source does: arrays sorted,
-    /// keyword arrays deduplicated; see docs/sourceless.md); `off` skips them as
-    /// `no_source`. Documents that have a `_source` are always sent as stored.
+    /// values, stored fields and Elasticsearch 8.15+ `_ignored_source` (as Elasticsearch's
+    /// synthetic source does: arrays sorted, keyword arrays deduplicated; see
+    /// docs/sourceless.md); `off` skips them as `no_source`. Documents that have a
+    /// `_source` are always sent as stored.
     #[arg(long, env = "RFS_REBUILD_SOURCE", value_enum, default_value_t = RebuildSource::Auto)]
     pub rebuild_source: RebuildSource,
     /// Send rebuilt documents even when some of their index's fields cannot be rebuilt
