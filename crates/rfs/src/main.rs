@@ -39,8 +39,8 @@ fn keep_freed_memory_briefly() {
 /// 2 MB region makes the kernel zero all of it, and memory freed in parts stays resident
 /// in whole huge pages: a batch buffer reserved for 8 MB and filled with 450 KB cost a
 /// 2 MB zeroing per batch. Measured with `scripts/bench-e2e`'s 1 KB shard, `--parallel 8`:
-/// peak RSS 358 → 138 MB, system time 1.47 → 0.52 s. Best effort: a kernel without the
-/// setting leaves things as they were.
+/// peak RSS 339–358 → 178–196 MB, system time 1.2–1.5 → 0.5 s; CPU time of one worker
+/// unchanged. Best effort: a kernel without the setting leaves things as they were.
 fn no_transparent_huge_pages() {
     // A refusal costs only memory and speed, never correctness: not worth a line on
     // every start.
