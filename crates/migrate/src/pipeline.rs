@@ -164,6 +164,11 @@ pub struct ItemPlan {
     pub base: Progress,
     /// The early trigger: no batch is started after this instant.
     pub trigger: Instant,
+    /// The lease ends: no batch is left in flight after this instant. Batches still
+    /// unacknowledged then are abandoned (the checkpoint stays before them, the next holder
+    /// sends them again), so a worker never writes for an item it no longer holds — which
+    /// is what makes "paused and no lease held" mean "nothing is written".
+    pub deadline: Instant,
 }
 
 /// Framed documents with what went along with them, in position order.
@@ -200,6 +205,7 @@ where
         item,
         base,
         trigger,
+        deadline,
     } = plan;
     let metrics = &shared.metrics;
     let (tx, mut rx) =
@@ -311,6 +317,16 @@ where
             },
             _ = tokio::time::sleep_until(trigger), if end.is_none() => {
                 end = Some(ItemEnd::Triggered);
+            }
+            _ = tokio::time::sleep_until(deadline), if !in_flight.is_empty() => {
+                let n = in_flight.len();
+                tracing::warn!(
+                    item = %item.id(),
+                    "the lease ends: {n} batch(es) still unacknowledged are abandoned; the checkpoint stays before them"
+                );
+                in_flight.shutdown().await;
+                metrics.in_flight_batches.fetch_sub(n as i64, Ordering::Relaxed);
+                end.get_or_insert(ItemEnd::Triggered);
             }
             _ = tokio::time::sleep_until(abandon_at.unwrap_or(trigger)), if abandon_at.is_some() => {
                 let n = in_flight.len();

@@ -216,6 +216,7 @@ async fn work_on<S: Source, K: Sink>(
     );
     let started = Instant::now();
     let trigger = Instant::from_std(lease.early_trigger());
+    let deadline = Instant::from_std(lease.deadline());
     let lease_len = lease.duration();
     let report = {
         let mut port = CoordLease {
@@ -226,6 +227,7 @@ async fn work_on<S: Source, K: Sink>(
             item,
             base,
             trigger,
+            deadline,
         };
         run_item(
             parts.source.clone(),

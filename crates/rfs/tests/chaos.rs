@@ -227,8 +227,10 @@ fn tail(dir: &Path) -> String {
 /// Sends SIGTERM to `child` (an `rfs run` worker) and checks the graceful stop: exit 5
 /// within a bound (in-flight batches finish or are abandoned after 20 s, then the items
 /// are checkpointed and released), and no lease of that process is left in the store, so
-/// a worker started next takes its items at once instead of after the lease.
-fn sigterm_and_check(bin: &Path, store: &str, mut child: Child, dir: &Path) {
+/// a worker started next takes its items at once instead of after the lease. A worker
+/// whose SIGTERM came as the migration finished may exit 0 instead, but only if no item
+/// is left open; that returns false (not a graceful stop).
+fn sigterm_and_check(bin: &Path, store: &str, mut child: Child, dir: &Path) -> bool {
     let pid = child.id();
     let signalled = Instant::now();
     nix::sys::signal::kill(
@@ -250,9 +252,19 @@ fn sigterm_and_check(bin: &Path, store: &str, mut child: Child, dir: &Path) {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
+    let st = status(bin, store);
+    if code == Some(0) {
+        let items = &st["items"];
+        assert!(
+            items["waiting"] == 0 && items["leased"] == 0,
+            "worker {pid} exited 0 after SIGTERM with items open: {items}\n{}",
+            tail(dir)
+        );
+        eprintln!("chaos: worker {pid} had finished the migration when SIGTERM came");
+        return false;
+    }
     assert_eq!(code, Some(5), "worker {pid} after SIGTERM\n{}", tail(dir));
     let mark = format!("-{pid}-");
-    let st = status(bin, store);
     let held: Vec<&Value> = st["leases"]
         .as_array()
         .unwrap()
@@ -267,6 +279,7 @@ fn sigterm_and_check(bin: &Path, store: &str, mut child: Child, dir: &Path) {
         "chaos: worker {pid} stopped by SIGTERM in {:?}",
         signalled.elapsed()
     );
+    true
 }
 
 #[test]
@@ -348,6 +361,7 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
     let mut kills = 0;
     let mut sigterms = 0;
     let mut paused = false;
+    let mut paused_for = Duration::ZERO;
     let mut store_restarted = false;
     let mut next_kill = started + Duration::from_millis(rng.gen_range(1500..3000));
     let mut finished_codes = Vec::new();
@@ -369,25 +383,33 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
             break;
         }
         let t = started.elapsed();
-        // Kill random workers at random moments during the first 25 seconds, restart them.
-        if t < Duration::from_secs(25) && Instant::now() >= next_kill {
+        // Kill random workers at random moments during the first 25 seconds of chaos (the
+        // pause below does not count), and in any case until the driver has killed three
+        // and stopped two gracefully; restart them.
+        let chaos_time = t.saturating_sub(paused_for);
+        let quota_met = kills >= 3 && sigterms >= 2;
+        if (chaos_time < Duration::from_secs(25) || !quota_met) && Instant::now() >= next_kill {
             let live: Vec<usize> = (0..WORKERS)
                 .filter(|&i| fleet.workers[i].is_some())
                 .collect();
             if !live.is_empty() {
-                // After every two kills, a graceful stop (SIGTERM) for a worker that had
+                // After each kill, a graceful stop (SIGTERM) for a worker that had
                 // time to set up its signal handling.
                 let settled: Vec<usize> = live
                     .iter()
                     .copied()
                     .filter(|&i| fleet.started[i].elapsed() > Duration::from_millis(1500))
                     .collect();
-                let graceful = kills >= 2 * (sigterms + 1) && !settled.is_empty();
+                let graceful = kills > sigterms && !settled.is_empty();
                 let pool = if graceful { &settled } else { &live };
                 let slot = pool[rng.gen_range(0..pool.len())];
                 let mut c = fleet.workers[slot].take().unwrap();
                 if graceful {
-                    sigterm_and_check(&bin, &store_url, c, work.path());
+                    if !sigterm_and_check(&bin, &store_url, c, work.path()) {
+                        // It had finished with the migration: nothing to restart.
+                        finished_codes.push(slot);
+                        continue;
+                    }
                     sigterms += 1;
                 } else {
                     c.kill().unwrap(); // SIGKILL
@@ -402,6 +424,7 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
         // Pause the fleet once, check that it stops sending, then resume.
         if !paused && t > Duration::from_secs(8) {
             paused = true;
+            let pause_started = Instant::now();
             let out = rfs(&bin, &["pause", "--store", &store_url]);
             assert!(
                 out.status.success(),
@@ -438,6 +461,9 @@ fn chaos_fleet_migrates_every_document_exactly_once() {
                 "resume: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
+            paused_for = pause_started.elapsed();
+            // The first event after a pause comes soon: the paused time gave no chances.
+            next_kill = Instant::now() + Duration::from_millis(rng.gen_range(300..1000));
         }
         // Restart the store once.
         if !store_restarted && t > Duration::from_secs(16) {

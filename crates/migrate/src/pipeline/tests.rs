@@ -272,10 +272,26 @@ struct Run {
 async fn go(
     src: Src,
     sink: Arc<Snk>,
-    mut lease: Lease,
+    lease: Lease,
     it: WorkItem,
     base: Progress,
     trigger: Instant,
+    o: PipelineOptions,
+    shutdown: Option<watch::Receiver<bool>>,
+) -> Run {
+    let deadline = trigger + Duration::from_secs(3600);
+    go_until(src, sink, lease, it, base, (trigger, deadline), o, shutdown).await
+}
+
+/// [`go`] with the lease's end given too: `times` is (trigger, deadline).
+#[allow(clippy::too_many_arguments)]
+async fn go_until(
+    src: Src,
+    sink: Arc<Snk>,
+    mut lease: Lease,
+    it: WorkItem,
+    base: Progress,
+    (trigger, deadline): (Instant, Instant),
     o: PipelineOptions,
     shutdown: Option<watch::Receiver<bool>>,
 ) -> Run {
@@ -292,6 +308,7 @@ async fn go(
         item: it,
         base,
         trigger,
+        deadline,
     };
     let report = run_item(
         Arc::new(src),
@@ -541,6 +558,42 @@ async fn pause_stop_and_shutdown_finish_in_flight_batches() {
         "{:?}",
         r.report.end
     );
+    check_accounting(&r, &sink, 0, None);
+}
+
+/// A target that never answers and no shutdown: the batches in flight are abandoned when
+/// the lease ends, so no write for the item can land after another worker may hold it (or
+/// after a paused fleet shows no lease), and the cursor stays before them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_still_in_flight_when_the_lease_ends_are_abandoned() {
+    let sink = Arc::new(Snk {
+        hang_from: Some(70),
+        ..Snk::default()
+    });
+    let trigger = Instant::now() + Duration::from_millis(100);
+    let deadline = trigger + Duration::from_millis(200);
+    let r = go_until(
+        Src {
+            max_doc: 1_000_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        (trigger, deadline),
+        opts(4),
+        None,
+    )
+    .await;
+    assert!(Instant::now() >= deadline, "ended before the lease did");
+    assert!(
+        matches!(r.report.end, ItemEnd::Triggered),
+        "{:?}",
+        r.report.end
+    );
+    let cursor = r.report.progress.cursor.as_ref().and_then(Position::doc);
+    assert!(cursor.is_some_and(|c| (50..70).contains(&c)), "{cursor:?}");
     check_accounting(&r, &sink, 0, None);
 }
 
