@@ -4,6 +4,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::codec_util::{self, ID_LEN};
 use crate::commit::{self, CommitInfo, SegmentCommitInfo};
 use crate::compound;
@@ -63,6 +65,11 @@ impl OpenOptions {
 /// Receives the stored fields of one document, in stored order.
 pub trait StoredFieldVisitor {
     fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> Result<()>;
+
+    /// Called before the fields of each document with the decompressed chunk its
+    /// `Binary` values are slices of: a visitor that keeps a value can take it as
+    /// `chunk.slice_ref(value)` (no copy) while holding a clone of `chunk`.
+    fn chunk(&mut self, _chunk: &Bytes) {}
 }
 
 impl<F> StoredFieldVisitor for F
@@ -233,6 +240,7 @@ impl Documents<'_> {
                                 stored.cursor()
                             }
                         });
+                        visitor.chunk(cursor.decode(doc)?);
                         let fields = &seg.field_infos;
                         let fdt = &seg.fdt_name;
                         cursor.visit(doc, &mut |number, value| match fields.by_number(number) {

@@ -133,12 +133,18 @@ pub fn sniff_source(raw: &[u8]) -> Option<SourceFormat> {
 /// when it has no line breaks, minified (same JSON value, same bytes otherwise) when it
 /// has; converted from SMILE, CBOR or YAML. The error says why the bytes cannot be sent.
 pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
+    normalize_source_in(raw, None)
+}
+
+/// [`normalize_source`] of `raw` lying in `owner`: JSON that needs no change is returned
+/// as a share of `owner` (no copy) instead of a copy.
+pub fn normalize_source_in(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, String> {
     match sniff_source(raw) {
         Some(SourceFormat::Json) => {
             let scan =
                 json::check_value(raw).map_err(|e| format!("_source is not valid JSON: {e}"))?;
             if !scan.line_breaks {
-                return Ok(Bytes::copy_from_slice(raw));
+                return Ok(share(owner, raw));
             }
             Ok(Bytes::from(minify_json(raw)))
         }
@@ -161,6 +167,19 @@ pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
             "_source is not JSON, SMILE, CBOR or YAML (starts with {:02x?})",
             &raw[..raw.len().min(8)]
         )),
+    }
+}
+
+/// `part` as bytes sharing `owner` when it lies inside it, else a copy.
+fn share(owner: Option<&Bytes>, part: &[u8]) -> Bytes {
+    match owner {
+        Some(o)
+            if o.as_ptr_range().start <= part.as_ptr_range().start
+                && part.as_ptr_range().end <= o.as_ptr_range().end =>
+        {
+            o.slice_ref(part)
+        }
+        _ => Bytes::copy_from_slice(part),
     }
 }
 
@@ -244,6 +263,24 @@ mod tests {
             let back: std::collections::BTreeMap<String, String> = serde_json::from_slice(&out).unwrap();
             prop_assert_eq!(back, v);
         }
+    }
+
+    /// Single-line JSON inside its chunk is shared, not copied; anything changed, or not
+    /// inside the owner, is new bytes.
+    #[test]
+    fn single_line_json_is_shared_from_its_chunk() {
+        let chunk = Bytes::from_static(b"xx{\"a\":1}yy{\n\"b\": 2}zz");
+        let within = |b: &Bytes| chunk.as_ptr_range().contains(&b.as_ptr());
+        let one = normalize_source_in(&chunk[2..9], Some(&chunk)).unwrap();
+        assert_eq!(&one[..], br#"{"a":1}"#);
+        assert!(within(&one));
+        let pretty = normalize_source_in(&chunk[11..20], Some(&chunk)).unwrap();
+        assert_eq!(&pretty[..], br#"{"b":2}"#);
+        assert!(!within(&pretty));
+        let elsewhere = br#"{"c":3}"#;
+        let copied = normalize_source_in(elsewhere, Some(&chunk)).unwrap();
+        assert_eq!(&copied[..], elsewhere);
+        assert!(!within(&copied));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use lucene::{
 };
 use serde::Serialize;
 
-use crate::document::{decode_id, normalize_source, split_uid, EsDocument};
+use crate::document::{decode_id, normalize_source_in, split_uid, EsDocument};
 use crate::error::{Error, Result};
 use crate::ignored_source::{self, Layout};
 use crate::rebuild::{self, Encoding, RebuiltFields, SourcePlan};
@@ -459,8 +459,12 @@ struct Fields {
     id: Option<std::result::Result<String, String>>,
     uid: Option<String>,
     routing: Option<String>,
-    /// `_source` already normalised (one copy, straight from the decompressed chunk).
+    /// `_source` already normalised: a share of the decompressed chunk when it is
+    /// single-line JSON (no copy), else the converted bytes.
     source: Option<std::result::Result<bytes::Bytes, String>>,
+    /// The decompressed chunk the document's values are slices of (dropped with the
+    /// document, so the reader can reuse the chunk's buffer).
+    chunk: Option<bytes::Bytes>,
     recovery_source: Option<bytes::Bytes>,
     /// Stored fields the rebuild plan reads, in stored order.
     stored: Vec<(String, serde_json::Value)>,
@@ -482,6 +486,7 @@ impl Fields {
         self.uid = None;
         self.routing = None;
         self.source = None;
+        self.chunk = None;
         self.recovery_source = None;
         self.stored.clear();
         self.fallback.clear();
@@ -502,7 +507,7 @@ impl StoredFieldVisitor for Visitor<'_> {
             ("_uid", StoredValue::String(s)) => self.f.uid = Some(s.to_string()),
             ("_routing", StoredValue::String(s)) => self.f.routing = Some(s.to_string()),
             ("_source", StoredValue::Binary(b)) => {
-                self.f.source = Some(normalize_source(b));
+                self.f.source = Some(normalize_source_in(b, self.f.chunk.as_ref()));
             }
             ("_recovery_source", StoredValue::Binary(b)) => {
                 self.f.recovery_source = Some(bytes::Bytes::copy_from_slice(b));
@@ -536,6 +541,10 @@ impl StoredFieldVisitor for Visitor<'_> {
             }
         }
         Ok(())
+    }
+
+    fn chunk(&mut self, chunk: &bytes::Bytes) {
+        self.f.chunk = Some(chunk.clone());
     }
 }
 
@@ -679,7 +688,7 @@ impl Documents<'_> {
         let opts = self.reader.rebuild;
         if opts.prefer_recovery_source {
             if let Some(r) = self.visitor.recovery_source.take() {
-                match normalize_source(&r) {
+                match normalize_source_in(&r, Some(&r)) {
                     Ok(s) => {
                         self.stats.recovery_source += 1;
                         return Ok(Ok(s));

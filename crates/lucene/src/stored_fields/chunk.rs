@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+use bytes::{Bytes, BytesMut};
+
 use crate::compress::{lz4, DecompressError, Inflater, ZstdDecoder};
 use crate::data_input::Endian;
 use crate::error::{Error, Result};
@@ -25,8 +27,13 @@ pub(crate) struct Chunk {
     pub num_fields: Vec<u32>,
     /// Doc `k` is `data[offsets[k]..offsets[k + 1]]`.
     pub offsets: Vec<u32>,
-    /// Decompressed payload, followed by `lz4::SLACK` scratch bytes.
-    pub data: Vec<u8>,
+    /// The buffer being decoded into: the decompressed payload, followed by
+    /// `lz4::SLACK` scratch bytes. Empty between loads (it is then [`Chunk::decoded`]).
+    data: BytesMut,
+    /// The last chunk loaded (`data` frozen): documents are slices of it, and values
+    /// handed out as [`Bytes`] share it instead of being copied. Its buffer is taken back
+    /// for the next chunk when nothing else holds it any more.
+    pub decoded: Bytes,
     decoders: Decoders,
     lengths: Vec<u32>,
     /// Preset-dictionary DEFLATE blocks of one compressor output: where each one's
@@ -145,6 +152,14 @@ impl Chunk {
     ) -> Result<()> {
         // Invalidate first so a failed load never leaves a half-decoded chunk behind.
         self.num_docs = 0;
+        if self.data.capacity() == 0 {
+            // Reuse the last chunk's buffer unless values handed out still hold it.
+            if let Ok(buf) = std::mem::take(&mut self.decoded).try_into_mut() {
+                self.data = buf;
+            }
+        } else {
+            self.decoded = Bytes::new();
+        }
         let mut input = Input {
             file,
             chunk: index,
@@ -225,6 +240,7 @@ impl Chunk {
         }
         self.doc_base = doc_base;
         self.num_docs = num_docs;
+        self.decoded = std::mem::take(&mut self.data).freeze();
         Ok(())
     }
 

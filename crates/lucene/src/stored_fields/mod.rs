@@ -390,6 +390,26 @@ impl StoredFieldsCursor<'_> {
         F: FnMut(u32, StoredValue<'_>) -> Result<()> + ?Sized,
     {
         let reader = self.reader;
+        self.decode(doc)?;
+        let chunk = &self.chunk;
+        let k = (doc - chunk.doc_base) as usize;
+        let num_fields = chunk.num_fields[k];
+        if num_fields == 0 {
+            return Ok(());
+        }
+        let data = &chunk.decoded[chunk.offsets[k] as usize..chunk.offsets[k + 1] as usize];
+        match document::visit_fields(data, num_fields, reader.format.endian(), visitor) {
+            Ok(r) => r,
+            Err(e) => Err(document::doc_error(reader.fdt.name(), doc, e)),
+        }
+    }
+
+    /// Decompresses the chunk holding `doc` unless it is the current one, and returns its
+    /// decompressed bytes: the `Binary` values [`visit`](Self::visit) passes for `doc` are
+    /// slices of them, so a caller that keeps a value can share it
+    /// ([`Bytes::slice_ref`]) instead of copying it.
+    pub fn decode(&mut self, doc: u32) -> Result<&Bytes> {
+        let reader = self.reader;
         if doc >= reader.max_doc {
             return Err(Error::corrupt(
                 reader.fdt.name(),
@@ -403,17 +423,7 @@ impl StoredFieldsCursor<'_> {
         {
             self.load(doc)?;
         }
-        let chunk = &self.chunk;
-        let k = (doc - chunk.doc_base) as usize;
-        let num_fields = chunk.num_fields[k];
-        if num_fields == 0 {
-            return Ok(());
-        }
-        let data = &chunk.data[chunk.offsets[k] as usize..chunk.offsets[k + 1] as usize];
-        match document::visit_fields(data, num_fields, reader.format.endian(), visitor) {
-            Ok(r) => r,
-            Err(e) => Err(document::doc_error(reader.fdt.name(), doc, e)),
-        }
+        Ok(&self.chunk.decoded)
     }
 
     /// Number of stored fields of `doc` (0 for docs without stored fields).

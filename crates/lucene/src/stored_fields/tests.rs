@@ -962,3 +962,42 @@ fn walks_check_the_stored_fields_checksum() {
         Verified::No
     );
 }
+
+/// Binary values kept as shares of the decompressed chunk ([`StoredFieldsCursor::decode`]
+/// and `slice_ref`) keep their bytes while the cursor decodes the following chunks: a
+/// chunk's buffer is reused only once nothing holds it.
+#[test]
+fn values_shared_from_a_chunk_survive_later_chunks() {
+    let id = [7u8; 16];
+    for kind in [Synth::EsZstd, Synth::LegacyDeflate] {
+        let chunks = synth_chunks(kind as u64 + 3);
+        assert!(chunks.len() > 2);
+        let dir = write_segment(kind, &chunks, 4096, &id);
+        let expected: Vec<&SynthDoc> = chunks.iter().flatten().collect();
+        let reader = StoredFieldsReader::open(&dir, "_0", &id, expected.len() as u32).unwrap();
+        let mut cursor = reader.cursor();
+        // (doc, position of the field in the doc, the value shared from the chunk)
+        let mut kept: Vec<(usize, usize, Bytes)> = Vec::new();
+        for doc in 0..expected.len() {
+            let chunk = cursor.decode(doc as u32).unwrap().clone();
+            let mut k = 0;
+            cursor
+                .visit(doc as u32, &mut |_, v| {
+                    if let StoredValue::Binary(b) = v {
+                        kept.push((doc, k, chunk.slice_ref(b)));
+                    }
+                    k += 1;
+                    Ok(())
+                })
+                .unwrap();
+        }
+        assert!(!kept.is_empty(), "{kind:?}: no binary values");
+        for (doc, k, b) in &kept {
+            assert_eq!(
+                Value::of(&StoredValue::Binary(b)),
+                expected[*doc][*k].1,
+                "{kind:?} doc {doc} field {k}"
+            );
+        }
+    }
+}
