@@ -318,25 +318,22 @@ where
             _ = tokio::time::sleep_until(trigger), if end.is_none() => {
                 end = Some(ItemEnd::Triggered);
             }
-            _ = tokio::time::sleep_until(deadline), if !in_flight.is_empty() => {
+            // Batches still in flight are abandoned when the lease ends, or `stop_grace`
+            // after a stop if that comes first.
+            _ = tokio::time::sleep_until(abandon_at.map_or(deadline, |a| a.min(deadline))), if !in_flight.is_empty() => {
                 let n = in_flight.len();
+                let why = if Instant::now() >= deadline {
+                    "the lease ends".to_string()
+                } else {
+                    format!("stopping, {:?} after the stop", opts.stop_grace)
+                };
                 tracing::warn!(
                     item = %item.id(),
-                    "the lease ends: {n} batch(es) still unacknowledged are abandoned; the checkpoint stays before them"
+                    "{why}: {n} batch(es) still unacknowledged are abandoned; the checkpoint stays before them"
                 );
                 in_flight.shutdown().await;
                 metrics.in_flight_batches.fetch_sub(n as i64, Ordering::Relaxed);
                 end.get_or_insert(ItemEnd::Triggered);
-            }
-            _ = tokio::time::sleep_until(abandon_at.unwrap_or(trigger)), if abandon_at.is_some() => {
-                let n = in_flight.len();
-                tracing::warn!(
-                    item = %item.id(),
-                    "stopping: {n} batch(es) still unacknowledged after {:?} are abandoned; the checkpoint stays before them",
-                    opts.stop_grace
-                );
-                in_flight.shutdown().await;
-                metrics.in_flight_batches.fetch_sub(n as i64, Ordering::Relaxed);
             }
             changed = shutdown.changed(), if end.is_none() => {
                 if changed.is_err() || *shutdown.borrow() {
