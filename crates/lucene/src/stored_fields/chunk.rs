@@ -152,13 +152,13 @@ impl Chunk {
     ) -> Result<()> {
         // Invalidate first so a failed load never leaves a half-decoded chunk behind.
         self.num_docs = 0;
+        // Reuse the last chunk's buffer unless values handed out still hold it (after a
+        // failed load, `data` still holds its own buffer).
+        let last = std::mem::take(&mut self.decoded);
         if self.data.capacity() == 0 {
-            // Reuse the last chunk's buffer unless values handed out still hold it.
-            if let Ok(buf) = std::mem::take(&mut self.decoded).try_into_mut() {
+            if let Ok(buf) = last.try_into_mut() {
                 self.data = buf;
             }
-        } else {
-            self.decoded = Bytes::new();
         }
         let mut input = Input {
             file,
