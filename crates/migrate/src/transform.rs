@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use crate::document::{Document, Op};
 use crate::metadata::DocumentRouting;
 use crate::vectors::{rewrite_vectors, VectorField};
@@ -68,8 +70,9 @@ enum Route {
 /// whose string values are rewritten.
 #[derive(Debug, Clone)]
 pub struct Routes {
-    /// Source index → what happens to its documents.
-    indices: HashMap<Box<str>, IndexRoute>,
+    /// Source index → what happens to its documents (looked up once per document, so
+    /// with a fast hash; the keys are index names from our own plan).
+    indices: FxHashMap<Box<str>, IndexRoute>,
 }
 
 /// What happens to the documents of one source index.
@@ -86,7 +89,7 @@ struct IndexRoute {
 impl Routes {
     /// Routes for every index of `indices` that `routing` migrates.
     pub fn new(routing: &DocumentRouting, indices: &[String]) -> Routes {
-        let mut map = HashMap::new();
+        let mut map = FxHashMap::default();
         for index in indices {
             let fields = routing.vector_fields(index);
             let route = if routing.targets_of(index).is_empty() {

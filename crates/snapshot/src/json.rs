@@ -301,6 +301,7 @@ impl Scanner<'_> {
 
     /// The rest of an object key (its opening quote consumed) and the `:` after it.
     #[cfg_attr(target_arch = "x86_64", target_feature(enable = "sse2"))]
+    #[inline]
     fn key_rest(&mut self) -> Result<(), JsonError> {
         self.string()?;
         if self.b.get(self.i) == Some(&b':') {
@@ -315,6 +316,7 @@ impl Scanner<'_> {
 
     /// A string whose opening quote was consumed.
     #[cfg_attr(target_arch = "x86_64", target_feature(enable = "sse2"))]
+    #[inline]
     fn string(&mut self) -> Result<(), JsonError> {
         let b = self.b;
         let start = self.i;

@@ -35,23 +35,45 @@ pub struct DocMeta {
     pub routing: Option<String>,
 }
 
+/// An entry of a body: where its bytes are and who it is about. The target index is a
+/// slot of [`BulkBody`]'s index table, so a document's `Arc<str>` is released on the
+/// thread that framed it instead of being shared, count and all, with the thread that
+/// sends the body (one table per body, not one reference count per document).
 #[derive(Debug)]
-struct Entry {
+pub(crate) struct Part {
     /// The entry's bytes in the body (action line and source line).
-    range: Range<usize>,
+    pub range: Range<usize>,
     /// Where its source line starts (== `range.end` for a delete).
-    source_at: usize,
-    delete: bool,
+    pub source_at: usize,
+    pub delete: bool,
     /// A [`BulkAction::Create`]: a version conflict means delivered.
-    once: bool,
-    meta: DocMeta,
+    pub once: bool,
+    /// Slot of its target index in the body's index table.
+    index: u32,
+    pub id: String,
+    doc_type: Option<Arc<str>>,
+    routing: Option<String>,
+}
+
+impl Part {
+    /// Who the entry is about, for a failure record.
+    pub fn meta(self, indices: &[Arc<str>]) -> DocMeta {
+        DocMeta {
+            index: indices[self.index as usize].clone(),
+            id: self.id,
+            doc_type: self.doc_type,
+            routing: self.routing,
+        }
+    }
 }
 
 /// One `_bulk` request body and the documents in it, in order.
 #[derive(Debug, Default)]
 pub struct BulkBody {
     buf: Vec<u8>,
-    entries: Vec<Entry>,
+    entries: Vec<Part>,
+    /// The target indices of the entries; consecutive documents of one index share a slot.
+    indices: Vec<Arc<str>>,
     source_bytes: u64,
 }
 
@@ -61,6 +83,7 @@ impl BulkBody {
         BulkBody {
             buf: Vec::with_capacity(bytes),
             entries: Vec::with_capacity(docs),
+            indices: Vec::new(),
             source_bytes: 0,
         }
     }
@@ -89,31 +112,21 @@ impl BulkBody {
         &self.buf
     }
 
-    pub(crate) fn into_parts(self) -> (Bytes, Vec<Part>) {
-        let parts = self
-            .entries
-            .into_iter()
-            .map(|e| Part {
-                range: e.range,
-                source_at: e.source_at,
-                delete: e.delete,
-                once: e.once,
-                meta: e.meta,
-            })
-            .collect();
-        (Bytes::from(self.buf), parts)
+    /// The bytes, the entries and the index table their `index` slots refer to.
+    pub(crate) fn into_parts(self) -> (Bytes, Vec<Part>, Vec<Arc<str>>) {
+        (Bytes::from(self.buf), self.entries, self.indices)
     }
-}
 
-/// An entry of a body being sent.
-#[derive(Debug)]
-pub(crate) struct Part {
-    pub range: Range<usize>,
-    pub source_at: usize,
-    pub delete: bool,
-    /// A [`BulkAction::Create`]: a version conflict means delivered.
-    pub once: bool,
-    pub meta: DocMeta,
+    /// The index table slot of `index`: the last one when it is the same index (the
+    /// usual case, a body holds documents of one index), else a new slot.
+    fn index_slot(&mut self, index: &Arc<str>) -> u32 {
+        match self.indices.last() {
+            Some(last) if Arc::ptr_eq(last, index) || **last == **index => {}
+            _ => self.indices.push(index.clone()),
+        }
+        // At most one slot per entry, and entries are bounded by the body's size.
+        (self.indices.len() - 1) as u32
+    }
 }
 
 /// A document that can never be sent, given back with why.
@@ -251,12 +264,16 @@ impl BulkEncoder {
             }));
         }
         body.source_bytes += source.len() as u64;
-        body.entries.push(Entry {
-            range: start..buf.len(),
+        let index = body.index_slot(&meta.index);
+        body.entries.push(Part {
+            range: start..body.buf.len(),
             source_at,
             delete: action == BulkAction::Delete,
             once: action == BulkAction::Create,
-            meta,
+            index,
+            id: meta.id,
+            doc_type: meta.doc_type,
+            routing: meta.routing,
         });
         Ok(())
     }
@@ -372,10 +389,48 @@ mod tests {
             lines(body.as_bytes())[0],
             json!({"create":{"_index":"idx","_id":"2"}})
         );
-        let (_, parts) = body.into_parts();
+        let (_, parts, _) = body.into_parts();
         assert_eq!(
             parts.iter().map(|p| p.once).collect::<Vec<_>>(),
             vec![true, false]
+        );
+    }
+
+    #[test]
+    fn each_entry_keeps_its_own_index_routing_and_id() {
+        let e = enc(&Target::new(Version::os(2, 11)), OpType::Index, false);
+        let mut body = BulkBody::default();
+        let a: Arc<str> = Arc::from("a");
+        let b: Arc<str> = Arc::from("b");
+        // `a` again as another allocation: equal names share the slot too.
+        let a2: Arc<str> = Arc::from("a");
+        let docs = [(&a, "1"), (&a, "2"), (&b, "3"), (&a2, "4"), (&a, "5")];
+        for (index, id) in docs {
+            let meta = DocMeta {
+                index: index.clone(),
+                id: id.into(),
+                doc_type: None,
+                routing: (id == "3").then(|| "r".to_string()),
+            };
+            e.push(&mut body, BulkAction::Write, meta, None, b"{}")
+                .unwrap();
+        }
+        let (_, parts, indices) = body.into_parts();
+        assert_eq!(indices.len(), 3, "{indices:?}");
+        let metas: Vec<DocMeta> = parts.into_iter().map(|p| p.meta(&indices)).collect();
+        let got: Vec<(&str, &str, Option<&str>)> = metas
+            .iter()
+            .map(|m| (&*m.index, m.id.as_str(), m.routing.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", "1", None),
+                ("a", "2", None),
+                ("b", "3", Some("r")),
+                ("a", "4", None),
+                ("a", "5", None)
+            ]
         );
     }
 

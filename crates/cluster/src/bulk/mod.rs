@@ -376,7 +376,7 @@ impl BulkSender {
             source_bytes: body.source_bytes(),
             ..BulkResult::default()
         };
-        let (buf, parts) = body.into_parts();
+        let (buf, parts, indices) = body.into_parts();
         let mut fates: Vec<Fate> = parts
             .iter()
             .map(|_| Fate::Pending {
@@ -504,7 +504,7 @@ impl BulkSender {
                     delete: part.delete,
                     // The source line without its newline (empty for a delete).
                     source: buf.slice(part.source_at..(part.range.end - 1).max(part.source_at)),
-                    meta: part.meta,
+                    meta: part.meta(&indices),
                     error,
                     attempts,
                 }),
@@ -671,7 +671,7 @@ impl BulkSender {
         if resp.is_success() {
             let ids = members
                 .iter()
-                .map(|&i| (parts[i].meta.id.as_str(), parts[i].once));
+                .map(|&i| (parts[i].id.as_str(), parts[i].once));
             let no_deletes = !members.iter().any(|&i| parts[i].delete);
             match response::parse(&resp.body, ids, no_deletes, &inner.opts.accept_error_types) {
                 Ok(items) => {
