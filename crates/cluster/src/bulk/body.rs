@@ -67,6 +67,15 @@ impl Part {
     }
 }
 
+/// A body taken apart for sending: its bytes, its entries, the index table their `index`
+/// slots refer to, and whether any entry is a delete (known without walking the entries).
+pub(crate) struct Framed {
+    pub buf: Bytes,
+    pub parts: Vec<Part>,
+    pub indices: Vec<Arc<str>>,
+    pub any_delete: bool,
+}
+
 /// One `_bulk` request body and the documents in it, in order.
 #[derive(Debug, Default)]
 pub struct BulkBody {
@@ -74,6 +83,8 @@ pub struct BulkBody {
     entries: Vec<Part>,
     /// The target indices of the entries; consecutive documents of one index share a slot.
     indices: Vec<Arc<str>>,
+    /// Some entry is a delete.
+    any_delete: bool,
     source_bytes: u64,
 }
 
@@ -84,6 +95,7 @@ impl BulkBody {
             buf: Vec::with_capacity(bytes),
             entries: Vec::with_capacity(docs),
             indices: Vec::new(),
+            any_delete: false,
             source_bytes: 0,
         }
     }
@@ -112,9 +124,14 @@ impl BulkBody {
         &self.buf
     }
 
-    /// The bytes, the entries and the index table their `index` slots refer to.
-    pub(crate) fn into_parts(self) -> (Bytes, Vec<Part>, Vec<Arc<str>>) {
-        (Bytes::from(self.buf), self.entries, self.indices)
+    /// The body taken apart for sending.
+    pub(crate) fn into_parts(self) -> Framed {
+        Framed {
+            buf: Bytes::from(self.buf),
+            parts: self.entries,
+            indices: self.indices,
+            any_delete: self.any_delete,
+        }
     }
 
     /// The index table slot of `index`: the last one when it is the same index (the
@@ -265,6 +282,7 @@ impl BulkEncoder {
         }
         body.source_bytes += source.len() as u64;
         let index = body.index_slot(&meta.index);
+        body.any_delete |= action == BulkAction::Delete;
         body.entries.push(Part {
             range: start..body.buf.len(),
             source_at,
@@ -389,7 +407,7 @@ mod tests {
             lines(body.as_bytes())[0],
             json!({"create":{"_index":"idx","_id":"2"}})
         );
-        let (_, parts, _) = body.into_parts();
+        let parts = body.into_parts().parts;
         assert_eq!(
             parts.iter().map(|p| p.once).collect::<Vec<_>>(),
             vec![true, false]
@@ -415,7 +433,7 @@ mod tests {
             e.push(&mut body, BulkAction::Write, meta, None, b"{}")
                 .unwrap();
         }
-        let (_, parts, indices) = body.into_parts();
+        let Framed { parts, indices, .. } = body.into_parts();
         assert_eq!(indices.len(), 3, "{indices:?}");
         let metas: Vec<DocMeta> = parts.into_iter().map(|p| p.meta(&indices)).collect();
         let got: Vec<(&str, &str, Option<&str>)> = metas

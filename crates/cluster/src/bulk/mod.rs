@@ -17,8 +17,8 @@ use tracing::{debug, warn};
 
 use crate::client::{error_details, gzip_bytes, is_retryable_status, Client, Method};
 use crate::error::ClusterError;
-use body::Part;
 pub use body::{BulkAction, BulkBody, BulkEncoder, DocMeta, Unframed};
+use body::{Framed, Part};
 use pacing::RetryPolicy;
 use pacing::Sometimes;
 use pacing::{AimdLimiter, RateLimiter};
@@ -222,23 +222,25 @@ struct RequestReport {
     hard_error: Option<ClusterError>,
 }
 
+/// What a request said about one document (errors boxed: one verdict per document, and
+/// nearly all are `Indexed`).
 enum Verdict {
     Indexed,
     Accepted,
-    Retry(ItemError),
-    Fail(ItemError),
+    Retry(Box<ItemError>),
+    Fail(Box<ItemError>),
 }
 
 /// Where each document of a body stands.
 enum Fate {
     Pending {
         attempts: u32,
-        last: Option<ItemError>,
+        last: Option<Box<ItemError>>,
     },
     Indexed,
     Accepted,
     Refused {
-        error: ItemError,
+        error: Box<ItemError>,
         attempts: u32,
     },
 }
@@ -376,7 +378,12 @@ impl BulkSender {
             source_bytes: body.source_bytes(),
             ..BulkResult::default()
         };
-        let (buf, parts, indices) = body.into_parts();
+        let Framed {
+            buf,
+            parts,
+            indices,
+            any_delete,
+        } = body.into_parts();
         let mut fates: Vec<Fate> = parts
             .iter()
             .map(|_| Fate::Pending {
@@ -403,7 +410,9 @@ impl BulkSender {
             } else {
                 slices(&buf, &parts, &members)
             };
-            let report = self.run_request(&buf, &parts, members, request_body).await;
+            let report = self
+                .run_request(&buf, &parts, any_delete, members, request_body)
+                .await;
             result.requests += report.requests;
             result.throttled += report.throttled;
             for (i, v) in report.results {
@@ -439,7 +448,7 @@ impl BulkSender {
             let last_error = pending
                 .iter()
                 .find_map(|&i| match &fates[i] {
-                    Fate::Pending { last: Some(e), .. } => Some(e.clone()),
+                    Fate::Pending { last: Some(e), .. } => Some(ItemError::clone(e)),
                     _ => None,
                 })
                 .unwrap_or(ItemError {
@@ -480,7 +489,8 @@ impl BulkSender {
                 for &i in &pending {
                     if let Fate::Pending { attempts, last } = &fates[i] {
                         if out_of_time || *attempts >= inner.opts.retry.max_attempts {
-                            let mut error = last.clone().unwrap_or(last_error.clone());
+                            let mut error =
+                                last.clone().unwrap_or_else(|| Box::new(last_error.clone()));
                             error.reason =
                                 format!("retries exhausted ({why}); last error: {}", error.reason);
                             fates[i] = Fate::Refused {
@@ -505,7 +515,7 @@ impl BulkSender {
                     // The source line without its newline (empty for a delete).
                     source: buf.slice(part.source_at..(part.range.end - 1).max(part.source_at)),
                     meta: part.meta(&indices),
-                    error,
+                    error: *error,
                     attempts,
                 }),
                 Fate::Pending { .. } => {}
@@ -576,6 +586,7 @@ impl BulkSender {
         &self,
         buf: &Bytes,
         parts: &[Part],
+        any_delete: bool,
         members: Vec<usize>,
         body: Bytes,
     ) -> RequestReport {
@@ -583,7 +594,10 @@ impl BulkSender {
         let mut work = vec![(members, Some(body))];
         while let Some((members, body)) = work.pop() {
             let body = body.unwrap_or_else(|| slices(buf, parts, &members));
-            match self.send_one(parts, &members, body, &mut report).await {
+            match self
+                .send_one(parts, any_delete, &members, body, &mut report)
+                .await
+            {
                 Split::Done => {}
                 Split::Halve if members.len() > 1 => {
                     let (a, b) = members.split_at(members.len() / 2);
@@ -600,19 +614,21 @@ impl BulkSender {
     async fn send_one(
         &self,
         parts: &[Part],
+        any_delete: bool,
         members: &[usize],
         body: Bytes,
         report: &mut RequestReport,
     ) -> Split {
         let inner = &*self.inner;
-        let source_bytes: usize = members
-            .iter()
-            .map(|&i| parts[i].range.end - parts[i].source_at)
-            .sum();
         if let Some(r) = &inner.docs_rate {
             r.acquire(members.len() as f64).await;
         }
         if let Some(r) = &inner.bytes_rate {
+            // Summed only here: the walk over the parts is a cache miss per document.
+            let source_bytes: usize = members
+                .iter()
+                .map(|&i| parts[i].range.end - parts[i].source_at)
+                .sum();
             r.acquire(source_bytes as f64).await;
         }
         let body = if inner.gzip {
@@ -643,11 +659,11 @@ impl BulkSender {
             for &i in members {
                 report.results.push((
                     i,
-                    Verdict::Retry(ItemError {
+                    Verdict::Retry(Box::new(ItemError {
                         status,
                         error_type: ty.to_string(),
                         reason: reason.clone(),
-                    }),
+                    })),
                 ));
             }
         };
@@ -672,7 +688,7 @@ impl BulkSender {
             let ids = members
                 .iter()
                 .map(|&i| (parts[i].id.as_str(), parts[i].once));
-            let no_deletes = !members.iter().any(|&i| parts[i].delete);
+            let no_deletes = !any_delete || !members.iter().any(|&i| parts[i].delete);
             match response::parse(&resp.body, ids, no_deletes, &inner.opts.accept_error_types) {
                 Ok(items) => {
                     let mut throttled = false;
@@ -683,9 +699,9 @@ impl BulkSender {
                             ItemResult::Retry(e) => {
                                 throttled |=
                                     e.status == 429 || e.error_type.contains("rejected_execution");
-                                Verdict::Retry(e)
+                                Verdict::Retry(Box::new(e))
                             }
-                            ItemResult::Fail(e) => Verdict::Fail(e),
+                            ItemResult::Fail(e) => Verdict::Fail(Box::new(e)),
                         };
                         report.results.push((i, v));
                     }
@@ -728,11 +744,11 @@ impl BulkSender {
             }
             report.results.push((
                 members[0],
-                Verdict::Fail(ItemError {
+                Verdict::Fail(Box::new(ItemError {
                     status: resp.status,
                     error_type: ty,
                     reason,
-                }),
+                })),
             ));
             return Split::Done;
         }
