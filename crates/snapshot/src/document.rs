@@ -66,8 +66,7 @@ pub fn decode_id(bytes: &[u8]) -> Result<String, String> {
 /// `rfs documents` (perf, ~390 B documents): the general engine's encode was 3 % of the
 /// reading thread.
 fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let sym = |n: u32| char::from(ALPHABET[(n & 63) as usize]);
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     let mut triples = bytes.chunks_exact(3);
