@@ -124,14 +124,16 @@ pub fn sniff_source(raw: &[u8]) -> Option<SourceFormat> {
         return Some(SourceFormat::Yaml);
     }
     match raw.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'{') => Some(SourceFormat::Json),
+        // A comment may come first (Elasticsearch's JSON parser allows comments).
+        Some(b'{' | b'/') => Some(SourceFormat::Json),
         _ => None,
     }
 }
 
 /// `_source` as single-line JSON: checked to be one valid JSON value, then passed through
-/// when it has no line breaks, minified (same JSON value, same bytes otherwise) when it
-/// has; converted from SMILE, CBOR or YAML. The error says why the bytes cannot be sent.
+/// when it has no line breaks and no comments, minified (same JSON value, same bytes
+/// otherwise, comments dropped) when it has; converted from SMILE, CBOR or YAML. The error
+/// says why the bytes cannot be sent.
 pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
     normalize_source_in(raw, None)
 }
@@ -143,7 +145,7 @@ pub fn normalize_source_in(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, S
         Some(SourceFormat::Json) => {
             let scan =
                 json::check_value(raw).map_err(|e| format!("_source is not valid JSON: {e}"))?;
-            if !scan.line_breaks {
+            if !scan.line_breaks && !scan.comments {
                 return Ok(share(owner, raw));
             }
             Ok(Bytes::from(minify_json(raw)))
@@ -192,13 +194,27 @@ fn to_json_bytes(v: &serde_json::Value) -> Result<Bytes, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Drops whitespace outside strings of JSON already checked to be valid; everything
-/// else is kept byte for byte.
+/// Drops whitespace and comments outside strings of JSON already checked to be valid
+/// (by [`json::check_value`], so a `/` outside a string starts a closed comment);
+/// everything else is kept byte for byte.
 fn minify_json(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     let mut in_string = false;
     let mut escaped = false;
-    for &b in raw {
+    let mut i = 0;
+    while let Some(&b) = raw.get(i) {
+        i += 1;
+        if b == b'/' && !in_string {
+            let rest = &raw[i..];
+            i += match rest.first() {
+                // `/*/` does not close: the search starts after the `*`.
+                Some(b'*') => {
+                    memchr::memmem::find(&rest[1..], b"*/").map_or(rest.len(), |k| 1 + k + 2)
+                }
+                _ => memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len()),
+            };
+            continue;
+        }
         if in_string {
             out.push(b);
             if escaped {
@@ -265,6 +281,18 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Comments at every line end and before the value (as Elasticsearch accepts
+        /// them) are dropped; what remains is the compact JSON of the same value.
+        #[test]
+        fn comments_are_dropped(v in proptest::collection::btree_map("[a-z/*\n \"\\\\]{0,6}", "[a-z0-9/* \n\"]{0,8}", 0..6)) {
+            let pretty = serde_json::to_string_pretty(&v).unwrap();
+            let commented = format!("/* head */ {}", pretty.replace('\n', " // note */ /*\n"));
+            let out = normalize_source(commented.as_bytes()).unwrap();
+            prop_assert_eq!(&out[..], &serde_json::to_vec(&v).unwrap()[..]);
+        }
+    }
+
     /// Single-line JSON inside its chunk is shared, not copied; anything changed, or not
     /// inside the owner, is new bytes.
     #[test]
@@ -301,6 +329,13 @@ mod tests {
             &normalize_source(b"---\nk: 2\n").unwrap()[..],
             br#"{"k":2}"#
         );
+        // Comments (Elasticsearch's parser allows them) are dropped, also first.
+        assert_eq!(
+            &normalize_source(b"/* v2 */ {\"a\": /* n */ 1, // note\n\"b\":\"/* kept */\"}")
+                .unwrap()[..],
+            br#"{"a":1,"b":"/* kept */"}"#
+        );
+        assert!(normalize_source(b"{\"a\":1 /* open}").is_err());
         assert!(normalize_source(b"noop reason").is_err());
         assert!(normalize_source(b"{\"a\":\"x\ny\"}").is_err());
     }

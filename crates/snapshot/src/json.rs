@@ -7,8 +7,11 @@
 //! hex digits: a lone surrogate escape is grammatical JSON, and the Jackson parser of
 //! Elasticsearch and OpenSearch accepts it) and no raw control characters. Numbers
 //! follow the grammar (no leading zeros, no `NaN`, no bare `.5`); their magnitude is not
-//! limited. The scan also reports whether whitespace outside strings holds line breaks,
-//! so callers can pass single-line JSON through untouched.
+//! limited. Comments are accepted where whitespace is (`/* … */` and `// …` to the end
+//! of the line), as Elasticsearch and OpenSearch accept them: their JSON parser is set up
+//! to allow comments, so a stored `_source` may hold them. The scan reports whether
+//! whitespace outside strings holds line breaks and whether there were comments, so
+//! callers can pass single-line JSON without comments through untouched.
 
 use std::fmt;
 
@@ -21,6 +24,8 @@ pub const MAX_DEPTH: usize = 1000;
 pub struct JsonScan {
     /// Whitespace outside strings contains `\n` or `\r`.
     pub line_breaks: bool,
+    /// There were comments (outside strings).
+    pub comments: bool,
 }
 
 /// Why the bytes are not one JSON value.
@@ -45,6 +50,7 @@ pub fn check_value(input: &[u8]) -> Result<JsonScan, JsonError> {
         b: input,
         i: 0,
         line_breaks: false,
+        comments: false,
         depth: 0,
         stack: [0; MAX_DEPTH.div_ceil(64)],
     };
@@ -61,6 +67,7 @@ pub fn check_value(input: &[u8]) -> Result<JsonScan, JsonError> {
     s.run()?;
     Ok(JsonScan {
         line_breaks: s.line_breaks,
+        comments: s.comments,
     })
 }
 
@@ -164,6 +171,7 @@ struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
     line_breaks: bool,
+    comments: bool,
     depth: usize,
     /// Bit `d` set: the container at depth `d + 1` is an object (clear: an array).
     stack: [u64; MAX_DEPTH.div_ceil(64)],
@@ -186,9 +194,30 @@ impl Scanner<'_> {
             match c {
                 b' ' | b'\t' => {}
                 b'\n' | b'\r' => self.line_breaks = true,
+                b'/' => self.comment()?,
                 _ => return Ok(c),
             }
         }
+    }
+
+    /// A comment whose `/` was consumed: `/* … */` (not nested) or `// …` up to a line
+    /// break or the end of the input. Its bytes are not checked: callers drop comments.
+    #[cold]
+    fn comment(&mut self) -> Result<(), JsonError> {
+        let start = self.i - 1;
+        let rest = &self.b[self.i..];
+        match rest.first() {
+            Some(b'*') => match memchr::memmem::find(&rest[1..], b"*/") {
+                Some(k) => self.i += 1 + k + 2,
+                None => return Err(self.err(start, "comment is not closed")),
+            },
+            Some(b'/') => {
+                self.i += memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+            }
+            _ => return Err(self.err(start, "expected a value")),
+        }
+        self.comments = true;
+        Ok(())
     }
 
     #[inline]
@@ -240,7 +269,7 @@ impl Scanner<'_> {
                 b'[' => {
                     self.push(false)?;
                     obj = false;
-                    if self.peek_token() == Some(b']') {
+                    if self.peek_token()? == Some(b']') {
                         self.i += 1;
                         obj = self.pop();
                     } else {
@@ -256,7 +285,7 @@ impl Scanner<'_> {
             // A value ended: close containers until one continues.
             loop {
                 if self.depth == 0 {
-                    return match self.peek_token() {
+                    return match self.peek_token()? {
                         None => Ok(()),
                         Some(_) => Err(self.err(self.i, "trailing characters after the value")),
                     };
@@ -285,15 +314,23 @@ impl Scanner<'_> {
         }
     }
 
-    /// Skips whitespace and returns the next byte without consuming it (`None` at the end).
+    /// Skips whitespace and comments and returns the next byte without consuming it
+    /// (`None` at the end).
     #[inline]
-    fn peek_token(&mut self) -> Option<u8> {
+    fn peek_token(&mut self) -> Result<Option<u8>, JsonError> {
         loop {
-            let c = *self.b.get(self.i)?;
+            let Some(&c) = self.b.get(self.i) else {
+                return Ok(None);
+            };
             match c {
                 b' ' | b'\t' => {}
                 b'\n' | b'\r' => self.line_breaks = true,
-                _ => return Some(c),
+                b'/' => {
+                    self.i += 1;
+                    self.comment()?;
+                    continue;
+                }
+                _ => return Ok(Some(c)),
             }
             self.i += 1;
         }

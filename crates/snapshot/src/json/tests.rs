@@ -9,7 +9,86 @@ use serde_json::Value;
 /// valid UTF-8. `IgnoredAny` checks the grammar without decoding escapes, so lone
 /// surrogate escapes pass, as they do here.
 fn oracle(b: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok() && std::str::from_utf8(b).is_ok()
+    let Some(plain) = comments_to_spaces(b) else {
+        return false;
+    };
+    serde_json::from_slice::<serde::de::IgnoredAny>(&plain).is_ok()
+        && std::str::from_utf8(&plain).is_ok()
+}
+
+/// The input with each comment outside strings replaced by one space (what Jackson with
+/// comments allowed sees); `None` when a `/*` comment is not closed. Comment contents
+/// are not part of the value, so they are not checked.
+fn comments_to_spaces(b: &[u8]) -> Option<Vec<u8>> {
+    #[derive(PartialEq)]
+    enum At {
+        Out,
+        Str,
+        Esc,
+        Line,
+        Block,
+        BlockStar,
+    }
+    let mut at = At::Out;
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < b.len() {
+        let c = b[k];
+        match at {
+            At::Out if c == b'/' && b.get(k + 1) == Some(&b'*') => {
+                at = At::Block;
+                k += 1;
+            }
+            At::Out if c == b'/' && b.get(k + 1) == Some(&b'/') => {
+                at = At::Line;
+                k += 1;
+            }
+            At::Out => {
+                if c == b'"' {
+                    at = At::Str;
+                }
+                out.push(c);
+            }
+            At::Str => {
+                at = match c {
+                    b'\\' => At::Esc,
+                    b'"' => At::Out,
+                    _ => At::Str,
+                };
+                out.push(c);
+            }
+            At::Esc => {
+                at = At::Str;
+                out.push(c);
+            }
+            At::Line if c == b'\n' || c == b'\r' => {
+                at = At::Out;
+                out.extend_from_slice(b" ");
+                out.push(c);
+            }
+            At::Line => {}
+            At::Block => at = if c == b'*' { At::BlockStar } else { At::Block },
+            At::BlockStar => {
+                at = match c {
+                    b'/' => {
+                        out.push(b' ');
+                        At::Out
+                    }
+                    b'*' => At::BlockStar,
+                    _ => At::Block,
+                }
+            }
+        }
+        k += 1;
+    }
+    match at {
+        At::Block | At::BlockStar => None,
+        At::Line => {
+            out.push(b' ');
+            Some(out)
+        }
+        _ => Some(out),
+    }
 }
 
 fn agree(b: &[u8]) {
@@ -115,6 +194,43 @@ fn line_breaks_are_reported_outside_strings_only() {
     assert!(check_value(b"{\"a\":1}\n").unwrap().line_breaks);
     assert!(check_value(b"{\r\"a\":1}").unwrap().line_breaks);
     assert!(check_value(b"[1,\n2]").unwrap().line_breaks);
+}
+
+#[test]
+fn comments_are_accepted_where_whitespace_is() {
+    for ok in [
+        &b"/* lead */ {\"a\":1}"[..],
+        b"{/**/\"a\"/* k */:/* v */1/**/,\"b\":[/* empty */]}",
+        b"{\"a\":[1 /* one */, 2 // two\n]}",
+        b"{\"a\":1} // trailing, to the end",
+        b"{\"a\":1}/* x */",
+        b"{\"a\":\"/* not a comment */ // nor this\"}",
+        b"{\"a\":1 /* a * b / c **/}",
+        b"[1,/*\xff\x01 anything */2]",
+    ] {
+        let scan =
+            check_value(ok).unwrap_or_else(|e| panic!("{:?}: {e}", String::from_utf8_lossy(ok)));
+        let inside = !ok.starts_with(b"{\"a\":\"/*");
+        assert_eq!(scan.comments, inside, "{:?}", String::from_utf8_lossy(ok));
+        agree(ok);
+    }
+    assert!(check_value(b"{\"a\":1 // x\n}").unwrap().line_breaks);
+    assert!(!check_value(b"{\"a\":1 /* x */}").unwrap().line_breaks);
+    for (bad, reason) in [
+        (&b"{\"a\":1 /* open"[..], "comment is not closed"),
+        (b"{\"a\":1 /*/", "comment is not closed"),
+        (b"{\"a\": / 1}", "expected a value"),
+        (b"{\"a\":1} /", "expected a value"),
+        (b"{\"a\":1 // to the end}", "unexpected end of input"),
+        (
+            b"{\"a\":1} # yaml style",
+            "trailing characters after the value",
+        ),
+    ] {
+        let e = check_value(bad).unwrap_err();
+        assert_eq!(e.reason, reason, "{:?}", String::from_utf8_lossy(bad));
+        agree(bad);
+    }
 }
 
 #[test]
@@ -232,7 +348,7 @@ proptest! {
     #[test]
     fn serialized_values_are_valid(v in json_value()) {
         let compact = serde_json::to_vec(&v).unwrap();
-        prop_assert_eq!(check_value(&compact), Ok(JsonScan { line_breaks: false }));
+        prop_assert_eq!(check_value(&compact), Ok(JsonScan { line_breaks: false, comments: false }));
         let pretty = serde_json::to_vec_pretty(&v).unwrap();
         let scan = check_value(&pretty).unwrap();
         prop_assert_eq!(scan.line_breaks, pretty.contains(&b'\n'));
@@ -253,7 +369,7 @@ proptest! {
 
     #[test]
     fn random_json_alphabet_agrees(b in prop::collection::vec(
-        prop::sample::select(b"{}[]\",:\\ \n0123456789-+.eEtrufalsnu\xc3\xa9".to_vec()), 0..40)
+        prop::sample::select(b"{}[]\",:\\ \n0123456789-+.eEtrufalsnu\xc3\xa9/*".to_vec()), 0..40)
     ) {
         prop_assert_eq!(check_value(&b).is_ok(), oracle(&b), "{:?}", String::from_utf8_lossy(&b));
     }
