@@ -12,67 +12,15 @@
 //!   inside DIR, with every document.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use testkit::server::{ServerConfig, TestServer};
 
-const SNAPSHOT: &str = "demo";
-const LIVE: [(&str, usize); 2] = [("books", 1326), ("reviews", 473)];
-
-fn demo() -> PathBuf {
-    testkit::fixtures::workspace_root()
-        .join("demo")
-        .join("repository")
-}
-
-/// The binary with no `RFS_*` variable of the caller's environment.
-fn rfs() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rfs"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("RFS_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("NO_COLOR", "1").stdin(Stdio::null());
-    c
-}
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Ran {
-    fn all(&self) -> String {
-        format!("{}\n{}", self.stdout, self.stderr)
-    }
-}
-
-impl std::fmt::Display for Ran {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn ran(out: Output) -> Ran {
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn run(mut c: Command) -> Ran {
-    ran(c.output().expect("run rfs"))
-}
+mod common;
+use common::{demo, finish, rfs, run, sqlite, status, wait_for, Ran, LIVE, SNAPSHOT};
 
 /// Runs `c` until it exits or for at most `limit`, then kills it; its output so far.
 fn run_for(mut c: Command, limit: Duration) -> Ran {
@@ -108,76 +56,18 @@ fn run_for(mut c: Command, limit: Duration) -> Ran {
         code: status.and_then(|s| s.code()),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
+        took: start.elapsed(),
     }
-}
-
-fn sqlite(dir: &Path) -> String {
-    format!("sqlite://{}", dir.join("state.db").display())
 }
 
 /// `rfs documents` on the demo into `target` with the store and failure log in `dir`.
 fn documents(dir: &Path, target: &str, extra: &[&str]) -> Command {
-    let mut c = rfs();
-    c.arg("documents")
-        .arg("--repo")
-        .arg(demo())
-        .args(["--snapshot", SNAPSHOT, "--target", target])
-        .arg("--store")
-        .arg(sqlite(dir))
-        .arg("--failure-log")
-        .arg(dir.join("failures.jsonl"))
-        .arg("--no-progress")
-        .args(extra)
-        .current_dir(dir);
-    c
-}
-
-fn status(dir: &Path) -> Value {
-    let mut c = rfs();
-    c.args(["status", "--json", "--store", &sqlite(dir)])
-        .arg("--failure-log")
-        .arg(dir.join("failures.jsonl"));
-    let r = run(c);
-    assert_eq!(r.code, Some(0), "{r}");
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r}"))
-}
-
-/// Every live document of the demo as `rfs export` writes it: (index, id) → `_source`.
-fn expected_documents() -> BTreeMap<(String, String), Value> {
-    let mut c = rfs();
-    c.arg("export")
-        .arg(demo())
-        .args(["--snapshot", SNAPSHOT, "--out", "-"]);
-    let r = run(c);
-    assert_eq!(r.code, Some(0), "{r}");
-    let mut out = BTreeMap::new();
-    for line in r.stdout.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        let key = (
-            v["_index"].as_str().unwrap().to_string(),
-            v["_id"].as_str().unwrap().to_string(),
-        );
-        assert!(out.insert(key, v["_source"].clone()).is_none(), "{line}");
-    }
-    for (index, live) in LIVE {
-        assert_eq!(out.keys().filter(|(i, _)| i == index).count(), live);
-    }
-    out
+    common::documents(&demo(), dir, target, extra)
 }
 
 /// The target holds exactly the demo's documents, compared one by one.
 fn assert_target_holds_the_demo(target: &TestServer) {
-    let expected = expected_documents();
-    let mut held = BTreeMap::new();
-    for (index, _) in LIVE {
-        for (id, source) in target.documents(index) {
-            held.insert((index.to_string(), id), source);
-        }
-    }
-    assert_eq!(held.len(), expected.len());
-    for (key, source) in &expected {
-        assert_eq!(held.get(key), Some(source), "{key:?}");
-    }
+    common::assert_target_holds(target, &LIVE.map(|(index, _)| index));
 }
 
 // ------------------------------------------------------------------ numeric flags
@@ -778,19 +668,6 @@ fn exit_3_when_no_work_is_left_and_6_when_verify_finds_a_mismatch() {
     assert_eq!(r.code, Some(6), "{r}");
 }
 
-/// Polls `f` every 100 ms for up to `limit`.
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn finish(child: Child) -> Ran {
-    ran(child.wait_with_output().unwrap())
-}
-
 #[test]
 fn exit_4_when_work_is_leased_elsewhere_5_after_stop_and_metrics_served() {
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
@@ -799,6 +676,7 @@ fn exit_4_when_work_is_leased_elsewhere_5_after_stop_and_metrics_served() {
     let metrics_addr = format!("127.0.0.1:{metrics_port}");
     // A slow worker: one item at a time, two documents per second, one per batch, a
     // lease of an hour.
+    let started = Instant::now();
     let slow = documents(
         dir.path(),
         &server.url(),
@@ -874,7 +752,7 @@ fn exit_4_when_work_is_leased_elsewhere_5_after_stop_and_metrics_served() {
         c.args(["stop", "--store", &sqlite(dir.path())]);
         let r = run(c);
         assert_eq!(r.code, Some(0), "{r}");
-        let stopped = finish(slow.take().unwrap());
+        let stopped = finish(slow.take().unwrap(), started);
         assert_eq!(stopped.code, Some(5), "{stopped}");
         // …and a worker started now exits 5 at once.
         let r = run(documents(dir.path(), &server.url(), &[]));

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -14,25 +14,8 @@ use snapshot::write::{write_repository, IndexSpec, ShardSource, SnapshotSpec, Wr
 use snapshot::TypeMapping;
 use testkit::server::{ServerConfig, TestServer};
 
-fn rfs() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rfs"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("RFS_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("NO_COLOR", "1").stdin(Stdio::null());
-    c
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{rfs, show};
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshot/tests/data/sourceless")

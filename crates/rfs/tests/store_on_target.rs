@@ -2,24 +2,14 @@
 //! documents do: with the target's credentials, through `cluster::Client`. The target (the
 //! test server) sits behind a basic-auth gate; the store URL names no user.
 
-use std::process::{Command, Stdio};
-
 use testkit::gate::AuthGate;
 use testkit::server::{ServerConfig, TestServer};
 
+mod common;
+use common::rfs;
+
 /// Live documents of `demo/repository` (books 1326, reviews 473).
 const DEMO_LIVE: u64 = 1799;
-
-fn rfs() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rfs"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("RFS_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("NO_COLOR", "1").stdin(Stdio::null());
-    c
-}
 
 #[test]
 fn a_store_on_the_target_uses_the_target_credentials() {

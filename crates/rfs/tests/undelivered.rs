@@ -6,30 +6,12 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use testkit::server::{Faults, ServerConfig, TestServer};
 
-fn rfs() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rfs"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("RFS_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("NO_COLOR", "1").stdin(Stdio::null());
-    c
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{rfs, show};
 
 fn fixture(test: &str) -> Option<PathBuf> {
     let root = testkit::fixtures::require_fixtures(test)?;

@@ -51,6 +51,16 @@ pub fn rfs() -> Command {
     c
 }
 
+/// A finished command's exit code and output, for assertion messages.
+pub fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// What a run printed and how it ended.
 pub struct Ran {
     pub code: Option<i32>,
