@@ -214,7 +214,7 @@ impl Scanner<'_> {
             Some(b'/') => {
                 self.i += memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
             }
-            _ => return Err(self.err(start, "expected a value")),
+            _ => return Err(self.err(start, "'/' that starts no comment")),
         }
         self.comments = true;
         Ok(())

@@ -219,8 +219,8 @@ fn comments_are_accepted_where_whitespace_is() {
     for (bad, reason) in [
         (&b"{\"a\":1 /* open"[..], "comment is not closed"),
         (b"{\"a\":1 /*/", "comment is not closed"),
-        (b"{\"a\": / 1}", "expected a value"),
-        (b"{\"a\":1} /", "expected a value"),
+        (b"{\"a\": / 1}", "'/' that starts no comment"),
+        (b"{\"a\":1} /", "'/' that starts no comment"),
         (b"{\"a\":1 // to the end}", "unexpected end of input"),
         (
             b"{\"a\":1} # yaml style",
