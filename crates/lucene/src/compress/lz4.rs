@@ -28,7 +28,9 @@ const MIN_MATCH: usize = 4;
 ///
 /// `dict` is a range of `out` that precedes `dst` (`dict.end <= dst.start`) and that
 /// back-references may reach into, as if it directly preceded the output; pass an empty
-/// range for no history. `out.len()` must be at least `dst.end + SLACK`.
+/// range for no history. A dictionary that directly precedes `dst` is the fast case: its
+/// matches take the same path as matches into the output. `out.len()` must be at least
+/// `dst.end + SLACK`.
 ///
 /// Returns the number of bytes of `src` consumed.
 pub fn decompress(
@@ -45,19 +47,58 @@ pub fn decompress(
     }
     let end = dst.end;
     // Where in-buffer history starts: a dictionary directly before the output is part of
-    // the same window; one further away is reached through `copy_from_far_dict`.
+    // the same window; one further away is reached through `copy_far`.
     let contiguous = dict.end == dst.start;
     let window_start = if contiguous { dict.start } else { dst.start };
-    let far_dict_len = if contiguous { 0 } else { dict.end - dict.start };
+    let far = if contiguous { 0..0 } else { dict };
 
     let mut ip = 0usize;
     let mut op = dst.start;
     while op < end {
         let token = *src.get(ip).ok_or(DecompressError::Truncated)? as usize;
         ip += 1;
+        let (lit, ml) = (token >> 4, token & 15);
+
+        // The common sequence: at most 14 literals and a match of at most 18 bytes, far
+        // from both ends. Fixed-size copies, no length extensions; the bounds below keep
+        // every index in range (the literal copy reads 16 bytes, then 2 offset bytes; the
+        // output gets at most 14 + 18 bytes before `end`).
+        if lit < 15 && ml < 15 && ip + 18 <= src.len() && op + 32 <= end {
+            let lits: &[u8; 16] = src[ip..ip + 16].try_into().expect("16 bytes");
+            out[op..op + 16].copy_from_slice(lits);
+            ip += lit;
+            op += lit;
+            let offset = u16::from_le_bytes([src[ip], src[ip + 1]]) as usize;
+            ip += 2;
+            let mlen = ml + MIN_MATCH;
+            if offset == 0 {
+                return Err(DecompressError::Invalid("LZ4 match distance 0"));
+            }
+            if offset > op - window_start {
+                copy_far(out, &far, dst.start, op, offset, mlen)?;
+            } else if offset >= 18 {
+                // Source and destination 18 bytes apart at least: one fixed copy (bytes
+                // past the match are rewritten by what follows).
+                let from = op - offset;
+                let m: [u8; 18] = out[from..from + 18].try_into().expect("18 bytes");
+                out[op..op + 18].copy_from_slice(&m);
+            } else if offset >= 8 {
+                // Three 8-byte steps, each reading bytes that are already final; the
+                // last may write 6 bytes past the match (`op + 24 <= end + 6`, in SLACK).
+                let from = op - offset;
+                for k in [0, 8, 16] {
+                    let m: [u8; 8] = out[from + k..from + k + 8].try_into().expect("8 bytes");
+                    out[op + k..op + k + 8].copy_from_slice(&m);
+                }
+            } else {
+                copy_match(out, op - offset, op, mlen, offset);
+            }
+            op += mlen;
+            continue;
+        }
 
         // Literals.
-        let mut lit = token >> 4;
+        let mut lit = lit;
         if lit == 15 {
             lit += read_ext(src, &mut ip)?;
         }
@@ -81,7 +122,7 @@ pub fn decompress(
         let off_bytes = src.get(ip..ip + 2).ok_or(DecompressError::Truncated)?;
         let offset = u16::from_le_bytes([off_bytes[0], off_bytes[1]]) as usize;
         ip += 2;
-        let mut mlen = token & 15;
+        let mut mlen = ml;
         if mlen == 15 {
             mlen += read_ext(src, &mut ip)?;
         }
@@ -95,37 +136,54 @@ pub fn decompress(
         if offset <= op - window_start {
             copy_match(out, op - offset, op, mlen, offset);
         } else {
-            let back = offset - (op - window_start);
-            if back > far_dict_len {
-                return Err(DecompressError::Invalid(
-                    "LZ4 match reaches before the window",
-                ));
-            }
-            // Starts in a dictionary that does not directly precede the output.
-            let from = dict.end - back;
-            let first = back.min(mlen);
-            out.copy_within(from..from + first, op);
-            if mlen > first {
-                // Continues at the start of the output, still `offset` bytes back virtually.
-                copy_match(out, dst.start, op + first, mlen - first, offset);
-            }
+            copy_far(out, &far, dst.start, op, offset, mlen)?;
         }
         op += mlen;
     }
     Ok(ip)
 }
 
+/// A match at `op` whose start lies before the window, in the dictionary `far` that does
+/// not directly precede the output (which starts at `dst_start`).
+#[cold]
+fn copy_far(
+    out: &mut [u8],
+    far: &Range<usize>,
+    dst_start: usize,
+    op: usize,
+    offset: usize,
+    mlen: usize,
+) -> Result<(), DecompressError> {
+    let back = offset - (op - dst_start);
+    if back > far.end - far.start {
+        return Err(DecompressError::Invalid(
+            "LZ4 match reaches before the window",
+        ));
+    }
+    let from = far.end - back;
+    let first = back.min(mlen);
+    out.copy_within(from..from + first, op);
+    if mlen > first {
+        // Continues at the start of the output, still `offset` bytes back virtually.
+        copy_match(out, dst_start, op + first, mlen - first, offset);
+    }
+    Ok(())
+}
+
 /// Decodes one complete LZ4 block (`src` is exactly the block, as in Lucene's
-/// preset-dictionary mode, which stores compressed lengths) into all of `out`, with
-/// `dict` as history. Uses `lz4_flex`'s bounds-checked fast decoder.
-pub fn decompress_block(src: &[u8], out: &mut [u8], dict: &[u8]) -> Result<(), DecompressError> {
-    let n = lz4_flex::block::decompress_into_with_dict(src, out, dict)
-        .map_err(|_| DecompressError::Invalid("LZ4 block does not decode"))?;
-    if n != out.len() {
-        return Err(DecompressError::Length {
-            expected: out.len(),
-            actual: n,
-        });
+/// preset-dictionary mode, which stores compressed lengths) into `out[dst]`, with `dict`
+/// as history (see [`decompress`]); every byte of `src` must be used.
+pub fn decompress_block(
+    src: &[u8],
+    out: &mut [u8],
+    dict: Range<usize>,
+    dst: Range<usize>,
+) -> Result<(), DecompressError> {
+    let used = decompress(src, out, dict, dst)?;
+    if used != src.len() {
+        return Err(DecompressError::Invalid(
+            "LZ4 block holds bytes past its output",
+        ));
     }
     Ok(())
 }
@@ -157,8 +215,16 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize, dist: usize) {
         // Each 16-byte step reads bytes that are already final.
         let mut i = 0;
         while i < len {
-            out.copy_within(from + i..from + i + 16, to + i);
+            let m: [u8; 16] = out[from + i..from + i + 16].try_into().expect("16 bytes");
+            out[to + i..to + i + 16].copy_from_slice(&m);
             i += 16;
+        }
+    } else if dist >= 8 {
+        let mut i = 0;
+        while i < len {
+            let m: [u8; 8] = out[from + i..from + i + 8].try_into().expect("8 bytes");
+            out[to + i..to + i + 8].copy_from_slice(&m);
+            i += 8;
         }
     } else if dist == 1 {
         let b = out[from];
@@ -176,7 +242,7 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize, dist: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A small LZ4 block encoder (greedy, hash of 4 bytes) used to make test input; it
@@ -266,6 +332,71 @@ mod tests {
         }
         v.truncate(n);
         v
+    }
+
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Random sequences (literal runs, match distances from 1 up to the whole window,
+        /// lengths up to past the 18-byte fast copy) decode to what copying byte by byte
+        /// gives, with the dictionary right before the output or away from it.
+        #[test]
+        fn random_sequences_decode_as_byte_by_byte_copies(
+            dict in vec(any::<u8>(), 0..48),
+            seqs in vec((vec(any::<u8>(), 0..40), any::<u16>(), 0usize..40), 0..40),
+            last in vec(any::<u8>(), 0..24),
+            small_distances in any::<bool>(),
+            far in any::<bool>(),
+        ) {
+            let mut window = dict.clone();
+            let mut src = Vec::new();
+            for (mut lits, off, extra) in seqs {
+                if window.len() + lits.len() == 0 {
+                    lits.push(7);
+                }
+                window.extend_from_slice(&lits);
+                let reach = if small_distances { 20.min(window.len()) } else { window.len() };
+                let off = 1 + off as usize % reach;
+                let mlen = MIN_MATCH + extra;
+                for _ in 0..mlen {
+                    window.push(window[window.len() - off]);
+                }
+                emit(&mut src, &lits, Some((off, mlen)));
+            }
+            // A block ends with literals, or with a match that reaches the end.
+            if !last.is_empty() || src.is_empty() {
+                window.extend_from_slice(&last);
+                emit(&mut src, &last, None);
+            }
+            let expect = &window[dict.len()..];
+            // Far: 16 bytes between the dictionary and the output.
+            let gap = if far { 16 } else { 0 };
+            let d = 0..dict.len();
+            let dst = dict.len() + gap..dict.len() + gap + expect.len();
+            let mut out = vec![0xAA; dst.end + SLACK];
+            out[d.clone()].copy_from_slice(&dict);
+            let used = decompress(&src, &mut out, d, dst.clone()).unwrap();
+            // Nothing to produce reads nothing (not even the empty sequence's token).
+            prop_assert_eq!(used, if expect.is_empty() { 0 } else { src.len() });
+            prop_assert_eq!(&out[dst], expect);
+        }
+
+        /// Any input, any output size: a result or an error, never a panic.
+        #[test]
+        fn arbitrary_input_never_panics(
+            src in vec(any::<u8>(), 0..200),
+            dict_len in 0usize..64,
+            gap in 0usize..8,
+            n in 0usize..300,
+        ) {
+            let dst = dict_len + gap..dict_len + gap + n;
+            let mut out = vec![0u8; dst.end + SLACK];
+            let _ = decompress(&src, &mut out, 0..dict_len, dst.clone());
+            let _ = decompress_block(&src, &mut out, 0..dict_len, dst);
+        }
     }
 
     #[test]

@@ -520,6 +520,11 @@ enum Synth {
     OsZstd,
     /// CustomStoredFieldsZstdNoDict: 10 sub-blocks of zstd frames.
     OsZstdNoDict,
+    /// Lucene90StoredFieldsFastData: LZ4 with a preset dictionary, blocks longer than it.
+    Lz4Dict,
+    /// The same with a dictionary longer than the blocks (not what Lucene writes, but
+    /// valid framing: each block's window then reaches back over earlier blocks).
+    Lz4DictWide,
 }
 
 impl Synth {
@@ -529,6 +534,7 @@ impl Synth {
             Synth::EsZstd => "ZstdStoredFields814",
             Synth::OsZstd => "CustomStoredFieldsZstd",
             Synth::OsZstdNoDict => "CustomStoredFieldsZstdNoDict",
+            Synth::Lz4Dict | Synth::Lz4DictWide => "Lucene90StoredFieldsFastData",
         }
     }
     fn legacy(self) -> bool {
@@ -606,6 +612,26 @@ fn compress_payload(kind: Synth, data: &[u8], out: &mut Vec<u8>) {
                 let z = zstd_frame(block, dict);
                 vint(out, z.len() as u64);
                 out.extend_from_slice(&z);
+            }
+        }
+        Synth::Lz4Dict | Synth::Lz4DictWide => {
+            let dict_len = data.len() / if kind == Synth::Lz4Dict { 40 } else { 3 };
+            let block_len = (data.len() - dict_len).div_ceil(10).max(1);
+            let dict = &data[..dict_len];
+            let zdict = crate::compress::lz4::tests::compress(dict, &[]);
+            let blocks: Vec<Vec<u8>> = data[dict_len..]
+                .chunks(block_len)
+                .map(|b| crate::compress::lz4::tests::compress(b, dict))
+                .collect();
+            vint(out, dict_len as u64);
+            vint(out, block_len as u64);
+            vint(out, zdict.len() as u64);
+            for z in &blocks {
+                vint(out, z.len() as u64);
+            }
+            out.extend_from_slice(&zdict);
+            for z in &blocks {
+                out.extend_from_slice(z);
             }
         }
         Synth::OsZstdNoDict => {
@@ -831,13 +857,15 @@ fn synth_chunks(seed: u64) -> Vec<Vec<SynthDoc>> {
 }
 
 #[test]
-fn synthetic_zstd_and_deflate_segments_read_back() {
+fn synthetic_zstd_deflate_and_lz4_segments_read_back() {
     let id = [7u8; 16];
     for kind in [
         Synth::LegacyDeflate,
         Synth::EsZstd,
         Synth::OsZstd,
         Synth::OsZstdNoDict,
+        Synth::Lz4Dict,
+        Synth::Lz4DictWide,
     ] {
         let chunks = synth_chunks(kind as u64 + 11);
         let dir = write_segment(kind, &chunks, 4096, &id);
