@@ -7,10 +7,11 @@
 //! only literals), so it also reports how much input it consumed — the plain LZ4 mode
 //! concatenates independent blocks without lengths.
 //!
-//! Output goes into a caller-owned buffer. History is either the output produced so far
-//! in the same call, a dictionary that directly precedes it in the buffer, or a
-//! dictionary somewhere earlier in the same buffer (Lucene's preset-dictionary mode,
-//! where every block sees only the dictionary as history).
+//! Output goes into a caller-owned buffer. History is the output produced so far in the
+//! same call, after a dictionary that directly precedes it in the buffer, if any
+//! (Lucene's preset-dictionary mode, where every block sees only the dictionary as
+//! history, puts a copy of the dictionary before each block: see
+//! `stored_fields::chunk`).
 //!
 //! The buffer must extend at least [`SLACK`] bytes past the end of the requested output:
 //! the fast paths copy 16 bytes at a time and may scribble into that tail.
@@ -26,11 +27,9 @@ const MIN_MATCH: usize = 4;
 
 /// Decodes one LZ4 block from the start of `src` into `out[dst]`.
 ///
-/// `dict` is a range of `out` that precedes `dst` (`dict.end <= dst.start`) and that
-/// back-references may reach into, as if it directly preceded the output; pass an empty
-/// range for no history. A dictionary that directly precedes `dst` is the fast case: its
-/// matches take the same path as matches into the output. `out.len()` must be at least
-/// `dst.end + SLACK`.
+/// `dict` is a range of `out` that directly precedes `dst` (`dict.end == dst.start`) and
+/// that back-references may reach into; pass an empty range for no history. `out.len()`
+/// must be at least `dst.end + SLACK`.
 ///
 /// Returns the number of bytes of `src` consumed.
 pub fn decompress(
@@ -39,18 +38,19 @@ pub fn decompress(
     dict: Range<usize>,
     dst: Range<usize>,
 ) -> Result<usize, DecompressError> {
-    if dict.start > dict.end || dict.end > dst.start || dst.start > dst.end {
+    if dict.start > dict.end || dst.start > dst.end || (!dict.is_empty() && dict.end != dst.start) {
         return Err(DecompressError::Invalid("bad LZ4 output ranges"));
     }
     if out.len() < dst.end + SLACK {
         return Err(DecompressError::Invalid("LZ4 output buffer lacks slack"));
     }
     let end = dst.end;
-    // Where in-buffer history starts: a dictionary directly before the output is part of
-    // the same window; one further away is reached through `copy_far`.
-    let contiguous = dict.end == dst.start;
-    let window_start = if contiguous { dict.start } else { dst.start };
-    let far = if contiguous { 0..0 } else { dict };
+    // Where the history starts: the dictionary and the output are one window.
+    let window_start = if dict.is_empty() {
+        dst.start
+    } else {
+        dict.start
+    };
 
     let mut ip = 0usize;
     let mut op = dst.start;
@@ -75,8 +75,11 @@ pub fn decompress(
                 return Err(DecompressError::Invalid("LZ4 match distance 0"));
             }
             if offset > op - window_start {
-                copy_far(out, &far, dst.start, op, offset, mlen)?;
-            } else if offset >= 18 {
+                return Err(DecompressError::Invalid(
+                    "LZ4 match reaches before the window",
+                ));
+            }
+            if offset >= 18 {
                 // Source and destination 18 bytes apart at least: one fixed copy (bytes
                 // past the match are rewritten by what follows).
                 let from = op - offset;
@@ -133,41 +136,15 @@ pub fn decompress(
         if offset == 0 {
             return Err(DecompressError::Invalid("LZ4 match distance 0"));
         }
-        if offset <= op - window_start {
-            copy_match(out, op - offset, op, mlen, offset);
-        } else {
-            copy_far(out, &far, dst.start, op, offset, mlen)?;
+        if offset > op - window_start {
+            return Err(DecompressError::Invalid(
+                "LZ4 match reaches before the window",
+            ));
         }
+        copy_match(out, op - offset, op, mlen, offset);
         op += mlen;
     }
     Ok(ip)
-}
-
-/// A match at `op` whose start lies before the window, in the dictionary `far` that does
-/// not directly precede the output (which starts at `dst_start`).
-#[cold]
-fn copy_far(
-    out: &mut [u8],
-    far: &Range<usize>,
-    dst_start: usize,
-    op: usize,
-    offset: usize,
-    mlen: usize,
-) -> Result<(), DecompressError> {
-    let back = offset - (op - dst_start);
-    if back > far.end - far.start {
-        return Err(DecompressError::Invalid(
-            "LZ4 match reaches before the window",
-        ));
-    }
-    let from = far.end - back;
-    let first = back.min(mlen);
-    out.copy_within(from..from + first, op);
-    if mlen > first {
-        // Continues at the start of the output, still `offset` bytes back virtually.
-        copy_match(out, dst_start, op + first, mlen - first, offset);
-    }
-    Ok(())
 }
 
 /// Decodes one complete LZ4 block (`src` is exactly the block, as in Lucene's
@@ -342,14 +319,14 @@ pub(crate) mod tests {
 
         /// Random sequences (literal runs, match distances from 1 up to the whole window,
         /// lengths up to past the 18-byte fast copy) decode to what copying byte by byte
-        /// gives, with the dictionary right before the output or away from it.
+        /// gives, with or without a dictionary before the output.
         #[test]
         fn random_sequences_decode_as_byte_by_byte_copies(
             dict in vec(any::<u8>(), 0..48),
             seqs in vec((vec(any::<u8>(), 0..40), any::<u16>(), 0usize..40), 0..40),
             last in vec(any::<u8>(), 0..24),
             small_distances in any::<bool>(),
-            far in any::<bool>(),
+            at in 0usize..20,
         ) {
             let mut window = dict.clone();
             let mut src = Vec::new();
@@ -372,10 +349,9 @@ pub(crate) mod tests {
                 emit(&mut src, &last, None);
             }
             let expect = &window[dict.len()..];
-            // Far: 16 bytes between the dictionary and the output.
-            let gap = if far { 16 } else { 0 };
-            let d = 0..dict.len();
-            let dst = dict.len() + gap..dict.len() + gap + expect.len();
+            // The dictionary and the output `at` bytes into the buffer.
+            let d = at..at + dict.len();
+            let dst = d.end..d.end + expect.len();
             let mut out = vec![0xAA; dst.end + SLACK];
             out[d.clone()].copy_from_slice(&dict);
             let used = decompress(&src, &mut out, d, dst.clone()).unwrap();
@@ -392,10 +368,11 @@ pub(crate) mod tests {
             gap in 0usize..8,
             n in 0usize..300,
         ) {
-            let dst = dict_len + gap..dict_len + gap + n;
-            let mut out = vec![0u8; dst.end + SLACK];
-            let _ = decompress(&src, &mut out, 0..dict_len, dst.clone());
-            let _ = decompress_block(&src, &mut out, 0..dict_len, dst);
+            let dict = gap..gap + dict_len;
+            let dst = dict.end..dict.end + n;
+            let mut out = vec![7u8; dst.end + SLACK];
+            let _ = decompress(&src, &mut out, dict.clone(), dst.clone());
+            let _ = decompress_block(&src, &mut out, dict, dst);
         }
     }
 
@@ -412,25 +389,23 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn round_trips_with_dictionary_near_and_far() {
+    fn round_trips_with_a_dictionary_before_the_output() {
         let dict = sample(3000, 7);
         let a = sample(5000, 8);
-        let b = sample(4000, 9);
         let ca = compress(&a, &dict);
-        let cb = compress(&b, &dict);
-        let total = dict.len() + a.len() + b.len();
-        let mut out = vec![0u8; total + SLACK];
-        out[..dict.len()].copy_from_slice(&dict);
-        let d = 0..dict.len();
-        let ra = dict.len()..dict.len() + a.len();
-        let rb = ra.end..total;
+        let mut out = vec![0u8; 10 + dict.len() + a.len() + SLACK];
+        out[10..10 + dict.len()].copy_from_slice(&dict);
+        let d = 10..10 + dict.len();
+        let ra = d.end..d.end + a.len();
         assert_eq!(
             decompress(&ca, &mut out, d.clone(), ra.clone()).unwrap(),
             ca.len()
         );
-        assert_eq!(decompress(&cb, &mut out, d, rb.clone()).unwrap(), cb.len());
-        assert_eq!(&out[ra], &a[..]);
-        assert_eq!(&out[rb], &b[..]);
+        assert_eq!(&out[ra.clone()], &a[..]);
+        // Without the dictionary, its matches reach before the window.
+        assert!(decompress(&ca, &mut out, d.end..d.end, ra.clone()).is_err());
+        // A dictionary that does not directly precede the output is refused.
+        assert!(decompress(&ca, &mut out, 0..d.start, ra).is_err());
     }
 
     #[test]
@@ -467,21 +442,5 @@ pub(crate) mod tests {
         assert!(decompress(&[], &mut out, 0..0, 0..50).is_err());
         // No slack.
         assert!(decompress(&[0x10, b'a'], &mut out, 0..0, 0..100).is_err());
-    }
-
-    #[test]
-    fn random_bytes_never_panic() {
-        let mut s = 1u64;
-        let mut out = vec![0u8; 600 + SLACK];
-        out[..100].fill(7);
-        for _ in 0..20_000 {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
-            let len = (s >> 50) as usize % 64;
-            let src: Vec<u8> = (0..len)
-                .map(|i| (s.rotate_left(i as u32 * 7) >> 13) as u8)
-                .collect();
-            let _ = decompress(&src, &mut out, 0..100, 100..400);
-            let _ = decompress(&src, &mut out, 0..50, 200..500);
-        }
     }
 }
