@@ -65,7 +65,7 @@ pub fn decompress(
         // output gets at most 14 + 18 bytes before `end`).
         if lit < 15 && ml < 15 && ip + 18 <= src.len() && op + 32 <= end {
             let mlen = ml + MIN_MATCH;
-            // SAFETY: every access stays inside `src` and `out`, from the bounds just
+            // Every access of the unsafe blocks below stays inside `src` and `out`, from the bounds just
             // checked and `out.len() >= end + SLACK` (checked on entry):
             // - the literal copy reads `src[ip..ip + 16]` (`ip + 16 <= src.len() - 2`) and
             //   writes `out[op..op + 16]` (`op + 16 <= end - 16`);
@@ -82,37 +82,44 @@ pub fn decompress(
             // The checked version of this path (slice indexing) decoded 2.2–2.3 GB/s of
             // the ~390 B bench shard's blocks; this one 2.7–2.8 (`lz4_flex` 1.9–2.0).
             debug_assert!(ip + lit + 2 <= src.len() && op + lit + 24 <= out.len());
-            unsafe {
+            // SAFETY: the literal copy and the offset bytes of the note above.
+            let offset = unsafe {
                 let sp = src.as_ptr().add(ip);
-                let base = out.as_mut_ptr();
-                std::ptr::copy_nonoverlapping(sp, base.add(op), 16);
-                let offset = u16::from_le_bytes([*sp.add(lit), *sp.add(lit + 1)]) as usize;
-                ip += lit + 2;
-                op += lit;
-                if offset == 0 {
-                    return Err(DecompressError::Invalid("LZ4 match distance 0"));
+                std::ptr::copy_nonoverlapping(sp, out.as_mut_ptr().add(op), 16);
+                u16::from_le_bytes([*sp.add(lit), *sp.add(lit + 1)]) as usize
+            };
+            ip += lit + 2;
+            op += lit;
+            if offset == 0 {
+                return Err(DecompressError::Invalid("LZ4 match distance 0"));
+            }
+            if offset > op - window_start {
+                return Err(DecompressError::Invalid(
+                    "LZ4 match reaches before the window",
+                ));
+            }
+            debug_assert!(op + 18 <= end);
+            if offset >= 18 {
+                // One fixed copy (bytes past the match are rewritten by what follows).
+                // SAFETY: the `offset >= 18` case of the note above.
+                unsafe {
+                    let base = out.as_mut_ptr();
+                    let m = std::ptr::read_unaligned(base.add(op - offset) as *const [u8; 18]);
+                    std::ptr::write_unaligned(base.add(op) as *mut [u8; 18], m);
                 }
-                if offset > op - window_start {
-                    return Err(DecompressError::Invalid(
-                        "LZ4 match reaches before the window",
-                    ));
-                }
-                debug_assert!(op + 18 <= end);
-                let from = base.add(op - offset);
-                let to = base.add(op);
-                if offset >= 18 {
-                    // One fixed copy (bytes past the match are rewritten by what follows).
-                    let m = std::ptr::read_unaligned(from as *const [u8; 18]);
-                    std::ptr::write_unaligned(to as *mut [u8; 18], m);
-                } else if offset >= 8 {
-                    debug_assert!(op + 24 <= end + SLACK);
+            } else if offset >= 8 {
+                debug_assert!(op + 24 <= end + SLACK);
+                // SAFETY: the `8 <= offset < 18` case of the note above.
+                unsafe {
+                    let base = out.as_mut_ptr();
                     for k in [0, 8, 16] {
-                        let m = std::ptr::read_unaligned(from.add(k) as *const [u8; 8]);
-                        std::ptr::write_unaligned(to.add(k) as *mut [u8; 8], m);
+                        let m =
+                            std::ptr::read_unaligned(base.add(op - offset + k) as *const [u8; 8]);
+                        std::ptr::write_unaligned(base.add(op + k) as *mut [u8; 8], m);
                     }
-                } else {
-                    copy_match(out, op - offset, op, mlen, offset);
                 }
+            } else {
+                copy_match(out, op - offset, op, mlen, offset);
             }
             op += mlen;
             continue;
