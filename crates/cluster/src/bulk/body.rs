@@ -192,44 +192,75 @@ impl BulkEncoder {
         version: Option<u64>,
         source: &[u8],
     ) -> Result<(), Box<Unframed>> {
+        let start = body.buf.len();
+        let keys = EntryKeys {
+            index: &meta.index,
+            id: &meta.id,
+            doc_type: meta.doc_type.as_deref(),
+            routing: meta.routing.as_deref(),
+        };
+        let framed = match self.frame(&mut body.buf, action, keys, version, source) {
+            Ok(f) => f,
+            Err(error) => return Err(Box::new(Unframed { meta, error })),
+        };
+        body.source_bytes += framed.source_len as u64;
+        let index = body.index_slot(&meta.index);
+        body.any_delete |= action == BulkAction::Delete;
+        body.entries.push(Part {
+            range: start..body.buf.len(),
+            source_at: framed.source_at,
+            delete: action == BulkAction::Delete,
+            once: action == BulkAction::Create,
+            index,
+            id: meta.id,
+            doc_type: meta.doc_type,
+            routing: meta.routing,
+        });
+        Ok(())
+    }
+
+    /// Appends one entry (action line, and the source on one line unless it is a delete) to
+    /// `buf`, or leaves `buf` unchanged and says why the document can never be sent. The
+    /// one place bulk entries are written: bodies for a cluster and bulk files alike.
+    pub fn frame(
+        &self,
+        buf: &mut Vec<u8>,
+        action: BulkAction,
+        keys: EntryKeys<'_>,
+        version: Option<u64>,
+        source: &[u8],
+    ) -> Result<Framing, ItemError> {
         let refuse = |error_type: &str, reason: String| ItemError {
             status: 0,
             error_type: error_type.into(),
             reason,
         };
-        let start = body.buf.len();
+        let start = buf.len();
         let source = trim_ascii(source);
         if action != BulkAction::Delete && source.is_empty() {
-            return Err(Box::new(Unframed {
-                meta,
-                error: refuse("invalid_document", "empty _source".into()),
-            }));
+            return Err(refuse("invalid_document", "empty _source".into()));
         }
         if self.external_versioning && version.is_none() {
-            return Err(Box::new(Unframed {
-                meta,
-                error: refuse(
-                    "invalid_document",
-                    "external versioning requested but the document has no version".into(),
-                ),
-            }));
+            return Err(refuse(
+                "invalid_document",
+                "external versioning requested but the document has no version".into(),
+            ));
         }
-        let buf = &mut body.buf;
-        buf.reserve(source.len() + meta.id.len() + meta.index.len() + 48);
+        buf.reserve(source.len() + keys.id.len() + keys.index.len() + 48);
         buf.extend_from_slice(match (action, self.op) {
             (BulkAction::Delete, _) => b"{\"delete\":{\"_index\":",
             (BulkAction::Create, _) => b"{\"create\":{\"_index\":",
             (BulkAction::Write, OpType::Index) => b"{\"index\":{\"_index\":",
             (BulkAction::Write, OpType::Create) => b"{\"create\":{\"_index\":",
         });
-        write_json_str(buf, &meta.index);
+        write_json_str(buf, keys.index);
         buf.extend_from_slice(b",\"_id\":");
-        write_json_str(buf, &meta.id);
+        write_json_str(buf, keys.id);
         if self.dialect == Dialect::Typed {
             buf.extend_from_slice(b",\"_type\":");
-            write_json_str(buf, meta.doc_type.as_deref().unwrap_or("_doc"));
+            write_json_str(buf, keys.doc_type.unwrap_or("_doc"));
         }
-        if let Some(r) = &meta.routing {
+        if let Some(r) = keys.routing {
             buf.extend_from_slice(if self.underscored {
                 b",\"_routing\":"
             } else {
@@ -269,32 +300,44 @@ impl BulkEncoder {
         let len = buf.len() - start;
         if len > self.hard_max_bytes {
             buf.truncate(start);
-            return Err(Box::new(Unframed {
-                meta,
-                error: refuse(
-                    "document_too_large",
-                    format!(
-                        "the bulk entry takes {len} bytes, more than the {} byte request ceiling",
-                        self.hard_max_bytes
-                    ),
+            return Err(refuse(
+                "document_too_large",
+                format!(
+                    "the bulk entry takes {len} bytes, more than the {} byte request ceiling",
+                    self.hard_max_bytes
                 ),
-            }));
+            ));
         }
-        body.source_bytes += source.len() as u64;
-        let index = body.index_slot(&meta.index);
-        body.any_delete |= action == BulkAction::Delete;
-        body.entries.push(Part {
-            range: start..body.buf.len(),
+        let source_len = if action == BulkAction::Delete {
+            0
+        } else {
+            source.len()
+        };
+        Ok(Framing {
             source_at,
-            delete: action == BulkAction::Delete,
-            once: action == BulkAction::Create,
-            index,
-            id: meta.id,
-            doc_type: meta.doc_type,
-            routing: meta.routing,
-        });
-        Ok(())
+            source_len,
+        })
     }
+}
+
+/// Who a bulk entry is about, borrowed: what [`BulkEncoder::frame`] writes in its action
+/// line.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryKeys<'a> {
+    pub index: &'a str,
+    pub id: &'a str,
+    /// Written only for typed (ES ≤ 6) targets, where `None` means `_doc`.
+    pub doc_type: Option<&'a str>,
+    pub routing: Option<&'a str>,
+}
+
+/// Where [`BulkEncoder::frame`] put an entry's source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Framing {
+    /// Offset of the source line in the buffer (its end for a delete).
+    pub source_at: usize,
+    /// Bytes of `_source` written (trimmed; 0 for a delete).
+    pub source_len: usize,
 }
 
 fn trim_ascii(b: &[u8]) -> &[u8] {

@@ -17,7 +17,7 @@ use tracing::{debug, warn};
 
 use crate::client::{error_details, gzip_bytes, is_retryable_status, Client, Method};
 use crate::error::ClusterError;
-pub use body::{BulkAction, BulkBody, BulkEncoder, DocMeta, Unframed};
+pub use body::{BulkAction, BulkBody, BulkEncoder, DocMeta, EntryKeys, Framing, Unframed};
 use body::{Framed, Part};
 use pacing::RetryPolicy;
 use pacing::Sometimes;

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use cluster::{BulkAction, BulkBody, BulkEncoder, DocMeta, OpType, Target, Version};
+use cluster::{BulkAction, BulkEncoder, EntryKeys, OpType, Target, Version};
 
 use crate::document::{Document, Op};
 use crate::error::SinkError;
@@ -163,8 +163,9 @@ pub struct FileWriter {
 }
 
 impl FileWriter {
-    fn buffer(&mut self, index: &Arc<str>) -> &mut Vec<u8> {
-        let pos = match self.lines.by_index.iter().rposition(|(i, _)| i == index) {
+    /// The slot of `index`'s buffer in the batch (the last one used, usually).
+    fn slot(&mut self, index: &Arc<str>) -> usize {
+        match self.lines.by_index.iter().rposition(|(i, _)| i == index) {
             Some(p) => p,
             None => {
                 self.lines
@@ -172,8 +173,7 @@ impl FileWriter {
                     .push((index.clone(), Vec::with_capacity(64 << 10)));
                 self.lines.by_index.len() - 1
             }
-        };
-        &mut self.lines.by_index[pos].1
+        }
     }
 }
 
@@ -210,40 +210,30 @@ impl SinkWriter for FileWriter {
     type Batch = Lines;
 
     fn push(&mut self, doc: Document) -> Result<Option<Lines>, Box<Refusal>> {
-        let index = doc.index.clone();
-        let written = match self.format {
-            FileFormat::Jsonl => {
-                let buf = self.buffer(&index);
-                let before = buf.len();
-                render_jsonl(buf, &doc);
-                buf.len() - before
-            }
+        let slot = self.slot(&doc.index);
+        let buf = &mut self.lines.by_index[slot].1;
+        let before = buf.len();
+        match self.format {
+            FileFormat::Jsonl => render_jsonl(buf, &doc),
             FileFormat::Bulk => {
                 let action = match doc.op {
                     Op::Index => BulkAction::Write,
                     Op::Delete => BulkAction::Delete,
                     Op::Create => BulkAction::Create,
                 };
-                let meta = DocMeta {
-                    index: doc.index.clone(),
-                    id: doc.id.clone(),
+                let keys = EntryKeys {
+                    index: &doc.index,
+                    id: &doc.id,
                     doc_type: None,
-                    routing: doc.routing.clone(),
+                    routing: doc.routing.as_deref(),
                 };
-                // The one bulk framing of the project, into a one-document body.
-                let mut one = BulkBody::default();
-                let pushed = self.encoder.push(&mut one, action, meta, None, &doc.source);
-                let n = one.bytes();
-                if pushed.is_ok() {
-                    self.buffer(&index).extend_from_slice(one.as_bytes());
-                }
-                if let Err(u) = pushed {
-                    let cluster::Unframed { meta, error: e } = *u;
+                // The one bulk framing of the project, straight into the file's buffer.
+                if let Err(e) = self.encoder.frame(buf, action, keys, None, &doc.source) {
                     return Err(Box::new(Refusal {
-                        index: meta.index,
-                        id: meta.id,
+                        index: doc.index,
+                        id: doc.id,
                         doc_type: doc.doc_type,
-                        routing: meta.routing,
+                        routing: doc.routing,
                         delete: action == BulkAction::Delete,
                         error_type: e.error_type,
                         reason: e.reason,
@@ -252,9 +242,9 @@ impl SinkWriter for FileWriter {
                         source: doc.source,
                     }));
                 }
-                n
             }
-        };
+        }
+        let written = buf.len() - before;
         self.lines.docs += 1;
         self.lines.bytes += written;
         self.lines.source_bytes += doc.source.len() as u64;
@@ -304,7 +294,9 @@ impl Sink for FileSink {
                 lock.flush().map_err(|e| write_err("stdout", e))?;
             }
             Output::Directory(dir) => {
-                for (index, buf) in &by_index {
+                // A buffer stays empty when its index's documents were all refused: such an
+                // index gets no file.
+                for (index, buf) in by_index.iter().filter(|(_, b)| !b.is_empty()) {
                     let f = self.file(dir, index)?;
                     let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
                     f.write_all(buf)
@@ -395,6 +387,40 @@ mod tests {
             a,
             "{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"routing\":\"r\"}}\n{\"x\":1}\n\
              {\"delete\":{\"_index\":\"a\",\"_id\":\"3\",\"routing\":\"r\"}}\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_document_is_given_back_and_leaves_no_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = FileSink::new(
+            Output::Directory(dir.path().join("out")),
+            FileFormat::Bulk,
+            BatchLimits::default(),
+        )
+        .unwrap();
+        let mut w = sink.writer();
+        let mut empty = doc("lost", "e", Op::Index);
+        empty.source = bytes::Bytes::from_static(b" \n ");
+        let r = w.push(empty).unwrap_err();
+        assert_eq!((&*r.index, r.id.as_str()), ("lost", "e"));
+        assert_eq!(r.error_type, "invalid_document");
+        assert!(w.finish().is_none(), "nothing framed");
+        w.push(doc("kept", "k", Op::Index)).unwrap();
+        let mut empty = doc("kept", "e2", Op::Index);
+        empty.source = bytes::Bytes::new();
+        assert!(w.push(empty).is_err());
+        let batch = w.finish().unwrap();
+        assert_eq!(sink.send(batch).await.unwrap().delivered, 1);
+        let files = sink.files();
+        assert_eq!(
+            files.keys().collect::<Vec<_>>(),
+            vec!["kept"],
+            "no file for `lost`"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&files["kept"]).unwrap(),
+            "{\"index\":{\"_index\":\"kept\",\"_id\":\"k\",\"routing\":\"r\"}}\n{\"x\":1}\n"
         );
     }
 }
