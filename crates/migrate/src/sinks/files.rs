@@ -160,6 +160,9 @@ pub struct FileWriter {
     encoder: BulkEncoder,
     limits: BatchLimits,
     lines: Lines,
+    /// Bytes of the last full batch: a new buffer starts that large, so it is seldom grown
+    /// (growing copies what it holds).
+    last_bytes: usize,
 }
 
 impl FileWriter {
@@ -168,9 +171,13 @@ impl FileWriter {
         match self.lines.by_index.iter().rposition(|(i, _)| i == index) {
             Some(p) => p,
             None => {
+                let most = self.limits.max_bytes.min(64 << 20) + 4096;
+                let room = (self.last_bytes + self.last_bytes / 8)
+                    .max(64 << 10)
+                    .min(most);
                 self.lines
                     .by_index
-                    .push((index.clone(), Vec::with_capacity(64 << 10)));
+                    .push((index.clone(), Vec::with_capacity(room)));
                 self.lines.by_index.len() - 1
             }
         }
@@ -249,6 +256,7 @@ impl SinkWriter for FileWriter {
         self.lines.bytes += written;
         self.lines.source_bytes += doc.source.len() as u64;
         if self.lines.docs >= self.limits.max_docs || self.lines.bytes >= self.limits.max_bytes {
+            self.last_bytes = self.lines.bytes;
             return Ok(Some(std::mem::take(&mut self.lines)));
         }
         Ok(None)
@@ -272,6 +280,7 @@ impl Sink for FileSink {
             encoder: self.encoder.clone(),
             limits: self.limits,
             lines: Lines::default(),
+            last_bytes: 0,
         }
     }
 
