@@ -50,19 +50,58 @@ pub(crate) struct Part {
     pub once: bool,
     /// Slot of its target index in the body's index table.
     index: u32,
-    pub id: String,
+    id: Key,
     doc_type: Option<Arc<str>>,
-    routing: Option<String>,
+    routing: Option<Key>,
 }
 
 impl Part {
+    /// The document's `_id`; `buf` is the body the part is an entry of.
+    pub fn id<'b>(&'b self, buf: &'b [u8]) -> &'b str {
+        self.id.get(buf)
+    }
+
     /// Who the entry is about, for a failure record.
-    pub fn meta(self, indices: &[Arc<str>]) -> DocMeta {
+    pub fn meta(self, buf: &[u8], indices: &[Arc<str>]) -> DocMeta {
         DocMeta {
             index: indices[self.index as usize].clone(),
-            id: self.id,
+            id: self.id.into_string(buf),
             doc_type: self.doc_type,
-            routing: self.routing,
+            routing: self.routing.map(|r| r.into_string(buf)),
+        }
+    }
+}
+
+/// A string of an entry's action line (`_id`, routing): where it stands in the body when
+/// it was written there as is (no JSON escape), else its own copy. The document's own
+/// `String` is then freed by the thread that framed it, not by the one that sends.
+#[derive(Debug)]
+enum Key {
+    InBody(Range<usize>),
+    Owned(String),
+}
+
+impl Key {
+    fn new(s: String, at: Option<Range<usize>>) -> Key {
+        match at {
+            Some(r) => Key::InBody(r),
+            None => Key::Owned(s),
+        }
+    }
+
+    fn get<'b>(&'b self, buf: &'b [u8]) -> &'b str {
+        match self {
+            // Bytes copied from a `&str` with nothing escaped: the range is that string.
+            Key::InBody(r) => std::str::from_utf8(&buf[r.clone()])
+                .expect("a key's range holds the bytes of the str written there"),
+            Key::Owned(s) => s,
+        }
+    }
+
+    fn into_string(self, buf: &[u8]) -> String {
+        match self {
+            Key::Owned(s) => s,
+            k => k.get(buf).to_string(),
         }
     }
 }
@@ -212,9 +251,9 @@ impl BulkEncoder {
             delete: action == BulkAction::Delete,
             once: action == BulkAction::Create,
             index,
-            id: meta.id,
+            id: Key::new(meta.id, framed.id_at),
             doc_type: meta.doc_type,
-            routing: meta.routing,
+            routing: meta.routing.map(|r| Key::new(r, framed.routing_at)),
         });
         Ok(())
     }
@@ -255,18 +294,19 @@ impl BulkEncoder {
         });
         write_json_str(buf, keys.index);
         buf.extend_from_slice(b",\"_id\":");
-        write_json_str(buf, keys.id);
+        let id_at = write_json_str(buf, keys.id);
         if self.dialect == Dialect::Typed {
             buf.extend_from_slice(b",\"_type\":");
             write_json_str(buf, keys.doc_type.unwrap_or("_doc"));
         }
+        let mut routing_at = None;
         if let Some(r) = keys.routing {
             buf.extend_from_slice(if self.underscored {
                 b",\"_routing\":"
             } else {
                 b",\"routing\":"
             });
-            write_json_str(buf, r);
+            routing_at = write_json_str(buf, r);
         }
         if let (true, Some(v)) = (self.external_versioning, version) {
             buf.extend_from_slice(if self.underscored {
@@ -316,6 +356,8 @@ impl BulkEncoder {
         Ok(Framing {
             source_at,
             source_len,
+            id_at,
+            routing_at,
         })
     }
 }
@@ -332,12 +374,16 @@ pub struct EntryKeys<'a> {
 }
 
 /// Where [`BulkEncoder::frame`] put an entry's source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Framing {
     /// Offset of the source line in the buffer (its end for a delete).
     pub source_at: usize,
     /// Bytes of `_source` written (trimmed; 0 for a delete).
     pub source_len: usize,
+    /// Where the `_id` stands in the buffer as is, when writing it escaped nothing.
+    pub id_at: Option<Range<usize>>,
+    /// The same for the routing.
+    pub routing_at: Option<Range<usize>>,
 }
 
 fn trim_ascii(b: &[u8]) -> &[u8] {
@@ -352,12 +398,16 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
     &b[start..end]
 }
 
-/// Write `s` as a JSON string literal.
-pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
+/// Write `s` as a JSON string literal; where its bytes stand in `buf` when nothing had to
+/// be escaped.
+pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) -> Option<Range<usize>> {
     buf.push(b'"');
     let bytes = s.as_bytes();
+    let mut verbatim = None;
     if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        let at = buf.len();
         buf.extend_from_slice(bytes);
+        verbatim = Some(at..buf.len());
     } else {
         for &b in bytes {
             match b {
@@ -372,6 +422,7 @@ pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
         }
     }
     buf.push(b'"');
+    verbatim
 }
 
 #[cfg(test)]
@@ -476,9 +527,14 @@ mod tests {
             e.push(&mut body, BulkAction::Write, meta, None, b"{}")
                 .unwrap();
         }
-        let Framed { parts, indices, .. } = body.into_parts();
+        let Framed {
+            buf,
+            parts,
+            indices,
+            ..
+        } = body.into_parts();
         assert_eq!(indices.len(), 3, "{indices:?}");
-        let metas: Vec<DocMeta> = parts.into_iter().map(|p| p.meta(&indices)).collect();
+        let metas: Vec<DocMeta> = parts.into_iter().map(|p| p.meta(&buf, &indices)).collect();
         let got: Vec<(&str, &str, Option<&str>)> = metas
             .iter()
             .map(|m| (&*m.index, m.id.as_str(), m.routing.as_deref()))
@@ -493,6 +549,44 @@ mod tests {
                 ("a", "5", None)
             ]
         );
+    }
+
+    #[test]
+    fn ids_and_routings_come_back_as_sent_escaped_or_not() {
+        let e = enc(&Target::new(Version::os(2, 11)), OpType::Index, false);
+        let mut body = BulkBody::default();
+        let keys = [
+            ("plain", Some("r")),
+            ("a\"b\\c\n\u{1}é", Some("r\"1")),
+            ("日本", None),
+            ("", Some("")),
+        ];
+        for (id, routing) in keys {
+            let mut m = meta(id);
+            m.routing = routing.map(str::to_string);
+            e.push(&mut body, BulkAction::Write, m, None, b"{}")
+                .unwrap();
+        }
+        let Framed {
+            buf,
+            parts,
+            indices,
+            ..
+        } = body.into_parts();
+        let ids: Vec<&str> = parts.iter().map(|p| p.id(&buf)).collect();
+        assert_eq!(ids, keys.iter().map(|k| k.0).collect::<Vec<_>>());
+        let got: Vec<(String, Option<String>)> = parts
+            .into_iter()
+            .map(|p| {
+                let m = p.meta(&buf, &indices);
+                (m.id, m.routing)
+            })
+            .collect();
+        let want: Vec<(String, Option<String>)> = keys
+            .iter()
+            .map(|(i, r)| (i.to_string(), r.map(str::to_string)))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

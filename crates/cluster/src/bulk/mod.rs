@@ -514,7 +514,7 @@ impl BulkSender {
                     delete: part.delete,
                     // The source line without its newline (empty for a delete).
                     source: buf.slice(part.source_at..(part.range.end - 1).max(part.source_at)),
-                    meta: part.meta(&indices),
+                    meta: part.meta(&buf, &indices),
                     error: *error,
                     attempts,
                 }),
@@ -595,7 +595,7 @@ impl BulkSender {
         while let Some((members, body)) = work.pop() {
             let body = body.unwrap_or_else(|| slices(buf, parts, &members));
             match self
-                .send_one(parts, any_delete, &members, body, &mut report)
+                .send_one(buf, parts, any_delete, &members, body, &mut report)
                 .await
             {
                 Split::Done => {}
@@ -613,6 +613,7 @@ impl BulkSender {
 
     async fn send_one(
         &self,
+        buf: &Bytes,
         parts: &[Part],
         any_delete: bool,
         members: &[usize],
@@ -685,9 +686,7 @@ impl BulkSender {
             Ok(r) => r,
         };
         if resp.is_success() {
-            let ids = members
-                .iter()
-                .map(|&i| (parts[i].id.as_str(), parts[i].once));
+            let ids = members.iter().map(|&i| (parts[i].id(buf), parts[i].once));
             let no_deletes = !any_delete || !members.iter().any(|&i| parts[i].delete);
             match response::parse(&resp.body, ids, no_deletes, &inner.opts.accept_error_types) {
                 Ok(items) => {
