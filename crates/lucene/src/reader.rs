@@ -66,10 +66,18 @@ impl OpenOptions {
 pub trait StoredFieldVisitor {
     fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> Result<()>;
 
-    /// Called before the fields of each document with the decompressed chunk its
-    /// `Binary` values are slices of: a visitor that keeps a value can take it as
-    /// `chunk.slice_ref(value)` (no copy) while holding a clone of `chunk`.
-    fn chunk(&mut self, _chunk: &Bytes) {}
+    /// What the reader calls: [`field`](Self::field) with the decompressed chunk a `Binary`
+    /// value is a slice of. A visitor that keeps a value can take it as
+    /// `chunk.slice_ref(value)` (no copy); the chunk is only borrowed for the call, so a
+    /// document that keeps nothing costs no reference count.
+    fn field_in(
+        &mut self,
+        field: &FieldInfo,
+        value: StoredValue<'_>,
+        _chunk: &Bytes,
+    ) -> Result<()> {
+        self.field(field, value)
+    }
 }
 
 impl<F> StoredFieldVisitor for F
@@ -240,11 +248,12 @@ impl Documents<'_> {
                                 stored.cursor()
                             }
                         });
-                        visitor.chunk(cursor.decode(doc)?);
                         let fields = &seg.field_infos;
                         let fdt = &seg.fdt_name;
-                        cursor.visit(doc, &mut |number, value| match fields.by_number(number) {
-                            Some(info) => visitor.field(info, value),
+                        cursor.visit_in(doc, &mut |number, value, chunk| match fields
+                            .by_number(number)
+                        {
+                            Some(info) => visitor.field_in(info, value, chunk),
                             None => Err(Error::corrupt(
                                 fdt.as_str(),
                                 format!(

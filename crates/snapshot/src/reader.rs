@@ -462,9 +462,6 @@ struct Fields {
     /// `_source` already normalised: a share of the decompressed chunk when it is
     /// single-line JSON (no copy), else the converted bytes.
     source: Option<std::result::Result<bytes::Bytes, String>>,
-    /// The decompressed chunk the document's values are slices of (dropped with the
-    /// document, so the reader can reuse the chunk's buffer).
-    chunk: Option<bytes::Bytes>,
     recovery_source: Option<bytes::Bytes>,
     /// Stored fields the rebuild plan reads, in stored order.
     stored: Vec<(String, serde_json::Value)>,
@@ -486,7 +483,6 @@ impl Fields {
         self.uid = None;
         self.routing = None;
         self.source = None;
-        self.chunk = None;
         self.recovery_source = None;
         self.stored.clear();
         self.fallback.clear();
@@ -501,13 +497,34 @@ struct Visitor<'a> {
 
 impl StoredFieldVisitor for Visitor<'_> {
     fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> lucene::Result<()> {
+        self.visit(field, value, None)
+    }
+
+    fn field_in(
+        &mut self,
+        field: &FieldInfo,
+        value: StoredValue<'_>,
+        chunk: &bytes::Bytes,
+    ) -> lucene::Result<()> {
+        self.visit(field, value, Some(chunk))
+    }
+}
+
+impl Visitor<'_> {
+    /// One stored field; `chunk`: what its bytes are a slice of, to share `_source` from.
+    fn visit(
+        &mut self,
+        field: &FieldInfo,
+        value: StoredValue<'_>,
+        chunk: Option<&bytes::Bytes>,
+    ) -> lucene::Result<()> {
         match (field.name.as_str(), value) {
             ("_id", StoredValue::Binary(b)) => self.f.id = Some(decode_id(b)),
             ("_id", StoredValue::String(s)) => self.f.id = Some(Ok(s.to_string())),
             ("_uid", StoredValue::String(s)) => self.f.uid = Some(s.to_string()),
             ("_routing", StoredValue::String(s)) => self.f.routing = Some(s.to_string()),
             ("_source", StoredValue::Binary(b)) => {
-                self.f.source = Some(normalize_source_in(b, self.f.chunk.as_ref()));
+                self.f.source = Some(normalize_source_in(b, chunk));
             }
             ("_recovery_source", StoredValue::Binary(b)) => {
                 self.f.recovery_source = Some(bytes::Bytes::copy_from_slice(b));
@@ -541,10 +558,6 @@ impl StoredFieldVisitor for Visitor<'_> {
             }
         }
         Ok(())
-    }
-
-    fn chunk(&mut self, chunk: &bytes::Bytes) {
-        self.f.chunk = Some(chunk.clone());
     }
 }
 

@@ -389,6 +389,15 @@ impl StoredFieldsCursor<'_> {
     where
         F: FnMut(u32, StoredValue<'_>) -> Result<()> + ?Sized,
     {
+        self.visit_in(doc, &mut |number, value, _| visitor(number, value))
+    }
+
+    /// As [`visit`](Self::visit), each value given with the decompressed chunk its bytes
+    /// are a slice of (see [`decode`](Self::decode)).
+    pub fn visit_in<F>(&mut self, doc: u32, visitor: &mut F) -> Result<()>
+    where
+        F: FnMut(u32, StoredValue<'_>, &Bytes) -> Result<()> + ?Sized,
+    {
         let reader = self.reader;
         self.decode(doc)?;
         let chunk = &self.chunk;
@@ -397,8 +406,11 @@ impl StoredFieldsCursor<'_> {
         if num_fields == 0 {
             return Ok(());
         }
-        let data = &chunk.decoded[chunk.offsets[k] as usize..chunk.offsets[k + 1] as usize];
-        match document::visit_fields(data, num_fields, reader.format.endian(), visitor) {
+        let decoded = &chunk.decoded;
+        let data = &decoded[chunk.offsets[k] as usize..chunk.offsets[k + 1] as usize];
+        let endian = reader.format.endian();
+        let mut each = |number: u32, value: StoredValue<'_>| visitor(number, value, decoded);
+        match document::visit_fields(data, num_fields, endian, &mut each) {
             Ok(r) => r,
             Err(e) => Err(document::doc_error(reader.fdt.name(), doc, e)),
         }
