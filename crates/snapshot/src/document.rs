@@ -1,17 +1,14 @@
 //! Elasticsearch documents as stored in Lucene: `_id` decoding (binary ids of ES 6+,
 //! `_uid` of ES ≤ 5), and `_source` turned into single-line JSON.
 
-use std::sync::Arc;
-
 use base64::Engine;
 use bytes::Bytes;
 
 use crate::json;
 
-/// One live document of a snapshot.
+/// One live document of a snapshot (of the index the reader was opened on).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EsDocument {
-    pub index: Arc<str>,
     pub id: String,
     /// The mapping type: from `_uid` (ES ≤ 5) or the index's single mapping type (ES 6);
     /// `None` for indices created by ES 7+.

@@ -973,7 +973,6 @@ impl Iterator for Documents<'_> {
             self.stats.documents += 1;
             self.stats.source_bytes += source.len() as u64;
             return Some(Ok(EsDocument {
-                index: self.reader.index.clone(),
                 id,
                 doc_type,
                 routing,
