@@ -158,8 +158,9 @@ impl BulkBody {
         self.entries.is_empty()
     }
 
-    /// The body as sent.
-    pub fn as_bytes(&self) -> &[u8] {
+    /// The body as sent (what the tests compare; senders take it apart with `into_parts`).
+    #[cfg(test)]
+    fn as_bytes(&self) -> &[u8] {
         &self.buf
     }
 
