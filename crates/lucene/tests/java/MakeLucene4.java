@@ -1,0 +1,186 @@
+// Writes small Lucene 4.10 indexes (the Lucene of Elasticsearch 1.x) and dumps what Lucene 4.10
+// reads back from them: the fixtures of crates/lucene/tests/lucene4.rs. Compile and run against
+// Debian's liblucene4.10-java jars (unpacked, not installed: see scripts/make-lucene4-fixtures).
+//
+// usage: java MakeLucene4 <outDir> <cfs|nocfs> <seed> [Lucene42]
+//
+// With Lucene42, segments are written under the codec name "Lucene42" with that codec's segment
+// info (Lucene40SegmentInfo, no footer) and field infos (Lucene42FieldInfos, no footer) formats,
+// through the writers of Lucene 4.10's test framework, as Lucene 4.2–4.5 wrote them (postings,
+// stored fields and doc values stay 4.10's, which Lucene42Codec reads by their per-field names);
+// Lucene 4.10 then reads the index back with its own Lucene42 codec for the golden.
+//
+// The index has three segments (one commit each, no merges): 520 documents with one deleted
+// (Lucene writes the .del as d-gaps), 200 with 40 deleted (written as plain bits), and 120 with
+// none, the last holding documents larger than two stored-fields chunks (which Lucene 4.x
+// compresses in slices). Documents carry what Elasticsearch 1.x stores: _uid ("type#id", string),
+// _source (binary), and _timestamp / _ttl / an int / a float / a double stored value; every 25th
+// document stores nothing. Every other document has a NUMERIC doc-values field (which the crate does
+// not decode for Lucene 4.x: it must say so).
+//
+// Writes <outDir>.golden.jsonl: a header line (segments file, counts, per-segment codec, version,
+// compound flag, delete counts), then one line per live document in segment order, as the other
+// goldens of the crate: {"seg":"_0","doc":3,"fields":[{"name":..,"type":..,"value"|"bits":..}]}.
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.util.*;
+import org.apache.lucene.analysis.core.KeywordAnalyzer;
+import org.apache.lucene.codecs.*;
+import org.apache.lucene.codecs.lucene40.Lucene40SegmentInfoFormat;
+import org.apache.lucene.codecs.lucene40.Lucene40SegmentInfoWriter;
+import org.apache.lucene.codecs.lucene410.Lucene410Codec;
+import org.apache.lucene.codecs.lucene42.Lucene42FieldInfosFormat;
+import org.apache.lucene.codecs.lucene42.Lucene42FieldInfosWriter;
+import org.apache.lucene.document.*;
+import org.apache.lucene.index.*;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.Version;
+
+public class MakeLucene4 {
+  static final String[] WORDS = {
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "índigo", "juliett",
+    "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "ünïcode", "日本"
+  };
+
+  public static void main(String[] args) throws Exception {
+    File out = new File(args[0]);
+    boolean cfs = args[1].equals("cfs");
+    long seed = Long.parseLong(args[2]);
+    Random rnd = new Random(seed);
+    Directory dir = FSDirectory.open(out);
+    int next = 0;
+    int[][] plan = {{520, 1, 0}, {200, 40, 0}, {120, 0, 1}}; // docs, deletes, big docs
+    for (int[] p : plan) {
+      IndexWriterConfig cfg = new IndexWriterConfig(Version.LUCENE_4_10_4, new KeywordAnalyzer());
+      cfg.setUseCompoundFile(cfs);
+      cfg.setMergePolicy(NoMergePolicy.INSTANCE);
+      cfg.setRAMBufferSizeMB(64);
+      if (args.length > 3 && args[3].equals("Lucene42")) cfg.setCodec(lucene42());
+      IndexWriter w = new IndexWriter(dir, cfg);
+      int first = next;
+      for (int i = 0; i < p[0]; i++) {
+        w.addDocument(doc(rnd, next++, p[2] == 1 && i == 7));
+      }
+      w.commit();
+      Set<Integer> deleted = new TreeSet<>();
+      while (deleted.size() < p[1]) deleted.add(first + rnd.nextInt(p[0]));
+      for (int d : deleted) w.deleteDocuments(new Term("_uid", uid(d)));
+      w.close();
+    }
+    dir.close();
+    dump(out, new File(args[0] + ".golden.jsonl"));
+  }
+
+  static Codec lucene42() {
+    final FieldInfosFormat fis = new Lucene42FieldInfosFormat() {
+      @Override public FieldInfosWriter getFieldInfosWriter() { return new Lucene42FieldInfosWriter(); }
+    };
+    final SegmentInfoFormat sis = new Lucene40SegmentInfoFormat() {
+      @Override public SegmentInfoWriter getSegmentInfoWriter() { return new Lucene40SegmentInfoWriter(); }
+    };
+    return new FilterCodec("Lucene42", new Lucene410Codec()) {
+      @Override public FieldInfosFormat fieldInfosFormat() { return fis; }
+      @Override public SegmentInfoFormat segmentInfoFormat() { return sis; }
+    };
+  }
+
+  static String uid(int n) {
+    return (n % 3 == 0 ? "tweet" : "user") + "#doc-" + n;
+  }
+
+  static Document doc(Random rnd, int n, boolean big) {
+    Document d = new Document();
+    if (n % 25 == 24) {
+      d.add(new StringField("_uid", uid(n), Field.Store.NO));
+      return d;
+    }
+    d.add(new StringField("_uid", uid(n), Field.Store.YES));
+    StringBuilder src = new StringBuilder("{\"n\":" + n + ",\"text\":\"");
+    int words = big ? 5200 : 2 + rnd.nextInt(6);
+    for (int i = 0; i < words; i++) src.append(WORDS[rnd.nextInt(WORDS.length)]).append(' ');
+    src.append("\",\"price\":").append(rnd.nextInt(100000) / 100.0).append('}');
+    d.add(new StoredField("_source", src.toString().getBytes(StandardCharsets.UTF_8)));
+    d.add(new StoredField("_timestamp", 1400000000000L + rnd.nextInt(1 << 30)));
+    if (n % 4 == 0) d.add(new StoredField("_ttl", rnd.nextLong()));
+    if (n % 3 == 1) d.add(new StoredField("count", rnd.nextInt() >> rnd.nextInt(31)));
+    if (n % 5 == 2) d.add(new StoredField("ratio", rnd.nextFloat() * (rnd.nextBoolean() ? -1e6f : 1e-3f)));
+    if (n % 7 == 3) d.add(new StoredField("score", rnd.nextGaussian() * 1e12));
+    if (n % 11 == 5) d.add(new StoredField("_parent", "user#doc-" + (n / 2)));
+    if (n % 2 == 0) d.add(new NumericDocValuesField("price_dv", n * 7L));
+    return d;
+  }
+
+  static String esc(String s) {
+    StringBuilder b = new StringBuilder("\"");
+    for (char c : s.toCharArray()) {
+      if (c == '"' || c == '\\') b.append('\\').append(c);
+      else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+      else b.append(c);
+    }
+    return b.append('"').toString();
+  }
+
+  static void dump(File index, File golden) throws Exception {
+    Directory dir = FSDirectory.open(index);
+    SegmentInfos sis = new SegmentInfos();
+    sis.read(dir);
+    DirectoryReader reader = DirectoryReader.open(dir);
+    try (Writer out = new OutputStreamWriter(new FileOutputStream(golden), StandardCharsets.UTF_8)) {
+      StringBuilder h = new StringBuilder();
+      h.append("{\"lucene\":\"").append(Version.LATEST).append("\",\"segmentsFile\":")
+          .append(esc(sis.getSegmentsFileName())).append(",\"generation\":").append(sis.getGeneration())
+          .append(",\"maxDoc\":").append(reader.maxDoc()).append(",\"numDocs\":").append(reader.numDocs())
+          .append(",\"segments\":[");
+      for (int i = 0; i < sis.size(); i++) {
+        SegmentCommitInfo s = sis.info(i);
+        if (i > 0) h.append(',');
+        h.append("{\"name\":").append(esc(s.info.name))
+            .append(",\"maxDoc\":").append(s.info.getDocCount())
+            .append(",\"numDocs\":").append(s.info.getDocCount() - s.getDelCount())
+            .append(",\"codec\":").append(esc(s.info.getCodec().getName()))
+            .append(",\"attributes\":{}")
+            .append(",\"version\":").append(esc(s.info.getVersion().toString()))
+            .append(",\"useCompoundFile\":").append(s.info.getUseCompoundFile())
+            .append(",\"delCount\":").append(s.getDelCount())
+            .append(",\"softDelCount\":0")
+            .append(",\"delGen\":").append(s.getDelGen())
+            .append(",\"fieldInfosGen\":").append(s.getFieldInfosGen())
+            .append(",\"docValuesGen\":").append(s.getDocValuesGen())
+            .append('}');
+      }
+      out.write(h.append("]}\n").toString());
+      for (AtomicReaderContext ctx : reader.leaves()) {
+        SegmentReader seg = (SegmentReader) ctx.reader();
+        String name = seg.getSegmentInfo().info.name;
+        org.apache.lucene.util.Bits live = seg.getLiveDocs();
+        for (int doc = 0; doc < seg.maxDoc(); doc++) {
+          if (live != null && !live.get(doc)) continue;
+          final StringBuilder f = new StringBuilder();
+          seg.document(doc, new StoredFieldVisitor() {
+            void add(FieldInfo fi, String type, String kv) {
+              if (f.length() > 0) f.append(',');
+              f.append("{\"name\":").append(esc(fi.name)).append(",\"type\":\"").append(type).append("\",").append(kv).append('}');
+            }
+            @Override public Status needsField(FieldInfo fi) { return Status.YES; }
+            @Override public void binaryField(FieldInfo fi, byte[] v) {
+              add(fi, "binary", "\"value\":\"" + Base64.getEncoder().encodeToString(v) + "\"");
+            }
+            @Override public void stringField(FieldInfo fi, String v) { add(fi, "string", "\"value\":" + esc(v)); }
+            @Override public void intField(FieldInfo fi, int v) { add(fi, "int", "\"value\":" + v); }
+            @Override public void longField(FieldInfo fi, long v) { add(fi, "long", "\"value\":" + v); }
+            @Override public void floatField(FieldInfo fi, float v) {
+              add(fi, "float", "\"bits\":\"" + Integer.toHexString(Float.floatToRawIntBits(v)) + "\"");
+            }
+            @Override public void doubleField(FieldInfo fi, double v) {
+              add(fi, "double", "\"bits\":\"" + Long.toHexString(Double.doubleToRawLongBits(v)) + "\"");
+            }
+          });
+          out.write("{\"seg\":" + esc(name) + ",\"doc\":" + doc + ",\"fields\":[" + f + "]}\n");
+        }
+      }
+    }
+    reader.close();
+    dir.close();
+  }
+}
