@@ -4,7 +4,7 @@
 //
 // usage: java MakeLucene4 <outDir> <cfs|nocfs> <seed> [Lucene42]
 //
-// With Lucene42, segments are written under the codec name "Lucene42" with that codec's segment
+// With Lucene42, two smaller segments (150 documents, 12 deleted; 60) are written under the codec name "Lucene42" with that codec's segment
 // info (Lucene40SegmentInfo, no footer) and field infos (Lucene42FieldInfos, no footer) formats,
 // through the writers of Lucene 4.10's test framework, as Lucene 4.2–4.5 wrote them (postings,
 // stored fields and doc values stay 4.10's, which Lucene42Codec reads by their per-field names);
@@ -15,8 +15,14 @@
 // none, the last holding documents larger than two stored-fields chunks (which Lucene 4.x
 // compresses in slices). Documents carry what Elasticsearch 1.x stores: _uid ("type#id", string),
 // _source (binary), and _timestamp / _ttl / an int / a float / a double stored value; every 25th
-// document stores nothing. Every other document has a NUMERIC doc-values field (which the crate does
+// document stores nothing. Like Elasticsearch 1.x with `_source: {compress: true}`, every third
+// document's _source is LZF-compressed by the compress-lzf library Elasticsearch 1.x used; documents
+// with a _parent ("type#id") also store the _routing Elasticsearch 1.x derived from it. Every other document has a NUMERIC doc-values field (which the crate does
 // not decode for Lucene 4.x: it must say so).
+//
+// Writes <outDir>.sources.jsonl: per live document with a _source, in segment order, its type, id,
+// routing and _source as JSON text (decompressed by compress-lzf where compressed):
+// {"type":"tweet","id":"doc-3","routing":null,"source":"{...}"}.
 //
 // Writes <outDir>.golden.jsonl: a header line (segments file, counts, per-segment codec, version,
 // compound flag, delete counts), then one line per live document in segment order, as the other
@@ -50,13 +56,15 @@ public class MakeLucene4 {
     Random rnd = new Random(seed);
     Directory dir = FSDirectory.open(out);
     int next = 0;
-    int[][] plan = {{520, 1, 0}, {200, 40, 0}, {120, 0, 1}}; // docs, deletes, big docs
+    boolean l42 = args.length > 3 && args[3].equals("Lucene42");
+    int[][] plan = l42 ? new int[][] {{150, 12, 0}, {60, 0, 1}} // docs, deletes, big docs
+        : new int[][] {{520, 1, 0}, {200, 40, 0}, {120, 0, 1}};
     for (int[] p : plan) {
       IndexWriterConfig cfg = new IndexWriterConfig(Version.LUCENE_4_10_4, new KeywordAnalyzer());
       cfg.setUseCompoundFile(cfs);
       cfg.setMergePolicy(NoMergePolicy.INSTANCE);
       cfg.setRAMBufferSizeMB(64);
-      if (args.length > 3 && args[3].equals("Lucene42")) cfg.setCodec(lucene42());
+      if (l42) cfg.setCodec(lucene42());
       IndexWriter w = new IndexWriter(dir, cfg);
       int first = next;
       for (int i = 0; i < p[0]; i++) {
@@ -100,13 +108,17 @@ public class MakeLucene4 {
     int words = big ? 5200 : 2 + rnd.nextInt(6);
     for (int i = 0; i < words; i++) src.append(WORDS[rnd.nextInt(WORDS.length)]).append(' ');
     src.append("\",\"price\":").append(rnd.nextInt(100000) / 100.0).append('}');
-    d.add(new StoredField("_source", src.toString().getBytes(StandardCharsets.UTF_8)));
+    byte[] json = src.toString().getBytes(StandardCharsets.UTF_8);
+    d.add(new StoredField("_source", n % 3 == 2 ? com.ning.compress.lzf.LZFEncoder.encode(json) : json));
     d.add(new StoredField("_timestamp", 1400000000000L + rnd.nextInt(1 << 30)));
     if (n % 4 == 0) d.add(new StoredField("_ttl", rnd.nextLong()));
     if (n % 3 == 1) d.add(new StoredField("count", rnd.nextInt() >> rnd.nextInt(31)));
     if (n % 5 == 2) d.add(new StoredField("ratio", rnd.nextFloat() * (rnd.nextBoolean() ? -1e6f : 1e-3f)));
     if (n % 7 == 3) d.add(new StoredField("score", rnd.nextGaussian() * 1e12));
-    if (n % 11 == 5) d.add(new StoredField("_parent", "user#doc-" + (n / 2)));
+    if (n % 11 == 5) {
+      d.add(new StoredField("_parent", "user#doc-" + (n / 2)));
+      d.add(new StoredField("_routing", "doc-" + (n / 2)));
+    }
     if (n % 2 == 0) d.add(new NumericDocValuesField("price_dv", n * 7L));
     return d;
   }
@@ -126,7 +138,9 @@ public class MakeLucene4 {
     SegmentInfos sis = new SegmentInfos();
     sis.read(dir);
     DirectoryReader reader = DirectoryReader.open(dir);
-    try (Writer out = new OutputStreamWriter(new FileOutputStream(golden), StandardCharsets.UTF_8)) {
+    String sourcesPath = golden.getPath().replace(".golden.jsonl", ".sources.jsonl");
+    try (Writer out = new OutputStreamWriter(new FileOutputStream(golden), StandardCharsets.UTF_8);
+         Writer sources = new OutputStreamWriter(new FileOutputStream(sourcesPath), StandardCharsets.UTF_8)) {
       StringBuilder h = new StringBuilder();
       h.append("{\"lucene\":\"").append(Version.LATEST).append("\",\"segmentsFile\":")
           .append(esc(sis.getSegmentsFileName())).append(",\"generation\":").append(sis.getGeneration())
@@ -157,16 +171,24 @@ public class MakeLucene4 {
         for (int doc = 0; doc < seg.maxDoc(); doc++) {
           if (live != null && !live.get(doc)) continue;
           final StringBuilder f = new StringBuilder();
+          final Map<String, String> es = new HashMap<>();
           seg.document(doc, new StoredFieldVisitor() {
             void add(FieldInfo fi, String type, String kv) {
               if (f.length() > 0) f.append(',');
               f.append("{\"name\":").append(esc(fi.name)).append(",\"type\":\"").append(type).append("\",").append(kv).append('}');
             }
             @Override public Status needsField(FieldInfo fi) { return Status.YES; }
-            @Override public void binaryField(FieldInfo fi, byte[] v) {
+            @Override public void binaryField(FieldInfo fi, byte[] v) throws IOException {
               add(fi, "binary", "\"value\":\"" + Base64.getEncoder().encodeToString(v) + "\"");
+              if (fi.name.equals("_source")) {
+                byte[] plain = v.length > 2 && v[0] == 'Z' && v[1] == 'V' ? com.ning.compress.lzf.LZFDecoder.decode(v) : v;
+                es.put("_source", new String(plain, StandardCharsets.UTF_8));
+              }
             }
-            @Override public void stringField(FieldInfo fi, String v) { add(fi, "string", "\"value\":" + esc(v)); }
+            @Override public void stringField(FieldInfo fi, String v) {
+              add(fi, "string", "\"value\":" + esc(v));
+              es.put(fi.name, v);
+            }
             @Override public void intField(FieldInfo fi, int v) { add(fi, "int", "\"value\":" + v); }
             @Override public void longField(FieldInfo fi, long v) { add(fi, "long", "\"value\":" + v); }
             @Override public void floatField(FieldInfo fi, float v) {
@@ -177,6 +199,12 @@ public class MakeLucene4 {
             }
           });
           out.write("{\"seg\":" + esc(name) + ",\"doc\":" + doc + ",\"fields\":[" + f + "]}\n");
+          if (es.containsKey("_source")) {
+            String[] uid = es.get("_uid").split("#", 2);
+            String routing = es.containsKey("_routing") ? esc(es.get("_routing")) : "null";
+            sources.write("{\"type\":" + esc(uid[0]) + ",\"id\":" + esc(uid[1]) + ",\"routing\":" + routing
+                + ",\"source\":" + esc(es.get("_source")) + "}\n");
+          }
         }
       }
     }
