@@ -215,6 +215,28 @@ pub fn verify_checksum_bytes(file: &str, bytes: &[u8]) -> Result<u32> {
     Ok(actual)
 }
 
+/// Checks a Lucene 4.0–4.7 commit checksum: the last 8 bytes of `bytes` are the CRC-32 of
+/// every byte before them as a big-endian long (no footer magic).
+pub fn verify_legacy_checksum_bytes(file: &str, bytes: &[u8]) -> Result<u32> {
+    if bytes.len() < 8 {
+        return Err(Error::corrupt(
+            file,
+            format!("{} bytes is too short to hold a checksum", bytes.len()),
+        ));
+    }
+    let (body, tail) = bytes.split_at(bytes.len() - 8);
+    let stored = u64::from_be_bytes(tail.try_into().expect("8 bytes"));
+    let actual = crc32fast::hash(body);
+    if stored >> 32 != 0 || stored as u32 != actual {
+        return Err(Error::Checksum {
+            file: file.to_string(),
+            expected: stored as u32,
+            actual,
+        });
+    }
+    Ok(actual)
+}
+
 /// Checks the footer of `slice` and the CRC-32 of the whole file, read in 4 MiB pieces
 /// so remote backends never hold the whole file at once.
 pub fn verify_checksum(slice: &FileSlice) -> Result<u32> {

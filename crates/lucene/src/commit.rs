@@ -1,8 +1,10 @@
-//! The commit point: the latest `segments_N` file (formats 4–10, Lucene 5.0 to 10.x).
+//! The commit point: the latest `segments_N` file (formats 0–3, Lucene 4.0 to 4.10, and
+//! formats 4–10, Lucene 5.0 to 10.x).
 //!
 //! Fixed-width integers are big-endian in every format. The file lists the segments of the
-//! commit with their ids, deletion/field-infos/doc-values generations and delete counts;
-//! `maxDoc` and everything else about a segment is in its `.si` file.
+//! commit with their ids (5.0+), deletion/field-infos/doc-values generations and delete
+//! counts; `maxDoc` and everything else about a segment is in its `.si` file. Lucene 4.x
+//! commits carry no ids and a plain header (docs/specs/lucene4.md).
 
 use std::collections::BTreeMap;
 
@@ -13,6 +15,11 @@ use crate::error::{Error, Result};
 use crate::names;
 use crate::version::Version;
 
+/// `segments_N` format versions of Lucene 4.x (plain header, no ids).
+const FORMAT_40: i32 = 0;
+const FORMAT_46: i32 = 1;
+const FORMAT_48: i32 = 2;
+const FORMAT_49: i32 = 3;
 /// `segments_N` format versions.
 const FORMAT_50: i32 = 4;
 const FORMAT_51: i32 = 5;
@@ -29,7 +36,7 @@ pub struct CommitInfo {
     pub file_name: String,
     /// N.
     pub generation: u64,
-    /// Format version of the file (4–10).
+    /// Format version of the file (0–3: Lucene 4.x; 4–10: Lucene 5.0+).
     pub format: i32,
     /// Commit id (16 bytes).
     pub id: [u8; ID_LEN],
@@ -54,8 +61,12 @@ pub struct CommitInfo {
 pub struct SegmentCommitInfo {
     /// `_0`, `_1k`, …
     pub name: String,
-    /// Segment id; every per-segment file's header carries it.
+    /// Segment id; every per-segment file's header carries it (all zeros for a Lucene 4.x
+    /// segment, which has none: see [`SegmentCommitInfo::lucene4`]).
     pub id: [u8; ID_LEN],
+    /// Whether the commit is a Lucene 4.x one: the segment's files have plain headers
+    /// (no id, no suffix) and Lucene 4 formats.
+    pub lucene4: bool,
     /// Codec name (informational only; Elasticsearch and OpenSearch write their own).
     pub codec: String,
     /// Generation of the `.liv` file; −1 for none.
@@ -94,6 +105,13 @@ pub fn latest_commit_file(dir: &dyn Directory) -> Result<(String, u64)> {
     })
 }
 
+impl CommitInfo {
+    /// Whether the commit was written by Lucene 4.x (formats 0–3).
+    pub fn is_lucene4(&self) -> bool {
+        self.format < FORMAT_50
+    }
+}
+
 /// Reads and fully checks (CRC-32 included) the latest commit of `dir`.
 pub fn read_latest_commit(dir: &dyn Directory) -> Result<CommitInfo> {
     let (file, generation) = latest_commit_file(dir)?;
@@ -109,6 +127,13 @@ pub fn parse_commit(
     generation: u64,
     bytes: &[u8],
 ) -> Result<CommitInfo> {
+    {
+        let mut probe = DataInput::new(display, bytes);
+        let (codec, version) = codec_util::read_header(&mut probe)?;
+        if codec == "segments" && (FORMAT_40..FORMAT_50).contains(&version) {
+            return parse_commit_4x(display, file_name, generation, bytes, version);
+        }
+    }
     codec_util::verify_checksum_bytes(display, bytes)?;
     let body = &bytes[..bytes.len() - codec_util::FOOTER_LEN];
     let mut input = DataInput::new(display, body);
@@ -125,7 +150,7 @@ pub fn parse_commit(
         return Err(Error::unsupported(
             display,
             format!(
-                "segments format {format} (supported: {FORMAT_50} (Lucene 5.0) to {FORMAT_86} (Lucene 8.6–10.x))"
+                "segments format {format} (supported: {FORMAT_40} (Lucene 4.0) to {FORMAT_86} (Lucene 8.6–10.x))"
             ),
         ));
     }
@@ -180,15 +205,7 @@ pub fn parse_commit(
             input.remaining()
         )));
     }
-    let mut seen = std::collections::HashSet::new();
-    for s in &segments {
-        if !seen.insert(s.name.as_str()) {
-            return Err(Error::corrupt(
-                display,
-                format!("segment {} is listed twice", s.name),
-            ));
-        }
-    }
+    check_unique(display, &segments)?;
     Ok(CommitInfo {
         file_name: file_name.to_string(),
         generation,
@@ -204,11 +221,173 @@ pub fn parse_commit(
     })
 }
 
-fn read_segment(input: &mut DataInput<'_>, format: i32) -> Result<SegmentCommitInfo> {
+fn check_unique(display: &str, segments: &[SegmentCommitInfo]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for s in segments {
+        if !seen.insert(s.name.as_str()) {
+            return Err(Error::corrupt(
+                display,
+                format!("segment {} is listed twice", s.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Parses a Lucene 4.x `segments_N` (formats 0–3): plain header, no ids; formats 2–3 end
+/// with a CodecUtil footer, 0–1 with the CRC-32 of every byte before it as a big-endian
+/// long.
+fn parse_commit_4x(
+    display: &str,
+    file_name: &str,
+    generation: u64,
+    bytes: &[u8],
+    format: i32,
+) -> Result<CommitInfo> {
+    let body = if format >= FORMAT_48 {
+        codec_util::verify_checksum_bytes(display, bytes)?;
+        &bytes[..bytes.len() - codec_util::FOOTER_LEN]
+    } else {
+        codec_util::verify_legacy_checksum_bytes(display, bytes)?;
+        &bytes[..bytes.len() - 8]
+    };
+    let mut input = DataInput::new(display, body);
+    codec_util::check_header(&mut input, "segments", FORMAT_40, FORMAT_49)?;
+    let version = input.read_i64(Endian::Big)?;
+    let counter = i64::from(input.read_i32(Endian::Big)?);
+    let num_segments = input.read_i32(Endian::Big)?;
+    // Each segment takes at least a name, a codec and three fixed-width fields.
+    let num_segments = input.check_count(i64::from(num_segments), 22, "segment")?;
+    let mut segments = Vec::with_capacity(num_segments);
+    for _ in 0..num_segments {
+        let name = read_segment_name(&mut input)?;
+        let codec = input.read_string()?.to_string();
+        let del_gen = input.read_i64(Endian::Big)?;
+        let del_count = input.read_i32(Endian::Big)?;
+        let field_infos_gen = if format >= FORMAT_46 {
+            input.read_i64(Endian::Big)?
+        } else {
+            -1
+        };
+        // Before format 3 one generation served field infos and doc values alike.
+        let doc_values_gen = if format >= FORMAT_49 {
+            input.read_i64(Endian::Big)?
+        } else {
+            field_infos_gen
+        };
+        check_generations(
+            &input,
+            &name,
+            del_gen,
+            del_count,
+            0,
+            field_infos_gen,
+            doc_values_gen,
+        )?;
+        let mut field_infos_files = Vec::new();
+        let mut doc_values_update_files = Vec::new();
+        if format >= FORMAT_49 {
+            field_infos_files = input.read_legacy_set_of_strings()?;
+            let n = input.read_i32(Endian::Big)?;
+            let n = input.check_count(i64::from(n), 8, "doc-values update field")?;
+            for _ in 0..n {
+                let field = input.read_i32(Endian::Big)?;
+                if field < 0 {
+                    return Err(
+                        input.corrupt(format!("segment {name}: negative field number {field}"))
+                    );
+                }
+                doc_values_update_files.push((field as u32, input.read_legacy_set_of_strings()?));
+            }
+        } else if format >= FORMAT_46 {
+            // Files per update generation (formats 1–2); kept as field-infos files.
+            let n = input.read_i32(Endian::Big)?;
+            let n = input.check_count(i64::from(n), 12, "update generation")?;
+            for _ in 0..n {
+                input.read_i64(Endian::Big)?;
+                field_infos_files.extend(input.read_legacy_set_of_strings()?);
+            }
+        }
+        segments.push(SegmentCommitInfo {
+            name,
+            id: [0; ID_LEN],
+            lucene4: true,
+            codec,
+            del_gen,
+            del_count: del_count as u32,
+            field_infos_gen,
+            doc_values_gen,
+            soft_del_count: 0,
+            commit_id: None,
+            field_infos_files,
+            doc_values_update_files,
+        });
+    }
+    let user_data = input.read_legacy_map_of_strings()?;
+    if input.remaining() != 0 {
+        return Err(input.corrupt(format!(
+            "{} unexpected bytes before the checksum",
+            input.remaining()
+        )));
+    }
+    check_unique(display, &segments)?;
+    Ok(CommitInfo {
+        file_name: file_name.to_string(),
+        generation,
+        format,
+        id: [0; ID_LEN],
+        lucene_version: None,
+        index_created_major: Some(4),
+        version,
+        counter,
+        min_segment_version: None,
+        segments,
+        user_data,
+    })
+}
+
+fn read_segment_name(input: &mut DataInput<'_>) -> Result<String> {
     let name = input.read_string()?.to_string();
     if !name.starts_with('_') || name.len() < 2 || name.contains(['/', '\\', '.']) {
         return Err(input.corrupt(format!("invalid segment name {name:?}")));
     }
+    Ok(name)
+}
+
+/// Checks a segment's generations and delete counts are consistent.
+fn check_generations(
+    input: &DataInput<'_>,
+    name: &str,
+    del_gen: i64,
+    del_count: i32,
+    soft_del_count: i32,
+    field_infos_gen: i64,
+    doc_values_gen: i64,
+) -> Result<()> {
+    for (what, gen) in [
+        ("deletion", del_gen),
+        ("field infos", field_infos_gen),
+        ("doc values", doc_values_gen),
+    ] {
+        if gen < -1 || gen == 0 {
+            return Err(input.corrupt(format!("segment {name}: invalid {what} generation {gen}")));
+        }
+    }
+    if del_count < 0 || soft_del_count < 0 {
+        return Err(input.corrupt(format!(
+            "segment {name}: negative delete count ({del_count} hard, {soft_del_count} soft)"
+        )));
+    }
+    if del_gen == -1 && del_count != 0 {
+        return Err(input.corrupt(format!(
+            "segment {name}: {del_count} deletes but no deletion generation"
+        )));
+    }
+    Ok(())
+}
+
+fn read_segment(input: &mut DataInput<'_>, format: i32) -> Result<SegmentCommitInfo> {
+    let name = read_segment_name(input)?;
     if format < FORMAT_70 {
         match input.read_u8()? {
             1 => {}
@@ -241,25 +420,15 @@ fn read_segment(input: &mut DataInput<'_>, format: i32) -> Result<SegmentCommitI
     } else {
         None
     };
-    for (what, gen) in [
-        ("deletion", del_gen),
-        ("field infos", field_infos_gen),
-        ("doc values", doc_values_gen),
-    ] {
-        if gen < -1 || gen == 0 {
-            return Err(input.corrupt(format!("segment {name}: invalid {what} generation {gen}")));
-        }
-    }
-    if del_count < 0 || soft_del_count < 0 {
-        return Err(input.corrupt(format!(
-            "segment {name}: negative delete count ({del_count} hard, {soft_del_count} soft)"
-        )));
-    }
-    if del_gen == -1 && del_count != 0 {
-        return Err(input.corrupt(format!(
-            "segment {name}: {del_count} deletes but no deletion generation"
-        )));
-    }
+    check_generations(
+        input,
+        &name,
+        del_gen,
+        del_count,
+        soft_del_count,
+        field_infos_gen,
+        doc_values_gen,
+    )?;
     let legacy = format < FORMAT_51;
     let field_infos_files = read_set(input, legacy)?;
     let num_dv = input.read_i32(Endian::Big)?;
@@ -275,6 +444,7 @@ fn read_segment(input: &mut DataInput<'_>, format: i32) -> Result<SegmentCommitI
     Ok(SegmentCommitInfo {
         name,
         id,
+        lucene4: false,
         codec,
         del_gen,
         del_count: del_count as u32,

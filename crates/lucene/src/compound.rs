@@ -49,15 +49,35 @@ pub fn open_compound(
     )?;
     codec_util::check_footer(&cfs)?;
     let data_end = cfs.len() - codec_util::FOOTER_LEN as u64;
+    slice_entries(
+        cfe.name(),
+        &cfs,
+        segment,
+        entries.entries,
+        header_len,
+        data_end,
+    )
+}
 
+/// The entries of a compound file as slices of its `.cfs`, each checked to lie within
+/// `header_len..data_end`.
+fn slice_entries(
+    cfe_name: &str,
+    cfs: &crate::directory::FileSlice,
+    segment: &str,
+    entries: Vec<(String, u64, u64)>,
+    header_len: u64,
+    data_end: u64,
+) -> Result<SliceDirectory> {
+    let cfs_name = cfs.name();
     let mut out = SliceDirectory::new();
-    for (name, offset, length) in entries.entries {
+    for (name, offset, length) in entries {
         let end = offset.checked_add(length);
         match end {
             Some(end) if offset >= header_len && end <= data_end => {}
             _ => {
                 return Err(Error::corrupt(
-                    cfe.name(),
+                    cfe_name,
                     format!(
                     "entry {name:?} at {offset}+{length} lies outside the data of {} ({} bytes)",
                     cfs_name,
@@ -73,6 +93,57 @@ pub fn open_compound(
         out.insert(full, slice);
     }
     Ok(out)
+}
+
+/// Opens a Lucene 4.x compound file (`CompoundFileWriterEntries`/`CompoundFileWriterData`
+/// v0–1, plain headers; v1 ends both files with a footer) as a directory of its inner
+/// files. The `.cfe` is fully verified, the `.cfs` header and footer structurally.
+pub fn open_compound_4x(dir: &dyn Directory, segment: &str) -> Result<SliceDirectory> {
+    let cfe_name = names::segment_file_name(segment, "", "cfe");
+    let cfs_name = names::segment_file_name(segment, "", "cfs");
+    let cfe = dir.open_file(&cfe_name)?;
+    let bytes = cfe.read_all()?;
+    let display = cfe.name();
+    let mut probe = DataInput::new(display, &bytes);
+    let version = codec_util::check_header(&mut probe, "CompoundFileWriterEntries", 0, 1)?;
+    let body = if version >= 1 {
+        codec_util::verify_checksum_bytes(display, &bytes)?;
+        &bytes[..bytes.len() - codec_util::FOOTER_LEN]
+    } else {
+        &bytes[..]
+    };
+    let mut input = DataInput::new(display, body);
+    codec_util::check_header(&mut input, "CompoundFileWriterEntries", version, version)?;
+    let entries = read_entries(&mut input, Endian::Big)?;
+
+    let cfs = dir.open_file(&cfs_name)?;
+    let data_codec = "CompoundFileWriterData";
+    let header_len = codec_util::header_len(data_codec) as u64;
+    let footer_len = if version >= 1 {
+        codec_util::FOOTER_LEN as u64
+    } else {
+        0
+    };
+    if cfs.len() < header_len + footer_len {
+        return Err(Error::corrupt(
+            cfs.name(),
+            format!("{} bytes is too short for a compound file", cfs.len()),
+        ));
+    }
+    let head = cfs.read_bytes(0..header_len)?;
+    let mut head_in = DataInput::new(cfs.name(), &head);
+    codec_util::check_header(&mut head_in, data_codec, version, version)?;
+    if version >= 1 {
+        codec_util::check_footer(&cfs)?;
+    }
+    slice_entries(
+        display,
+        &cfs,
+        segment,
+        entries,
+        header_len,
+        cfs.len() - footer_len,
+    )
 }
 
 /// Verifies the CRC-32 of the whole `.cfs` of `segment`.
@@ -116,6 +187,17 @@ pub fn parse_entries<'a>(
     };
     codec_util::check_name_version(display, header.codec, header.version, header.codec, 0, 0)?;
     codec_util::check_id_suffix(display, &header, segment_id, "")?;
+    let entries = read_entries(&mut input, endian)?;
+    Ok(CompoundEntries {
+        codec: header.codec,
+        version: header.version,
+        entries,
+    })
+}
+
+/// The entry table after the header: a count, then (name, offset, length) each; nothing
+/// may follow it.
+fn read_entries(input: &mut DataInput<'_>, endian: Endian) -> Result<Vec<(String, u64, u64)>> {
     let n = input.read_count(17, "compound entry")?;
     let mut entries: Vec<(String, u64, u64)> = Vec::with_capacity(n);
     let mut seen = std::collections::HashSet::new();
@@ -142,9 +224,5 @@ pub fn parse_entries<'a>(
             input.remaining()
         )));
     }
-    Ok(CompoundEntries {
-        codec: header.codec,
-        version: header.version,
-        entries,
-    })
+    Ok(entries)
 }

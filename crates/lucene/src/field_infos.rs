@@ -1,6 +1,7 @@
 //! Field infos (`.fnm`): field names, numbers, doc-values types and generations.
 //!
-//! Formats: `Lucene50FieldInfos` v0–1, `Lucene60FieldInfos` v0–2 (big-endian),
+//! Formats: Lucene 4.x `Lucene42FieldInfos` v0 and `Lucene46FieldInfos` v0–2 (plain
+//! header; docs/specs/lucene4.md), `Lucene50FieldInfos` v0–1, `Lucene60FieldInfos` v0–2 (big-endian),
 //! `Lucene90FieldInfos` v0, `Lucene94FieldInfos` v0–2 (little-endian). Stored documents
 //! name fields by number; this maps numbers back to names.
 
@@ -142,6 +143,22 @@ pub fn parse_field_infos(
     segment_id: &[u8; ID_LEN],
     suffix: &str,
 ) -> Result<FieldInfos> {
+    {
+        let mut probe = DataInput::new(display, bytes);
+        let (codec, version) = codec_util::read_header(&mut probe)?;
+        match codec {
+            "Lucene42FieldInfos" | "Lucene46FieldInfos" => {
+                return parse_field_infos_4x(display, bytes, codec, version)
+            }
+            "Lucene40FieldInfos" => {
+                return Err(Error::unsupported(
+                    display,
+                    format!("field infos codec {codec:?} (Lucene 4.0–4.1) version {version}"),
+                ))
+            }
+            _ => {}
+        }
+    }
     codec_util::verify_checksum_bytes(display, bytes)?;
     let body = &bytes[..bytes.len() - codec_util::FOOTER_LEN];
     let mut input = DataInput::new(display, body);
@@ -254,4 +271,74 @@ pub fn parse_field_infos(
         )));
     }
     FieldInfos::new(display, format!("{} v{}", header.codec, version), fields)
+}
+
+/// Parses a Lucene 4.x `.fnm`: `Lucene42FieldInfos` v0 (4.2–4.5) or `Lucene46FieldInfos`
+/// v0–2 (4.6–4.10; v1 adds the footer, v2 the SORTED_NUMERIC type). Per field: name,
+/// number, flag bits, a byte with the doc-values type (low 4 bits) and norms type (high 4
+/// bits), the doc-values generation (46 only), attributes.
+fn parse_field_infos_4x(
+    display: &str,
+    bytes: &[u8],
+    codec: &str,
+    version: i32,
+) -> Result<FieldInfos> {
+    let l46 = codec == "Lucene46FieldInfos";
+    let body = if l46 && version >= 1 {
+        codec_util::verify_checksum_bytes(display, bytes)?;
+        &bytes[..bytes.len() - codec_util::FOOTER_LEN]
+    } else {
+        bytes
+    };
+    let mut input = DataInput::new(display, body);
+    codec_util::check_header(&mut input, codec, 0, if l46 { 2 } else { 0 })?;
+    let n = input.read_count(8, "field")?;
+    let mut fields = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = input.read_string()?.to_string();
+        let number = input.read_vint()?;
+        if number < 0 {
+            return Err(input.corrupt(format!("field {name:?} has negative number {number}")));
+        }
+        let _bits = input.read_u8()?;
+        let types = input.read_u8()?;
+        let doc_values_type = match types & 0x0F {
+            0 => DocValuesType::None,
+            1 => DocValuesType::Numeric,
+            2 => DocValuesType::Binary,
+            3 => DocValuesType::Sorted,
+            4 => DocValuesType::SortedSet,
+            5 if l46 && version >= 2 => DocValuesType::SortedNumeric,
+            dv => {
+                return Err(input.corrupt(format!("field {name:?}: invalid doc values type {dv}")))
+            }
+        };
+        if types >> 4 > 5 {
+            return Err(input.corrupt(format!("field {name:?}: invalid norms type {}", types >> 4)));
+        }
+        let doc_values_gen = if l46 {
+            input.read_i64(Endian::Big)?
+        } else {
+            -1
+        };
+        if doc_values_gen < -1 {
+            return Err(input.corrupt(format!(
+                "field {name:?}: invalid doc values generation {doc_values_gen}"
+            )));
+        }
+        let attributes = input.read_legacy_map_of_strings()?;
+        fields.push(FieldInfo {
+            name,
+            number: number as u32,
+            doc_values_type,
+            doc_values_gen,
+            doc_values_skip_index: false,
+            soft_deletes: false,
+            attributes,
+        });
+    }
+    if input.remaining() != 0 {
+        return Err(input.corrupt(format!("{} unexpected bytes at the end", input.remaining())));
+    }
+    FieldInfos::new(display, format!("{codec} v{version}"), fields)
 }

@@ -352,7 +352,9 @@ impl SegmentReader {
             ));
         }
 
-        let dir: Arc<dyn Directory> = if info.is_compound {
+        let dir: Arc<dyn Directory> = if info.is_compound && sci.lucene4 {
+            Arc::new(compound::open_compound_4x(index_dir.as_ref(), name)?)
+        } else if info.is_compound {
             Arc::new(compound::open_compound(index_dir.as_ref(), name, &sci.id)?)
         } else {
             index_dir.clone()
@@ -375,6 +377,16 @@ impl SegmentReader {
         // Hard deletes.
         let mut live_docs = if sci.del_gen == -1 {
             None
+        } else if sci.lucene4 {
+            let suffix = names::base36(sci.del_gen as u64);
+            let del = index_dir.open_file(&names::segment_file_name(name, &suffix, "del"))?;
+            let bytes = del.read_all()?;
+            Some(live_docs::parse_bit_vector(
+                del.name(),
+                &bytes,
+                max_doc,
+                sci.del_count,
+            )?)
         } else {
             let suffix = names::base36(sci.del_gen as u64);
             let liv = index_dir.open_file(&names::segment_file_name(name, &suffix, "liv"))?;
@@ -455,8 +467,11 @@ impl SegmentReader {
         } else {
             (None, fdt_file)
         };
+        // The compound data file, kept for a full checksum when it has a footer (all but
+        // Lucene 4.0–4.7 compound files do).
         let cfs = if info.is_compound {
-            Some(index_dir.open_file(&names::segment_file_name(name, "", "cfs"))?)
+            let cfs = index_dir.open_file(&names::segment_file_name(name, "", "cfs"))?;
+            (!sci.lucene4 || codec_util::check_footer(&cfs).is_ok()).then_some(cfs)
         } else {
             None
         };

@@ -6,6 +6,10 @@
 //! and `Lucene90SegmentInfo` v0 (9.0+, little-endian) in two layouts: 9.9+ writers add a
 //! has-blocks byte after the compound flag, chosen by the segment's own version.
 //! The index sort, the last field, is not decoded; the CRC-32 covers it.
+//!
+//! Lucene 4.x: `Lucene40SegmentInfo` v0 (4.0–4.5) and `Lucene46SegmentInfo` v0–1
+//! (4.6–4.10; v1 adds the footer), plain headers without ids, the version as a string
+//! (docs/specs/lucene4.md).
 
 use std::collections::BTreeMap;
 
@@ -60,6 +64,13 @@ pub fn parse_segment_info(
     bytes: &[u8],
     segment_id: &[u8; ID_LEN],
 ) -> Result<SegmentInfo> {
+    {
+        let mut probe = DataInput::new(display, bytes);
+        let (codec, version) = codec_util::read_header(&mut probe)?;
+        if codec == "Lucene40SegmentInfo" || codec == "Lucene46SegmentInfo" {
+            return parse_segment_info_4x(display, bytes, codec, version);
+        }
+    }
     codec_util::verify_checksum_bytes(display, bytes)?;
     let body = &bytes[..bytes.len() - codec_util::FOOTER_LEN];
     let mut input = DataInput::new(display, body);
@@ -109,6 +120,76 @@ pub fn parse_segment_info(
             parse_body(&mut retry, endian, second, false, format).map_err(|_| e)
         }
     }
+}
+
+/// Parses a Lucene 4.x `.si`: `Lucene40SegmentInfo` v0 (version string, doc count,
+/// compound flag, diagnostics, attributes, files) or `Lucene46SegmentInfo` v0–1 (the same
+/// without attributes; v1 ends with a footer).
+fn parse_segment_info_4x(
+    display: &str,
+    bytes: &[u8],
+    codec: &str,
+    version: i32,
+) -> Result<SegmentInfo> {
+    let l46 = codec == "Lucene46SegmentInfo";
+    let body = if l46 && version >= 1 {
+        codec_util::verify_checksum_bytes(display, bytes)?;
+        &bytes[..bytes.len() - codec_util::FOOTER_LEN]
+    } else {
+        bytes
+    };
+    let mut input = DataInput::new(display, body);
+    codec_util::check_header(&mut input, codec, 0, if l46 { 1 } else { 0 })?;
+    let text = input.read_string()?;
+    let lucene = parse_version_string(text)
+        .ok_or_else(|| input.corrupt(format!("invalid Lucene version {text:?}")))?;
+    let max_doc = input.read_i32(Endian::Big)?;
+    if max_doc < 0 {
+        return Err(input.corrupt(format!("negative max doc {max_doc}")));
+    }
+    let is_compound = match input.read_u8()? as i8 {
+        1 => true,
+        -1 => false,
+        b => return Err(input.corrupt(format!("invalid compound-file marker {b}"))),
+    };
+    let diagnostics = input.read_legacy_map_of_strings()?;
+    let attributes = if l46 {
+        BTreeMap::new()
+    } else {
+        input.read_legacy_map_of_strings()?
+    };
+    let files = input.read_legacy_set_of_strings()?;
+    for f in &files {
+        if f.is_empty() || f.contains(['/', '\\']) {
+            return Err(input.corrupt(format!("invalid file name {f:?} in the file list")));
+        }
+    }
+    if input.remaining() != 0 {
+        return Err(input.corrupt(format!("{} unexpected bytes at the end", input.remaining())));
+    }
+    Ok(SegmentInfo {
+        format: format!("{codec} v{version}"),
+        version: lucene,
+        min_version: None,
+        max_doc: max_doc as u32,
+        is_compound,
+        has_blocks: None,
+        diagnostics,
+        files,
+        attributes,
+    })
+}
+
+/// `4.10.4` (or `4.10`, `4.0.0.2`) as a version; parts beyond the third are ignored.
+fn parse_version_string(text: &str) -> Option<Version> {
+    let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    let minor = parts.next()??;
+    let bugfix = parts.next().unwrap_or(Some(0))?;
+    for rest in parts {
+        rest?;
+    }
+    (major <= 100).then_some(Version::new(major, minor, bugfix))
 }
 
 fn parse_body(

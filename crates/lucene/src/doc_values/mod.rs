@@ -695,6 +695,14 @@ impl DocValuesReader {
         };
         let meta_file = dir.open_file(&names::segment_file_name(&self.segment, suffix, "dvm"))?;
         let bytes = meta_file.read_all()?;
+        let (codec, version) =
+            codec_util::read_header(&mut DataInput::new(meta_file.name(), &bytes))?;
+        if codec.starts_with("Lucene4") {
+            return Err(Error::unsupported(
+                meta_file.name(),
+                format!("doc values metadata codec {codec:?} version {version} (Lucene 4.x doc values are not read)"),
+            ));
+        }
         codec_util::verify_checksum_bytes(meta_file.name(), &bytes)?;
         let body = &bytes[..bytes.len() - codec_util::FOOTER_LEN];
         let mut input = DataInput::new(meta_file.name(), body);

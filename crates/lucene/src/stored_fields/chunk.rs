@@ -172,7 +172,9 @@ impl Chunk {
         let doc_base = input.vint()?;
         let token = input.vint()?;
         let num_docs = token >> format.token_shift();
-        let sliced = token & 1 != 0;
+        // Lucene 4.x has no sliced bit: a chunk is sliced when it holds at least twice the
+        // chunk size (decided below, once the lengths are known).
+        let mut sliced = !format.lucene4() && token & 1 != 0;
         if doc_base != expected_base || num_docs != expected_docs {
             return Err(input.corrupt(format!(
                 "header says docs {doc_base}+{num_docs}, index says {expected_base}+{expected_docs}"
@@ -214,6 +216,9 @@ impl Chunk {
             self.offsets.push(total as u32);
         }
         let total = total as usize;
+        if format.lucene4() {
+            sliced = total as u64 >= 2 * u64::from(chunk_size);
+        }
         // Bound the allocation by what the chunk can hold: writers flush an unsliced chunk
         // before it reaches twice the chunk size (allow 4×, or what its compressed bytes
         // could expand to at DEFLATE's maximum ratio); a sliced one is decoded slice by

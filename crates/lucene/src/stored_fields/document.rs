@@ -1,7 +1,8 @@
 //! Decoding one serialized document: `numStoredFields` × (field number and type as a
 //! vLong, then the value). Strings and byte arrays are handed out as slices of the
 //! decompressed chunk; numbers use Lucene's compact encodings (zig-zag ints, `TLong`
-//! time-unit longs, `ZFloat`/`ZDouble` small-value floats).
+//! time-unit longs, `ZFloat`/`ZDouble` small-value floats), or, in Lucene 4.x files,
+//! fixed-width big-endian ints, longs and IEEE bits.
 
 use crate::data_input::Endian;
 use crate::error::{Error, Result};
@@ -33,6 +34,7 @@ pub(crate) fn visit_fields<F>(
     data: &[u8],
     num_fields: u32,
     endian: Endian,
+    fixed_width_numbers: bool,
     visitor: &mut F,
 ) -> std::result::Result<Result<()>, DocError>
 where
@@ -57,6 +59,16 @@ where
             BYTE_ARR => {
                 let len = r.vint()? as usize;
                 StoredValue::Binary(r.bytes(len)?)
+            }
+            NUMERIC_INT if fixed_width_numbers => StoredValue::Int(i32::from_be_bytes(r.array()?)),
+            NUMERIC_FLOAT if fixed_width_numbers => {
+                StoredValue::Float(f32::from_bits(u32::from_be_bytes(r.array()?)))
+            }
+            NUMERIC_LONG if fixed_width_numbers => {
+                StoredValue::Long(i64::from_be_bytes(r.array()?))
+            }
+            NUMERIC_DOUBLE if fixed_width_numbers => {
+                StoredValue::Double(f64::from_bits(u64::from_be_bytes(r.array()?)))
             }
             NUMERIC_INT => {
                 let z = r.vint()?;
@@ -236,7 +248,7 @@ mod tests {
 
     fn one(data: &[u8], endian: Endian) -> std::result::Result<(u32, String), &'static str> {
         let mut got = None;
-        let r = visit_fields(data, 1, endian, &mut |n, v: StoredValue<'_>| {
+        let r = visit_fields(data, 1, endian, false, &mut |n, v: StoredValue<'_>| {
             got = Some((n, format!("{v:?}")));
             Ok(())
         });

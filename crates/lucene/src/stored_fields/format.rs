@@ -6,6 +6,10 @@ use crate::error::{Error, Result};
 /// How chunks and their index are laid out on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Container {
+    /// Lucene 4.2–4.10 (`Lucene41StoredFieldsData` v1/v2): plain headers, the doc count
+    /// unshifted in the chunk header, chunks of at least twice the chunk size sliced,
+    /// numbers fixed-width; v2 adds footers (docs/specs/lucene4.md).
+    Lucene41,
     /// Lucene 5.0–8.4 (`.fdt` v0/v1): chunk size in `.fdt`, legacy block index in `.fdx`.
     Legacy,
     /// Lucene 8.5–8.6 (`.fdt` v2): as `Legacy`, but a DirectMonotonic index in
@@ -53,6 +57,15 @@ impl Format {
     pub fn detect(file: &str, codec: &str, version: i32) -> Result<Format> {
         use Compression::*;
         let (container, compression, mode, min, max) = match codec {
+            "Lucene41StoredFieldsData" => {
+                if version == 0 {
+                    return Err(Error::unsupported(
+                        file,
+                        "Lucene41StoredFieldsData format version 0 (Lucene 4.1; supported: 1..=2, Lucene 4.2–4.10)",
+                    ));
+                }
+                (Container::Lucene41, Lz4, "BEST_SPEED", 1, 2)
+            }
             "Lucene50StoredFieldsFastData" => (
                 if version >= 2 {
                     Container::OffHeapIndex
@@ -116,6 +129,22 @@ impl Format {
         })
     }
 
+    /// Whether the files have plain headers (no segment id) and, before v2, no footer.
+    pub fn lucene4(&self) -> bool {
+        self.container == Container::Lucene41
+    }
+
+    /// Whether the `.fdt`/`.fdx` end with a CodecUtil footer.
+    pub fn has_footer(&self) -> bool {
+        self.container != Container::Lucene41 || self.version >= 2
+    }
+
+    /// Whether numbers are stored fixed-width (Lucene 4.x) rather than in the compact
+    /// encodings of Lucene 5+.
+    pub fn fixed_width_numbers(&self) -> bool {
+        self.container == Container::Lucene41
+    }
+
     /// Byte order of fixed-width values in every file of this format.
     pub fn endian(&self) -> Endian {
         match self.container {
@@ -127,6 +156,7 @@ impl Format {
     /// Bits of the chunk token below the doc count (sliced, and dirty from v4 on).
     pub fn token_shift(&self) -> u32 {
         match self.container {
+            Container::Lucene41 => 0,
             Container::Lucene90 => 2,
             Container::Meta if self.version >= 4 => 2,
             _ => 1,
@@ -141,7 +171,9 @@ impl Format {
     /// Codec name of the `.fdx`/`.fdm` index files, without the `Idx`/`Meta` suffix.
     pub fn index_codec(&self) -> String {
         match self.container {
-            Container::Legacy => format!("{}Index", self.codec.trim_end_matches("Data")),
+            Container::Legacy | Container::Lucene41 => {
+                format!("{}Index", self.codec.trim_end_matches("Data"))
+            }
             Container::OffHeapIndex | Container::Meta => "Lucene85FieldsIndex".to_string(),
             Container::Lucene90 => "Lucene90FieldsIndex".to_string(),
         }

@@ -70,8 +70,8 @@ pub struct StoredFieldsReader {
     chunk_size: u32,
     max_doc: u32,
     index: ChunkIndex,
-    /// The CRC-32 the `.fdt` footer records.
-    footer_crc: u32,
+    /// The CRC-32 the `.fdt` footer records (`None`: the file has no footer, Lucene 4.2–4.7).
+    footer_crc: Option<u32>,
     /// `.fdt` bytes before the first chunk, when they were read on open.
     head: Option<Bytes>,
 }
@@ -90,24 +90,61 @@ impl StoredFieldsReader {
         let fdt = dir.open_file(&format!("{segment}.fdt"))?;
         let fdt_name = fdt.name().to_string();
         let fdt_len = fdt.len();
-        let footer_crc = codec_util::check_footer(&fdt)?;
         let head = fdt.read_bytes(0..fdt_len.min(512))?;
         let mut input = DataInput::new(&fdt_name, &head);
-        let header = codec_util::read_index_header_any(&mut input)?;
-        codec_util::check_id_suffix(&fdt_name, &header, segment_id, "")?;
-        let format = Format::detect(&fdt_name, header.codec, header.version)?;
+        let (codec, version) = codec_util::read_header(&mut input.clone())?;
+        let format = if codec == "Lucene41StoredFieldsData" {
+            codec_util::read_header(&mut input)?;
+            Format::detect(&fdt_name, codec, version)?
+        } else {
+            let header = codec_util::read_index_header_any(&mut input)?;
+            codec_util::check_id_suffix(&fdt_name, &header, segment_id, "")?;
+            Format::detect(&fdt_name, header.codec, header.version)?
+        };
+        let footer_len = if format.has_footer() { FOOTER_LEN } else { 0 };
+        let footer_crc = if format.has_footer() {
+            Some(codec_util::check_footer(&fdt)?)
+        } else {
+            None
+        };
         let format_name = format!("{} v{}", format.codec, format.version);
-        let data_end = fdt_len - FOOTER_LEN as u64;
+        let data_end = fdt_len
+            .checked_sub(footer_len as u64)
+            .ok_or_else(|| Error::truncated(fdt_name.as_str()))?;
         // Every chunk takes at least two bytes (doc base, token).
         let max_chunks = data_end / 2;
 
         let index_codec = format.index_codec();
         let fdx = dir.open_file(&format!("{segment}.fdx"))?;
         let fdx_bytes = fdx.read_all()?;
-        codec_util::verify_checksum_bytes(fdx.name(), &fdx_bytes)?;
-        let mut fdx_in = DataInput::new(fdx.name(), &fdx_bytes[..fdx_bytes.len() - FOOTER_LEN]);
+        if format.has_footer() {
+            codec_util::verify_checksum_bytes(fdx.name(), &fdx_bytes)?;
+        }
+        let mut fdx_in = DataInput::new(fdx.name(), &fdx_bytes[..fdx_bytes.len() - footer_len]);
 
         let (chunk_size, first_chunk, index, fdm) = match format.container {
+            Container::Lucene41 => {
+                let chunk_size = read_chunk_size(&mut input)?;
+                let packed_version = input.read_vint()?;
+                if !(1..=2).contains(&packed_version) {
+                    return Err(input.corrupt(format!("PackedInts version {packed_version}")));
+                }
+                let first_chunk = input.position() as u64;
+                codec_util::check_header(
+                    &mut fdx_in,
+                    &index_codec,
+                    format.version,
+                    format.version,
+                )?;
+                let index = fields_index::read_legacy(&mut fdx_in, max_doc, max_chunks)?;
+                if fdx_in.remaining() != 0 {
+                    return Err(fdx_in.corrupt(format!(
+                        "{} unexpected bytes after the index",
+                        fdx_in.remaining()
+                    )));
+                }
+                (chunk_size, first_chunk, index, None)
+            }
             Container::Legacy | Container::OffHeapIndex => {
                 let chunk_size = read_chunk_size(&mut input)?;
                 let packed_version = input.read_vint()?;
@@ -258,8 +295,12 @@ impl StoredFieldsReader {
         Ok((cursor.chunk.record.take().unwrap_or_default(), total))
     }
 
-    /// Verifies the full CRC-32 of `.fdt`, `.fdx` and `.fdm`.
+    /// Verifies the full CRC-32 of `.fdt`, `.fdx` and `.fdm` (nothing for Lucene 4.2–4.7
+    /// files, which carry no checksum).
     pub fn verify_checksums(&self) -> Result<()> {
+        if !self.format.has_footer() {
+            return Ok(());
+        }
         codec_util::verify_checksum(&self.fdt)?;
         codec_util::verify_checksum(&self.fdx)?;
         if let Some(fdm) = &self.fdm {
@@ -409,8 +450,9 @@ impl StoredFieldsCursor<'_> {
         let decoded = &chunk.decoded;
         let data = &decoded[chunk.offsets[k] as usize..chunk.offsets[k + 1] as usize];
         let endian = reader.format.endian();
+        let fixed = reader.format.fixed_width_numbers();
         let mut each = |number: u32, value: StoredValue<'_>| visitor(number, value, decoded);
-        match document::visit_fields(data, num_fields, endian, &mut each) {
+        match document::visit_fields(data, num_fields, endian, fixed, &mut each) {
             Ok(r) => r,
             Err(e) => Err(document::doc_error(reader.fdt.name(), doc, e)),
         }
@@ -461,13 +503,16 @@ impl StoredFieldsCursor<'_> {
                 if next_chunk == 0 {
                     hash_head(reader, &mut hasher)?;
                 }
+                let Some(expected) = reader.footer_crc else {
+                    return Ok(Verified::No);
+                };
                 let from = reader.index.pointers[next_chunk];
                 hash_range(&reader.fdt, &mut hasher, from, reader.fdt.len() - 8)?;
                 let actual = hasher.finalize();
-                if actual != reader.footer_crc {
+                if actual != expected {
                     return Err(Error::Checksum {
                         file: reader.fdt.name().to_string(),
-                        expected: reader.footer_crc,
+                        expected,
                         actual,
                     });
                 }
