@@ -1,4 +1,4 @@
-//! A read-only reader of Lucene 5–10 indexes, limited to what a migration needs: commits
+//! A read-only reader of Lucene 4.2–10 indexes, limited to what a migration needs: commits
 //! and segments, compound files, field infos, live docs, soft deletes, stored fields and
 //! doc values (forward per field, or a NUMERIC field's values by doc id such as `_seq_no`).
 //!

@@ -138,6 +138,23 @@ pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
 /// [`normalize_source`] of `raw` lying in `owner`: JSON that needs no change is returned
 /// as a share of `owner` (no copy) instead of a copy.
 pub fn normalize_source_in(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, String> {
+    // Elasticsearch 1.x `_source: {compress: true}` stored LZF chunks (`ZV\0`/`ZV\1`); a
+    // `DFL\0` header is the raw-DEFLATE form of the same wrapper (docs/specs/es-legacy.md).
+    if crate::lzf::is_lzf(raw) {
+        let plain = crate::lzf::decompress("_source", raw)
+            .map_err(|e| format!("LZF-compressed _source: {e}"))?;
+        return normalize_uncompressed(&plain, None);
+    }
+    if raw.starts_with(b"DFL\0") {
+        let (_, plain) = crate::envelope::decompress("_source", raw)
+            .map_err(|e| format!("DEFLATE-compressed _source: {e}"))?;
+        return normalize_uncompressed(&plain, None);
+    }
+    normalize_uncompressed(raw, owner)
+}
+
+/// [`normalize_source_in`] of bytes that are not compressed.
+fn normalize_uncompressed(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, String> {
     match sniff_source(raw) {
         Some(SourceFormat::Json) => {
             let scan =
@@ -335,6 +352,22 @@ mod tests {
         assert!(normalize_source(b"{\"a\":1 /* open}").is_err());
         assert!(normalize_source(b"noop reason").is_err());
         assert!(normalize_source(b"{\"a\":\"x\ny\"}").is_err());
+    }
+
+    #[test]
+    fn compressed_sources_are_decompressed() {
+        use std::io::Write;
+        let json = br#"{"title":"compressed","n":[1,2,3]}"#;
+        let mut dfl = b"DFL\0".to_vec();
+        let mut enc = flate2::write::DeflateEncoder::new(&mut dfl, flate2::Compression::new(3));
+        enc.write_all(json).unwrap();
+        enc.finish().unwrap();
+        assert_eq!(&normalize_source(&dfl).unwrap()[..], json);
+        let e = normalize_source(&dfl[..dfl.len() / 2]).unwrap_err();
+        assert!(e.starts_with("DEFLATE-compressed _source"), "{e}");
+        // An LZF chunk header with nothing behind it is an error, never a panic.
+        let e = normalize_source(b"ZV\x01\x00\x09").unwrap_err();
+        assert!(e.starts_with("LZF-compressed _source"), "{e}");
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub mod shard_paths;
 pub mod uri;
 #[cfg(feature = "test-util")]
 pub mod write;
+#[cfg(feature = "test-util")]
+pub mod write_legacy;
 pub mod xcontent;
 
 pub use blob::{BlobMeta, BlobStore, LocalStore};
