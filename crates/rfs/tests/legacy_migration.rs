@@ -1,0 +1,167 @@
+//! `rfs run` and `rfs verify` from Elasticsearch 1.7- and 2.4-layout repositories, written by
+//! the project's writer around indexes written by real Lucene 4.10.4 (the Lucene of ES 1.7:
+//! `_uid` = `type#id`, LZF-compressed `_source` for a third of the documents, `_parent` with
+//! its `_routing`, `_timestamp`, `_ttl`), into the test server posing as OpenSearch 2.19:
+//! every document delivered, compared one by one with what Lucene and compress-lzf read; the
+//! two mapping types merged into one index, or split into one index per type.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use snapshot::write::{IndexSpec, ShardSource, SnapshotSpec};
+use snapshot::write_legacy::{write_legacy_repository, LegacyLayout};
+use snapshot::TypeMapping;
+use testkit::server::{ServerConfig, TestServer};
+
+const SNAPSHOT: &str = "snap-1";
+const INDEX: &str = "tweets";
+
+fn lucene4(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../lucene/tests/data/lucene4")
+        .join(name)
+}
+
+/// (type, id) → source of every live document with a `_source` in `fixture`.
+fn expected(fixture: &str) -> BTreeMap<(String, String), Value> {
+    std::fs::read_to_string(lucene4(&format!("{fixture}.sources.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let source: Value = serde_json::from_str(v["source"].as_str().unwrap()).unwrap();
+            let key = (
+                v["type"].as_str().unwrap().to_string(),
+                v["id"].as_str().unwrap().to_string(),
+            );
+            (key, source)
+        })
+        .collect()
+}
+
+fn write(dest: &Path, layout: LegacyLayout, fixture: &str) {
+    let mut spec = SnapshotSpec::new(SNAPSHOT);
+    spec.indices = vec![IndexSpec {
+        name: INDEX.into(),
+        settings: Map::new(),
+        mappings: vec![
+            TypeMapping {
+                doc_type: "tweet".into(),
+                mapping: json!({"_all": {"enabled": true},
+                                "properties": {"text": {"type": "string"}, "n": {"type": "long"},
+                                               "price": {"type": "double"}}}),
+            },
+            TypeMapping {
+                doc_type: "user".into(),
+                mapping: json!({"_parent": {"type": "user"}, "_timestamp": {"enabled": true},
+                                "_ttl": {"enabled": true},
+                                "properties": {"text": {"type": "string", "index": "not_analyzed"},
+                                               "n": {"type": "long"}, "price": {"type": "double"}}}),
+            },
+        ],
+        aliases: Map::new(),
+        shards: vec![ShardSource::Lucene(Arc::new(
+            lucene::FsDirectory::open(lucene4(fixture)).unwrap(),
+        ))],
+        extra: Map::new(),
+    }];
+    write_legacy_repository(dest, &[spec], layout).unwrap();
+}
+
+fn rfs(args: &[&str], repo: &Path, work: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rfs"))
+        .env_remove("RFS_CONFIG")
+        .args(args)
+        .arg("--repo")
+        .arg(repo)
+        .current_dir(work)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+fn run(repo: &Path, target: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let work = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", work.path().join("state.db").display());
+    let failures = work.path().join("failures.jsonl");
+    let mut args = vec![
+        "--quiet",
+        "run",
+        "--snapshot",
+        SNAPSHOT,
+        "--target",
+        target,
+        "--no-progress",
+        "--store",
+        &store,
+        "--failure-log",
+        failures.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    rfs(&args, repo, work.path())
+}
+
+#[test]
+fn es1_and_es2_repositories_migrate_every_document() {
+    for (layout, fixture) in [
+        (LegacyLayout::Es1, "l4-cfs"),
+        (LegacyLayout::Es2, "l4-nocfs"),
+    ] {
+        let what = format!("{layout:?} {fixture}");
+        let want = expected(fixture);
+        let repo = tempfile::tempdir().unwrap();
+        write(repo.path(), layout, fixture);
+
+        // Merged (the default): one index, every document by its id.
+        let server = TestServer::start(ServerConfig::opensearch("2.19.2"));
+        let (code, out) = run(repo.path(), &server.url(), &[]);
+        assert_eq!(code, Some(0), "{what}:\n{out}");
+        let got = server.documents(INDEX);
+        assert_eq!(got.len(), want.len(), "{what}: documents\n{out}");
+        for ((_, id), source) in &want {
+            assert_eq!(got.get(id), Some(source), "{what}: {id}");
+        }
+        let info = server.index(INDEX).unwrap();
+        let text = &info.mappings["properties"]["text"];
+        assert!(
+            text["type"] == "text" || text["type"] == "keyword",
+            "{what}: {text}"
+        );
+        let work = tempfile::tempdir().unwrap();
+        let (code, report) = rfs(
+            &[
+                "verify",
+                "--all",
+                "--snapshot",
+                SNAPSHOT,
+                "--target",
+                &server.url(),
+            ],
+            repo.path(),
+            work.path(),
+        );
+        assert_eq!(code, Some(0), "{what}: verify:\n{report}");
+
+        // Split: one index per mapping type.
+        let server = TestServer::start(ServerConfig::opensearch("2.19.2"));
+        let (code, out) = run(repo.path(), &server.url(), &["--multi-type", "split"]);
+        assert_eq!(code, Some(0), "{what} split:\n{out}");
+        for t in ["tweet", "user"] {
+            let got = server.documents(&format!("{INDEX}_{t}"));
+            let of_type: Vec<_> = want.iter().filter(|((ty, _), _)| ty == t).collect();
+            assert!(!of_type.is_empty());
+            assert_eq!(got.len(), of_type.len(), "{what} split {t}\n{out}");
+            for ((_, id), source) in of_type {
+                assert_eq!(got.get(id), Some(source), "{what} split {t}: {id}");
+            }
+        }
+    }
+}
