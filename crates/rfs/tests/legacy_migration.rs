@@ -58,7 +58,8 @@ fn write(dest: &Path, layout: LegacyLayout, fixture: &str) {
                 doc_type: "user".into(),
                 mapping: json!({"_parent": {"type": "user"}, "_timestamp": {"enabled": true},
                                 "_ttl": {"enabled": true},
-                                "properties": {"text": {"type": "string", "index": "not_analyzed"},
+                                "properties": {"text": {"type": "string"},
+                                               "tag": {"type": "string", "index": "not_analyzed"},
                                                "n": {"type": "long"}, "price": {"type": "double"}}}),
             },
         ],
@@ -129,12 +130,20 @@ fn es1_and_es2_repositories_migrate_every_document() {
         for ((_, id), source) in &want {
             assert_eq!(got.get(id), Some(source), "{what}: {id}");
         }
-        let info = server.index(INDEX).unwrap();
-        let text = &info.mappings["properties"]["text"];
+        // The 1.x mappings were converted: no `string` type, `_all`, `_timestamp`, `_ttl`
+        // or `_parent` reached the target.
+        let mappings = server.index(INDEX).unwrap().mappings.to_string();
+        for gone in ["\"string\"", "_all", "_timestamp", "_ttl", "_parent"] {
+            assert!(
+                !mappings.contains(gone),
+                "{what}: {gone} in {mappings}\n{out}"
+            );
+        }
         assert!(
-            text["type"] == "text" || text["type"] == "keyword",
-            "{what}: {text}"
+            mappings.contains("\"text\"") && mappings.contains("\"keyword\""),
+            "{what}: {mappings}\n{out}"
         );
+        assert!(out.contains(" 0 errors, 0 blocked"), "{what}:\n{out}");
         let work = tempfile::tempdir().unwrap();
         let (code, report) = rfs(
             &[
