@@ -330,7 +330,8 @@ impl Table {
         limit: u32,
     ) -> Result<Page, TableError> {
         let k = &self.key_sql;
-        let mut conds: Vec<String> = Vec::new();
+        // NULL keys sort last and cannot be stepped over: [`Table::null_keys`] counts them.
+        let mut conds: Vec<String> = vec![format!("{k} IS NOT NULL")];
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
         // The cursor is inside the slot, hence after its lower bound.
         let after = cursor.or(slot.after.as_deref());
@@ -360,9 +361,8 @@ impl Table {
         }
         let limit = limit.max(1);
         let sql = format!(
-            "{}{}{} ORDER BY {k} LIMIT {limit}",
+            "{} WHERE {} ORDER BY {k} LIMIT {limit}",
             self.select,
-            if conds.is_empty() { "" } else { " WHERE " },
             conds.join(" AND ")
         );
         let rows = self
@@ -390,6 +390,39 @@ impl Table {
             }
         }
         Ok(page)
+    }
+
+    /// Rows of `slot` after `cursor` inside `bounds` whose key is not NULL: what reading
+    /// them page by page must have found.
+    pub async fn count(
+        &self,
+        slot: &Slot,
+        bounds: &Bounds,
+        cursor: Option<&str>,
+    ) -> Result<u64, TableError> {
+        let k = &self.key_sql;
+        let mut conds: Vec<String> = vec![format!("{k} IS NOT NULL")];
+        let mut values: Vec<String> = Vec::new();
+        for (v, op) in [
+            (cursor.or(slot.after.as_deref()), ">"),
+            (slot.until.as_deref(), "<="),
+            (bounds.from.as_deref(), ">="),
+            (bounds.until.as_deref(), "<"),
+        ] {
+            if let Some(v) = v {
+                values.push(v.to_string());
+                conds.push(format!("{k} {op} {}", self.cast(values.len())));
+            }
+        }
+        let params: Vec<&(dyn ToSql + Sync)> =
+            values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE {}",
+            self.schema.table.sql(),
+            conds.join(" AND ")
+        );
+        let rows = self.query("counting a slot's rows", &sql, &params).await?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as u64))
     }
 
     /// The smallest and greatest key inside `bounds` (`None`: no rows).
@@ -452,6 +485,35 @@ impl Table {
             format!("WHERE {}", conds.join(" AND "))
         };
         (w, bounds.from.clone(), bounds.until.clone())
+    }
+
+    /// Whether `columns` are provably unique together: a unique index (or primary key)
+    /// without a predicate or expressions has its key columns among them. Two rows can then
+    /// only agree on all of `columns` when one of those is NULL in both (a unique index lets
+    /// NULLs repeat). `None` when a column does not exist.
+    pub async fn unique_over(&self, columns: &[&str]) -> Result<Option<bool>, TableError> {
+        let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        for c in &names {
+            if !self.schema.columns.iter().any(|k| &k.name == c) {
+                return Ok(None);
+            }
+        }
+        let rows = self
+            .query(
+                "reading the unique indexes",
+                "SELECT EXISTS (
+                    SELECT 1 FROM pg_index i
+                    WHERE i.indrelid = to_regclass($1) AND i.indisunique
+                      AND i.indpred IS NULL AND i.indexprs IS NULL
+                      AND NOT EXISTS (
+                        SELECT 1 FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                        WHERE k.n <= i.indnkeyatts AND k.attnum NOT IN (
+                            SELECT a.attnum FROM pg_attribute a
+                            WHERE a.attrelid = i.indrelid AND a.attname = ANY($2::text[]))))",
+                &[&self.schema.table.sql(), &names],
+            )
+            .await?;
+        Ok(Some(rows.first().is_some_and(|r| r.get::<_, bool>(0))))
     }
 
     /// Rows whose key is NULL (a unique index allows them; pages never reach them).
