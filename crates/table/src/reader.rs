@@ -316,6 +316,13 @@ impl Table {
         .await
     }
 
+    /// The key as ORDER BY must name it: qualified by the table, so that it is the column
+    /// and not the output column of the same name, which is its text for keys read as
+    /// text (numeric keys would be sorted as strings: `10.5` before `2`).
+    fn order_key(&self) -> String {
+        format!("{}.{}", self.schema.table.sql(), self.key_sql)
+    }
+
     fn cast(&self, n: usize) -> String {
         format!("${n}::text::{}", self.key_type)
     }
@@ -361,9 +368,10 @@ impl Table {
         }
         let limit = limit.max(1);
         let sql = format!(
-            "{} WHERE {} ORDER BY {k} LIMIT {limit}",
+            "{} WHERE {} ORDER BY {} LIMIT {limit}",
             self.select,
-            conds.join(" AND ")
+            conds.join(" AND "),
+            self.order_key()
         );
         let rows = self
             .query(&format!("reading {}", self.schema.table), &sql, &params)
@@ -443,13 +451,14 @@ impl Table {
             params.push(u);
         }
         let sql = format!(
-            "SELECT {k}{} FROM {} {conds} ORDER BY {k} {dir} LIMIT 1",
+            "SELECT {k}{} FROM {} {conds} ORDER BY {} {dir} LIMIT 1",
             if self.schema.key_column().kind.read_as_text() {
                 "::text"
             } else {
                 ""
             },
-            self.schema.table.sql()
+            self.schema.table.sql(),
+            self.order_key()
         );
         let rows = self.query("reading the key range", &sql, &params).await?;
         self.first_key(&rows)
@@ -469,7 +478,8 @@ impl Table {
 
     fn bound_conds(&self, bounds: &Bounds) -> (String, Option<String>, Option<String>) {
         let k = &self.key_sql;
-        let mut conds = Vec::new();
+        // NULL keys are no key: DESC would give them first.
+        let mut conds = vec![format!("{k} IS NOT NULL")];
         let mut n = 0;
         if bounds.from.is_some() {
             n += 1;
@@ -479,11 +489,7 @@ impl Table {
             n += 1;
             conds.push(format!("{k} < {}", self.cast(n)));
         }
-        let w = if conds.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", conds.join(" AND "))
-        };
+        let w = format!("WHERE {}", conds.join(" AND "));
         (w, bounds.from.clone(), bounds.until.clone())
     }
 
@@ -552,13 +558,14 @@ impl Table {
             String::new()
         };
         let sql = format!(
-            "SELECT {k}{} FROM {} {sampling} {conds} ORDER BY {k}",
+            "SELECT {k}{} FROM {} {sampling} {conds} ORDER BY {}",
             if self.schema.key_column().kind.read_as_text() {
                 "::text"
             } else {
                 ""
             },
-            self.schema.table.sql()
+            self.schema.table.sql(),
+            self.order_key()
         );
         let rows = self.query("sampling keys", &sql, &params).await?;
         let kind = &self.schema.key_column().kind;
