@@ -28,6 +28,10 @@ pub struct ClientConfig {
     /// Most `BatchWriteItem` requests in flight (the AIMD limit starts here and halves on
     /// throttling).
     pub max_in_flight: usize,
+    /// How long writes are retried while DynamoDB throttles them (throttling errors and
+    /// unprocessed writes), whatever `retry.max_attempts` says; `None`: attempts only.
+    /// Callers set it to what their lease allows.
+    pub throttle_budget: Option<Duration>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -39,6 +43,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("request_timeout", &self.request_timeout)
             .field("retry", &self.retry)
             .field("max_in_flight", &self.max_in_flight)
+            .field("throttle_budget", &self.throttle_budget)
             .finish_non_exhaustive()
     }
 }
@@ -72,6 +77,7 @@ impl ClientConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             retry: default_retry(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            throttle_budget: None,
         }
     }
 }
@@ -92,7 +98,14 @@ pub(crate) struct Inner {
     pub(crate) retry: RetryPolicy,
     pub(crate) limiter: AimdLimiter,
     pub(crate) stats: Counters,
+    pub(crate) throttle_budget: Option<Duration>,
+    /// When pressure (throttling, unprocessed writes, retries) was last reported at WARN,
+    /// and the counters then.
+    warned: std::sync::Mutex<(Option<std::time::Instant>, ClientStats)>,
 }
+
+/// Shortest time between two WARN lines about throttling.
+const WARN_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Default)]
 pub(crate) struct Counters {
@@ -200,6 +213,8 @@ impl Client {
                 retry,
                 limiter: AimdLimiter::new(config.max_in_flight),
                 stats: Counters::default(),
+                throttle_budget: config.throttle_budget,
+                warned: std::sync::Mutex::new((None, ClientStats::default())),
             }),
         })
     }
@@ -223,6 +238,45 @@ impl Client {
             unprocessed: g(&s.unprocessed),
             splits: g(&s.splits),
         }
+    }
+
+    /// Reports throttling, unprocessed writes and retries at WARN, at most once per
+    /// [`WARN_EVERY`], with the counts since the last report: call after each of them.
+    pub(crate) fn warn_pressure(&self, table: &str, last: &str) {
+        let now = std::time::Instant::now();
+        let stats = self.stats();
+        let Ok(mut w) = self.inner.warned.lock() else {
+            return;
+        };
+        if w.0.is_some_and(|t| now.duration_since(t) < WARN_EVERY) {
+            return;
+        }
+        let before = w.1;
+        let since = w.0.map_or_else(
+            || "so far".to_string(),
+            |t| format!("in the last {} s", now.duration_since(t).as_secs()),
+        );
+        *w = (Some(now), stats);
+        drop(w);
+        tracing::warn!(
+            table,
+            throttled = stats.throttled - before.throttled,
+            unprocessed = stats.unprocessed - before.unprocessed,
+            retries = stats.retries - before.retries,
+            "DynamoDB is pushing back {since}: {} throttled answers, {} writes left unprocessed, {} requests retried (totals {}, {}, {}; write concurrency now {:.1}); last: {last}",
+            stats.throttled - before.throttled,
+            stats.unprocessed - before.unprocessed,
+            stats.retries - before.retries,
+            stats.throttled,
+            stats.unprocessed,
+            stats.retries,
+            self.write_concurrency(),
+        );
+    }
+
+    /// How long writes are retried while throttled (`None`: attempts only).
+    pub fn throttle_budget(&self) -> Option<Duration> {
+        self.inner.throttle_budget
     }
 
     /// The current concurrency limit of writes (halved on throttling).

@@ -1,5 +1,6 @@
 //! Writing items: each write framed once into its wire form, then sent in `BatchWriteItem`
-//! requests of up to 25, several in flight under the client's AIMD limit.
+//! requests of up to 25 writes and 16 MB of body (measured on the wire form, escapes
+//! included), several in flight under the client's AIMD limit.
 //!
 //! - Writes DynamoDB returns in `UnprocessedItems`, throttling errors, 5xx answers and lost
 //!   connections: the writes still pending are sent again after a backoff with jitter;
@@ -23,6 +24,11 @@ use crate::value::{item_from_wire, write_item, write_json_string, Item};
 
 /// Most writes in one `BatchWriteItem`.
 pub const MAX_BATCH_WRITES: usize = 25;
+
+/// Most bytes of one `BatchWriteItem` request body: DynamoDB takes up to 16 MB, counted
+/// here on the wire form (escapes included: a 400 KB item of control characters is six
+/// times that once escaped), with room for the request's framing.
+pub const MAX_REQUEST_BYTES: usize = (16 << 20) - (64 << 10);
 
 /// One write in its wire form, with the key it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,9 +104,18 @@ pub struct WriteOutcome {
     pub written: usize,
     /// Writes not sent because a later write of the same key was (counted in `written`).
     pub superseded: usize,
+    /// Each of those as (its index, the index of the write of its key that was sent), in
+    /// index order: a caller that must not count them as written refuses them.
+    pub superseded_by: Vec<(usize, usize)>,
     pub refused: Vec<WriteRefusal>,
     /// Bytes of the writes' wire forms (each counted once).
     pub bytes: u64,
+    /// Answers of this call that throttled (errors, or writes left unprocessed).
+    pub throttled: u64,
+    /// Writes of this call returned unprocessed (and sent again).
+    pub unprocessed: u64,
+    /// Requests of this call sent again.
+    pub retries: u64,
 }
 
 /// Writes items into one table.
@@ -149,18 +164,33 @@ impl BatchWriter {
         let live: Vec<usize> = (0..requests.len())
             .filter(|i| last.get(&*requests[*i].key) == Some(i))
             .collect();
+        let superseded_by: Vec<(usize, usize)> = requests
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let last = last.get(&*r.key).copied()?;
+                (last != i).then_some((i, last))
+            })
+            .collect();
         let mut outcome = WriteOutcome {
             superseded: requests.len() - live.len(),
+            superseded_by,
             bytes: live.iter().map(|i| requests[*i].len() as u64).sum(),
             ..WriteOutcome::default()
         };
-        let chunks = live
-            .chunks(MAX_BATCH_WRITES)
-            .map(|c| self.write_chunk(c.to_vec(), requests));
+        let chunks = self
+            .requests_of(&live, requests)
+            .into_iter()
+            .map(|c| self.write_chunk(c, requests));
         let mut error: Option<DynamoError> = None;
         for r in futures::future::join_all(chunks).await {
             match r {
-                Ok(refused) => outcome.refused.extend(refused),
+                Ok((refused, p)) => {
+                    outcome.refused.extend(refused);
+                    outcome.throttled += p.throttled;
+                    outcome.unprocessed += p.unprocessed;
+                    outcome.retries += p.retries;
+                }
                 // A fatal error says more than a budget that ran out.
                 Err(e)
                     if error
@@ -180,18 +210,47 @@ impl BatchWriter {
         Ok(outcome)
     }
 
+    /// `live` cut into requests of at most [`MAX_BATCH_WRITES`] writes and
+    /// [`MAX_REQUEST_BYTES`] bytes of body (a write alone over that goes alone: DynamoDB
+    /// refuses it, and it is refused by itself).
+    fn requests_of(&self, live: &[usize], requests: &[WriteRequest]) -> Vec<Vec<usize>> {
+        let framing = self.head.len() + 3;
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        let mut current: Vec<usize> = Vec::new();
+        let mut bytes = framing;
+        for &i in live {
+            let len = requests[i].len() + 1;
+            if !current.is_empty()
+                && (current.len() >= MAX_BATCH_WRITES || bytes + len > MAX_REQUEST_BYTES)
+            {
+                out.push(std::mem::take(&mut current));
+                bytes = framing;
+            }
+            bytes += len;
+            current.push(i);
+        }
+        if !current.is_empty() {
+            out.push(current);
+        }
+        out
+    }
+
     /// Up to 25 writes (indices into `requests`), until written or refused.
     async fn write_chunk(
         &self,
         indices: Vec<usize>,
         requests: &[WriteRequest],
-    ) -> Result<Vec<WriteRefusal>, DynamoError> {
+    ) -> Result<(Vec<WriteRefusal>, WriteOutcome), DynamoError> {
         let inner = &self.client.inner;
+        // This chunk's pushback (throttled, unprocessed, retries only).
+        let mut pushback = WriteOutcome::default();
         let policy = &inner.retry;
         let mut sent: HashMap<usize, u32> = HashMap::new();
         let mut refused = Vec::new();
         // Sub-batches still to write, each with the attempts it has had.
         let mut queue: Vec<(Vec<usize>, u32)> = vec![(indices, 0)];
+        // Since when every answer has been throttling (reset by any other answer).
+        let mut throttled_since: Option<std::time::Instant> = None;
         while let Some((mut pending, mut tries)) = queue.pop() {
             while !pending.is_empty() {
                 tries += 1;
@@ -201,6 +260,7 @@ impl BatchWriter {
                 let body = self.body(&pending, requests);
                 let permit = inner.limiter.acquire().await;
                 let answer = self.client.send_once("BatchWriteItem", body).await;
+                let mut throttled = false;
                 let last = match answer {
                     Ok(answer) => {
                         let unprocessed = self.unprocessed(&answer, &pending, requests)?;
@@ -208,12 +268,15 @@ impl BatchWriter {
                             permit.succeeded();
                             break;
                         }
+                        throttled = true;
                         permit.throttled();
                         inner.stats.throttled.fetch_add(1, Ordering::Relaxed);
                         inner
                             .stats
                             .unprocessed
                             .fetch_add(unprocessed.len() as u64, Ordering::Relaxed);
+                        pushback.throttled += 1;
+                        pushback.unprocessed += unprocessed.len() as u64;
                         let last = format!(
                             "{} of {} writes left unprocessed",
                             unprocessed.len(),
@@ -225,8 +288,10 @@ impl BatchWriter {
                     Err(f) => match f.class {
                         Class::Throttled | Class::Retry => {
                             if f.class == Class::Throttled {
+                                throttled = true;
                                 permit.throttled();
                                 inner.stats.throttled.fetch_add(1, Ordering::Relaxed);
+                                pushback.throttled += 1;
                             }
                             if f.status == 0 {
                                 f.message
@@ -257,7 +322,28 @@ impl BatchWriter {
                     },
                 };
                 drop(permit);
-                if tries >= policy.max_attempts {
+                // Throttling is retried for as long as the budget (what the lease allows)
+                // lasts; anything else, and throttling without a budget, by attempts.
+                let now = std::time::Instant::now();
+                let budget = self.client.throttle_budget().filter(|_| throttled);
+                if throttled {
+                    throttled_since.get_or_insert(now);
+                } else {
+                    throttled_since = None;
+                }
+                let exhausted = match (budget, throttled_since) {
+                    (Some(b), Some(since)) => now.duration_since(since) >= b,
+                    _ => tries >= policy.max_attempts,
+                };
+                if exhausted {
+                    if let (Some(b), Some(since)) = (budget, throttled_since) {
+                        tracing::warn!(
+                            table = %self.table,
+                            "DynamoDB throttled these writes for {} s, as long as the lease allows ({} s): giving up on them ({last}); the work item fails and is tried again later",
+                            now.duration_since(since).as_secs(),
+                            b.as_secs()
+                        );
+                    }
                     return Err(DynamoError::RetriesExhausted {
                         operation: "BatchWriteItem",
                         attempts: tries,
@@ -265,11 +351,15 @@ impl BatchWriter {
                     });
                 }
                 inner.stats.retries.fetch_add(1, Ordering::Relaxed);
+                pushback.retries += 1;
                 tracing::debug!(table = %self.table, tries, "BatchWriteItem: {last}; retrying");
-                tokio::time::sleep(policy.delay(tries, None)).await;
+                self.client.warn_pressure(&self.table, &last);
+                // Past the attempts (throttled, within the budget): the longest step.
+                let delay = policy.delay(tries.min(policy.max_attempts), None);
+                tokio::time::sleep(delay).await;
             }
         }
-        Ok(refused)
+        Ok((refused, pushback))
     }
 
     fn body(&self, pending: &[usize], requests: &[WriteRequest]) -> Bytes {

@@ -26,11 +26,43 @@ pub struct Metrics {
     pub lease_expiry_seconds: AtomicI64,
     /// Work items this process holds a lease on now.
     pub leases_held: AtomicI64,
+    /// Counters sinks keep of their own (throttling, retries), read when rendered.
+    sinks: std::sync::Mutex<Vec<SinkCounters>>,
+}
+
+/// A sink's own counters: `(name, help, value)` each, rendered with a `sink` label.
+#[derive(Clone)]
+pub struct SinkCounters {
+    /// What the sink writes to (no secrets), the label's value.
+    pub sink: String,
+    pub read: Arc<dyn Fn() -> Vec<(&'static str, &'static str, u64)> + Send + Sync>,
+}
+
+impl std::fmt::Debug for SinkCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkCounters")
+            .field("sink", &self.sink)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A Prometheus label value: backslash, quote and line breaks escaped.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 impl Metrics {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
+    }
+
+    /// Adds a sink's own counters to what [`Metrics::render`] shows.
+    pub fn add_sink_counters(&self, counters: SinkCounters) {
+        if let Ok(mut s) = self.sinks.lock() {
+            s.push(counters);
+        }
     }
 
     /// The Prometheus text exposition of every metric.
@@ -107,6 +139,24 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
             );
         }
+        let sinks = self.sinks.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut by_name: std::collections::BTreeMap<&str, (&str, Vec<(String, u64)>)> =
+            std::collections::BTreeMap::new();
+        for s in &sinks {
+            for (name, help, value) in (s.read)() {
+                by_name
+                    .entry(name)
+                    .or_insert((help, Vec::new()))
+                    .1
+                    .push((label(&s.sink), value));
+            }
+        }
+        for (name, (help, values)) in by_name {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (sink, value) in values {
+                let _ = writeln!(out, "{name}{{sink=\"{sink}\"}} {value}");
+            }
+        }
         out
     }
 }
@@ -167,6 +217,15 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
         assert!(text.contains("\nrfs_documents_sent_total 42\n"), "{text}");
         assert!(text.contains("\nrfs_in_flight_batches 3\n"), "{text}");
+        m.add_sink_counters(SinkCounters {
+            sink: "dynamodb://t\"x".into(),
+            read: Arc::new(|| vec![("rfs_sink_throttled_total", "Throttled.", 7)]),
+        });
+        let r = m.render();
+        assert!(
+            r.contains("# TYPE rfs_sink_throttled_total counter\nrfs_sink_throttled_total{sink=\"dynamodb://t\\\"x\"} 7\n"),
+            "{r}"
+        );
         server.abort();
     }
 }

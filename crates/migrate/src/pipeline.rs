@@ -440,6 +440,13 @@ fn account<B>(
                 .map(|b| source_value(b)),
         });
     }
+    // The target's pushback (throttling, retries) rides along as `sink:<what>` counts:
+    // not documents, so no part of refused or skipped.
+    for (what, n) in &delivered.pressure {
+        if *n > 0 {
+            *reasons.entry(format!("sink:{what}")).or_default() += n;
+        }
+    }
     let refused = chunk.refusals.len() + delivered.refused.len();
     for r in chunk.refusals.iter().chain(&delivered.refused) {
         *reasons

@@ -61,6 +61,8 @@ pub struct RowVerifyOptions {
     pub all: bool,
     /// Keys kept per kind of mismatch for the report.
     pub max_listed: usize,
+    /// The seed of the sample; `None`: a random one (the report gives it, to replay).
+    pub seed: Option<u64>,
 }
 
 /// One slot's counts.
@@ -91,6 +93,8 @@ pub struct RowVerifyReport {
     pub bad_rows: u64,
     /// The target's own total, when it can tell.
     pub target_total: Option<u64>,
+    /// The seed the sample was drawn with.
+    pub seed: u64,
 }
 
 impl RowVerifyReport {
@@ -113,8 +117,12 @@ pub async fn verify_rows<T: RowTarget>(
 ) -> Result<RowVerifyReport, String> {
     let table = source.table().clone();
     let slots = source.slots().await.map_err(|e| e.to_string())?;
-    let mut report = RowVerifyReport::default();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0x7ab1e);
+    let seed = opts.seed.unwrap_or_else(rand::random);
+    let mut report = RowVerifyReport {
+        seed,
+        ..RowVerifyReport::default()
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     // Each row is compared with a probability that gives about `sample` rows per slot of
     // the average size (and at most `sample`).
     let avg = (table.schema().estimated_rows / (slots.len() as u64).max(1)).max(1);

@@ -44,6 +44,10 @@ pub struct Delivered {
     pub source_bytes: u64,
     /// Documents refused for good.
     pub refused: Vec<Refusal>,
+    /// How hard the target pushed back while this batch was sent (`throttled`,
+    /// `unprocessed`, `retries`), for the store's counts (`rfs status`); empty for sinks
+    /// that do not tell.
+    pub pressure: Vec<(&'static str, u64)>,
 }
 
 /// Frames documents into batches (one per reader thread; runs on it).

@@ -764,14 +764,32 @@ async fn deletes_by_id_and_last_write_wins_within_a_batch() {
         .await
         .unwrap();
     let mut docs: Vec<Document> = (0..60).map(|i| doc(&row_id(i), row(i).0)).collect();
-    // row 5 written twice in one batch (the later one wins), row 6 deleted after its write
+    // row 5 written twice in one batch (the later one wins), row 6 deleted after its write:
+    // the overwritten writes are refused as key collisions, never counted as delivered
     docs.push(doc(
         &row_id(5),
         row(5).0.replace("\"seq\":5", "\"seq\":555"),
     ));
     docs.push(delete(&row_id(6), ""));
     let (delivered, local, refused) = deliver(&sink, docs).await.unwrap();
-    assert_eq!((delivered, local.len(), refused.len()), (62, 0, 0));
+    assert_eq!((delivered, local.len(), refused.len()), (60, 0, 2));
+    let mut collided: Vec<(&str, &str, bool)> = refused
+        .iter()
+        .map(|r| (r.id.as_str(), r.error_type.as_str(), r.delete))
+        .collect();
+    collided.sort();
+    assert_eq!(
+        collided,
+        vec![
+            (row_id(5).as_str(), "key_collision", false),
+            (row_id(6).as_str(), "key_collision", false)
+        ]
+    );
+    assert!(
+        refused[0].reason.contains("same batch"),
+        "{}",
+        refused[0].reason
+    );
     let got = scan(&sdk(&d.endpoint()).await, "room_events").await;
     assert_eq!(got.len(), 59);
     assert!(!got.contains_key(&row_id(6)));

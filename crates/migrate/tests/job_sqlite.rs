@@ -140,6 +140,7 @@ impl Sink for Snk {
             .unwrap()
             .extend(good.into_iter().map(|d| d.id));
         Ok(Delivered {
+            pressure: Vec::new(),
             delivered,
             bytes: delivered * 100,
             source_bytes: delivered * 10,

@@ -297,10 +297,26 @@ fn postgres_table_into_dynalite_reads_back_equal_and_verify_finds_a_doctored_tab
     assert_table(&sdk, "every_by_room", &want);
     let out = run(&[&["table", "verify"], &flags2[..], &mapped, &["--all"]].concat());
     assert_eq!(code(&out), Some(0), "{}", text(&out));
-    // The mapping must fit the table: `every` is keyed by id alone.
+    // The mapping must fit the table: `every` is keyed by id alone (checked against a store
+    // of no migration: the one of the run records the mapping, and refuses another, exit 2).
+    let store3 = format!("sqlite://{}", work.path().join("s3.db").display());
+    let flags3 = table_flags(&sink, &store3);
+    let flags3: Vec<&str> = flags3.iter().map(String::as_str).collect();
     let out = run(&[
         &["table", "verify"],
         &flags[..],
+        &["--partition-key", "room", "--all"],
+    ]
+    .concat());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("belongs to another migration"),
+        "{}",
+        text(&out)
+    );
+    let out = run(&[
+        &["table", "verify"],
+        &flags3[..],
         &["--partition-key", "room", "--all"],
     ]
     .concat());

@@ -316,6 +316,13 @@ impl Table {
         .await
     }
 
+    /// The key as ORDER BY must name it: qualified by the table, so that it is the column
+    /// and not the output column of the same name, which is its text for keys read as
+    /// text (numeric keys would be sorted as strings: `10.5` before `2`).
+    fn order_key(&self) -> String {
+        format!("{}.{}", self.schema.table.sql(), self.key_sql)
+    }
+
     fn cast(&self, n: usize) -> String {
         format!("${n}::text::{}", self.key_type)
     }
@@ -330,7 +337,8 @@ impl Table {
         limit: u32,
     ) -> Result<Page, TableError> {
         let k = &self.key_sql;
-        let mut conds: Vec<String> = Vec::new();
+        // NULL keys sort last and cannot be stepped over: [`Table::null_keys`] counts them.
+        let mut conds: Vec<String> = vec![format!("{k} IS NOT NULL")];
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
         // The cursor is inside the slot, hence after its lower bound.
         let after = cursor.or(slot.after.as_deref());
@@ -360,10 +368,10 @@ impl Table {
         }
         let limit = limit.max(1);
         let sql = format!(
-            "{}{}{} ORDER BY {k} LIMIT {limit}",
+            "{} WHERE {} ORDER BY {} LIMIT {limit}",
             self.select,
-            if conds.is_empty() { "" } else { " WHERE " },
-            conds.join(" AND ")
+            conds.join(" AND "),
+            self.order_key()
         );
         let rows = self
             .query(&format!("reading {}", self.schema.table), &sql, &params)
@@ -392,6 +400,39 @@ impl Table {
         Ok(page)
     }
 
+    /// Rows of `slot` after `cursor` inside `bounds` whose key is not NULL: what reading
+    /// them page by page must have found.
+    pub async fn count(
+        &self,
+        slot: &Slot,
+        bounds: &Bounds,
+        cursor: Option<&str>,
+    ) -> Result<u64, TableError> {
+        let k = &self.key_sql;
+        let mut conds: Vec<String> = vec![format!("{k} IS NOT NULL")];
+        let mut values: Vec<String> = Vec::new();
+        for (v, op) in [
+            (cursor.or(slot.after.as_deref()), ">"),
+            (slot.until.as_deref(), "<="),
+            (bounds.from.as_deref(), ">="),
+            (bounds.until.as_deref(), "<"),
+        ] {
+            if let Some(v) = v {
+                values.push(v.to_string());
+                conds.push(format!("{k} {op} {}", self.cast(values.len())));
+            }
+        }
+        let params: Vec<&(dyn ToSql + Sync)> =
+            values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE {}",
+            self.schema.table.sql(),
+            conds.join(" AND ")
+        );
+        let rows = self.query("counting a slot's rows", &sql, &params).await?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as u64))
+    }
+
     /// The smallest and greatest key inside `bounds` (`None`: no rows).
     pub async fn key_range(&self, bounds: &Bounds) -> Result<Option<(String, String)>, TableError> {
         let lo = self.edge_key(bounds, "ASC").await?;
@@ -410,13 +451,14 @@ impl Table {
             params.push(u);
         }
         let sql = format!(
-            "SELECT {k}{} FROM {} {conds} ORDER BY {k} {dir} LIMIT 1",
+            "SELECT {k}{} FROM {} {conds} ORDER BY {} {dir} LIMIT 1",
             if self.schema.key_column().kind.read_as_text() {
                 "::text"
             } else {
                 ""
             },
-            self.schema.table.sql()
+            self.schema.table.sql(),
+            self.order_key()
         );
         let rows = self.query("reading the key range", &sql, &params).await?;
         self.first_key(&rows)
@@ -436,7 +478,8 @@ impl Table {
 
     fn bound_conds(&self, bounds: &Bounds) -> (String, Option<String>, Option<String>) {
         let k = &self.key_sql;
-        let mut conds = Vec::new();
+        // NULL keys are no key: DESC would give them first.
+        let mut conds = vec![format!("{k} IS NOT NULL")];
         let mut n = 0;
         if bounds.from.is_some() {
             n += 1;
@@ -446,12 +489,37 @@ impl Table {
             n += 1;
             conds.push(format!("{k} < {}", self.cast(n)));
         }
-        let w = if conds.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", conds.join(" AND "))
-        };
+        let w = format!("WHERE {}", conds.join(" AND "));
         (w, bounds.from.clone(), bounds.until.clone())
+    }
+
+    /// Whether `columns` are provably unique together: a unique index (or primary key)
+    /// without a predicate or expressions has its key columns among them. Two rows can then
+    /// only agree on all of `columns` when one of those is NULL in both (a unique index lets
+    /// NULLs repeat). `None` when a column does not exist.
+    pub async fn unique_over(&self, columns: &[&str]) -> Result<Option<bool>, TableError> {
+        let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        for c in &names {
+            if !self.schema.columns.iter().any(|k| &k.name == c) {
+                return Ok(None);
+            }
+        }
+        let rows = self
+            .query(
+                "reading the unique indexes",
+                "SELECT EXISTS (
+                    SELECT 1 FROM pg_index i
+                    WHERE i.indrelid = to_regclass($1) AND i.indisunique
+                      AND i.indpred IS NULL AND i.indexprs IS NULL
+                      AND NOT EXISTS (
+                        SELECT 1 FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                        WHERE k.n <= i.indnkeyatts AND k.attnum NOT IN (
+                            SELECT a.attnum FROM pg_attribute a
+                            WHERE a.attrelid = i.indrelid AND a.attname = ANY($2::text[]))))",
+                &[&self.schema.table.sql(), &names],
+            )
+            .await?;
+        Ok(Some(rows.first().is_some_and(|r| r.get::<_, bool>(0))))
     }
 
     /// Rows whose key is NULL (a unique index allows them; pages never reach them).
@@ -490,13 +558,14 @@ impl Table {
             String::new()
         };
         let sql = format!(
-            "SELECT {k}{} FROM {} {sampling} {conds} ORDER BY {k}",
+            "SELECT {k}{} FROM {} {sampling} {conds} ORDER BY {}",
             if self.schema.key_column().kind.read_as_text() {
                 "::text"
             } else {
                 ""
             },
-            self.schema.table.sql()
+            self.schema.table.sql(),
+            self.order_key()
         );
         let rows = self.query("sampling keys", &sql, &params).await?;
         let kind = &self.schema.key_column().kind;

@@ -32,7 +32,18 @@ impl SlotRule {
         let spec = s
             .strip_prefix("time:")
             .ok_or_else(|| format!("{s:?}: expected time:WIDTH such as time:1h"))?;
-        let (num, unit) = spec.split_at(spec.len().saturating_sub(1));
+        // The unit is the last character, whatever its width (`time:1é` is refused, not cut
+        // inside a character).
+        let Some(unit_char) = spec.chars().next_back() else {
+            return Err(format!("{s:?}: expected time:WIDTH such as time:1h"));
+        };
+        let num = &spec[..spec.len() - unit_char.len_utf8()];
+        let unit = &spec[spec.len() - unit_char.len_utf8()..];
+        if num.is_empty() || num.len() > 4 || !num.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "{s:?}: expected a whole number of 1–3650 before the unit (time:1h)"
+            ));
+        }
         let n: i64 = num
             .parse()
             .map_err(|_| format!("{s:?}: expected a whole number before the unit (time:1h)"))?;
@@ -43,7 +54,7 @@ impl SlotRule {
             "d" => 86_400_000,
             _ => return Err(format!("{s:?}: the unit must be s, m, h or d")),
         };
-        if !(1..=3650).contains(&n) || (unit == "s" && n < 1) {
+        if !(1..=3650).contains(&n) {
             return Err(format!("{s:?}: the width must be 1–3650 units"));
         }
         Ok(SlotRule::Time {
@@ -127,10 +138,12 @@ impl TimeKey {
 
     /// The smallest key at Unix millisecond `ms` (or later): `k >= lowest(ms)` holds the
     /// keys from `ms` on.
+    /// ULIDs and UUIDv7s hold no time before 1970 (their lowest key is the epoch's);
+    /// timestamps and dates go back as far as the calendar does.
     pub fn lowest(self, ms: i64) -> String {
-        let ms = ms.max(0);
         match self {
             TimeKey::Ulid => {
+                let ms = ms.max(0);
                 let mut s = String::with_capacity(26);
                 for i in (0..10).rev() {
                     s.push(CROCKFORD[((ms >> (5 * i)) & 31) as usize] as char);
@@ -139,7 +152,7 @@ impl TimeKey {
                 s
             }
             TimeKey::UuidV7 => {
-                let h = format!("{:012x}", ms & 0xffff_ffff_ffff);
+                let h = format!("{:012x}", ms.max(0) & 0xffff_ffff_ffff);
                 format!("{}-{}-0000-0000-000000000000", &h[..8], &h[8..])
             }
             TimeKey::Timestamp => rfc3339_ms(ms, 0),
@@ -304,8 +317,25 @@ mod tests {
             "time:-1h",
             "time:h",
             "time:9999d",
+            "time:1é",
+            "time:é",
+            "time:+1h",
+            "time:１h",
+            "time:99999999999999999999h",
         ] {
             assert!(SlotRule::parse_time(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// No input panics; whatever parses is in range and prints back the same width.
+        #[test]
+        fn any_slot_rule_text_parses_or_is_refused(s in "\\PC{0,12}", tail in "\\PC{0,3}") {
+            for text in [s.clone(), format!("time:{s}"), format!("time:{s}{tail}")] {
+                if let Ok(SlotRule::Time { width_ms }) = SlotRule::parse_time(&text) {
+                    proptest::prop_assert!((1_000..=3650 * 86_400_000).contains(&width_ms));
+                }
+            }
         }
     }
 
@@ -336,6 +366,17 @@ mod tests {
             Some(ms)
         );
         assert_eq!(parse_time("2024-05-01").unwrap(), 1_714_521_600_000);
+        // Before 1970: timestamps and dates keep their time, ULIDs and UUIDv7s start at 0.
+        let sixties = parse_time("1960-01-01").unwrap();
+        assert!(sixties < 0);
+        assert_eq!(TimeKey::Timestamp.lowest(sixties), "1960-01-01T00:00:00Z");
+        assert_eq!(TimeKey::Date.lowest(sixties), "1960-01-01");
+        assert_eq!(TimeKey::Date.bound(sixties), "1959-12-31");
+        assert_eq!(TimeKey::Ulid.lowest(sixties), "00000000000000000000000000");
+        assert_eq!(
+            TimeKey::UuidV7.lowest(sixties),
+            "00000000-0000-0000-0000-000000000000"
+        );
         assert!(parse_time("yesterday").is_err());
     }
 

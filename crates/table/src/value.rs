@@ -119,19 +119,48 @@ impl Renderer {
     }
 }
 
-/// A key value as text (no JSON quoting); NULL keys are refused.
+/// A key value as text (no JSON quoting); NULL keys are refused. A key without a JSON form
+/// (timestamps and dates at ±infinity, numeric NaN and ±Infinity) is given in PostgreSQL's
+/// own text form (`infinity`, `-infinity`, `NaN`), which casts back to the key: the row
+/// itself is refused when rendered, but pages can step over it.
 pub fn key_text(kind: &ColumnKind, raw: Option<&[u8]>) -> Result<String, BadValue> {
-    let Some(_) = raw else {
+    let Some(bytes) = raw else {
         return Err(BadValue("the key is NULL".into()));
     };
     let mut out = Vec::new();
-    write_value(kind, raw, &mut out).map_err(BadValue)?;
+    if let Err(e) = write_value(kind, raw, &mut out) {
+        return special_key_text(kind, bytes).ok_or(BadValue(e));
+    }
     let text = if out.first() == Some(&b'"') {
         serde_json::from_slice::<String>(&out).map_err(|e| BadValue(format!("key: {e}")))?
     } else {
         String::from_utf8(out).map_err(|e| BadValue(format!("key: {e}")))?
     };
     Ok(text)
+}
+
+/// PostgreSQL's text of a key value that has no JSON form, when it is one of those.
+fn special_key_text(kind: &ColumnKind, raw: &[u8]) -> Option<String> {
+    let t = match kind {
+        ColumnKind::Timestamp | ColumnKind::TimestampTz => {
+            match i64::from_be_bytes(raw.try_into().ok()?) {
+                i64::MAX => "infinity",
+                i64::MIN => "-infinity",
+                _ => return None,
+            }
+        }
+        ColumnKind::Date => match i32::from_be_bytes(raw.try_into().ok()?) {
+            i32::MAX => "infinity",
+            i32::MIN => "-infinity",
+            _ => return None,
+        },
+        ColumnKind::Numeric => match std::str::from_utf8(raw).ok()? {
+            t @ ("NaN" | "Infinity" | "-Infinity") => t,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(t.to_string())
 }
 
 fn short<const N: usize>(raw: &[u8], what: &str) -> Result<[u8; N], String> {

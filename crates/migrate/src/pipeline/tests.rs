@@ -173,6 +173,7 @@ impl Sink for Snk {
             .partition(|d| self.refuse_every.is_some_and(|r| *d % r == 0));
         self.received.lock().unwrap().extend(&ok);
         Ok(Delivered {
+            pressure: Vec::new(),
             delivered: ok.len() as u64,
             bytes: docs.len() as u64 * 100,
             source_bytes: docs.len() as u64 * 10,

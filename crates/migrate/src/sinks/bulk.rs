@@ -129,6 +129,7 @@ impl Sink for BulkSink {
     async fn send(&self, batch: BulkBody) -> Result<Delivered, SinkError> {
         let r: BulkResult = self.sender.send_body(batch).await.map_err(sink_error)?;
         Ok(Delivered {
+            pressure: Vec::new(),
             delivered: r.acknowledged(),
             bytes: r.body_bytes,
             source_bytes: r.source_bytes,

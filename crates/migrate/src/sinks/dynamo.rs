@@ -11,9 +11,11 @@
 //!   with its id; a write DynamoDB refuses (`ValidationException`) is refused with its message.
 //! - Deletes (`Op::Delete`) remove the item of the document's key: read from its source when
 //!   it has one, else from its id (tables without a sort key).
-//! - Writes of one key within one batch: only the last is sent, the earlier ones count as
-//!   delivered (they would be overwritten). Across batches, writes of one key are not
-//!   ordered: a source must not emit one key twice in flight (table keys are unique).
+//! - Writes of one key within one batch: only the last is sent; each earlier one is refused
+//!   as `key_collision` (it would have been overwritten: never counted as delivered).
+//!   Across batches, writes of one key are not ordered and an overwrite cannot be seen
+//!   here: `rfs table run` refuses a key mapping that is not unique in the source unless
+//!   told to allow collisions.
 //!
 //! URL: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`
 //! ([`SinkUrl`]).
@@ -232,6 +234,9 @@ pub struct DynamoSinkOptions {
     pub max_docs_per_sec: Option<f64>,
     /// Bytes of row JSON per second at most.
     pub max_bytes_per_sec: Option<f64>,
+    /// How long a batch is retried while DynamoDB throttles it (what the lease allows);
+    /// `None`: the retry policy's attempts only.
+    pub throttle_budget: Option<Duration>,
 }
 
 impl Default for DynamoSinkOptions {
@@ -248,6 +253,7 @@ impl Default for DynamoSinkOptions {
             table_timeout: Duration::from_secs(300),
             max_docs_per_sec: None,
             max_bytes_per_sec: None,
+            throttle_budget: None,
         }
     }
 }
@@ -290,6 +296,7 @@ impl DynamoSink {
             max_in_flight: options.max_in_flight.max(1),
             retry: options.retry,
             request_timeout: options.request_timeout,
+            throttle_budget: options.throttle_budget,
             ..ClientConfig::new(region, credentials)
         })
         .map_err(|e| fatal(e.to_string()))?;
@@ -352,6 +359,35 @@ impl DynamoSink {
     /// The client (its counters show throttling and retries).
     pub fn client(&self) -> &Client {
         self.writer.client()
+    }
+
+    /// The client's counters as Prometheus counters labelled with this sink, for
+    /// [`crate::metrics::Metrics::add_sink_counters`].
+    pub fn counters(&self) -> crate::metrics::SinkCounters {
+        let client = self.client().clone();
+        crate::metrics::SinkCounters {
+            sink: self.identity.clone(),
+            read: Arc::new(move || {
+                let s = client.stats();
+                vec![
+                    (
+                        "rfs_sink_throttled_total",
+                        "Answers of the sink that said too fast (throttling errors, writes left unprocessed).",
+                        s.throttled,
+                    ),
+                    (
+                        "rfs_sink_unprocessed_total",
+                        "Writes the sink returned unprocessed (sent again).",
+                        s.unprocessed,
+                    ),
+                    (
+                        "rfs_sink_retries_total",
+                        "Requests to the sink sent again (throttling, server errors, lost connections).",
+                        s.retries,
+                    ),
+                ]
+            }),
+        }
     }
 
     /// The table's key.
@@ -542,10 +578,41 @@ impl Sink for DynamoSink {
         let source_bytes = batch.origins.iter().map(|w| w.source.len() as u64).sum();
         let requests = batch.requests;
         let mut origins: Vec<Option<Origin>> = batch.origins.into_iter().map(Some).collect();
-        let refused = outcome
-            .refused
+        let collisions: Vec<Refusal> = outcome
+            .superseded_by
+            .iter()
+            .filter_map(|&(i, by)| {
+                let w = origins.get_mut(i)?.take()?;
+                let by_id = origins
+                    .get(by)
+                    .and_then(|o| o.as_ref())
+                    .map_or("", |o| o.id.as_str());
+                Some(Refusal {
+                    delete: requests[i].is_delete(),
+                    index: w.index,
+                    reason: format!(
+                        "overwritten in the same batch by a later write of its key (document {by_id}): the key mapping is not unique"
+                    ),
+                    id: w.id,
+                    doc_type: w.doc_type,
+                    routing: w.routing,
+                    error_type: "key_collision".into(),
+                    status: 0,
+                    attempts: 0,
+                    source: w.source,
+                })
+            })
+            .collect();
+        if !collisions.is_empty() {
+            tracing::debug!(
+                table = %self.writer.table(),
+                collisions = collisions.len(),
+                "writes overwritten by later writes of their key in the same batch"
+            );
+        }
+        let refused = collisions
             .into_iter()
-            .filter_map(|r| {
+            .chain(outcome.refused.into_iter().filter_map(|r| {
                 let w = origins.get_mut(r.index)?.take()?;
                 Some(Refusal {
                     delete: requests[r.index].is_delete(),
@@ -559,13 +626,18 @@ impl Sink for DynamoSink {
                     attempts: r.attempts,
                     source: w.source,
                 })
-            })
+            }))
             .collect();
         Ok(Delivered {
-            delivered: outcome.written as u64,
+            delivered: (outcome.written - outcome.superseded) as u64,
             bytes: outcome.bytes,
             source_bytes,
             refused,
+            pressure: vec![
+                ("throttled", outcome.throttled),
+                ("unprocessed", outcome.unprocessed),
+                ("retries", outcome.retries),
+            ],
         })
     }
 

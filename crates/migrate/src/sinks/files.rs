@@ -314,6 +314,7 @@ impl Sink for FileSink {
             }
         }
         Ok(Delivered {
+            pressure: Vec::new(),
             delivered: docs as u64,
             bytes: bytes as u64,
             source_bytes,

@@ -19,7 +19,9 @@
 //!
 //! A row that cannot be rendered (NaN, infinite timestamps, text that is not UTF-8)
 //! becomes a [`Skip`] with reason `bad_row`, its key and what was wrong: the failure log
-//! has it, status counts it.
+//! has it, status counts it. A key without a JSON form (NaN, ±infinity) is stepped over in
+//! PostgreSQL's text of it. Rows whose key is NULL are skipped (`bad_row`, no id) by the
+//! slot open above, after its last page, when no `--from`/`--until` is given.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -115,6 +117,12 @@ impl TableSource {
             }
             (Err(_), false) => None,
         };
+        let time_limits_given = opts.from.is_some() || opts.until.is_some();
+        if let Some(tk @ (TimeKey::Ulid | TimeKey::UuidV7)) = time_key {
+            if wants_time || time_limits_given {
+                check_time_keys(&table, tk, &kind).await?;
+            }
+        }
         let mut bounds = Bounds::default();
         let mut time_limits = (None, None);
         for (given, key_out, ms_out) in [
@@ -174,11 +182,11 @@ impl TableSource {
             false => SourceError::fatal(e.to_string()),
         };
         let nulls = self.table.null_keys().await.map_err(err)?;
-        if nulls > 0 {
-            return Err(SourceError::fatal(format!(
-                "table {}: {nulls} rows have a NULL key; keyset pages cannot reach them (make the key column NOT NULL or fill it)",
-                self.group
-            )));
+        if nulls > 0 && self.nulls_in_range() {
+            tracing::warn!(
+                table = %self.group,
+                "{nulls} rows have a NULL key: they cannot be delivered (no id) and are skipped as bad_row by the last slot (make the key column NOT NULL or fill it)"
+            );
         }
         let mut slots = match self.opts.rule {
             SlotRule::Time { width_ms } => {
@@ -218,6 +226,12 @@ impl TableSource {
         Ok(slots)
     }
 
+    /// Whether rows with a NULL key are inside `--from`/`--until` (only when neither is
+    /// given: a NULL key is not after or before any limit).
+    fn nulls_in_range(&self) -> bool {
+        self.bounds.from.is_none() && self.bounds.until.is_none()
+    }
+
     fn item_error(&self, e: table::TableError) -> SourceError {
         let msg = format!("table {}: {e}", self.group);
         if e.is_transient() {
@@ -226,6 +240,49 @@ impl TableSource {
             SourceError::fatal(msg)
         }
     }
+}
+
+/// Time bounds of ULID and UUIDv7 keys hold only when every key is one, in the letter case
+/// the bounds are written in (C collation orders `a` after `Z`): checked on the first and
+/// last key and a sample of keys, each named in the error.
+async fn check_time_keys(table: &Table, tk: TimeKey, kind: &ColumnKind) -> Result<(), SourceError> {
+    let err = |e: table::TableError| SourceError::fatal(e.to_string());
+    let mut keys = table
+        .sample_keys(&Bounds::default(), 2000)
+        .await
+        .map_err(err)?;
+    if let Some((lo, hi)) = table.key_range(&Bounds::default()).await.map_err(err)? {
+        keys.push(lo);
+        keys.push(hi);
+    }
+    let name = &table.schema().key_column().name;
+    let group = &table.schema().table;
+    for k in &keys {
+        if tk.time_of(k).is_none() {
+            let what = match tk {
+                TimeKey::Ulid => "a ULID",
+                _ => "a UUIDv7 (version 7)",
+            };
+            return Err(SourceError::fatal(format!(
+                "table {group}: key {k:?} of {name} is not {what}, so time slots and time limits cannot hold it: use --slots N (and --from/--until with key values)"
+            )));
+        }
+        // Text keys: ULIDs are written upper case, UUIDs lower case; a key in the other
+        // case sorts outside the time bounds under C collation.
+        let other_case = match (tk, kind) {
+            (TimeKey::Ulid, ColumnKind::Text) => k.bytes().any(|b| b.is_ascii_lowercase()),
+            (TimeKey::UuidV7, ColumnKind::Text) => k.bytes().any(|b| b.is_ascii_uppercase()),
+            _ => false,
+        };
+        if other_case {
+            return Err(SourceError::fatal(format!(
+                "table {group}: key {k:?} of {name} is in {} case, but time bounds are written in {} case and would not hold it (text compares letter case): use --slots N (and --from/--until with key values), or store the keys in one case",
+                if tk == TimeKey::Ulid { "lower" } else { "upper" },
+                if tk == TimeKey::Ulid { "upper" } else { "lower" },
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn key_of(p: &Option<Position>, what: &str) -> Result<Option<String>, SourceError> {
@@ -298,6 +355,12 @@ impl Source for TableSource {
             until: key_of(&item.until, "end")?,
         };
         let mut cursor = key_of(after, "cursor")?.or_else(|| slot.after.clone());
+        if cursor.as_deref() == Some(NULL_KEYS_DONE) {
+            return Ok(());
+        }
+        let start = cursor.clone();
+        // Rows read with a key (delivered to the pipeline as documents or bad_row skips).
+        let mut read_rows: u64 = 0;
         loop {
             let page = self
                 .runtime
@@ -340,14 +403,66 @@ impl Source for TableSource {
                         )))
                     }
                 };
+                read_rows += 1;
                 if !emit(read) {
                     return Ok(());
                 }
             }
             if !page.full {
-                return Ok(());
+                break;
             }
             cursor = page.last_key;
         }
+        // Accounting: every row the slot covers (after where this read started) was read.
+        // Rows written or deleted in its range meanwhile change the count: said, not fatal.
+        let covered = self
+            .runtime
+            .block_on(self.table.count(&slot, &self.bounds, start.as_deref()))
+            .map_err(|e| self.item_error(e))?;
+        if covered != read_rows {
+            tracing::warn!(
+                table = %self.group,
+                slot = item.part,
+                read = read_rows,
+                covered,
+                "slot {} of {}: {read_rows} rows read, but its key range holds {covered} now: rows were written or deleted in it while it was read (rows written behind the read are not copied; rfs table verify finds them)",
+                item.part,
+                self.group
+            );
+        }
+        // The slot open above holds the rows whose key is NULL (they sort last): each is
+        // skipped, counted and logged; pages never return them.
+        if slot.until.is_some() || !self.nulls_in_range() {
+            return Ok(());
+        }
+        let nulls = self
+            .runtime
+            .block_on(self.table.null_keys())
+            .map_err(|e| self.item_error(e))?;
+        let key = &self.table.schema().key_column().name;
+        for n in 1..=nulls {
+            let skip = Skip {
+                position: Position::Key(NULL_KEYS_DONE.to_string()),
+                index: self.group.clone(),
+                id: None,
+                doc_type: None,
+                routing: None,
+                reason: "bad_row",
+                detail: format!(
+                    "the key column {key} is NULL (row {n} of {nulls} with a NULL key; find them with WHERE {key} IS NULL)"
+                ),
+                source: None,
+            };
+            if !emit(Read::Skip(skip)) {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }
+
+/// The cursor after the NULL-key rows of the last slot, so that reading resumes with
+/// nothing left (and no NULL key is counted twice). No key of another type reads as this
+/// text, and a text key would have to start with the noncharacter U+FFFF; it holds no NUL,
+/// so every store keeps it.
+pub const NULL_KEYS_DONE: &str = "\u{ffff} NULL keys skipped";

@@ -223,7 +223,17 @@ pub(crate) fn render_json(
         "docs_done": s.docs_done,
         "docs_refused": s.docs_refused,
         "docs_skipped": s.docs_skipped,
-        "undelivered_by_reason": s.reasons,
+        "undelivered_by_reason": s
+            .reasons
+            .iter()
+            .filter(|(k, _)| !k.starts_with("sink:"))
+            .collect::<std::collections::BTreeMap<_, _>>(),
+        // How hard the target pushed back (DynamoDB throttling, unprocessed writes, retries).
+        "sink_pushback": s
+            .reasons
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("sink:").map(|k| (k, v)))
+            .collect::<std::collections::BTreeMap<_, _>>(),
         "bytes_done": s.bytes_done,
         "live_docs": live,
         "snapshot_bytes": totals.map(|t| t.bytes),
@@ -362,6 +372,10 @@ fn render_text(v: &Value) -> String {
         for (reason, c) in v["undelivered_by_reason"].as_object().into_iter().flatten() {
             out.push_str(&format!("  {reason}: {c}\n"));
         }
+    }
+    if let Some(p) = v["sink_pushback"].as_object().filter(|p| !p.is_empty()) {
+        let parts: Vec<String> = p.iter().map(|(k, c)| format!("{k} {c}")).collect();
+        out.push_str(&format!("target pushback: {}\n", parts.join(", ")));
     }
     out.push_str(&format!(
         "bytes: {} sent{}\n",

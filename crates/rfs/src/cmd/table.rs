@@ -100,6 +100,13 @@ pub struct TableArgs {
     /// `sort-key=COL` in the sink URL.
     #[arg(long, env = "RFS_SORT_KEY", value_name = "COLUMN")]
     pub sort_key: Option<String>,
+    /// DynamoDB sinks: write even when the key mapping (partition key, sort key) is not
+    /// unique in the table. Without it such a mapping is refused before a row is read,
+    /// because rows of one key overwrite each other. With it, each row overwritten inside
+    /// one batch is refused as key_collision (failure log, exit code 7); an overwrite
+    /// across batches cannot be seen and is not counted.
+    #[arg(long, env = "RFS_ALLOW_KEY_COLLISIONS")]
+    pub allow_key_collisions: bool,
     /// PEM CA certificate(s) to trust for an https sink.
     #[arg(long, env = "RFS_SINK_CA", value_name = "FILE")]
     pub sink_ca: Option<PathBuf>,
@@ -135,6 +142,7 @@ impl std::fmt::Debug for TableArgs {
             .field("create_table", &self.create_table)
             .field("partition_key", &self.partition_key)
             .field("sort_key", &self.sort_key)
+            .field("allow_key_collisions", &self.allow_key_collisions)
             .finish()
     }
 }
@@ -243,6 +251,7 @@ impl TableArgs {
                     ("--create-table", self.create_table),
                     ("--partition-key", self.partition_key.is_some()),
                     ("--sort-key", self.sort_key.is_some()),
+                    ("--allow-key-collisions", self.allow_key_collisions),
                 ] {
                     if set {
                         anyhow::bail!("{flag} applies to a dynamodb:// sink only");
@@ -274,11 +283,51 @@ impl TableArgs {
             },
             max_docs_per_sec: worker.max_docs_per_sec,
             max_bytes_per_sec: worker.max_bytes_per_sec,
+            throttle_budget: Some(throttle_budget(worker.lease_seconds)),
             ..DynamoSinkOptions::default()
         };
         DynamoSink::connect(url, options)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// A DynamoDB key mapping must be unique in the table (a unique index or primary key
+    /// over some of its columns), or rows of one key overwrite each other; refused before
+    /// a row is read unless `--allow-key-collisions`.
+    async fn check_key_unique(
+        &self,
+        url: &migrate::sinks::dynamo::SinkUrl,
+        source: &TableSource,
+    ) -> anyhow::Result<()> {
+        let key_column = source.table().schema().key_column().name.clone();
+        let partition = url.partition_key.clone().unwrap_or(key_column);
+        let mut columns = vec![partition.as_str()];
+        if let Some(s) = &url.sort_key {
+            columns.push(s);
+        }
+        let shown = match &url.sort_key {
+            Some(s) => format!("partition key {partition}, sort key {s}"),
+            None => format!("partition key {partition}"),
+        };
+        match source.table().unique_over(&columns).await? {
+            None => anyhow::bail!(
+                "the DynamoDB key mapping ({shown}) names a column that table {} does not have",
+                source.group()
+            ),
+            Some(true) => Ok(()),
+            Some(false) if self.allow_key_collisions => {
+                tracing::warn!(
+                    table = %source.group(),
+                    "the DynamoDB key ({shown}) is not unique in the table: rows of one key overwrite each other; those overwritten inside one batch are refused as key_collision, those across batches cannot be seen (--allow-key-collisions)"
+                );
+                Ok(())
+            }
+            Some(false) => anyhow::bail!(
+                "the DynamoDB key ({shown}) is not unique in table {}: no unique index or primary key covers it, so rows with equal keys would overwrite each other and be lost. Map a unique key (e.g. add --sort-key {}), or pass --allow-key-collisions to write anyway",
+                source.group(),
+                source.table().schema().key_column().name
+            ),
+        }
     }
 
     fn rule(&self) -> SlotRule {
@@ -365,6 +414,15 @@ pub struct VerifyArgs {
     /// Compare every row instead of a sample.
     #[arg(long, env = "RFS_VERIFY_ALL")]
     pub all: bool,
+    /// Seed of the random sample (0–18446744073709551615): each run draws a new sample and
+    /// prints its seed; give it here to compare the same rows again.
+    #[arg(
+        long,
+        env = "RFS_VERIFY_SEED",
+        value_name = "N",
+        conflicts_with = "all"
+    )]
+    pub seed: Option<u64>,
     /// Keys listed per kind of mismatch (1–100000; the rest are counted).
     #[arg(long, env = "RFS_MAX_LISTED", default_value_t = 100, value_name = "N", value_parser = usize_in(1, 100_000))]
     pub max_listed: usize,
@@ -431,16 +489,26 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
             if args.worker.create_only {
                 anyhow::bail!("--create-only applies to _bulk sinks (BatchWriteItem overwrites items of the same key)");
             }
+            args.table.check_key_unique(&url, &source).await?;
             let sink = args
                 .table
                 .dynamo_sink(&url, &source, &args.worker, args.table.create_table)
                 .await?;
+            let counters = sink.counters();
             let transform = Arc::new(rename_to(&group, &group));
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
+            job.metrics().add_sink_counters(counters);
             drive(job, &args.worker, shutdown).await?
         }
     };
     finish(&report, Role::Run)
+}
+
+/// How long a DynamoDB batch is retried while throttled: what the first lease allows, less
+/// a tenth (at least 5 s) for the batch to fail and the item to be released in time.
+fn throttle_budget(lease_seconds: u64) -> Duration {
+    let lease = lease_seconds.max(1);
+    Duration::from_secs(lease.saturating_sub((lease / 10).max(5)).max(1))
 }
 
 /// Every row of `group` into `index`.
@@ -454,11 +522,14 @@ fn rename_to(group: &str, index: &str) -> Rename {
 
 async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let source = args.table.source(4).await?;
+    let sink_url = args.table.sink_url()?;
     // The store says whether the migration is over; verifying a running one finds rows
     // missing that are still on their way. Verifying never creates a store.
     match args.store.open_existing().await {
         Ok(store) => {
             let coord = coordination::Coordinator::new(store, args.worker.coordination_config());
+            let name = args.worker.migration.as_deref();
+            check_identity(&coord, &args.store.redacted(), &source, &sink_url, name).await?;
             match coord.status().await {
                 Ok(st) if st.items.total > 0 && !st.finished => crate::say!(
                     "note: the migration in {} is not finished ({} of {} slots done): rows still on their way count as missing",
@@ -476,9 +547,10 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         sample: args.sample,
         all: args.all,
         max_listed: args.max_listed,
+        seed: args.seed,
     };
     let group = source.group().to_string();
-    match args.table.sink_url()? {
+    match sink_url {
         SinkUrl::Bulk { base, index } => {
             let client = args.table.client(&base).await?;
             report(&source, &BulkRows::new(client, index), &opts).await
@@ -509,6 +581,49 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     }
 }
 
+/// The migration the store holds must be the one verified (same table, key, slots,
+/// limits and sink), as `rfs table run` records it; a store without one passes (nothing
+/// ran yet), a named migration (`--migration`) records nothing to compare.
+async fn check_identity(
+    coord: &coordination::Coordinator,
+    shown_store: &str,
+    source: &TableSource,
+    sink: &SinkUrl,
+    name: Option<&str>,
+) -> anyhow::Result<()> {
+    use migrate::Source;
+    let stored = match coord.identity().await {
+        Ok(Some(stored)) => stored,
+        Ok(None) => {
+            crate::say!("store {shown_store}: no migration recorded yet");
+            return Ok(());
+        }
+        Err(e) => {
+            tracing::warn!("reading the store's migration: {e}");
+            return Ok(());
+        }
+    };
+    if stored.contains_key("migration") && name.is_none() {
+        return Ok(());
+    }
+    let target = match sink {
+        SinkUrl::Bulk { base, index } => {
+            migrate::job::identity_location(&format!("{}/{index}", redact::url(base)))
+        }
+        SinkUrl::Files(dir) => dir.display().to_string(),
+        SinkUrl::Dynamo(u) => u.display(),
+    };
+    let ours = migrate::job::identity_from(source.identity(), target, name);
+    if stored != ours {
+        return Err(coordination::Error::OtherMigration {
+            stored: coordination::identity_display(&stored),
+            ours: coordination::identity_display(&ours),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 async fn report<T: RowTarget>(
     source: &TableSource,
     target: &T,
@@ -519,6 +634,13 @@ async fn report<T: RowTarget>(
         .map_err(anyhow::Error::msg)
         .context("verifying")?;
     crate::say!("{}", render(&r, &target.describe()).trim_end());
+    if !opts.all && opts.sample > 0 {
+        crate::say!(
+            "sample drawn with seed {} (--seed {} compares the same rows again)",
+            r.seed,
+            r.seed
+        );
+    }
     if r.ok() {
         crate::say!("verified: every row is in the target");
         Ok(exit::OK)
