@@ -534,8 +534,16 @@ async fn heartbeat_lapse_and_takeover(f: &Factory, ns: &str) {
     );
     assert_eq!(lb.id(), la.id());
     assert_eq!(lb.attempts(), 2);
-    assert_eq!(lb.store_lease(), Duration::from_millis(1200), "one failed attempt");
-    assert_eq!(lb.duration(), Duration::from_secs(60), "capped at max_lease");
+    assert_eq!(
+        lb.store_lease(),
+        Duration::from_millis(1200),
+        "one failed attempt"
+    );
+    assert_eq!(
+        lb.duration(),
+        Duration::from_secs(60),
+        "capped at max_lease"
+    );
     assert!(matches!(la.renew().await, Err(Error::LeaseLost { .. })));
     assert!(matches!(
         la.checkpoint(&Progress {
@@ -595,7 +603,11 @@ async fn fleet_rate_windows(f: &Factory, ns: &str) {
     // A batch larger than one window's budget is paid over several windows.
     let t = std::time::Instant::now();
     c.wait_fleet_units("bytes", 100.0, 250).await.unwrap();
-    assert!(t.elapsed() >= Duration::from_millis(900), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
 }
 
 async fn release_frees_at_once(f: &Factory, ns: &str) {
