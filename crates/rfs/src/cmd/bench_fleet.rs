@@ -135,6 +135,8 @@ struct Tally {
     kills: u64,
     pauses: u64,
     leases_lost: u64,
+    /// Store calls that failed after the protocol's own retries (timeouts under load).
+    store_errors: u64,
     retake: Vec<Duration>,
     intervals: Vec<Interval>,
 }
@@ -316,6 +318,7 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
     println!("kills: {}", tally.kills);
     println!("pauses: {}", tally.pauses);
     println!("leases_lost: {}", tally.leases_lost);
+    println!("store_errors: {}", tally.store_errors);
     println!("retakes: {}", tally.retake.len());
     println!(
         "kill_to_retake_p50_ms: {:.0}",
@@ -354,7 +357,15 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
     let mut coord = Coordinator::new(sim.store.clone(), sim.protocol.clone());
     loop {
         let t = Instant::now();
-        let mut lease = match coord.acquire().await? {
+        let acquired = match coord.acquire().await {
+            Err(e) if e.is_transient() => {
+                sim.tally().store_errors += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            other => other?,
+        };
+        let mut lease = match acquired {
             Acquired::Lease(l) => l,
             Acquired::NoWorkLeft => return Ok(()),
             Acquired::AllLeasedElsewhere { wait, .. } => {
@@ -395,6 +406,7 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
         let mut event_pending = kill || pause;
         let (mut writes, mut renewals, mut checkpoints) = (Vec::new(), 0u64, 0u64);
         let (mut lost, mut completed, mut killed, mut paused) = (false, false, false, false);
+        let mut store_errors = 0u64;
         loop {
             let next = [
                 Some(end),
@@ -437,6 +449,8 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
                         completed = true;
                     }
                     Err(Error::LeaseLost { .. }) => lost = true,
+                    // The lease stays until it expires; the item is taken again then.
+                    Err(e) if e.is_transient() => store_errors += 1,
                     Err(e) => return Err(e),
                 }
                 break;
@@ -479,6 +493,7 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
                     lost = true;
                     break;
                 }
+                Err(e) if e.is_transient() => store_errors += 1,
                 Err(e) => return Err(e),
             }
         }
@@ -498,6 +513,7 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
         t.kills += killed as u64;
         t.pauses += paused as u64;
         t.leases_lost += lost as u64;
+        t.store_errors += store_errors;
         t.retake.extend(retake);
         t.intervals.push(iv);
     }
