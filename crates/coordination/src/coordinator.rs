@@ -23,8 +23,17 @@ pub(crate) const SETUP_ID: &str = "phase:items_setup";
 /// Protocol settings. The defaults suit production; tests shrink the durations.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// First lease on an item; each acquisition doubles the next one.
+    /// First lease on an item; each acquisition doubles the next one. With heartbeats
+    /// (`renew_every` > 0) this is the item's *work period* (the early trigger and the
+    /// successor hand-off follow it) while the lease in the store is the short heartbeat
+    /// lease, renewed as long as the worker works.
     pub initial_lease: Duration,
+    /// Heartbeat: renew the lease in the store this often while working (zero: no
+    /// heartbeat, the lease is `initial_lease` × 2^exponent and never renewed). The lease
+    /// in the store is then min(3 × `renew_every`, `initial_lease`) × 2^(earlier attempts
+    /// of the item): it grows with attempts that ended without finishing, not with
+    /// renewals, and a worker that dies loses its item within one such lease.
+    pub renew_every: Duration,
     /// Upper bound of any item lease.
     pub max_lease: Duration,
     /// Acquisitions allowed per item before it becomes FAILED.
@@ -45,6 +54,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             initial_lease: Duration::from_secs(600),
+            renew_every: Duration::from_secs(10),
             max_lease: Duration::from_secs(24 * 3600),
             max_attempts: 8,
             max_clock_skew: Duration::from_secs(15),
@@ -180,6 +190,13 @@ pub struct Lease {
     exponent: u32,
     duration: Duration,
     acquired: Instant,
+    /// The lease in the store, from `renewed` (= `duration` without heartbeat).
+    store_len: Duration,
+    /// When the last successful renewal (or the acquisition) was sent, on this clock.
+    renewed: Instant,
+    /// The store's clock minus this machine's, measured at acquisition.
+    clock_offset_ms: i64,
+    renewals: u64,
 }
 
 impl std::fmt::Debug for Lease {
@@ -189,6 +206,7 @@ impl std::fmt::Debug for Lease {
             .field("holder", &self.rec.holder)
             .field("expiry", &self.rec.expiry)
             .field("duration", &self.duration)
+            .field("store_lease", &self.store_len)
             .finish()
     }
 }
@@ -292,6 +310,18 @@ impl Coordinator {
             .is_some_and(|(r, _)| r.state == State::Done))
     }
 
+    /// The lease written to the store for an acquisition: without heartbeat the work
+    /// period itself; with heartbeat min(3 × renew_every, initial_lease) doubled for each
+    /// earlier attempt of the item (one that expired, failed or was released).
+    fn store_lease_len(&self, duration: Duration, earlier_attempts: u32) -> Duration {
+        let cfg = &self.inner.config;
+        if cfg.renew_every.is_zero() {
+            return duration;
+        }
+        let base = cfg.renew_every.saturating_mul(3).min(cfg.initial_lease);
+        self.lease_len(base, earlier_attempts)
+    }
+
     fn lease_len(&self, base: Duration, exponent: u32) -> Duration {
         let factor = 1u32 << exponent.min(30);
         base.saturating_mul(factor)
@@ -321,6 +351,9 @@ impl Coordinator {
         loop {
             rounds += 1;
             let t0 = Instant::now();
+            // Taken before the store's clock is read: the offset errs towards a later
+            // expiry in the store than on this clock, never an earlier one.
+            let local_before = self.local_now();
             let now = self.checked_now().await?;
             let mut cands = retry(|| store.candidates(now, CANDIDATES)).await?;
             if cands.is_empty() {
@@ -356,6 +389,7 @@ impl Coordinator {
                 }
                 let exponent = rec.exponent;
                 let duration = self.lease_len(cfg.initial_lease, exponent);
+                let store_len = self.store_lease_len(duration, rec.attempts);
                 let mut new = rec.clone();
                 if let Some(h) = &rec.holder {
                     if rec.expiry > 0 {
@@ -364,7 +398,7 @@ impl Coordinator {
                     }
                 }
                 new.holder = Some(self.me().to_string());
-                new.expiry = now + duration.as_millis() as i64;
+                new.expiry = now + store_len.as_millis() as i64;
                 new.exponent = exponent.saturating_add(1);
                 new.attempts = rec.attempts.saturating_add(1);
                 let Some(version) = cas(store.as_ref(), &new, ver).await? else {
@@ -377,6 +411,10 @@ impl Coordinator {
                     exponent,
                     duration,
                     acquired: t0,
+                    store_len,
+                    renewed: t0,
+                    clock_offset_ms: now - local_before,
+                    renewals: 0,
                 };
                 if !lease.rec.successors.is_empty() {
                     // The previous holder died mid hand-off: finish steps 2 and 3.
@@ -466,9 +504,42 @@ impl Lease {
     }
 
     /// Lease end on this process' monotonic clock (measured from before the store's clock
-    /// was read, so it errs early).
+    /// was read, or before the last renewal was sent, so it errs early). Nothing may be
+    /// written for the item after it unless a renewal moved it.
     pub fn deadline(&self) -> Instant {
-        self.acquired + self.duration
+        self.renewed + self.store_len
+    }
+
+    /// The lease written to the store at acquisition and at each renewal.
+    pub fn store_lease(&self) -> Duration {
+        self.store_len
+    }
+
+    /// How often to renew this lease: `None` without heartbeat, otherwise
+    /// min(`renew_every`, a third of the store lease).
+    pub fn renew_every(&self) -> Option<Duration> {
+        let every = self.coord.inner.config.renew_every;
+        (!every.is_zero()).then(|| every.min(self.store_len / 3))
+    }
+
+    /// Successful renewals of this lease so far.
+    pub fn renewals(&self) -> u64 {
+        self.renewals
+    }
+
+    /// Heartbeat: push the lease end to one store lease from now, guarded by the holder and
+    /// the revision this lease last wrote (its fencing token). [`Error::LeaseLost`] when
+    /// another worker took the item; then stop writing at once. The exponent and the
+    /// attempt count are not touched: renewals do not make the next lease longer.
+    pub async fn renew(&mut self) -> Result<(), Error> {
+        let sent = Instant::now();
+        // The store's clock, from ours and the offset seen at acquisition: one round trip.
+        let now = self.coord.local_now() + self.clock_offset_ms;
+        let expiry = now + self.store_len.as_millis() as i64;
+        self.guarded(|r| r.expiry = r.expiry.max(expiry)).await?;
+        self.renewed = sent;
+        self.renewals += 1;
+        Ok(())
     }
 
     /// When to stop sending and hand off: max(0.75 × lease, lease − 4 min 30 s).

@@ -51,6 +51,7 @@ pub mod contention;
 mod control;
 mod coordinator;
 mod error;
+mod fleet_rate;
 mod identity;
 mod keeper;
 mod phase;
@@ -65,6 +66,7 @@ pub use coordinator::{
     ItemFate, Lease, Progress, WorkerId,
 };
 pub use error::Error;
+pub use fleet_rate::{FleetGrant, FLEET_WINDOW_MS};
 pub use identity::{identity_display, Identity};
 pub use keeper::KeeperStep;
 pub use phase::PhaseClaim;

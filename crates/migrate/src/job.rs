@@ -33,6 +33,7 @@ use tokio::sync::watch;
 
 use crate::budget::Budget;
 use crate::failure_log::FailureLog;
+use crate::fleet_limit::{FleetLimiter, FleetLimits};
 use crate::metrics::Metrics;
 use crate::phases::{guarded_phase, PhaseError, PHASE_ITEMS};
 use crate::pipeline::Shared;
@@ -61,6 +62,8 @@ pub struct JobOptions {
     /// The migration's name: when given, the name alone is its identity in the store
     /// (default: what is copied where, see [`identity`]).
     pub migration: Option<String>,
+    /// Limits for the whole fleet, shared through the store.
+    pub fleet_limits: FleetLimits,
 }
 
 impl Default for JobOptions {
@@ -71,6 +74,7 @@ impl Default for JobOptions {
             coordination: coordination::Config::default(),
             memory_budget: 128 << 20,
             migration: None,
+            fleet_limits: FleetLimits::default(),
         }
     }
 }
@@ -145,6 +149,12 @@ impl<S: Source, K: Sink> Job<S, K> {
         opts: JobOptions,
     ) -> Self {
         let (tx, rx) = watch::channel(false);
+        let fleet = (!opts.fleet_limits.is_none()).then(|| {
+            Arc::new(FleetLimiter::new(
+                Coordinator::new(store.clone(), opts.coordination.clone()),
+                opts.fleet_limits,
+            ))
+        });
         Job {
             parts: Parts {
                 source,
@@ -157,6 +167,7 @@ impl<S: Source, K: Sink> Job<S, K> {
                 failures,
                 budget: Budget::new(opts.memory_budget),
                 shutdown: rx,
+                fleet,
             },
             opts,
             phases: Vec::new(),

@@ -21,6 +21,8 @@ pub struct Metrics {
     pub batches_sent: AtomicU64,
     pub items_completed: AtomicU64,
     pub items_handed_off: AtomicU64,
+    /// Heartbeat renewals of item leases.
+    pub lease_renewals: AtomicU64,
     pub in_flight_batches: AtomicI64,
     /// Unix time (seconds) at which the most recently taken lease expires; 0 when none is held.
     pub lease_expiry_seconds: AtomicI64,
@@ -108,6 +110,11 @@ impl Metrics {
                 "rfs_items_handed_off_total",
                 "Work items handed to a successor.",
                 self.items_handed_off.load(Relaxed),
+            ),
+            (
+                "rfs_lease_renewals_total",
+                "Heartbeat renewals of work-item leases.",
+                self.lease_renewals.load(Relaxed),
             ),
         ];
         for (name, help, value) in counters {

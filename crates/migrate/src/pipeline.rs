@@ -23,6 +23,7 @@ use crate::budget::{Budget, Held};
 use crate::document::{Read, Skip};
 use crate::error::{Severity, SinkError, SourceError};
 use crate::failure_log::{now_rfc3339, source_value, FailureLog, FailureRecord, Stage};
+use crate::fleet_limit::FleetLimiter;
 use crate::low_water::{Acked, LowWaterMark};
 use crate::metrics::Metrics;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
@@ -47,6 +48,18 @@ pub trait ItemLease: Send {
     ) -> impl Future<Output = Result<(), LeaseError>> + Send;
     /// Reads the fleet's control record.
     fn control(&mut self) -> impl Future<Output = Result<Control, LeaseError>> + Send;
+    /// How often to renew the lease (heartbeat); `None`: never (the lease is long enough).
+    fn renew_every(&self) -> Option<Duration> {
+        None
+    }
+    /// Pushes the lease's end on by one store lease, guarded by lease holder.
+    fn renew(&mut self) -> impl Future<Output = Result<(), LeaseError>> + Send {
+        async { Ok(()) }
+    }
+    /// The lease's end on this clock after the last renewal (`None`: the plan's deadline).
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +110,8 @@ pub struct Shared {
     pub budget: Budget,
     /// Becomes `true` when the process is asked to stop (SIGTERM/SIGINT).
     pub shutdown: watch::Receiver<bool>,
+    /// The fleet-wide rate limit, when one is set.
+    pub fleet: Option<Arc<FleetLimiter>>,
 }
 
 /// Why the pipeline left an item.
@@ -164,7 +179,8 @@ pub struct ItemPlan {
     pub base: Progress,
     /// The early trigger: no batch is started after this instant.
     pub trigger: Instant,
-    /// The lease ends: no batch is left in flight after this instant. Batches still
+    /// The lease ends: no batch is left in flight after this instant (with a heartbeat,
+    /// each renewal moves it on; a worker that cannot renew stops here). Batches still
     /// unacknowledged then are abandoned (the checkpoint stays before them, the next holder
     /// sends them again), so a worker never writes for an item it no longer holds — which
     /// is what makes "paused and no lease held" mean "nothing is written".
@@ -180,6 +196,8 @@ struct Chunk<B> {
     /// Documents the sink's writer refused to frame.
     refusals: Vec<Refusal>,
     held: Option<Held>,
+    /// Documents framed into batches since the last chunk (for the fleet-wide limit).
+    docs: u64,
 }
 
 type Sent<B> = (u64, Chunk<B>, Result<Delivered, SinkError>);
@@ -205,8 +223,12 @@ where
         item,
         base,
         trigger,
-        deadline,
+        mut deadline,
     } = plan;
+    let renew_every = lease.renew_every();
+    if let Some(d) = lease.deadline() {
+        deadline = d;
+    }
     let metrics = &shared.metrics;
     let (tx, mut rx) =
         mpsc::channel::<Result<Chunk<Batch<K>>, SourceError>>(opts.read_ahead.max(1));
@@ -236,7 +258,9 @@ where
     let mut source_done = false;
     let mut last_checkpointed = mark.progress().clone();
     let mut last_checkpoint_at = Instant::now();
-    let mut ticker = tokio::time::interval(opts.control_every.min(opts.checkpoint_every));
+    let mut last_renewal = Instant::now();
+    let tick = opts.control_every.min(opts.checkpoint_every);
+    let mut ticker = tokio::time::interval(renew_every.map_or(tick, |r| tick.min(r)));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.reset();
     let in_flight_max = opts.in_flight.max(1);
@@ -264,6 +288,10 @@ where
     loop {
         if matches!(end, Some(ItemEnd::Stopped)) && abandon_at.is_none() {
             abandon_at = Some(Instant::now() + opts.stop_grace);
+        }
+        if matches!(end, Some(ItemEnd::LeaseLost(_))) {
+            // Someone else holds the item: nothing more is written for it.
+            abandon_at = Some(Instant::now());
         }
         if end.is_none() && source_done && in_flight.is_empty() {
             end = Some(ItemEnd::Finished);
@@ -296,18 +324,22 @@ where
                 Some(Err(e)) => end = Some(ItemEnd::Failed(e.into())),
                 Some(Ok(chunk)) => {
                     first_batch_after.get_or_insert_with(|| started.elapsed());
-                    if Instant::now() >= trigger {
+                    if Instant::now() >= trigger.min(deadline) {
                         // The chunk is not sent; the cursor stays before it.
                         end = Some(ItemEnd::Triggered);
                     } else {
                         let seq = next_seq;
                         next_seq += 1;
                         let sink = sink.clone();
+                        let fleet = shared.fleet.clone();
                         metrics.in_flight_batches.fetch_add(1, Ordering::Relaxed);
                         in_flight.spawn(async move {
                             let mut chunk = chunk;
                             let result = match chunk.batch.take() {
-                                Some(b) => sink.send(b).await,
+                                Some(b) => match pay_fleet(fleet.as_deref(), chunk.docs, <K::Writer as SinkWriter>::size(&b) as u64).await {
+                                    Ok(()) => sink.send(b).await,
+                                    Err(e) => Err(e),
+                                },
                                 None => Ok(Delivered::default()),
                             };
                             (seq, chunk, result)
@@ -315,7 +347,11 @@ where
                     }
                 }
             },
-            _ = tokio::time::sleep_until(trigger), if end.is_none() => {
+            // The trigger, or the lease's end when renewals failed until then.
+            _ = tokio::time::sleep_until(trigger.min(deadline)), if end.is_none() => {
+                if Instant::now() >= deadline {
+                    tracing::warn!(item = %item.id(), "the lease could not be renewed before its end: stopping the item");
+                }
                 end = Some(ItemEnd::Triggered);
             }
             // Batches still in flight are abandoned when the lease ends, or `stop_grace`
@@ -341,6 +377,27 @@ where
                 }
             }
             _ = ticker.tick() => {
+                // The heartbeat goes on while batches drain, so that they may finish.
+                let lost = matches!(end, Some(ItemEnd::LeaseLost(_)));
+                if let Some(every) = renew_every.filter(|_| !lost) {
+                    if last_renewal.elapsed() + Duration::from_millis(5) >= every && Instant::now() < deadline {
+                        let sent = Instant::now();
+                        match tokio::time::timeout_at(deadline, lease.renew()).await {
+                            Ok(Ok(())) => {
+                                last_renewal = sent;
+                                if let Some(d) = lease.deadline() {
+                                    deadline = d;
+                                }
+                            }
+                            Ok(Err(LeaseError::Lost(e))) => {
+                                end = Some(ItemEnd::LeaseLost(e));
+                                continue;
+                            }
+                            Ok(Err(e)) => store_trouble.say(format_args!("could not renew the lease, sending until it ends: {e}")),
+                            Err(_) => store_trouble.say(format_args!("the store did not answer the renewal before the lease's end")),
+                        }
+                    }
+                }
                 if end.is_none() {
                     match lease.control().await {
                         Ok(Control::Run) => {}
@@ -377,6 +434,16 @@ where
 }
 
 type Batch<K> = <<K as Sink>::Writer as SinkWriter>::Batch;
+
+/// Takes a batch's documents and bytes from the fleet-wide budgets (when a limit is set).
+async fn pay_fleet(fleet: Option<&FleetLimiter>, docs: u64, bytes: u64) -> Result<(), SinkError> {
+    let Some(f) = fleet else {
+        return Ok(());
+    };
+    f.wait(docs, bytes)
+        .await
+        .map_err(|e| SinkError::item(format!("fleet-wide rate limit: coordination store: {e}")))
+}
 
 /// A warning said at most every 10 s (the rest at debug level).
 #[derive(Default)]
@@ -516,6 +583,7 @@ struct Pending {
     last: Option<Position>,
     skips: Vec<(Stage, Skip)>,
     refusals: Vec<Refusal>,
+    docs: u64,
 }
 
 impl<W: SinkWriter> Reader<'_, W> {
@@ -526,6 +594,7 @@ impl<W: SinkWriter> Reader<'_, W> {
             last: None,
             skips: Vec::new(),
             refusals: Vec::new(),
+            docs: 0,
         };
         let mut hung_up = false;
         let result = source.read(item, after, &mut |read| {
@@ -541,7 +610,10 @@ impl<W: SinkWriter> Reader<'_, W> {
                         .skips
                         .push((Stage::Transform, Skip::of(d, u.reason, u.detail))),
                     Ok(()) => match self.writer.push(d) {
-                        Ok(batch) => full = batch,
+                        Ok(batch) => {
+                            pending.docs += 1;
+                            full = batch
+                        }
                         Err(refusal) => pending.refusals.push(*refusal),
                     },
                 },
@@ -602,6 +674,7 @@ impl<W: SinkWriter> Reader<'_, W> {
             skips: std::mem::take(&mut pending.skips),
             refusals: std::mem::take(&mut pending.refusals),
             held,
+            docs: std::mem::take(&mut pending.docs),
         };
         self.tx.blocking_send(Ok(chunk)).is_ok()
     }

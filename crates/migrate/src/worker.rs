@@ -211,6 +211,7 @@ async fn work_on<S: Source, K: Sink>(
         item = lease.id(),
         after = %cursor_display(&base.cursor),
         lease = ?lease.duration(),
+        store_lease = ?lease.store_lease(),
         attempt = lease.attempts(),
         "working on item"
     );
@@ -222,6 +223,7 @@ async fn work_on<S: Source, K: Sink>(
         let mut port = CoordLease {
             lease: &mut lease,
             coord,
+            metrics,
         };
         let plan = ItemPlan {
             item,
@@ -392,6 +394,7 @@ where
 struct CoordLease<'a> {
     lease: &'a mut Lease,
     coord: &'a Coordinator,
+    metrics: &'a crate::metrics::Metrics,
 }
 
 fn lease_error(e: coordination::Error) -> LeaseError {
@@ -412,5 +415,22 @@ impl ItemLease for CoordLease<'_> {
             .await
             .map(to_control)
             .map_err(lease_error)
+    }
+
+    fn renew_every(&self) -> Option<Duration> {
+        self.lease.renew_every()
+    }
+
+    async fn renew(&mut self) -> Result<(), LeaseError> {
+        self.lease.renew().await.map_err(lease_error)?;
+        self.metrics
+            .lease_expiry_seconds
+            .store(self.lease.expires_at_ms() / 1000, Ordering::Relaxed);
+        self.metrics.lease_renewals.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        Some(Instant::from_std(self.lease.deadline()))
     }
 }

@@ -601,6 +601,7 @@ async fn refused_rows_reach_the_failure_log_with_their_key_and_the_rest_is_writt
             },
             memory_budget: 64 << 20,
             migration: None,
+            fleet_limits: Default::default(),
         },
     );
     let report = tokio::time::timeout(Duration::from_secs(120), job.run())

@@ -191,6 +191,7 @@ fn options(parallel: usize, lease: Duration) -> JobOptions {
         },
         memory_budget: 1 << 20,
         migration: None,
+        fleet_limits: Default::default(),
     }
 }
 

@@ -394,6 +394,8 @@ mod tests {
             &[
                 "--lease-seconds",
                 "86400",
+                "--renew-seconds",
+                "3600",
                 "--checkpoint-seconds",
                 "3600",
                 "--control-seconds",
@@ -414,6 +416,8 @@ mod tests {
             &[
                 "--lease-seconds",
                 "1",
+                "--renew-seconds",
+                "0",
                 "--checkpoint-seconds",
                 "0.05",
                 "--control-seconds",
@@ -435,6 +439,7 @@ mod tests {
             let w = worker_args(extra);
             let c = w.coordination_config();
             assert!(c.initial_lease >= std::time::Duration::from_secs(1));
+            assert!(c.renew_every <= std::time::Duration::from_secs(3600));
             assert!(c.keeper_lease <= std::time::Duration::from_secs(30));
             assert!(c.keeper_lease >= std::time::Duration::from_secs(3));
             let o = w.job_options(false).worker;
@@ -449,6 +454,13 @@ mod tests {
         w.control_seconds = f64::NAN;
         let c = w.coordination_config();
         assert_eq!(c.initial_lease, std::time::Duration::from_secs(86_400));
+        assert_eq!(
+            c.renew_every,
+            std::time::Duration::from_secs(10),
+            "heartbeat on by default"
+        );
+        w.renew_seconds = f64::NAN;
+        assert!(w.coordination_config().renew_every.is_zero());
         let j = w.job_options(true);
         assert!(j.memory_budget >= 2 * w.max_batch_bytes * j.parallel);
         let o = j.worker;

@@ -22,6 +22,7 @@ pub type UrlOf = Arc<dyn Fn(&str) -> String + Send + Sync>;
 pub fn config(lease_ms: u64) -> Config {
     Config {
         initial_lease: Duration::from_millis(lease_ms),
+        renew_every: Duration::ZERO,
         max_lease: Duration::from_secs(60),
         max_attempts: 4,
         max_clock_skew: Duration::from_secs(5),
@@ -47,6 +48,9 @@ pub async fn run_all(backend: &str, f: &Factory, url_of: Option<UrlOf>) {
     case!(one_lease_at_a_time);
     case!(expiry_and_takeover);
     case!(release_frees_at_once);
+    case!(heartbeat_renewal);
+    case!(heartbeat_lapse_and_takeover);
+    case!(fleet_rate_windows);
     case!(exponent_growth);
     case!(failed_after_max_attempts);
     case!(failed_after_expired_leases);
@@ -434,6 +438,176 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
     .await
     .unwrap();
     assert!(matches!(b.acquire().await.unwrap(), Acquired::NoWorkLeft));
+}
+
+/// Heartbeat leases: a 60 s work period, a 600 ms lease in the store renewed every 200 ms.
+fn heartbeat_config() -> Config {
+    let mut cfg = config(60_000);
+    cfg.renew_every = Duration::from_millis(200);
+    cfg
+}
+
+/// A renewed lease outlives its store lease many times over, nobody else gets the item,
+/// checkpoints and renewals interleave, and renewals neither count as attempts nor grow
+/// the exponent.
+async fn heartbeat_renewal(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let a = Coordinator::new(store.clone(), heartbeat_config());
+    let b = Coordinator::new(store.clone(), heartbeat_config());
+    a.setup(&[WorkItem::whole("a", 0)]).await.unwrap();
+    let mut la = lease(&a).await;
+    assert_eq!(la.duration(), Duration::from_secs(60), "the work period");
+    assert_eq!(la.store_lease(), Duration::from_millis(600));
+    assert_eq!(la.renew_every(), Some(Duration::from_millis(200)));
+    let first_expiry = store.get(la.id()).await.unwrap().unwrap().0.expiry;
+    let now = store.now().await.unwrap();
+    assert!(
+        first_expiry > now && first_expiry <= now + 700,
+        "the store holds the short lease: {first_expiry} vs now {now}"
+    );
+    let start = std::time::Instant::now();
+    let mut docs = 0;
+    while start.elapsed() < Duration::from_millis(2000) {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        la.renew().await.unwrap();
+        docs += 10;
+        la.checkpoint(&Progress {
+            cursor: acked(docs - 1),
+            docs,
+            ..Progress::default()
+        })
+        .await
+        .unwrap();
+        assert!(
+            matches!(
+                b.acquire().await.unwrap(),
+                Acquired::AllLeasedElsewhere { .. }
+            ),
+            "a renewed lease is not taken"
+        );
+        assert!(la.deadline() > std::time::Instant::now());
+    }
+    assert!(la.renewals() >= 10, "{} renewals", la.renewals());
+    let (r, _) = store.get(la.id()).await.unwrap().unwrap();
+    assert_eq!(r.attempts, 1, "renewals are not attempts");
+    assert_eq!(r.exponent, 1, "renewals do not grow the exponent");
+    assert!(r.expiry > first_expiry + 1000, "the expiry moved on");
+    assert_eq!(r.holder.as_deref(), Some(a.worker_id().as_str()));
+    la.complete(&Progress {
+        cursor: acked(docs - 1),
+        docs,
+        ..Progress::default()
+    })
+    .await
+    .unwrap();
+    assert!(matches!(b.acquire().await.unwrap(), Acquired::NoWorkLeft));
+}
+
+/// A holder that stops renewing (a SIGKILL) loses the item within one store lease; the
+/// next holder's store lease is doubled (the attempt failed), its work period follows the
+/// exponent as before, and the old holder's renewals and writes are refused.
+async fn heartbeat_lapse_and_takeover(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let a = Coordinator::new(store.clone(), heartbeat_config());
+    let b = Coordinator::new(store.clone(), heartbeat_config());
+    a.setup(&[WorkItem::whole("a", 0)]).await.unwrap();
+    let mut la = lease(&a).await;
+    la.renew().await.unwrap();
+    let last_renewal = std::time::Instant::now();
+    let lb = loop {
+        match b.acquire().await.unwrap() {
+            Acquired::Lease(l) => break l,
+            Acquired::AllLeasedElsewhere { .. } => {
+                assert!(
+                    last_renewal.elapsed() < Duration::from_millis(1200),
+                    "not taken again within 2× the store lease"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Acquired::NoWorkLeft => panic!("no work left"),
+        }
+    };
+    assert!(
+        last_renewal.elapsed() >= Duration::from_millis(550),
+        "taken before the lease ended: {:?}",
+        last_renewal.elapsed()
+    );
+    assert_eq!(lb.id(), la.id());
+    assert_eq!(lb.attempts(), 2);
+    assert_eq!(
+        lb.store_lease(),
+        Duration::from_millis(1200),
+        "one failed attempt"
+    );
+    assert_eq!(
+        lb.duration(),
+        Duration::from_secs(60),
+        "capped at max_lease"
+    );
+    assert!(matches!(la.renew().await, Err(Error::LeaseLost { .. })));
+    assert!(matches!(
+        la.checkpoint(&Progress {
+            cursor: acked(5),
+            docs: 6,
+            ..Progress::default()
+        })
+        .await,
+        Err(Error::LeaseLost { .. })
+    ));
+    let (r, _) = store.get(lb.id()).await.unwrap().unwrap();
+    assert_eq!(r.holder.as_deref(), Some(b.worker_id().as_str()));
+    assert!(r.last_error.unwrap().contains("expired"));
+    lb.complete(&Progress::default()).await.unwrap();
+}
+
+/// Eight workers take shares of one fleet-wide limit at once: no window hands out more
+/// than its budget, and the budget is used.
+async fn fleet_rate_windows(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let until = std::time::Instant::now() + Duration::from_millis(2500);
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let c = Coordinator::new(store.clone(), config(5000));
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            while std::time::Instant::now() < until {
+                let g = c.take_fleet_units("docs", 50.0, 7).await.unwrap();
+                if g.units > 0 {
+                    got.push((g.window_end_ms, g.units));
+                } else {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            got
+        }));
+    }
+    let mut per_window = std::collections::BTreeMap::<i64, u64>::new();
+    for t in tasks {
+        for (w, n) in t.await.unwrap() {
+            *per_window.entry(w).or_default() += n;
+        }
+    }
+    assert!(per_window.len() >= 2, "{per_window:?}");
+    for (w, n) in &per_window {
+        assert!(*n <= 50, "window ending {w} handed out {n} of 50");
+    }
+    assert!(
+        per_window.values().any(|n| *n >= 43),
+        "some window's budget is used up: {per_window:?}"
+    );
+    let c = Coordinator::new(store.clone(), config(5000));
+    assert!(matches!(
+        c.take_fleet_units("docs", 0.0, 1).await,
+        Err(Error::Invalid(_))
+    ));
+    // A batch larger than one window's budget is paid over several windows.
+    let t = std::time::Instant::now();
+    c.wait_fleet_units("bytes", 100.0, 250).await.unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
 }
 
 async fn release_frees_at_once(f: &Factory, ns: &str) {

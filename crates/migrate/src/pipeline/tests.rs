@@ -204,6 +204,13 @@ struct Lease {
     checkpoints: Vec<Progress>,
     /// Control answers, in order; `Run` after the last.
     controls: Vec<Control>,
+    /// Heartbeat: renew this often; each renewal ends the lease `lease_len` later.
+    renew_every: Option<Duration>,
+    lease_len: Duration,
+    /// What a renewal answers: `None` succeeds, otherwise this error.
+    renew_fails: Option<fn() -> LeaseError>,
+    renewals: usize,
+    deadline: Option<Instant>,
 }
 
 impl ItemLease for Lease {
@@ -217,6 +224,20 @@ impl ItemLease for Lease {
         } else {
             self.controls.remove(0)
         })
+    }
+    fn renew_every(&self) -> Option<Duration> {
+        self.renew_every
+    }
+    async fn renew(&mut self) -> Result<(), LeaseError> {
+        if let Some(e) = self.renew_fails {
+            return Err(e());
+        }
+        self.renewals += 1;
+        self.deadline = Some(Instant::now() + self.lease_len);
+        Ok(())
+    }
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
     }
 }
 
@@ -304,6 +325,7 @@ async fn go_until(
         failures: Arc::new(FailureLog::open(&path).unwrap()),
         budget: Budget::new(1 << 20),
         shutdown: shutdown.unwrap_or(rx),
+        fleet: None,
     };
     let plan = ItemPlan {
         item: it,
@@ -728,5 +750,121 @@ async fn a_source_error_stops_with_the_cursor_before_the_bad_doc() {
         .and_then(Position::doc)
         .unwrap();
     assert!(cursor < 500);
+    check_accounting(&r, &sink, 0, None);
+}
+
+fn heartbeat_lease(lease_ms: u64, renew_fails: Option<fn() -> LeaseError>) -> Lease {
+    Lease {
+        renew_every: Some(Duration::from_millis(lease_ms / 4)),
+        lease_len: Duration::from_millis(lease_ms),
+        renew_fails,
+        ..Lease::default()
+    }
+}
+
+/// With a heartbeat, each renewal moves the lease's end: the item runs on, past the end
+/// of its first lease, until its trigger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_keep_the_item_going_past_its_first_lease() {
+    let sink = Arc::new(Snk::default());
+    let start = Instant::now();
+    let trigger = start + Duration::from_millis(800);
+    let first_deadline = start + Duration::from_millis(200);
+    let r = go_until(
+        Src {
+            max_doc: 100_000_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        heartbeat_lease(200, None),
+        item(None, None),
+        Progress::default(),
+        (trigger, first_deadline),
+        opts(4),
+        None,
+    )
+    .await;
+    assert!(Instant::now() >= trigger, "ended before the trigger");
+    assert!(
+        matches!(r.report.end, ItemEnd::Triggered),
+        "{:?}",
+        r.report.end
+    );
+    assert!(r.lease.renewals >= 6, "{} renewals", r.lease.renewals);
+    check_accounting(&r, &sink, 0, None);
+}
+
+/// A store that does not answer renewals: the worker stops at the lease's end (no new
+/// batch after it, those in flight abandoned), whatever the trigger says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_that_cannot_be_renewed_stops_the_item_at_its_end() {
+    let sink = Arc::new(Snk {
+        hang_from: Some(5_000),
+        ..Snk::default()
+    });
+    let start = Instant::now();
+    let deadline = start + Duration::from_millis(300);
+    let r = go_until(
+        Src {
+            max_doc: 100_000_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        heartbeat_lease(300, Some(|| LeaseError::Unavailable("store down".into()))),
+        item(None, None),
+        Progress::default(),
+        (far(), deadline),
+        opts(4),
+        None,
+    )
+    .await;
+    let ended = Instant::now();
+    assert!(ended >= deadline, "ended before the lease did");
+    assert!(
+        ended < deadline + Duration::from_millis(250),
+        "still running {:?} after the lease ended",
+        ended - deadline
+    );
+    assert!(
+        matches!(r.report.end, ItemEnd::Triggered),
+        "{:?}",
+        r.report.end
+    );
+    check_accounting(&r, &sink, 0, None);
+}
+
+/// A renewal that finds another holder ends the item at once: batches in flight are
+/// abandoned without waiting for the lease's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_that_finds_another_holder_abandons_the_item_at_once() {
+    let sink = Arc::new(Snk {
+        hang_from: Some(70),
+        ..Snk::default()
+    });
+    let start = Instant::now();
+    let r = go_until(
+        Src {
+            max_doc: 1_000_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        heartbeat_lease(400, Some(|| LeaseError::Lost("taken by w2".into()))),
+        item(None, None),
+        Progress::default(),
+        (far(), far()),
+        opts(4),
+        None,
+    )
+    .await;
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(
+        matches!(r.report.end, ItemEnd::LeaseLost(_)),
+        "{:?}",
+        r.report.end
+    );
     check_accounting(&r, &sink, 0, None);
 }

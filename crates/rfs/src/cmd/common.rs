@@ -884,6 +884,26 @@ pub struct WorkerArgs {
         value_parser = float_in(1.0, 1e12)
     )]
     pub max_bytes_per_sec: Option<f64>,
+    /// Documents per second for the whole fleet together (0.001–1000000000): every worker
+    /// takes its share from one budget per second kept in the coordination store, so a
+    /// thousand workers respect one number. The per-worker limits and the backoff on 429s
+    /// still apply to each worker.
+    #[arg(
+        long,
+        env = "RFS_FLEET_MAX_DOCS_PER_SEC",
+        value_name = "N",
+        value_parser = float_in(1e-3, 1e9)
+    )]
+    pub fleet_max_docs_per_sec: Option<f64>,
+    /// Bytes per second for the whole fleet together (1–1000000000000), shared like
+    /// --fleet-max-docs-per-sec.
+    #[arg(
+        long,
+        env = "RFS_FLEET_MAX_BYTES_PER_SEC",
+        value_name = "N",
+        value_parser = float_in(1.0, 1e12)
+    )]
+    pub fleet_max_bytes_per_sec: Option<f64>,
     /// Split shards with more Lucene documents than this into doc-id ranges at setup
     /// (1–2147483647).
     #[arg(
@@ -894,7 +914,9 @@ pub struct WorkerArgs {
         value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64)
     )]
     pub split_docs: u64,
-    /// First lease on a work item, in seconds (1–86400; doubles with each acquisition).
+    /// Work period of an item, in seconds, before the rest is handed to a successor item
+    /// (1–86400; doubles with each acquisition). Without heartbeat (`--renew-seconds 0`)
+    /// this is the lease itself.
     #[arg(
         long,
         env = "RFS_LEASE_SECONDS",
@@ -903,6 +925,19 @@ pub struct WorkerArgs {
         value_parser = clap::value_parser!(u64).range(1..=86_400)
     )]
     pub lease_seconds: u64,
+    /// Heartbeat: renew the item's lease every this many seconds while working (0–3600;
+    /// 0: no heartbeat, the lease is --lease-seconds). The lease in the store is
+    /// min(3 × this, --lease-seconds), doubled per earlier attempt of the item: a worker
+    /// that dies (SIGKILL, lost host) loses its item within one such lease (30 s by
+    /// default), and a worker that cannot renew stops writing before its lease ends.
+    #[arg(
+        long,
+        env = "RFS_RENEW_SECONDS",
+        default_value_t = 10.0,
+        value_name = "SECS",
+        value_parser = float_in(0.0, 3600.0)
+    )]
+    pub renew_seconds: f64,
     /// Acquisitions of an item before it is marked FAILED (1–100).
     #[arg(
         long,
@@ -1032,6 +1067,11 @@ impl WorkerArgs {
         let lease = Duration::from_secs(self.lease_seconds.clamp(1, 86_400));
         coordination::Config {
             initial_lease: lease,
+            renew_every: if self.renew_seconds > 0.0 {
+                seconds(self.renew_seconds, 0.05, 3600.0)
+            } else {
+                Duration::ZERO
+            },
             max_attempts: self.max_attempts.max(1),
             phase_lease: lease.max(Duration::from_secs(5)),
             keeper_lease: Duration::from_secs(30)
@@ -1077,6 +1117,14 @@ impl WorkerArgs {
             coordination: self.coordination_config(),
             memory_budget: self.memory_budget.unwrap_or(128 << 20).max(floor),
             migration: self.migration.clone(),
+            fleet_limits: migrate::FleetLimits {
+                docs_per_sec: self
+                    .fleet_max_docs_per_sec
+                    .filter(|r| r.is_finite() && *r > 0.0),
+                bytes_per_sec: self
+                    .fleet_max_bytes_per_sec
+                    .filter(|r| r.is_finite() && *r > 0.0),
+            },
         }
     }
 

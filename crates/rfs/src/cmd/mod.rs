@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_coordination;
+pub mod bench_fleet;
 pub mod common;
 pub mod control;
 pub mod documents;
