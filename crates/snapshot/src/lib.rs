@@ -50,10 +50,11 @@ pub use metadata::{
 pub use object::ObjectStoreBlobs;
 pub use reader::{
     DocKey, ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason,
-    SkippedDocument,
+    SkippedDocument, Step,
 };
 pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
+pub use lucene::VerifiedFiles;
 pub use shard_paths::ShardPathType;
 pub use uri::{open_store, StoreOptions};
