@@ -143,7 +143,10 @@ fn a_damaged_segment_read_in_split_items_fails_and_sends_nothing_of_it() {
     assert!(!failed.is_empty(), "{st:#}");
     for f in failed {
         let e = f["last_error"].as_str().unwrap();
-        assert!(e.contains(&blob) && e.contains("checksum mismatch"), "{st:#}");
+        assert!(
+            e.contains(&blob) && e.contains("checksum mismatch"),
+            "{st:#}"
+        );
     }
     // whatever arrived is the snapshot's own, document by document
     let expected = expected_documents();

@@ -175,7 +175,13 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
         .arg("--repo")
         .arg(&repo)
         .args(["--snapshot", "snap", "--target", &server.url()])
-        .args(["--store", &store, "--no-progress", "--rebuild-source", "off"])
+        .args([
+            "--store",
+            &store,
+            "--no-progress",
+            "--rebuild-source",
+            "off",
+        ])
         .arg("--failure-log")
         .arg(&log)
         .current_dir(tmp.path())
@@ -206,7 +212,7 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
         .args(["--all", "--rebuild-source", "off", "--json"])
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
     assert_eq!(v["live"].as_u64(), Some(N), "{v:#}");
 }

@@ -43,6 +43,7 @@ pub use blob::{BlobMeta, BlobStore, LocalStore};
 pub use delta::{DeleteKeys, DeltaStats, ShardDelta};
 pub use document::EsDocument;
 pub use error::{Error, Result};
+pub use lucene::VerifiedFiles;
 pub use metadata::{
     DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, RepositoryData, ShardFailure,
     ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind, TypeMapping, Version,
@@ -55,6 +56,5 @@ pub use reader::{
 pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
-pub use lucene::VerifiedFiles;
 pub use shard_paths::ShardPathType;
 pub use uri::{open_store, StoreOptions};

@@ -259,7 +259,11 @@ fn partial_walks_fail_before_the_first_document_of_a_damaged_segment() {
 
     let store = Arc::new(snapshot::LocalStore::open(&repo).unwrap());
     let repository = Repository::open(store).unwrap();
-    let ix = repository.snapshot("demo").unwrap().index("reviews").unwrap();
+    let ix = repository
+        .snapshot("demo")
+        .unwrap()
+        .index("reviews")
+        .unwrap();
     let shard = ix.open_shard(0).unwrap();
     let reader = ShardReader::open_with(&shard, &ReadOptions::default()).unwrap();
     let seg = reader
@@ -271,25 +275,26 @@ fn partial_walks_fail_before_the_first_document_of_a_damaged_segment() {
     let (base, len) = (seg.doc_base(), u64::from(seg.max_doc()));
     assert!(len > 4, "segment {segment} has {len} documents");
     let damaged = base..base + len;
-    let expect_failure = |what: &str, docs: &mut dyn Iterator<Item = snapshot::Result<snapshot::EsDocument>>| {
-        for d in docs {
-            match d {
-                Ok(d) => assert!(
-                    !damaged.contains(&d.global_doc_id),
-                    "{what}: document {} of the damaged segment came out",
-                    d.global_doc_id
-                ),
-                Err(e) => {
-                    let e = e.to_string();
-                    assert!(e.contains("checksum mismatch"), "{what}: {e}");
-                    assert!(e.contains(&cfs.name), "{what}: {e}");
-                    assert!(e.contains(&format!("[{segment}{inner}]")), "{what}: {e}");
-                    return;
+    let expect_failure =
+        |what: &str, docs: &mut dyn Iterator<Item = snapshot::Result<snapshot::EsDocument>>| {
+            for d in docs {
+                match d {
+                    Ok(d) => assert!(
+                        !damaged.contains(&d.global_doc_id),
+                        "{what}: document {} of the damaged segment came out",
+                        d.global_doc_id
+                    ),
+                    Err(e) => {
+                        let e = e.to_string();
+                        assert!(e.contains("checksum mismatch"), "{what}: {e}");
+                        assert!(e.contains(&cfs.name), "{what}: {e}");
+                        assert!(e.contains(&format!("[{segment}{inner}]")), "{what}: {e}");
+                        return;
+                    }
                 }
             }
-        }
-        panic!("{what}: the walk ended without an error");
-    };
+            panic!("{what}: the walk ended without an error");
+        };
     let mid = base + len / 2;
     for range in [
         base + 1..base + len,

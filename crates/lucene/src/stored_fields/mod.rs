@@ -292,7 +292,10 @@ pub struct VerifiedFiles(std::sync::Mutex<std::collections::HashSet<(String, u64
 
 impl VerifiedFiles {
     fn contains(&self, key: &(String, u64, u32)) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).contains(key)
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
     }
 
     fn insert(&self, key: (String, u64, u32)) {
