@@ -228,7 +228,7 @@ fn case(blob: usize, at: usize, mask: u8, split: u64, fail_at: Option<usize>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     #[test]
     fn one_changed_byte_anywhere_never_ends_clean_with_a_changed_document(
