@@ -37,6 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let opts = OpenOptions {
         soft_deletes_field: soft,
         verify_checksums: true,
+        verified: None,
     };
     let reader = IndexReader::open(Arc::new(FsDirectory::open(&dir)?), &opts)?;
     let mut blocks: Vec<RawBlock> = Vec::new();

@@ -37,6 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let opts = OpenOptions {
             soft_deletes_field: soft.clone(),
             verify_checksums: verify,
+            verified: None,
         };
         let reader = IndexReader::open(Arc::new(FsDirectory::open(&dir)?), &opts)?;
         let t1 = Instant::now();

@@ -55,5 +55,5 @@ pub use field_infos::{DocValuesType, FieldInfo, FieldInfos};
 pub use local_file::LocalFile;
 pub use reader::{Documents, IndexReader, OpenOptions, SegmentReader, StoredFieldVisitor};
 pub use segment_info::SegmentInfo;
-pub use stored_fields::{StoredFieldsReader, StoredValue, Verified};
+pub use stored_fields::{StoredFieldsReader, StoredValue, Verified, VerifiedFiles};
 pub use version::Version;

@@ -17,7 +17,7 @@ use crate::field_infos::{self, DocValuesType, FieldInfo, FieldInfos};
 use crate::live_docs::{self, LiveDocs};
 use crate::names;
 use crate::segment_info::{self, SegmentInfo};
-use crate::stored_fields::{StoredFieldsCursor, StoredFieldsReader, StoredValue, Verified};
+use crate::stored_fields::{StoredFieldsCursor, StoredFieldsReader, StoredValue, VerifiedFiles};
 use crate::version::Version;
 
 /// How to open an index.
@@ -26,17 +26,20 @@ pub struct OpenOptions {
     /// The NUMERIC doc-values field that marks soft-deleted documents (Elasticsearch and
     /// OpenSearch: `__soft_deletes`). `None`: only hard deletes are applied.
     pub soft_deletes_field: Option<String>,
-    /// Check the CRC-32 of the large files as they are read (default: on). Files read
-    /// whole on open (`segments_N`, `.si`, `.fnm`, `.liv`, `.cfe`, `.fdx`, `.fdm`, `.dvm`)
-    /// are always checked. With this on, the soft-deletes `.dvd` is checked on open when
-    /// it is at most [`DOC_VALUES_VERIFY_MAX`] bytes or a doc-values update file, and a
-    /// sequential walk ([`IndexReader::documents`]) checks each segment's `.fdt` from the
-    /// chunks it reads anyway: the check completes when the walk leaves a segment it
-    /// covered from its first document to its last, and fails with
-    /// [`Error::Checksum`] naming the file. A walk that covers part of a segment checks
-    /// nothing there (a debug log says so). [`IndexReader::verify_checksums`] checks
-    /// every file in full instead, with a second read.
+    /// Check the CRC-32 of the large files (default: on). Files read whole on open
+    /// (`segments_N`, `.si`, `.fnm`, `.liv`, `.cfe`, `.fdx`, `.fdm`, `.dvm`) are always
+    /// checked. With this on, the soft-deletes `.dvd` is checked on open when it is at
+    /// most [`DOC_VALUES_VERIFY_MAX`] bytes or a doc-values update file, and every walk
+    /// ([`IndexReader::documents`], [`IndexReader::selected`]) checks the whole CRC-32 of
+    /// a segment's `.fdt` before it gives the first document of that segment, whatever
+    /// part of the segment it covers: no document of a damaged `.fdt` ever comes out, the
+    /// walk fails with [`Error::Checksum`] naming the file instead. Each file is checked
+    /// once per [`OpenOptions::verified`] set.
     pub verify_checksums: bool,
+    /// Files already found good, shared between readers of files that cannot change
+    /// (one snapshot): a shard read as several items is checked once. `None`: a set of
+    /// this reader's own.
+    pub verified: Option<Arc<VerifiedFiles>>,
 }
 
 /// Largest base `.dvd` whose CRC-32 is checked on open when it holds the soft-deletes
@@ -48,6 +51,7 @@ impl Default for OpenOptions {
         OpenOptions {
             soft_deletes_field: None,
             verify_checksums: true,
+            verified: None,
         }
     }
 }
@@ -58,6 +62,7 @@ impl OpenOptions {
         OpenOptions {
             soft_deletes_field: Some("__soft_deletes".to_string()),
             verify_checksums: true,
+            verified: None,
         }
     }
 }
@@ -97,6 +102,7 @@ pub struct IndexReader {
     max_doc: u64,
     num_live_docs: u64,
     verify_checksums: bool,
+    verified: Arc<VerifiedFiles>,
 }
 
 impl IndexReader {
@@ -132,6 +138,7 @@ impl IndexReader {
             max_doc: doc_base,
             num_live_docs,
             verify_checksums: opts.verify_checksums,
+            verified: opts.verified.clone().unwrap_or_default(),
         })
     }
 
@@ -156,8 +163,8 @@ impl IndexReader {
     }
 
     /// Live documents whose shard-global doc id lies in `range`, in order. With
-    /// [`OpenOptions::verify_checksums`], the `.fdt` of every segment the range covers
-    /// whole is checked on the way (see there).
+    /// [`OpenOptions::verify_checksums`], the `.fdt` of every segment the range reaches
+    /// is checked whole before its first document (see there).
     pub fn documents(&self, range: Range<u64>) -> Result<Documents<'_>> {
         let end = range.end.min(self.max_doc);
         let start = range.start.min(end);
@@ -172,7 +179,6 @@ impl IndexReader {
             reader: self,
             seg,
             next_doc,
-            seg_start: next_doc,
             end,
             cursor: None,
             select: None,
@@ -181,14 +187,13 @@ impl IndexReader {
 
     /// The documents of `selection` (one set per segment, in [`IndexReader::segments`]
     /// order), live or not, in shard-global doc-id order. Stored fields are read only for
-    /// the chunks that hold selected documents; no checksum is completed on the way (small
-    /// files were checked on open).
+    /// the chunks that hold selected documents; with [`OpenOptions::verify_checksums`]
+    /// the `.fdt` of a segment is checked whole before its first document.
     pub fn selected<'a>(&'a self, selection: &'a Selection) -> Documents<'a> {
         Documents {
             reader: self,
             seg: 0,
             next_doc: 0,
-            seg_start: 0,
             end: self.max_doc,
             cursor: None,
             select: Some(selection),
@@ -210,8 +215,6 @@ pub struct Documents<'a> {
     reader: &'a IndexReader,
     seg: usize,
     next_doc: u32,
-    /// The segment-local doc the walk of the current segment started at.
-    seg_start: u32,
     end: u64,
     cursor: Option<StoredFieldsCursor<'a>>,
     /// Walk these documents instead of the live ones.
@@ -238,16 +241,11 @@ impl Documents<'_> {
             match next {
                 Some(doc) if doc < local_end => {
                     if let Some(stored) = &seg.stored_fields {
-                        let cursor = self.cursor.get_or_insert_with(|| {
-                            if reader.verify_checksums
-                                && self.seg_start == 0
-                                && self.select.is_none()
-                            {
-                                stored.verifying_cursor()
-                            } else {
-                                stored.cursor()
-                            }
-                        });
+                        if self.cursor.is_none() && reader.verify_checksums {
+                            // before any document of the segment comes out
+                            stored.verify_data(&reader.verified)?;
+                        }
+                        let cursor = self.cursor.get_or_insert_with(|| stored.cursor());
                         let fields = &seg.field_infos;
                         let fdt = &seg.fdt_name;
                         cursor.visit_in(doc, &mut |number, value, chunk| match fields
@@ -266,44 +264,12 @@ impl Documents<'_> {
                     return Ok(Some(seg.doc_base + u64::from(doc)));
                 }
                 _ => {
-                    if let Some(mut cursor) = self.cursor.take() {
-                        self.finish_segment(seg, &mut cursor, local_end)?;
-                    }
+                    self.cursor = None;
                     self.seg += 1;
                     self.next_doc = 0;
-                    self.seg_start = 0;
                 }
             }
         }
-    }
-}
-
-impl Documents<'_> {
-    /// Completes the checksum of the segment's `.fdt` when the walk covered all of it.
-    fn finish_segment(
-        &self,
-        seg: &SegmentReader,
-        cursor: &mut StoredFieldsCursor<'_>,
-        local_end: u32,
-    ) -> Result<()> {
-        if !self.reader.verify_checksums || self.select.is_some() {
-            return Ok(());
-        }
-        let fdt = seg.stored_fields.as_ref().map_or("", |s| s.fdt_name());
-        if self.seg_start != 0 || local_end != seg.max_doc() {
-            tracing::debug!(
-                file = fdt,
-                from = self.seg_start,
-                to = local_end,
-                max_doc = seg.max_doc(),
-                "the range covers part of the segment: stored fields checksum not verified"
-            );
-            return Ok(());
-        }
-        if cursor.finish()? == Verified::No {
-            tracing::debug!(file = fdt, "stored fields checksum not verified");
-        }
-        Ok(())
     }
 }
 

@@ -102,6 +102,66 @@ fn a_flipped_bit_in_a_reviews_blob_fails_the_item_naming_the_file() {
     assert!(v.all().contains(&blob), "{v}");
 }
 
+/// Issue 25, point 1: a shard cut into doc-id ranges (`--split-docs`) once read the
+/// damaged segment in pieces, none of which covered it whole, so its checksum was never
+/// completed and `rfs run` exited 0 with the changed documents on the target. Every item
+/// that reaches the damaged stored fields now fails before it sends a document of them,
+/// every retry fails the same way, the run exits 1, and every document on the target is
+/// the snapshot's own.
+#[test]
+fn a_damaged_segment_read_in_split_items_fails_and_sends_nothing_of_it() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    copy_demo(&repo);
+    let (path, _, _) = shard_blobs(&repo, "reviews", 0)
+        .into_iter()
+        .filter(|(_, name, len)| name.ends_with(".cfs") && *len > 20_000)
+        .max_by_key(|(_, _, len)| *len)
+        .expect("a reviews compound blob past byte 20000");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[20_000] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let blob = path.file_name().unwrap().to_str().unwrap().to_string();
+
+    let dir = work.path().join("state");
+    std::fs::create_dir(&dir).unwrap();
+    let mut c = rfs();
+    c.arg("run")
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--snapshot", SNAPSHOT, "--target", &server.url()])
+        .args(["--store", &sqlite(&dir), "--no-progress"])
+        .args(["--split-docs", "40", "--max-attempts", "2"])
+        .arg("--failure-log")
+        .arg(dir.join("failures.jsonl"))
+        .current_dir(&dir);
+    let r = run(c);
+    assert_eq!(r.code, Some(1), "{r}");
+    let st = status(&dir);
+    let failed = st["failed_items"].as_array().unwrap();
+    assert!(!failed.is_empty(), "{st:#}");
+    for f in failed {
+        let e = f["last_error"].as_str().unwrap();
+        assert!(
+            e.contains(&blob) && e.contains("checksum mismatch"),
+            "{st:#}"
+        );
+    }
+    // whatever arrived is the snapshot's own, document by document
+    let expected = expected_documents();
+    let held = server.documents("reviews");
+    assert!(!held.is_empty());
+    for (id, source) in &held {
+        assert_eq!(
+            expected.get(&("reviews".to_string(), id.clone())),
+            Some(source),
+            "{id} differs from the snapshot"
+        );
+    }
+    assert_target_holds(&server, &["books"]);
+}
+
 /// What is damaged in shard 0 of `books` for [`a_broken_shard_file_fails_only_its_item`].
 enum Damage {
     /// The shard's snapshot metadata (`snap-UUID.dat` in the shard directory) is gone.

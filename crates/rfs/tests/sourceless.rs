@@ -133,3 +133,86 @@ fn a_snapshot_without_source_migrates_rebuilt_documents_and_verifies() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
+
+/// Issue 25, point 2: the reader held at most 10,000 skipped documents between two
+/// documents it gave, and the rest of a run of skips vanished: in no failure log, no
+/// count, and `verify` counted only what was given. 10,500 documents without `_source`
+/// (real Lucene 8.7, `crates/snapshot/tests/data/MakeManySourceless.java`) with
+/// `--rebuild-source off`: every one is skipped as `no_source`, counted, logged, and the
+/// run exits 7; `verify` counts 10,500 live documents.
+#[test]
+fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged() {
+    const N: u64 = 10_500;
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let mut spec = SnapshotSpec::new("snap");
+    spec.indices.push(IndexSpec {
+        name: "many".into(),
+        settings: serde_json::Map::new(),
+        mappings: vec![TypeMapping {
+            doc_type: "_doc".into(),
+            mapping: serde_json::json!({
+                "_source": {"enabled": false},
+                "properties": {"n": {"type": "long"}}
+            }),
+        }],
+        aliases: serde_json::Map::new(),
+        shards: vec![ShardSource::Lucene(Arc::new(
+            lucene::FsDirectory::open(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../snapshot/tests/data/sourceless-many/l8"),
+            )
+            .unwrap(),
+        ))],
+        extra: serde_json::Map::new(),
+    });
+    write_repository(&repo, &[spec], &WriteOptions::default()).unwrap();
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let log = tmp.path().join("failures.jsonl");
+    let store = format!("sqlite://{}", tmp.path().join("state.db").display());
+    let out = rfs()
+        .arg("run")
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--snapshot", "snap", "--target", &server.url()])
+        .args([
+            "--store",
+            &store,
+            "--no-progress",
+            "--rebuild-source",
+            "off",
+        ])
+        .arg("--failure-log")
+        .arg(&log)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    let records = migrate::FailureLog::read(&log).unwrap();
+    assert_eq!(records.len() as u64, N, "{}", show(&out));
+    let ids: std::collections::BTreeSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids.len() as u64, N);
+    assert!(records.iter().all(|r| r.error_type == "no_source"));
+    let st = rfs()
+        .args(["status", "--json", "--store", &store])
+        .arg("--failure-log")
+        .arg(&log)
+        .output()
+        .unwrap();
+    let st: Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(st["docs_skipped"].as_u64(), Some(N), "{st:#}");
+    assert!(server.documents("many").is_empty());
+
+    // verify counts the snapshot's live documents, all of them not expected
+    let out = rfs()
+        .arg("verify")
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--snapshot", "snap", "--target", &server.url()])
+        .args(["--all", "--rebuild-source", "off", "--json"])
+        .output()
+        .unwrap();
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
+    assert_eq!(v["live"].as_u64(), Some(N), "{v:#}");
+}

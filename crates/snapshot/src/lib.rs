@@ -45,6 +45,7 @@ pub use blob::{BlobMeta, BlobStore, LocalStore};
 pub use delta::{DeleteKeys, DeltaStats, ShardDelta};
 pub use document::EsDocument;
 pub use error::{Error, Result};
+pub use lucene::VerifiedFiles;
 pub use metadata::{
     DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, RepositoryData, ShardFailure,
     ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind, TypeMapping, Version,
@@ -52,7 +53,7 @@ pub use metadata::{
 pub use object::ObjectStoreBlobs;
 pub use reader::{
     DocKey, ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason,
-    SkippedDocument,
+    SkippedDocument, Step,
 };
 pub use rebuild::SourcePlan;
 pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};

@@ -20,8 +20,20 @@ use crate::repository::Shard;
 
 /// Soft-deletes field of Elasticsearch 6.5+/7+ and OpenSearch.
 pub const SOFT_DELETES_FIELD: &str = "__soft_deletes";
-/// At most this many skipped documents are kept for reporting (all are counted).
+/// At most this many skipped documents are held between two drains: [`Documents::step`]
+/// says so when the list is full (nothing is lost); the plain iterator keeps no more
+/// (all are counted).
 const MAX_SKIPPED_KEPT: usize = 10_000;
+
+/// What [`Documents::step`] gives.
+#[derive(Debug)]
+pub enum Step {
+    /// The next document.
+    Doc(EsDocument),
+    /// The skipped-documents list is full: take it ([`Documents::take_skipped`]) before
+    /// the next step.
+    SkipsFull,
+}
 
 /// Why a live Lucene document was not produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -178,12 +190,15 @@ pub struct RebuildOptions {
 /// How to open a shard for reading documents.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
-    /// Check the CRC-32 of every shard file as it is read (default: on). Small files are
-    /// checked when opened; each segment's stored fields (`.fdt`, also inside a `.cfs`)
-    /// while [`ShardReader::documents`] walks them, completed when a walk covers a
-    /// segment whole. A mismatch is an error naming the file, its blob and the shard.
-    /// See [`lucene::OpenOptions::verify_checksums`].
+    /// Check the CRC-32 of every shard file the documents come from (default: on).
+    /// Small files are checked when opened; each segment's stored fields (`.fdt`, also
+    /// inside a `.cfs`) whole before the first document of that segment comes out, however
+    /// little of the segment a walk covers. A mismatch is an error naming the file, its
+    /// blob and the shard. See [`lucene::OpenOptions::verify_checksums`].
     pub verify_checksums: bool,
+    /// Files already found good (shared by the readers of one run, so a shard read in
+    /// several items is checked once); `None`: the reader's own.
+    pub verified: Option<Arc<lucene::VerifiedFiles>>,
     /// Before anything is read, recompute the CRC-32 of every file of the shard and
     /// compare it with the footer and the snapshot metadata: a second read of the whole
     /// shard, for `export --verify-checksums`.
@@ -196,6 +211,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             verify_checksums: true,
+            verified: None,
             verify_all_files_first: false,
             rebuild: RebuildOptions::default(),
         }
@@ -253,6 +269,7 @@ impl ShardReader {
                 .soft_deletes_enabled()
                 .then(|| SOFT_DELETES_FIELD.to_string()),
             verify_checksums: options.verify_checksums,
+            verified: options.verified.clone(),
         };
         let dir: Arc<dyn lucene::Directory> = shard.directory().clone();
         let reader = IndexReader::open(dir, &opts).map_err(|source| Error::Lucene {
@@ -298,6 +315,33 @@ impl ShardReader {
     /// Live documents (after hard and soft deletes), nested children included.
     pub fn live_docs(&self) -> u64 {
         self.reader.num_live_docs()
+    }
+
+    /// Live documents (nested children included) whose shard-global doc id lies in
+    /// `range`: what a walk over `range` must account for, one by one.
+    pub fn live_in(&self, range: Range<u64>) -> u64 {
+        let mut n = 0u64;
+        for seg in self.reader.segments() {
+            let (base, max) = (seg.doc_base(), u64::from(seg.max_doc()));
+            let from = range.start.clamp(base, base + max) - base;
+            let to = range.end.clamp(base, base + max) - base;
+            if from >= to {
+                continue;
+            }
+            if from == 0 && to == max {
+                n += u64::from(seg.live_count());
+                continue;
+            }
+            let mut d = from as u32;
+            while let Some(live) = seg.next_live(d) {
+                if u64::from(live) >= to {
+                    break;
+                }
+                n += 1;
+                d = live + 1;
+            }
+        }
+        n
     }
 
     /// The Lucene reader.
@@ -679,8 +723,10 @@ impl Documents<'_> {
         &self.stats
     }
 
-    /// Skipped documents (other than nested children) since the last call; at most
-    /// 10,000 are kept between calls, all are counted in [`Documents::stats`].
+    /// Skipped documents (other than nested children) since the last call. Read with
+    /// [`Documents::step`], every one is here (the list holds at most 10,000: `step` says
+    /// when to take it); read as an iterator, at most 10,000 are kept between calls, all
+    /// are counted in [`Documents::stats`].
     pub fn take_skipped(&mut self) -> Vec<SkippedDocument> {
         std::mem::take(&mut self.skipped)
     }
@@ -871,16 +917,15 @@ impl Documents<'_> {
             reason = reason.as_str(),
             "{detail}"
         );
-        if self.skipped.len() < MAX_SKIPPED_KEPT {
-            self.skipped.push(SkippedDocument {
-                global_doc_id,
-                id,
-                doc_type,
-                routing,
-                reason,
-                detail,
-            });
-        }
+        // `step` hands the list out before it grows past the limit
+        self.skipped.push(SkippedDocument {
+            global_doc_id,
+            id,
+            doc_type,
+            routing,
+            reason,
+            detail,
+        });
     }
 }
 
@@ -889,8 +934,25 @@ impl Iterator for Documents<'_> {
 
     fn next(&mut self) -> Option<Result<EsDocument>> {
         loop {
+            match self.step()? {
+                Ok(Step::Doc(d)) => return Some(Ok(d)),
+                Ok(Step::SkipsFull) => self.skipped.truncate(MAX_SKIPPED_KEPT - 1),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+impl Documents<'_> {
+    /// The next document, or [`Step::SkipsFull`] when the skipped documents should be
+    /// taken first; `None` at the end. Stops after the first error.
+    pub fn step(&mut self) -> Option<Result<Step>> {
+        loop {
             if self.done {
                 return None;
+            }
+            if self.skipped.len() >= MAX_SKIPPED_KEPT {
+                return Some(Ok(Step::SkipsFull));
             }
             self.visitor.clear();
             let mut v = Visitor {
@@ -972,13 +1034,13 @@ impl Iterator for Documents<'_> {
             };
             self.stats.documents += 1;
             self.stats.source_bytes += source.len() as u64;
-            return Some(Ok(EsDocument {
+            return Some(Ok(Step::Doc(EsDocument {
                 id,
                 doc_type,
                 routing,
                 source,
                 global_doc_id: doc,
-            }));
+            })));
         }
     }
 }

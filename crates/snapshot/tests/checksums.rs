@@ -223,3 +223,102 @@ fn flipped_bit_in_every_file_read_is_an_error_naming_the_blob() {
         }
     }
 }
+
+/// Issue 25, point 1: a walk over part of a segment (an item of a split shard, a resumed
+/// or successor item, a delta's selection) once checked nothing there and gave the
+/// damaged documents. Every walk that reaches a segment whose stored fields fail their
+/// checksum now fails before it gives the first document of that segment, naming the
+/// file; documents of other segments before it come out unchanged.
+#[test]
+fn partial_walks_fail_before_the_first_document_of_a_damaged_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    copy_dir(&demo(), &repo);
+    let (dir, files) = shard_files(&repo, "reviews");
+    // the compound blob whose stored fields hold byte 20000
+    let (cfs, inner) = files
+        .iter()
+        .filter(|f| f.physical_name.ends_with(".cfs"))
+        .find_map(|cfs| {
+            let cfe = blob_of(&files, &cfs.physical_name.replace(".cfs", ".cfe"));
+            let cfe_bytes = match &cfe.meta_hash {
+                Some(inline) if cfe.is_virtual() => inline.0.clone(),
+                _ => std::fs::read(dir.join(&cfe.name)).unwrap(),
+            };
+            stored_fields_ranges(&cfe_bytes)
+                .into_iter()
+                .find(|(n, r)| n == ".fdt" && r.contains(&20_000))
+                .map(|(n, _)| (cfs.clone(), n))
+        })
+        .expect("a reviews compound blob with its .fdt at byte 20000");
+    let segment = cfs.physical_name.trim_end_matches(".cfs").to_string();
+    let path = dir.join(&cfs.name);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[20_000] ^= 0x04;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let store = Arc::new(snapshot::LocalStore::open(&repo).unwrap());
+    let repository = Repository::open(store).unwrap();
+    let ix = repository
+        .snapshot("demo")
+        .unwrap()
+        .index("reviews")
+        .unwrap();
+    let shard = ix.open_shard(0).unwrap();
+    let reader = ShardReader::open_with(&shard, &ReadOptions::default()).unwrap();
+    let seg = reader
+        .lucene()
+        .segments()
+        .iter()
+        .find(|s| s.name() == segment)
+        .unwrap();
+    let (base, len) = (seg.doc_base(), u64::from(seg.max_doc()));
+    assert!(len > 4, "segment {segment} has {len} documents");
+    let damaged = base..base + len;
+    let expect_failure =
+        |what: &str, docs: &mut dyn Iterator<Item = snapshot::Result<snapshot::EsDocument>>| {
+            for d in docs {
+                match d {
+                    Ok(d) => assert!(
+                        !damaged.contains(&d.global_doc_id),
+                        "{what}: document {} of the damaged segment came out",
+                        d.global_doc_id
+                    ),
+                    Err(e) => {
+                        let e = e.to_string();
+                        assert!(e.contains("checksum mismatch"), "{what}: {e}");
+                        assert!(e.contains(&cfs.name), "{what}: {e}");
+                        assert!(e.contains(&format!("[{segment}{inner}]")), "{what}: {e}");
+                        return;
+                    }
+                }
+            }
+            panic!("{what}: the walk ended without an error");
+        };
+    let mid = base + len / 2;
+    for range in [
+        base + 1..base + len,
+        base..mid,
+        mid..mid + 1,
+        0..mid,
+        mid..reader.max_doc(),
+    ] {
+        let what = format!("range {range:?}");
+        expect_failure(&what, &mut reader.documents(range).unwrap());
+    }
+    // a selection (what a delta reads): one document of the segment
+    let sets = reader
+        .lucene()
+        .segments()
+        .iter()
+        .map(|s| {
+            let mut set = lucene::DocSet::empty(s.max_doc());
+            if s.name() == segment {
+                set.insert(s.max_doc() / 2);
+            }
+            set
+        })
+        .collect();
+    let selection = lucene::Selection::new(sets);
+    expect_failure("selection", &mut reader.selected_documents(&selection));
+}

@@ -295,6 +295,23 @@ impl StoredFieldsReader {
         Ok((cursor.chunk.record.take().unwrap_or_default(), total))
     }
 
+    /// Verifies the full CRC-32 of `.fdt` (the other stored-fields files are read whole
+    /// and checked on open), once per `verified` set: a file already in it is passed over,
+    /// one that checks out is added. What [`crate::IndexReader`] walks call before the
+    /// first document of a segment. Lucene 4.2–4.7 files carry no checksum: nothing to verify.
+    pub fn verify_data(&self, verified: &VerifiedFiles) -> Result<()> {
+        if !self.format.has_footer() {
+            return Ok(());
+        }
+        let key = (self.fdt.name().to_string(), self.fdt.len(), self.footer_crc);
+        if verified.contains(&key) {
+            return Ok(());
+        }
+        codec_util::verify_checksum(&self.fdt)?;
+        verified.insert(key);
+        Ok(())
+    }
+
     /// Verifies the full CRC-32 of `.fdt`, `.fdx` and `.fdm` (nothing for Lucene 4.2–4.7
     /// files, which carry no checksum).
     pub fn verify_checksums(&self) -> Result<()> {
@@ -307,6 +324,41 @@ impl StoredFieldsReader {
             codec_util::verify_checksum(fdm)?;
         }
         Ok(())
+    }
+}
+
+/// Files whose whole CRC-32 was found good, by (name, length, footer CRC): shared by the
+/// readers of one run so a file read in several pieces (items of a split shard, retries,
+/// resumes) is checked once per process. Only for files that cannot change while it
+/// lives (snapshot blobs).
+#[derive(Default)]
+pub struct VerifiedFiles(std::sync::Mutex<std::collections::HashSet<(String, u64, u32)>>);
+
+impl VerifiedFiles {
+    fn contains(&self, key: &(String, u64, u32)) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
+    }
+
+    fn insert(&self, key: (String, u64, u32)) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
+    }
+
+    /// Files found good so far.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for VerifiedFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VerifiedFiles({} files)", self.len())
     }
 }
 

@@ -58,6 +58,7 @@ impl Fixture {
         OpenOptions {
             soft_deletes_field: self.soft_deletes_field(),
             verify_checksums: true,
+            verified: None,
         }
     }
 

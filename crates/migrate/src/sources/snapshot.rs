@@ -25,10 +25,11 @@ pub struct SnapshotOptions {
     /// Cut shards with more Lucene documents than this (deleted included) into doc-id
     /// ranges of this size, so several workers share one shard.
     pub split_docs: Option<u64>,
-    /// Check every shard file against its checksum as it is read (small files when a
-    /// segment is opened, stored fields as they stream). A mismatch fails the item with
-    /// the file named; documents of that segment read before the end of the walk may
-    /// already have been sent.
+    /// Check every shard file the documents come from against its checksum: small files
+    /// when a segment is opened, a segment's stored fields whole before its first
+    /// document is read (once per process and file). A mismatch fails the item with the
+    /// file named, before any document of that file is sent; since the file does not
+    /// change, every retry fails the same way.
     pub verify_checksums: bool,
     /// Documents without `_source` (source disabled or synthetic): rebuilt from doc
     /// values and stored fields, taken from `_recovery_source`, or skipped.
@@ -42,6 +43,8 @@ pub struct SnapshotSource {
     opts: SnapshotOptions,
     cache: Mutex<HashMap<String, SnapshotIndex>>,
     since: Option<Since>,
+    /// Stored-fields files whose whole checksum was found good in this process.
+    verified: Arc<snapshot::VerifiedFiles>,
 }
 
 /// The earlier snapshot of a delta.
@@ -64,6 +67,7 @@ impl SnapshotSource {
             opts,
             cache: Mutex::new(HashMap::new()),
             since: None,
+            verified: Arc::default(),
         }
     }
 
@@ -240,6 +244,7 @@ impl SnapshotSource {
         let s = index.open_shard(shard).map_err(|e| e.to_string())?;
         let opts = ReadOptions {
             verify_checksums: self.opts.verify_checksums,
+            verified: Some(self.verified.clone()),
             verify_all_files_first: false,
             rebuild: self.opts.rebuild,
         };
@@ -392,13 +397,30 @@ impl Source for SnapshotSource {
                 )))
             }
         };
+        let range = first.min(end)..end;
         let mut docs = reader
-            .documents(first.min(end)..end)
+            .documents(range.clone())
             .map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
         let group: Arc<str> = Arc::from(name.as_str());
-        emit_documents(&group, &mut docs, emit)
-            .map_err(|e| SourceError::item(format!("{}: {}", where_(), e.message)))?;
+        let mut given = 0u64;
+        let whole = emit_documents(&group, &mut docs, &mut |read| {
+            given += 1;
+            emit(read)
+        })
+        .map_err(|e| SourceError::item(format!("{}: {}", where_(), e.message)))?;
         tracing::debug!(index = %name, shard = item.part, stats = ?docs.stats(), "read a range");
+        if whole {
+            // every live document of the range is given (a document or a skip) or is a
+            // nested child: nothing is dropped on the way
+            let nested = docs.stats().nested_skipped;
+            let live = reader.live_in(range.clone());
+            if given + nested != live {
+                return Err(SourceError::item(format!(
+                    "{}: doc ids {range:?} hold {live} live documents, but {given} were given and {nested} are nested children: documents were lost on the way; the item fails rather than end as done",
+                    where_()
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -432,7 +454,7 @@ pub(crate) fn emit_documents(
 ) -> Result<bool, SourceError> {
     let mut types = TypeNames::default();
     loop {
-        let next = docs.next();
+        let next = docs.step();
         for s in docs.take_skipped() {
             let skip = Skip {
                 position: Position::Doc(s.global_doc_id),
@@ -448,8 +470,13 @@ pub(crate) fn emit_documents(
                 return Ok(false);
             }
         }
-        let Some(doc) = next else { return Ok(true) };
-        let doc = doc.map_err(|e| SourceError::item(e.to_string()))?;
+        let doc = match next {
+            None => return Ok(true),
+            Some(Err(e)) => return Err(SourceError::item(e.to_string())),
+            // the skips just taken
+            Some(Ok(snapshot::Step::SkipsFull)) => continue,
+            Some(Ok(snapshot::Step::Doc(doc))) => doc,
+        };
         let d = Document {
             position: Position::Doc(doc.global_doc_id),
             op: Op::Index,

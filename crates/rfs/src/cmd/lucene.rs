@@ -93,6 +93,7 @@ fn open(
     let opts = OpenOptions {
         soft_deletes_field,
         verify_checksums,
+        verified: None,
     };
     IndexReader::open(Arc::new(d), &opts)
         .with_context(|| format!("opening the Lucene index in {}", dir.display()))
