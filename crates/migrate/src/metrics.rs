@@ -147,7 +147,9 @@ impl Metrics {
             );
         }
         let sinks = self.sinks.lock().map(|s| s.clone()).unwrap_or_default();
-        let mut by_name: std::collections::BTreeMap<&str, (&str, Vec<(String, u64)>)> =
+        // Counter name → (help, one labelled value per sink).
+        type Family<'a> = (&'a str, Vec<(String, u64)>);
+        let mut by_name: std::collections::BTreeMap<&str, Family> =
             std::collections::BTreeMap::new();
         for s in &sinks {
             for (name, help, value) in (s.read)() {

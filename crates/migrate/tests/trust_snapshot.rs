@@ -123,6 +123,7 @@ impl Sink for Collect {
             bytes: delivered,
             source_bytes: delivered,
             refused: Vec::new(),
+            pressure: Vec::new(),
         })
     }
     fn identity(&self) -> String {
@@ -155,6 +156,7 @@ fn options() -> JobOptions {
         },
         memory_budget: 1 << 20,
         migration: None,
+        fleet_limits: Default::default(),
     }
 }
 
@@ -201,7 +203,7 @@ fn case(blob: usize, at: usize, mask: u8, split: u64, fail_at: Option<usize>) {
             Arc::new(Rename::default()),
             sink.clone(),
             coordination::open_store(&url).await.unwrap(),
-            Arc::new(FailureLog::open(&tmp.path().join("failures.jsonl")).unwrap()),
+            Arc::new(FailureLog::open(tmp.path().join("failures.jsonl")).unwrap()),
             options(),
         )
         .run()

@@ -149,7 +149,9 @@ fn null_and_unrenderable_keys_are_skipped_rows_not_failed_slots() {
          INSERT INTO ev_num VALUES ('NaN', 1001);",
     );
     let work = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str, &[&str], usize, &[&str]); 3] = [
+    // (table, key, slot flags, rows skipped, keys the failure log names)
+    type Case<'a> = (&'a str, &'a str, &'a [&'a str], usize, &'a [&'a str]);
+    let cases: [Case; 3] = [
         (
             "ev_ts",
             "at",

@@ -300,10 +300,10 @@ impl StoredFieldsReader {
     /// one that checks out is added. What [`crate::IndexReader`] walks call before the
     /// first document of a segment. Lucene 4.2–4.7 files carry no checksum: nothing to verify.
     pub fn verify_data(&self, verified: &VerifiedFiles) -> Result<()> {
-        if !self.format.has_footer() {
+        let Some(footer_crc) = self.footer_crc else {
             return Ok(());
-        }
-        let key = (self.fdt.name().to_string(), self.fdt.len(), self.footer_crc);
+        };
+        let key = (self.fdt.name().to_string(), self.fdt.len(), footer_crc);
         if verified.contains(&key) {
             return Ok(());
         }
