@@ -15,6 +15,7 @@
 //!   the snapshot; [`row_verify`]: the target against a table.
 
 pub mod budget;
+pub mod connectors;
 pub mod document;
 pub mod error;
 pub mod failure_log;

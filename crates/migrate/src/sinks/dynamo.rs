@@ -237,6 +237,10 @@ pub struct DynamoSinkOptions {
     /// How long a batch is retried while DynamoDB throttles it (what the lease allows);
     /// `None`: the retry policy's attempts only.
     pub throttle_budget: Option<Duration>,
+    /// Documents rather than rows: each item is the `_source` fields plus `_id` (the
+    /// document's id) and `_index` (its index), which win over `_source` fields of those
+    /// names.
+    pub document_fields: bool,
 }
 
 impl Default for DynamoSinkOptions {
@@ -254,6 +258,7 @@ impl Default for DynamoSinkOptions {
             max_docs_per_sec: None,
             max_bytes_per_sec: None,
             throttle_budget: None,
+            document_fields: false,
         }
     }
 }
@@ -272,6 +277,7 @@ pub struct DynamoSink {
 struct Mapping {
     key: KeySchema,
     hints: ColumnHints,
+    document_fields: bool,
 }
 
 impl DynamoSink {
@@ -348,6 +354,7 @@ impl DynamoSink {
             mapping: Arc::new(Mapping {
                 key: table.key,
                 hints: options.hints,
+                document_fields: options.document_fields,
             }),
             limits: BatchLimits {
                 max_docs: options.batch.max_docs.max(1),
@@ -479,6 +486,15 @@ impl DynamoWriter {
     fn frame(&self, doc: &Document) -> Result<WriteRequest, ConvertError> {
         let m = &self.mapping;
         match doc.op {
+            Op::Index if m.document_fields => {
+                let mut item = dynamo::row_to_item(&doc.source, &m.hints)?;
+                item.insert("_id".into(), dynamo::AttributeValue::S(doc.id.clone()));
+                item.insert(
+                    "_index".into(),
+                    dynamo::AttributeValue::S(doc.index.to_string()),
+                );
+                WriteRequest::put(&item, &m.key)
+            }
             Op::Index => {
                 let item = dynamo::row_to_item(&doc.source, &m.hints)?;
                 WriteRequest::put(&item, &m.key)
@@ -710,6 +726,7 @@ mod tests {
                     sort: None,
                 },
                 hints: ColumnHints::new(),
+                document_fields: false,
             }),
             limits: BatchLimits::default(),
             batch: None,

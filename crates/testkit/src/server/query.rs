@@ -414,7 +414,7 @@ pub(crate) fn parse_sort(v: &Value) -> Result<Vec<SortKey>, EsError> {
 /// The sort value of one document for one key (first value of the field; `None` if missing).
 pub(crate) fn sort_value(id: &str, source: &Value, key: &SortKey, seq: i64) -> Option<Value> {
     match key.field.as_str() {
-        "_doc" => Some(Value::from(seq)),
+        "_doc" | "_shard_doc" => Some(Value::from(seq)),
         "_score" => Some(Value::from(1.0)),
         f => {
             let vals = values(id, source, f);

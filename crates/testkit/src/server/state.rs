@@ -69,6 +69,16 @@ pub(crate) struct State {
     /// Data streams by name. Each is also an alias (write index: its newest backing
     /// index) so that searches and writes by its name resolve like an alias's.
     pub data_streams: BTreeMap<String, DataStreamState>,
+    /// Open points in time by id.
+    pub pits: BTreeMap<String, Pit>,
+}
+
+/// A point in time: the documents of its indices as they were when it was opened, kept
+/// until it is closed or not used for its keep-alive.
+#[derive(Debug)]
+pub(crate) struct Pit {
+    pub indices: Vec<(String, BTreeMap<String, Doc>)>,
+    pub expires: std::time::Instant,
 }
 
 /// A data stream the server holds.

@@ -90,6 +90,18 @@ impl Dialect {
         !self.es() || self.major > 7 || (self.major == 7 && self.minor >= 8)
     }
 
+    /// Point in time as Elasticsearch has it (ES ≥ 7.10): `POST /IDX/_pit`, `DELETE /_pit`,
+    /// the id as `id`.
+    pub fn es_pit(&self) -> bool {
+        self.es() && (self.major > 7 || (self.major == 7 && self.minor >= 10))
+    }
+
+    /// Point in time as OpenSearch has it (≥ 2.4): `POST /IDX/_search/point_in_time`,
+    /// `DELETE /_search/point_in_time`, the id as `pit_id`.
+    pub fn os_pit(&self) -> bool {
+        !self.es() && (self.major > 2 || (self.major == 2 && self.minor >= 4))
+    }
+
     /// `X-elastic-product: Elasticsearch` header: ES ≥ 7.14.
     pub fn product_header(&self) -> bool {
         self.es() && (self.major > 7 || (self.major == 7 && self.minor >= 14))

@@ -446,6 +446,14 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
     let composable = c.shared.dialect.composable_templates();
     match segs {
         [] if get => c.ok(200, root(c.shared)),
+        [idx, "_pit"] if m == Method::POST && c.shared.dialect.es_pit() => open_pit(c, idx),
+        ["_pit"] if m == Method::DELETE && c.shared.dialect.es_pit() => close_pit(c),
+        [idx, "_search", "point_in_time"] if m == Method::POST && c.shared.dialect.os_pit() => {
+            open_pit(c, idx)
+        }
+        ["_search", "point_in_time"] if m == Method::DELETE && c.shared.dialect.os_pit() => {
+            close_pit(c)
+        }
         ["_bulk"] if write => do_bulk(c, None, None),
         ["_search"] if get || m == Method::POST => search(c, "_all", None),
         ["_count"] if get || m == Method::POST => count(c, "_all", None),

@@ -17,6 +17,8 @@ pub(super) const SEARCH_KEYS: &[&str] = &[
     "stored_fields",
     "track_scores",
     "explain",
+    "pit",
+    "slice",
 ];
 
 pub(super) struct Hit<'a> {
@@ -37,12 +39,22 @@ pub(super) fn matching<'a>(
     q: &Query,
     keys: &[SortKey],
 ) -> Vec<Hit<'a>> {
+    let sets = targets
+        .iter()
+        .filter_map(|name| st.indices.get(name).map(|i| (name.as_str(), &i.docs)))
+        .collect();
+    matching_in(sets, q, keys)
+}
+
+/// Hits among documents of `(index, documents)` sets (live indices or a point in time).
+fn matching_in<'a>(
+    sets: Vec<(&'a str, &'a BTreeMap<String, crate::server::state::Doc>)>,
+    q: &Query,
+    keys: &[SortKey],
+) -> Vec<Hit<'a>> {
     let mut hits = Vec::new();
-    for name in targets {
-        let Some(index) = st.indices.get(name) else {
-            continue;
-        };
-        for (id, doc) in &index.docs {
+    for (name, docs) in sets {
+        for (id, doc) in docs {
             let source = source_value(&doc.source);
             if q.matches(id, &source) {
                 let sort = keys
@@ -125,9 +137,72 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         || body.get("seq_no_primary_term").and_then(Value::as_bool) == Some(true);
     let with_version = body.get("version").and_then(Value::as_bool) == Some(true);
     let with_source = !matches!(body.get("_source"), Some(Value::Bool(false)));
-    let st = c.state();
-    let targets = search_targets(c, &st, idx, types)?;
-    let mut hits = matching(&st, &targets, &q, &keys);
+    let pit = body.get("pit");
+    let slice = match body.get("slice") {
+        None => None,
+        Some(_) if pit.is_none() => {
+            return Err(EsError::new(
+                400,
+                "action_request_validation_exception",
+                "Validation Failed: 1: [slice] can only be used with [scroll] or [point-in-time] requests;",
+            ))
+        }
+        Some(v) => Some(parse_slice(v)?),
+    };
+    let mut st = c.state();
+    let pit_id = match pit {
+        None => None,
+        Some(p) => {
+            if idx != "_all" {
+                return Err(EsError::new(
+                    400,
+                    "action_request_validation_exception",
+                    "Validation Failed: 1: [indices] cannot be used with point in time;",
+                ));
+            }
+            let id = p
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| EsError::parse("[pit] needs an [id]"))?;
+            let now = std::time::Instant::now();
+            st.pits.retain(|_, p| p.expires > now);
+            let keep = match p.get("keep_alive").and_then(Value::as_str) {
+                Some(k) => Some(keep_alive(k)?),
+                None => None,
+            };
+            let Some(found) = st.pits.get_mut(id) else {
+                return Err(EsError::new(
+                    404,
+                    "search_context_missing_exception",
+                    format!("No search context found for id [{id}]"),
+                ));
+            };
+            if let Some(k) = keep {
+                found.expires = now + k;
+            }
+            Some(id.to_string())
+        }
+    };
+    let st = &*st;
+    let targets = match &pit_id {
+        Some(_) => Vec::new(),
+        None => search_targets(c, st, idx, types)?,
+    };
+    let mut hits = match &pit_id {
+        Some(id) => matching_in(
+            st.pits[id]
+                .indices
+                .iter()
+                .map(|(n, d)| (n.as_str(), d))
+                .collect(),
+            &q,
+            &keys,
+        ),
+        None => matching(st, &targets, &q, &keys),
+    };
+    if let Some((id, max)) = slice {
+        hits.retain(|h| slice_of(h.id, max) == id);
+    }
     if sorted {
         hits.sort_by(|a, b| query::order(&a.sort, &b.sort, &keys));
     }
@@ -144,7 +219,11 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
             let mut m = Map::new();
             m.insert("_index".into(), json!(h.index));
             if c.shared.dialect.accepts_types() {
-                let t = st.indices[h.index].type_name.as_deref().unwrap_or("_doc");
+                let t = st
+                    .indices
+                    .get(h.index)
+                    .and_then(|i| i.type_name.as_deref())
+                    .unwrap_or("_doc");
                 m.insert("_type".into(), json!(t));
             }
             m.insert("_id".into(), json!(h.id));
@@ -212,15 +291,136 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         },
     );
     hits_obj.insert("hits".into(), Value::Array(page));
-    c.ok(
-        200,
-        json!({
-            "took": 1,
-            "timed_out": false,
-            "_shards": shards_header(),
-            "hits": Value::Object(hits_obj),
-        }),
-    )
+    let mut out = json!({
+        "took": 1,
+        "timed_out": false,
+        "_shards": shards_header(),
+        "hits": Value::Object(hits_obj),
+    });
+    if let Some(id) = pit_id {
+        out["pit_id"] = json!(id);
+    }
+    c.ok(200, out)
+}
+
+/// `slice: {"id": N, "max": M}` as the real servers check it.
+fn parse_slice(v: &Value) -> Result<(u64, u64), EsError> {
+    let id = v.get("id").and_then(Value::as_u64);
+    let max = v.get("max").and_then(Value::as_u64);
+    match (id, max) {
+        (Some(id), Some(max)) if max <= 1 => Err(EsError::bad_request(format!(
+            "max must be greater than 1, got [{max}] (id [{id}])"
+        ))),
+        (Some(id), Some(max)) if id >= max => Err(EsError::bad_request(format!(
+            "max must be greater than id, got max [{max}] and id [{id}]"
+        ))),
+        (Some(id), Some(max)) => Ok((id, max)),
+        _ => Err(EsError::parse("[slice] needs [id] and [max]")),
+    }
+}
+
+/// The slice a document falls in: a stable hash of its id.
+fn slice_of(id: &str, max: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h % max
+}
+
+/// `30s`, `5m`, `1h`, `100ms`, `1d`.
+fn keep_alive(s: &str) -> Result<Duration, EsError> {
+    let bad = || {
+        EsError::parse(format!(
+            "failed to parse setting [keep_alive] with value [{s}] as a time value"
+        ))
+    };
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?);
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let ms = match unit {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    Ok(Duration::from_millis(n.saturating_mul(ms)))
+}
+
+/// Opens a point in time over the indices `idx` names (`keep_alive` required).
+pub(super) fn open_pit(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
+    let keep = c
+        .q("keep_alive")
+        .ok_or_else(|| {
+            EsError::new(
+                400,
+                "action_request_validation_exception",
+                "Validation Failed: 1: [keep_alive] is not specified;",
+            )
+        })
+        .and_then(keep_alive)?;
+    let mut st = c.state();
+    let targets = st.resolve(idx, c.flag("ignore_unavailable").unwrap_or(false))?;
+    let indices = targets
+        .iter()
+        .filter_map(|n| st.indices.get(n).map(|i| (n.clone(), i.docs.clone())))
+        .collect();
+    st.uuid_counter += 1;
+    use base64::Engine;
+    let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(
+        "pit-{}-{}",
+        st.uuid_counter,
+        targets.join(",")
+    ));
+    st.pits.insert(
+        id.clone(),
+        crate::server::state::Pit {
+            indices,
+            expires: std::time::Instant::now() + keep,
+        },
+    );
+    if c.shared.dialect.es_pit() {
+        c.ok(200, json!({"id": id}))
+    } else {
+        c.ok(
+            200,
+            json!({"pit_id": id, "_shards": shards_header(), "creation_time": 0}),
+        )
+    }
+}
+
+/// Closes points in time: `{"id": …}` (Elasticsearch) or `{"pit_id": [...]}` (OpenSearch).
+pub(super) fn close_pit(c: &Ctx<'_>) -> Result<Resp, EsError> {
+    let body = c.json()?;
+    let ids: Vec<String> = match (body.get("id"), body.get("pit_id")) {
+        (Some(Value::String(id)), _) => vec![id.clone()],
+        (_, Some(Value::Array(a))) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        (_, Some(Value::String(id))) => vec![id.clone()],
+        _ => return Err(EsError::parse("no point in time id given")),
+    };
+    let mut st = c.state();
+    let closed: Vec<(String, bool)> = ids
+        .iter()
+        .map(|i| (i.clone(), st.pits.remove(i).is_some()))
+        .collect();
+    if c.shared.dialect.es_pit() {
+        let n = closed.iter().filter(|(_, ok)| *ok).count();
+        if n == 0 {
+            return c.ok(404, json!({"succeeded": true, "num_freed": 0}));
+        }
+        c.ok(200, json!({"succeeded": true, "num_freed": n}))
+    } else {
+        let pits: Vec<Value> = closed
+            .iter()
+            .map(|(id, ok)| json!({"pit_id": id, "successful": ok}))
+            .collect();
+        c.ok(200, json!({"pits": pits}))
+    }
 }
 
 pub(super) fn count(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp, EsError> {

@@ -1,0 +1,37 @@
+//! Source: a live cluster, `http(s)://[user:pw@]host:port/INDEX-PATTERN` (comma-separated
+//! patterns allowed): sliced point-in-time reads, one work item per index and slice.
+
+use std::sync::Arc;
+
+use super::{BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
+use crate::sources::cluster::ClusterSource;
+
+pub(super) const SOURCE: SourceConnector = SourceConnector {
+    name: "cluster",
+    schemes: &["http", "https"],
+    holds: None,
+    open: |url, settings| Box::pin(open(url, settings)),
+};
+
+async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
+    let (config, pattern) = super::bulk::client_config(url, &settings.source_tls)?;
+    let pattern = pattern.ok_or_else(|| {
+        ConnectError::new(
+            url,
+            "name the indices as the URL's path (http://host:9200/logs-*)",
+        )
+    })?;
+    let location = redact::url(config.urls.first().map(String::as_str).unwrap_or(url));
+    let client = cluster::Client::new(config).map_err(|e| ConnectError::new(url, e))?;
+    let source = ClusterSource::open(client, location, &pattern, settings.cluster.clone())
+        .await
+        .map_err(|e| ConnectError::new(url, e))?;
+    let groups = source.indices().iter().map(|(i, _)| i.clone()).collect();
+    Ok(OpenedSource {
+        source: BoxedSource::new(Arc::new(source)),
+        kind: "cluster",
+        key_column: None,
+        hints: Default::default(),
+        groups,
+    })
+}

@@ -1,0 +1,46 @@
+//! Sink: a DynamoDB table, `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=A][&sort-key=A]`.
+//! A table's rows become items keyed by the key column; documents (snapshots, JSON
+//! lines) become items of their `_source` fields plus `_id` (the partition key unless
+//! `partition-key` names another attribute) and `_index`.
+
+use super::{BoxedSink, ConnectError, OpenedSink, OpenedSource, Settings, SinkConnector};
+use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
+
+pub(super) const SINK: SinkConnector = SinkConnector {
+    name: "dynamodb",
+    schemes: &["dynamodb"],
+    open: |url, settings, source| Box::pin(open(url, settings, source)),
+};
+
+async fn open(
+    url: &str,
+    settings: &Settings,
+    source: &OpenedSource,
+) -> Result<OpenedSink, ConnectError> {
+    let parsed = SinkUrl::parse(url).map_err(|e| ConnectError {
+        message: redact::text(&e).into_owned(),
+    })?;
+    let options = DynamoSinkOptions {
+        create_table: settings.create_table,
+        key_column: Some(source.key_column.clone().unwrap_or_else(|| "_id".into())),
+        hints: source.hints.clone(),
+        document_fields: source.key_column.is_none(),
+        max_in_flight: settings.max_in_flight.max(1),
+        batch: BatchLimits {
+            max_docs: settings.batch.max_docs,
+            max_bytes: settings.batch.max_bytes,
+        },
+        max_docs_per_sec: settings.max_docs_per_sec,
+        max_bytes_per_sec: settings.max_bytes_per_sec,
+        ..DynamoSinkOptions::default()
+    };
+    let sink = DynamoSink::connect(&parsed, options)
+        .await
+        .map_err(|e| ConnectError {
+            message: redact::text(&e.to_string()).into_owned(),
+        })?;
+    Ok(OpenedSink {
+        sink: BoxedSink::new(sink),
+        index: None,
+    })
+}

@@ -1,0 +1,48 @@
+//! Sink: files, `file:///DIR?format=jsonl|bulk` (default jsonl): one file per index.
+
+use std::path::PathBuf;
+
+use super::{
+    split_query, BoxedSink, ConnectError, OpenedSink, OpenedSource, Settings, SinkConnector,
+};
+use crate::sinks::files::{FileFormat, FileSink, Output};
+
+pub(super) const SINK: SinkConnector = SinkConnector {
+    name: "files",
+    schemes: &["file"],
+    open: |url, settings, source| Box::pin(open(url, settings, source)),
+};
+
+async fn open(
+    url: &str,
+    settings: &Settings,
+    _source: &OpenedSource,
+) -> Result<OpenedSink, ConnectError> {
+    let (base, params) = split_query(url);
+    let mut format = FileFormat::Jsonl;
+    for (k, v) in params {
+        match (k.as_str(), v.as_str()) {
+            ("format", "jsonl") => format = FileFormat::Jsonl,
+            ("format", "bulk") => format = FileFormat::Bulk,
+            (k, v) => {
+                return Err(ConnectError::new(
+                    url,
+                    format!("{k}={v}: a file sink takes format=jsonl or format=bulk"),
+                ))
+            }
+        }
+    }
+    let dir: PathBuf = url::Url::parse(&base)
+        .ok()
+        .and_then(|u| u.to_file_path().ok())
+        .ok_or_else(|| ConnectError::new(url, "not a local file:///DIR URL"))?;
+    let mut sink = FileSink::new(Output::Directory(dir), format, settings.batch)
+        .map_err(|e| ConnectError::new(url, e))?;
+    if let Some(tag) = &settings.file_tag {
+        sink = sink.with_tag(tag);
+    }
+    Ok(OpenedSink {
+        sink: BoxedSink::new(sink),
+        index: None,
+    })
+}

@@ -1,0 +1,49 @@
+//! Source: `*.jsonl` files (what `rfs export` writes) in a directory or an object-store
+//! prefix — the same URLs as a snapshot repository, told apart by content.
+
+use std::sync::Arc;
+
+use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
+use crate::sources::jsonl::{jsonl_files, JsonlSource};
+
+pub(super) const SOURCE: SourceConnector = SourceConnector {
+    name: "jsonl",
+    schemes: &["", "file", "s3", "gs", "az"],
+    holds: Some(holds),
+    open: |url, settings| Box::pin(open(url, settings)),
+};
+
+/// The location without a `#snapshot=` fragment.
+fn location(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(a, _)| a)
+}
+
+fn holds(url: &str, settings: &Settings) -> bool {
+    let Ok(store) = ::snapshot::open_store(location(url), &settings.store_options) else {
+        return false;
+    };
+    !super::snapshot::is_repository(store.as_ref())
+        && jsonl_files(store.as_ref()).is_ok_and(|f| !f.is_empty())
+}
+
+async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
+    let (u, opts, jsonl) = (
+        location(url).to_string(),
+        settings.store_options.clone(),
+        settings.jsonl.clone(),
+    );
+    let url2 = url.to_string();
+    blocking(url, move || {
+        let store = ::snapshot::open_store(&u, &opts).map_err(|e| ConnectError::new(&url2, e))?;
+        let source = JsonlSource::open(store, jsonl).map_err(|e| ConnectError::new(&url2, e))?;
+        let groups = source.files().iter().map(|(n, _)| n.clone()).collect();
+        Ok(OpenedSource {
+            source: BoxedSource::new(Arc::new(source)),
+            kind: "jsonl",
+            key_column: None,
+            hints: Default::default(),
+            groups,
+        })
+    })
+    .await
+}

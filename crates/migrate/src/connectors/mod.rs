@@ -1,0 +1,338 @@
+//! The connector registry: sources and sinks named by URL. Each connector is one module
+//! with a `SOURCE` or `SINK` entry, registered by one line in [`SOURCES`] or [`SINKS`]; a
+//! command opens whatever the URLs name and runs one `Job<BoxedSource, BoxedSink>`.
+//!
+//! | scheme | reads | writes |
+//! |---|---|---|
+//! | a path, `file://`, `s3://`, `gs://`, `az://` | a snapshot repository (`--snapshot` or `#snapshot=NAME`), or `*.jsonl` files (told apart by content) | — |
+//! | `file:///DIR?format=jsonl\|bulk` | — | one file per index |
+//! | `postgres://…?table=T&key=K` | a table | — |
+//! | `http(s)://[user:pw@]host:port/INDEX-PATTERN` (as `--from`) | a live cluster, sliced point in time | — |
+//! | `http(s)://[user:pw@]host:port[/INDEX]` | — | `_bulk` (all into INDEX when given) |
+//! | `dynamodb://TABLE?region=R&endpoint=URL` | — | one item per document |
+
+pub mod boxed;
+mod bulk;
+mod cluster;
+mod dynamo;
+mod files;
+mod jsonl;
+mod snapshot;
+mod table;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+pub use boxed::{BoxedBatch, BoxedSink, BoxedSource, BoxedWriter};
+
+use crate::document::Document;
+use crate::sinks::bulk::BatchLimits;
+use crate::sources::jsonl::JsonlOptions;
+use crate::sources::snapshot::SnapshotOptions;
+use crate::transform::{Transform, Unroutable};
+
+/// A connector could not be opened; the message names the URL (without secrets) and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConnectError {
+    pub message: String,
+}
+
+impl ConnectError {
+    pub fn new(url: &str, why: impl std::fmt::Display) -> Self {
+        ConnectError {
+            message: format!("{}: {why}", redact::url(url)),
+        }
+    }
+}
+
+/// What the command's flags say about the parts (the URLs say where).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The snapshot of a repository source (`--snapshot`; `#snapshot=` in the URL wins).
+    pub snapshot: Option<String>,
+    pub snapshot_options: SnapshotOptions,
+    /// Credentials and endpoint of object-store sources.
+    pub store_options: ::snapshot::StoreOptions,
+    pub jsonl: JsonlOptions,
+    pub table: ::table::TableOptions,
+    /// Slots a table is cut into.
+    pub table_slots: Option<u32>,
+    /// Live-cluster sources: slices per index, page size, keep-alive.
+    pub cluster: crate::sources::cluster::ClusterSourceOptions,
+    /// TLS of `https://` sources.
+    pub source_tls: ::cluster::TlsConfig,
+    pub batch: BatchLimits,
+    pub bulk: ::cluster::BulkOptions,
+    /// TLS of `https://` sinks.
+    pub tls: ::cluster::TlsConfig,
+    /// DynamoDB: create the table when missing; requests in flight; rates.
+    pub create_table: bool,
+    pub max_in_flight: usize,
+    pub max_docs_per_sec: Option<f64>,
+    pub max_bytes_per_sec: Option<f64>,
+    /// File sinks: files named `<index>.<tag>.<ext>` and appended to (one per process).
+    pub file_tag: Option<String>,
+}
+
+/// What a source connector opened.
+pub struct OpenedSource {
+    pub source: BoxedSource,
+    /// `snapshot`, `jsonl`, `table`.
+    pub kind: &'static str,
+    /// A table's key column (DynamoDB's partition key unless mapped otherwise); `None`:
+    /// documents, keyed by `_id`.
+    pub key_column: Option<String>,
+    /// A table's column shapes.
+    pub hints: ::dynamo::ColumnHints,
+    /// The source's groups (indices, files, the table), for renaming.
+    pub groups: Vec<String>,
+}
+
+/// What a sink connector opened.
+pub struct OpenedSink {
+    pub sink: BoxedSink,
+    /// Every document into this index (an index named in the sink URL).
+    pub index: Option<String>,
+}
+
+impl OpenedSink {
+    /// The transform between `source` and this sink: all into the sink's index when it
+    /// names one, else each document keeps its index.
+    pub fn transform(&self) -> Arc<dyn Transform> {
+        Arc::new(IntoIndex(self.index.as_deref().map(Arc::from)))
+    }
+}
+
+/// Every document into one index, or unchanged.
+struct IntoIndex(Option<Arc<str>>);
+
+impl Transform for IntoIndex {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        if let Some(i) = &self.0 {
+            doc.index = i.clone();
+        }
+        Ok(())
+    }
+}
+
+pub type OpenFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ConnectError>> + Send + 'a>>;
+
+/// A source by URL.
+#[derive(Debug)]
+pub struct SourceConnector {
+    pub name: &'static str,
+    /// URL schemes it reads (`""`: a plain path).
+    pub schemes: &'static [&'static str],
+    /// When several connectors read a scheme: whether this one holds the URL (by its
+    /// content; blocking). `None`: every URL of its schemes.
+    pub holds: Option<fn(&str, &Settings) -> bool>,
+    pub open: for<'a> fn(&'a str, &'a Settings) -> OpenFuture<'a, OpenedSource>,
+}
+
+/// A sink by URL.
+#[derive(Debug)]
+pub struct SinkConnector {
+    pub name: &'static str,
+    pub schemes: &'static [&'static str],
+    pub open: for<'a> fn(&'a str, &'a Settings, &'a OpenedSource) -> OpenFuture<'a, OpenedSink>,
+}
+
+/// Every source, in the order they are asked.
+pub static SOURCES: &[SourceConnector] = &[
+    jsonl::SOURCE,
+    snapshot::SOURCE,
+    table::SOURCE,
+    cluster::SOURCE,
+];
+
+/// Every sink.
+pub static SINKS: &[SinkConnector] = &[bulk::SINK, files::SINK, dynamo::SINK];
+
+/// The URL's scheme, lower case; `""` for a plain path.
+pub fn scheme(url: &str) -> String {
+    match url.split_once("://") {
+        Some((s, _))
+            if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+') =>
+        {
+            s.to_ascii_lowercase()
+        }
+        _ => String::new(),
+    }
+}
+
+/// The source connector for `url`.
+pub fn source_for(
+    url: &str,
+    settings: &Settings,
+) -> Result<&'static SourceConnector, ConnectError> {
+    let s = scheme(url);
+    let mut known = false;
+    for c in SOURCES {
+        if !c.schemes.contains(&s.as_str()) {
+            continue;
+        }
+        known = true;
+        if c.holds.is_none_or(|h| h(url, settings)) {
+            return Ok(c);
+        }
+    }
+    Err(ConnectError::new(
+        url,
+        if known {
+            "neither a snapshot repository (no index-N or index.latest) nor a directory of *.jsonl files".to_string()
+        } else {
+            format!(
+                "no source reads {}:// URLs ({})",
+                shown_scheme(&s),
+                schemes_of(SOURCES.iter().map(|c| c.schemes))
+            )
+        },
+    ))
+}
+
+/// The sink connector for `url`.
+pub fn sink_for(url: &str) -> Result<&'static SinkConnector, ConnectError> {
+    let s = scheme(url);
+    SINKS
+        .iter()
+        .find(|c| c.schemes.contains(&s.as_str()))
+        .ok_or_else(|| {
+            ConnectError::new(
+                url,
+                format!(
+                    "no sink writes {}:// URLs ({})",
+                    shown_scheme(&s),
+                    schemes_of(SINKS.iter().map(|c| c.schemes))
+                ),
+            )
+        })
+}
+
+fn shown_scheme(s: &str) -> &str {
+    if s.is_empty() {
+        "path"
+    } else {
+        s
+    }
+}
+
+fn schemes_of<'a>(all: impl Iterator<Item = &'a [&'a str]>) -> String {
+    let mut v: Vec<&str> = all
+        .flatten()
+        .map(|s| if s.is_empty() { "a path" } else { s })
+        .collect();
+    v.dedup();
+    v.join(", ")
+}
+
+/// Opens the source `url` names.
+pub async fn open_source(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
+    let (u, s) = (url.to_string(), settings.clone());
+    let c = blocking(url, move || source_for(&u, &s)).await?;
+    (c.open)(url, settings).await
+}
+
+/// Opens the sink `url` names, for documents of `source`.
+pub async fn open_sink(
+    url: &str,
+    settings: &Settings,
+    source: &OpenedSource,
+) -> Result<OpenedSink, ConnectError> {
+    (sink_for(url)?.open)(url, settings, source).await
+}
+
+/// `key=value` parameters of a URL's query, percent-decoded, and the URL without them.
+pub(crate) fn split_query(url: &str) -> (String, Vec<(String, String)>) {
+    let (base, frag) = url
+        .split_once('#')
+        .map_or((url, None), |(a, b)| (a, Some(b)));
+    let (base, query) = base.split_once('?').unwrap_or((base, ""));
+    let mut params: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    if let Some(f) = frag {
+        params.extend(url::form_urlencoded::parse(f.as_bytes()).into_owned());
+    }
+    (base.to_string(), params)
+}
+
+/// Runs blocking work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    url: &str,
+    f: impl FnOnce() -> Result<T, ConnectError> + Send + 'static,
+) -> Result<T, ConnectError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ConnectError::new(url, e))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_choose_connectors() {
+        let s = Settings::default();
+        assert_eq!(sink_for("http://h:9200").unwrap().name, "bulk");
+        assert_eq!(sink_for("HTTPS://u:pw@h/ix").unwrap().name, "bulk");
+        assert_eq!(sink_for("file:///tmp/x?format=bulk").unwrap().name, "files");
+        assert_eq!(
+            sink_for("dynamodb://tab?region=r").unwrap().name,
+            "dynamodb"
+        );
+        let e = sink_for("ftp://u:secret@h/x").unwrap_err().to_string();
+        assert!(
+            e.contains("no sink writes ftp://") && !e.contains("secret"),
+            "{e}"
+        );
+        assert_eq!(
+            source_for("postgres://u:pw@h/db?table=t&key=id", &s)
+                .unwrap()
+                .name,
+            "table"
+        );
+        let e = source_for("mysql://u:secret@h/db", &s)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("no source reads mysql://") && !e.contains("secret"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn directories_are_told_apart_by_content() {
+        let s = Settings::default();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::write(repo.path().join("index-3"), b"{}").unwrap();
+        let url = format!("file://{}", repo.path().display());
+        assert_eq!(source_for(&url, &s).unwrap().name, "snapshot");
+        let lines = tempfile::tempdir().unwrap();
+        std::fs::write(lines.path().join("a.jsonl"), b"").unwrap();
+        let path = lines.path().display().to_string();
+        assert_eq!(source_for(&path, &s).unwrap().name, "jsonl");
+        let empty = tempfile::tempdir().unwrap();
+        let e = source_for(&empty.path().display().to_string(), &s)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("neither a snapshot repository"), "{e}");
+    }
+
+    #[test]
+    fn queries_split() {
+        let (b, p) = split_query("s3://b/p?region=x&endpoint=http%3A%2F%2Fh#snapshot=s1");
+        assert_eq!(b, "s3://b/p");
+        assert_eq!(
+            p,
+            vec![
+                ("region".into(), "x".into()),
+                ("endpoint".into(), "http://h".into()),
+                ("snapshot".into(), "s1".into())
+            ]
+        );
+    }
+}

@@ -1,0 +1,365 @@
+//! The live-cluster source: the documents of the indices a pattern names on a running
+//! Elasticsearch (≥ 7.10) or OpenSearch (≥ 2.4) cluster, read through a point in time
+//! with `search_after`, sorted by `_shard_doc`. Each index is cut into `slices` work items
+//! (a sliced point in time: `slice: {id, max}`); a document's position is its `_shard_doc`
+//! value, so resuming is a `search_after` from the cursor (in a new point in time after a
+//! restart: the index must not change while it is copied, as for any live read).
+//! Clusters without points in time (ES < 7.10, OpenSearch < 2.4) are refused with that
+//! reason: the scroll fallback is not built.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use cluster::{Client, ClusterError, Method};
+use coordination::{Cursor, Position, WorkItem};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::document::{Document, Op, Read, Skip};
+use crate::error::SourceError;
+use crate::source::{GroupTotals, Plan, Source, Totals};
+
+/// Options of the cluster source.
+#[derive(Debug, Clone)]
+pub struct ClusterSourceOptions {
+    /// Work items per index (slices of its point in time); 1: no slicing.
+    pub slices: u32,
+    /// Documents per search page.
+    pub page_size: u32,
+    /// How long the point in time stays open between pages.
+    pub keep_alive: String,
+}
+
+impl Default for ClusterSourceOptions {
+    fn default() -> Self {
+        ClusterSourceOptions {
+            slices: 4,
+            page_size: 1000,
+            keep_alive: "5m".into(),
+        }
+    }
+}
+
+/// Which point-in-time API the cluster has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PitApi {
+    /// `POST /IDX/_pit`, id in `id`.
+    Elasticsearch,
+    /// `POST /IDX/_search/point_in_time`, id in `pit_id`.
+    OpenSearch,
+}
+
+/// Documents of the indices of a live cluster.
+pub struct ClusterSource {
+    client: Client,
+    api: PitApi,
+    /// Where (a URL without credentials) and what (the pattern), for identity and messages.
+    location: String,
+    pattern: String,
+    indices: Vec<(String, u64)>,
+    opts: ClusterSourceOptions,
+    runtime: tokio::runtime::Handle,
+}
+
+fn source_error(e: ClusterError, what: &str) -> SourceError {
+    let m = format!("{what}: {e}");
+    if e.is_fatal() {
+        SourceError::fatal(m)
+    } else {
+        SourceError::item(m)
+    }
+}
+
+#[derive(Deserialize)]
+struct CatIndex {
+    index: String,
+    #[serde(rename = "docs.count", default)]
+    docs: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Page<'a> {
+    #[serde(borrow)]
+    hits: Hits<'a>,
+}
+
+#[derive(Deserialize)]
+struct Hits<'a> {
+    #[serde(borrow)]
+    hits: Vec<Hit<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Hit<'a> {
+    #[serde(rename = "_index")]
+    index: String,
+    #[serde(rename = "_id")]
+    id: String,
+    #[serde(rename = "_routing", default)]
+    routing: Option<String>,
+    #[serde(rename = "_source", borrow, default)]
+    source: Option<&'a RawValue>,
+    #[serde(default)]
+    sort: Vec<Value>,
+}
+
+impl ClusterSource {
+    /// Connects through `client` (auth, TLS and SigV4 as configured), checks the version
+    /// and lists the indices `pattern` names (open ones; hidden ones only when the pattern
+    /// starts with `.`). Call within a Tokio runtime.
+    pub async fn open(
+        client: Client,
+        location: String,
+        pattern: &str,
+        opts: ClusterSourceOptions,
+    ) -> Result<Self, SourceError> {
+        let what = format!("{location}/{pattern}");
+        let target = client.detect().await.map_err(|e| source_error(e, &what))?;
+        let v = &target.version;
+        let api = if v.at_least_es(7, 10) {
+            PitApi::Elasticsearch
+        } else if v.at_least_os(2, 4) {
+            PitApi::OpenSearch
+        } else {
+            return Err(SourceError::fatal(format!(
+                "{what}: {v:?} has no point-in-time search (Elasticsearch 7.10+, OpenSearch 2.4+); reading older clusters by scroll is not supported"
+            )));
+        };
+        let path = format!(
+            "/_cat/indices/{}?format=json&h=index,docs.count",
+            cluster::encode_segment(pattern)
+                .replace("%2A", "*")
+                .replace("%2C", ",")
+        );
+        let r = client
+            .request(Method::GET, &path, None)
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| source_error(e, &what))?;
+        let mut indices: Vec<(String, u64)> = r
+            .json::<Vec<CatIndex>>()
+            .map_err(|e| source_error(e, &what))?
+            .into_iter()
+            .filter(|i| pattern.starts_with('.') || !i.index.starts_with('.'))
+            .map(|i| {
+                let docs = i.docs.and_then(|d| d.parse().ok()).unwrap_or(0);
+                (i.index, docs)
+            })
+            .collect();
+        indices.sort();
+        if indices.is_empty() {
+            return Err(SourceError::fatal(format!("{what}: no index matches")));
+        }
+        Ok(ClusterSource {
+            client,
+            api,
+            location,
+            pattern: pattern.to_string(),
+            indices,
+            opts: ClusterSourceOptions {
+                slices: opts.slices.max(1),
+                page_size: opts.page_size.clamp(1, 10_000),
+                keep_alive: opts.keep_alive,
+            },
+            runtime: tokio::runtime::Handle::current(),
+        })
+    }
+
+    /// The indices read, with their document counts when listed.
+    pub fn indices(&self) -> &[(String, u64)] {
+        &self.indices
+    }
+
+    async fn open_pit(&self, index: &str) -> Result<String, SourceError> {
+        let what = format!("{}/{index}: opening a point in time", self.location);
+        let ix = cluster::encode_segment(index);
+        let path = match self.api {
+            PitApi::Elasticsearch => format!("/{ix}/_pit?keep_alive={}", self.opts.keep_alive),
+            PitApi::OpenSearch => format!(
+                "/{ix}/_search/point_in_time?keep_alive={}",
+                self.opts.keep_alive
+            ),
+        };
+        let r = self
+            .client
+            .request(Method::POST, &path, None)
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| source_error(e, &what))?;
+        let v: Value = r.json().map_err(|e| source_error(e, &what))?;
+        let key = match self.api {
+            PitApi::Elasticsearch => "id",
+            PitApi::OpenSearch => "pit_id",
+        };
+        v.get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| SourceError::item(format!("{what}: no `{key}` in the answer")))
+    }
+
+    async fn close_pit(&self, id: &str) {
+        let (path, body) = match self.api {
+            PitApi::Elasticsearch => ("/_pit", json!({ "id": id })),
+            PitApi::OpenSearch => ("/_search/point_in_time", json!({ "pit_id": [id] })),
+        };
+        if let Err(e) = self.client.request(Method::DELETE, path, Some(&body)).await {
+            tracing::debug!("closing a point in time on {}: {e}", self.location);
+        }
+    }
+
+    async fn read_async(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<(), SourceError> {
+        let index = &item.group;
+        let where_ = format!("{}/{index} slice {}", self.location, item.part);
+        let mut after = match after.as_ref().or(item.after.as_ref()) {
+            None => None,
+            Some(Position::Doc(d)) => Some(*d),
+            Some(Position::Key(k)) => {
+                return Err(SourceError::item(format!(
+                    "{where_}: cursor {k:?} is not a _shard_doc value"
+                )))
+            }
+        };
+        let until = match &item.until {
+            Some(Position::Doc(u)) => Some(*u),
+            _ => None,
+        };
+        let mut pit = self.open_pit(index).await?;
+        let result = loop {
+            let mut body = json!({
+                "size": self.opts.page_size,
+                "sort": [{"_shard_doc": "asc"}],
+                "pit": {"id": pit, "keep_alive": self.opts.keep_alive},
+                "track_total_hits": false,
+            });
+            if self.opts.slices > 1 {
+                body["slice"] = json!({"id": item.part, "max": self.opts.slices});
+            }
+            if let Some(a) = after {
+                body["search_after"] = json!([a]);
+            }
+            let r = match self
+                .client
+                .request(Method::POST, "/_search", Some(&body))
+                .await
+                .and_then(|r| r.error_for_status())
+            {
+                Ok(r) => r,
+                Err(e) => break Err(source_error(e, &where_)),
+            };
+            let page: Page = match serde_json::from_slice(&r.body) {
+                Ok(p) => p,
+                Err(e) => {
+                    break Err(SourceError::item(format!(
+                        "{where_}: a search answer that is not a page of hits: {e}"
+                    )))
+                }
+            };
+            if let Ok(v) = serde_json::from_slice::<Value>(&r.body) {
+                if let Some(id) = v.get("pit_id").and_then(Value::as_str) {
+                    pit = id.to_string();
+                }
+            }
+            if page.hits.hits.is_empty() {
+                break Ok(());
+            }
+            let mut stopped = false;
+            for h in page.hits.hits {
+                let Some(pos) = h.sort.first().and_then(Value::as_i64).map(|v| v as u64) else {
+                    return Err(SourceError::item(format!(
+                        "{where_}: hit {} has no _shard_doc sort value",
+                        h.id
+                    )));
+                };
+                if after.is_some_and(|a| pos <= a) {
+                    return Err(SourceError::item(format!(
+                        "{where_}: sort values went back ({pos} after {after:?})"
+                    )));
+                }
+                after = Some(pos);
+                if until.is_some_and(|u| pos >= u) {
+                    stopped = true;
+                    break;
+                }
+                let read = match h.source {
+                    Some(s) => Read::Doc(Document {
+                        position: Position::Doc(pos),
+                        op: Op::Index,
+                        index: h.index.as_str().into(),
+                        id: h.id,
+                        doc_type: None,
+                        routing: h.routing,
+                        source: Bytes::copy_from_slice(s.get().as_bytes()),
+                    }),
+                    None => Read::Skip(Skip {
+                        position: Position::Doc(pos),
+                        index: h.index.as_str().into(),
+                        id: Some(h.id),
+                        doc_type: None,
+                        routing: h.routing,
+                        reason: "no_source",
+                        detail: format!("{where_}: the hit has no _source"),
+                        source: None,
+                    }),
+                };
+                if !emit(read) {
+                    stopped = true;
+                    break;
+                }
+            }
+            if stopped {
+                break Ok(());
+            }
+        };
+        self.close_pit(&pit).await;
+        result
+    }
+}
+
+impl Source for ClusterSource {
+    fn identity(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("kind".to_string(), "cluster".to_string()),
+            (
+                "cluster".to_string(),
+                crate::job::identity_location(&self.location),
+            ),
+            ("indices".to_string(), self.pattern.clone()),
+        ])
+    }
+
+    fn plan(&self) -> Result<Plan, SourceError> {
+        let mut plan = Plan::default();
+        let mut totals = Totals::default();
+        for (index, docs) in &self.indices {
+            for part in 0..self.opts.slices {
+                plan.items.push(WorkItem::whole(index.clone(), part));
+            }
+            totals.add(
+                index,
+                GroupTotals {
+                    parts: self.opts.slices,
+                    docs: *docs,
+                    ..GroupTotals::default()
+                },
+            );
+        }
+        totals.items = plan.items.len();
+        plan.totals = totals;
+        Ok(plan)
+    }
+
+    fn read(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<(), SourceError> {
+        self.runtime.block_on(self.read_async(item, after, emit))
+    }
+}
