@@ -130,6 +130,9 @@ enum Command {
     /// verification.
     #[command(subcommand)]
     Table(cmd::table::Command),
+    /// Any source into any sink by URL: a snapshot, JSON lines or a table into a cluster,
+    /// files or DynamoDB; start N copies anywhere with the same flags.
+    Copy(cmd::copy::Args),
     /// Read Lucene index directories directly (debugging and format checks).
     #[command(subcommand)]
     Lucene(cmd::lucene::LuceneCommand),
@@ -161,6 +164,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Table(c) => cmd::table::run(c),
         Command::Redrive(a) => cmd::redrive::run(a),
+        Command::Copy(a) => cmd::copy::run(a),
         Command::Lucene(c) => cmd::lucene::run(c),
         Command::Bench(c) => cmd::bench::run(c),
     };

@@ -5,6 +5,7 @@ pub mod bench_coordination;
 pub mod bench_fleet;
 pub mod common;
 pub mod control;
+pub mod copy;
 pub mod documents;
 pub mod engine;
 pub mod export;

@@ -436,7 +436,7 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
 }
 
 /// A tag unique to this process, for its files in a shared directory.
-fn process_tag() -> String {
+pub(crate) fn process_tag() -> String {
     let host = gethostname();
     format!(
         "{host}-{}-{:08x}",

@@ -1,0 +1,180 @@
+//! `rfs copy --from URL --to URL`: any source into any sink through the connector registry
+//! (`migrate::connectors`), one job, any number of identical processes sharing the store.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use migrate::connectors::{open_sink, open_source, Settings};
+use migrate::Job;
+
+use super::common::{runtime, StoreArgs, WorkerArgs};
+use super::engine::{drive, finish, shutdown_signal, Role};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub ends: Ends,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+/// Where documents come from and go.
+#[derive(Clone, clap::Args)]
+pub struct Ends {
+    /// The source: a live cluster (`http(s)://[user:pw@]host:9200/INDEX-PATTERN`, read by
+    /// sliced point in time; Elasticsearch 7.10+, OpenSearch 2.4+), a snapshot repository (a path, `file:///DIR`, `s3://bucket/base` with
+    /// --snapshot or `#snapshot=NAME`), a directory or prefix of `*.jsonl` files as
+    /// `rfs export` writes them (told apart from a repository by its content), or a table
+    /// (`postgres://user:pw@host/db?table=T&key=COLUMN[&slots=N]`).
+    #[arg(
+        long,
+        env = "RFS_COPY_FROM",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub from: String,
+    /// The sink: a cluster (`http(s)://[user:pw@]host:9200[/INDEX]`, every document into
+    /// INDEX when given), files (`file:///DIR[?format=jsonl|bulk]`, one file per index and
+    /// process), or DynamoDB (`dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=A]`:
+    /// one item per document, keyed by `_id` — or a table's key column — with `_index`
+    /// kept as an attribute).
+    #[arg(long, env = "RFS_COPY_TO", value_name = "URL", hide_env_values = true)]
+    pub to: String,
+    /// The snapshot of a repository source.
+    #[arg(long, env = "RFS_SNAPSHOT", value_name = "NAME")]
+    pub snapshot: Option<String>,
+    /// S3 region of an `s3://` source (else `?region=`, AWS_REGION, us-east-1).
+    #[arg(long, env = "RFS_S3_REGION", value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// S3-compatible endpoint of an `s3://` source.
+    #[arg(
+        long,
+        env = "RFS_S3_ENDPOINT",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub s3_endpoint: Option<String>,
+    /// JSON-lines sources: bytes of a file per work item (4096 to 2^40; default 64 MiB).
+    /// Items are read by several workers at once, each resumable by byte offset.
+    #[arg(long, env = "RFS_ITEM_BYTES", value_name = "N", value_parser = super::common::usize_in(4096, 1 << 40))]
+    pub item_bytes: Option<usize>,
+    /// Live-cluster sources: work items (point-in-time slices) per index (1–1024).
+    #[arg(long, env = "RFS_SLICES", default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub slices: u32,
+    /// DynamoDB sinks: create the table when it does not exist (on-demand billing).
+    #[arg(long, env = "RFS_CREATE_TABLE")]
+    pub create_table: bool,
+    /// PEM CA certificate(s) to trust for an https sink.
+    #[arg(long, env = "RFS_TO_CA", value_name = "FILE")]
+    pub to_ca: Option<PathBuf>,
+    /// Accept any certificate from an https sink (tests and trusted networks only).
+    #[arg(long, env = "RFS_TO_INSECURE")]
+    pub to_insecure: bool,
+}
+
+impl std::fmt::Debug for Ends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ends")
+            .field("from", &redact::url(&self.from))
+            .field("to", &redact::url(&self.to))
+            .field("snapshot", &self.snapshot)
+            .field("s3_region", &self.s3_region)
+            .field("s3_endpoint", &self.s3_endpoint.as_deref().map(redact::url))
+            .field("item_bytes", &self.item_bytes)
+            .field("slices", &self.slices)
+            .field("create_table", &self.create_table)
+            .field("to_ca", &self.to_ca)
+            .field("to_insecure", &self.to_insecure)
+            .finish()
+    }
+}
+
+impl Args {
+    /// What the flags say about the parts.
+    fn settings(&self) -> anyhow::Result<Settings> {
+        let w = &self.worker;
+        let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
+        let mut bulk = cluster::BulkOptions {
+            max_in_flight: w.concurrency.max(1).saturating_mul(w.parallel()),
+            max_docs_per_sec: rate(w.max_docs_per_sec),
+            max_bytes_per_sec: rate(w.max_bytes_per_sec),
+            retry_budget: Some(Duration::from_secs(w.bulk_retry_seconds.clamp(10, 86_400))),
+            ..cluster::BulkOptions::default()
+        };
+        if w.create_only {
+            bulk.op_type = cluster::OpType::Create;
+            bulk.accept_error_types
+                .push("version_conflict_engine_exception".into());
+        }
+        Ok(Settings {
+            snapshot: self.ends.snapshot.clone(),
+            snapshot_options: migrate::sources::snapshot::SnapshotOptions {
+                split_docs: Some(w.split_docs),
+                verify_checksums: !w.no_verify_checksums,
+                rebuild: Default::default(),
+            },
+            store_options: snapshot::StoreOptions {
+                s3_region: self.ends.s3_region.clone(),
+                s3_endpoint: self.ends.s3_endpoint.clone(),
+                ..Default::default()
+            },
+            jsonl: migrate::sources::jsonl::JsonlOptions {
+                chunk_bytes: self.ends.item_bytes.map_or(64 << 20, |b| b as u64),
+                ..Default::default()
+            },
+            cluster: migrate::sources::cluster::ClusterSourceOptions {
+                slices: self.ends.slices,
+                ..Default::default()
+            },
+            table: table::TableOptions {
+                pool_size: w.parallel() + 2,
+                ..Default::default()
+            },
+            batch: w.batch_limits(),
+            bulk,
+            tls: cluster::TlsConfig {
+                ca_file: self.ends.to_ca.clone(),
+                client_cert: None,
+                client_key: None,
+                insecure: self.ends.to_insecure,
+            },
+            create_table: self.ends.create_table,
+            max_in_flight: w.concurrency.max(1).saturating_mul(w.parallel()),
+            max_docs_per_sec: rate(w.max_docs_per_sec),
+            max_bytes_per_sec: rate(w.max_bytes_per_sec),
+            file_tag: Some(super::table::process_tag()),
+            ..Settings::default()
+        })
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    runtime()?.block_on(run_async(args))
+}
+
+async fn run_async(args: Args) -> anyhow::Result<u8> {
+    let shutdown = shutdown_signal();
+    let settings = args.settings()?;
+    let source = open_source(&args.ends.from, &settings).await?;
+    let sink = open_sink(&args.ends.to, &settings, &source).await?;
+    let store = args.store.open().await?;
+    tracing::info!(
+        from = %redact::url(&args.ends.from),
+        to = %redact::url(&args.ends.to),
+        kind = source.kind,
+        store = %args.store.redacted(),
+        "copy worker ready"
+    );
+    let job = Job::new(
+        std::sync::Arc::new(source.source),
+        sink.transform(),
+        std::sync::Arc::new(sink.sink),
+        store,
+        args.worker.failure_log()?,
+        args.worker.job_options(true),
+    );
+    let report = drive(job, &args.worker, shutdown).await?;
+    finish(&report, Role::Run)
+}

@@ -1,0 +1,352 @@
+//! `rfs copy --from URL --to URL` through the connector registry, with real servers:
+//! `rfs export`'s JSON lines into the test server by 3 workers (one SIGKILLed mid-run and
+//! started again), the demo snapshot into DynamoDB (dynalite, read back with the AWS SDK),
+//! and a PostgreSQL table into `_bulk`; every document compared one by one.
+
+mod common;
+mod dynamo;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{demo, expected_documents, rfs, run, sqlite, wait_for, Reaped, SNAPSHOT};
+use dynamo::{assert_item, aws_env, json_av, s, Item, Sdk, SECRET};
+use serde_json::Value;
+use testkit::server::{ServerConfig, TestServer};
+
+fn copy(dir: &Path, from: &str, to: &str, extra: &[&str]) -> Command {
+    let mut c = rfs();
+    c.arg("copy")
+        .args(["--from", from, "--to", to])
+        .arg("--store")
+        .arg(sqlite(dir))
+        .arg("--failure-log")
+        .arg(dir.join("failures.jsonl"))
+        .arg("--no-progress")
+        .args(extra)
+        .current_dir(dir);
+    c
+}
+
+/// `rfs export` of the demo into `out` (one `<index>.jsonl` per index).
+fn export_demo(out: &Path) {
+    let mut c = rfs();
+    c.arg("export")
+        .arg(demo())
+        .args(["--snapshot", SNAPSHOT, "--out"])
+        .arg(out)
+        .arg("--failure-log")
+        .arg(out.join("..").join("export-failures.jsonl"));
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+}
+
+/// Every document of `indices` read back with plain HTTP GETs (`_search` pages by id,
+/// then each `_doc`), not through rfs.
+fn http_documents(base: &str, index: &str) -> BTreeMap<String, Value> {
+    let http = reqwest::blocking::Client::new();
+    let mut out = BTreeMap::new();
+    let mut after: Option<Value> = None;
+    loop {
+        let mut body =
+            serde_json::json!({"size": 500, "sort": [{"_id": "asc"}], "query": {"match_all": {}}});
+        if let Some(a) = &after {
+            body["search_after"] = a.clone();
+        }
+        let r: Value = http
+            .post(format!("{base}/{index}/_search"))
+            .json(&body)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let hits = r["hits"]["hits"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"));
+        if hits.is_empty() {
+            break;
+        }
+        for h in hits {
+            let id = h["_id"].as_str().unwrap().to_string();
+            assert!(out.insert(id, h["_source"].clone()).is_none(), "{h}");
+        }
+        after = hits.last().map(|h| h["sort"].clone());
+    }
+    out
+}
+
+#[test]
+fn export_lines_into_bulk_by_three_workers_one_killed() {
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines");
+    export_demo(&lines);
+    let from = format!("file://{}", lines.display());
+    // Small items (many per file) and a rate limit, so the kill lands mid-run.
+    let extra = [
+        "--item-bytes",
+        "16384",
+        "--max-docs-per-sec",
+        "400",
+        "--max-batch-docs",
+        "20",
+        "--parallel",
+        "2",
+        "--checkpoint-seconds",
+        "0.1",
+    ];
+    let spawn = || {
+        let mut c = copy(dir.path(), &from, &target.url(), &extra);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let started = Instant::now();
+    let mut workers: Vec<Reaped> = (0..3).map(|_| Reaped(Some(spawn()))).collect();
+    wait_for("documents on the target", Duration::from_secs(60), || {
+        target.total_doc_count() > 300
+    });
+    // SIGKILL: no checkpoint, no release; its items come back when their leases expire.
+    let victim = workers[1].0.as_mut().unwrap();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    workers[1] = Reaped(Some(spawn()));
+    for w in &mut workers {
+        let r = common::finish(w.0.take().unwrap(), started);
+        assert!(matches!(r.code, Some(0) | Some(3)), "{r}");
+    }
+    let expected = expected_documents();
+    for (index, live) in common::LIVE {
+        let held = http_documents(&target.url(), index);
+        assert_eq!(held.len(), live, "{index}");
+        for (id, source) in &held {
+            assert_eq!(
+                expected.get(&(index.to_string(), id.clone())),
+                Some(source),
+                "{index}/{id}"
+            );
+        }
+    }
+    let st = common::status(dir.path());
+    assert_eq!(st["finished"], true, "{st}");
+    assert_eq!(st["docs_skipped"], 0, "{st}");
+    assert_eq!(st["docs_refused"], 0, "{st}");
+    let failures = std::fs::read_to_string(dir.path().join("failures.jsonl")).unwrap_or_default();
+    assert!(failures.trim().is_empty(), "{failures}");
+}
+
+#[test]
+fn bad_lines_are_skipped_and_counted() {
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines");
+    std::fs::create_dir_all(&lines).unwrap();
+    std::fs::write(
+        lines.join("a.jsonl"),
+        concat!(
+            "{\"_index\":\"a\",\"_id\":\"1\",\"_source\":{\"x\":1}}\n",
+            "not json\n",
+            "\n",
+            "{\"_index\":\"a\",\"_id\":\"2\"}\n",
+            "{\"_index\":\"a\",\"_id\":\"3\",\"_source\":{\"x\":3}}",
+        ),
+    )
+    .unwrap();
+    let r = run(copy(
+        dir.path(),
+        lines.to_str().unwrap(),
+        &target.url(),
+        &[],
+    ));
+    assert_eq!(r.code, Some(7), "{r}");
+    let held = http_documents(&target.url(), "a");
+    assert_eq!(held.keys().collect::<Vec<_>>(), ["1", "3"]);
+    assert_eq!(held["3"], serde_json::json!({"x": 3}));
+    let st = common::status(dir.path());
+    assert_eq!(st["docs_skipped"], 2, "{st}");
+    let log = std::fs::read_to_string(dir.path().join("failures.jsonl")).unwrap();
+    assert!(
+        log.contains("bad_line") && log.contains("no_source"),
+        "{log}"
+    );
+    assert!(log.contains("a.jsonl at byte 49"), "{log}");
+}
+
+#[test]
+fn snapshot_into_dynamodb() {
+    let Some(d) = testkit::services::Dynalite::start("copy_snapshot_into_dynamodb") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let to = format!(
+        "dynamodb://docs?region={}&endpoint={}",
+        d.region(),
+        d.endpoint()
+    );
+    let mut c = copy(
+        dir.path(),
+        &format!("file://{}", demo().display()),
+        &to,
+        &["--snapshot", SNAPSHOT, "--create-table"],
+    );
+    aws_env(&mut c);
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(!r.all().contains(SECRET), "{r}");
+    let sdk = Sdk::new(&d.endpoint());
+    assert_eq!(
+        sdk.key_schema("docs"),
+        vec![("_id".to_string(), "HASH".to_string(), "S".to_string())]
+    );
+    let items = sdk.scan("docs");
+    let expected = expected_documents();
+    // The demo's ids are unique across its indices: one item per document.
+    assert_eq!(items.len(), expected.len());
+    let by_id: BTreeMap<String, &Item> = items
+        .iter()
+        .map(|i| match &i["_id"] {
+            dynamo::Av::S(id) => (id.clone(), i),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(by_id.len(), expected.len());
+    for ((index, id), source) in &expected {
+        let mut want: Item = source
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), json_av(v)))
+            .collect();
+        want.insert("_id".into(), s(id.clone()));
+        want.insert("_index".into(), s(index.clone()));
+        assert_item(id, by_id[id], &want);
+    }
+}
+
+#[test]
+fn table_into_bulk() {
+    let Some(pg) = common_pg() else {
+        return;
+    };
+    pg.exec(
+        "CREATE TABLE events (id bigint PRIMARY KEY, room text NOT NULL, n int, doc jsonb);
+         INSERT INTO events SELECT i, 'room-' || (i % 7), i * 3, jsonb_build_object('k', i)
+           FROM generate_series(1, 500) i;",
+    );
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let from = format!("{}?table=events&key=id&slots=5", pg.url());
+    let r = run(copy(
+        dir.path(),
+        &from,
+        &format!("{}/ev", target.url()),
+        &[],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    let held = http_documents(&target.url(), "ev");
+    assert_eq!(held.len(), 500);
+    for i in 1..=500i64 {
+        let want = serde_json::json!({
+            "id": i, "room": format!("room-{}", i % 7), "n": i * 3, "doc": {"k": i}
+        });
+        assert_eq!(held.get(&i.to_string()), Some(&want), "{i}");
+    }
+}
+
+/// Loads `n` documents into `index` of `server` with a plain HTTP `_bulk`.
+fn load(server: &TestServer, index: &str, n: usize) -> BTreeMap<String, Value> {
+    let mut body = String::new();
+    let mut docs = BTreeMap::new();
+    for i in 0..n {
+        let id = format!("{index}-{i:05}");
+        let source = serde_json::json!({"n": i, "index": index, "text": "ü".repeat(i % 13)});
+        body.push_str(&serde_json::json!({"index": {"_index": index, "_id": id}}).to_string());
+        body.push('\n');
+        body.push_str(&source.to_string());
+        body.push('\n');
+        docs.insert(id, source);
+    }
+    let r = reqwest::blocking::Client::new()
+        .post(format!("{}/_bulk", server.url()))
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .unwrap();
+    assert!(r.status().is_success());
+    docs
+}
+
+#[test]
+fn live_cluster_into_bulk_by_three_workers_one_killed() {
+    let source = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let mut want = BTreeMap::new();
+    for (index, n) in [("logs-a", 700), ("logs-b", 500)] {
+        want.insert(index, load(&source, index, n));
+    }
+    load(&source, "other", 10);
+    let dir = tempfile::tempdir().unwrap();
+    let from = format!("{}/logs-*", source.url());
+    let extra = [
+        "--slices",
+        "3",
+        "--max-docs-per-sec",
+        "300",
+        "--max-batch-docs",
+        "20",
+        "--parallel",
+        "2",
+        "--checkpoint-seconds",
+        "0.1",
+    ];
+    let spawn = || {
+        let mut c = copy(dir.path(), &from, &target.url(), &extra);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let started = Instant::now();
+    let mut workers: Vec<Reaped> = (0..3).map(|_| Reaped(Some(spawn()))).collect();
+    wait_for("documents on the target", Duration::from_secs(60), || {
+        target.total_doc_count() > 200
+    });
+    let victim = workers[0].0.as_mut().unwrap();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    workers[0] = Reaped(Some(spawn()));
+    for w in &mut workers {
+        let r = common::finish(w.0.take().unwrap(), started);
+        assert!(matches!(r.code, Some(0) | Some(3)), "{r}");
+    }
+    for (index, docs) in &want {
+        let held = http_documents(&target.url(), index);
+        assert_eq!(&held, docs, "{index}");
+    }
+    assert!(http_documents(&target.url(), "other").is_empty());
+    let st = common::status(dir.path());
+    assert_eq!(st["finished"], true, "{st}");
+    assert_eq!(st["docs_skipped"], 0, "{st}");
+}
+
+#[test]
+fn a_cluster_without_point_in_time_is_refused_by_name() {
+    let source = TestServer::start(ServerConfig::elasticsearch("7.9.3"));
+    load(&source, "logs", 3);
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let from = format!(
+        "{}/logs",
+        source.url().replace("http://", "http://u:secret@")
+    );
+    let r = run(copy(dir.path(), &from, &target.url(), &[]));
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.all().contains("point-in-time"), "{r}");
+    assert!(!r.all().contains("secret"), "{r}");
+    assert_eq!(target.total_doc_count(), 0);
+}
+
+mod table;
+
+fn common_pg() -> Option<table::Pg> {
+    table::Pg::start("copy_table_into_bulk")
+}
