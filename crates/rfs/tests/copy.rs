@@ -170,7 +170,7 @@ fn bad_lines_are_skipped_and_counted() {
         log.contains("bad_line") && log.contains("no_source"),
         "{log}"
     );
-    assert!(log.contains("a.jsonl at byte 49"), "{log}");
+    assert!(log.contains("a.jsonl at byte 43"), "{log}");
 }
 
 #[test]
