@@ -83,8 +83,11 @@ fn contract(name: &str, s: &dyn Source) -> Vec<Read> {
     all
 }
 
+/// What one line must give: `(index, id, source)` or the skip reason.
+type Want = Result<(String, String, String), &'static str>;
+
 /// Lines of every shape, with their expected outcome.
-fn lines() -> (String, Vec<Result<(String, String, String), &'static str>>) {
+fn lines() -> (String, Vec<Want>) {
     let mut text = String::new();
     let mut want = Vec::new();
     for i in 0..300u32 {
@@ -124,7 +127,7 @@ fn lines() -> (String, Vec<Result<(String, String, String), &'static str>>) {
     (text, want)
 }
 
-fn check_lines(reads: &[Read], want: &[Result<(String, String, String), &'static str>]) {
+fn check_lines(reads: &[Read], want: &[Want]) {
     assert_eq!(reads.len(), want.len());
     for (r, w) in reads.iter().zip(want) {
         match (r, w) {
