@@ -144,13 +144,36 @@ async fn bulk_sink_keeps_the_contract() {
     assert!(!refused[0].is_empty());
     assert_eq!(server.documents("contract")["id-901"], json!({"ok": true}));
     assert!(!server.documents("contract").contains_key("id-900"));
-    // A target that is not there: an error naming it, without its credentials.
-    let e = open_sink("http://u:secret@127.0.0.1:9/x", &s, &facts)
+    // A target that refuses the credentials (401 is not retried, unlike a refused
+    // connection, which the client retries for about two minutes): an error naming it,
+    // without its credentials.
+    let addr = refusing_server();
+    let e = open_sink(&format!("http://u:secret@{addr}/x"), &s, &facts)
         .await
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("127.0.0.1:9") && !e.contains("secret"), "{e}");
+    assert!(e.contains(&addr) && !e.contains("secret"), "{e}");
+}
+
+/// A loopback HTTP server answering every request `401 Unauthorized`; its `host:port`.
+fn refusing_server() -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let body = r#"{"error":{"type":"security_exception","reason":"missing authentication credentials"},"status":401}"#;
+            let _ = write!(
+                c,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
