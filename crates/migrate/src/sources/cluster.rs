@@ -208,7 +208,10 @@ impl ClusterSource {
         }
     }
 
-    async fn read_async(
+    /// Reads the slice page by page. Only the requests run inside `block_on`: `emit`
+    /// may block on the runtime itself (the pipeline waits for memory and for batches in
+    /// flight), which must not happen within another `block_on`.
+    fn read_pages(
         &self,
         item: &WorkItem,
         after: &Cursor,
@@ -229,7 +232,7 @@ impl ClusterSource {
             Some(Position::Doc(u)) => Some(*u),
             _ => None,
         };
-        let mut pit = self.open_pit(index).await?;
+        let mut pit = self.runtime.block_on(self.open_pit(index))?;
         let result = loop {
             let mut body = json!({
                 "size": self.opts.page_size,
@@ -243,12 +246,12 @@ impl ClusterSource {
             if let Some(a) = after {
                 body["search_after"] = json!([a]);
             }
-            let r = match self
-                .client
-                .request(Method::POST, "/_search", Some(&body))
-                .await
-                .and_then(|r| r.error_for_status())
-            {
+            let r = match self.runtime.block_on(async {
+                self.client
+                    .request(Method::POST, "/_search", Some(&body))
+                    .await
+                    .and_then(|r| r.error_for_status())
+            }) {
                 Ok(r) => r,
                 Err(e) => break Err(source_error(e, &where_)),
             };
@@ -269,17 +272,20 @@ impl ClusterSource {
                 break Ok(());
             }
             let mut stopped = false;
+            let mut failed = None;
             for h in page.hits.hits {
                 let Some(pos) = h.sort.first().and_then(Value::as_i64).map(|v| v as u64) else {
-                    return Err(SourceError::item(format!(
+                    failed = Some(SourceError::item(format!(
                         "{where_}: hit {} has no _shard_doc sort value",
                         h.id
                     )));
+                    break;
                 };
                 if after.is_some_and(|a| pos <= a) {
-                    return Err(SourceError::item(format!(
+                    failed = Some(SourceError::item(format!(
                         "{where_}: sort values went back ({pos} after {after:?})"
                     )));
+                    break;
                 }
                 after = Some(pos);
                 if until.is_some_and(|u| pos >= u) {
@@ -312,11 +318,14 @@ impl ClusterSource {
                     break;
                 }
             }
+            if let Some(e) = failed {
+                break Err(e);
+            }
             if stopped {
                 break Ok(());
             }
         };
-        self.close_pit(&pit).await;
+        self.runtime.block_on(self.close_pit(&pit));
         result
     }
 }
@@ -360,6 +369,6 @@ impl Source for ClusterSource {
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError> {
-        self.runtime.block_on(self.read_async(item, after, emit))
+        self.read_pages(item, after, emit)
     }
 }
