@@ -32,6 +32,7 @@ async fn open(
         },
         max_docs_per_sec: settings.max_docs_per_sec,
         max_bytes_per_sec: settings.max_bytes_per_sec,
+        throttle_budget: settings.dynamo_throttle_budget,
         ..DynamoSinkOptions::default()
     };
     let sink = DynamoSink::connect(&parsed, options)

@@ -72,6 +72,9 @@ pub struct Settings {
     pub max_in_flight: usize,
     pub max_docs_per_sec: Option<f64>,
     pub max_bytes_per_sec: Option<f64>,
+    /// DynamoDB: how long a throttled batch is retried (what the lease allows); `None`:
+    /// the retry policy's attempts only.
+    pub dynamo_throttle_budget: Option<std::time::Duration>,
     /// File sinks: files named `<index>.<tag>.<ext>` and appended to (one per process).
     pub file_tag: Option<String>,
 }

@@ -144,6 +144,7 @@ impl Args {
             max_in_flight: w.concurrency.max(1).saturating_mul(w.parallel()),
             max_docs_per_sec: rate(w.max_docs_per_sec),
             max_bytes_per_sec: rate(w.max_bytes_per_sec),
+            dynamo_throttle_budget: Some(super::table::throttle_budget(w.lease_seconds)),
             file_tag: Some(super::table::process_tag()),
             ..Settings::default()
         })

@@ -506,7 +506,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
 
 /// How long a DynamoDB batch is retried while throttled: what the first lease allows, less
 /// a tenth (at least 5 s) for the batch to fail and the item to be released in time.
-fn throttle_budget(lease_seconds: u64) -> Duration {
+pub(super) fn throttle_budget(lease_seconds: u64) -> Duration {
     let lease = lease_seconds.max(1);
     Duration::from_secs(lease.saturating_sub((lease / 10).max(5)).max(1))
 }
