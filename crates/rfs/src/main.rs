@@ -130,6 +130,9 @@ enum Command {
     /// verification.
     #[command(subcommand)]
     Table(cmd::table::Command),
+    /// Try a document program (`--transform`) on JSON lines: what each document becomes.
+    #[command(subcommand)]
+    Transform(cmd::transform::Command),
     /// Read Lucene index directories directly (debugging and format checks).
     #[command(subcommand)]
     Lucene(cmd::lucene::LuceneCommand),
@@ -161,6 +164,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Table(c) => cmd::table::run(c),
         Command::Redrive(a) => cmd::redrive::run(a),
+        Command::Transform(c) => cmd::transform::run(c),
         Command::Lucene(c) => cmd::lucene::run(c),
         Command::Bench(c) => cmd::bench::run(c),
     };
