@@ -267,7 +267,9 @@ pub fn from_reference(input: &Document, v: &serde_json::Value) -> Result<Documen
         source: bytes::Bytes::new(),
     };
     if let Some(op) = m.get("operation") {
-        let op = op.as_object().ok_or_else(|| bad("operation is not an object"))?;
+        let op = op
+            .as_object()
+            .ok_or_else(|| bad("operation is not an object"))?;
         if let Some(ix) = op.get("_index") {
             match ix.as_str() {
                 Some(s) if !s.is_empty() => {
@@ -285,7 +287,9 @@ pub fn from_reference(input: &Document, v: &serde_json::Value) -> Result<Documen
                 _ => String::new(),
             };
             if doc.id.is_empty() || doc.id.len() > 512 {
-                return Err(bad("operation._id must be a non-empty string of at most 512 bytes"));
+                return Err(bad(
+                    "operation._id must be a non-empty string of at most 512 bytes",
+                ));
             }
         }
         match op.get("_type") {
@@ -327,11 +331,7 @@ pub fn from_reference(input: &Document, v: &serde_json::Value) -> Result<Documen
 }
 
 impl DocumentProgram for JsProgram {
-    fn reshape(
-        &self,
-        doc: &Document,
-        out: &mut Vec<Document>,
-    ) -> Result<Option<String>, RunError> {
+    fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError> {
         let input = serde_json::Value::Array(vec![to_reference(doc)?]).to_string();
         let text = self.call(&input)?;
         let v: serde_json::Value = serde_json::from_str(&text)

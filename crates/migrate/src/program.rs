@@ -70,11 +70,7 @@ impl JqProgram {
                         }
                         jaq_core::load::Error::Lex(v) => {
                             for (expect, at) in v {
-                                let _ = write!(
-                                    msg,
-                                    "expected {expect:?} at {}; ",
-                                    place(code, at)
-                                );
+                                let _ = write!(msg, "expected {expect:?} at {}; ", place(code, at));
                             }
                         }
                         jaq_core::load::Error::Parse(v) => {
@@ -220,6 +216,10 @@ mod tests {
         let b: serde_json::Value = serde_json::from_str(doc).unwrap();
         assert_eq!(a["s"], b["s"]);
         assert_eq!(a["f"], b["f"]);
-        assert!(out[0].contains("123456789012345678901234567890"), "{}", out[0]);
+        assert!(
+            out[0].contains("123456789012345678901234567890"),
+            "{}",
+            out[0]
+        );
     }
 }

@@ -28,8 +28,7 @@ pub const TRANSFORM_ERROR: &str = "transform_error";
 pub trait DocumentProgram: Send + Sync + 'static {
     /// Runs on one document and pushes its outputs onto `out`. `Ok(Some(reason))` when
     /// the program asked for the document to be filtered with that reason.
-    fn reshape(&self, doc: &Document, out: &mut Vec<Document>)
-        -> Result<Option<String>, RunError>;
+    fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError>;
 }
 
 /// The program, then the naming transform for what the program did not rename.
@@ -105,11 +104,7 @@ impl Transform for Reshape {
 }
 
 impl DocumentProgram for JqProgram {
-    fn reshape(
-        &self,
-        doc: &Document,
-        out: &mut Vec<Document>,
-    ) -> Result<Option<String>, RunError> {
+    fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError> {
         let outputs = self.run(to_val(doc)?)?;
         let mut filtered = None;
         for v in outputs {
@@ -222,7 +217,12 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
                     doc.index = Arc::from(s);
                 }
             }
-            _ => return Err(RunError(format!("_index must be a non-empty string, not {}", cut(&ix.to_string())))),
+            _ => {
+                return Err(RunError(format!(
+                    "_index must be a non-empty string, not {}",
+                    cut(&ix.to_string())
+                )))
+            }
         }
     }
     if let Some(id) = field("_id") {
@@ -242,7 +242,10 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
         doc.doc_type = match t {
             Val::Null => None,
             _ => Some(Arc::from(as_text(t).ok_or_else(|| {
-                RunError(format!("_type must be a string or null, not {}", cut(&t.to_string())))
+                RunError(format!(
+                    "_type must be a string or null, not {}",
+                    cut(&t.to_string())
+                ))
             })?)),
         };
     }
@@ -337,7 +340,10 @@ mod tests {
     fn rename_field_keeps_the_rest_and_the_naming_applies() {
         let t = reshape(r#"._source |= (.new = .old | del(.old))"#, "p_");
         let mut out = Vec::new();
-        assert_eq!(t.apply_all(doc(r#"{"old":1,"k":"v"}"#), &mut out).unwrap(), Shaped::Docs);
+        assert_eq!(
+            t.apply_all(doc(r#"{"old":1,"k":"v"}"#), &mut out).unwrap(),
+            Shaped::Docs
+        );
         assert_eq!(out.len(), 1);
         assert_eq!(&*out[0].index, "p_logs");
         assert_eq!(out[0].position, Position::Doc(7));
@@ -362,7 +368,10 @@ mod tests {
             t.apply_all(doc(r#"{"keep":false}"#), &mut out).unwrap(),
             Shaped::Filtered("program".into())
         );
-        let t = reshape(r#"if ._source.keep then . else {_filtered: "Not Kept"} end"#, "");
+        let t = reshape(
+            r#"if ._source.keep then . else {_filtered: "Not Kept"} end"#,
+            "",
+        );
         assert_eq!(
             t.apply_all(doc(r#"{"keep":false}"#), &mut out).unwrap(),
             Shaped::Filtered("not_kept".into())

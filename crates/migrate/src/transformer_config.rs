@@ -26,7 +26,11 @@ pub struct ConfigError {
 pub const JAVASCRIPT: &str = "JsonJSTransformerProvider";
 
 /// Builds the program a configuration describes. `base` resolves relative script files.
-pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Arc<dyn DocumentProgram>, ConfigError> {
+pub fn parse(
+    text: &str,
+    origin: &str,
+    base: &Path,
+) -> Result<Arc<dyn DocumentProgram>, ConfigError> {
     let err = |message: String| ConfigError {
         origin: origin.to_string(),
         message,
@@ -50,9 +54,10 @@ pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Arc<dyn DocumentPr
         };
         let (provider, config) = obj.iter().next().expect("one key");
         let program: Arc<dyn DocumentProgram> = match provider.as_str() {
-            JAVASCRIPT => Arc::new(javascript(config, base).map_err(|m| {
-                err(format!("entry {} ({provider}): {m}", i + 1))
-            })?),
+            JAVASCRIPT => Arc::new(
+                javascript(config, base)
+                    .map_err(|m| err(format!("entry {} ({provider}): {m}", i + 1)))?,
+            ),
             other => {
                 return Err(err(format!(
                     "entry {}: provider {other} is not supported by rfs (supported: \
@@ -96,10 +101,12 @@ fn javascript(config: &Value, base: &Path) -> Result<JsProgram, String> {
                 .map_err(|e| format!("initializationScriptFile {}: {e}", path.display()))?
         }
         ["initializationResourcePath"] => {
-            return Err("initializationResourcePath names a resource inside the reference \
+            return Err(
+                "initializationResourcePath names a resource inside the reference \
                         tool's Java archive, which rfs does not have: copy the script to a \
                         file and give it as initializationScriptFile"
-                .into())
+                    .into(),
+            )
         }
         [] => return Err("one of initializationScript, initializationScriptFile is needed".into()),
         _ => return Err(format!("only one of {} may be given", sources.join(", "))),
@@ -117,11 +124,7 @@ fn javascript(config: &Value, base: &Path) -> Result<JsProgram, String> {
 struct Chain(Vec<Arc<dyn DocumentProgram>>);
 
 impl DocumentProgram for Chain {
-    fn reshape(
-        &self,
-        doc: &Document,
-        out: &mut Vec<Document>,
-    ) -> Result<Option<String>, RunError> {
+    fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError> {
         let mut current = vec![doc.clone()];
         let mut filtered = None;
         for p in &self.0 {
@@ -181,11 +184,20 @@ mod tests {
     #[test]
     fn unsupported_providers_and_bad_configs_are_named() {
         let base = Path::new(".");
-        let e = parse(r#"[{"JsonJMESPathTransformerProvider": {}}]"#, "F", base).err().unwrap();
-        assert!(e.to_string().contains("JsonJMESPathTransformerProvider"), "{e}");
-        let e = parse(r#"[{"JsonJSTransformerProvider": {"initializationScript": "1"}}]"#, "F", base)
+        let e = parse(r#"[{"JsonJMESPathTransformerProvider": {}}]"#, "F", base)
             .err()
             .unwrap();
+        assert!(
+            e.to_string().contains("JsonJMESPathTransformerProvider"),
+            "{e}"
+        );
+        let e = parse(
+            r#"[{"JsonJSTransformerProvider": {"initializationScript": "1"}}]"#,
+            "F",
+            base,
+        )
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("bindingsObject"), "{e}");
         let e = parse(
             r#"[{"JsonJSTransformerProvider": {"initializationResourcePath": "x.js", "bindingsObject": "{}"}}]"#,

@@ -369,40 +369,40 @@ fn read_expected<S: Source>(
                 },
             };
             for doc in outputs.drain(..) {
-            let target = match counts.get_key_value(&*doc.index) {
-                Some((k, _)) => k.clone(),
-                None => doc.index.clone(),
-            };
-            let n = counts.entry(target.clone()).or_insert(0);
-            *n += 1;
-            if refused.contains(&(target.to_string(), doc.id.clone())) {
-                continue;
-            }
-            let e = Expected {
-                target: target.clone(),
-                id: doc.id,
-                routing: doc.routing,
-                source: doc.source,
-            };
-            match sample {
-                Sample::All => {
-                    if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
-                        hung_up = true;
-                        return false;
-                    }
+                let target = match counts.get_key_value(&*doc.index) {
+                    Some((k, _)) => k.clone(),
+                    None => doc.index.clone(),
+                };
+                let n = counts.entry(target.clone()).or_insert(0);
+                *n += 1;
+                if refused.contains(&(target.to_string(), doc.id.clone())) {
+                    continue;
                 }
-                Sample::PerIndex(k) => {
-                    let r = reservoirs.entry(target).or_default();
-                    if r.len() < k {
-                        r.push(e);
-                    } else {
-                        let j = rng.gen_range(0..*n) as usize;
-                        if j < k {
-                            r[j] = e;
+                let e = Expected {
+                    target: target.clone(),
+                    id: doc.id,
+                    routing: doc.routing,
+                    source: doc.source,
+                };
+                match sample {
+                    Sample::All => {
+                        if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
+                            hung_up = true;
+                            return false;
+                        }
+                    }
+                    Sample::PerIndex(k) => {
+                        let r = reservoirs.entry(target).or_default();
+                        if r.len() < k {
+                            r.push(e);
+                        } else {
+                            let j = rng.gen_range(0..*n) as usize;
+                            if j < k {
+                                r[j] = e;
+                            }
                         }
                     }
                 }
-            }
             }
             true
         })?;

@@ -121,7 +121,10 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
     // The predicate is part of the migration and shown by status.
     let out = run(&["status", "--json", "--store", &store("a.db")]);
     let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(st["migration"]["where"], "status = 'live' AND id > 10", "{st}");
+    assert_eq!(
+        st["migration"]["where"], "status = 'live' AND id > 10",
+        "{st}"
+    );
     assert_eq!(st["docs_done"], 93, "rows read = rows matched: {st}");
 
     // With a program: a derived attribute and a changed one (columns in another order).
@@ -155,7 +158,10 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
     // Mistakes are errors naming what is wrong, before anything is written.
     let f = flags("bad", &store("c.db"));
     let mut f: Vec<&str> = f.iter().map(String::as_str).collect();
-    let w = f.iter().position(|a| *a == "status = 'live' AND id > 10").unwrap();
+    let w = f
+        .iter()
+        .position(|a| *a == "status = 'live' AND id > 10")
+        .unwrap();
     f[w] = "no_such_column = 1";
     let out = run(&[&["table", "run"], &f[..], &["--create-table"]].concat());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

@@ -113,13 +113,20 @@ fn a_jq_program_renames_drops_derives_routes_filters_and_explodes_and_verify_is_
     assert_eq!(r.code, Some(0), "filtered documents are not failures: {r}");
     let (want, filtered) = transformed();
     assert!(filtered > 0, "the demo has reviews to filter");
-    assert!(r.stderr.contains(&format!("{filtered} documents were filtered out")), "{r}");
+    assert!(
+        r.stderr
+            .contains(&format!("{filtered} documents were filtered out")),
+        "{r}"
+    );
     let got = held(&server, &["books", "old-books", "reviews"]);
     assert_eq!(got.len(), want.len(), "document count");
     for (key, source) in &want {
         assert_eq!(got.get(key), Some(source), "{key:?}");
     }
-    assert!(want.keys().any(|(i, _)| i == "old-books"), "some books are routed");
+    assert!(
+        want.keys().any(|(i, _)| i == "old-books"),
+        "some books are routed"
+    );
     // The store counts the filtered documents per reason; none is undelivered.
     let s = status(dir.path());
     assert_eq!(s["docs_filtered"], filtered, "{s}");
@@ -127,7 +134,10 @@ fn a_jq_program_renames_drops_derives_routes_filters_and_explodes_and_verify_is_
     assert_eq!(s["docs_skipped"], 0, "{s}");
     assert_eq!(s["docs_refused"], 0, "{s}");
     let log = std::fs::read_to_string(dir.path().join("failures.jsonl")).unwrap_or_default();
-    assert!(log.trim().is_empty(), "filtered documents are not failures: {log}");
+    assert!(
+        log.trim().is_empty(),
+        "filtered documents are not failures: {log}"
+    );
 
     // verify applies the same program: exact, the filtered reviews expected absent.
     let r = verify(&server, PROGRAM);
@@ -159,14 +169,20 @@ fn a_failing_program_logs_each_document_and_exits_7() {
         .collect();
     assert!(!failing.is_empty());
     let log = std::fs::read_to_string(dir.path().join("failures.jsonl")).unwrap();
-    let records: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(records.len(), failing.len(), "{log}");
     for rec in &records {
         assert_eq!(rec["error_type"], "transform_error", "{rec}");
         let id = rec["id"].as_str().unwrap();
         assert!(failing.contains(&&id.to_string()), "{rec}");
         assert!(
-            rec["reason"].as_str().unwrap().contains(&format!("bad review {id}")),
+            rec["reason"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("bad review {id}")),
             "{rec}"
         );
     }
@@ -182,7 +198,10 @@ fn a_failing_program_logs_each_document_and_exits_7() {
     }
     let s = status(dir.path());
     assert_eq!(s["docs_skipped"], failing.len() as u64, "{s}");
-    assert_eq!(s["undelivered_by_reason"]["skipped:transform_error"], failing.len() as u64);
+    assert_eq!(
+        s["undelivered_by_reason"]["skipped:transform_error"],
+        failing.len() as u64
+    );
 }
 
 #[test]
@@ -218,7 +237,10 @@ fn transform_test_shows_what_each_document_becomes() {
     let second: Value = serde_json::from_str(lines[1]).unwrap();
     assert_eq!(second["_id"], "ab");
     assert_eq!(lines[2], "# filtered: dropped");
-    assert!(lines[3].starts_with("# error: line 3: transform_error: no"), "{stdout}");
+    assert!(
+        lines[3].starts_with("# error: line 3: transform_error: no"),
+        "{stdout}"
+    );
     assert_eq!(out.status.code(), Some(7));
 
     // A program that does not compile is a usage error naming the flag.

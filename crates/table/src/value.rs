@@ -60,8 +60,11 @@ pub struct BadValue(pub String);
 
 impl Renderer {
     pub fn new(schema: &Schema) -> Renderer {
-        let names: Vec<Option<String>> =
-            schema.columns.iter().map(|c| Some(c.name.clone())).collect();
+        let names: Vec<Option<String>> = schema
+            .columns
+            .iter()
+            .map(|c| Some(c.name.clone()))
+            .collect();
         Renderer::with_names(schema, &names)
     }
 

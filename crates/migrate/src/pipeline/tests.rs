@@ -317,7 +317,18 @@ async fn go_until(
     o: PipelineOptions,
     shutdown: Option<watch::Receiver<bool>>,
 ) -> Run {
-    go_with(src, sink, lease, it, base, (trigger, deadline), o, shutdown, None).await
+    go_with(
+        src,
+        sink,
+        lease,
+        it,
+        base,
+        (trigger, deadline),
+        o,
+        shutdown,
+        None,
+    )
+    .await
 }
 
 /// [`go_until`] with another transform than [`Tr`].
@@ -964,7 +975,11 @@ async fn a_reshaping_transform_filters_and_explodes_with_exact_counts() {
         Some(Arc::new(Fan)),
     )
     .await;
-    assert!(matches!(r.report.end, ItemEnd::Finished), "{:?}", r.report.end);
+    assert!(
+        matches!(r.report.end, ItemEnd::Finished),
+        "{:?}",
+        r.report.end
+    );
     let (delivered, refused, filtered, skipped) = fan_fates(0, 400);
     assert_eq!(received(&sink), delivered);
     let p = &r.report.progress;
@@ -1009,12 +1024,26 @@ async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() 
         let got = received(&sink);
         let got_set: BTreeSet<u64> = got.iter().copied().collect();
         for id in &covered {
-            assert!(got_set.contains(id), "round {round}: output {id} covered by the cursor but not delivered");
+            assert!(
+                got_set.contains(id),
+                "round {round}: output {id} covered by the cursor but not delivered"
+            );
         }
         // Anything beyond is the first outputs of the single input after the cursor.
-        let extra: BTreeSet<u64> = got_set.iter().filter(|id| **id / 10 >= to).map(|id| *id / 10).collect();
-        assert!(extra.len() <= 1, "round {round}: outputs past the cursor from {extra:?}");
-        assert_eq!(r.report.progress.docs, got.len() as u64, "every acknowledged output is counted");
+        let extra: BTreeSet<u64> = got_set
+            .iter()
+            .filter(|id| **id / 10 >= to)
+            .map(|id| *id / 10)
+            .collect();
+        assert!(
+            extra.len() <= 1,
+            "round {round}: outputs past the cursor from {extra:?}"
+        );
+        assert_eq!(
+            r.report.progress.docs,
+            got.len() as u64,
+            "every acknowledged output is counted"
+        );
         // Resume from the cursor: the rest arrives.
         let r2 = go_with(
             Src {
@@ -1034,6 +1063,10 @@ async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() 
         assert!(matches!(r2.report.end, ItemEnd::Finished));
         let all: BTreeSet<u64> = received(&sink).into_iter().collect();
         let (want, _, _, _) = fan_fates(0, 3000);
-        assert_eq!(all, want.into_iter().collect::<BTreeSet<u64>>(), "round {round}");
+        assert_eq!(
+            all,
+            want.into_iter().collect::<BTreeSet<u64>>(),
+            "round {round}"
+        );
     }
 }

@@ -321,7 +321,13 @@ impl Source for TableSource {
             let cols: Vec<String> = read
                 .columns
                 .iter()
-                .map(|(c, n)| if c == n { c.clone() } else { format!("{c}={n}") })
+                .map(|(c, n)| {
+                    if c == n {
+                        c.clone()
+                    } else {
+                        format!("{c}={n}")
+                    }
+                })
                 .collect();
             id.insert("columns".into(), cols.join(","));
         }

@@ -274,13 +274,21 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
         .sum();
     if filtered > 0 {
         crate::say!("{filtered} documents were filtered out by the transform (not failures):");
-        for (reason, n) in status.reasons.iter().filter(|(k, _)| k.starts_with("filtered:")) {
+        for (reason, n) in status
+            .reasons
+            .iter()
+            .filter(|(k, _)| k.starts_with("filtered:"))
+        {
             crate::say!("  {n} {reason}");
         }
     }
     let undelivered = status.docs_refused + status.docs_skipped;
     if undelivered > 0 {
-        for (reason, n) in status.reasons.iter().filter(|(k, _)| !k.starts_with("filtered:")) {
+        for (reason, n) in status
+            .reasons
+            .iter()
+            .filter(|(k, _)| !k.starts_with("filtered:"))
+        {
             crate::say!("  {n} {reason}");
         }
         crate::say!(

@@ -146,7 +146,10 @@ fn transform_targets(
                     .iter()
                     .map(|d| {
                         if *d.index == **index {
-                            format!("{} (unchanged by the program)", naming_target(options, index))
+                            format!(
+                                "{} (unchanged by the program)",
+                                naming_target(options, index)
+                            )
                         } else {
                             d.index.to_string()
                         }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use migrate::program::JqProgram;
 use migrate::reshape::{DocumentProgram, Reshape};
-use migrate::transformer_config;
 use migrate::transform::{Shaped, Transform, Unroutable};
+use migrate::transformer_config;
 use migrate::{Document, Op};
 
 /// The document program of a migration.
@@ -176,7 +176,11 @@ fn test(args: TestArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    Ok(if failed { crate::exit::NOT_DELIVERED } else { 0 })
+    Ok(if failed {
+        crate::exit::NOT_DELIVERED
+    } else {
+        0
+    })
 }
 
 /// One input line as a document.
