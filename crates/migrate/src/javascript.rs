@@ -85,14 +85,15 @@ pub struct JsProgram {
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 
-/// One thread's engine for one program.
+/// One thread's engine for one program. Fields drop in order: the saved function, then
+/// the context, then the runtime (QuickJS asserts that nothing outlives its runtime).
 struct Engine {
-    _rt: Runtime,
-    ctx: Context,
     run: Persistent<Function<'static>>,
+    ctx: Context,
     /// Milliseconds since `epoch` after which the running call is interrupted.
     deadline: Arc<AtomicU64>,
     epoch: Instant,
+    _rt: Runtime,
 }
 
 thread_local! {
@@ -172,11 +173,11 @@ impl JsProgram {
         })?;
         deadline.store(u64::MAX, Ordering::Relaxed);
         Ok(Engine {
-            _rt: rt,
-            ctx,
             run,
+            ctx,
             deadline,
             epoch,
+            _rt: rt,
         })
     }
 
