@@ -238,7 +238,7 @@ fn transform_test_shows_what_each_document_becomes() {
     assert_eq!(second["_id"], "ab");
     assert_eq!(lines[2], "# filtered: dropped");
     assert!(
-        lines[3].starts_with("# error: line 3: transform_error: no"),
+        lines[3].starts_with("# error: line 3: transform_error: \"no\""),
         "{stdout}"
     );
     assert_eq!(out.status.code(), Some(7));
