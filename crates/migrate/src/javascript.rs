@@ -185,11 +185,10 @@ impl JsProgram {
     pub fn call(&self, input: &str) -> Result<String, RunError> {
         ENGINES.with(|engines| {
             let mut engines = engines.borrow_mut();
-            if !engines.contains_key(&self.key) {
-                let e = self.engine()?;
-                engines.insert(self.key, e);
-            }
-            let e = engines.get(&self.key).expect("inserted");
+            let e = match engines.entry(self.key) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(self.engine()?),
+            };
             e.deadline.store(
                 e.epoch.elapsed().as_millis() as u64 + self.time_limit.as_millis() as u64,
                 Ordering::Relaxed,
