@@ -10,6 +10,9 @@
 //!   low-water-mark cursor, checkpoints, the memory budget and the failure log.
 //! - [`worker`]: leases items until none is left; [`job`]: phases, items phase, N item
 //!   workers plus the keeper, the report.
+//! - [`program`]: jq programs; [`reshape`]: a document program composed with the naming
+//!   transform (filter, explode, rename fields, route); [`javascript`] and
+//!   [`transformer_config`]: the reference tool's JavaScript transforms and their config.
 //! - [`metadata`]: templates and indices, with the mapping conversions between versions;
 //!   [`vectors`]: the vector values the transform rewrites; [`verify`]: the target against
 //!   the snapshot; [`row_verify`]: the target against a table.
@@ -20,6 +23,7 @@ pub mod document;
 pub mod error;
 pub mod failure_log;
 pub mod fleet_limit;
+pub mod javascript;
 pub mod job;
 pub mod low_water;
 pub mod metadata;
@@ -27,12 +31,15 @@ pub mod metrics;
 pub mod naming;
 pub mod phases;
 pub mod pipeline;
+pub mod program;
+pub mod reshape;
 pub mod row_verify;
 pub mod sink;
 pub mod sinks;
 pub mod source;
 pub mod sources;
 pub mod transform;
+pub mod transformer_config;
 pub mod vectors;
 pub mod verify;
 pub mod worker;

@@ -12,8 +12,9 @@ const MAX_REASONS: usize = 64;
 /// One acknowledged batch (or a run of skips with nothing to send).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acked {
-    /// The position of the batch's last document or skip.
-    pub last: Position,
+    /// The position of the batch's last document or skip; `None` when the batch only
+    /// holds the first outputs of an input that a later batch completes.
+    pub last: Option<Position>,
     pub delivered: u64,
     pub bytes: u64,
     pub refused: u64,
@@ -44,7 +45,9 @@ impl LowWaterMark {
         self.out_of_order.insert(seq, batch);
         while let Some(b) = self.out_of_order.remove(&self.next_seq) {
             let p = &mut self.progress;
-            p.cursor = Some(b.last);
+            if let Some(last) = b.last {
+                p.cursor = Some(last);
+            }
             p.docs += b.delivered;
             p.bytes += b.bytes;
             p.refused += b.refused;
@@ -79,7 +82,7 @@ mod tests {
 
     fn b(last: u64, delivered: u64) -> Acked {
         Acked {
-            last: Position::Doc(last),
+            last: Some(Position::Doc(last)),
             delivered,
             bytes: delivered * 10,
             refused: 0,
@@ -109,7 +112,7 @@ mod tests {
         m.ack(
             3,
             Acked {
-                last: Position::Doc(61),
+                last: Some(Position::Doc(61)),
                 delivered: 2,
                 bytes: 5,
                 refused: 1,
@@ -124,6 +127,23 @@ mod tests {
         assert_eq!(p.cursor, Some(Position::Doc(80)));
         assert_eq!((p.docs, p.bytes, p.refused, p.skipped), (25, 185, 1, 2));
         assert_eq!(p.reasons["skipped:no_source"], 2);
+    }
+
+    #[test]
+    fn a_batch_without_a_last_position_counts_but_keeps_the_cursor() {
+        let mut m = LowWaterMark::new(Progress::default());
+        m.ack(0, b(3, 2));
+        m.ack(
+            1,
+            Acked {
+                last: None,
+                ..b(0, 4)
+            },
+        );
+        assert_eq!(m.progress().cursor, Some(Position::Doc(3)));
+        assert_eq!(m.progress().docs, 6);
+        m.ack(2, b(4, 1));
+        assert_eq!(m.progress().cursor, Some(Position::Doc(4)));
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub struct Metrics {
     pub docs_refused: AtomicU64,
     /// Documents the source or the transform could not deliver.
     pub docs_skipped: AtomicU64,
+    /// Documents a transform program left out on purpose (not failures).
+    pub docs_filtered: AtomicU64,
     pub batches_sent: AtomicU64,
     pub items_completed: AtomicU64,
     pub items_handed_off: AtomicU64,
@@ -95,6 +97,11 @@ impl Metrics {
                 "rfs_documents_skipped_total",
                 "Documents the source or transform could not deliver (in the failure log).",
                 self.docs_skipped.load(Relaxed),
+            ),
+            (
+                "rfs_documents_filtered_total",
+                "Documents a transform program left out on purpose (not failures).",
+                self.docs_filtered.load(Relaxed),
             ),
             (
                 "rfs_batches_sent_total",

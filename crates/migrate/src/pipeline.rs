@@ -28,7 +28,7 @@ use crate::low_water::{Acked, LowWaterMark};
 use crate::metrics::Metrics;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
 use crate::source::Source;
-use crate::transform::Transform;
+use crate::transform::{Shaped, Transform};
 
 /// What the fleet's control record asks of every worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -190,9 +190,13 @@ pub struct ItemPlan {
 /// Framed documents with what went along with them, in position order.
 struct Chunk<B> {
     batch: Option<B>,
-    /// The position of the last document or skip in the chunk.
-    last: Position,
+    /// The position of the last input the chunk completes (document, skip or filtered
+    /// document); `None` when the chunk holds only the first outputs of an input that
+    /// goes on in the next chunk (the cursor stays where it is).
+    last: Option<Position>,
     skips: Vec<(Stage, Skip)>,
+    /// Documents the transform filtered out, by reason key.
+    filtered: BTreeMap<String, u64>,
     /// Documents the sink's writer refused to frame.
     refusals: Vec<Refusal>,
     held: Option<Held>,
@@ -543,6 +547,12 @@ fn account<B>(
         message: e.to_string(),
     })?;
     let skipped = chunk.skips.len() as u64;
+    let mut filtered = 0;
+    for (reason, n) in chunk.filtered {
+        filtered += n;
+        *reasons.entry(format!("filtered:{reason}")).or_default() += n;
+    }
+    metrics.docs_filtered.fetch_add(filtered, Ordering::Relaxed);
     metrics
         .docs_sent
         .fetch_add(delivered.delivered, Ordering::Relaxed);
@@ -582,6 +592,9 @@ struct Reader<'a, W: SinkWriter> {
 struct Pending {
     last: Option<Position>,
     skips: Vec<(Stage, Skip)>,
+    filtered: BTreeMap<String, u64>,
+    /// Documents filtered since the last chunk.
+    filtered_n: usize,
     refusals: Vec<Refusal>,
     docs: u64,
 }
@@ -593,10 +606,14 @@ impl<W: SinkWriter> Reader<'_, W> {
         let mut pending = Pending {
             last: None,
             skips: Vec::new(),
+            filtered: BTreeMap::new(),
+            filtered_n: 0,
             refusals: Vec::new(),
             docs: 0,
         };
         let mut hung_up = false;
+        let reshapes = self.transform.reshapes();
+        let mut outputs = Vec::new();
         let result = source.read(item, after, &mut |read| {
             if self.halt.load(Ordering::Relaxed) {
                 return false;
@@ -605,6 +622,34 @@ impl<W: SinkWriter> Reader<'_, W> {
             let mut full = None;
             match read {
                 Read::Skip(s) => pending.skips.push((Stage::Source, s)),
+                Read::Doc(d) if reshapes => {
+                    match self.transform.apply_all(d, &mut outputs) {
+                        Err(skip) => pending.skips.push((Stage::Transform, *skip)),
+                        Ok(Shaped::Filtered(reason)) => {
+                            *pending.filtered.entry(reason).or_default() += 1;
+                            pending.filtered_n += 1;
+                        }
+                        Ok(Shaped::Docs) => {
+                            let n = outputs.len();
+                            for (i, d) in outputs.drain(..).enumerate() {
+                                match self.writer.push(d) {
+                                    Ok(None) => {}
+                                    // The batch is full before the input's last output:
+                                    // send it without this input's position, which is
+                                    // acknowledged with the chunk holding its last output.
+                                    Ok(Some(batch)) if i + 1 < n => {
+                                        if !self.send(&mut pending, Some(batch)) {
+                                            hung_up = true;
+                                            return false;
+                                        }
+                                    }
+                                    Ok(Some(batch)) => full = Some(batch),
+                                    Err(refusal) => pending.refusals.push(*refusal),
+                                }
+                            }
+                        }
+                    }
+                }
                 Read::Doc(mut d) => match self.transform.apply(&mut d) {
                     Err(u) => pending
                         .skips
@@ -619,7 +664,8 @@ impl<W: SinkWriter> Reader<'_, W> {
                 },
             }
             pending.last = Some(position);
-            let too_many = pending.skips.len() + pending.refusals.len() >= self.skips_per_chunk;
+            let too_many = pending.skips.len() + pending.refusals.len() + pending.filtered_n
+                >= self.skips_per_chunk;
             if full.is_none() && too_many {
                 full = self.writer.finish();
                 if full.is_none() {
@@ -649,7 +695,7 @@ impl<W: SinkWriter> Reader<'_, W> {
             }
             Ok(()) => {
                 let last = self.writer.finish();
-                if last.is_some() || !pending.skips.is_empty() || !pending.refusals.is_empty() {
+                if last.is_some() || pending.last.is_some() {
                     self.send(&mut pending, last);
                 }
             }
@@ -658,9 +704,10 @@ impl<W: SinkWriter> Reader<'_, W> {
 
     /// Sends what is pending as one chunk; `false` when the pipeline hung up.
     fn send(&self, pending: &mut Pending, batch: Option<W::Batch>) -> bool {
-        let Some(last) = pending.last.take() else {
+        let last = pending.last.take();
+        if last.is_none() && batch.is_none() {
             return true;
-        };
+        }
         let held = match &batch {
             Some(b) => match self.budget.hold_blocking(W::size(b)) {
                 Some(h) => Some(h),
@@ -672,10 +719,12 @@ impl<W: SinkWriter> Reader<'_, W> {
             batch,
             last,
             skips: std::mem::take(&mut pending.skips),
+            filtered: std::mem::take(&mut pending.filtered),
             refusals: std::mem::take(&mut pending.refusals),
             held,
             docs: std::mem::take(&mut pending.docs),
         };
+        pending.filtered_n = 0;
         self.tx.blocking_send(Ok(chunk)).is_ok()
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::document::{Document, Op};
+use crate::document::{Document, Op, Skip};
 use crate::metadata::DocumentRouting;
 use crate::vectors::{rewrite_vectors, VectorField};
 
@@ -19,9 +19,38 @@ pub struct Unroutable {
     pub detail: String,
 }
 
+/// What the transform made of one document (see [`Transform::apply_all`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shaped {
+    /// The documents to send were pushed (one, or several sharing the input's position).
+    Docs,
+    /// Left out on purpose (a program yielded nothing): counted as `filtered:<reason>`,
+    /// never delivered, not a failure.
+    Filtered(String),
+}
+
 /// Turns a source document into a target document.
 pub trait Transform: Send + Sync + 'static {
     fn apply(&self, doc: &mut Document) -> Result<(), Unroutable>;
+
+    /// `true` when [`Transform::apply_all`] may yield other than exactly one document (a
+    /// program): otherwise the pipeline calls [`Transform::apply`], its fast path.
+    fn reshapes(&self) -> bool {
+        false
+    }
+
+    /// Turns one document into zero or more, pushed onto `out`; a document that cannot be
+    /// transformed is a skip (`no_route`, `transform_error`).
+    fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
+        let mut doc = doc;
+        match self.apply(&mut doc) {
+            Ok(()) => {
+                out.push(doc);
+                Ok(Shaped::Docs)
+            }
+            Err(u) => Err(Box::new(Skip::of(doc, u.reason, u.detail))),
+        }
+    }
 }
 
 /// Target index names: exact renames first, then a prefix and a suffix for every name.

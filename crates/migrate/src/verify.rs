@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::document::Read;
 use crate::source::Source;
-use crate::transform::Transform;
+use crate::transform::{Shaped, Transform};
 
 /// How many documents to compare per index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,9 @@ pub struct VerifyReport {
     pub skipped: BTreeMap<String, u64>,
     /// The first skipped documents (at most 100 listed).
     pub skipped_listed: Vec<SkippedDoc>,
+    /// Documents the transform program filtered out (expected absent), by reason.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub filtered: BTreeMap<String, u64>,
 }
 
 impl VerifyReport {
@@ -129,6 +132,15 @@ impl VerifyReport {
                 ));
             }
         }
+        if !self.filtered.is_empty() {
+            out.push_str(&format!(
+                "{} live documents are filtered by the transform (expected absent):\n",
+                self.filtered.values().sum::<u64>()
+            ));
+            for (reason, n) in &self.filtered {
+                out.push_str(&format!("    {n:>10} filtered:{reason}\n"));
+            }
+        }
         out
     }
 }
@@ -161,6 +173,7 @@ enum Msg {
 #[derive(Default)]
 struct Skipped {
     live: u64,
+    filtered: BTreeMap<String, u64>,
     by_reason: BTreeMap<String, u64>,
     listed: Vec<SkippedDoc>,
 }
@@ -224,6 +237,7 @@ pub async fn verify<S: Source>(
         live: skipped.live,
         skipped: skipped.by_reason,
         skipped_listed: skipped.listed,
+        filtered: skipped.filtered,
         ..VerifyReport::default()
     };
     let mut refused_per_index: BTreeMap<&str, u64> = BTreeMap::new();
@@ -333,52 +347,59 @@ fn read_expected<S: Source>(
     let mut rng = rand::thread_rng();
     let plan = source.plan()?;
     let mut hung_up = false;
+    let mut outputs = Vec::new();
     for item in &plan.items {
         source.read(item, &item.after, &mut |read| {
             skipped.live += 1;
-            let doc = match read {
+            match read {
                 Read::Skip(s) => {
                     skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
                     return true;
                 }
-                Read::Doc(mut d) => match transform.apply(&mut d) {
-                    Ok(()) => d,
-                    Err(u) => {
-                        skipped.skip(d.index.to_string(), Some(d.id), u.reason, u.detail);
+                Read::Doc(d) => match transform.apply_all(d, &mut outputs) {
+                    Ok(Shaped::Docs) => {}
+                    Ok(Shaped::Filtered(reason)) => {
+                        *skipped.filtered.entry(reason).or_default() += 1;
+                        return true;
+                    }
+                    Err(s) => {
+                        skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
                         return true;
                     }
                 },
             };
-            let target = match counts.get_key_value(&*doc.index) {
-                Some((k, _)) => k.clone(),
-                None => doc.index.clone(),
-            };
-            let n = counts.entry(target.clone()).or_insert(0);
-            *n += 1;
-            if refused.contains(&(target.to_string(), doc.id.clone())) {
-                return true;
-            }
-            let e = Expected {
-                target: target.clone(),
-                id: doc.id,
-                routing: doc.routing,
-                source: doc.source,
-            };
-            match sample {
-                Sample::All => {
-                    if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
-                        hung_up = true;
-                        return false;
-                    }
+            for doc in outputs.drain(..) {
+                let target = match counts.get_key_value(&*doc.index) {
+                    Some((k, _)) => k.clone(),
+                    None => doc.index.clone(),
+                };
+                let n = counts.entry(target.clone()).or_insert(0);
+                *n += 1;
+                if refused.contains(&(target.to_string(), doc.id.clone())) {
+                    continue;
                 }
-                Sample::PerIndex(k) => {
-                    let r = reservoirs.entry(target).or_default();
-                    if r.len() < k {
-                        r.push(e);
-                    } else {
-                        let j = rng.gen_range(0..*n) as usize;
-                        if j < k {
-                            r[j] = e;
+                let e = Expected {
+                    target: target.clone(),
+                    id: doc.id,
+                    routing: doc.routing,
+                    source: doc.source,
+                };
+                match sample {
+                    Sample::All => {
+                        if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
+                            hung_up = true;
+                            return false;
+                        }
+                    }
+                    Sample::PerIndex(k) => {
+                        let r = reservoirs.entry(target).or_default();
+                        if r.len() < k {
+                            r.push(e);
+                        } else {
+                            let j = rng.gen_range(0..*n) as usize;
+                            if j < k {
+                                r[j] = e;
+                            }
                         }
                     }
                 }

@@ -133,6 +133,9 @@ enum Command {
     /// Any source into any sink by URL: a snapshot, JSON lines or a table into a cluster,
     /// files or DynamoDB; start N copies anywhere with the same flags.
     Copy(cmd::copy::Args),
+    /// Try a document program (`--transform`) on JSON lines: what each document becomes.
+    #[command(subcommand)]
+    Transform(cmd::transform::Command),
     /// Read Lucene index directories directly (debugging and format checks).
     #[command(subcommand)]
     Lucene(cmd::lucene::LuceneCommand),
@@ -165,6 +168,7 @@ fn main() -> ExitCode {
         Command::Table(c) => cmd::table::run(c),
         Command::Redrive(a) => cmd::redrive::run(a),
         Command::Copy(a) => cmd::copy::run(a),
+        Command::Transform(c) => cmd::transform::run(c),
         Command::Lucene(c) => cmd::lucene::run(c),
         Command::Bench(c) => cmd::bench::run(c),
     };

@@ -32,6 +32,12 @@ pub struct TableOptions {
     pub backoff: Duration,
     /// Connections in the pool.
     pub pool_size: usize,
+    /// Only these columns, each `(column, name in the document)`; empty: every column.
+    /// The key column is always read (it is the cursor and the id) and is in the
+    /// document only when listed.
+    pub columns: Vec<(String, String)>,
+    /// Only rows matching this SQL predicate (`--where`), added to every keyset read.
+    pub filter: Option<String>,
 }
 
 impl Default for TableOptions {
@@ -42,6 +48,8 @@ impl Default for TableOptions {
             attempts: 10,
             backoff: Duration::from_millis(200),
             pool_size: 16,
+            columns: Vec::new(),
+            filter: None,
         }
     }
 }
@@ -144,7 +152,8 @@ impl Table {
             shown_url,
         };
         t.schema = t.introspect(&name, key).await?;
-        t.renderer = Renderer::new(&t.schema);
+        let names = t.project()?;
+        t.renderer = Renderer::with_names(&t.schema, &names);
         let cols: Vec<String> = t
             .schema
             .columns
@@ -161,11 +170,77 @@ impl Table {
         t.select = format!("SELECT {} FROM {}", cols.join(", "), t.schema.table.sql());
         t.key_sql = quote_ident(&t.schema.key_column().name);
         t.key_type = t.schema.key_column().sql_type.clone();
+        if let Some(pred) = &t.opts.filter {
+            // A predicate that does not parse or names no column is an error now, not at
+            // the first page of some worker.
+            let sql = format!("{} WHERE ({pred}) LIMIT 0", t.select);
+            t.query("checking --where", &sql, &[])
+                .await
+                .map_err(|e| TableError::Config(format!("--where {pred:?}: {e}")))?;
+        }
         Ok(t)
+    }
+
+    /// Keeps the `--columns` of the schema (the key column too, always) and returns each
+    /// kept column's name in the document (`None`: read, not written).
+    fn project(&mut self) -> Result<Vec<Option<String>>, TableError> {
+        if self.opts.columns.is_empty() {
+            return Ok(self
+                .schema
+                .columns
+                .iter()
+                .map(|c| Some(c.name.clone()))
+                .collect());
+        }
+        let key = self.schema.key_column().name.clone();
+        let mut columns = Vec::new();
+        let mut names = Vec::new();
+        let mut seen_out = std::collections::BTreeSet::new();
+        for (col, out) in &self.opts.columns {
+            let Some(c) = self.schema.columns.iter().find(|c| &c.name == col) else {
+                return Err(TableError::Config(format!(
+                    "--columns: table {} has no column {col:?} (columns: {})",
+                    self.schema.table,
+                    self.schema
+                        .columns
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
+            if columns.iter().any(|k: &Column| &k.name == col) {
+                return Err(TableError::Config(format!(
+                    "--columns: column {col:?} is listed twice"
+                )));
+            }
+            if !seen_out.insert(out.clone()) {
+                return Err(TableError::Config(format!(
+                    "--columns: two columns are written as {out:?}"
+                )));
+            }
+            columns.push(c.clone());
+            names.push(Some(out.clone()));
+        }
+        if !columns.iter().any(|c| c.name == key) {
+            columns.push(self.schema.key_column().clone());
+            names.push(None);
+        }
+        self.schema.key = columns
+            .iter()
+            .position(|c| c.name == key)
+            .expect("the key column is kept");
+        self.schema.columns = columns;
+        Ok(names)
     }
 
     pub fn schema(&self) -> &Schema {
         &self.schema
+    }
+
+    /// How the table is read (`--columns`, `--where`, pages).
+    pub fn options(&self) -> &TableOptions {
+        &self.opts
     }
 
     /// The source URL with its password masked.
@@ -365,6 +440,9 @@ impl Table {
             limit_s = u.clone();
             params.push(&limit_s);
             conds.push(format!("{k} < {}", self.cast(params.len())));
+        }
+        if let Some(pred) = &self.opts.filter {
+            conds.push(format!("({pred})"));
         }
         let limit = limit.max(1);
         let sql = format!(

@@ -49,7 +49,8 @@ impl<'a> FromSql<'a> for Raw<'a> {
 #[derive(Debug, Clone)]
 pub struct Renderer {
     kinds: Vec<ColumnKind>,
-    prefixes: Vec<Vec<u8>>,
+    /// `None`: the column is read (the key) but not written.
+    prefixes: Vec<Option<Vec<u8>>>,
     key: usize,
 }
 
@@ -59,17 +60,28 @@ pub struct BadValue(pub String);
 
 impl Renderer {
     pub fn new(schema: &Schema) -> Renderer {
-        let prefixes = schema
+        let names: Vec<Option<String>> = schema
             .columns
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut p = Vec::with_capacity(c.name.len() + 4);
-                p.push(if i == 0 { b'{' } else { b',' });
+            .map(|c| Some(c.name.clone()))
+            .collect();
+        Renderer::with_names(schema, &names)
+    }
+
+    /// A renderer writing column `i` as `names[i]` (`None`: not written).
+    pub fn with_names(schema: &Schema, names: &[Option<String>]) -> Renderer {
+        let mut first = true;
+        let prefixes = names
+            .iter()
+            .map(|name| {
+                let name = name.as_ref()?;
+                let mut p = Vec::with_capacity(name.len() + 4);
+                p.push(if first { b'{' } else { b',' });
+                first = false;
                 // Writing into a Vec cannot fail.
-                let _ = serde_json::to_writer(&mut p, &c.name);
+                let _ = serde_json::to_writer(&mut p, name);
                 p.push(b':');
-                p
+                Some(p)
             })
             .collect();
         Renderer {
@@ -88,8 +100,13 @@ impl Renderer {
     ) -> Result<String, (Option<String>, BadValue)> {
         let key = self.key_of(row).map_err(|e| (None, e))?;
         let names = row.columns();
+        let mut written = false;
         for (i, kind) in self.kinds.iter().enumerate() {
-            out.extend_from_slice(&self.prefixes[i]);
+            let Some(prefix) = &self.prefixes[i] else {
+                continue;
+            };
+            written = true;
+            out.extend_from_slice(prefix);
             let raw: Raw = row.try_get(i).map_err(|e| {
                 (
                     Some(key.clone()),
@@ -103,7 +120,7 @@ impl Renderer {
                 )
             })?;
         }
-        if self.kinds.is_empty() {
+        if !written {
             out.push(b'{');
         }
         out.push(b'}');

@@ -310,12 +310,39 @@ async fn go(
 async fn go_until(
     src: Src,
     sink: Arc<Snk>,
+    lease: Lease,
+    it: WorkItem,
+    base: Progress,
+    (trigger, deadline): (Instant, Instant),
+    o: PipelineOptions,
+    shutdown: Option<watch::Receiver<bool>>,
+) -> Run {
+    go_with(
+        src,
+        sink,
+        lease,
+        it,
+        base,
+        (trigger, deadline),
+        o,
+        shutdown,
+        None,
+    )
+    .await
+}
+
+/// [`go_until`] with another transform than [`Tr`].
+#[allow(clippy::too_many_arguments)]
+async fn go_with(
+    src: Src,
+    sink: Arc<Snk>,
     mut lease: Lease,
     it: WorkItem,
     base: Progress,
     (trigger, deadline): (Instant, Instant),
     o: PipelineOptions,
     shutdown: Option<watch::Receiver<bool>>,
+    transform: Option<Arc<dyn Transform>>,
 ) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("failures.jsonl");
@@ -335,7 +362,7 @@ async fn go_until(
     };
     let report = run_item(
         Arc::new(src),
-        Arc::new(Tr),
+        transform.unwrap_or_else(|| Arc::new(Tr)),
         sink,
         &mut lease,
         plan,
@@ -867,4 +894,180 @@ async fn a_renewal_that_finds_another_holder_abandons_the_item_at_once() {
         r.report.end
     );
     check_accounting(&r, &sink, 0, None);
+}
+
+/// A reshaping transform: ids divisible by 5 are filtered (reason `five`), even ids explode
+/// into three outputs `10i+1..=10i+3`, odd ones become `10i`.
+struct Fan;
+impl Transform for Fan {
+    fn apply(&self, _: &mut Document) -> Result<(), Unroutable> {
+        unreachable!("the pipeline calls apply_all when a transform reshapes")
+    }
+    fn reshapes(&self) -> bool {
+        true
+    }
+    fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
+        let i: u64 = doc.id.parse().unwrap();
+        if i.is_multiple_of(5) {
+            return Ok(Shaped::Filtered("five".into()));
+        }
+        for id in fan_ids(i) {
+            out.push(Document {
+                id: id.to_string(),
+                index: "out".into(),
+                ..doc.clone()
+            });
+        }
+        Ok(Shaped::Docs)
+    }
+}
+
+fn fan_ids(i: u64) -> Vec<u64> {
+    if i.is_multiple_of(2) {
+        vec![10 * i + 1, 10 * i + 2, 10 * i + 3]
+    } else {
+        vec![10 * i]
+    }
+}
+
+/// What [`Fan`] makes of the live inputs in `from..to`: outputs delivered, refused by the
+/// writer (id divisible by 13), inputs filtered, inputs skipped by the source.
+fn fan_fates(from: u64, to: u64) -> (Vec<u64>, u64, u64, u64) {
+    let (mut delivered, mut refused, mut filtered, mut skipped) = (Vec::new(), 0, 0, 0);
+    for i in (from..to).filter(|i| is_live(*i)) {
+        if i.is_multiple_of(7) {
+            skipped += 1;
+        } else if i.is_multiple_of(5) {
+            filtered += 1;
+        } else {
+            for id in fan_ids(i) {
+                if id.is_multiple_of(13) {
+                    refused += 1;
+                } else {
+                    delivered.push(id);
+                }
+            }
+        }
+    }
+    delivered.sort();
+    (delivered, refused, filtered, skipped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reshaping_transform_filters_and_explodes_with_exact_counts() {
+    let sink = Arc::new(Snk {
+        jitter_ms: 3,
+        ..Snk::default()
+    });
+    let src = Src {
+        max_doc: 400,
+        fail_at: None,
+    };
+    let r = go_with(
+        src,
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        (far(), far()),
+        opts(3),
+        None,
+        Some(Arc::new(Fan)),
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Finished),
+        "{:?}",
+        r.report.end
+    );
+    let (delivered, refused, filtered, skipped) = fan_fates(0, 400);
+    assert_eq!(received(&sink), delivered);
+    let p = &r.report.progress;
+    // 399 is a multiple of 3: not live; 398 is the last input.
+    assert_eq!(p.cursor, Some(Position::Doc(398)));
+    assert_eq!(p.docs, delivered.len() as u64);
+    assert_eq!((p.refused, p.skipped), (refused, skipped));
+    assert_eq!(p.reasons["filtered:five"], filtered);
+    assert!(filtered > 0 && refused > 0);
+    // Filtered documents are counted, not failures: no failure record for them.
+    assert_eq!(r.log.len() as u64, refused + skipped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() {
+    // Batches of 7 cut through the three outputs of even inputs; stop at a random time,
+    // then resume from the cursor: every output is sent, and the cursor never covers an
+    // input whose outputs were not all acknowledged.
+    for round in 0..4u64 {
+        let sink = Arc::new(Snk {
+            jitter_ms: 10,
+            ..Snk::default()
+        });
+        let trigger = Instant::now() + Duration::from_millis(20 + 15 * round);
+        let r = go_with(
+            Src {
+                max_doc: 50_000,
+                fail_at: None,
+            },
+            sink.clone(),
+            Lease::default(),
+            item(None, Some(3000)),
+            Progress::default(),
+            (trigger, far()),
+            opts(3),
+            None,
+            Some(Arc::new(Fan)),
+        )
+        .await;
+        let cursor = r.report.progress.cursor.clone();
+        let to = cursor.as_ref().and_then(Position::doc).map_or(0, |c| c + 1);
+        let (covered, _, _, _) = fan_fates(0, to);
+        let got = received(&sink);
+        let got_set: BTreeSet<u64> = got.iter().copied().collect();
+        for id in &covered {
+            assert!(
+                got_set.contains(id),
+                "round {round}: output {id} covered by the cursor but not delivered"
+            );
+        }
+        // Anything beyond is the first outputs of the single input after the cursor.
+        let extra: BTreeSet<u64> = got_set
+            .iter()
+            .filter(|id| **id / 10 >= to)
+            .map(|id| *id / 10)
+            .collect();
+        assert!(
+            extra.len() <= 1,
+            "round {round}: outputs past the cursor from {extra:?}"
+        );
+        assert_eq!(
+            r.report.progress.docs,
+            got.len() as u64,
+            "every acknowledged output is counted"
+        );
+        // Resume from the cursor: the rest arrives.
+        let r2 = go_with(
+            Src {
+                max_doc: 50_000,
+                fail_at: None,
+            },
+            sink.clone(),
+            Lease::default(),
+            item(None, Some(3000)),
+            r.report.progress.clone(),
+            (far(), far()),
+            opts(3),
+            None,
+            Some(Arc::new(Fan)),
+        )
+        .await;
+        assert!(matches!(r2.report.end, ItemEnd::Finished));
+        let all: BTreeSet<u64> = received(&sink).into_iter().collect();
+        let (want, _, _, _) = fan_fates(0, 3000);
+        assert_eq!(
+            all,
+            want.into_iter().collect::<BTreeSet<u64>>(),
+            "round {round}"
+        );
+    }
 }

@@ -313,6 +313,24 @@ impl Source for TableSource {
         if let Some(u) = &self.opts.until {
             id.insert("until".into(), u.clone());
         }
+        let read = self.table.options();
+        if let Some(w) = &read.filter {
+            id.insert("where".into(), w.clone());
+        }
+        if !read.columns.is_empty() {
+            let cols: Vec<String> = read
+                .columns
+                .iter()
+                .map(|(c, n)| {
+                    if c == n {
+                        c.clone()
+                    } else {
+                        format!("{c}={n}")
+                    }
+                })
+                .collect();
+            id.insert("columns".into(), cols.join(","));
+        }
         id
     }
 

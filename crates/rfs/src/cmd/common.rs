@@ -275,6 +275,8 @@ pub struct FilterArgs {
     /// backing index as a plain index, with the stream's name as an alias over them.
     #[arg(long, env = "RFS_DATA_STREAMS", value_enum, default_value_t = DataStreamsArg::DataStreams, value_name = "MODE")]
     pub data_streams: DataStreamsArg,
+    #[command(flatten)]
+    pub transform: super::transform::TransformArgs,
 }
 
 /// `--data-streams`.

@@ -22,7 +22,8 @@ use crate::exit;
 pub struct SnapshotMigration {
     pub metadata: SourceMetadata,
     pub source: Arc<SnapshotSource>,
-    pub transform: Arc<Routes>,
+    /// The routes and renames, behind the --transform program when there is one.
+    pub transform: Arc<dyn migrate::Transform>,
     /// A delta (`--since`): indices of the earlier snapshot that this one does not have,
     /// each with the target indices its documents went to.
     pub removed: Vec<(String, Vec<String>)>,
@@ -51,7 +52,9 @@ pub async fn open_snapshot(
             .into_iter()
             .filter(|n| routing.includes(n))
             .collect();
-        let transform = Arc::new(Routes::new(&routing, &indices));
+        let transform = filter
+            .transform
+            .wrap(Arc::new(Routes::new(&routing, &indices)))?;
         let mut src = SnapshotSource::new(snap.clone(), indices, opts);
         let mut removed = Vec::new();
         if let Some(name) = since {
@@ -263,9 +266,29 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
         status.items.done,
         report.delivered
     );
+    let filtered: u64 = status
+        .reasons
+        .iter()
+        .filter(|(k, _)| k.starts_with("filtered:"))
+        .map(|(_, n)| n)
+        .sum();
+    if filtered > 0 {
+        crate::say!("{filtered} documents were filtered out by the transform (not failures):");
+        for (reason, n) in status
+            .reasons
+            .iter()
+            .filter(|(k, _)| k.starts_with("filtered:"))
+        {
+            crate::say!("  {n} {reason}");
+        }
+    }
     let undelivered = status.docs_refused + status.docs_skipped;
     if undelivered > 0 {
-        for (reason, n) in &status.reasons {
+        for (reason, n) in status
+            .reasons
+            .iter()
+            .filter(|(k, _)| !k.starts_with("filtered:"))
+        {
             crate::say!("  {n} {reason}");
         }
         crate::say!(

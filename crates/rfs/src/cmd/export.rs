@@ -58,6 +58,8 @@ pub struct Args {
         value_name = "FILE"
     )]
     pub failure_log: std::path::PathBuf,
+    #[command(flatten)]
+    pub transform: super::transform::TransformArgs,
 }
 
 /// `--format`.
@@ -168,9 +170,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         });
         let removed = source.removed_indices();
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());
+        let transform = args.transform.wrap(Arc::new(Rename::default()))?;
         let job = Job::new(
             Arc::new(source),
-            Arc::new(Rename::default()),
+            transform,
             Arc::new(sink),
             store,
             Arc::new(failures),
@@ -218,7 +221,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             crate::say!("{line}");
         }
         for (reason, n) in &status.reasons {
-            crate::say!("  {n} {reason} (see {})", args.failure_log.display());
+            if reason.starts_with("filtered:") {
+                crate::say!("  {n} {reason} (left out by the transform)");
+            } else {
+                crate::say!("  {n} {reason} (see {})", args.failure_log.display());
+            }
         }
         if let Some(since) = &report.totals.since {
             crate::say!(

@@ -109,6 +109,66 @@ fn sourceless_indices(
     Ok(out)
 }
 
+/// With a document program: where the documents of each index go, found by running the
+/// program on a probe document of that index (`{"_id": "probe", "_source": {}}`). Exact
+/// when the program maps `_index` from the index name alone; otherwise it says so.
+fn transform_targets(
+    args: &Args,
+    source: &migrate::metadata::SourceMetadata,
+    options: &migrate::metadata::Options,
+) -> anyhow::Result<Option<Vec<serde_json::Value>>> {
+    let Some(program) = args.filter.transform.program()? else {
+        return Ok(None);
+    };
+    let routing = migrate::metadata::DocumentRouting::new(source, options);
+    let mut out = Vec::new();
+    for index in source.indices.iter().map(|i| &i.name) {
+        if !routing.includes(index) {
+            continue;
+        }
+        let probe = migrate::Document {
+            position: coordination::Position::Doc(0),
+            op: migrate::Op::Index,
+            index: index.as_str().into(),
+            id: "probe".into(),
+            doc_type: None,
+            routing: None,
+            source: bytes::Bytes::from_static(b"{}"),
+        };
+        let mut docs = Vec::new();
+        let goes_to = match program.reshape(&probe, &mut docs) {
+            Err(e) => format!("depends on the document (the probe document fails: {e})"),
+            Ok(_) if docs.is_empty() => {
+                "depends on the document (the probe document is filtered)".to_string()
+            }
+            Ok(_) => {
+                let mut targets: Vec<String> = docs
+                    .iter()
+                    .map(|d| {
+                        if *d.index == **index {
+                            format!(
+                                "{} (unchanged by the program)",
+                                naming_target(options, index)
+                            )
+                        } else {
+                            d.index.to_string()
+                        }
+                    })
+                    .collect();
+                targets.dedup();
+                targets.join(", ")
+            }
+        };
+        out.push(json!({"index": index, "documents_go_to": goes_to}));
+    }
+    Ok(Some(out))
+}
+
+/// The target name `--rename`/prefix/suffix give `index`.
+fn naming_target(options: &migrate::metadata::Options, index: &str) -> String {
+    options.naming.target(index)
+}
+
 pub fn run(cmd: Command) -> anyhow::Result<u8> {
     let (args, write) = match cmd {
         Command::Evaluate(a) => (a, false),
@@ -132,14 +192,25 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
         r.context("metadata migration")
     })?;
     let sourceless = sourceless_indices(&args, &options)?;
+    let renamed = transform_targets(&args, &source, &options)?;
     if args.json {
         let mut v = report.to_json();
         if let Some(o) = v.as_object_mut() {
             o.insert("sourceless".into(), serde_json::Value::Array(sourceless));
+            if let Some(r) = &renamed {
+                o.insert("transform".into(), serde_json::Value::Array(r.clone()));
+            }
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", report.to_table());
+        for r in renamed.iter().flatten() {
+            println!(
+                "transform: index {} → {}",
+                r["index"].as_str().unwrap_or(""),
+                r["documents_go_to"].as_str().unwrap_or("")
+            );
+        }
         for s in &sourceless {
             println!(
                 "index {}: _source not stored; documents rebuilt from doc values and stored fields (--rebuild-source {})",

@@ -17,4 +17,5 @@ pub mod run;
 pub mod snapshot;
 pub mod status;
 pub mod table;
+pub mod transform;
 pub mod verify;

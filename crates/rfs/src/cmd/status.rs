@@ -156,7 +156,15 @@ pub(crate) fn render_json(
 ) -> Value {
     // `failures`: refused documents by type, read from failure-log files on this machine.
     let live = totals.map(|t| t.docs);
-    let accounted = s.docs_done + s.docs_refused + s.docs_skipped;
+    // Documents a transform program left out are counted under `filtered:<reason>` keys:
+    // accounted for, not undelivered.
+    let (filtered_by_reason, undelivered_by_reason): (BTreeMap<_, _>, BTreeMap<_, _>) = s
+        .reasons
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .partition(|(k, _)| k.starts_with("filtered:"));
+    let filtered: u64 = filtered_by_reason.values().sum();
+    let accounted = s.docs_done + s.docs_refused + s.docs_skipped + filtered;
     let remaining = live.map(|l| l.saturating_sub(accounted));
     let eta = match (rate, remaining) {
         (Some((r, _)), Some(rem)) if r > 0.0 => Some(rem as f64 / r),
@@ -223,17 +231,17 @@ pub(crate) fn render_json(
         "docs_done": s.docs_done,
         "docs_refused": s.docs_refused,
         "docs_skipped": s.docs_skipped,
-        "undelivered_by_reason": s
-            .reasons
+        "docs_filtered": filtered,
+        "undelivered_by_reason": undelivered_by_reason
             .iter()
             .filter(|(k, _)| !k.starts_with("sink:"))
-            .collect::<std::collections::BTreeMap<_, _>>(),
+            .collect::<BTreeMap<_, _>>(),
+        "filtered_by_reason": filtered_by_reason,
         // How hard the target pushed back (DynamoDB throttling, unprocessed writes, retries).
-        "sink_pushback": s
-            .reasons
+        "sink_pushback": undelivered_by_reason
             .iter()
             .filter_map(|(k, v)| k.strip_prefix("sink:").map(|k| (k, v)))
-            .collect::<std::collections::BTreeMap<_, _>>(),
+            .collect::<BTreeMap<_, _>>(),
         "bytes_done": s.bytes_done,
         "live_docs": live,
         "snapshot_bytes": totals.map(|t| t.bytes),
@@ -305,7 +313,8 @@ fn render_text(v: &Value) -> String {
         n("docs_refused").unwrap_or(0),
         n("docs_skipped").unwrap_or(0),
     );
-    let accounted = docs + refused + skipped;
+    let filtered = n("docs_filtered").unwrap_or(0);
+    let accounted = docs + refused + skipped + filtered;
     let is_delta = v.get("delta").is_some_and(|d| !d.is_null());
     match n("live_docs") {
         Some(planned) if is_delta => out.push_str(&format!(
@@ -362,6 +371,14 @@ fn render_text(v: &Value) -> String {
             if !names.is_empty() {
                 out.push_str(&format!("  indices {what}: {}\n", names.join(", ")));
             }
+        }
+    }
+    if filtered > 0 {
+        out.push_str(&format!(
+            "filtered by the transform: {filtered} documents (not failures):\n"
+        ));
+        for (reason, c) in v["filtered_by_reason"].as_object().into_iter().flatten() {
+            out.push_str(&format!("  {reason}: {c}\n"));
         }
     }
     if refused + skipped > 0 {

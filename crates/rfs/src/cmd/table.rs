@@ -107,12 +107,50 @@ pub struct TableArgs {
     /// across batches cannot be seen and is not counted.
     #[arg(long, env = "RFS_ALLOW_KEY_COLLISIONS")]
     pub allow_key_collisions: bool,
+    /// Only these columns, in this order; `COLUMN=NAME` writes a column under another
+    /// name (`id,title,body=text`). The key column is always read (it is the cursor and the
+    /// id) and is in the documents only when listed. Default: every column.
+    #[arg(
+        long,
+        env = "RFS_COLUMNS",
+        value_delimiter = ',',
+        value_name = "COLUMN[=NAME]",
+        value_parser = parse_column
+    )]
+    pub columns: Vec<(String, String)>,
+    /// Only rows matching this SQL predicate, added to every keyset read (`--where
+    /// "deleted_at IS NULL AND tenant = 'acme'"`): rows read are the rows matched. It is
+    /// part of the migration's identity and shown by `rfs status`; checked against the
+    /// table at start.
+    #[arg(long = "where", env = "RFS_WHERE", value_name = "SQL")]
+    pub filter: Option<String>,
     /// PEM CA certificate(s) to trust for an https sink.
     #[arg(long, env = "RFS_SINK_CA", value_name = "FILE")]
     pub sink_ca: Option<PathBuf>,
     /// Accept any certificate from an https sink (tests and trusted networks only).
     #[arg(long, env = "RFS_SINK_INSECURE")]
     pub sink_insecure: bool,
+}
+
+/// One `--columns` entry: `COLUMN` or `COLUMN=NAME`.
+fn parse_column(s: &str) -> Result<(String, String), String> {
+    let (col, name) = s.split_once('=').unwrap_or((s, s));
+    let (col, name) = (col.trim(), name.trim());
+    if col.is_empty() || name.is_empty() {
+        return Err(format!("{s:?}: expected COLUMN or COLUMN=NAME"));
+    }
+    Ok((col.to_string(), name.to_string()))
+}
+
+/// `--where`: one predicate, never a second statement.
+fn check_where(s: &str) -> Result<(), String> {
+    if s.trim().is_empty() {
+        return Err("--where is empty".into());
+    }
+    if s.contains(';') {
+        return Err("--where holds one predicate, without `;`".into());
+    }
+    Ok(())
 }
 
 /// `--order`.
@@ -143,6 +181,8 @@ impl std::fmt::Debug for TableArgs {
             .field("partition_key", &self.partition_key)
             .field("sort_key", &self.sort_key)
             .field("allow_key_collisions", &self.allow_key_collisions)
+            .field("columns", &self.columns)
+            .field("filter", &self.filter)
             .finish()
     }
 }
@@ -337,11 +377,16 @@ impl TableArgs {
 
     /// Connects to the table and builds the source.
     pub async fn source(&self, pool_size: usize) -> anyhow::Result<Arc<TableSource>> {
+        if let Some(w) = &self.filter {
+            check_where(w).map_err(anyhow::Error::msg)?;
+        }
         let opts = TableOptions {
             page_rows: self.page_rows,
             statement_timeout: Duration::from_secs(self.statement_timeout),
             attempts: self.source_attempts,
             pool_size,
+            columns: self.columns.clone(),
+            filter: self.filter.clone(),
             ..TableOptions::default()
         };
         let table = Table::open(&self.source, &self.table, &self.key, opts).await?;
@@ -397,6 +442,10 @@ pub struct RunArgs {
     pub store: StoreArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
+    // The program sees each row as `{"_index": TABLE, "_id": KEY, "_source": {COLUMN:
+    // VALUE, …}, …}`.
+    #[command(flatten)]
+    pub transform: super::transform::TransformArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -470,7 +519,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
             let sink = args
                 .worker
                 .bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
-            let transform = Arc::new(rename_to(&group, &index));
+            let transform = args.transform.wrap(Arc::new(rename_to(&group, &index)))?;
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
             drive(job, &args.worker, shutdown).await?
         }
@@ -481,7 +530,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 args.worker.batch_limits(),
             )?
             .with_tag(&process_tag());
-            let transform = Arc::new(rename_to(&group, &group));
+            let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
             drive(job, &args.worker, shutdown).await?
         }
@@ -495,7 +544,7 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 .dynamo_sink(&url, &source, &args.worker, args.table.create_table)
                 .await?;
             let counters = sink.counters();
-            let transform = Arc::new(rename_to(&group, &group));
+            let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
             let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
             job.metrics().add_sink_counters(counters);
             drive(job, &args.worker, shutdown).await?

@@ -123,6 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "live": report.live,
                     "skipped": report.skipped,
                     "skipped_listed": report.skipped_listed,
+                    "filtered": report.filtered,
                     "indices": report.indices,
                 })
             );
