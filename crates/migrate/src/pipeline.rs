@@ -243,15 +243,31 @@ where
         let (item, after) = (item.clone(), base.cursor.clone());
         let (budget, skips_per_chunk) = (shared.budget.clone(), opts.skips_per_chunk.max(1));
         tokio::task::spawn_blocking(move || {
-            let r = Reader {
-                transform: &*transform,
-                writer,
-                tx: &tx,
-                halt: &halt,
-                budget: &budget,
-                skips_per_chunk,
-            };
-            r.run(&*source, &item, &after)
+            // A panic on this thread (a reader or transform bug, whatever the input) must
+            // fail the item: were the channel just dropped, the loop below would take it
+            // for the end of the source and finish the item with documents unread.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let r = Reader {
+                    transform: &*transform,
+                    writer,
+                    tx: &tx,
+                    halt: &halt,
+                    budget: &budget,
+                    skips_per_chunk,
+                };
+                r.run(&*source, &item, &after)
+            }));
+            if let Err(panic) = ran {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".into());
+                let _ = tx.blocking_send(Err(SourceError::item(format!(
+                    "the document reader of item {} stopped on a bug (panic: {what})",
+                    item.id()
+                ))));
+            }
         })
     };
 

@@ -292,7 +292,7 @@ struct Run {
 
 #[allow(clippy::too_many_arguments)]
 async fn go(
-    src: Src,
+    src: impl Source,
     sink: Arc<Snk>,
     lease: Lease,
     it: WorkItem,
@@ -308,7 +308,7 @@ async fn go(
 /// [`go`] with the lease's end given too: `times` is (trigger, deadline).
 #[allow(clippy::too_many_arguments)]
 async fn go_until(
-    src: Src,
+    src: impl Source,
     sink: Arc<Snk>,
     lease: Lease,
     it: WorkItem,
@@ -334,7 +334,7 @@ async fn go_until(
 /// [`go_until`] with another transform than [`Tr`].
 #[allow(clippy::too_many_arguments)]
 async fn go_with(
-    src: Src,
+    src: impl Source,
     sink: Arc<Snk>,
     mut lease: Lease,
     it: WorkItem,
@@ -778,6 +778,72 @@ async fn a_source_error_stops_with_the_cursor_before_the_bad_doc() {
         .unwrap();
     assert!(cursor < 500);
     check_accounting(&r, &sink, 0, None);
+}
+
+/// Reads like [`Src`] up to `at`, then panics (a reader bug).
+struct PanicSrc {
+    at: u64,
+}
+
+impl Source for PanicSrc {
+    fn identity(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Result<Plan, SourceError> {
+        Ok(Plan::default())
+    }
+    fn read(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<(), SourceError> {
+        let at = self.at;
+        let mut before = |read: Read| {
+            if read.position().doc() == Some(at) {
+                panic!("reader bug at doc {at}");
+            }
+            emit(read)
+        };
+        Src {
+            max_doc: 1000,
+            fail_at: None,
+        }
+        .read(item, after, &mut before)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_reader_fails_the_item_instead_of_finishing_it() {
+    let sink = Arc::new(Snk::default());
+    let r = go(
+        PanicSrc { at: 500 },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        far(),
+        opts(2),
+        None,
+    )
+    .await;
+    let ItemEnd::Failed(e) = &r.report.end else {
+        panic!(
+            "a reader that panicked ended the item as {:?}",
+            r.report.end
+        )
+    };
+    assert_eq!(e.severity, Severity::Item);
+    assert!(e.message.contains("reader bug at doc 500"), "{e}");
+    let cursor = r
+        .report
+        .progress
+        .cursor
+        .as_ref()
+        .and_then(Position::doc)
+        .unwrap();
+    assert!(cursor < 500, "{cursor}");
+    assert!(received(&sink).iter().all(|d| *d < 500));
 }
 
 fn heartbeat_lease(lease_ms: u64, renew_fails: Option<fn() -> LeaseError>) -> Lease {
