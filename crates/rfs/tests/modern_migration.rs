@@ -366,3 +366,24 @@ fn a_blocking_mapping_stops_the_run_before_anything_is_created() {
     assert_same("vectors only", &server.documents(VECTORS), &expected(1));
     assert_eq!(server.index_names(), [VECTORS]);
 }
+
+#[test]
+fn an_index_the_target_refuses_to_create_stops_the_run_before_any_document() {
+    // A field type the target does not know (and no conversion rule names): the conversion
+    // passes it on, the target refuses the index. Sending documents anyway would let the
+    // target create the index with mappings it guesses, and the run would end 0.
+    let shards = testkit::fixtures::vector_shards();
+    let mut spec = SnapshotSpec::new(SNAPSHOT);
+    spec.version_id = 8_512_000;
+    let mut odd = index("odd", vec![lucene(&shards[0].0)], json!({}));
+    odd.mappings[0].mapping["properties"]["summary"] = json!({"type": "no_such_field_type"});
+    spec.indices = vec![odd];
+    let repo = tempfile::tempdir().unwrap();
+    write_repository(repo.path(), &[spec], &WriteOptions::default()).unwrap();
+    let server = TestServer::start(ServerConfig::opensearch("2.19.2"));
+    let work = tempfile::tempdir().unwrap();
+    let (code, out) = rfs_run(repo.path(), &server.url(), work.path(), &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("metadata migration failed"), "{out}");
+    assert_eq!(server.total_doc_count(), 0, "{:?}", server.index_names());
+}

@@ -124,7 +124,11 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
                         ));
                     }
                     if report.has_errors() {
-                        tracing::warn!("metadata migration reported errors (see the table); documents of those indices may fail");
+                        // Documents sent now would land in indices the target creates on
+                        // its own, with mappings it guesses: not a migration to end 0.
+                        return Err(PhaseError::Other(
+                            "metadata migration failed for some items (see the table); no document was sent: fix the cause, or create those indices and run with --skip-metadata".into(),
+                        ));
                     }
                     Ok(json!({ "summary": report.to_json() }))
                 })
