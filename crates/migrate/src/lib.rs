@@ -22,6 +22,7 @@ pub mod connectors;
 pub mod document;
 pub mod error;
 pub mod failure_log;
+pub mod field_edits;
 pub mod fleet_limit;
 pub mod javascript;
 pub mod job;

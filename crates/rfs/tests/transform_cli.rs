@@ -281,3 +281,37 @@ fn export_applies_the_program() {
     }
     assert_eq!(n, 1326);
 }
+
+/// A program of the common form (rename, delete, set, route by `_index`) runs on the raw
+/// `_source` without building the document (`migrate::field_edits`): the same documents
+/// as jq makes, compared one by one, and `verify` with it is exact.
+#[test]
+fn a_field_edit_program_takes_the_fast_path_and_delivers_what_jq_would() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let program = r#"._index = "shelf" | ._source |= (.writer = .author | del(.author, .summary) | .checked = true)"#;
+    let r = run(common::documents(
+        &demo(),
+        dir.path(),
+        &server.url(),
+        &["--transform", program],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    let mut want = BTreeMap::new();
+    for ((_, id), source) in expected_documents() {
+        let mut s = source.as_object().unwrap().clone();
+        let author = s.remove("author").unwrap_or(Value::Null);
+        s.insert("writer".into(), author);
+        s.remove("summary");
+        s.insert("checked".into(), json!(true));
+        // both demo indices land in one: their ids do not collide
+        assert!(want.insert(id, Value::Object(s)).is_none());
+    }
+    let got: BTreeMap<String, Value> = server.documents("shelf").into_iter().collect();
+    assert_eq!(got.len(), want.len(), "document count");
+    for (id, source) in &want {
+        assert_eq!(got.get(id), Some(source), "{id}");
+    }
+    let r = verify(&server, program);
+    assert_eq!(r.code, Some(0), "{r}");
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use migrate::field_edits::FieldEdits;
 use migrate::program::JqProgram;
 use migrate::reshape::{DocumentProgram, Reshape};
 use migrate::transform::{Shaped, Transform, Unroutable};
@@ -93,8 +94,16 @@ impl TransformArgs {
             ),
             (None, None) => return Ok(None),
         };
-        let p = JqProgram::compile(&text).with_context(|| origin.clone())?;
-        Ok(Some(Arc::new(p)))
+        let p = Arc::new(JqProgram::compile(&text).with_context(|| origin.clone())?);
+        // the common edits (rename, copy, set, delete top-level fields; set _index) run
+        // on the raw `_source` without building the document
+        Ok(Some(match FieldEdits::recognise(p.clone()) {
+            Some(fast) => {
+                tracing::debug!(?fast, "the program runs on raw sources");
+                Arc::new(fast)
+            }
+            None => p,
+        }))
     }
 
     /// `then` with the program in front of it (or `then` alone without a program: the
