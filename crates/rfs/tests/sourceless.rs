@@ -402,3 +402,55 @@ fn a_target_without_source_is_verified_by_count_ids_and_doc_values() {
         assert_eq!(i["target_count"].as_u64(), Some(N - 1), "{name}: {v:#}");
     }
 }
+
+/// `--target-source enable`: the target index stores `_source` (the documents rebuilt from
+/// doc values), returns them, and `verify --all` compares every one exactly; a changed
+/// document is a MISMATCH.
+#[test]
+fn target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them() {
+    const N: u64 = 10_500;
+    let Some(osmem) = testkit::services::Osmem::start(
+        "target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them",
+    ) else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    many_without_source(&repo);
+    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        migrate_many(&repo, &dir, &target, &["--target-source", "enable"]);
+        let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
+        assert!(
+            m["many"]["mappings"].get("_source").is_none(),
+            "{name}: {m}"
+        );
+        for n in [0u64, 42, 10_499] {
+            let (_, d) = call("GET", &format!("{target}/many/_doc/m-{n:05}"), None);
+            assert_eq!(d["_source"], serde_json::json!({"n": n}), "{name}: {d}");
+        }
+        let (out, v) = verify_many(&repo, &target, &["--all"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        let i = &v["indices"][0];
+        assert_eq!(i["compared_by"], "documents", "{name}: {v:#}");
+        assert_eq!(i["compared"].as_u64(), Some(N), "{name}: {v:#}");
+        assert_eq!(v["without_source"], serde_json::json!([]), "{name}");
+
+        // a changed document is found different
+        let (st, d) = call(
+            "PUT",
+            &format!("{target}/many/_doc/m-00007?refresh=true"),
+            Some(serde_json::json!({"n": 8})),
+        );
+        assert_eq!(st, 200, "{name}: {d}");
+        let (out, v) = verify_many(&repo, &target, &["--all"]);
+        assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+        assert_eq!(
+            v["indices"][0]["different"],
+            serde_json::json!(["m-00007"]),
+            "{name}: {v:#}"
+        );
+    }
+}
