@@ -70,11 +70,8 @@ fn field_mapping<'a>(
 fn collect<'a>(v: &'a Value, segs: &[&str], out: &mut Vec<&'a Value>) {
     match v {
         Value::Array(a) => a.iter().for_each(|x| collect(x, segs, out)),
-        _ if segs.is_empty() => {
-            if !v.is_null() {
-                out.push(v)
-            }
-        }
+        Value::Null if segs.is_empty() => {}
+        _ if segs.is_empty() => out.push(v),
         Value::Object(o) => {
             // `a.b` may be written as nested objects or as one dotted key
             for k in 1..=segs.len() {
