@@ -271,7 +271,7 @@ pub struct FilterArgs {
     pub knn_engine: Option<KnnEngineArg>,
     /// Indices whose snapshot mapping has `_source: {enabled: false}`: `keep` creates them
     /// so on the target (faithful: the target returns no documents, `verify` compares
-    /// counts and ids); `enable` stores `_source` on the target, so the documents rebuilt
+    /// counts, ids and the doc values of keyword, number and boolean fields); `enable` stores `_source` on the target, so the documents rebuilt
     /// from doc values and stored fields can be read back and verified whole — more disk:
     /// about their JSON size, compressed by the target's codec.
     #[arg(long, env = "RFS_TARGET_SOURCE", value_enum, default_value_t = TargetSource::Keep, value_name = "MODE")]
