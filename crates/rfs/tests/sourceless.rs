@@ -220,16 +220,23 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
 /// The 10,500-document index without `_source` (`sourceless-many/l8`, each document's `n`
 /// is the number in its id `m-NNNNN`) as a snapshot repository at `repo`.
 fn many_without_source(repo: &Path) {
+    many_with_mapping(
+        repo,
+        serde_json::json!({
+            "_source": {"enabled": false},
+            "properties": {"n": {"type": "long"}}
+        }),
+    );
+}
+
+fn many_with_mapping(repo: &Path, mapping: Value) {
     let mut spec = SnapshotSpec::new("snap");
     spec.indices.push(IndexSpec {
         name: "many".into(),
         settings: serde_json::Map::new(),
         mappings: vec![TypeMapping {
             doc_type: "_doc".into(),
-            mapping: serde_json::json!({
-                "_source": {"enabled": false},
-                "properties": {"n": {"type": "long"}}
-            }),
+            mapping,
         }],
         aliases: serde_json::Map::new(),
         shards: vec![ShardSource::Lucene(Arc::new(
@@ -452,5 +459,58 @@ fn target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them() 
             serde_json::json!(["m-00007"]),
             "{name}: {v:#}"
         );
+    }
+}
+
+/// A target index without `_source` whose mapping has no field with doc values (`n` mapped
+/// with `doc_values: false`, so the rebuilt documents are empty and sent with
+/// `--allow-partial-source`): verify can only compare the count and the ids, and says so.
+#[test]
+fn a_target_without_source_or_doc_values_is_verified_by_count_and_ids_only() {
+    const N: u64 = 10_500;
+    let Some(osmem) = testkit::services::Osmem::start(
+        "a_target_without_source_or_doc_values_is_verified_by_count_and_ids_only",
+    ) else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    many_with_mapping(
+        &repo,
+        serde_json::json!({
+            "_source": {"enabled": false},
+            "properties": {"n": {"type": "long", "doc_values": false}}
+        }),
+    );
+    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        migrate_many(&repo, &dir, &target, &["--allow-partial-source"]);
+        let (_, c) = call("GET", &format!("{target}/many/_count"), None);
+        assert_eq!(c["count"].as_u64(), Some(N), "{name}: {c}");
+        let (out, v) = verify_many(&repo, &target, &["--allow-partial-source"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        let i = &v["indices"][0];
+        assert_eq!(i["compared_by"], "count and ids only", "{name}: {v:#}");
+        assert_eq!(i["compared"].as_u64(), Some(100), "{name}: {v:#}");
+        assert!(i.get("doc_value_fields").is_none(), "{name}: {v:#}");
+        assert_eq!(v["without_source"], serde_json::json!(["many"]), "{name}");
+        let out = rfs()
+            .arg("verify")
+            .arg("--repo")
+            .arg(&repo)
+            .args([
+                "--snapshot",
+                "snap",
+                "--target",
+                &target,
+                "--allow-partial-source",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("ok (count and ids only)"), "{name}: {text}");
     }
 }
