@@ -52,16 +52,6 @@ pub enum Compared {
     CountIdsAndDocValues,
 }
 
-impl Compared {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Compared::Documents => "documents",
-            Compared::CountAndIds => "count and ids only",
-            Compared::CountIdsAndDocValues => "count, ids and doc values",
-        }
-    }
-}
-
 /// The verdict for one target index.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IndexVerdict {
@@ -172,7 +162,7 @@ impl VerifyReport {
         let only = self.without_source();
         if !only.is_empty() {
             out.push_str(&format!(
-                "{} target {} no _source (mapping _source.enabled: false): count and ids compared, not the documents' content (--target-source enable stores it): {}\n",
+                "{} target {} no _source (mapping _source.enabled: false), so not compared whole: count and ids (and doc values where listed) only; --target-source enable stores it: {}\n",
                 only.len(),
                 if only.len() == 1 { "index keeps" } else { "indices keep" },
                 only.join(", ")

@@ -362,7 +362,7 @@ fn a_target_without_source_is_verified_by_count_ids_and_doc_values() {
             "{name}: {text}"
         );
         assert!(
-            text.contains("count and ids compared, not the documents' content")
+            text.contains("not compared whole: count and ids (and doc values where listed) only")
                 && text.contains(": many")
                 && text.contains("many: doc values compared for n"),
             "{name}: {text}"
