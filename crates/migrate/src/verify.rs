@@ -4,6 +4,14 @@
 //! compared JSON-equal. Every live document must be accounted for: delivered (on the
 //! target), refused (in a failure log given to verify) or skipped (the source or the
 //! transform could not deliver it; listed with the reason).
+//!
+//! A target index whose mapping disables `_source` returns no document to compare: for it
+//! the count is compared, each sampled id must be found, and where the mapping has fields
+//! whose doc values the target returns exactly (keyword, whole numbers, boolean: see
+//! [`doc_values`]) those values are compared with the rebuilt document's; the report names
+//! such indices, never calling content the target does not keep a mismatch.
+
+mod doc_values;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -27,6 +35,23 @@ pub enum Sample {
     All,
 }
 
+/// What verify could compare on one target index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum Compared {
+    /// The target returns `_source`: sampled documents compared JSON-equal.
+    #[default]
+    #[serde(rename = "documents")]
+    Documents,
+    /// The target's mapping disables `_source`: it returns none, so the count and the
+    /// sampled ids (each found) are all verify can compare.
+    #[serde(rename = "count and ids only")]
+    CountAndIds,
+    /// No `_source` on the target: the count, the sampled ids, and the doc values of the
+    /// mapping's keyword, whole-number and boolean fields.
+    #[serde(rename = "count, ids and doc values")]
+    CountIdsAndDocValues,
+}
+
 /// The verdict for one target index.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IndexVerdict {
@@ -44,6 +69,12 @@ pub struct IndexVerdict {
     pub different: Vec<String>,
     pub missing_count: u64,
     pub different_count: u64,
+    /// What could be compared: documents, or (a target without `_source`) count and ids,
+    /// and doc values where the mapping has fields whose values the target returns.
+    pub compared_by: Compared,
+    /// The fields whose doc values were compared (`compared_by` "count, ids and doc values").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub doc_value_fields: Vec<String>,
 }
 
 impl IndexVerdict {
@@ -88,6 +119,16 @@ impl VerifyReport {
         self.skipped.values().sum()
     }
 
+    /// The target indices that keep no `_source`: their documents could not be compared
+    /// whole (only counts, ids and, where the mapping allows, doc values).
+    pub fn without_source(&self) -> Vec<&str> {
+        self.indices
+            .iter()
+            .filter(|v| v.compared_by != Compared::Documents)
+            .map(|v| v.index.as_str())
+            .collect()
+    }
+
     pub fn to_table(&self) -> String {
         let mut out = format!(
             "{:<40} {:>12} {:>9} {:>12} {:>9} {:>8} {:>9}  result\n",
@@ -104,13 +145,36 @@ impl VerifyReport {
                 v.compared,
                 v.missing_count,
                 v.different_count,
-                if v.ok() { "ok" } else { "MISMATCH" }
+                match (v.ok(), v.compared_by) {
+                    (false, _) => "MISMATCH",
+                    (true, Compared::Documents) => "ok",
+                    (true, Compared::CountAndIds) => "ok (count and ids only)",
+                    (true, Compared::CountIdsAndDocValues) => "ok (count, ids, doc values)",
+                }
             ));
             for id in &v.missing {
                 out.push_str(&format!("    missing   {id}\n"));
             }
             for id in &v.different {
                 out.push_str(&format!("    different {id}\n"));
+            }
+        }
+        let only = self.without_source();
+        if !only.is_empty() {
+            out.push_str(&format!(
+                "{} target {} no _source (mapping _source.enabled: false), so not compared whole: count and ids (and doc values where listed) only; --target-source enable stores it: {}\n",
+                only.len(),
+                if only.len() == 1 { "index keeps" } else { "indices keep" },
+                only.join(", ")
+            ));
+            for v in &self.indices {
+                if !v.doc_value_fields.is_empty() {
+                    out.push_str(&format!(
+                        "    {}: doc values compared for {}\n",
+                        v.index,
+                        v.doc_value_fields.join(", ")
+                    ));
+                }
             }
         }
         if !self.skipped.is_empty() {
@@ -203,22 +267,23 @@ pub async fn verify<S: Source>(
     };
     let mut verdicts: BTreeMap<Arc<str>, IndexVerdict> = BTreeMap::new();
     let mut pending: BTreeMap<Arc<str>, Vec<Expected>> = BTreeMap::new();
-    let mut refreshed: BTreeMap<Arc<str>, bool> = BTreeMap::new();
+    // per target index seen: None when it does not exist, else what can be compared on it
+    let mut refreshed: BTreeMap<Arc<str>, Option<OnTarget>> = BTreeMap::new();
     let mut counts = None;
     while let Some(msg) = rx.recv().await {
         match msg? {
             Msg::Doc(d) => {
                 let target = d.target.clone();
                 if !refreshed.contains_key(&target) {
-                    let exists = refresh(client, &target).await?;
-                    refreshed.insert(target.clone(), exists);
+                    let state = refresh(client, &target).await?;
+                    refreshed.insert(target.clone(), state);
                 }
                 let list = pending.entry(target.clone()).or_default();
                 list.push(d);
                 if list.len() >= MGET_CHUNK {
                     let batch = std::mem::take(list);
                     let v = verdicts.entry(target.clone()).or_default();
-                    compare(client, &target, batch, v).await?;
+                    compare(client, &target, batch, refreshed[&target].as_ref(), v).await?;
                 }
             }
             Msg::Counts(c, s) => counts = Some((c, s)),
@@ -231,7 +296,7 @@ pub async fn verify<S: Source>(
         counts.ok_or_else(|| VerifyError::Other("the source reader stopped early".into()))?;
     for (target, batch) in pending {
         let v = verdicts.entry(target.clone()).or_default();
-        compare(client, &target, batch, v).await?;
+        compare(client, &target, batch, refreshed[&target].as_ref(), v).await?;
     }
     let mut report = VerifyReport {
         live: skipped.live,
@@ -249,39 +314,97 @@ pub async fn verify<S: Source>(
         v.index = target.to_string();
         v.expected = expected;
         v.refused = refused_per_index.get(&*target).copied().unwrap_or(0);
-        let exists = match refreshed.get(&target) {
-            Some(e) => *e,
+        let state = match refreshed.get(&target) {
+            Some(s) => s.clone(),
             None => refresh(client, &target).await?,
         };
-        v.target_count = if exists {
-            Some(client.count(&target).await?)
-        } else {
-            None
+        v.target_count = match state {
+            Some(on) => {
+                v.compared_by = on.compared;
+                v.doc_value_fields = on.doc_values.iter().map(|f| f.path.clone()).collect();
+                Some(client.count(&target).await?)
+            }
+            None => None,
         };
         report.indices.push(v);
     }
     Ok(report)
 }
 
-/// Refreshes `index`; false when it does not exist.
-async fn refresh(client: &Client, index: &str) -> Result<bool, VerifyError> {
-    if !client.index_exists(index).await? {
-        return Ok(false);
-    }
-    client.refresh(index).await?;
-    Ok(true)
+/// What can be compared on one target index.
+#[derive(Debug, Clone)]
+struct OnTarget {
+    compared: Compared,
+    /// The fields compared through doc values (an index without `_source`).
+    doc_values: Arc<Vec<doc_values::Field>>,
 }
 
-/// Fetches `batch` by id (with routing) and compares each `_source` JSON-equal.
+/// Refreshes `index` and learns from its mapping what can be compared on it; `None` when
+/// it does not exist.
+async fn refresh(client: &Client, index: &str) -> Result<Option<OnTarget>, VerifyError> {
+    if !client.index_exists(index).await? {
+        return Ok(None);
+    }
+    client.refresh(index).await?;
+    let path = format!("/{}/_mapping", encode_segment(index));
+    let body: Value = client
+        .request(Method::GET, &path, None)
+        .await?
+        .error_for_status()?
+        .json()?;
+    if keeps_source(&body) {
+        return Ok(Some(OnTarget {
+            compared: Compared::Documents,
+            doc_values: Arc::default(),
+        }));
+    }
+    let fields = doc_values::fields(&body);
+    Ok(Some(OnTarget {
+        compared: if fields.is_empty() {
+            Compared::CountAndIds
+        } else {
+            Compared::CountIdsAndDocValues
+        },
+        doc_values: Arc::new(fields),
+    }))
+}
+
+/// Whether every index of a `GET INDEX/_mapping` answer (an alias or a data stream may
+/// answer for several; Elasticsearch 6 nests each mapping under its type) keeps `_source`.
+pub fn keeps_source(mapping_answer: &Value) -> bool {
+    let disabled = |root: &Value| {
+        root.pointer("/_source/enabled")
+            .is_some_and(|e| e == &Value::Bool(false) || e == "false")
+    };
+    let Some(indices) = mapping_answer.as_object() else {
+        return true;
+    };
+    !indices.values().any(|i| {
+        let Some(m) = i.get("mappings") else {
+            return false;
+        };
+        disabled(m)
+            || m.as_object().is_some_and(|types| {
+                types
+                    .iter()
+                    .any(|(k, t)| !k.starts_with('_') && k != "properties" && disabled(t))
+            })
+    })
+}
+
+/// Fetches `batch` by id (with routing) and compares each `_source` JSON-equal; on an index
+/// without `_source`, checks that each is found and compares its doc values.
 async fn compare(
     client: &Client,
     index: &str,
     batch: Vec<Expected>,
+    on: Option<&OnTarget>,
     v: &mut IndexVerdict,
 ) -> Result<(), VerifyError> {
     if batch.is_empty() {
         return Ok(());
     }
+    let compared = on.map_or(Compared::Documents, |o| o.compared);
     let docs: Vec<Value> = batch
         .iter()
         .map(|d| match &d.routing {
@@ -290,6 +413,8 @@ async fn compare(
         })
         .collect();
     let path = format!("/{}/_mget", encode_segment(index));
+    let by_id = compared != Compared::Documents;
+    let mut found_ids: Vec<&Expected> = Vec::new();
     let resp = client
         .request(Method::POST, &path, Some(&json!({ "docs": docs })))
         .await?;
@@ -317,12 +442,62 @@ async fn compare(
             }
             continue;
         }
+        if by_id {
+            found_ids.push(want);
+            continue;
+        }
         let expected: Result<Value, _> = serde_json::from_slice(&want.source);
         let same = match (expected, have.get("_source")) {
             (Ok(e), Some(h)) => &e == h,
             _ => false,
         };
         if !same {
+            v.different_count += 1;
+            if v.different.len() < LISTED {
+                v.different.push(want.id.clone());
+            }
+        }
+    }
+    match on {
+        Some(on) if !on.doc_values.is_empty() && !found_ids.is_empty() => {
+            compare_doc_values(client, index, &found_ids, &on.doc_values, v).await
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Asks the doc values of `fields` for `found` (documents the target holds) and compares
+/// them with what each rebuilt document holds.
+async fn compare_doc_values(
+    client: &Client,
+    index: &str,
+    found: &[&Expected],
+    fields: &[doc_values::Field],
+    v: &mut IndexVerdict,
+) -> Result<(), VerifyError> {
+    let ids: Vec<&str> = found.iter().map(|d| d.id.as_str()).collect();
+    let body = client
+        .search(index, &doc_values::request(&ids, fields))
+        .await?;
+    let mut by_id: BTreeMap<&str, &Value> = BTreeMap::new();
+    for h in body
+        .pointer("/hits/hits")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(id) = h.get("_id").and_then(Value::as_str) {
+            by_id.insert(id, h.get("fields").unwrap_or(&Value::Null));
+        }
+    }
+    for want in found {
+        let source: Value = match serde_json::from_slice(&want.source) {
+            Ok(s) => s,
+            Err(_) => Value::Null,
+        };
+        let got = by_id.get(want.id.as_str()).copied();
+        if let Some(field) = doc_values::first_difference(fields, &source, got) {
+            tracing::info!(index, id = %want.id, field, "doc values differ from the rebuilt document");
             v.different_count += 1;
             if v.different.len() < LISTED {
                 v.different.push(want.id.clone());

@@ -244,3 +244,67 @@ fn convert_prints_the_converted_mapping_and_every_conversion() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--target-source enable` (or `RFS_TARGET_SOURCE`) on `metadata convert`: a disabled
+/// `_source` is enabled, the conversion named; by default the mapping keeps it disabled.
+#[test]
+fn convert_enables_source_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mapping.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&serde_json::json!({"mappings": {
+            "_source": {"enabled": false},
+            "properties": {"n": {"type": "long"}}
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let convert = |env: Option<&str>| {
+        let mut c = rfs();
+        c.args([
+            "metadata", "convert", "--json", "--from", "es-7.10", "--to", "os-2.19",
+        ])
+        .arg("--mapping")
+        .arg(&file);
+        if let Some(e) = env {
+            c.env("RFS_TARGET_SOURCE", e);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let kept = convert(None);
+    assert_eq!(
+        kept["body"]["mappings"]["_source"]["enabled"], false,
+        "{kept}"
+    );
+    let enabled = convert(Some("enable"));
+    assert!(
+        enabled["body"]["mappings"].get("_source").is_none(),
+        "{enabled}"
+    );
+    assert_eq!(
+        enabled["conversions"][0]["rule"], "enable_source",
+        "{enabled}"
+    );
+    assert_eq!(
+        enabled["body"]["mappings"]["properties"]["n"]["type"],
+        "long"
+    );
+    // a value outside the choices is refused by the parser
+    let out = rfs()
+        .args([
+            "metadata", "convert", "--from", "es-7.10", "--to", "os-2.19",
+        ])
+        .arg("--mapping")
+        .arg(&file)
+        .args(["--target-source", "maybe"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -216,3 +216,301 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
     assert_eq!(v["live"].as_u64(), Some(N), "{v:#}");
 }
+
+/// The 10,500-document index without `_source` (`sourceless-many/l8`, each document's `n`
+/// is the number in its id `m-NNNNN`) as a snapshot repository at `repo`.
+fn many_without_source(repo: &Path) {
+    many_with_mapping(
+        repo,
+        serde_json::json!({
+            "_source": {"enabled": false},
+            "properties": {"n": {"type": "long"}}
+        }),
+    );
+}
+
+fn many_with_mapping(repo: &Path, mapping: Value) {
+    let mut spec = SnapshotSpec::new("snap");
+    spec.indices.push(IndexSpec {
+        name: "many".into(),
+        settings: serde_json::Map::new(),
+        mappings: vec![TypeMapping {
+            doc_type: "_doc".into(),
+            mapping,
+        }],
+        aliases: serde_json::Map::new(),
+        shards: vec![ShardSource::Lucene(Arc::new(
+            lucene::FsDirectory::open(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../snapshot/tests/data/sourceless-many/l8"),
+            )
+            .unwrap(),
+        ))],
+        extra: serde_json::Map::new(),
+    });
+    write_repository(repo, &[spec], &WriteOptions::default()).unwrap();
+}
+
+/// A request to the target with an independent client: (status, JSON body).
+fn call(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+    let c = reqwest::blocking::Client::new();
+    let mut rb = c.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url);
+    if let Some(b) = body {
+        rb = rb.json(&b);
+    }
+    let r = rb.send().unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().unwrap_or(Value::Null))
+}
+
+fn migrate_many(repo: &Path, dir: &Path, target: &str, extra: &[&str]) {
+    let store = format!("sqlite://{}", dir.join("state.db").display());
+    let out = rfs()
+        .arg("run")
+        .arg("--repo")
+        .arg(repo)
+        .args(["--snapshot", "snap", "--target", target])
+        .args(["--store", &store, "--no-progress"])
+        .args(extra)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{target}: {}", show(&out));
+    call("POST", &format!("{target}/many/_refresh"), None);
+}
+
+fn verify_many(repo: &Path, target: &str, extra: &[&str]) -> (std::process::Output, Value) {
+    let out = rfs()
+        .arg("verify")
+        .arg("--repo")
+        .arg(repo)
+        .args(["--snapshot", "snap", "--target", target, "--json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{target}: {e}: {}", show(&out)));
+    (out, v)
+}
+
+/// Issue 25, point 8: a migration of an index without `_source` keeps the mapping (the
+/// target stores no `_source`, as OpenSearch, `osmem-server` and the test server do), and
+/// `rfs verify` with default flags exited 6 (MISMATCH) for every sampled document right
+/// after a run that exited 0. It now compares what such a target keeps — the count, that
+/// every sampled id is found, and the doc values of `n` against the rebuilt documents —
+/// and says that this index was not compared whole; a document missing from the target,
+/// or one whose value differs, is still a MISMATCH.
+#[test]
+fn a_target_without_source_is_verified_by_count_ids_and_doc_values() {
+    const N: u64 = 10_500;
+    let Some(osmem) = testkit::services::Osmem::start(
+        "a_target_without_source_is_verified_by_count_ids_and_doc_values",
+    ) else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    many_without_source(&repo);
+    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        migrate_many(&repo, &dir, &target, &[]);
+        // the target keeps the documents (counted, found by id) but not their `_source`
+        let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
+        assert_eq!(
+            m["many"]["mappings"]["_source"]["enabled"], false,
+            "{name}: {m}"
+        );
+        let (_, c) = call("GET", &format!("{target}/many/_count"), None);
+        assert_eq!(c["count"].as_u64(), Some(N), "{name}: {c}");
+        let (st, d) = call("GET", &format!("{target}/many/_doc/m-00042"), None);
+        assert_eq!((st, &d["found"]), (200, &Value::Bool(true)), "{name}: {d}");
+        assert!(d.get("_source").is_none(), "{name}: {d}");
+
+        // default flags: a sample of 100, compared by id
+        let (out, v) = verify_many(&repo, &target, &[]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        assert_eq!(v["ok"], true, "{name}: {v:#}");
+        assert_eq!(v["without_source"], serde_json::json!(["many"]), "{name}");
+        let i = &v["indices"][0];
+        assert_eq!(
+            i["compared_by"], "count, ids and doc values",
+            "{name}: {v:#}"
+        );
+        assert_eq!(
+            i["doc_value_fields"],
+            serde_json::json!(["n"]),
+            "{name}: {v:#}"
+        );
+        assert_eq!(i["compared"].as_u64(), Some(100), "{name}: {v:#}");
+        assert_eq!(i["target_count"].as_u64(), Some(N), "{name}: {v:#}");
+        assert_eq!(i["missing_count"].as_u64(), Some(0), "{name}: {v:#}");
+        assert_eq!(i["different_count"].as_u64(), Some(0), "{name}: {v:#}");
+        // the text report names the index
+        let out = rfs()
+            .arg("verify")
+            .arg("--repo")
+            .arg(&repo)
+            .args(["--snapshot", "snap", "--target", &target])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        assert!(
+            text.contains("ok (count, ids, doc values)"),
+            "{name}: {text}"
+        );
+        assert!(
+            text.contains("not compared whole: count and ids (and doc values where listed) only")
+                && text.contains(": many")
+                && text.contains("many: doc values compared for n"),
+            "{name}: {text}"
+        );
+
+        // a document whose value the target holds differently is found different (the
+        // target keeps no `_source`, only its doc values can show it)
+        let (st, d) = call(
+            "PUT",
+            &format!("{target}/many/_doc/m-00007?refresh=true"),
+            Some(serde_json::json!({"n": 8})),
+        );
+        assert_eq!(st, 200, "{name}: {d}");
+        let (out, v) = verify_many(&repo, &target, &["--all"]);
+        assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+        assert_eq!(
+            v["indices"][0]["different"],
+            serde_json::json!(["m-00007"]),
+            "{name}: {v:#}"
+        );
+        let (st, d) = call(
+            "PUT",
+            &format!("{target}/many/_doc/m-00007?refresh=true"),
+            Some(serde_json::json!({"n": 7})),
+        );
+        assert_eq!(st, 200, "{name}: {d}");
+
+        // a document the target lost is found missing, by count and by id
+        let (st, d) = call(
+            "DELETE",
+            &format!("{target}/many/_doc/m-00042?refresh=true"),
+            None,
+        );
+        assert_eq!(st, 200, "{name}: {d}");
+        let (out, v) = verify_many(&repo, &target, &["--all"]);
+        assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+        let i = &v["indices"][0];
+        assert_eq!(i["compared"].as_u64(), Some(N), "{name}: {v:#}");
+        assert_eq!(
+            i["missing"],
+            serde_json::json!(["m-00042"]),
+            "{name}: {v:#}"
+        );
+        assert_eq!(i["target_count"].as_u64(), Some(N - 1), "{name}: {v:#}");
+    }
+}
+
+/// `--target-source enable`: the target index stores `_source` (the documents rebuilt from
+/// doc values), returns them, and `verify --all` compares every one exactly; a changed
+/// document is a MISMATCH.
+#[test]
+fn target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them() {
+    const N: u64 = 10_500;
+    let Some(osmem) = testkit::services::Osmem::start(
+        "target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them",
+    ) else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    many_without_source(&repo);
+    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        migrate_many(&repo, &dir, &target, &["--target-source", "enable"]);
+        let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
+        assert!(
+            m["many"]["mappings"].get("_source").is_none(),
+            "{name}: {m}"
+        );
+        for n in [0u64, 42, 10_499] {
+            let (_, d) = call("GET", &format!("{target}/many/_doc/m-{n:05}"), None);
+            assert_eq!(d["_source"], serde_json::json!({"n": n}), "{name}: {d}");
+        }
+        let (out, v) = verify_many(&repo, &target, &["--all"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        let i = &v["indices"][0];
+        assert_eq!(i["compared_by"], "documents", "{name}: {v:#}");
+        assert_eq!(i["compared"].as_u64(), Some(N), "{name}: {v:#}");
+        assert_eq!(v["without_source"], serde_json::json!([]), "{name}");
+
+        // a changed document is found different
+        let (st, d) = call(
+            "PUT",
+            &format!("{target}/many/_doc/m-00007?refresh=true"),
+            Some(serde_json::json!({"n": 8})),
+        );
+        assert_eq!(st, 200, "{name}: {d}");
+        let (out, v) = verify_many(&repo, &target, &["--all"]);
+        assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+        assert_eq!(
+            v["indices"][0]["different"],
+            serde_json::json!(["m-00007"]),
+            "{name}: {v:#}"
+        );
+    }
+}
+
+/// A target index without `_source` whose mapping has no field with doc values (`n` mapped
+/// with `doc_values: false`, so the rebuilt documents are empty and sent with
+/// `--allow-partial-source`): verify can only compare the count and the ids, and says so.
+#[test]
+fn a_target_without_source_or_doc_values_is_verified_by_count_and_ids_only() {
+    const N: u64 = 10_500;
+    let Some(osmem) = testkit::services::Osmem::start(
+        "a_target_without_source_or_doc_values_is_verified_by_count_and_ids_only",
+    ) else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    many_with_mapping(
+        &repo,
+        serde_json::json!({
+            "_source": {"enabled": false},
+            "properties": {"n": {"type": "long", "doc_values": false}}
+        }),
+    );
+    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        migrate_many(&repo, &dir, &target, &["--allow-partial-source"]);
+        let (_, c) = call("GET", &format!("{target}/many/_count"), None);
+        assert_eq!(c["count"].as_u64(), Some(N), "{name}: {c}");
+        let (out, v) = verify_many(&repo, &target, &["--allow-partial-source"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        let i = &v["indices"][0];
+        assert_eq!(i["compared_by"], "count and ids only", "{name}: {v:#}");
+        assert_eq!(i["compared"].as_u64(), Some(100), "{name}: {v:#}");
+        assert!(i.get("doc_value_fields").is_none(), "{name}: {v:#}");
+        assert_eq!(v["without_source"], serde_json::json!(["many"]), "{name}");
+        let out = rfs()
+            .arg("verify")
+            .arg("--repo")
+            .arg(&repo)
+            .args([
+                "--snapshot",
+                "snap",
+                "--target",
+                &target,
+                "--allow-partial-source",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("ok (count and ids only)"), "{name}: {text}");
+    }
+}

@@ -1881,3 +1881,167 @@ fn bulk_filter_path_written_directly_matches_the_general_filter() {
         }
     }
 }
+
+/// Issue 25, point 8: an index whose mapping says `"_source": {"enabled": false}` (at
+/// creation, through a template, or typed on ES 6) answers as OpenSearch (and
+/// `osmem-server`) do: GET, `_mget` and `_search` hits carry no `_source`, `_source` by id is
+/// 404, the documents still count and match queries; `enabled` cannot be changed later.
+#[test]
+fn an_index_without_source_returns_none_but_counts_and_finds() {
+    let c = client();
+    let os = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let u = os.url();
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/ns"),
+        Some(&json!({"mappings": {"_source": {"enabled": false},
+                                  "properties": {"k": {"type": "keyword"}}}})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/_index_template/t"),
+        Some(&json!({"index_patterns": ["tp*"],
+                     "template": {"mappings": {"_source": {"enabled": false}}}})),
+    );
+    assert_eq!(st, 200, "{v}");
+    for idx in ["ns", "tp1", "kept"] {
+        let (st, v) = call(
+            &c,
+            "PUT",
+            &format!("{u}/{idx}/_doc/1?refresh=true"),
+            Some(&json!({"k": "abc"})),
+        );
+        assert_eq!(st, 201, "{idx}: {v}");
+    }
+    for idx in ["ns", "tp1"] {
+        let (st, v) = call(&c, "GET", &format!("{u}/{idx}/_doc/1"), None);
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["found"], json!(true), "{v}");
+        assert_eq!(v["_version"], json!(1), "{v}");
+        assert!(v.get("_source").is_none(), "{idx}: {v}");
+        let (st, v) = call(&c, "GET", &format!("{u}/{idx}/_source/1"), None);
+        assert_eq!(st, 404, "{v}");
+        assert_eq!(v["error"]["type"], json!("resource_not_found_exception"));
+        let (st, v) = call(
+            &c,
+            "POST",
+            &format!("{u}/{idx}/_mget"),
+            Some(&json!({"docs": [{"_id": "1"}, {"_id": "2"}]})),
+        );
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["docs"][0]["found"], json!(true), "{v}");
+        assert!(v["docs"][0].get("_source").is_none(), "{v}");
+        assert_eq!(v["docs"][1]["found"], json!(false), "{v}");
+        let (st, v) = call(
+            &c,
+            "POST",
+            &format!("{u}/{idx}/_search"),
+            Some(&json!({"query": {"term": {"k": "abc"}}})),
+        );
+        assert_eq!(st, 200, "{v}");
+        let hits = v["hits"]["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), 1, "{v}");
+        assert_eq!(hits[0]["_id"], json!("1"));
+        assert!(hits[0].get("_source").is_none(), "{v}");
+        let (_, v) = call(&c, "GET", &format!("{u}/{idx}/_count"), None);
+        assert_eq!(v["count"], json!(1), "{v}");
+    }
+    // an index that keeps `_source` still returns it
+    let (_, v) = call(&c, "GET", &format!("{u}/kept/_doc/1"), None);
+    assert_eq!(v["_source"], json!({"k": "abc"}), "{v}");
+    // `_source.enabled` is fixed at creation, either way; the same value is accepted
+    for (idx, to) in [("ns", true), ("kept", false)] {
+        let (st, v) = call(
+            &c,
+            "PUT",
+            &format!("{u}/{idx}/_mapping"),
+            Some(&json!({"_source": {"enabled": to}})),
+        );
+        assert_eq!(st, 400, "{idx}: {v}");
+        assert_eq!(v["error"]["type"], json!("illegal_argument_exception"));
+        assert!(
+            v["error"]["reason"].as_str().unwrap().contains(&format!(
+                "Cannot update parameter [enabled] from [{}] to [{to}]",
+                !to
+            )),
+            "{v}"
+        );
+    }
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/ns/_mapping"),
+        Some(&json!({"_source": {"enabled": false}})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (_, v) = call(&c, "GET", &format!("{u}/ns/_doc/1"), None);
+    assert!(v.get("_source").is_none(), "{v}");
+
+    // what such an index still answers: doc values, in Lucene's order (this answer is
+    // the one osmem-server gives for the same mapping and document)
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/dv"),
+        Some(
+            &json!({"mappings": {"_source": {"enabled": false}, "properties": {
+            "n": {"type": "long"}, "k": {"type": "keyword"}, "b": {"type": "boolean"},
+            "u": {"properties": {"age": {"type": "integer"}}},
+            "ia": {"type": "keyword", "ignore_above": 3}, "t": {"type": "text"}}}}),
+        ),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, _) = call(
+        &c,
+        "PUT",
+        &format!("{u}/dv/_doc/1"),
+        Some(
+            &json!({"n": [5, 3, 5, "7"], "k": ["b", "a", "b", 12], "b": [true, false, true],
+                     "u": [{"age": 3}, {"age": 1}], "ia": ["abcd", "ab"], "t": "x"}),
+        ),
+    );
+    assert_eq!(st, 201);
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/dv/_search"),
+        Some(
+            &json!({"query": {"ids": {"values": ["1"]}}, "_source": false,
+                     "docvalue_fields": ["n", "k", "b", "u.age", {"field": "ia"}, "unmapped"]}),
+        ),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        v["hits"]["hits"][0]["fields"],
+        json!({"b": [false, true, true], "ia": ["ab"], "k": ["12", "a", "b"],
+               "n": [3, 5, 5, 7], "u.age": [1, 3]}),
+        "{v}"
+    );
+    // a type the server cannot answer is refused, never answered wrongly
+    let (st, v) = call(
+        &c,
+        "POST",
+        &format!("{u}/dv/_search"),
+        Some(&json!({"docvalue_fields": ["t"]})),
+    );
+    assert_eq!(st, 400, "{v}");
+
+    // ES 6: a typed mapping
+    let es6 = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
+    let u = es6.url();
+    let (st, v) = call(
+        &c,
+        "PUT",
+        &format!("{u}/old"),
+        Some(&json!({"mappings": {"doc": {"_source": {"enabled": false}}}})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, _) = call(&c, "PUT", &format!("{u}/old/doc/1"), Some(&json!({"f": 1})));
+    assert_eq!(st, 201);
+    let (st, v) = call(&c, "GET", &format!("{u}/old/doc/1"), None);
+    assert_eq!((st, v["found"].clone()), (200, json!(true)), "{v}");
+    assert!(v.get("_source").is_none(), "{v}");
+}

@@ -86,6 +86,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "runtime_fields", converts: "runtime section, dynamic: runtime", when: "Elasticsearch 7.11+ → OpenSearch or Elasticsearch < 7.11", does: "dropped with a warning; dynamic: runtime → true" },
     Rule { id: "derived_fields", converts: "derived section", when: "OpenSearch 2.15+ → Elasticsearch", does: "dropped with a warning" },
     Rule { id: "source_mode", converts: "_source.mode", when: "Elasticsearch 8.4+ → OpenSearch or Elasticsearch < 8.4", does: "removed: the target stores _source" },
+    Rule { id: "enable_source", converts: "_source.enabled: false", when: "with --target-source enable (any versions)", does: "enabled removed: the target stores the documents rebuilt from doc values and stored fields, and returns them" },
     Rule { id: "subobjects", converts: "subobjects", when: "Elasticsearch 8.3+ → OpenSearch or Elasticsearch < 8.3", does: "removed: dotted names become objects" },
     Rule { id: "index_mode_settings", converts: "index.mode, index.routing_path, index.time_series.*, index.look_ahead_time, index.look_back_time, index.mapping.source.mode, index.mapping.synthetic_source_keep, index.mapping.total_fields.ignore_dynamic_beyond_limit", when: "Elasticsearch 8 → OpenSearch", does: "removed: the index is created as a standard index" },
     Rule { id: "knn_settings", converts: "index.knn, index.knn.*", when: "OpenSearch → Elasticsearch", does: "removed" },
@@ -149,6 +150,10 @@ impl std::str::FromStr for KnnEngine {
 pub struct ConvertOptions {
     /// The engine of converted `knn_vector` fields; default: by target version.
     pub knn_engine: Option<KnnEngine>,
+    /// Store `_source` on the target for indices whose mapping disables it (the documents
+    /// are rebuilt from doc values and stored fields; the target then keeps and returns
+    /// them). Default false: the mapping is kept as it is.
+    pub enable_source: bool,
 }
 
 /// What the mapping conversion found that the settings need.
@@ -300,6 +305,28 @@ pub fn convert_mapping(
                 Value::Null,
                 format!("OpenSearch derived fields dropped ({t} has none)"),
             );
+        }
+    }
+    if ctx.options.enable_source {
+        if let Some(Value::Object(src)) = root.get_mut("_source") {
+            if src
+                .get("enabled")
+                .is_some_and(|e| e == &Value::Bool(false) || e == "false")
+            {
+                src.remove("enabled");
+                record(
+                    notes,
+                    "enable_source",
+                    "mapping root",
+                    Severity::Change,
+                    json!({"_source": {"enabled": false}}),
+                    json!({"_source": {"enabled": true}}),
+                    "_source enabled on the target (--target-source enable): the rebuilt documents are stored and returned",
+                );
+            }
+            if src.is_empty() {
+                root.remove("_source");
+            }
         }
     }
     if !t.at_least_es(8, 4) {

@@ -269,6 +269,13 @@ pub struct FilterArgs {
     /// nmslib on 3.x. A field the chosen engine cannot hold on the target is BLOCKED.
     #[arg(long, env = "RFS_KNN_ENGINE", value_enum, value_name = "ENGINE")]
     pub knn_engine: Option<KnnEngineArg>,
+    /// Indices whose snapshot mapping has `_source: {enabled: false}`: `keep` creates them
+    /// so on the target (faithful: the target returns no documents, `verify` compares
+    /// counts, ids and the doc values of keyword, number and boolean fields); `enable` stores `_source` on the target, so the documents rebuilt
+    /// from doc values and stored fields can be read back and verified whole — more disk:
+    /// about their JSON size, compressed by the target's codec.
+    #[arg(long, env = "RFS_TARGET_SOURCE", value_enum, default_value_t = TargetSource::Keep, value_name = "MODE")]
+    pub target_source: TargetSource,
     /// What becomes of the snapshot's data streams: `data-streams` creates each on the
     /// target from its index template (which must be migrated too) and writes the
     /// documents of its backing indices to it with `create`; `indices` creates every
@@ -309,6 +316,15 @@ impl From<KnnEngineArg> for migrate::metadata::KnnEngine {
     }
 }
 
+/// `--target-source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetSource {
+    /// The target index keeps the snapshot's mapping: `_source` stays disabled.
+    Keep,
+    /// `_source` is stored on the target: the rebuilt documents are retrievable.
+    Enable,
+}
+
 /// `--multi-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MultiType {
@@ -341,6 +357,7 @@ impl FilterArgs {
                 .map_err(anyhow::Error::msg)?,
             convert: migrate::metadata::ConvertOptions {
                 knn_engine: self.knn_engine.map(Into::into),
+                enable_source: self.target_source == TargetSource::Enable,
             },
             data_streams: match self.data_streams {
                 DataStreamsArg::DataStreams => migrate::metadata::DataStreamMode::DataStreams,

@@ -9,7 +9,7 @@ use anyhow::Context;
 use migrate::metadata::{Report, Severity, SourceMetadata, Version};
 use serde_json::json;
 
-use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs};
+use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
 
 use crate::exit;
 
@@ -41,6 +41,9 @@ pub struct ConvertArgs {
     /// The k-NN engine of converted vector fields (default: by target version).
     #[arg(long, env = "RFS_KNN_ENGINE", value_enum, value_name = "ENGINE")]
     pub knn_engine: Option<KnnEngineArg>,
+    /// `enable`: store `_source` on the target for a mapping that disables it.
+    #[arg(long, env = "RFS_TARGET_SOURCE", value_enum, default_value_t = TargetSource::Keep, value_name = "MODE")]
+    pub target_source: TargetSource,
     /// Print one JSON document (`body`, `conversions`, `warnings`, `blockers`) instead of
     /// text.
     #[arg(long, env = "RFS_JSON")]
@@ -238,6 +241,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
     let options = migrate::metadata::Options {
         convert: migrate::metadata::ConvertOptions {
             knn_engine: args.knn_engine.map(Into::into),
+            enable_source: args.target_source == TargetSource::Enable,
         },
         ..Default::default()
     };

@@ -41,6 +41,23 @@ impl Index {
     pub fn doc_count(&self) -> u64 {
         self.docs.len() as u64 + self.discarded
     }
+
+    /// False when the mapping says `"_source": {"enabled": false}`: as OpenSearch, the
+    /// index then returns no `_source` (documents still count and are searchable).
+    pub fn source_enabled(&self) -> bool {
+        source_enabled(&self.mappings, self.type_name.as_deref())
+    }
+}
+
+/// Whether `mappings` as stored (typeless, or `{TYPE: {...}}` with `type_name`) keep `_source`.
+pub(crate) fn source_enabled(mappings: &Value, type_name: Option<&str>) -> bool {
+    let root = match type_name {
+        Some(t) => mappings.get(t).unwrap_or(mappings),
+        None => mappings,
+    };
+    !root
+        .pointer("/_source/enabled")
+        .is_some_and(|e| e == &Value::Bool(false) || e == "false")
 }
 
 /// A snapshot the server reported.

@@ -17,6 +17,7 @@ fn run_with(body: Value, source: Version, target: Version, engine: KnnEngine) ->
         target,
         &ConvertOptions {
             knn_engine: Some(engine),
+            ..ConvertOptions::default()
         },
     )
 }
@@ -59,6 +60,7 @@ fn every_rule_is_tested_and_documented() {
         "runtime_fields",
         "derived_fields",
         "source_mode",
+        "enable_source",
         "subobjects",
         "index_mode_settings",
         "knn_settings",
@@ -744,6 +746,48 @@ fn source_mode_and_subobjects() {
         Version::os(2, 19),
     );
     assert_eq!(c.body["mappings"], json!({"_source": {"excludes": ["x"]}}));
+}
+
+/// `--target-source enable`: a disabled `_source` is enabled on the target (its other
+/// parameters kept); without the option the mapping keeps it disabled.
+#[test]
+fn enable_source_only_when_asked() {
+    let body =
+        json!({"mappings": {"_source": {"enabled": false}, "properties": {"n": {"type": "long"}}}});
+    let kept = run(body.clone(), Version::es(7, 10), Version::os(2, 19));
+    assert_eq!(kept.body["mappings"]["_source"], json!({"enabled": false}));
+    assert!(rules(&kept).is_empty());
+    let options = ConvertOptions {
+        enable_source: true,
+        ..ConvertOptions::default()
+    };
+    let c = convert_index(
+        &body,
+        Some(Version::es(7, 10)),
+        Version::os(2, 19),
+        &options,
+    );
+    assert_eq!(
+        c.body["mappings"],
+        json!({"properties": {"n": {"type": "long"}}})
+    );
+    assert_eq!(rules(&c), ["enable_source"]);
+    assert_eq!(c.notes.conversions[0].severity, Severity::Change);
+    let c = convert_index(
+        &json!({"mappings": {"_source": {"enabled": false, "excludes": ["x"]}}}),
+        Some(Version::es(6, 8)),
+        Version::os(2, 19),
+        &options,
+    );
+    assert_eq!(c.body["mappings"], json!({"_source": {"excludes": ["x"]}}));
+    // an index that keeps _source is not touched
+    let c = convert_index(
+        &props(json!({"n": {"type": "long"}})),
+        Some(ES8),
+        Version::os(2, 19),
+        &options,
+    );
+    assert!(rules(&c).is_empty());
 }
 
 // ---------------------------------------------------------------- settings

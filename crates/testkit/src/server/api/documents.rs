@@ -222,7 +222,9 @@ pub(super) fn doc_json(
                 m.insert("_routing".into(), json!(r));
             }
             m.insert("found".into(), json!(true));
-            m.insert("_source".into(), source_value(&d.source));
+            if index.source_enabled() {
+                m.insert("_source".into(), source_value(&d.source));
+            }
             Ok((Value::Object(m), true))
         }
         None => {
@@ -250,7 +252,14 @@ pub(super) fn get_doc(
                 format!("Document not found [{idx}]/[{id}]"),
             ));
         }
-        return c.ok(200, v["_source"].clone());
+        return match v.get("_source") {
+            Some(s) => c.ok(200, s.clone()),
+            None => Err(EsError::new(
+                404,
+                "resource_not_found_exception",
+                format!("Source not found [{idx}]/[{id}]"),
+            )),
+        };
     }
     c.ok(status, v)
 }

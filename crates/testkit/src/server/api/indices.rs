@@ -121,6 +121,21 @@ pub(super) fn put_mapping(c: &Ctx<'_>, idx: &str, t: Option<&str>) -> Result<Res
         let mut merged = index.mappings.clone();
         merge(&mut merged, &body);
         let (checked, type_name) = check_mappings(n, &merged, d, None)?;
+        let was = index.source_enabled();
+        let now = source_enabled(
+            &checked,
+            type_name.as_deref().or(index.type_name.as_deref()),
+        );
+        if was != now {
+            // `_source.enabled` is fixed when the index is created (either way)
+            return Err(EsError::new(
+                400,
+                "illegal_argument_exception",
+                format!(
+                    "Mapper for [_source] conflicts with existing mapper:\n\tCannot update parameter [enabled] from [{was}] to [{now}]"
+                ),
+            ));
+        }
         index.mappings = checked;
         if type_name.is_some() {
             index.type_name = type_name;

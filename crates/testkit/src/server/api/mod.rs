@@ -24,8 +24,8 @@ use super::error::EsError;
 use super::filter::FilterPath;
 use super::query::{self, Query, SortKey};
 use super::state::{
-    check_mappings, check_settings, flatten_settings, glob, merge, nest_settings, OpKind,
-    SnapshotRecord, State, WriteOp, Written,
+    check_mappings, check_settings, flatten_settings, glob, merge, nest_settings, source_enabled,
+    OpKind, SnapshotRecord, State, WriteOp, Written,
 };
 use super::version::Dialect;
 use super::{Faults, Shared};

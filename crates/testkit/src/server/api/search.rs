@@ -15,6 +15,7 @@ pub(super) const SEARCH_KEYS: &[&str] = &[
     "timeout",
     "search_after",
     "stored_fields",
+    "docvalue_fields",
     "track_scores",
     "explain",
     "pit",
@@ -137,6 +138,7 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         || body.get("seq_no_primary_term").and_then(Value::as_bool) == Some(true);
     let with_version = body.get("version").and_then(Value::as_bool) == Some(true);
     let with_source = !matches!(body.get("_source"), Some(Value::Bool(false)));
+    let doc_values = crate::server::doc_values::requested(body.get("docvalue_fields"))?;
     let pit = body.get("pit");
     let slice = match body.get("slice") {
         None => None,
@@ -215,7 +217,7 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         .iter()
         .skip(from)
         .take(size)
-        .map(|h| {
+        .map(|h| -> Result<Value, EsError> {
             let mut m = Map::new();
             m.insert("_index".into(), json!(h.index));
             if c.shared.dialect.accepts_types() {
@@ -241,8 +243,20 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
             if let Some(r) = &h.doc.routing {
                 m.insert("_routing".into(), json!(r));
             }
-            if with_source {
+            let kept = st.indices.get(h.index).is_none_or(|i| i.source_enabled());
+            if with_source && kept {
                 m.insert("_source".into(), h.source.clone());
+            }
+            if let Some(i) = st.indices.get(h.index).filter(|_| !doc_values.is_empty()) {
+                let f = crate::server::doc_values::hit_fields(
+                    &doc_values,
+                    &i.mappings,
+                    i.type_name.as_deref(),
+                    &h.source,
+                )?;
+                if !f.is_empty() {
+                    m.insert("fields".into(), Value::Object(f));
+                }
             }
             if sorted {
                 m.insert(
@@ -255,9 +269,9 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
                     ),
                 );
             }
-            Value::Object(m)
+            Ok(Value::Object(m))
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let mut hits_obj = Map::new();
     if c.shared.dialect.typed() {
         hits_obj.insert("total".into(), json!(total));
