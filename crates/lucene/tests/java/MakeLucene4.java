@@ -6,8 +6,9 @@
 //
 // With nosource, one segment of 40 documents (3 deleted, no compound file) as Elasticsearch 1.x
 // stores them with `_source: {enabled: false}`: a stored `_uid` ("doc#doc-N") and `_timestamp`, no
-// `_source`, and doc values where ES 1.x put them for `doc_values: true` fields: `n` (NUMERIC),
-// `tag` (SORTED_SET, one or two values, some documents none). Besides the golden, it writes
+// `_source`, and doc values of two types: `n` (NUMERIC, some documents none) and `tag`
+// (SORTED_SET, one or two values, some documents none). Whether Elasticsearch 1.x wrote its numeric
+// `doc_values: true` fields as NUMERIC (rather than in an encoding of its own) is not established here. Besides the golden, it writes
 // <outDir>.docvalues.jsonl: per live document, the values Lucene 4.10 reads back
 // ({"seg":"_0","doc":3,"id":"doc-3","n":-41,"tag":["b","c"]}; "n" null when the document has none).
 //
