@@ -56,7 +56,7 @@ pub use reader::{
     SkippedDocument, Step,
 };
 pub use rebuild::SourcePlan;
-pub use repository::{Repository, Shard, Snapshot, SnapshotIndex};
+pub use repository::{Layout, Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use shard_paths::ShardPathType;
 pub use uri::{open_store, StoreOptions};

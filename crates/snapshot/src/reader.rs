@@ -128,6 +128,37 @@ pub struct SegmentSummary {
     pub stored_fields_format: String,
     pub stored_fields_mode: String,
     pub has_source_field: bool,
+    /// Fields of the segment with doc values.
+    pub doc_values_fields: Vec<String>,
+    /// Why the segment's doc values cannot be read (Lucene 4.x–6.x formats), naming the
+    /// file and format; `None` when they can, or the segment has none. Probed only for
+    /// segments written before Lucene 7 (one `.dvm` read), whose formats the crate lacks.
+    pub doc_values_unsupported: Option<String>,
+}
+
+/// The names of the segment's fields that have doc values.
+fn doc_values_fields(seg: &lucene::SegmentReader) -> Vec<String> {
+    seg.field_infos()
+        .iter()
+        .filter(|f| f.doc_values_type != lucene::DocValuesType::None)
+        .map(|f| f.name.clone())
+        .collect()
+}
+
+/// For a segment written before Lucene 7, whether its doc values can be read: the first
+/// field with doc values is opened, and an unsupported format is the error's text.
+fn doc_values_unsupported(seg: &lucene::SegmentReader) -> Option<String> {
+    if seg.lucene_version().major >= 7 {
+        return None;
+    }
+    let field = seg
+        .field_infos()
+        .iter()
+        .find(|f| f.doc_values_type != lucene::DocValuesType::None)?;
+    match seg.doc_values().field(&field.name) {
+        Err(e @ lucene::Error::Unsupported { .. }) => Some(e.to_string()),
+        _ => None,
+    }
 }
 
 /// Where `_type` comes from.
@@ -467,6 +498,8 @@ impl ShardReader {
                 stored_fields_format: s.stored_fields_format().unwrap_or("none").to_string(),
                 stored_fields_mode: s.stored_fields_mode().unwrap_or("").to_string(),
                 has_source_field: s.field_infos().by_name("_source").is_some(),
+                doc_values_fields: doc_values_fields(s),
+                doc_values_unsupported: doc_values_unsupported(s),
             })
             .collect()
     }

@@ -198,15 +198,16 @@ impl Repository {
             .snapshot(name)
             .ok_or_else(|| Error::NoSuchSnapshot(name.to_string()))?
             .clone();
-        let info = self.read_snapshot_info(&entry)?;
+        let (info, layout) = self.read_snapshot_info(&entry)?;
         Ok(Snapshot {
             repo: self.clone(),
             entry,
             info,
+            layout,
         })
     }
 
-    fn read_snapshot_info(&self, entry: &SnapshotEntry) -> Result<SnapshotInfo> {
+    fn read_snapshot_info(&self, entry: &SnapshotEntry) -> Result<(SnapshotInfo, Layout)> {
         let store = &self.inner.store;
         let blob = format!("snap-{}.dat", entry.uuid);
         if !store.exists(&blob)? {
@@ -215,13 +216,18 @@ impl Repository {
             if store.exists(&legacy)? {
                 let bytes = lzf::maybe_decompress(&legacy, &store.read(&legacy)?)?;
                 let root: SnapshotInfoRoot = xcontent::decode(&legacy, &bytes)?;
-                return Ok(root.snapshot);
+                return Ok((root.snapshot, Layout::Es1));
             }
         }
         let bytes = store.read(&blob)?;
         let env = envelope::open(&blob, &bytes, codec::SNAPSHOT)?;
         let root: SnapshotInfoRoot = xcontent::decode(&blob, &env.content)?;
-        Ok(root.snapshot)
+        let layout = if self.inner.data.generation.is_none() {
+            Layout::Es2
+        } else {
+            Layout::Modern
+        };
+        Ok((root.snapshot, layout))
     }
 
     /// Reads an enveloped metadata blob (or the ES 1.x JSON fallback) as a JSON value.
@@ -239,12 +245,37 @@ impl Repository {
     }
 }
 
+/// How a snapshot's blobs are laid out, by the Elasticsearch versions that wrote them
+/// (docs/specs/es-legacy.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Elasticsearch 1.x: an `index` blob listing snapshots, JSON `snapshot-<name>`,
+    /// `metadata-<name>` and per-index and per-shard `snapshot-<name>` blobs.
+    Es1,
+    /// Elasticsearch 2.x: the `index` blob, enveloped `snap-<name>.dat` / `meta-<name>.dat`.
+    Es2,
+    /// Elasticsearch 5.0+ and OpenSearch: `index-N`, blobs named by uuids.
+    Modern,
+}
+
+impl Layout {
+    /// Which versions write this layout, for reports.
+    pub fn family(self) -> &'static str {
+        match self {
+            Layout::Es1 => "Elasticsearch 1.x layout",
+            Layout::Es2 => "Elasticsearch 2.x layout",
+            Layout::Modern => "Elasticsearch 5+/OpenSearch layout",
+        }
+    }
+}
+
 /// One snapshot of a repository, with its SnapshotInfo. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     repo: Repository,
     entry: SnapshotEntry,
     info: SnapshotInfo,
+    layout: Layout,
 }
 
 impl Snapshot {
@@ -261,6 +292,10 @@ impl Snapshot {
     /// The SnapshotInfo (`snap-<uuid>.dat`).
     pub fn info(&self) -> &SnapshotInfo {
         &self.info
+    }
+    /// The layout of the snapshot's blobs (Elasticsearch 1.x, 2.x or later).
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
     /// The state from SnapshotInfo, else from repository data.
     pub fn state(&self) -> Option<SnapshotState> {

@@ -700,7 +700,10 @@ impl DocValuesReader {
         if codec.starts_with("Lucene4") {
             return Err(Error::unsupported(
                 meta_file.name(),
-                format!("doc values metadata codec {codec:?} version {version} (Lucene 4.x doc values are not read)"),
+                format!(
+                    "doc values of Lucene 4.x are not supported (metadata codec {codec:?} version {version}): \
+                     an index with _source disabled cannot be rebuilt from them"
+                ),
             ));
         }
         codec_util::verify_checksum_bytes(meta_file.name(), &bytes)?;

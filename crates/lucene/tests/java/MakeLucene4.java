@@ -2,7 +2,15 @@
 // reads back from them: the fixtures of crates/lucene/tests/lucene4.rs. Compile and run against
 // Debian's liblucene4.10-java jars (unpacked, not installed: see scripts/make-lucene4-fixtures).
 //
-// usage: java MakeLucene4 <outDir> <cfs|nocfs> <seed> [Lucene42]
+// usage: java MakeLucene4 <outDir> <cfs|nocfs|nosource> <seed> [Lucene42]
+//
+// With nosource, one segment of 40 documents (3 deleted, no compound file) as Elasticsearch 1.x
+// stores them with `_source: {enabled: false}`: a stored `_uid` ("doc#doc-N") and `_timestamp`, no
+// `_source`, and doc values of two types: `n` (NUMERIC, some documents none) and `tag`
+// (SORTED_SET, one or two values, some documents none). Whether Elasticsearch 1.x wrote its numeric
+// `doc_values: true` fields as NUMERIC (rather than in an encoding of its own) is not established here. Besides the golden, it writes
+// <outDir>.docvalues.jsonl: per live document, the values Lucene 4.10 reads back
+// ({"seg":"_0","doc":3,"id":"doc-3","n":-41,"tag":["b","c"]}; "n" null when the document has none).
 //
 // With Lucene42, two smaller segments (150 documents, 12 deleted; 60) are written under the codec name "Lucene42" with that codec's segment
 // info (Lucene40SegmentInfo, no footer) and field infos (Lucene42FieldInfos, no footer) formats,
@@ -54,6 +62,13 @@ public class MakeLucene4 {
     boolean cfs = args[1].equals("cfs");
     long seed = Long.parseLong(args[2]);
     Random rnd = new Random(seed);
+    if (args[1].equals("nosource")) {
+      sourceless(out, rnd);
+      dump(out, new File(args[0] + ".golden.jsonl"));
+      dumpDocValues(out, new File(args[0] + ".docvalues.jsonl"));
+      new File(args[0] + ".sources.jsonl").delete();
+      return;
+    }
     Directory dir = FSDirectory.open(out);
     int next = 0;
     boolean l42 = args.length > 3 && args[3].equals("Lucene42");
@@ -78,6 +93,57 @@ public class MakeLucene4 {
     }
     dir.close();
     dump(out, new File(args[0] + ".golden.jsonl"));
+  }
+
+  static void sourceless(File out, Random rnd) throws Exception {
+    IndexWriterConfig cfg = new IndexWriterConfig(Version.LUCENE_4_10_4, new KeywordAnalyzer());
+    cfg.setUseCompoundFile(false);
+    cfg.setMergePolicy(NoMergePolicy.INSTANCE);
+    String[] tags = {"alpha", "bravo", "charlie", "délta", "日本"};
+    try (Directory dir = FSDirectory.open(out); IndexWriter w = new IndexWriter(dir, cfg)) {
+      for (int n = 0; n < 40; n++) {
+        Document d = new Document();
+        d.add(new StringField("_uid", "doc#doc-" + n, Field.Store.YES));
+        d.add(new StoredField("_timestamp", 1400000000000L + n * 1000L));
+        if (n % 9 != 4) d.add(new NumericDocValuesField("n", (n - 20) * 1000003L + rnd.nextInt(7)));
+        int k = n % 6 == 5 ? 0 : 1 + rnd.nextInt(2);
+        for (int i = 0; i < k; i++) {
+          d.add(new SortedSetDocValuesField("tag", new org.apache.lucene.util.BytesRef(tags[rnd.nextInt(tags.length)])));
+        }
+        w.addDocument(d);
+      }
+      w.commit();
+      for (int n : new int[] {3, 17, 31}) w.deleteDocuments(new Term("_uid", "doc#doc-" + n));
+    }
+  }
+
+  static void dumpDocValues(File index, File out) throws Exception {
+    try (Directory dir = FSDirectory.open(index); DirectoryReader reader = DirectoryReader.open(dir);
+         Writer w = new OutputStreamWriter(new FileOutputStream(out), StandardCharsets.UTF_8)) {
+      for (AtomicReaderContext ctx : reader.leaves()) {
+        AtomicReader seg = ctx.reader();
+        String name = ((SegmentReader) seg).getSegmentInfo().info.name;
+        org.apache.lucene.util.Bits live = seg.getLiveDocs();
+        NumericDocValues n = seg.getNumericDocValues("n");
+        org.apache.lucene.util.Bits hasN = seg.getDocsWithField("n");
+        SortedSetDocValues tag = seg.getSortedSetDocValues("tag");
+        for (int doc = 0; doc < seg.maxDoc(); doc++) {
+          if (live != null && !live.get(doc)) continue;
+          String id = seg.document(doc).get("_uid").split("#", 2)[1];
+          StringBuilder b = new StringBuilder("{\"seg\":").append(esc(name)).append(",\"doc\":").append(doc)
+              .append(",\"id\":").append(esc(id)).append(",\"n\":")
+              .append(hasN.get(doc) ? Long.toString(n.get(doc)) : "null").append(",\"tag\":[");
+          tag.setDocument(doc);
+          boolean first = true;
+          for (long ord = tag.nextOrd(); ord != SortedSetDocValues.NO_MORE_ORDS; ord = tag.nextOrd()) {
+            if (!first) b.append(',');
+            first = false;
+            b.append(esc(tag.lookupOrd(ord).utf8ToString()));
+          }
+          w.write(b.append("]}\n").toString());
+        }
+      }
+    }
   }
 
   static Codec lucene42() {

@@ -196,6 +196,17 @@ pub fn clean(mapping: &Value, target: Version, notes: &mut Notes) -> Value {
             notes.warn("_routing.path dropped (removed in Elasticsearch 2)");
         }
     }
+    if let Some(Value::Object(s)) = root.get_mut("_source") {
+        // Elasticsearch 1.x stored `_source` LZF-compressed on request; later versions
+        // refuse the parameters (the reader decompresses such sources).
+        for key in ["compress", "compress_threshold"] {
+            if s.remove(key).is_some() {
+                notes.change(format!(
+                    "_source.{key} dropped (Elasticsearch 1.x only; compressed sources are decompressed while reading)"
+                ));
+            }
+        }
+    }
     if let Some(Value::Object(s)) = root.get("_source") {
         if s.get("enabled")
             .is_some_and(|e| e == &Value::Bool(false) || e == "false")
@@ -625,6 +636,23 @@ mod tests {
             .transformations
             .iter()
             .any(|t| t.starts_with("blob: string (index: no) → keyword with index: false")));
+    }
+
+    #[test]
+    fn source_compress_dropped() {
+        let m =
+            json!({"_source": {"compress": true, "compress_threshold": "200b", "excludes": ["x"]}});
+        let mut notes = Notes::default();
+        let out = clean(&m, Version::os(2, 19), &mut notes);
+        assert_eq!(out, json!({"_source": {"excludes": ["x"]}}));
+        assert!(notes
+            .transformations
+            .iter()
+            .any(|t| t.starts_with("_source.compress dropped")));
+        assert!(notes
+            .transformations
+            .iter()
+            .any(|t| t.starts_with("_source.compress_threshold dropped")));
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! `rfs inspect`: what a snapshot repository holds — snapshots, indices, shards, document
-//! counts, Lucene versions and stored-fields codecs, templates by kind. What cannot be
-//! read is an ERROR line (and exit code 1 at the end, after the whole report); oddities
-//! that do not stop reading (a broken `index.latest`) are WARNING lines.
+//! counts, Lucene versions and stored-fields codecs, templates by kind; for each snapshot
+//! the layout family (Elasticsearch 1.x, 2.x, 5+), for each index what of it is not
+//! supported (doc values in formats the reader lacks, legacy mapping fields the targets do
+//! not have). What cannot be read or migrated is an ERROR line (and exit code 1 at the
+//! end, after the whole report); oddities that do not stop reading (a broken
+//! `index.latest`) are WARNING lines.
 
 use std::collections::BTreeSet;
 
@@ -59,13 +62,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// Parts that could not be read: templates, indices and shards with an `error`.
+/// Parts that could not be read: templates, indices and shards with an `error`, and
+/// unsupported parts that keep documents from being migrated.
 fn count_errors(snapshots: &[Value]) -> u64 {
     let mut n = 0;
     for s in snapshots {
         n += u64::from(s["templates"].get("error").is_some());
         for i in s["indices"].as_array().into_iter().flatten() {
             n += u64::from(i.get("error").is_some());
+            for u in i["unsupported"].as_array().into_iter().flatten() {
+                n += u64::from(u["blocks"] == true);
+            }
             for sh in i["shards"].as_array().into_iter().flatten() {
                 n += u64::from(sh.get("error").is_some());
             }
@@ -112,6 +119,7 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
             "state": snap.state().map(|s| s.as_str()),
             "version": snap.version().map(|v| v.number()),
             "distribution": snap.version().map(|v| v.distribution),
+            "layout": snap.layout().family(),
             "start_time": info.start_time,
             "end_time": info.end_time,
             "include_global_state": info.include_global_state,
@@ -146,6 +154,11 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
     let mut versions = BTreeSet::new();
     let mut stored = BTreeSet::new();
     let mut source_present = true;
+    // Doc values the reader cannot decode: the first message (it names the file and
+    // format), the segments and the fields concerned.
+    let mut dv_unsupported: Option<String> = None;
+    let mut dv_segments = 0u64;
+    let mut dv_fields = BTreeSet::new();
     let mut shards = Vec::new();
     for s in 0..index.number_of_shards() {
         if let Some(reason) = index.shard_failure(s) {
@@ -175,6 +188,11 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
                     if seg.max_doc > 0 && !seg.has_source_field {
                         source_present = false;
                     }
+                    if let Some(why) = &seg.doc_values_unsupported {
+                        dv_unsupported.get_or_insert_with(|| why.clone());
+                        dv_segments += 1;
+                        dv_fields.extend(seg.doc_values_fields.iter().cloned());
+                    }
                 }
                 shards.push(json!({
                     "shard": s,
@@ -194,6 +212,24 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
     if md.source_not_stored() {
         source_present = false;
     }
+    let mut unsupported = Vec::new();
+    if let Some(why) = dv_unsupported {
+        // Documents need doc values only to rebuild a missing _source.
+        let blocks = !source_present;
+        unsupported.push(json!({
+            "what": format!(
+                "doc values of {dv_segments} segment(s) (fields {}) cannot be read: {why}",
+                dv_fields.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            "blocks": blocks,
+            "consequence": if blocks {
+                "_source is missing: these documents cannot be rebuilt and would not be migrated"
+            } else {
+                "not needed: every document has its _source"
+            },
+        }));
+    }
+    unsupported.extend(legacy_mapping_fields(md));
     // Where a rebuilt _source would come from, and what it cannot hold.
     let source_rebuild = (!source_present).then(|| {
         let plan = md.source_plan();
@@ -218,8 +254,44 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
         "stored_fields": stored,
         "source_present": source_present,
         "source_rebuild": source_rebuild,
+        "unsupported": unsupported,
         "shards": shards,
     })
+}
+
+/// The meta fields of Elasticsearch 1.x/2.x mappings that no target has: the mapping
+/// conversion drops them (docs/conversions.md) and their stored values are not sent.
+fn legacy_mapping_fields(md: &snapshot::IndexMetadata) -> Vec<Value> {
+    const DROPPED: [(&str, &str); 5] = [
+        ("_all", "the catch-all field (removed in Elasticsearch 6/7; copy_to replaces it): dropped from the mapping"),
+        ("_timestamp", "a stored field outside _source (removed in Elasticsearch 5): its values are not sent"),
+        ("_ttl", "per-document expiry (removed in Elasticsearch 5): its values are not sent, documents do not expire"),
+        ("_parent", "parent/child by type (removed in Elasticsearch 6; join fields replace it): the relation is not kept, routing is"),
+        ("_size", "the mapper-size plugin's field: dropped from the mapping"),
+    ];
+    let mut out = Vec::new();
+    for (field, what) in DROPPED {
+        let mut types: Vec<&str> = md
+            .mappings
+            .iter()
+            .filter(|m| m.mapping.get(field).is_some_and(|v| !disabled(v)))
+            .map(|m| m.doc_type.as_str())
+            .collect();
+        types.sort();
+        if !types.is_empty() {
+            out.push(json!({
+                "what": format!("{field} in mapping type(s) {}: {what}", types.join(", ")),
+                "blocks": false,
+            }));
+        }
+    }
+    out
+}
+
+/// `{"enabled": false}`: a meta field switched off.
+fn disabled(v: &Value) -> bool {
+    v.get("enabled")
+        .is_some_and(|e| *e == json!(false) || *e == json!("false"))
 }
 
 fn print_text(report: &Value) {
@@ -234,7 +306,7 @@ fn print_text(report: &Value) {
     }
     for s in report["snapshots"].as_array().unwrap_or(&empty) {
         println!(
-            "\nsnapshot {}  uuid {}  state {}  version {}{}",
+            "\nsnapshot {}  uuid {}  state {}  version {}{}  ({})",
             s["name"].as_str().unwrap_or(""),
             s["uuid"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or("?"),
@@ -244,6 +316,7 @@ fn print_text(report: &Value) {
             } else {
                 ""
             },
+            s["layout"].as_str().unwrap_or("?"),
         );
         for f in s["failures"].as_array().unwrap_or(&empty) {
             println!(
@@ -313,6 +386,16 @@ fn print_text(report: &Value) {
                         l["path"].as_str().unwrap_or(""),
                         l["reason"].as_str().unwrap_or("")
                     );
+                }
+            }
+            for u in i["unsupported"].as_array().unwrap_or(&empty) {
+                let what = u["what"].as_str().unwrap_or("");
+                match u["consequence"].as_str() {
+                    Some(c) if u["blocks"] == true => {
+                        println!("    ERROR unsupported: {what}; {c}")
+                    }
+                    Some(c) => println!("    unsupported: {what}; {c}"),
+                    None => println!("    unsupported: {what}"),
                 }
             }
             for sh in i["shards"].as_array().unwrap_or(&empty) {
