@@ -162,7 +162,10 @@ fn skipped_and_refused_documents_are_logged_counted_verified_and_redriven() {
         "{report}"
     );
     // The same log given twice (or a retried item's records again): counted once.
-    let v5 = verify(&["--failure-log", &format!("{},{}", log.display(), log.display())]);
+    let v5 = verify(&[
+        "--failure-log",
+        &format!("{},{}", log.display(), log.display()),
+    ]);
     assert_eq!(v5.status.code(), Some(0), "{}", show(&v5));
 
     // The cause is fixed: `rfs redrive` delivers the refused document.
