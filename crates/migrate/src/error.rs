@@ -20,6 +20,10 @@ pub struct SourceError {
     pub severity: Severity,
     /// Names the file, table or key, and says why.
     pub message: String,
+    /// The source's own coverage check failed at the end of a read: what it handed over
+    /// does not add up to what its range holds. Nothing of the read is taken as done (the
+    /// item goes back to where the read started), so that a retry checks it all again.
+    pub coverage: bool,
 }
 
 impl SourceError {
@@ -27,6 +31,7 @@ impl SourceError {
         SourceError {
             severity: Severity::Item,
             message: message.into(),
+            coverage: false,
         }
     }
 
@@ -34,6 +39,16 @@ impl SourceError {
         SourceError {
             severity: Severity::Fatal,
             message: message.into(),
+            coverage: false,
+        }
+    }
+
+    /// A read whose documents and skips do not add up to what its range holds (see
+    /// [`SourceError::coverage`]): the item fails and goes back to the read's start.
+    pub fn coverage(message: impl Into<String>) -> Self {
+        SourceError {
+            coverage: true,
+            ..SourceError::item(message)
         }
     }
 }

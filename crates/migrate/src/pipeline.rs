@@ -200,8 +200,15 @@ struct Chunk<B> {
     /// Documents the sink's writer refused to frame.
     refusals: Vec<Refusal>,
     held: Option<Held>,
-    /// Documents framed into batches since the last chunk (for the fleet-wide limit).
+    /// Documents framed into `batch` (what the sink must acknowledge or refuse, one by
+    /// one; also what the fleet-wide limit charges).
     docs: u64,
+    /// Inputs (documents and skips the source handed over) whose positions this chunk
+    /// completes.
+    inputs: u64,
+    /// Outputs beyond the first of the exploded inputs this chunk completes (an input the
+    /// transform turned into `n` documents adds `n - 1`).
+    exploded: u64,
 }
 
 type Sent<B> = (u64, Chunk<B>, Result<Delivered, SinkError>);
@@ -271,7 +278,15 @@ where
         })
     };
 
+    let start = base.clone();
     let mut mark = LowWaterMark::new(base);
+    // What the source handed over in this run, as the acknowledged chunks say: inputs
+    // (documents and skips) and the further outputs of exploded inputs.
+    let mut handed = Handed::default();
+    // The item's counts or the source's coverage did not add up: nothing of this run is
+    // taken as done. The cursor goes back to where the run started, so that the retry
+    // reads (and checks) it all again instead of finding nothing left and finishing.
+    let mut rewind = false;
     let mut in_flight: JoinSet<Sent<Batch<K>>> = JoinSet::new();
     let mut next_seq = 0u64;
     let mut end: Option<ItemEnd> = None;
@@ -314,7 +329,13 @@ where
             abandon_at = Some(Instant::now());
         }
         if end.is_none() && source_done && in_flight.is_empty() {
-            end = Some(ItemEnd::Finished);
+            end = Some(match handed.check(&item, &start, mark.progress()) {
+                Ok(()) => ItemEnd::Finished,
+                Err(e) => {
+                    rewind = true;
+                    ItemEnd::Failed(e)
+                }
+            });
         }
         if end.is_some() && in_flight.is_empty() {
             break;
@@ -326,8 +347,13 @@ where
                 metrics.in_flight_batches.fetch_sub(1, Ordering::Relaxed);
                 match joined {
                     Ok((seq, chunk, Ok(delivered))) => {
+                        let (inputs, exploded) = (chunk.inputs, chunk.exploded);
                         match account(&item, &shared.failures, metrics, chunk, delivered) {
-                            Ok(acked) => mark.ack(seq, acked),
+                            Ok(acked) => {
+                                handed.inputs += inputs;
+                                handed.exploded += exploded;
+                                mark.ack(seq, acked)
+                            }
                             Err(e) => end = Some(ItemEnd::Failed(e)),
                         }
                     }
@@ -341,7 +367,10 @@ where
             }
             msg = rx.recv(), if take => match msg {
                 None => source_done = true,
-                Some(Err(e)) => end = Some(ItemEnd::Failed(e.into())),
+                Some(Err(e)) => {
+                    rewind |= e.coverage;
+                    end = Some(ItemEnd::Failed(e.into()));
+                }
                 Some(Ok(chunk)) => {
                     first_batch_after.get_or_insert_with(|| started.elapsed());
                     if Instant::now() >= trigger.min(deadline) {
@@ -448,12 +477,66 @@ where
     }
     ItemReport {
         end: end.unwrap_or(ItemEnd::Finished),
-        progress: mark.progress().clone(),
+        progress: if rewind {
+            start
+        } else {
+            mark.progress().clone()
+        },
         first_batch_after,
     }
 }
 
 type Batch<K> = <<K as Sink>::Writer as SinkWriter>::Batch;
+
+/// What the source handed over in one run of an item (from the cursor on).
+#[derive(Debug, Default, Clone, Copy)]
+struct Handed {
+    /// Documents and skips read.
+    inputs: u64,
+    /// Outputs beyond the first of inputs the transform exploded into several documents.
+    exploded: u64,
+}
+
+impl Handed {
+    /// The item's invariant, when a run reached the item's end: the counts moved by
+    /// exactly what the source handed over — each input delivered, refused, skipped or
+    /// filtered, an exploded input once per output.
+    fn check(self, item: &WorkItem, start: &Progress, now: &Progress) -> Result<(), PipelineError> {
+        let filtered = |p: &Progress| -> u64 {
+            p.reasons
+                .iter()
+                .filter(|(k, _)| k.starts_with("filtered:"))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let delivered = now.docs.saturating_sub(start.docs);
+        let refused = now.refused.saturating_sub(start.refused);
+        let skipped = now.skipped.saturating_sub(start.skipped);
+        let filtered = filtered(now).saturating_sub(filtered(start));
+        let accounted = delivered + refused + skipped + filtered;
+        let expected = self.inputs + self.exploded;
+        if accounted == expected {
+            return Ok(());
+        }
+        let exploded = if self.exploded > 0 {
+            format!(
+                " (+ {} further outputs of exploded documents)",
+                self.exploded
+            )
+        } else {
+            String::new()
+        };
+        Err(PipelineError {
+            severity: Severity::Item,
+            stage: "accounting",
+            message: format!(
+                "item {}: the source handed over {} documents and skips{exploded} but {delivered} were delivered, {refused} refused, {skipped} skipped and {filtered} filtered ({accounted}); the item goes back to where this run started",
+                item.id(),
+                self.inputs,
+            ),
+        })
+    }
+}
 
 /// Takes a batch's documents and bytes from the fleet-wide budgets (when a limit is set).
 async fn pay_fleet(fleet: Option<&FleetLimiter>, docs: u64, bytes: u64) -> Result<(), SinkError> {
@@ -494,6 +577,24 @@ fn account<B>(
     chunk: Chunk<B>,
     delivered: Delivered,
 ) -> Result<Acked, PipelineError> {
+    // Every document framed into the batch comes back acknowledged or refused: a sink
+    // that loses one fails the item here, before the cursor can pass it.
+    let answered = delivered.delivered + delivered.refused.len() as u64;
+    if answered != chunk.docs {
+        return Err(PipelineError {
+            severity: Severity::Item,
+            stage: "accounting",
+            message: format!(
+                "item {}: a batch of {} document(s) came back with {} delivered and {} refused ({} {}); the cursor stays before the batch",
+                item.id(),
+                chunk.docs,
+                delivered.delivered,
+                delivered.refused.len(),
+                answered.abs_diff(chunk.docs),
+                if answered < chunk.docs { "unaccounted for" } else { "too many" },
+            ),
+        });
+    }
     let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
     let mut records = Vec::new();
     let with_source = failures.include_source();
@@ -613,6 +714,8 @@ struct Pending {
     filtered_n: usize,
     refusals: Vec<Refusal>,
     docs: u64,
+    inputs: u64,
+    exploded: u64,
 }
 
 impl<W: SinkWriter> Reader<'_, W> {
@@ -626,6 +729,8 @@ impl<W: SinkWriter> Reader<'_, W> {
             filtered_n: 0,
             refusals: Vec::new(),
             docs: 0,
+            inputs: 0,
+            exploded: 0,
         };
         let mut hung_up = false;
         let reshapes = self.transform.reshapes();
@@ -648,7 +753,11 @@ impl<W: SinkWriter> Reader<'_, W> {
                         Ok(Shaped::Docs) => {
                             let n = outputs.len();
                             for (i, d) in outputs.drain(..).enumerate() {
-                                match self.writer.push(d) {
+                                let pushed = self.writer.push(d);
+                                if pushed.is_ok() {
+                                    pending.docs += 1;
+                                }
+                                match pushed {
                                     Ok(None) => {}
                                     // The batch is full before the input's last output:
                                     // send it without this input's position, which is
@@ -663,6 +772,12 @@ impl<W: SinkWriter> Reader<'_, W> {
                                     Err(refusal) => pending.refusals.push(*refusal),
                                 }
                             }
+                            // An input counts once; its further outputs are counted as
+                            // `exploded` (with the chunk that completes the input), so
+                            // that the item's equation stays exact. An input with no
+                            // output at all is not made up for: the equation catches it
+                            // (a transform that means to drop one says `Filtered`).
+                            pending.exploded += n.saturating_sub(1) as u64;
                         }
                     }
                 }
@@ -680,6 +795,7 @@ impl<W: SinkWriter> Reader<'_, W> {
                 },
             }
             pending.last = Some(position);
+            pending.inputs += 1;
             let too_many = pending.skips.len() + pending.refusals.len() + pending.filtered_n
                 >= self.skips_per_chunk;
             if full.is_none() && too_many {
@@ -739,6 +855,8 @@ impl<W: SinkWriter> Reader<'_, W> {
             refusals: std::mem::take(&mut pending.refusals),
             held,
             docs: std::mem::take(&mut pending.docs),
+            inputs: std::mem::take(&mut pending.inputs),
+            exploded: std::mem::take(&mut pending.exploded),
         };
         pending.filtered_n = 0;
         self.tx.blocking_send(Ok(chunk)).is_ok()

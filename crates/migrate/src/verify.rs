@@ -107,11 +107,40 @@ pub struct VerifyReport {
     /// Documents the transform program filtered out (expected absent), by reason.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub filtered: BTreeMap<String, u64>,
+    /// The snapshot's own live count (live-docs bitsets and segment infos' deletions, as
+    /// planned): `live` plus the nested children, part of their parents' documents. Every
+    /// read proves its doc-id range against it (the snapshot source's coverage check).
+    pub snapshot_live: u64,
+    /// Skipped documents per source index, as found by reading.
+    pub skipped_per_index: BTreeMap<String, u64>,
+    /// Where the failure logs given disagree with the skips found: source index →
+    /// (skips recorded in the logs, skips found). Empty when no log was given.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub unrecorded: BTreeMap<String, (u64, u64)>,
 }
 
 impl VerifyReport {
     pub fn ok(&self) -> bool {
         self.indices.iter().all(IndexVerdict::ok)
+            && self.unrecorded.is_empty()
+            && self.live <= self.snapshot_live
+    }
+
+    /// Compares the skips the migration's failure logs record (distinct documents per
+    /// source index) with the skips found by reading: every skipped document must be in
+    /// a log (a log that keeps fewer lost some; more: logs of another snapshot).
+    pub fn check_recorded_skips(&mut self, recorded: &BTreeMap<String, u64>) {
+        let indices: std::collections::BTreeSet<&String> = recorded
+            .keys()
+            .chain(self.skipped_per_index.keys())
+            .collect();
+        for index in indices {
+            let r = recorded.get(index).copied().unwrap_or(0);
+            let f = self.skipped_per_index.get(index).copied().unwrap_or(0);
+            if r != f {
+                self.unrecorded.insert(index.clone(), (r, f));
+            }
+        }
     }
 
     /// Documents skipped for any reason.
@@ -205,6 +234,20 @@ impl VerifyReport {
                 out.push_str(&format!("    {n:>10} filtered:{reason}\n"));
             }
         }
+        out.push_str(&format!(
+            "the snapshot's shards hold {} live documents: {} read ({} nested children are part of their parents)\n",
+            self.snapshot_live,
+            self.live,
+            self.snapshot_live.saturating_sub(self.live)
+        ));
+        if self.live > self.snapshot_live {
+            out.push_str("    MISMATCH: more documents read than the snapshot holds\n");
+        }
+        for (index, (recorded, found)) in &self.unrecorded {
+            out.push_str(&format!(
+                "    MISMATCH {index}: the failure logs record {recorded} skipped documents, the snapshot has {found}\n"
+            ));
+        }
         out
     }
 }
@@ -237,8 +280,11 @@ enum Msg {
 #[derive(Default)]
 struct Skipped {
     live: u64,
+    /// The plan's live count (the snapshot's own).
+    planned: u64,
     filtered: BTreeMap<String, u64>,
     by_reason: BTreeMap<String, u64>,
+    per_index: BTreeMap<String, u64>,
     listed: Vec<SkippedDoc>,
 }
 
@@ -303,6 +349,8 @@ pub async fn verify<S: Source>(
         skipped: skipped.by_reason,
         skipped_listed: skipped.listed,
         filtered: skipped.filtered,
+        snapshot_live: skipped.planned,
+        skipped_per_index: skipped.per_index,
         ..VerifyReport::default()
     };
     let mut refused_per_index: BTreeMap<&str, u64> = BTreeMap::new();
@@ -521,6 +569,7 @@ fn read_expected<S: Source>(
     let mut skipped = Skipped::default();
     let mut rng = rand::thread_rng();
     let plan = source.plan()?;
+    skipped.planned = plan.totals.docs;
     let mut hung_up = false;
     let mut outputs = Vec::new();
     for item in &plan.items {
@@ -599,6 +648,7 @@ fn read_expected<S: Source>(
 impl Skipped {
     fn skip(&mut self, index: String, id: Option<String>, reason: &str, detail: String) {
         *self.by_reason.entry(reason.to_string()).or_default() += 1;
+        *self.per_index.entry(index.clone()).or_default() += 1;
         if self.listed.len() < LISTED {
             self.listed.push(SkippedDoc {
                 index,

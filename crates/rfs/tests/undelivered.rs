@@ -136,6 +136,37 @@ fn skipped_and_refused_documents_are_logged_counted_verified_and_redriven() {
         "{report}"
     );
     assert!(report.contains("complexdoc (no_route"), "{report}");
+    // The live count is the snapshot's own (live docs of its shards), not the reader's.
+    assert!(
+        report.contains("the snapshot's shards hold 3 live documents: 3 read"),
+        "{report}"
+    );
+    // A failure log that lost the skipped document's record (as logs capped at 10,000
+    // skips did) does not account for it: a mismatch, though the target count agrees.
+    let lossy = dir.path().join("lossy.jsonl");
+    let kept: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("complexdoc"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(kept.len(), 1);
+    std::fs::write(&lossy, kept.join("\n") + "\n").unwrap();
+    let v4 = verify(&["--failure-log", lossy.to_str().unwrap()]);
+    assert_eq!(v4.status.code(), Some(6), "{}", show(&v4));
+    let report = String::from_utf8_lossy(&v4.stdout);
+    assert!(
+        report.contains(
+            "MISMATCH test_updates_deletes: the failure logs record 0 skipped documents, the snapshot has 1"
+        ),
+        "{report}"
+    );
+    // The same log given twice (or a retried item's records again): counted once.
+    let v5 = verify(&[
+        "--failure-log",
+        &format!("{},{}", log.display(), log.display()),
+    ]);
+    assert_eq!(v5.status.code(), Some(0), "{}", show(&v5));
 
     // The cause is fixed: `rfs redrive` delivers the refused document.
     server.set_faults(Faults::default());

@@ -31,8 +31,13 @@ impl TableError {
                 let c = code.code();
                 // 08: connection exceptions; 57014 statement timeout / cancel;
                 // 57P0x: shutdown / cannot connect now; 53: insufficient resources;
-                // 40001 / 40P01: serialization failure or deadlock (replica conflicts).
+                // 40001 / 40P01: serialization failure or deadlock (replica conflicts);
+                // 25P03: a slot's snapshot was held idle past the server's
+                // idle_in_transaction_session_timeout; 72000: snapshot too old. (A read
+                // retried opens a new snapshot from the last key read.)
                 c.starts_with("08")
+                    || c == "25P03"
+                    || c == "72000"
                     || c.starts_with("53")
                     || c == "57014"
                     || c.starts_with("57P0")

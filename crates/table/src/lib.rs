@@ -19,6 +19,6 @@ pub mod value;
 
 pub use error::TableError;
 pub use name::TableName;
-pub use reader::{Page, Table, TableOptions};
+pub use reader::{Page, SlotProof, SlotRead, SnapshotCount, Table, TableOptions};
 pub use schema::{Column, ColumnKind, Schema};
 pub use slots::{Bounds, Slot, SlotRule};

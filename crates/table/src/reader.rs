@@ -2,10 +2,12 @@
 //! statements a migration needs — keyset pages, key range, key sample, row estimate.
 //!
 //! Every connection starts with `default_transaction_read_only=on` and the statement
-//! timeout, so each page is one read-only statement (no transaction held across pages:
-//! fine against a replica). Pages are retried with exponential backoff and jitter while
-//! the failure is transient ([`TableError::is_transient`]); each retry asks again for the
-//! keys after the last one delivered, so nothing is read twice or skipped.
+//! timeout. A slot is read by a [`SlotRead`]: its pages and the count of its rows in one
+//! read-only REPEATABLE READ snapshot, so that the count is of the rows read (a replica
+//! serves these too; a long one may be cancelled by recovery, which is retried).
+//! Statements are retried with exponential backoff and jitter while the failure is
+//! transient ([`TableError::is_transient`]); each retry asks again for the keys after the
+//! last one delivered (in a new snapshot), so nothing is read twice or skipped.
 
 use std::time::Duration;
 
@@ -354,6 +356,16 @@ impl Table {
         })
     }
 
+    /// A connection of the pool.
+    async fn client(&self) -> Result<deadpool_postgres::Object, TableError> {
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => {
+                TableError::from_pg(&format!("connecting to {}", self.shown_url), &e)
+            }
+            other => TableError::Unavailable(format!("connecting to {}: {other}", self.shown_url)),
+        })
+    }
+
     /// Runs one statement with retries.
     async fn query(
         &self,
@@ -362,14 +374,7 @@ impl Table {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, TableError> {
         let run = || async {
-            let client = self.pool.get().await.map_err(|e| match e {
-                deadpool_postgres::PoolError::Backend(e) => {
-                    TableError::from_pg(&format!("connecting to {}", self.shown_url), &e)
-                }
-                other => {
-                    TableError::Unavailable(format!("connecting to {}: {other}", self.shown_url))
-                }
-            })?;
+            let client = self.client().await?;
             let stmt = client
                 .prepare_cached(sql)
                 .await
@@ -411,55 +416,74 @@ impl Table {
         cursor: Option<&str>,
         limit: u32,
     ) -> Result<Page, TableError> {
-        let k = &self.key_sql;
-        // NULL keys sort last and cannot be stepped over: [`Table::null_keys`] counts them.
-        let mut conds: Vec<String> = vec![format!("{k} IS NOT NULL")];
-        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        // The cursor is inside the slot, hence after its lower bound.
-        let after = cursor.or(slot.after.as_deref());
-        let after_s;
-        let until_s;
-        let from_s;
-        let limit_s;
-        if let Some(a) = after {
-            after_s = a.to_string();
-            params.push(&after_s);
-            conds.push(format!("{k} > {}", self.cast(params.len())));
-        }
-        if let Some(u) = &slot.until {
-            until_s = u.clone();
-            params.push(&until_s);
-            conds.push(format!("{k} <= {}", self.cast(params.len())));
-        }
-        if let Some(f) = &bounds.from {
-            from_s = f.clone();
-            params.push(&from_s);
-            conds.push(format!("{k} >= {}", self.cast(params.len())));
-        }
-        if let Some(u) = &bounds.until {
-            limit_s = u.clone();
-            params.push(&limit_s);
-            conds.push(format!("{k} < {}", self.cast(params.len())));
-        }
-        if let Some(pred) = &self.opts.filter {
-            conds.push(format!("({pred})"));
-        }
         let limit = limit.max(1);
+        let (sql, values) = self.page_sql(slot, bounds, cursor, limit);
+        let rows = self
+            .query(
+                &format!("reading {}", self.schema.table),
+                &sql,
+                &params(&values),
+            )
+            .await?;
+        Ok(self.render_page(&rows, limit))
+    }
+
+    /// The keyset statement of [`Table::page`] and its parameters (key texts).
+    fn page_sql(
+        &self,
+        slot: &Slot,
+        bounds: &Bounds,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> (String, Vec<String>) {
+        // NULL keys sort last and cannot be stepped over: [`Table::null_keys`] counts them.
+        // The cursor is inside the slot, hence after its lower bound.
+        let (conds, values) = self.slot_conds(slot, bounds, cursor.or(slot.after.as_deref()));
         let sql = format!(
             "{} WHERE {} ORDER BY {} LIMIT {limit}",
             self.select,
             conds.join(" AND "),
             self.order_key()
         );
-        let rows = self
-            .query(&format!("reading {}", self.schema.table), &sql, &params)
-            .await?;
+        (sql, values)
+    }
+
+    /// The conditions of the rows of `slot` after `after` inside `bounds` (and `--where`),
+    /// with their parameters: the same for pages and counts, so that a count is of the rows
+    /// the pages read.
+    fn slot_conds(
+        &self,
+        slot: &Slot,
+        bounds: &Bounds,
+        after: Option<&str>,
+    ) -> (Vec<String>, Vec<String>) {
+        let k = &self.key_sql;
+        let mut conds: Vec<String> = vec![format!("{k} IS NOT NULL")];
+        let mut values: Vec<String> = Vec::new();
+        for (v, op) in [
+            (after, ">"),
+            (slot.until.as_deref(), "<="),
+            (bounds.from.as_deref(), ">="),
+            (bounds.until.as_deref(), "<"),
+        ] {
+            if let Some(v) = v {
+                values.push(v.to_string());
+                conds.push(format!("{k} {op} {}", self.cast(values.len())));
+            }
+        }
+        if let Some(pred) = &self.opts.filter {
+            conds.push(format!("({pred})"));
+        }
+        (conds, values)
+    }
+
+    fn render_page(&self, rows: &[tokio_postgres::Row], limit: u32) -> Page {
         let mut page = Page {
             full: rows.len() as u64 >= limit as u64,
             ..Page::default()
         };
         let mut size = 256;
-        for row in &rows {
+        for row in rows {
             let mut buf = Vec::with_capacity(size);
             match self.renderer.render(row, &mut buf) {
                 Ok(key) => {
@@ -475,40 +499,58 @@ impl Table {
                 }
             }
         }
-        Ok(page)
+        page
     }
 
-    /// Rows of `slot` after `cursor` inside `bounds` whose key is not NULL: what reading
-    /// them page by page must have found.
+    /// Rows of `slot` after `cursor` inside `bounds` (and `--where`) whose key is not NULL:
+    /// what reading them page by page must have found.
     pub async fn count(
         &self,
         slot: &Slot,
         bounds: &Bounds,
         cursor: Option<&str>,
     ) -> Result<u64, TableError> {
-        let k = &self.key_sql;
-        let mut conds: Vec<String> = vec![format!("{k} IS NOT NULL")];
-        let mut values: Vec<String> = Vec::new();
-        for (v, op) in [
-            (cursor.or(slot.after.as_deref()), ">"),
-            (slot.until.as_deref(), "<="),
-            (bounds.from.as_deref(), ">="),
-            (bounds.until.as_deref(), "<"),
-        ] {
-            if let Some(v) = v {
-                values.push(v.to_string());
-                conds.push(format!("{k} {op} {}", self.cast(values.len())));
-            }
+        let (sql, values) = self.count_sql(slot, bounds, cursor, None);
+        let rows = self
+            .query("counting a slot's rows", &sql, &params(&values))
+            .await?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as u64))
+    }
+
+    /// The statement of [`Table::count`], of the keys up to `upto` too when given.
+    fn count_sql(
+        &self,
+        slot: &Slot,
+        bounds: &Bounds,
+        cursor: Option<&str>,
+        upto: Option<&str>,
+    ) -> (String, Vec<String>) {
+        let (mut conds, mut values) =
+            self.slot_conds(slot, bounds, cursor.or(slot.after.as_deref()));
+        if let Some(u) = upto {
+            values.push(u.to_string());
+            conds.push(format!("{} <= {}", self.key_sql, self.cast(values.len())));
         }
-        let params: Vec<&(dyn ToSql + Sync)> =
-            values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
         let sql = format!(
             "SELECT count(*) FROM {} WHERE {}",
             self.schema.table.sql(),
             conds.join(" AND ")
         );
-        let rows = self.query("counting a slot's rows", &sql, &params).await?;
-        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as u64))
+        (sql, values)
+    }
+
+    /// Reads `slot` after `cursor` page by page, each page and the slot's count in one
+    /// snapshot: see [`SlotRead`].
+    pub fn read_slot(&self, slot: &Slot, bounds: &Bounds, cursor: Option<&str>) -> SlotRead<'_> {
+        SlotRead {
+            table: self,
+            slot: slot.clone(),
+            bounds: bounds.clone(),
+            cursor: cursor.map(str::to_owned),
+            open: None,
+            interrupted: None,
+            proven: Vec::new(),
+        }
     }
 
     /// The smallest and greatest key inside `bounds` (`None`: no rows).
@@ -656,6 +698,204 @@ impl Table {
                     .map_err(|e| TableError::Query(format!("reading a key: {}", e.0)))
             })
             .collect()
+    }
+}
+
+fn params(values: &[String]) -> Vec<&(dyn ToSql + Sync)> {
+    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
+}
+
+/// One read of a slot, page by page, in REPEATABLE READ snapshots: a snapshot opens with
+/// the count of the slot's rows after the key where it starts, and its pages are read in
+/// it, so that when the last page arrives the count is of exactly the rows the pages could
+/// return. A page that fails for a transient reason (connection lost, statement timeout,
+/// the snapshot held too long) is retried with backoff in a new snapshot that starts after
+/// the last key read; the rows read in the interrupted one are counted again in the new
+/// one ([`SlotProof::interrupted`]), where rows written in between may change the count.
+///
+/// Dropped before the end (the pipeline stopped), the open snapshot's connection is
+/// closed rather than given back to the pool inside its transaction.
+pub struct SlotRead<'t> {
+    table: &'t Table,
+    slot: Slot,
+    bounds: Bounds,
+    /// The last key read (`None`: none yet; from the slot's start or the first cursor).
+    cursor: Option<String>,
+    open: Option<Snapshot>,
+    /// A snapshot that ended in an error: where it started, and the rows read in it.
+    interrupted: Option<(Option<String>, u64)>,
+    proven: Vec<SnapshotCount>,
+}
+
+struct Snapshot {
+    client: deadpool_postgres::Object,
+    /// The key after which it starts.
+    from: Option<String>,
+    /// Rows after `from`, counted in the snapshot.
+    counted: u64,
+    /// Rows read in it.
+    read: u64,
+}
+
+/// What one snapshot of a [`SlotRead`] counted and what was read in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotCount {
+    /// The key after which the snapshot's rows start (`None`: the slot's start).
+    pub from: Option<String>,
+    /// Rows of the slot from there, counted in the snapshot.
+    pub counted: u64,
+    /// Rows the pages read in it.
+    pub read: u64,
+    /// This snapshot was interrupted by an error: `counted` is of the rows up to the key
+    /// where it stopped, counted again in the next snapshot (rows written in between
+    /// change it; nothing proves a difference a loss).
+    pub interrupted: bool,
+}
+
+/// What a whole [`SlotRead`] counted: one entry per snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlotProof {
+    pub snapshots: Vec<SnapshotCount>,
+}
+
+impl SlotProof {
+    /// The first snapshot (not interrupted) whose pages read other than its count.
+    pub fn mismatch(&self) -> Option<&SnapshotCount> {
+        self.snapshots
+            .iter()
+            .find(|s| !s.interrupted && s.counted != s.read)
+    }
+
+    /// Interrupted snapshots whose rows counted again differ from the rows read.
+    pub fn changed(&self) -> impl Iterator<Item = &SnapshotCount> {
+        self.snapshots
+            .iter()
+            .filter(|s| s.interrupted && s.counted != s.read)
+    }
+}
+
+impl SlotRead<'_> {
+    /// The next page (`full == false`: the slot's last; then [`SlotRead::proof`] says what
+    /// the snapshot counted).
+    pub async fn next_page(&mut self, limit: u32) -> Result<Page, TableError> {
+        use backon::BackoffBuilder;
+        let opts = &self.table.opts;
+        let mut waits = ExponentialBuilder::default()
+            .with_min_delay(opts.backoff)
+            .with_max_delay(Duration::from_secs(30))
+            .with_max_times(opts.attempts.saturating_sub(1))
+            .with_jitter()
+            .build();
+        loop {
+            match self.try_page(limit.max(1)).await {
+                Ok(p) => return Ok(p),
+                Err(e) => {
+                    if let Some(s) = self.open.take() {
+                        // Nothing of the broken snapshot is trusted but the rows already
+                        // returned: the next one starts after the last key read.
+                        self.interrupted = Some((s.from, s.read));
+                        drop(deadpool_postgres::Object::take(s.client));
+                    }
+                    match waits.next().filter(|_| e.is_transient()) {
+                        Some(wait) => {
+                            tracing::warn!("{e}; retrying in {wait:?} in a new snapshot");
+                            tokio::time::sleep(wait).await;
+                        }
+                        None => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    async fn try_page(&mut self, limit: u32) -> Result<Page, TableError> {
+        let t = self.table;
+        let what = format!("reading {}", t.schema.table);
+        if self.open.is_none() {
+            let client = t.client().await?;
+            client
+                .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .await
+                .map_err(|e| TableError::from_pg(&what, &e))?;
+            let count = |cursor: Option<&str>, upto: Option<&str>| {
+                let (sql, values) = t.count_sql(&self.slot, &self.bounds, cursor, upto);
+                let client = &client;
+                async move {
+                    let rows = client
+                        .query(&sql, &params(&values))
+                        .await
+                        .map_err(|e| TableError::from_pg("counting a slot's rows", &e))?;
+                    Ok::<u64, TableError>(
+                        rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as u64),
+                    )
+                }
+            };
+            if let Some((from, read)) = self.interrupted.take() {
+                let counted = count(from.as_deref(), self.cursor.as_deref()).await?;
+                self.proven.push(SnapshotCount {
+                    from,
+                    counted,
+                    read,
+                    interrupted: true,
+                });
+            }
+            let counted = count(self.cursor.as_deref(), None).await?;
+            self.open = Some(Snapshot {
+                client,
+                from: self.cursor.clone(),
+                counted,
+                read: 0,
+            });
+        }
+        let s = self.open.as_mut().expect("a snapshot is open");
+        let (sql, values) = t.page_sql(&self.slot, &self.bounds, self.cursor.as_deref(), limit);
+        let stmt = s
+            .client
+            .prepare_cached(&sql)
+            .await
+            .map_err(|e| TableError::from_pg(&what, &e))?;
+        let rows = s
+            .client
+            .query(&stmt, &params(&values))
+            .await
+            .map_err(|e| TableError::from_pg(&what, &e))?;
+        let page = t.render_page(&rows, limit);
+        s.read += page.rows.len() as u64;
+        if let Some(k) = &page.last_key {
+            self.cursor = Some(k.clone());
+        }
+        if !page.full {
+            let s = self.open.take().expect("a snapshot is open");
+            // A read-only transaction: its end cannot fail what was read. A connection that
+            // cannot say COMMIT is not given back to the pool.
+            match s.client.batch_execute("COMMIT").await {
+                Ok(()) => drop(s.client),
+                Err(_) => drop(deadpool_postgres::Object::take(s.client)),
+            }
+            self.proven.push(SnapshotCount {
+                from: s.from,
+                counted: s.counted,
+                read: s.read,
+                interrupted: false,
+            });
+        }
+        Ok(page)
+    }
+
+    /// What the snapshots counted, once the last page was read.
+    pub fn proof(&self) -> SlotProof {
+        SlotProof {
+            snapshots: self.proven.clone(),
+        }
+    }
+}
+
+impl Drop for SlotRead<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.open.take() {
+            // Inside its transaction: closed, not pooled.
+            drop(deadpool_postgres::Object::take(s.client));
+        }
     }
 }
 

@@ -107,6 +107,9 @@ struct Snk {
     refuse_every: Option<u64>,
     /// Never answer a batch holding an id at or past this (a hanging target).
     hang_from: Option<u64>,
+    /// A lossy target: documents whose id is divisible by this are neither delivered nor
+    /// refused (and not counted).
+    lose_every: Option<u64>,
 }
 
 struct W {
@@ -170,6 +173,7 @@ impl Sink for Snk {
         }
         let (refused, ok): (Vec<u64>, Vec<u64>) = docs
             .iter()
+            .filter(|d| self.lose_every.is_none_or(|l| *d % l != 0))
             .partition(|d| self.refuse_every.is_some_and(|r| *d % r == 0));
         self.received.lock().unwrap().extend(&ok);
         Ok(Delivered {
@@ -1136,4 +1140,288 @@ async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() 
             "round {round}"
         );
     }
+}
+
+/// The item's equation is checked where the item ends, and per batch where the sink
+/// answers: a loss anywhere fails the item, never a run that ends well.
+fn accounting_failure(end: &ItemEnd) -> &PipelineError {
+    match end {
+        ItemEnd::Failed(e) if e.stage == "accounting" => {
+            assert_eq!(e.severity, Severity::Item, "{e}");
+            e
+        }
+        other => panic!("expected an accounting failure, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_that_loses_documents_fails_the_item_before_the_cursor_passes_them() {
+    // 1000 % 3 != 0 (live), not a multiple of 7, 11 or 13: framed and sent; lost.
+    let sink = Arc::new(Snk {
+        jitter_ms: 3,
+        lose_every: Some(1000),
+        ..Snk::default()
+    });
+    let r = go(
+        Src {
+            max_doc: 3000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        far(),
+        opts(3),
+        None,
+    )
+    .await;
+    let e = accounting_failure(&r.report.end);
+    assert!(e.message.contains("item i__0__0"), "{e}");
+    assert!(e.message.contains("1 unaccounted for"), "{e}");
+    // The batch holding 1000 is never acknowledged: the cursor stays before it, and the
+    // counts hold exactly what reached the target up to there.
+    let cursor = r.report.progress.cursor.as_ref().and_then(Position::doc);
+    assert!(cursor.is_some_and(|c| c < 1000), "{cursor:?}");
+    let to = cursor.unwrap() + 1;
+    let want = fates(0, to, None);
+    let got: Vec<u64> = received(&sink).into_iter().filter(|d| *d < to).collect();
+    assert_eq!(got, want.delivered);
+    let p = &r.report.progress;
+    assert_eq!(
+        (p.docs, p.refused, p.skipped),
+        (want.delivered.len() as u64, want.refused, want.skipped)
+    );
+}
+
+#[tokio::test]
+async fn a_sink_that_claims_more_than_it_was_given_fails_the_item() {
+    struct Boasting(Snk);
+    impl Sink for Boasting {
+        type Writer = W;
+        fn writer(&self) -> W {
+            self.0.writer()
+        }
+        async fn send(&self, docs: Vec<u64>) -> Result<Delivered, SinkError> {
+            let mut d = self.0.send(docs).await?;
+            d.delivered += 1;
+            Ok(d)
+        }
+        fn identity(&self) -> String {
+            "boasting".into()
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_tx, rx) = watch::channel(false);
+    let shared = Shared {
+        metrics: Metrics::new(),
+        failures: Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap()),
+        budget: Budget::new(1 << 20),
+        shutdown: rx,
+        fleet: None,
+    };
+    let report = run_item(
+        Arc::new(Src {
+            max_doc: 100,
+            fail_at: None,
+        }),
+        Arc::new(Tr),
+        Arc::new(Boasting(Snk::default())),
+        &mut Lease::default(),
+        ItemPlan {
+            item: item(None, None),
+            base: Progress::default(),
+            trigger: far(),
+            deadline: far(),
+        },
+        &opts(1),
+        &shared,
+    )
+    .await;
+    let e = accounting_failure(&report.end);
+    assert!(e.message.contains("1 too many"), "{e}");
+    assert_eq!(report.progress, Progress::default(), "nothing is counted");
+}
+
+/// A document program that yields nothing for ids divisible by 5 without saying it
+/// filtered them (a broken transform): those inputs vanish.
+struct Hole;
+impl Transform for Hole {
+    fn apply(&self, _: &mut Document) -> Result<(), Unroutable> {
+        unreachable!("the pipeline calls apply_all when a transform reshapes")
+    }
+    fn reshapes(&self) -> bool {
+        true
+    }
+    fn apply_all(&self, mut doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
+        let i: u64 = doc.id.parse().unwrap();
+        if !i.is_multiple_of(5) {
+            doc.index = "out".into();
+            out.push(doc);
+        }
+        Ok(Shaped::Docs)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_that_vanish_in_the_transform_fail_the_item_at_its_end_and_rewind_it() {
+    let sink = Arc::new(Snk::default());
+    let base = Progress {
+        cursor: Some(Position::Doc(99)),
+        docs: 40,
+        skipped: 3,
+        reasons: [("skipped:no_source".to_string(), 3)].into(),
+        ..Progress::default()
+    };
+    let r = go_with(
+        Src {
+            max_doc: 400,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        base.clone(),
+        (far(), far()),
+        opts(2),
+        None,
+        Some(Arc::new(Hole)),
+    )
+    .await;
+    let e = accounting_failure(&r.report.end);
+    // Live inputs in 100..400 that are multiples of 5 (and not skips) vanish.
+    let inputs = (100..400u64).filter(|i| is_live(*i)).count();
+    let skipped = (100..400u64)
+        .filter(|i| is_live(*i) && i.is_multiple_of(7))
+        .count();
+    let sent = |i: &u64| is_live(*i) && !i.is_multiple_of(7);
+    let lost = (100..400u64)
+        .filter(|i| sent(i) && i.is_multiple_of(5))
+        .count();
+    assert!(
+        e.message
+            .contains(&format!("handed over {inputs} documents and skips")),
+        "{e}"
+    );
+    let refused = (100..400u64)
+        .filter(|i| sent(i) && !i.is_multiple_of(5) && i.is_multiple_of(13))
+        .count();
+    let delivered = inputs - lost - refused - skipped;
+    assert!(
+        e.message.contains(&format!(
+            "but {delivered} were delivered, {refused} refused, {skipped} skipped and 0 filtered ({})",
+            inputs - lost
+        )),
+        "{e}"
+    );
+    // The retry starts where this run did: it does not find the item done.
+    assert_eq!(r.report.progress, base);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explode_and_filter_keep_the_equation_exact_across_a_resume() {
+    // Every run that reaches the item's end passes the check, whatever the cut: the
+    // outputs of an input split over two batches, a trigger between them, a resume.
+    let sink = Arc::new(Snk {
+        jitter_ms: 2,
+        ..Snk::default()
+    });
+    let trigger = Instant::now() + Duration::from_millis(30);
+    let r = go_with(
+        Src {
+            max_doc: 50_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, Some(2000)),
+        Progress::default(),
+        (trigger, far()),
+        opts(3),
+        None,
+        Some(Arc::new(Fan)),
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Triggered | ItemEnd::Finished),
+        "{:?}",
+        r.report.end
+    );
+    let r2 = go_with(
+        Src {
+            max_doc: 50_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, Some(2000)),
+        r.report.progress.clone(),
+        (far(), far()),
+        opts(3),
+        None,
+        Some(Arc::new(Fan)),
+    )
+    .await;
+    assert!(
+        matches!(r2.report.end, ItemEnd::Finished),
+        "{:?}",
+        r2.report.end
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_whose_coverage_check_fails_takes_nothing_of_its_read_as_done() {
+    // The source reads its whole range, then finds that what it gave does not add up to
+    // what the range holds: the item fails, and the retry starts where this read did
+    // (were the cursor left at the end, the retry would find nothing left and finish).
+    struct Uncovered(Src);
+    impl Source for Uncovered {
+        fn identity(&self) -> BTreeMap<String, String> {
+            BTreeMap::new()
+        }
+        fn plan(&self) -> Result<Plan, SourceError> {
+            Ok(Plan::default())
+        }
+        fn read(
+            &self,
+            item: &WorkItem,
+            after: &Cursor,
+            emit: &mut dyn FnMut(Read) -> bool,
+        ) -> Result<(), SourceError> {
+            self.0.read(item, after, emit)?;
+            Err(SourceError::coverage("the range holds one more document"))
+        }
+    }
+    let sink = Arc::new(Snk::default());
+    let base = Progress {
+        cursor: Some(Position::Doc(49)),
+        docs: 20,
+        ..Progress::default()
+    };
+    let r = go(
+        Uncovered(Src {
+            max_doc: 5000,
+            fail_at: None,
+        }),
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        base.clone(),
+        far(),
+        opts(2),
+        None,
+    )
+    .await;
+    match &r.report.end {
+        ItemEnd::Failed(e) => {
+            assert_eq!(e.severity, Severity::Item);
+            assert!(e.message.contains("one more document"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        !received(&sink).is_empty(),
+        "batches went out before the end"
+    );
+    assert_eq!(r.report.progress, base);
 }

@@ -60,6 +60,9 @@ pub struct ClusterSource {
     indices: Vec<(String, u64)>,
     opts: ClusterSourceOptions,
     runtime: tokio::runtime::Handle,
+    /// Test hook: a reader bug that forgets the hit with this id.
+    #[cfg(test)]
+    forget_id: Option<String>,
 }
 
 fn source_error(e: ClusterError, what: &str) -> SourceError {
@@ -88,6 +91,10 @@ struct Page<'a> {
 struct Hits<'a> {
     #[serde(borrow)]
     hits: Vec<Hit<'a>>,
+    /// With `track_total_hits: true`: the hits of the whole query (the slice), as
+    /// `{"value", "relation"}` (read leniently: another shape is no count).
+    #[serde(default)]
+    total: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +170,8 @@ impl ClusterSource {
                 keep_alive: opts.keep_alive,
             },
             runtime: tokio::runtime::Handle::current(),
+            #[cfg(test)]
+            forget_id: None,
         })
     }
 
@@ -232,13 +241,21 @@ impl ClusterSource {
             Some(Position::Doc(u)) => Some(*u),
             _ => None,
         };
+        // Coverage: a read of the whole slice asks, with its first page, how many hits the
+        // slice holds in the point in time (one count per slice), and gives exactly that
+        // many. A read resumed after a cursor cannot be proven so: the count of the hits
+        // after a `_shard_doc` value is not asked of the cluster (`search_after` is not a
+        // query, and whether `hits.total` counts the hits before it differs by version).
+        let mut expected: Option<u64> = None;
+        let mut ask_total = after.is_none() && until.is_none();
+        let mut given = 0u64;
         let mut pit = self.runtime.block_on(self.open_pit(index))?;
         let result = loop {
             let mut body = json!({
                 "size": self.opts.page_size,
                 "sort": [{"_shard_doc": "asc"}],
                 "pit": {"id": pit, "keep_alive": self.opts.keep_alive},
-                "track_total_hits": false,
+                "track_total_hits": ask_total,
             });
             if self.opts.slices > 1 {
                 body["slice"] = json!({"id": item.part, "max": self.opts.slices});
@@ -268,7 +285,22 @@ impl ClusterSource {
                     pit = id.to_string();
                 }
             }
+            if ask_total {
+                ask_total = false;
+                // A count the cluster says is exact; else (an older answer shape) none.
+                expected = page
+                    .hits
+                    .total
+                    .as_ref()
+                    .filter(|t| t.get("relation").and_then(Value::as_str) == Some("eq"))
+                    .and_then(|t| t.get("value").and_then(Value::as_u64));
+            }
             if page.hits.hits.is_empty() {
+                if let Some(n) = expected.filter(|n| *n != given) {
+                    break Err(SourceError::coverage(format!(
+                        "{where_}: the point in time holds {n} hits for the slice, but {given} were given: hits were lost on the way; the item fails rather than end as done"
+                    )));
+                }
                 break Ok(());
             }
             let mut stopped = false;
@@ -292,6 +324,11 @@ impl ClusterSource {
                     stopped = true;
                     break;
                 }
+                #[cfg(test)]
+                if self.forget_id.as_deref() == Some(h.id.as_str()) {
+                    continue;
+                }
+                given += 1;
                 let read = match h.source {
                     Some(s) => Read::Doc(Document {
                         position: Position::Doc(pos),
@@ -370,5 +407,89 @@ impl Source for ClusterSource {
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError> {
         self.read_pages(item, after, emit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testkit::server::{ServerConfig, TestServer};
+
+    /// Every slice read from its start proves its hits against the point in time's count;
+    /// a reader that forgets one hit fails its item instead of ending it as done.
+    #[test]
+    fn a_slice_read_whole_proves_its_hits_against_the_count() {
+        let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+        let mut body = String::new();
+        for i in 0..150 {
+            body.push_str(&format!(
+                "{{\"index\":{{\"_index\":\"p\",\"_id\":\"{i}\"}}}}\n{{\"n\":{i}}}\n"
+            ));
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut source = rt.block_on(async {
+            let client = Client::new(cluster::ClientConfig::new(server.url())).unwrap();
+            let r = client
+                .request_bytes(
+                    Method::POST,
+                    "/_bulk?refresh=true",
+                    Bytes::from(body),
+                    "application/x-ndjson",
+                )
+                .await
+                .unwrap();
+            assert!(r.is_success());
+            ClusterSource::open(
+                client,
+                server.url(),
+                "p",
+                ClusterSourceOptions {
+                    slices: 3,
+                    page_size: 11,
+                    keep_alive: "1m".into(),
+                },
+            )
+            .await
+            .unwrap()
+        });
+        let items = source.plan().unwrap().items;
+        let read = |s: &ClusterSource, item: &WorkItem| {
+            let mut ids = Vec::new();
+            s.read(item, &None, &mut |r| {
+                if let Read::Doc(d) = r {
+                    ids.push(d.id);
+                }
+                true
+            })
+            .map(|()| ids)
+        };
+        let mut all = Vec::new();
+        for item in &items {
+            all.extend(read(&source, item).unwrap_or_else(|e| panic!("{e}")));
+        }
+        assert_eq!(all.len(), 150);
+        // The lossy reader: the slice holding document 77 forgets it.
+        source.forget_id = Some("77".into());
+        let mut failed = 0;
+        for item in &items {
+            match read(&source, item) {
+                Ok(ids) => assert!(!ids.contains(&"77".to_string())),
+                Err(e) => {
+                    failed += 1;
+                    assert!(e.coverage, "{e}");
+                    assert!(e.message.contains("hits were lost"), "{e}");
+                    assert!(
+                        e.message.contains(&format!("{}/p slice", server.url())),
+                        "{e}"
+                    );
+                }
+            }
+        }
+        assert_eq!(failed, 1);
+        drop(rt);
     }
 }

@@ -49,6 +49,9 @@ pub struct JsonlSource {
     store: Arc<dyn BlobStore>,
     files: Vec<(String, u64)>,
     opts: JsonlOptions,
+    /// Test hook: a walker bug that forgets the line beginning at this offset.
+    #[cfg(test)]
+    forget_line_at: Option<u64>,
 }
 
 /// The files of `store` this source reads: `*.jsonl` at its root, by name.
@@ -79,7 +82,13 @@ impl JsonlSource {
             read_bytes: opts.read_bytes.max(1),
             max_line_bytes: opts.max_line_bytes.max(1),
         };
-        Ok(JsonlSource { store, files, opts })
+        Ok(JsonlSource {
+            store,
+            files,
+            opts,
+            #[cfg(test)]
+            forget_line_at: None,
+        })
     }
 
     /// The files read, with their lengths.
@@ -169,15 +178,28 @@ impl Source for JsonlSource {
             .into_iter()
             .flatten()
             .fold(start, |f, p| f.max(p.saturating_add(1)));
-        let mut lines = Lines::new(self, &item.group, len);
+        let mut lines = Lines::new(self, &item.group, len, from..end);
         let Some(mut at) = lines.first_line_at_or_after(from)? else {
             return Ok(());
         };
         let group: Arc<str> = Arc::from(item.group.as_str());
+        // Lines walked: given (documents and skips) and blank.
+        let (mut given, mut blank) = (0u64, 0u64);
         while at < end {
             let (line, next) = lines.line(at)?;
+            #[cfg(test)]
+            if self.forget_line_at == Some(at) {
+                match next {
+                    Some(n) => at = n,
+                    None => break,
+                }
+                continue;
+            }
             let read = match line {
-                Line::Blank => None,
+                Line::Blank => {
+                    blank += 1;
+                    None
+                }
                 Line::TooLong(n) => Some(Read::Skip(Skip {
                     position: Position::Doc(at),
                     index: group.clone(),
@@ -198,6 +220,7 @@ impl Source for JsonlSource {
                 })),
             };
             if let Some(r) = read {
+                given += 1;
                 if !emit(r) {
                     return Ok(());
                 }
@@ -206,6 +229,16 @@ impl Source for JsonlSource {
                 Some(n) => at = n,
                 None => break,
             }
+        }
+        // Coverage: the lines beginning in the range, counted from its newlines as the
+        // windows were fetched, were each walked — given as a document or a skip, or blank.
+        let starts = lines.starts();
+        if given + blank != starts {
+            return Err(SourceError::coverage(format!(
+                "{}/{}: bytes {from}..{end} begin {starts} lines, but {given} were given and {blank} are blank: lines were lost on the way; the item fails rather than end as done",
+                self.store.location(),
+                item.group
+            )));
         }
         Ok(())
     }
@@ -328,17 +361,53 @@ struct Lines<'a> {
     /// The bytes held and the offset of their first byte.
     buf: Bytes,
     buf_at: u64,
+    /// The read's range: lines beginning in it are counted as windows are fetched.
+    range: std::ops::Range<u64>,
+    /// Bytes up to here were looked at for line starts.
+    counted_to: u64,
+    /// Lines beginning in `range` (in the bytes fetched so far).
+    starts: u64,
 }
 
 impl<'a> Lines<'a> {
-    fn new(source: &'a JsonlSource, name: &'a str, len: u64) -> Self {
+    fn new(source: &'a JsonlSource, name: &'a str, len: u64, range: std::ops::Range<u64>) -> Self {
         Lines {
             source,
             name,
             len,
             buf: Bytes::new(),
             buf_at: 0,
+            // The file's first line begins at 0, with no newline before it.
+            starts: u64::from(range.start == 0 && range.end > 0 && len > 0),
+            counted_to: 0,
+            range,
         }
+    }
+
+    /// Lines beginning in the read's range, counted from the newlines of every window
+    /// fetched (independently of the walk over them): what the walk must have met once
+    /// it reached the range's end.
+    fn starts(&self) -> u64 {
+        self.starts
+    }
+
+    /// Counts the line starts in the window `[at, at + buf.len())` not looked at before:
+    /// a newline at `p` begins a line at `p + 1` (unless the file ends there).
+    fn count_starts(&mut self, at: u64) {
+        let from = at.max(self.counted_to);
+        let to = at + self.buf.len() as u64;
+        if from < to {
+            let bytes = &self.buf[(from - at) as usize..];
+            self.starts += bytes
+                .iter()
+                .enumerate()
+                .filter(|&(i, &c)| {
+                    let begins = from + i as u64 + 1;
+                    c == b'\n' && begins < self.len && self.range.contains(&begins)
+                })
+                .count() as u64;
+        }
+        self.counted_to = self.counted_to.max(to);
     }
 
     /// The byte at `at`, reading a window from there when it is not held.
@@ -368,6 +437,7 @@ impl<'a> Lines<'a> {
             }
             self.buf = b;
             self.buf_at = at;
+            self.count_starts(at);
         }
         Ok(Some(self.buf[(at - self.buf_at) as usize]))
     }
@@ -424,5 +494,92 @@ impl<'a> Lines<'a> {
             Line::Text(text)
         };
         Ok((line, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(dir: &std::path::Path, opts: JsonlOptions) -> JsonlSource {
+        let store = snapshot::open_store(&dir.display().to_string(), &Default::default()).unwrap();
+        JsonlSource::open(store, opts).unwrap()
+    }
+
+    fn read(s: &JsonlSource, item: &WorkItem, after: &Cursor) -> Result<Vec<u64>, SourceError> {
+        let mut at = Vec::new();
+        s.read(item, after, &mut |r| {
+            at.push(r.position().doc().unwrap());
+            true
+        })?;
+        Ok(at)
+    }
+
+    /// Lines of every shape across item and window boundaries: whatever the cut, every
+    /// line beginning in an item is walked (the coverage check passes), and a walker that
+    /// forgets one line fails the item instead of ending it as done.
+    #[test]
+    fn a_read_proves_every_line_of_its_range_was_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..300 {
+            match i % 9 {
+                0 => text.push_str("   \n"),
+                1 => text.push_str("not json\n"),
+                2 => text.push_str(&format!("{{\"_index\":\"i\",\"_id\":\"{i}\"}}\n")),
+                3 => text.push_str(&format!(
+                    "{{\"_index\":\"i\",\"_id\":\"{i}\",\"_source\":{{\"pad\":\"{}\"}}}}\n",
+                    "x".repeat(300)
+                )),
+                _ => text.push_str(&format!(
+                    "{{\"_index\":\"i\",\"_id\":\"{i}\",\"_source\":{{\"n\":{i}}}}}\n"
+                )),
+            }
+        }
+        text.push_str("{\"_index\":\"i\",\"_id\":\"last\",\"_source\":{}}");
+        std::fs::write(dir.path().join("a.jsonl"), &text).unwrap();
+        let starts: Vec<u64> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(p, _)| p as u64 + 1))
+            .filter(|p| (*p as usize) < text.len())
+            .collect();
+        let blank = |p: u64| text[p as usize..].starts_with("   \n");
+        for (chunk, window, max_line) in [(997, 61, 2048), (64, 7, 100), (5000, 4096, 2048)] {
+            let opts = JsonlOptions {
+                chunk_bytes: chunk,
+                read_bytes: window,
+                max_line_bytes: max_line,
+            };
+            let s = source(dir.path(), opts.clone());
+            let mut all = Vec::new();
+            for item in s.plan().unwrap().items {
+                let got =
+                    read(&s, &item, &None).unwrap_or_else(|e| panic!("{chunk}/{window}: {e}"));
+                // Resuming after any position proves the rest.
+                if let Some(mid) = got.get(got.len() / 2) {
+                    let rest = read(&s, &item, &Some(Position::Doc(*mid))).unwrap();
+                    assert_eq!(rest[..], got[got.len() / 2 + 1..]);
+                }
+                all.extend(got);
+            }
+            let want: Vec<u64> = starts.iter().copied().filter(|p| !blank(*p)).collect();
+            assert_eq!(all, want, "{chunk}/{window}");
+
+            // The lossy walker: one line in the middle of the file is forgotten.
+            let mut lossy = source(dir.path(), opts);
+            let items = lossy.plan().unwrap().items;
+            let forgotten = *starts[starts.len() / 2..]
+                .iter()
+                .find(|p| !blank(**p))
+                .unwrap();
+            let item = &items[(forgotten / chunk) as usize];
+            lossy.forget_line_at = Some(forgotten);
+            let e = read(&lossy, item, &None).unwrap_err();
+            assert!(e.coverage, "{e}");
+            assert_eq!(e.severity, crate::error::Severity::Item);
+            assert!(
+                e.message.contains("a.jsonl") && e.message.contains("lines were lost"),
+                "{e}"
+            );
+        }
     }
 }

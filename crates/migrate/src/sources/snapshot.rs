@@ -415,7 +415,7 @@ impl Source for SnapshotSource {
             let nested = docs.stats().nested_skipped;
             let live = reader.live_in(range.clone());
             if given + nested != live {
-                return Err(SourceError::item(format!(
+                return Err(SourceError::coverage(format!(
                     "{}: doc ids {range:?} hold {live} live documents, but {given} were given and {nested} are nested children: documents were lost on the way; the item fails rather than end as done",
                     where_()
                 )));

@@ -376,18 +376,12 @@ impl Source for TableSource {
         if cursor.as_deref() == Some(NULL_KEYS_DONE) {
             return Ok(());
         }
-        let start = cursor.clone();
-        // Rows read with a key (delivered to the pipeline as documents or bad_row skips).
-        let mut read_rows: u64 = 0;
+        // Pages and the slot's count in one snapshot (a new one after a retried error).
+        let mut pages = self.table.read_slot(&slot, &self.bounds, cursor.as_deref());
         loop {
             let page = self
                 .runtime
-                .block_on(self.table.page(
-                    &slot,
-                    &self.bounds,
-                    cursor.as_deref(),
-                    self.opts.page_rows,
-                ))
+                .block_on(pages.next_page(self.opts.page_rows))
                 .map_err(|e| self.item_error(e))?;
             for row in page.rows {
                 let read = match row {
@@ -421,7 +415,6 @@ impl Source for TableSource {
                         )))
                     }
                 };
-                read_rows += 1;
                 if !emit(read) {
                     return Ok(());
                 }
@@ -431,22 +424,32 @@ impl Source for TableSource {
             }
             cursor = page.last_key;
         }
-        // Accounting: every row the slot covers (after where this read started) was read.
-        // Rows written or deleted in its range meanwhile change the count: said, not fatal.
-        let covered = self
-            .runtime
-            .block_on(self.table.count(&slot, &self.bounds, start.as_deref()))
-            .map_err(|e| self.item_error(e))?;
-        if covered != read_rows {
+        // Coverage: every row the slot's snapshot counted (after where it started) was read
+        // and handed over, as a document or a bad_row skip. Rows written behind the read are
+        // not in the snapshot: the delta's and `rfs table verify`'s business.
+        let proof = pages.proof();
+        for s in proof.changed() {
             tracing::warn!(
                 table = %self.group,
                 slot = item.part,
-                read = read_rows,
-                covered,
-                "slot {} of {}: {read_rows} rows read, but its key range holds {covered} now: rows were written or deleted in it while it was read (rows written behind the read are not copied; rfs table verify finds them)",
+                "slot {} of {}: {} rows read after {} before a retried error, but the retry's snapshot counts {} there: rows were written or deleted in between (rfs table verify finds them)",
                 item.part,
-                self.group
+                self.group,
+                s.read,
+                s.from.as_deref().unwrap_or("the start"),
+                s.counted
             );
+        }
+        if let Some(s) = proof.mismatch() {
+            return Err(SourceError::coverage(format!(
+                "table {} slot {}: {} rows were read after {}, but count(*) in the same snapshot says {}: rows were {} (a --where that is not deterministic, or a key that does not compare as its text?); the item fails rather than end as done",
+                self.group,
+                item.part,
+                s.read,
+                s.from.as_deref().unwrap_or("the start"),
+                s.counted,
+                if s.read < s.counted { "lost" } else { "read beyond the count" },
+            )));
         }
         // The slot open above holds the rows whose key is NULL (they sort last): each is
         // skipped, counted and logged; pages never return them.

@@ -39,8 +39,9 @@ pub struct Args {
     /// Compare every document instead of a sample.
     #[arg(long, env = "RFS_VERIFY_ALL")]
     pub all: bool,
-    /// Failure logs of the migration: the documents they say the target refused are not
-    /// expected on it (repeatable or comma-separated).
+    /// Failure logs of the migration (every worker's): the documents they say the target
+    /// refused are not expected on it, and the skipped documents they record must be the
+    /// ones the snapshot has (repeatable or comma-separated).
     #[arg(
         long = "failure-log",
         env = "RFS_FAILURE_LOG",
@@ -103,12 +104,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             check_store(store, &m.source, &args.target.target).await?;
         }
         let mut refused = HashSet::new();
+        // Skipped documents the logs record, once each (a retried item logs its skips
+        // again): by source index, shard or slot, position and id.
+        let mut skipped = HashSet::new();
         for path in &args.failure_log {
             for r in migrate::FailureLog::read(path)? {
                 if r.stage == migrate::Stage::Target {
                     refused.insert((r.index, r.id));
+                } else {
+                    let at = r.position.as_ref().map(|p| format!("{p:?}"));
+                    skipped.insert((r.index, r.part, at, r.id));
                 }
             }
+        }
+        let mut recorded_skips = std::collections::BTreeMap::<String, u64>::new();
+        for (index, ..) in skipped {
+            *recorded_skips.entry(index).or_default() += 1;
         }
         let client = args.target.connect().await?;
         let sample = if args.all {
@@ -116,7 +127,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } else {
             Sample::PerIndex(args.sample)
         };
-        let report = verify(m.source, m.transform, &client, sample, refused).await?;
+        let mut report = verify(m.source, m.transform, &client, sample, refused).await?;
+        if !args.failure_log.is_empty() {
+            report.check_recorded_skips(&recorded_skips);
+        }
         if args.json {
             println!(
                 "{}",
@@ -126,6 +140,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "skipped": report.skipped,
                     "skipped_listed": report.skipped_listed,
                     "filtered": report.filtered,
+                    "snapshot_live": report.snapshot_live,
+                    "unrecorded_skips": report.unrecorded,
                     "indices": report.indices,
                     "without_source": report.without_source(),
                 })
