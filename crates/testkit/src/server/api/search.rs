@@ -26,7 +26,10 @@ pub(super) struct Hit<'a> {
     index: &'a str,
     id: &'a str,
     doc: &'a crate::server::state::Doc,
+    /// `Null` when `lazy`: the query and the sort did not need it, so it is parsed only
+    /// for the hits of the page.
     source: Value,
+    lazy: bool,
     sort: Vec<Option<Value>>,
 }
 
@@ -54,9 +57,16 @@ fn matching_in<'a>(
     keys: &[SortKey],
 ) -> Vec<Hit<'a>> {
     let mut hits = Vec::new();
+    let lazy = matches!(q, Query::All)
+        && keys
+            .iter()
+            .all(|k| matches!(k.field.as_str(), "_doc" | "_shard_doc" | "_score"));
     for (name, docs) in sets {
         for (id, doc) in docs {
-            let source = source_value(&doc.source);
+            let source = match lazy {
+                true => Value::Null,
+                false => source_value(&doc.source),
+            };
             if q.matches(id, &source) {
                 let sort = keys
                     .iter()
@@ -67,6 +77,7 @@ fn matching_in<'a>(
                     id,
                     doc,
                     source,
+                    lazy,
                     sort,
                 });
             }
@@ -205,19 +216,35 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
     if let Some((id, max)) = slice {
         hits.retain(|h| slice_of(h.id, max) == id);
     }
-    if sorted {
-        hits.sort_by(|a, b| query::order(&a.sort, &b.sort, &keys));
-    }
     if let Some(after) = body.get("search_after").and_then(Value::as_array) {
         let after: Vec<Option<Value>> = after.iter().cloned().map(Some).collect();
         hits.retain(|h| query::order(&h.sort, &after, &keys) == std::cmp::Ordering::Greater);
     }
     let total = hits.len();
+    if sorted {
+        // only the first `from + size` hits in order are needed: select them, then sort
+        // those (a page through a large point in time is not a sort of everything)
+        let order = |a: &Hit<'_>, b: &Hit<'_>| query::order(&a.sort, &b.sort, &keys);
+        let want = from.saturating_add(size);
+        if want < hits.len() {
+            hits.select_nth_unstable_by(want, order);
+            hits.truncate(want);
+        }
+        hits.sort_by(order);
+    }
     let page: Vec<Value> = hits
         .iter()
         .skip(from)
         .take(size)
         .map(|h| -> Result<Value, EsError> {
+            let parsed;
+            let source = match h.lazy {
+                true => {
+                    parsed = source_value(&h.doc.source);
+                    &parsed
+                }
+                false => &h.source,
+            };
             let mut m = Map::new();
             m.insert("_index".into(), json!(h.index));
             if c.shared.dialect.accepts_types() {
@@ -245,14 +272,14 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
             }
             let kept = st.indices.get(h.index).is_none_or(|i| i.source_enabled());
             if with_source && kept {
-                m.insert("_source".into(), h.source.clone());
+                m.insert("_source".into(), source.clone());
             }
             if let Some(i) = st.indices.get(h.index).filter(|_| !doc_values.is_empty()) {
                 let f = crate::server::doc_values::hit_fields(
                     &doc_values,
                     &i.mappings,
                     i.type_name.as_deref(),
-                    &h.source,
+                    source,
                 )?;
                 if !f.is_empty() {
                     m.insert("fields".into(), Value::Object(f));
