@@ -75,9 +75,9 @@ pub use latency::{Latencies, PoolStats};
 pub use phase::PhaseClaim;
 pub use position::{cursor_display, Cursor, Position};
 pub use record::{item_id, Kind, Record, Revision, State, WorkItem};
-pub use summary::{is_leased, is_listed, GroupTotals, ItemSummary};
 pub use status::{Failure, GroupProgress, ItemCounts, LeaseStatus, PhaseStatus, Status};
 pub use store::{
     open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore,
     SqliteStore, Store,
 };
+pub use summary::{is_leased, is_listed, GroupTotals, ItemSummary};

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::record::{Kind, Record, Revision};
 use crate::latency::{Latencies, PoolStats};
+use crate::record::{Kind, Record, Revision};
 use crate::summary::ItemSummary;
 use crate::Error;
 

@@ -10,8 +10,8 @@ use std::time::Instant;
 use rand::Rng;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
-use crate::record::{Kind, Record, Revision, State};
 use crate::latency::{Histogram, PoolStats};
+use crate::record::{Kind, Record, Revision, State};
 use crate::summary::{is_listed, GroupTotals, ItemSummary};
 use crate::Error;
 

@@ -6,8 +6,8 @@
 
 use async_trait::async_trait;
 use rand::Rng;
-use redis::aio::ConnectionManagerConfig;
 use redis::aio::ConnectionManager;
+use redis::aio::ConnectionManagerConfig;
 use redis::Script;
 
 use std::collections::BTreeMap;
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 
-use crate::record::{Kind, Record, Revision, State};
 use crate::latency::Latencies;
+use crate::record::{Kind, Record, Revision, State};
 use crate::summary::{is_listed, GroupTotals, ItemSummary};
 use crate::Error;
 
@@ -456,8 +456,7 @@ impl Store for RedisStore {
     async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error> {
         let mut c = self.conn.clone();
         let mut inv = self.update.prepare_invoke();
-        inv
-            .arg(&self.prefix)
+        inv.arg(&self.prefix)
             .arg(&rec.id)
             .arg(expected.seq)
             .arg(if rec.is_candidate() { "1" } else { "0" })
@@ -465,9 +464,7 @@ impl Store for RedisStore {
             .arg(rec.to_json())
             .arg(rec.kind.as_str());
         agg_args(&mut inv, rec);
-        let nv: i64 = inv.invoke_async(&mut c)
-            .await
-            .map_err(err)?;
+        let nv: i64 = inv.invoke_async(&mut c).await.map_err(err)?;
         Ok((nv > 0).then_some(Revision::row(nv)))
     }
 
@@ -590,10 +587,17 @@ mod tests {
 
     #[test]
     fn counters_parse_and_refuse_garbage() {
-        let flat: Vec<String> = ["open|n|logs|2024", "3", "open|d|logs|2024", "70", "done|n|x", "1"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let flat: Vec<String> = [
+            "open|n|logs|2024",
+            "3",
+            "open|d|logs|2024",
+            "70",
+            "done|n|x",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let m = parse_agg(&flat).unwrap();
         let t = &m[&("logs|2024".to_string(), State::Open)];
         assert_eq!((t.items, t.docs), (3, 70));

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use coordination::{
     open_existing_store, Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff,
-    Identity, ItemFate, ItemSummary, KeeperStep, Kind, Lease, PhaseClaim, Position, Progress, Record, State,
-    Store, WorkItem,
+    Identity, ItemFate, ItemSummary, KeeperStep, Kind, Lease, PhaseClaim, Position, Progress,
+    Record, State, Store, WorkItem,
 };
 
 pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
@@ -326,7 +326,10 @@ async fn candidate_query(f: &Factory, ns: &str) {
         }
         firsts.insert(c[1].0.id.clone());
     }
-    assert!(firsts.len() >= 3, "fresh candidates are randomised: {firsts:?}");
+    assert!(
+        firsts.len() >= 3,
+        "fresh candidates are randomised: {firsts:?}"
+    );
     assert!(
         seen.len() >= 16,
         "candidates spread over the items: {}",
