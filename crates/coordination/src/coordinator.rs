@@ -378,7 +378,11 @@ impl Coordinator {
                     }
                 }
             }
+            // Racing workers try the candidates in different orders, but an item whose
+            // lease expired (its holder died) before any fresh one, so that it is taken
+            // again within about one lease even when every worker is busy.
             cands.shuffle(&mut rand::thread_rng());
+            cands.sort_by_key(|(r, _)| r.expiry <= 0);
             for (rec, ver) in cands {
                 if !rec.is_candidate() || rec.expiry > now {
                     continue;

@@ -59,6 +59,18 @@ impl Coordinator {
             let taken = match &current {
                 Some((rec, _)) => {
                     let w: Window = serde_json::from_value(rec.data.clone()).unwrap_or_default();
+                    if w.window > window {
+                        // Our clock read is older than another worker's write (a slow
+                        // call): writing our window would undo the newer one's count.
+                        if round < 20 {
+                            backoff(round.min(5)).await;
+                            continue;
+                        }
+                        return Ok(FleetGrant {
+                            units: 0,
+                            window_end_ms: (w.window + 1) * FLEET_WINDOW_MS,
+                        });
+                    }
                     if w.window == window {
                         w.taken
                     } else {

@@ -54,11 +54,13 @@ mod error;
 mod fleet_rate;
 mod identity;
 mod keeper;
+mod latency;
 mod phase;
 mod position;
 mod record;
 mod status;
 mod store;
+mod summary;
 
 pub use control::Control;
 pub use coordinator::{
@@ -69,6 +71,7 @@ pub use error::Error;
 pub use fleet_rate::{FleetGrant, FLEET_WINDOW_MS};
 pub use identity::{identity_display, Identity};
 pub use keeper::KeeperStep;
+pub use latency::{Latencies, PoolStats};
 pub use phase::PhaseClaim;
 pub use position::{cursor_display, Cursor, Position};
 pub use record::{item_id, Kind, Record, Revision, State, WorkItem};
@@ -77,3 +80,4 @@ pub use store::{
     open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore,
     SqliteStore, Store,
 };
+pub use summary::{is_leased, is_listed, GroupTotals, ItemSummary};

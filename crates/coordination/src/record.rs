@@ -46,7 +46,7 @@ impl Kind {
 }
 
 /// Life-cycle state of a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     /// Not finished: never leased, leased, or with an expired/released lease.

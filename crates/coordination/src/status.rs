@@ -11,6 +11,7 @@ use crate::coordinator::{retry, Coordinator, SETUP_ID};
 use crate::identity::Identity;
 use crate::position::Cursor;
 use crate::record::{Kind, State};
+use crate::summary::is_leased;
 use crate::Error;
 
 /// A snapshot of the migration's coordination state.
@@ -104,13 +105,13 @@ pub struct PhaseStatus {
     pub last_error: Option<String>,
 }
 
-fn count(c: &mut ItemCounts, state: State, leased: bool) {
-    c.total += 1;
+fn count(c: &mut ItemCounts, state: State, leased: bool, n: usize) {
+    c.total += n;
     match (state, leased) {
-        (State::Done, _) => c.done += 1,
-        (State::Failed, _) => c.failed += 1,
-        (State::Open, true) => c.leased += 1,
-        (State::Open, false) => c.waiting += 1,
+        (State::Done, _) => c.done += n,
+        (State::Failed, _) => c.failed += n,
+        (State::Open, true) => c.leased += n,
+        (State::Open, false) => c.waiting += n,
     }
 }
 
@@ -160,11 +161,11 @@ impl Coordinator {
         Ok(st)
     }
 
-    /// Read the whole state (one scan of the items).
+    /// Read the whole state: the store's item summary (aggregates on PostgreSQL and Redis,
+    /// one scan of the items elsewhere) and the few other records.
     pub async fn status(&self) -> Result<Status, Error> {
         let store = self.inner.store.as_ref();
         let now = retry(|| store.now()).await?;
-        let items = retry(|| store.list(Kind::Item)).await?;
         let phases = retry(|| store.list(Kind::Phase)).await?;
         let keeper = retry(|| store.list(Kind::Keeper)).await?;
         let mut st = Status {
@@ -190,23 +191,25 @@ impl Coordinator {
                 .find(|k| k.state == State::Open && k.expiry > now)
                 .and_then(|k| k.holder.clone().map(|h| (h, k.expiry))),
         };
-        for it in &items {
-            let leased = it.state == State::Open && it.holder.is_some() && it.expiry > now;
-            count(&mut st.items, it.state, leased);
-            let g = st.per_group.entry(it.group.clone()).or_default();
-            count(&mut g.items, it.state, leased);
-            g.docs_done += it.docs_done;
-            g.bytes_done += it.bytes_done;
-            g.docs_refused += it.docs_refused;
-            g.docs_skipped += it.docs_skipped;
-            st.docs_done += it.docs_done;
-            st.bytes_done += it.bytes_done;
-            st.docs_refused += it.docs_refused;
-            st.docs_skipped += it.docs_skipped;
+        let summary = retry(|| store.item_summary(now)).await?;
+        for ((group, state, leased), t) in &summary.totals {
+            let g = st.per_group.entry(group.clone()).or_default();
+            count(&mut st.items, *state, *leased, t.items as usize);
+            count(&mut g.items, *state, *leased, t.items as usize);
+            g.docs_done += t.docs;
+            g.bytes_done += t.bytes;
+            g.docs_refused += t.refused;
+            g.docs_skipped += t.skipped;
+            st.docs_done += t.docs;
+            st.bytes_done += t.bytes;
+            st.docs_refused += t.refused;
+            st.docs_skipped += t.skipped;
+        }
+        for it in &summary.notable {
             for (reason, n) in &it.reasons {
                 *st.reasons.entry(reason.clone()).or_default() += n;
             }
-            if leased {
+            if is_leased(it, now) {
                 st.leases.push(LeaseStatus {
                     id: it.id.clone(),
                     holder: it.holder.clone().unwrap_or_default(),

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::latency::{Latencies, PoolStats};
 use crate::record::{Kind, Record, Revision};
+use crate::summary::ItemSummary;
 use crate::Error;
 
 pub use cluster::ClusterStore;
@@ -44,15 +46,39 @@ pub trait Store: Send + Sync {
     async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error>;
 
     /// Up to `limit` open work items whose lease ended at or before `now` (or was never
-    /// taken), in random order so that racing workers mostly pick different items.
+    /// taken). Items whose lease *expired* (expiry in 1..=now: a dead or stalled holder)
+    /// come first, earliest expiry first, so a dead worker's item is taken again before
+    /// fresh ones; then never-leased or released items (expiry 0) in random order, so that
+    /// racing workers mostly pick different items. Each part is an index range on the
+    /// backends built for fleets (O(log n + limit)), not a scan of the items.
     /// Versions may be stale on stores with near-realtime search: `update` settles it.
     async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error>;
 
     /// The earliest lease expiry among open work items; `None` when no item is open.
     async fn earliest_open_expiry(&self) -> Result<Option<i64>, Error>;
 
+    /// For backends with a connection pool: the wait for a connection and the time on it,
+    /// per call, measured apart (a benchmark prints both). `None` elsewhere.
+    fn pool_stats(&self) -> Option<PoolStats> {
+        None
+    }
+
+    /// Latencies the server itself measured, per command (Redis' `INFO latencystats`);
+    /// empty where the server keeps none.
+    async fn server_latencies(&self) -> Result<Vec<(String, Latencies)>, Error> {
+        Ok(Vec::new())
+    }
+
     /// Every record of `kind` (for status and the keeper), in no particular order.
     async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error>;
+
+    /// The work items folded for status at store time `now`: totals per (group, state,
+    /// leased) and the items leased now, FAILED or with reasons. This default reads every
+    /// item; PostgreSQL (GROUP BY) and Redis (counters kept by every write) answer from
+    /// aggregates, so status stays fast at fleet size.
+    async fn item_summary(&self, now: i64) -> Result<ItemSummary, Error> {
+        Ok(ItemSummary::fold(now, self.list(Kind::Item).await?))
+    }
 
     /// Delete every record of this namespace (tests, benchmarks, starting over).
     async fn clear(&self) -> Result<(), Error>;
@@ -60,7 +86,8 @@ pub trait Store: Send + Sync {
 
 /// Open the store a URL names:
 /// - `sqlite://PATH` (`sqlite:///abs/file.db`, `sqlite://relative.db`);
-/// - `postgres://user:pw@host:port/db[?table=NAME]` (default table `rfs_coordination`);
+/// - `postgres://user:pw@host:port/db[?table=NAME][&pool=N]` (default table
+///   `rfs_coordination`, 16 pooled connections per process);
 /// - `redis://[user:pw@]host:port[/db][?prefix=NAME]` (keys `{NAME}:…`, default `rfs`);
 /// - `memory://` — this process only (records are gone when it exits);
 /// - `http(s)://[user:pw@]host:port[/index]` — an index on an Elasticsearch/OpenSearch

@@ -446,28 +446,40 @@ impl ClusterStore {
         limit: usize,
     ) -> Result<Vec<(Record, Revision)>, Error> {
         let pivot: f64 = rand::thread_rng().gen();
-        let query = |rnd: Value| {
+        // Expired leases first (earliest first): a dead holder's item before fresh ones.
+        let expired = json!({
+            "size": limit,
+            "seq_no_primary_term": true,
+            "query": {"bool": {"filter": [
+                {"term": {"kind": "item"}},
+                {"term": {"state": "open"}},
+                {"range": {"expiry": {"gt": 0, "lte": now}}},
+            ]}},
+            "sort": [{"expiry": "asc"}],
+        });
+        let mut out: Vec<(Record, Revision)> = hits(&self.search(expired).await?)
+            .iter()
+            .map(hit_record)
+            .collect::<Result<_, _>>()?;
+        // Then fresh items (expiry 0) from a random point of the `rnd` order.
+        let fresh = |rnd: Value, size: usize| {
             json!({
-                "size": limit,
+                "size": size,
                 "seq_no_primary_term": true,
                 "query": {"bool": {"filter": [
                     {"term": {"kind": "item"}},
                     {"term": {"state": "open"}},
-                    {"range": {"expiry": {"lte": now}}},
+                    {"term": {"expiry": 0}},
                     {"range": {"rnd": rnd}},
                 ]}},
                 "sort": [{"rnd": "asc"}],
             })
         };
-        let mut out: Vec<(Record, Revision)> =
-            hits(&self.search(query(json!({"gte": pivot}))).await?)
-                .iter()
-                .map(hit_record)
-                .collect::<Result<_, _>>()?;
-        if out.len() < limit {
-            let mut q = query(json!({"lt": pivot}));
-            q["size"] = json!(limit - out.len());
-            for h in hits(&self.search(q).await?) {
+        for rnd in [json!({"gte": pivot}), json!({"lt": pivot})] {
+            if out.len() >= limit {
+                break;
+            }
+            for h in hits(&self.search(fresh(rnd, limit - out.len())).await?) {
                 out.push(hit_record(&h)?);
             }
         }

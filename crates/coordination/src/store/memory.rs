@@ -85,6 +85,8 @@ impl Store for MemoryStore {
             .map(|(r, v)| (r.clone(), Revision::row(*v)))
             .collect();
         out.shuffle(&mut rand::thread_rng());
+        // Expired leases first (earliest first), then fresh items in the shuffled order.
+        out.sort_by_key(|(r, _)| if r.expiry > 0 { r.expiry } else { i64::MAX });
         out.truncate(limit);
         Ok(out)
     }

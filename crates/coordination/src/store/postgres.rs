@@ -1,30 +1,43 @@
 //! PostgreSQL backend: one table, compare-and-set by a version column, the server's
-//! `clock_timestamp()` as the clock. Connections come from a small pool; `sslmode=require`
+//! `clock_timestamp()` as the clock. Connections come from a small pool (`pool=N`, default
+//! 16, per process); `sslmode=require`
 //! (with `sslrootcert=CA.pem` for a private CA) makes them TLS with a verified certificate.
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::time::Instant;
+
 use rand::Rng;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
-use crate::record::{Kind, Record, Revision};
+use crate::latency::{Histogram, PoolStats};
+use crate::record::{Kind, Record, Revision, State};
+use crate::summary::{is_listed, GroupTotals, ItemSummary};
 use crate::Error;
 
 const BACKEND: &str = "postgres";
+/// Connections per process unless the URL says `pool=N`.
 const POOL_SIZE: usize = 16;
 
 /// Coordination records in one PostgreSQL table.
 pub struct PostgresStore {
     pool: Pool,
+    pool_size: usize,
+    wait: Histogram,
+    call: Histogram,
     sql: Sql,
+    /// The table has the status columns (false only for a table of an earlier version
+    /// opened read-only).
+    aggregates: bool,
 }
 
 struct Sql {
     insert_many: String,
     get: String,
     update: String,
-    candidates_hi: String,
-    candidates_lo: String,
+    totals: String,
+    notable: String,
+    candidates: String,
     earliest: String,
     list: String,
     clear: String,
@@ -91,6 +104,18 @@ impl PostgresStore {
     async fn open_with(url: &str, create: bool) -> Result<Self, Error> {
         let (conn_url, table) = take_query_param(url, "table")?;
         let (conn_url, root_cert) = take_query_param(&conn_url, "sslrootcert")?;
+        let (conn_url, pool_size) = take_query_param(&conn_url, "pool")?;
+        let pool_size = match pool_size {
+            None => POOL_SIZE,
+            Some(n) => n
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| Error::BadUrl {
+                    url: redact(url),
+                    reason: format!("pool={n}: expected connections per process, 1–1000"),
+                })?,
+        };
         let table = table.unwrap_or_else(|| "rfs_coordination".to_string());
         check_name(url, &table)?;
         let config: tokio_postgres::Config = conn_url.parse().map_err(|e| Error::BadUrl {
@@ -115,33 +140,65 @@ impl PostgresStore {
             pgconn::Connector::Plain(plain) => Manager::from_config(config, plain, manager_config),
         };
         let pool = Pool::builder(mgr)
-            .max_size(POOL_SIZE)
+            .max_size(pool_size)
             .build()
             .map_err(err)?;
         let t = &table;
         let cols = "id, doc, version";
-        let store = PostgresStore {
+        let mut store = PostgresStore {
             pool,
+            pool_size,
+            wait: Histogram::default(),
+            call: Histogram::default(),
+            aggregates: true,
             sql: Sql {
                 insert_many: format!(
-                    "INSERT INTO {t} (id, kind, state, expiry, rnd, version, doc)
-                     SELECT id, kind, state, expiry, rnd, 1, doc FROM
-                     UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[], $5::float8[], $6::text[])
-                     AS u(id, kind, state, expiry, rnd, doc)
+                    "INSERT INTO {t} (id, kind, state, expiry, rnd, version, doc,
+                                      grp, docs, bytes, refused, skipped, held, listed)
+                     SELECT id, kind, state, expiry, rnd, 1, doc,
+                            grp, docs, bytes, refused, skipped, held, listed FROM
+                     UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[], $5::float8[], $6::text[],
+                            $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[],
+                            $12::bool[], $13::bool[])
+                     AS u(id, kind, state, expiry, rnd, doc,
+                          grp, docs, bytes, refused, skipped, held, listed)
                      ON CONFLICT (id) DO NOTHING"
                 ),
                 get: format!("SELECT {cols} FROM {t} WHERE id = $1"),
                 update: format!(
                     "UPDATE {t} SET kind = $1, state = $2, expiry = $3, rnd = $4,
-                     version = version + 1, doc = $5 WHERE id = $6 AND version = $7"
+                     version = version + 1, doc = $5, grp = $8, docs = $9, bytes = $10,
+                     refused = $11, skipped = $12, held = $13, listed = $14
+                     WHERE id = $6 AND version = $7"
                 ),
-                candidates_hi: format!(
-                    "SELECT {cols} FROM {t} WHERE kind = 'item' AND state = 'open'
-                     AND expiry <= $1 AND rnd >= $2 ORDER BY rnd LIMIT $3"
+                totals: format!(
+                    "SELECT grp, state, (state = 'open' AND held AND expiry > $1), COUNT(*),
+                            SUM(docs)::bigint, SUM(bytes)::bigint, SUM(refused)::bigint,
+                            SUM(skipped)::bigint
+                     FROM {t} WHERE kind = 'item' GROUP BY 1, 2, 3"
                 ),
-                candidates_lo: format!(
-                    "SELECT {cols} FROM {t} WHERE kind = 'item' AND state = 'open'
-                     AND expiry <= $1 AND rnd < $2 ORDER BY rnd LIMIT $3"
+                // Two index ranges (the `_listed` partial index, the `_open` index); an
+                // item in both comes twice and is dropped once in `item_summary`.
+                notable: format!(
+                    "SELECT {cols} FROM {t} WHERE kind = 'item' AND listed
+                     UNION ALL
+                     SELECT {cols} FROM {t} WHERE kind = 'item' AND state = 'open'
+                     AND expiry > $1 AND held"
+                ),
+                // Expired leases first, then fresh items from a random point of the `rnd`
+                // order: three ranges of the `_open` index (kind, state, expiry, rnd), no
+                // sort, one round trip (Append runs its branches in order and stops at the
+                // limit).
+                candidates: format!(
+                    "(SELECT {cols} FROM {t} WHERE kind = 'item' AND state = 'open'
+                      AND expiry > 0 AND expiry <= $1 ORDER BY expiry LIMIT $3)
+                     UNION ALL
+                     (SELECT {cols} FROM {t} WHERE kind = 'item' AND state = 'open'
+                      AND expiry = 0 AND rnd >= $2 ORDER BY rnd LIMIT $3)
+                     UNION ALL
+                     (SELECT {cols} FROM {t} WHERE kind = 'item' AND state = 'open'
+                      AND expiry = 0 AND rnd < $2 ORDER BY rnd LIMIT $3)
+                     LIMIT $3"
                 ),
                 earliest: format!(
                     "SELECT MIN(expiry) FROM {t} WHERE kind = 'item' AND state = 'open'"
@@ -150,6 +207,28 @@ impl PostgresStore {
                 clear: format!("DELETE FROM {t}"),
             },
         };
+        // The status aggregates (GROUP BY) read these copies of the record's fields; a
+        // table made by an earlier version gets them once, filled from the documents.
+        let migrate = format!(
+            "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS grp TEXT NOT NULL DEFAULT '',
+                ADD COLUMN IF NOT EXISTS docs BIGINT NOT NULL DEFAULT 0,
+                ADD COLUMN IF NOT EXISTS bytes BIGINT NOT NULL DEFAULT 0,
+                ADD COLUMN IF NOT EXISTS refused BIGINT NOT NULL DEFAULT 0,
+                ADD COLUMN IF NOT EXISTS skipped BIGINT NOT NULL DEFAULT 0,
+                ADD COLUMN IF NOT EXISTS held BOOLEAN NOT NULL DEFAULT false,
+                ADD COLUMN IF NOT EXISTS listed BOOLEAN NOT NULL DEFAULT false;
+            UPDATE {t} SET grp = COALESCE(doc::jsonb->>'group', ''),
+                docs = COALESCE((doc::jsonb->>'docs_done')::bigint, 0),
+                bytes = COALESCE((doc::jsonb->>'bytes_done')::bigint, 0),
+                refused = COALESCE((doc::jsonb->>'docs_refused')::bigint, 0),
+                skipped = COALESCE((doc::jsonb->>'docs_skipped')::bigint, 0),
+                held = COALESCE(jsonb_typeof(doc::jsonb->'holder') = 'string', false),
+                listed = COALESCE(doc::jsonb->>'state' = 'failed'
+                    OR (doc::jsonb->'reasons') <> '{{}}'::jsonb, false)
+             WHERE kind = 'item';"
+        );
+        let has_columns = "SELECT EXISTS (SELECT 1 FROM pg_attribute
+             WHERE attrelid = to_regclass($1) AND attname = 'listed' AND NOT attisdropped)";
         let ddl = format!(
             "CREATE TABLE IF NOT EXISTS {t} (
                 id TEXT PRIMARY KEY,
@@ -158,9 +237,24 @@ impl PostgresStore {
                 expiry BIGINT NOT NULL,
                 rnd DOUBLE PRECISION NOT NULL,
                 version BIGINT NOT NULL,
-                doc TEXT NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS {t}_candidates ON {t} (kind, state, rnd);"
+                doc TEXT NOT NULL,
+                grp TEXT NOT NULL DEFAULT '',
+                docs BIGINT NOT NULL DEFAULT 0,
+                bytes BIGINT NOT NULL DEFAULT 0,
+                refused BIGINT NOT NULL DEFAULT 0,
+                skipped BIGINT NOT NULL DEFAULT 0,
+                held BOOLEAN NOT NULL DEFAULT false,
+                listed BOOLEAN NOT NULL DEFAULT false
+            )"
+        );
+        // `_open` serves the candidate ranges (expired, then fresh by `rnd`) and the
+        // earliest expiry; `_listed` the items status lists one by one. The index of
+        // earlier versions (kind, state, rnd) is replaced (without a notice per worker).
+        let indexes = format!(
+            "SET client_min_messages TO warning;
+            DROP INDEX IF EXISTS {t}_candidates;
+            CREATE INDEX IF NOT EXISTS {t}_open ON {t} (kind, state, expiry, rnd);
+            CREATE INDEX IF NOT EXISTS {t}_listed ON {t} (kind) WHERE listed;"
         );
         if !create {
             let client = store.pool.get().await.map_err(pool_err)?;
@@ -176,13 +270,29 @@ impl PostgresStore {
                     ),
                 ));
             }
+            // A table of an earlier version (no aggregate columns): status reads the items.
+            let row = client
+                .query_one(has_columns, &[&table])
+                .await
+                .map_err(db_err)?;
+            store.aggregates = row.get(0);
             return Ok(store);
         }
         // Two workers creating the table at once can collide on the catalog: retry.
         let mut tries = 0;
         loop {
             let client = store.pool.get().await.map_err(pool_err)?;
-            match client.batch_execute(&ddl).await {
+            let done = async {
+                client.batch_execute(&ddl).await?;
+                let row = client.query_one(has_columns, &[&table]).await?;
+                if !row.get::<_, bool>(0) {
+                    tracing::info!("adding the status columns to table {t}");
+                    client.batch_execute(&migrate).await?;
+                }
+                client.batch_execute(&indexes).await?;
+                Ok::<_, tokio_postgres::Error>(())
+            };
+            match done.await {
                 Ok(()) => break,
                 Err(e) if tries < 5 && e.code().is_none_or(|c| !permanent_sqlstate(c.code())) => {
                     tries += 1;
@@ -195,8 +305,66 @@ impl PostgresStore {
         Ok(store)
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object, Error> {
-        self.pool.get().await.map_err(pool_err)
+    /// A pooled connection; the wait for it and the time it is held are measured apart.
+    async fn client(&self) -> Result<Conn<'_>, Error> {
+        let t = Instant::now();
+        let obj = self.pool.get().await.map_err(pool_err)?;
+        self.wait.record(t.elapsed());
+        Ok(Conn {
+            obj,
+            since: Instant::now(),
+            call: &self.call,
+        })
+    }
+}
+
+/// A connection taken from the pool; its time in use is recorded when it goes back.
+struct Conn<'a> {
+    obj: deadpool_postgres::Object,
+    since: Instant,
+    call: &'a Histogram,
+}
+
+impl std::ops::Deref for Conn<'_> {
+    type Target = deadpool_postgres::Object;
+    fn deref(&self) -> &Self::Target {
+        &self.obj
+    }
+}
+
+impl std::ops::DerefMut for Conn<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.obj
+    }
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        self.call.record(self.since.elapsed());
+    }
+}
+
+/// The record's fields the status aggregates read, as column values.
+struct Columns {
+    docs: i64,
+    bytes: i64,
+    refused: i64,
+    skipped: i64,
+    held: bool,
+    listed: bool,
+}
+
+impl Columns {
+    fn of(r: &Record) -> Self {
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        Columns {
+            docs: n(r.docs_done),
+            bytes: n(r.bytes_done),
+            refused: n(r.docs_refused),
+            skipped: n(r.docs_skipped),
+            held: r.holder.is_some(),
+            listed: is_listed(r),
+        }
     }
 }
 
@@ -249,8 +417,22 @@ impl Store for PostgresStore {
                 chunk.iter().map(|_| rng.gen()).collect()
             };
             let docs: Vec<String> = chunk.iter().map(|r| r.to_json()).collect();
+            let cols: Vec<Columns> = chunk.iter().map(Columns::of).collect();
+            let grps: Vec<&str> = chunk.iter().map(|r| r.group.as_str()).collect();
+            let dones: Vec<i64> = cols.iter().map(|c| c.docs).collect();
+            let bytes: Vec<i64> = cols.iter().map(|c| c.bytes).collect();
+            let refused: Vec<i64> = cols.iter().map(|c| c.refused).collect();
+            let skipped: Vec<i64> = cols.iter().map(|c| c.skipped).collect();
+            let held: Vec<bool> = cols.iter().map(|c| c.held).collect();
+            let listed: Vec<bool> = cols.iter().map(|c| c.listed).collect();
             n += c
-                .execute(&stmt, &[&ids, &kinds, &states, &expiries, &rnds, &docs])
+                .execute(
+                    &stmt,
+                    &[
+                        &ids, &kinds, &states, &expiries, &rnds, &docs, &grps, &dones, &bytes,
+                        &refused, &skipped, &held, &listed,
+                    ],
+                )
                 .await
                 .map_err(db_err)? as usize;
         }
@@ -268,6 +450,7 @@ impl Store for PostgresStore {
         let c = self.client().await?;
         let stmt = c.prepare_cached(&self.sql.update).await.map_err(db_err)?;
         let rnd: f64 = rand::thread_rng().gen();
+        let cols = Columns::of(rec);
         let n = c
             .execute(
                 &stmt,
@@ -279,6 +462,13 @@ impl Store for PostgresStore {
                     &rec.to_json(),
                     &rec.id,
                     &expected.seq,
+                    &rec.group,
+                    &cols.docs,
+                    &cols.bytes,
+                    &cols.refused,
+                    &cols.skipped,
+                    &cols.held,
+                    &cols.listed,
                 ],
             )
             .await
@@ -289,26 +479,15 @@ impl Store for PostgresStore {
     async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error> {
         let c = self.client().await?;
         let pivot: f64 = rand::thread_rng().gen();
-        let hi = c
-            .prepare_cached(&self.sql.candidates_hi)
+        let stmt = c
+            .prepare_cached(&self.sql.candidates)
             .await
             .map_err(db_err)?;
-        let mut out = rows_to_records(
-            c.query(&hi, &[&now, &pivot, &(limit as i64)])
-                .await
-                .map_err(db_err)?,
-        )?;
-        if out.len() < limit {
-            let lo = c
-                .prepare_cached(&self.sql.candidates_lo)
-                .await
-                .map_err(db_err)?;
-            let rest = (limit - out.len()) as i64;
-            out.extend(rows_to_records(
-                c.query(&lo, &[&now, &pivot, &rest]).await.map_err(db_err)?,
-            )?);
-        }
-        Ok(out)
+        let rows = c
+            .query(&stmt, &[&now, &pivot, &(limit as i64)])
+            .await
+            .map_err(db_err)?;
+        rows_to_records(rows)
     }
 
     async fn earliest_open_expiry(&self) -> Result<Option<i64>, Error> {
@@ -318,6 +497,72 @@ impl Store for PostgresStore {
             .await
             .map_err(db_err)?;
         Ok(row.get(0))
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        Some(PoolStats {
+            size: self.pool_size,
+            wait: self.wait.read(),
+            call: self.call.read(),
+        })
+    }
+
+    async fn item_summary(&self, now: i64) -> Result<ItemSummary, Error> {
+        if !self.aggregates {
+            return Ok(ItemSummary::fold(now, self.list(Kind::Item).await?));
+        }
+        let mut c = self.client().await?;
+        // One snapshot for both reads, so the totals and the listed items agree.
+        let tx = c
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(db_err)?;
+        let totals = tx
+            .query(self.sql.totals.as_str(), &[&now])
+            .await
+            .map_err(db_err)?;
+        let notable = tx
+            .query(self.sql.notable.as_str(), &[&now])
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        let mut out = ItemSummary::default();
+        for r in totals {
+            let group: String = r.get(0);
+            let state: String = r.get(1);
+            let state = match state.as_str() {
+                "open" => State::Open,
+                "done" => State::Done,
+                "failed" => State::Failed,
+                other => {
+                    return Err(Error::Corrupt {
+                        id: format!("items of {group}"),
+                        reason: format!("unknown state {other:?}"),
+                    })
+                }
+            };
+            let leased: bool = r.get(2);
+            let n = |i: usize| r.get::<_, Option<i64>>(i).unwrap_or(0).max(0) as u64;
+            out.totals.insert(
+                (group, state, leased),
+                GroupTotals {
+                    items: n(3),
+                    docs: n(4),
+                    bytes: n(5),
+                    refused: n(6),
+                    skipped: n(7),
+                },
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.notable = rows_to_records(notable)?
+            .into_iter()
+            .filter_map(|(r, _)| seen.insert(r.id.clone()).then_some(r))
+            .collect();
+        Ok(out)
     }
 
     async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {

@@ -7,30 +7,82 @@
 use async_trait::async_trait;
 use rand::Rng;
 use redis::aio::ConnectionManager;
+use redis::aio::ConnectionManagerConfig;
 use redis::Script;
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
-use crate::record::{Kind, Record, Revision};
+
+use crate::latency::Latencies;
+use crate::record::{Kind, Record, Revision, State};
+use crate::summary::{is_listed, GroupTotals, ItemSummary};
 use crate::Error;
 
 const BACKEND: &str = "redis";
+/// How long one command may wait for its answer. The client's default (500 ms) failed
+/// calls that a fleet of a thousand workers queues on the one multiplexed connection; no
+/// script here is O(items) any more, so a longer wait means a server in trouble.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+// Status counters: hash `{p}:agg` holds, per state and group of the work items, the
+// number of items (`STATE|n|GROUP`) and the sums of their documents, bytes, refused and
+// skipped documents (`|d|`, `|b|`, `|r|`, `|k|`). Each item's hash keeps what it added
+// (`as`, `ag`, `ad`, `ab`, `ar`, `ak`) so that a write moves exactly its own share. Set
+// `{p}:listed` holds the FAILED items and those with reasons. `{p}:aggv` says the counters
+// cover every item (set when the first item is created).
+const AGG_LIB: &str = r#"
+local function agg_add(p, st, g, vals, sign)
+  local agg = p .. ':agg'
+  local names = {'n', 'd', 'b', 'r', 'k'}
+  for i = 1, 5 do
+    local v = vals[i]
+    if v and v ~= '0' then
+      redis.call('HINCRBY', agg, st .. '|' .. names[i] .. '|' .. g, sign .. v)
+    end
+  end
+end
+local function agg_move(p, key, id, st, g, d, b, r, k, listed)
+  local old = redis.call('HMGET', key, 'as', 'ag', 'ad', 'ab', 'ar', 'ak')
+  if old[1] then
+    agg_add(p, old[1], old[2], {'1', old[3], old[4], old[5], old[6]}, '-')
+  end
+  agg_add(p, st, g, {'1', d, b, r, k}, '')
+  redis.call('HSET', key, 'as', st, 'ag', g, 'ad', d, 'ab', b, 'ar', r, 'ak', k)
+  if listed == '1' then
+    redis.call('SADD', p .. ':listed', id)
+  else
+    redis.call('SREM', p .. ':listed', id)
+  end
+end
+"#;
+
+// ARGV: prefix, then per record: id, kind, candidate, expiry, json, state, group, docs,
+// bytes, refused, skipped, listed.
 const CREATE: &str = r#"
 local p = ARGV[1]
 local n = 0
-for i = 2, #ARGV, 5 do
+if redis.call('EXISTS', p .. ':k:item') == 0 then redis.call('SET', p .. ':aggv', 1) end
+for i = 2, #ARGV, 12 do
   local id = ARGV[i]
   local key = p .. ':r:' .. id
   if redis.call('EXISTS', key) == 0 then
     redis.call('HSET', key, 'd', ARGV[i + 4], 'v', 1)
     redis.call('SADD', p .. ':k:' .. ARGV[i + 1], id)
     if ARGV[i + 2] == '1' then redis.call('ZADD', p .. ':open', ARGV[i + 3], id) end
+    if ARGV[i + 1] == 'item' then
+      agg_move(p, key, id, ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9],
+        ARGV[i + 10], ARGV[i + 11])
+    end
     n = n + 1
   end
 end
 return n
 "#;
 
+// ARGV: prefix, id, expected version, candidate, expiry, json, kind, state, group, docs,
+// bytes, refused, skipped, listed.
 const UPDATE: &str = r#"
 local p = ARGV[1]
 local id = ARGV[2]
@@ -44,19 +96,63 @@ if ARGV[4] == '1' then
 else
   redis.call('ZREM', p .. ':open', id)
 end
+if ARGV[7] == 'item' then
+  agg_move(p, key, id, ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14])
+end
 return nv
 "#;
 
+// The counters, then the items leased at ARGV[2] (score above it) and the listed ones:
+// {covered, #agg entries, agg field, value, ..., id, json, version, ...}.
+const SUMMARY: &str = r#"
+local p = ARGV[1]
+local out = {}
+out[1] = redis.call('EXISTS', p .. ':aggv')
+local agg = redis.call('HGETALL', p .. ':agg')
+out[2] = #agg
+for _, x in ipairs(agg) do out[#out + 1] = x end
+local seen = {}
+local function emit(id)
+  if seen[id] then return end
+  seen[id] = true
+  local h = redis.call('HMGET', p .. ':r:' .. id, 'd', 'v')
+  if h[1] then
+    out[#out + 1] = id
+    out[#out + 1] = h[1]
+    out[#out + 1] = h[2]
+  end
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. ':open', '(' .. ARGV[2], '+inf')) do
+  emit(id)
+end
+for _, id in ipairs(redis.call('SMEMBERS', p .. ':listed')) do emit(id) end
+return out
+"#;
+
+// Expired leases (score in 1..=now) first, earliest first; then fresh items (score 0)
+// from a random rank among them. Two range reads of the sorted set: O(log n + limit).
 const CANDIDATES: &str = r#"
 local p = ARGV[1]
 local z = p .. ':open'
 local limit = tonumber(ARGV[3])
-local cnt = redis.call('ZCOUNT', z, '-inf', ARGV[2])
-if cnt == 0 then return {} end
-local off = math.floor(tonumber(ARGV[4]) * math.max(1, cnt - limit + 1))
-if off > cnt - 1 then off = cnt - 1 end
-local stop = math.min(off + limit, cnt) - 1
-local ids = redis.call('ZRANGE', z, off, stop)
+local ids = redis.call('ZRANGEBYSCORE', z, '(0', ARGV[2], 'LIMIT', 0, limit)
+if #ids < limit then
+  local cnt = redis.call('ZCOUNT', z, '-inf', 0)
+  if cnt > 0 then
+    local want = limit - #ids
+    local off = math.floor(tonumber(ARGV[4]) * cnt)
+    if off > cnt - 1 then off = cnt - 1 end
+    for _, id in ipairs(redis.call('ZRANGE', z, off, math.min(off + want, cnt) - 1)) do
+      ids[#ids + 1] = id
+    end
+    local wrap = math.min(off, off + want - cnt)
+    if wrap > 0 then
+      for _, id in ipairs(redis.call('ZRANGE', z, 0, wrap - 1)) do
+        ids[#ids + 1] = id
+      end
+    end
+  end
+end
 local out = {}
 for _, id in ipairs(ids) do
   local h = redis.call('HMGET', p .. ':r:' .. id, 'd', 'v')
@@ -92,7 +188,7 @@ for i = 2, #ARGV do
   end
   redis.call('DEL', set)
 end
-redis.call('DEL', p .. ':open')
+redis.call('DEL', p .. ':open', p .. ':agg', p .. ':listed', p .. ':aggv')
 return 1
 "#;
 
@@ -103,6 +199,7 @@ pub struct RedisStore {
     create: Script,
     update: Script,
     candidates: Script,
+    summary: Script,
     list: Script,
     clear: Script,
 }
@@ -198,17 +295,96 @@ impl RedisStore {
             .get_multiplexed_async_connection()
             .await
             .map_err(err)?;
-        let conn = ConnectionManager::new(client).await.map_err(err)?;
+        let config = ConnectionManagerConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
+        let conn = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(err)?;
         Ok(RedisStore {
             conn,
             prefix: format!("{{{prefix}}}"),
-            create: Script::new(CREATE),
-            update: Script::new(UPDATE),
+            create: Script::new(&format!("{AGG_LIB}{CREATE}")),
+            update: Script::new(&format!("{AGG_LIB}{UPDATE}")),
             candidates: Script::new(CANDIDATES),
+            summary: Script::new(SUMMARY),
             list: Script::new(LIST),
             clear: Script::new(CLEAR),
         })
     }
+}
+
+/// A record's share of the status counters, as script arguments: state, group, documents,
+/// bytes, refused, skipped, and whether status lists it.
+fn agg_args(inv: &mut redis::ScriptInvocation<'_>, r: &Record) {
+    inv.arg(r.state.as_str())
+        .arg(&r.group)
+        .arg(r.docs_done)
+        .arg(r.bytes_done)
+        .arg(r.docs_refused)
+        .arg(r.docs_skipped)
+        .arg(if is_listed(r) { "1" } else { "0" });
+}
+
+/// Status counters from the `{p}:agg` hash (`STATE|FIELD|GROUP` → value).
+fn parse_agg(flat: &[String]) -> Result<BTreeMap<(String, State), GroupTotals>, Error> {
+    let mut out: BTreeMap<(String, State), GroupTotals> = BTreeMap::new();
+    for kv in flat.chunks_exact(2) {
+        let bad = || Error::Corrupt {
+            id: "status counters".into(),
+            reason: format!("entry {:?} = {:?}", kv[0], kv[1]),
+        };
+        let mut parts = kv[0].splitn(3, '|');
+        let (Some(st), Some(field), Some(group)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad());
+        };
+        let state = match st {
+            "open" => State::Open,
+            "done" => State::Done,
+            "failed" => State::Failed,
+            _ => return Err(bad()),
+        };
+        let v: i64 = kv[1].parse().map_err(|_| bad())?;
+        let v = v.max(0) as u64;
+        let t = out.entry((group.to_string(), state)).or_default();
+        match field {
+            "n" => t.items = v,
+            "d" => t.docs = v,
+            "b" => t.bytes = v,
+            "r" => t.refused = v,
+            "k" => t.skipped = v,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(out)
+}
+
+/// `latency_percentiles_usec_CMD:p50=12.031,p99=50.175,p99.9=100.351` lines (Redis 7);
+/// the count is not in them (0), the max is p99.9.
+fn parse_latencystats(info: &str) -> Vec<(String, Latencies)> {
+    let us = |v: &str| {
+        v.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .map(|v| Duration::from_secs_f64(v / 1e6))
+    };
+    info.lines()
+        .filter_map(|line| {
+            let (cmd, values) = line
+                .trim()
+                .strip_prefix("latency_percentiles_usec_")?
+                .split_once(':')?;
+            let mut l = Latencies::default();
+            for kv in values.split(',') {
+                match kv.split_once('=')? {
+                    ("p50", v) => l.p50 = us(v)?,
+                    ("p99", v) => l.p99 = us(v)?,
+                    ("p99.9", v) => l.max = us(v)?,
+                    _ => {}
+                }
+            }
+            Some((cmd.to_string(), l))
+        })
+        .collect()
 }
 
 fn triples(flat: Vec<String>) -> Result<Vec<(Record, Revision)>, Error> {
@@ -253,6 +429,7 @@ impl Store for RedisStore {
                     .arg(if r.is_candidate() { "1" } else { "0" })
                     .arg(r.expiry)
                     .arg(r.to_json());
+                agg_args(&mut inv, r);
             }
             let created: i64 = inv.invoke_async(&mut c).await.map_err(err)?;
             n += created as usize;
@@ -278,18 +455,16 @@ impl Store for RedisStore {
 
     async fn update(&self, rec: &Record, expected: Revision) -> Result<Option<Revision>, Error> {
         let mut c = self.conn.clone();
-        let nv: i64 = self
-            .update
-            .prepare_invoke()
-            .arg(&self.prefix)
+        let mut inv = self.update.prepare_invoke();
+        inv.arg(&self.prefix)
             .arg(&rec.id)
             .arg(expected.seq)
             .arg(if rec.is_candidate() { "1" } else { "0" })
             .arg(rec.expiry)
             .arg(rec.to_json())
-            .invoke_async(&mut c)
-            .await
-            .map_err(err)?;
+            .arg(rec.kind.as_str());
+        agg_args(&mut inv, rec);
+        let nv: i64 = inv.invoke_async(&mut c).await.map_err(err)?;
         Ok((nv > 0).then_some(Revision::row(nv)))
     }
 
@@ -322,6 +497,50 @@ impl Store for RedisStore {
         Ok(first.first().map(|(_, s)| *s as i64))
     }
 
+    async fn item_summary(&self, now: i64) -> Result<ItemSummary, Error> {
+        let mut c = self.conn.clone();
+        let flat: Vec<String> = self
+            .summary
+            .prepare_invoke()
+            .arg(&self.prefix)
+            .arg(now)
+            .invoke_async(&mut c)
+            .await
+            .map_err(err)?;
+        let corrupt = |reason: &str| Error::Corrupt {
+            id: "status counters".into(),
+            reason: reason.into(),
+        };
+        let covered = flat.first().map(String::as_str) == Some("1");
+        if !covered {
+            // Items written by an earlier version: no counters for them.
+            return Ok(ItemSummary::fold(now, self.list(Kind::Item).await?));
+        }
+        let n: usize = flat
+            .get(1)
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| corrupt("no entry count"))?;
+        let agg = flat
+            .get(2..2 + n)
+            .ok_or_else(|| corrupt("fewer entries than counted"))?;
+        let unsplit = parse_agg(agg)?;
+        let notable = triples(flat[2 + n..].to_vec())?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
+        Ok(ItemSummary::from_unsplit(now, unsplit, notable))
+    }
+
+    async fn server_latencies(&self) -> Result<Vec<(String, Latencies)>, Error> {
+        let mut c = self.conn.clone();
+        let info: String = redis::cmd("INFO")
+            .arg("latencystats")
+            .query_async(&mut c)
+            .await
+            .map_err(err)?;
+        Ok(parse_latencystats(&info))
+    }
+
     async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
         let mut c = self.conn.clone();
         let flat: Vec<String> = self
@@ -348,5 +567,42 @@ impl Store for RedisStore {
             .await
             .map_err(err)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencystats_lines() {
+        let info = "# Latencystats\r\nlatency_percentiles_usec_evalsha:p50=12.031,p99=50.175,p99.9=100.351\r\nlatency_percentiles_usec_time:p50=1.003,p99=2.007,p99.9=3.007\r\nnoise\r\n";
+        let l = parse_latencystats(info);
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[0].0, "evalsha");
+        assert_eq!(l[0].1.p50, Duration::from_nanos(12_031));
+        assert_eq!(l[0].1.p99, Duration::from_nanos(50_175));
+        assert_eq!(l[1].1.max, Duration::from_nanos(3_007));
+    }
+
+    #[test]
+    fn counters_parse_and_refuse_garbage() {
+        let flat: Vec<String> = [
+            "open|n|logs|2024",
+            "3",
+            "open|d|logs|2024",
+            "70",
+            "done|n|x",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let m = parse_agg(&flat).unwrap();
+        let t = &m[&("logs|2024".to_string(), State::Open)];
+        assert_eq!((t.items, t.docs), (3, 70));
+        assert_eq!(m[&("x".to_string(), State::Done)].items, 1);
+        assert!(parse_agg(&["weird|n|x".to_string(), "1".to_string()]).is_err());
+        assert!(parse_agg(&["open|n|x".to_string(), "many".to_string()]).is_err());
     }
 }

@@ -80,7 +80,8 @@ impl SqliteStore {
                         version INTEGER NOT NULL,
                         doc TEXT NOT NULL
                     );
-                    CREATE INDEX IF NOT EXISTS records_candidates ON records(kind, state, rnd);",
+                    DROP INDEX IF EXISTS records_candidates;
+                    CREATE INDEX IF NOT EXISTS records_open ON records(kind, state, expiry, rnd);",
                 )
             })
             .await?;
@@ -193,12 +194,10 @@ fn insert(c: &Connection, rec: &Record) -> rusqlite::Result<bool> {
 fn select_candidates(
     c: &Connection,
     sql: &str,
-    now: i64,
-    pivot: f64,
-    limit: usize,
+    args: &[&dyn rusqlite::ToSql],
 ) -> rusqlite::Result<Vec<(Record, Revision)>> {
     let mut stmt = c.prepare_cached(sql)?;
-    let rows = stmt.query_map(params![now, pivot, limit as i64], |r| {
+    let rows = stmt.query_map(args, |r| {
         let id: String = r.get(0)?;
         let doc: String = r.get(1)?;
         let v: i64 = r.get(2)?;
@@ -282,23 +281,25 @@ impl Store for SqliteStore {
     async fn candidates(&self, now: i64, limit: usize) -> Result<Vec<(Record, Revision)>, Error> {
         let pivot: f64 = rand::thread_rng().gen();
         self.with_conn(move |c| {
+            // Expired leases first (a dead holder's item), then fresh items from a random
+            // point of the `rnd` order; all three are ranges of the `records_open` index.
             let mut out = select_candidates(
                 c,
                 "SELECT id, doc, version FROM records WHERE kind = 'item' AND state = 'open'
-                 AND expiry <= ?1 AND rnd >= ?2 ORDER BY rnd LIMIT ?3",
-                now,
-                pivot,
-                limit,
+                 AND expiry > 0 AND expiry <= ?1 ORDER BY expiry LIMIT ?2",
+                params![now, limit as i64],
             )?;
-            if out.len() < limit {
-                out.extend(select_candidates(
-                    c,
-                    "SELECT id, doc, version FROM records WHERE kind = 'item' AND state = 'open'
-                     AND expiry <= ?1 AND rnd < ?2 ORDER BY rnd LIMIT ?3",
-                    now,
-                    pivot,
-                    limit - out.len(),
-                )?);
+            for sql in [
+                "SELECT id, doc, version FROM records WHERE kind = 'item' AND state = 'open'
+                 AND expiry = 0 AND rnd >= ?1 ORDER BY rnd LIMIT ?2",
+                "SELECT id, doc, version FROM records WHERE kind = 'item' AND state = 'open'
+                 AND expiry = 0 AND rnd < ?1 ORDER BY rnd LIMIT ?2",
+            ] {
+                if out.len() >= limit {
+                    break;
+                }
+                let rest = (limit - out.len()) as i64;
+                out.extend(select_candidates(c, sql, params![pivot, rest])?);
             }
             Ok(out)
         })

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use coordination::{
     open_existing_store, Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff,
-    Identity, ItemFate, KeeperStep, Kind, Lease, PhaseClaim, Position, Progress, Record, State,
-    Store, WorkItem,
+    Identity, ItemFate, ItemSummary, KeeperStep, Kind, Lease, PhaseClaim, Position, Progress,
+    Record, State, Store, WorkItem,
 };
 
 pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
@@ -47,6 +47,7 @@ pub async fn run_all(backend: &str, f: &Factory, url_of: Option<UrlOf>) {
     case!(setup_is_idempotent);
     case!(one_lease_at_a_time);
     case!(expiry_and_takeover);
+    case!(expired_before_fresh);
     case!(release_frees_at_once);
     case!(heartbeat_renewal);
     case!(heartbeat_lapse_and_takeover);
@@ -62,6 +63,7 @@ pub async fn run_all(backend: &str, f: &Factory, url_of: Option<UrlOf>) {
     case!(phases);
     case!(keeper_takeover);
     case!(status_counts);
+    case!(status_aggregates_match_the_items);
     case!(identity_record);
     if let Some(url_of) = url_of {
         let ns = format!("existing_only_{}", std::process::id());
@@ -317,17 +319,17 @@ async fn candidate_query(f: &Factory, ns: &str) {
     for _ in 0..20 {
         let c = store.candidates(now, 8).await.unwrap();
         assert_eq!(c.len(), 8);
-        for (r, _) in &c {
-            assert!(
-                r.id.starts_with("free") || r.id == "expired",
-                "not a candidate: {}",
-                r.id
-            );
+        assert_eq!(c[0].0.id, "expired", "the expired lease comes first");
+        for (r, _) in &c[1..] {
+            assert!(r.id.starts_with("free"), "not a candidate: {}", r.id);
             seen.insert(r.id.clone());
         }
-        firsts.insert(c[0].0.id.clone());
+        firsts.insert(c[1].0.id.clone());
     }
-    assert!(firsts.len() >= 3, "candidates are randomised: {firsts:?}");
+    assert!(
+        firsts.len() >= 3,
+        "fresh candidates are randomised: {firsts:?}"
+    );
     assert!(
         seen.len() >= 16,
         "candidates spread over the items: {}",
@@ -438,6 +440,66 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
     .await
     .unwrap();
     assert!(matches!(b.acquire().await.unwrap(), Acquired::NoWorkLeft));
+}
+
+/// An item whose lease expired (its holder died) is granted before any never-leased one,
+/// however many fresh items wait: the store lists expired leases first, earliest first,
+/// and the protocol tries them first.
+async fn expired_before_fresh(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let cfg = config(1500);
+    let items: Vec<WorkItem> = (0..60).map(|i| WorkItem::whole("x", i)).collect();
+    Coordinator::new(store.clone(), cfg.clone())
+        .setup(&items)
+        .await
+        .unwrap();
+    // Two workers take an item each and die (the leases are dropped unreleased), the
+    // second a little later, so its lease ends later.
+    let mut dead = Vec::new();
+    for _ in 0..2 {
+        let c = Coordinator::new(store.clone(), cfg.clone());
+        let l = lease(&c).await;
+        dead.push((l.id().to_string(), l.expires_at_ms()));
+        drop(l);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    assert!(dead[0].1 < dead[1].1);
+    while store.now().await.unwrap() <= dead[1].1 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // The store's answer: both expired items first, the earlier expiry first (the
+    // cluster's search sees the leases after its refresh interval: ask for a while).
+    let want = [dead[0].0.as_str(), dead[1].0.as_str()];
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let c = loop {
+        let now = store.now().await.unwrap();
+        let c = store.candidates(now, 8).await.unwrap();
+        let firsts: Vec<&str> = c.iter().take(2).map(|(r, _)| r.id.as_str()).collect();
+        if firsts == want || std::time::Instant::now() > deadline {
+            assert_eq!(firsts, want);
+            break c;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(c.len(), 8);
+    assert!(c[2..].iter().all(|(r, _)| r.expiry == 0 && r.attempts == 0));
+    // The protocol: the next two acquisitions take exactly the dead workers' items.
+    let mut retaken = Vec::new();
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let c = Coordinator::new(store.clone(), cfg.clone());
+        let l = lease(&c).await;
+        assert_eq!(l.attempts(), 2, "{} was not a dead worker's item", l.id());
+        retaken.push(l.id().to_string());
+        held.push(l);
+    }
+    retaken.sort();
+    let mut want: Vec<String> = dead.iter().map(|(id, _)| id.clone()).collect();
+    want.sort();
+    assert_eq!(retaken, want);
+    // With no expired lease left, a fresh item.
+    let c = Coordinator::new(store.clone(), cfg.clone());
+    assert_eq!(lease(&c).await.attempts(), 1);
 }
 
 /// Heartbeat leases: a 60 s work period, a 600 ms lease in the store renewed every 200 ms.
@@ -1219,4 +1281,99 @@ async fn status_counts(f: &Factory, ns: &str) {
     assert_eq!(st.leases.len(), 1, "the held lease is listed");
     assert_eq!(st.leases[0].holder, d.worker_id().as_str());
     serde_json::to_string(&st).unwrap();
+}
+
+/// The store's item summary (GROUP BY on PostgreSQL, counters on Redis) equals a fold of
+/// every item, through every kind of write: creation, leases held and expired, checkpoints,
+/// refused documents by reason, completion, a release, FAILED, a successor hand-off.
+async fn status_aggregates_match_the_items(f: &Factory, ns: &str) {
+    let store = f(ns.into()).await;
+    let mut cfg = config(2000);
+    cfg.max_attempts = 1;
+    let c = Coordinator::new(store.clone(), cfg.clone());
+    let items: Vec<WorkItem> = (0..6)
+        .map(|i| WorkItem::whole(if i % 2 == 0 { "even" } else { "odd|x" }, i))
+        .collect();
+    c.setup(&items).await.unwrap();
+    let check = |what: &'static str| {
+        let store = store.clone();
+        async move {
+            let now = store.now().await.unwrap();
+            let agg = store.item_summary(now).await.unwrap();
+            let fold = ItemSummary::fold(now, store.list(Kind::Item).await.unwrap());
+            assert_eq!(agg.totals, fold.totals, "{what}");
+            let ids = |s: &ItemSummary| {
+                let mut v: Vec<String> = s.notable.iter().map(|r| r.id.clone()).collect();
+                v.sort();
+                v
+            };
+            assert_eq!(ids(&agg), ids(&fold), "{what}");
+        }
+    };
+    check("fresh").await;
+    // Completed with refused documents by reason.
+    let l = lease(&c).await;
+    let mut reasons = std::collections::BTreeMap::new();
+    reasons.insert("refused:mapper_parsing_exception".to_string(), 2);
+    l.complete(&Progress {
+        cursor: acked(9),
+        docs: 8,
+        bytes: 800,
+        refused: 2,
+        skipped: 0,
+        reasons,
+    })
+    .await
+    .unwrap();
+    check("completed with reasons").await;
+    // Failed for good (one attempt allowed).
+    let l = lease(&c).await;
+    assert_eq!(l.fail("boom").await.unwrap(), ItemFate::Failed);
+    check("failed").await;
+    // Handed off to a successor mid-way.
+    let l = lease(&c).await;
+    let succ = l
+        .hand_off(
+            &Progress {
+                cursor: acked(4),
+                docs: 5,
+                bytes: 50,
+                ..Progress::default()
+            },
+            0.05,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(succ, HandOff::Successor(_)));
+    check("handed off").await;
+    // Held with a checkpoint, and another one held then left to expire.
+    let d = Coordinator::new(store.clone(), cfg.clone());
+    let mut held = lease(&d).await;
+    let at = held.cursor().clone();
+    held.checkpoint(&Progress {
+        cursor: at,
+        docs: 3,
+        bytes: 30,
+        ..Progress::default()
+    })
+    .await
+    .unwrap();
+    check("held").await;
+    let e = Coordinator::new(store.clone(), cfg.clone());
+    let dead = lease(&e).await;
+    let end = dead.expires_at_ms().max(held.expires_at_ms());
+    drop(dead);
+    while store.now().await.unwrap() <= end {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    check("expired").await;
+    let st = c.status().await.unwrap();
+    assert_eq!(st.items.total, 7, "six items and a successor");
+    assert_eq!((st.items.done, st.items.failed), (2, 1));
+    assert_eq!(st.items.leased, 0);
+    assert_eq!(st.docs_done, 8 + 5 + 3);
+    assert_eq!(st.docs_refused, 2);
+    assert_eq!(st.reasons["refused:mapper_parsing_exception"], 2);
+    assert_eq!(st.failures.len(), 1);
+    assert!(st.per_group.contains_key("odd|x"));
 }

@@ -184,7 +184,9 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
     let store = open_store(&args.store).await?;
     if args.clear {
         store.clear().await?;
-    } else if !store.list(Kind::Item).await?.is_empty() {
+    } else if store.earliest_open_expiry().await?.is_some()
+        || !store.list(Kind::Phase).await?.is_empty()
+    {
         anyhow::bail!(
             "the store already holds work items; pass --clear to delete them (use a namespace of its own)"
         );
@@ -334,8 +336,38 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
         "status_during_run_max_ms: {:.1}",
         ms(quantile(&mut status_during, 1.0))
     );
-    println!("status_ms: {:.1}", ms(status_summary));
-    println!("status_full_scan_ms: {:.1}", ms(status_full));
+    println!("status_summary_ms: {:.1}", ms(status_summary));
+    // `rfs status` over every item: the store's aggregates (or a scan where it has none).
+    println!("status_ms: {:.1}", ms(status_full));
+    match store.pool_stats() {
+        Some(p) => {
+            // Waiting for a pooled connection is queueing in this process (1 pool for
+            // every simulated worker), not the store's work: printed apart.
+            println!("pool_size: {}", p.size);
+            println!("pool_wait_p50_ms: {:.2}", ms(p.wait.p50));
+            println!("pool_wait_p99_ms: {:.2}", ms(p.wait.p99));
+            println!("store_call_p50_ms: {:.2}", ms(p.call.p50));
+            println!("store_call_p99_ms: {:.2}", ms(p.call.p99));
+            println!("store_call_max_ms: {:.2}", ms(p.call.max));
+            println!("store_calls: {}", p.call.count);
+        }
+        None => println!("pool_size: none (one multiplexed connection or in-process)"),
+    }
+    // What the server measured itself (Redis): its work per command, without the queue
+    // on the connection.
+    let sent = ["evalsha", "time", "hmget"];
+    for (cmd, l) in store.server_latencies().await.unwrap_or_default() {
+        // The commands the store sends (the scripts' own calls are inside `evalsha`).
+        if !sent.contains(&cmd.as_str()) {
+            continue;
+        }
+        println!(
+            "server_{cmd}_p50_ms: {:.3}\nserver_{cmd}_p99_ms: {:.3}\nserver_{cmd}_p999_ms: {:.3}",
+            ms(l.p50),
+            ms(l.p99),
+            ms(l.max)
+        );
+    }
     // The keeper's summary may lag the end by a step; the full scan is the truth.
     println!("status_items_done: {}", summary.items.done);
     if full.items.done != args.items {
