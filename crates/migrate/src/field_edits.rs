@@ -13,10 +13,10 @@
 //!
 //! Field names are identifiers or `."quoted"` names without escapes. Anything else is left
 //! to jq. A document the fast path cannot take exactly as jq would — a `_source` that is
-//! not one object on one line, with a duplicate key, or a key holding an escape — goes to
-//! jq too, so the outputs are the same documents either way (keys may be in another
-//! order; JSON objects have none). Values the steps do not change are kept byte for byte,
-//! where jq would print some numbers anew (`-0` as `0`, `1.0e2` as `100.0`).
+//! not one object on one line, with a duplicate key, or a key holding an escape; a
+//! delete — goes to jq too, so the outputs are the same documents either way (keys may
+//! be in another order; JSON objects have none). Values the steps do not change are kept byte for byte,
+//! where jq may print a number anew (`-0` as `0`).
 
 use std::sync::Arc;
 
