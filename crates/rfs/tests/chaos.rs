@@ -20,6 +20,9 @@ use serde_json::Value;
 use snapshot::write::{write_repository, IndexSpec, ShardSource, SnapshotSpec, WriteOptions};
 use testkit::server::{Faults, ServerConfig, TestServer};
 
+mod common;
+use common::{expected_live, log_tails as tail, rfs_at as rfs, status_at as status};
+
 const WORKERS: usize = 4;
 const SNAPSHOT: &str = "chaos";
 
@@ -78,15 +81,6 @@ const INDICES: &[(&str, &[&str])] = &[
     // The shard that is split into doc-id ranges (--split-docs).
     ("big", &["l10-best_speed-nocfs-soft"]),
 ];
-
-fn expected_live(dir: &Path) -> u64 {
-    let path = format!("{}.expected.txt", dir.display());
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.split_whitespace()
-        .find_map(|t| t.strip_prefix("expectedLive="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no expectedLive= in {path}"))
-}
 
 /// Writes the snapshot repository; returns the expected live documents per index.
 fn build_repository(fixtures: &Path, repo: &Path) -> BTreeMap<String, u64> {
@@ -172,56 +166,6 @@ impl Fleet {
         }
         out
     }
-}
-
-fn rfs(bin: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin)
-        .args(args)
-        .env("RFS_LOG", "warn")
-        .output()
-        .expect("run rfs")
-}
-
-fn status(bin: &Path, store: &str) -> Value {
-    let out = rfs(
-        bin,
-        &[
-            "status",
-            "--json",
-            "--store",
-            store,
-            "--failure-log",
-            "/nonexistent",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "rfs status: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("status JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn tail(dir: &Path) -> String {
-    let mut out = String::new();
-    let mut logs: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    for p in logs {
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        out.push_str(&format!(
-            "--- {}\n{}\n",
-            p.display(),
-            lines[lines.len().saturating_sub(15)..].join("\n")
-        ));
-    }
-    out
 }
 
 /// Sends SIGTERM to `child` (an `rfs run` worker) and checks the graceful stop: exit 5

@@ -21,6 +21,9 @@ use serde_json::Value;
 use snapshot::write::{write_repository, IndexSpec, ShardSource, SnapshotSpec, WriteOptions};
 use testkit::server::{ServerConfig, TestServer};
 
+mod common;
+use common::{expected_live, log_tails as tail, rfs_at as rfs, status_at as status};
+
 const SNAPSHOT: &str = "fleet";
 /// `--renew-seconds` of the heartbeat tests: the store lease is 3 × this.
 const RENEW_SECONDS: f64 = 1.0;
@@ -50,15 +53,6 @@ impl Store {
     }
 }
 
-fn expected_live(dir: &Path) -> u64 {
-    let path = format!("{}.expected.txt", dir.display());
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.split_whitespace()
-        .find_map(|t| t.strip_prefix("expectedLive="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no expectedLive= in {path}"))
-}
-
 /// A snapshot with one single-shard index per fixture; returns the live count per index.
 fn build_repository(
     fixtures: &Path,
@@ -82,35 +76,6 @@ fn build_repository(
     }
     write_repository(repo, &[spec], &WriteOptions::default()).unwrap();
     expected
-}
-
-fn rfs(bin: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin)
-        .args(args)
-        .env("RFS_LOG", "warn")
-        .output()
-        .expect("run rfs")
-}
-
-fn status(bin: &Path, store: &str) -> Value {
-    let out = rfs(
-        bin,
-        &[
-            "status",
-            "--json",
-            "--store",
-            store,
-            "--failure-log",
-            "/nonexistent",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "rfs status: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("status JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// Item id → (holder, attempts) of every lease in the status.
@@ -184,27 +149,6 @@ impl Drop for Fleet {
             let _ = c.wait();
         }
     }
-}
-
-fn tail(dir: &Path) -> String {
-    let mut out = String::new();
-    let mut logs: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    for p in logs {
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        out.push_str(&format!(
-            "--- {}\n{}\n",
-            p.display(),
-            lines[lines.len().saturating_sub(12)..].join("\n")
-        ));
-    }
-    out
 }
 
 fn strings(v: &[&str]) -> Vec<String> {

@@ -11,10 +11,11 @@
 //! and after the write), SIGKILLs and a Redis restart; every row read back with the official
 //! AWS SDK for Rust from dynalite directly, exactly once, attribute by attribute.
 
+mod common;
 mod dynamo;
 mod table;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,8 @@ use rand::Rng;
 use serde_json::Value;
 use table::{micros, ulid, Pg};
 use testkit::server::{Faults, ServerConfig, TestServer};
+
+use common::log_tails as tail;
 
 const WORKERS: usize = 4;
 const ROWS: u64 = 8000;
@@ -118,27 +121,6 @@ impl Fleet {
         }
         out
     }
-}
-
-fn tail(dir: &Path) -> String {
-    let mut out = String::new();
-    let mut logs: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    for p in logs {
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        out.push_str(&format!(
-            "--- {}\n{}\n",
-            p.display(),
-            lines[lines.len().saturating_sub(12)..].join("\n")
-        ));
-    }
-    out
 }
 
 /// Runs the fleet to its end: SIGKILLs a random worker every 1–3 s (restarting it) in the

@@ -219,3 +219,67 @@ impl Drop for Reaped {
         }
     }
 }
+
+/// `bin ARGS` with only warnings logged (the fleet and chaos tests run a built binary of
+/// their choice, e.g. a release build).
+pub fn rfs_at(bin: &Path, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .env("RFS_LOG", "warn")
+        .output()
+        .expect("run rfs")
+}
+
+/// `bin status --json` over `store`.
+pub fn status_at(bin: &Path, store: &str) -> Value {
+    let out = rfs_at(
+        bin,
+        &[
+            "status",
+            "--json",
+            "--store",
+            store,
+            "--failure-log",
+            "/nonexistent",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "rfs status: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("status JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The last 12 lines of every `*.log` in `dir`, for a failing test's message.
+pub fn log_tails(dir: &Path) -> String {
+    let mut out = String::new();
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    for p in logs {
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        out.push_str(&format!(
+            "--- {}\n{}\n",
+            p.display(),
+            lines[lines.len().saturating_sub(12)..].join("\n")
+        ));
+    }
+    out
+}
+
+/// The live documents a generated Lucene index holds, from its `DIR.expected.txt`.
+pub fn expected_live(dir: &Path) -> u64 {
+    let path = format!("{}.expected.txt", dir.display());
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.split_whitespace()
+        .find_map(|t| t.strip_prefix("expectedLive="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no expectedLive= in {path}"))
+}
