@@ -26,7 +26,7 @@ pub struct FleetGrant {
     pub window_end_ms: i64,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Window {
     window: i64,
     taken: u64,
@@ -58,7 +58,13 @@ impl Coordinator {
             let current = retry(|| store.get(&id)).await?;
             let taken = match &current {
                 Some((rec, _)) => {
-                    let w: Window = serde_json::from_value(rec.data.clone()).unwrap_or_default();
+                    // A record nobody can read cannot say what the window holds: starting
+                    // a fresh one could let the fleet go past its limit, so say so.
+                    let w: Window =
+                        serde_json::from_value(rec.data.clone()).map_err(|e| Error::Corrupt {
+                            id: id.clone(),
+                            reason: format!("not a fleet-limit window: {e}"),
+                        })?;
                     if w.window > window {
                         // Our clock read is older than another worker's write (a slow
                         // call): writing our window would undo the newer one's count.

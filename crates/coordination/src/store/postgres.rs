@@ -2,6 +2,10 @@
 //! `clock_timestamp()` as the clock. Connections come from a small pool (`pool=N`, default
 //! 16, per process); `sslmode=require`
 //! (with `sslrootcert=CA.pem` for a private CA) makes them TLS with a verified certificate.
+//! No call waits forever (`timeout=SECONDS`, default 30): the server cancels a statement
+//! that runs longer (`statement_timeout`, lock waits included), the kernel drops a
+//! connection whose peer stopped answering (`tcp_user_timeout`, keepalives), and waiting for
+//! a pooled connection or a new one ends too; each is a transient error the caller retries.
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -18,6 +22,8 @@ use crate::Error;
 const BACKEND: &str = "postgres";
 /// Connections per process unless the URL says `pool=N`.
 const POOL_SIZE: usize = 16;
+/// Longest store call, seconds, unless the URL says `timeout=N`.
+const CALL_TIMEOUT_SECS: u64 = 30;
 
 /// Coordination records in one PostgreSQL table.
 pub struct PostgresStore {
@@ -53,7 +59,31 @@ fn pool_err(e: deadpool_postgres::PoolError) -> Error {
         deadpool_postgres::PoolError::Backend(e) => {
             classify(&e, format!("connecting: {}", describe(&e)))
         }
-        other => err(other),
+        other => err(format!("waiting for a connection: {other}")),
+    }
+}
+
+/// Bound every call of a connection made from `config` by `timeout`, keeping what the URL
+/// set itself: the server cancels longer statements (`statement_timeout`, lock waits
+/// included; its error is transient), connecting gives up, and a peer that stops answering
+/// is noticed by the kernel (`tcp_user_timeout`, keepalives after 15 s idle) instead of
+/// after the system's two hours.
+fn bound_calls(config: &mut tokio_postgres::Config, timeout: std::time::Duration) {
+    let ms = timeout.as_millis();
+    let options = match config.get_options() {
+        Some(o) if o.contains("statement_timeout") => o.to_string(),
+        Some(o) if !o.trim().is_empty() => format!("{o} -c statement_timeout={ms}"),
+        _ => format!("-c statement_timeout={ms}"),
+    };
+    config.options(options);
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(timeout.min(std::time::Duration::from_secs(10)));
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(timeout);
+    }
+    if config.get_keepalives_idle() == std::time::Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(std::time::Duration::from_secs(15));
     }
 }
 
@@ -116,12 +146,28 @@ impl PostgresStore {
                     reason: format!("pool={n}: expected connections per process, 1–1000"),
                 })?,
         };
+        let (conn_url, timeout) = take_query_param(&conn_url, "timeout")?;
+        let timeout = match timeout {
+            None => CALL_TIMEOUT_SECS,
+            Some(n) => n
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=3600).contains(n))
+                .ok_or_else(|| Error::BadUrl {
+                    url: redact(url),
+                    reason: format!(
+                        "timeout={n}: expected the longest store call in seconds, 1–3600"
+                    ),
+                })?,
+        };
+        let timeout = std::time::Duration::from_secs(timeout);
         let table = table.unwrap_or_else(|| "rfs_coordination".to_string());
         check_name(url, &table)?;
-        let config: tokio_postgres::Config = conn_url.parse().map_err(|e| Error::BadUrl {
+        let mut config: tokio_postgres::Config = conn_url.parse().map_err(|e| Error::BadUrl {
             url: redact(url),
             reason: format!("{e}"),
         })?;
+        bound_calls(&mut config, timeout);
         let manager_config = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
@@ -141,6 +187,9 @@ impl PostgresStore {
         };
         let pool = Pool::builder(mgr)
             .max_size(pool_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(timeout))
+            .create_timeout(Some(timeout))
             .build()
             .map_err(err)?;
         let t = &table;

@@ -358,3 +358,42 @@ async fn permanent_errors_are_refused_at_once() {
         assert_refused(&base, "NOAUTH", false).await;
     }
 }
+
+/// A PostgreSQL store call never waits forever: with the table locked by another session,
+/// a read ends with a transient error after `timeout=1` (the server cancels it), and the
+/// store works again once the lock is gone. `timeout=` out of range is a bad URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_calls_time_out() {
+    let Some(pg) = testkit::services::Postgres::start("postgres_calls_time_out") else {
+        return;
+    };
+    let url = format!("{}?table=bounded&timeout=1", pg.url());
+    let store = open_store(&url).await.unwrap();
+    let rec = coordination::Record::new("x", coordination::Kind::Item, "me");
+    store.create(&rec).await.unwrap();
+    let (locker, conn) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    locker
+        .batch_execute("BEGIN; LOCK TABLE bounded IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    // Well under the default 30 s: the URL's own bound is what ended the wait.
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), store.get("x"))
+        .await
+        .expect("a store call behind a lock waited 20 s");
+    let e = r.expect_err("a read behind an exclusive lock cannot succeed");
+    assert!(e.is_transient(), "{e:?}");
+    assert!(e.to_string().contains("57014"), "{e}");
+    locker.batch_execute("ROLLBACK").await.unwrap();
+    assert!(store.get("x").await.unwrap().is_some());
+    for bad in ["timeout=0", "timeout=3601", "timeout=soon"] {
+        let e = open_store(&format!("{}?table=bounded&{bad}", pg.url()))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{bad} accepted"));
+        assert!(matches!(e, Error::BadUrl { .. }), "{bad}: {e:?}");
+        assert!(e.to_string().contains("timeout="), "{e}");
+    }
+}

@@ -670,6 +670,14 @@ async fn fleet_rate_windows(f: &Factory, ns: &str) {
         "{:?}",
         t.elapsed()
     );
+    // A window record nobody can read is an error naming it, never a fresh budget.
+    let (mut rec, ver) = store.get("rate:docs").await.unwrap().unwrap();
+    rec.data = serde_json::json!("not a window");
+    store.update(&rec, ver).await.unwrap().unwrap();
+    match c.take_fleet_units("docs", 50.0, 1).await {
+        Err(Error::Corrupt { id, .. }) => assert_eq!(id, "rate:docs"),
+        other => panic!("an unreadable window record gave {other:?}"),
+    }
 }
 
 async fn release_frees_at_once(f: &Factory, ns: &str) {
