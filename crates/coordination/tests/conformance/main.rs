@@ -397,3 +397,102 @@ async fn postgres_calls_time_out() {
         assert!(e.to_string().contains("timeout="), "{e}");
     }
 }
+
+/// Items in three states, one done with counts and a reason, as a status reads them.
+async fn some_items(url: &str) -> String {
+    use coordination::{Acquired, Coordinator, Progress, WorkItem};
+    let store = open_store(url).await.unwrap();
+    let mut cfg = coordination::Config::default();
+    cfg.renew_every = std::time::Duration::ZERO;
+    let c = Coordinator::new(store.clone(), cfg);
+    c.setup(&[
+        WorkItem::whole("a", 0),
+        WorkItem::whole("b", 0),
+        WorkItem::whole("c", 0),
+    ])
+    .await
+    .unwrap();
+    let Acquired::Lease(l) = c.acquire().await.unwrap() else {
+        panic!("no lease")
+    };
+    let p = Progress {
+        docs: 7,
+        bytes: 700,
+        refused: 2,
+        skipped: 1,
+        reasons: [("mapper_parsing_exception".to_string(), 2)].into(),
+        ..Progress::default()
+    };
+    l.complete(&p).await.unwrap();
+    let Acquired::Lease(l) = c.acquire().await.unwrap() else {
+        panic!("no lease")
+    };
+    drop(l);
+    summary(url).await
+}
+
+/// What `rfs status` takes from the store: totals and the items it lists, as text.
+async fn summary(url: &str) -> String {
+    let store = coordination::open_existing_store(url).await.unwrap();
+    let s = store
+        .item_summary(store.now().await.unwrap())
+        .await
+        .unwrap();
+    let mut notable: Vec<_> = s.notable.iter().map(|r| r.id.clone()).collect();
+    notable.sort();
+    format!("{:?} {notable:?}", s.totals)
+}
+
+/// Stores written by an earlier version (a PostgreSQL table without the status columns, a
+/// Redis prefix without the status counters) give the same status: read as they are, then
+/// after a worker of this version opened them (PostgreSQL adds and fills the columns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_stores_give_the_same_status() {
+    if let Some(pg) = testkit::services::Postgres::start("older_stores_postgres") {
+        let url = format!("{}?table=older", pg.url());
+        let now = some_items(&url).await;
+        assert!(now.contains("docs: 7"), "{now}");
+        let (raw, conn) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        raw.batch_execute(
+            "ALTER TABLE older DROP COLUMN grp, DROP COLUMN docs, DROP COLUMN bytes,
+                DROP COLUMN refused, DROP COLUMN skipped, DROP COLUMN held, DROP COLUMN listed",
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary(&url).await, now, "an earlier table read as it is");
+        open_store(&url).await.unwrap();
+        let cols: i64 = raw
+            .query_one(
+                "SELECT count(*) FROM information_schema.columns WHERE table_name = 'older'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(cols, 14, "the status columns are added back");
+        assert_eq!(summary(&url).await, now, "after the upgrade");
+    }
+    if let Some(redis) = testkit::services::Redis::start("older_stores_redis") {
+        let url = format!("{}?prefix=older", redis.url());
+        let now = some_items(&url).await;
+        assert!(now.contains("docs: 7"), "{now}");
+        let client = redis::Client::open(redis.url()).unwrap();
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let removed: i64 = redis::cmd("DEL")
+            .arg("{older}:agg")
+            .arg("{older}:listed")
+            .arg("{older}:aggv")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert_eq!(removed, 3, "the counters this version keeps were there");
+        assert_eq!(
+            summary(&url).await,
+            now,
+            "an earlier prefix read item by item"
+        );
+    }
+}
