@@ -402,8 +402,10 @@ async fn postgres_calls_time_out() {
 async fn some_items(url: &str) -> String {
     use coordination::{Acquired, Coordinator, Progress, WorkItem};
     let store = open_store(url).await.unwrap();
-    let mut cfg = coordination::Config::default();
-    cfg.renew_every = std::time::Duration::ZERO;
+    let cfg = coordination::Config {
+        renew_every: std::time::Duration::ZERO,
+        ..coordination::Config::default()
+    };
     let c = Coordinator::new(store.clone(), cfg);
     c.setup(&[
         WorkItem::whole("a", 0),
