@@ -5,10 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use migrate::connectors::{open_sink, open_source, Settings};
-use migrate::Job;
 
 use super::common::{runtime, StoreArgs, WorkerArgs};
-use super::engine::{drive, finish, shutdown_signal, Role};
+use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -168,14 +167,14 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         store = %args.store.redacted(),
         "copy worker ready"
     );
-    let job = Job::new(
-        std::sync::Arc::new(source.source),
+    let spec = JobSpec::new(
+        source.source,
         sink.transform(),
-        std::sync::Arc::new(sink.sink),
+        sink.sink,
         store,
         args.worker.failure_log()?,
         args.worker.job_options(true),
     );
-    let report = drive(job, &args.worker, shutdown).await?;
+    let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use migrate::connectors::{BoxedSink, BoxedSource};
 use migrate::row_verify::{
     render, verify_rows, BulkRows, DynamoRows, FileRows, RowTarget, RowVerifyOptions,
 };
@@ -15,11 +16,11 @@ use migrate::sinks::dynamo::{hints_of, DynamoSink, DynamoSinkOptions};
 use migrate::sinks::files::{FileFormat, FileSink, Output};
 use migrate::sources::table::{TableSource, TableSourceOptions};
 use migrate::transform::Rename;
-use migrate::{Job, Naming};
+use migrate::Naming;
 use table::{SlotRule, Table, TableOptions};
 
 use super::common::{runtime, usize_in, StoreArgs, WorkerArgs};
-use super::engine::{drive, finish, shutdown_signal, Role};
+use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
 use crate::exit;
 
 #[derive(Debug, clap::Subcommand)]
@@ -513,15 +514,22 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     // others may come free when their holders die).
     let opts = args.worker.job_options(true);
     tracing::info!(table = %group, store = %args.store.redacted(), "table worker ready");
-    let report = match args.table.sink_url()? {
+    let boxed = BoxedSource::new(source.clone());
+    let spec = match args.table.sink_url()? {
         SinkUrl::Bulk { base, index } => {
             let client = args.table.client(&base).await?;
             let sink = args
                 .worker
                 .bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
             let transform = args.transform.wrap(Arc::new(rename_to(&group, &index)))?;
-            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            drive(job, &args.worker, shutdown).await?
+            JobSpec::new(
+                boxed,
+                transform,
+                BoxedSink::new(sink),
+                store,
+                failures,
+                opts,
+            )
         }
         SinkUrl::Files(dir) => {
             let sink = FileSink::new(
@@ -531,8 +539,14 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
             )?
             .with_tag(&process_tag());
             let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
-            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            drive(job, &args.worker, shutdown).await?
+            JobSpec::new(
+                boxed,
+                transform,
+                BoxedSink::new(sink),
+                store,
+                failures,
+                opts,
+            )
         }
         SinkUrl::Dynamo(url) => {
             if args.worker.create_only {
@@ -545,11 +559,19 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 .await?;
             let counters = sink.counters();
             let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
-            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            job.metrics().add_sink_counters(counters);
-            drive(job, &args.worker, shutdown).await?
+            let mut spec = JobSpec::new(
+                boxed,
+                transform,
+                BoxedSink::new(sink),
+                store,
+                failures,
+                opts,
+            );
+            spec.sink_counters = Some(counters);
+            spec
         }
     };
+    let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
 }
 
