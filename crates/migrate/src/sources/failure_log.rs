@@ -7,7 +7,8 @@
 //!   (`Op::Index` or `Op::Delete`, into the index it was refused by). The same document
 //!   refused more than once (a re-sent batch) is read once.
 //! - A document the target refused whose `_source` the log does not hold is a skip
-//!   [`NO_SOURCE`]: it cannot be sent from the log.
+//!   [`NO_SOURCE`]: it cannot be sent from the log. The record of such a skip (in the
+//!   log of what remains) is that skip again when the log is re-driven once more.
 //! - A document the source or the transform could not produce is a skip
 //!   [`SKIPPED_BY_SOURCE`]: the log never had it to send.
 
@@ -23,8 +24,9 @@ use crate::error::SourceError;
 use crate::failure_log::{FailureLog, FailureLogError, FailureRecord, Stage};
 use crate::source::{GroupTotals, Plan, Source, Totals};
 
-/// The skip reason of a refused document whose log record holds no `_source`.
-pub const NO_SOURCE: &str = "no_source";
+/// The skip reason of a refused document whose log record holds no `_source` (not the
+/// snapshot source's `no_source`: this one is a refusal the log cannot re-drive).
+pub const NO_SOURCE: &str = "refused_without_source";
 /// The skip reason of a document the source or the transform could not produce.
 pub const SKIPPED_BY_SOURCE: &str = "skipped_by_source";
 /// The one group (and work item) of the source.
@@ -82,6 +84,7 @@ impl FailureLogSource {
             })
         };
         match r.stage {
+            Stage::Source if r.error_type == NO_SOURCE => skip(NO_SOURCE, r.reason.clone()),
             Stage::Source | Stage::Transform => skip(
                 SKIPPED_BY_SOURCE,
                 format!(
@@ -198,13 +201,17 @@ mod tests {
             record(Stage::Target, "c", None, true),
             record(Stage::Target, "d", None, false),
             record(Stage::Transform, "e", Some(r#"{"y":2}"#), false),
+            FailureRecord {
+                error_type: NO_SOURCE.into(),
+                ..record(Stage::Source, "f", None, false)
+            },
         ])
         .unwrap();
         let s = FailureLogSource::open(&path).unwrap();
         assert_eq!(s.duplicates(), 1);
         let plan = s.plan().unwrap();
         assert_eq!(plan.items.len(), 1);
-        assert_eq!(plan.totals.docs, 5);
+        assert_eq!(plan.totals.docs, 6);
         let read = |after: Cursor| {
             let mut got = Vec::new();
             s.read(&plan.items[0], &after, &mut |r| {
@@ -230,8 +237,9 @@ mod tests {
                 r#"Index a {"x":1}"#,
                 "skip skipped_by_source b",
                 "Delete c ",
-                "skip no_source d",
+                "skip refused_without_source d",
                 "skip skipped_by_source e",
+                "skip refused_without_source f",
             ]
         );
         match &all[0] {
@@ -240,7 +248,7 @@ mod tests {
         }
         // Resuming after a position reads the records after it.
         let rest = read(Some(Position::Doc(2)));
-        assert_eq!(rest.len(), 2);
+        assert_eq!(rest.len(), 3);
         assert_eq!(rest[0].position(), &Position::Doc(3));
         // A missing log holds nothing.
         let none = FailureLogSource::open(&dir.path().join("missing.jsonl")).unwrap();
