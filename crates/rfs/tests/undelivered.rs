@@ -272,7 +272,10 @@ fn redrive_records_what_is_refused_again_and_sends_it_on_the_next_pass() {
     };
     assert_eq!(records.len(), 3, "{records:?}");
     let b = by_id("b");
-    assert_eq!((b.stage, b.error_type.as_str()), (Stage::Target, "mapper_parsing_exception"));
+    assert_eq!(
+        (b.stage, b.error_type.as_str()),
+        (Stage::Target, "mapper_parsing_exception")
+    );
     let kept: Value = serde_json::from_str(b.source.as_ref().unwrap().get()).unwrap();
     assert_eq!(kept, serde_json::json!({"n": 2, "s": "x"}));
     assert_eq!(by_id("c").error_type, "refused_without_source");
@@ -288,6 +291,10 @@ fn redrive_records_what_is_refused_again_and_sends_it_on_the_next_pass() {
         "{said}"
     );
     let held = server.documents("events");
-    assert_eq!(held.keys().cloned().collect::<Vec<_>>(), ["a", "b"], "{held:?}");
+    assert_eq!(
+        held.keys().cloned().collect::<Vec<_>>(),
+        ["a", "b"],
+        "{held:?}"
+    );
     assert_eq!(held["b"], serde_json::json!({"n": 2, "s": "x"}));
 }
