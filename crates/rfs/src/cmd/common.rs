@@ -1162,6 +1162,17 @@ impl WorkerArgs {
         client: cluster::Client,
         target: String,
     ) -> anyhow::Result<migrate::sinks::bulk::BulkSink> {
+        let sender = cluster::BulkSender::new(client, self.bulk_options())?;
+        Ok(migrate::sinks::bulk::BulkSink::new(
+            sender,
+            self.batch_limits(),
+            target,
+        ))
+    }
+
+    /// How `_bulk` requests are sent: requests in flight, rates, the retry budget,
+    /// `--create-only`.
+    pub fn bulk_options(&self) -> cluster::BulkOptions {
         let mut o = cluster::BulkOptions {
             max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
             max_docs_per_sec: self.max_docs_per_sec.filter(|r| r.is_finite() && *r > 0.0),
@@ -1176,12 +1187,7 @@ impl WorkerArgs {
             o.accept_error_types
                 .push("version_conflict_engine_exception".into());
         }
-        let sender = cluster::BulkSender::new(client, o)?;
-        Ok(migrate::sinks::bulk::BulkSink::new(
-            sender,
-            self.batch_limits(),
-            target,
-        ))
+        o
     }
 }
 

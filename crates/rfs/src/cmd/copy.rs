@@ -2,7 +2,6 @@
 //! (`migrate::connectors`), one job, any number of identical processes sharing the store.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use migrate::connectors::{open_sink, open_source, Settings};
 
@@ -95,18 +94,6 @@ impl Args {
     fn settings(&self) -> anyhow::Result<Settings> {
         let w = &self.worker;
         let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
-        let mut bulk = cluster::BulkOptions {
-            max_in_flight: w.concurrency.max(1).saturating_mul(w.parallel()),
-            max_docs_per_sec: rate(w.max_docs_per_sec),
-            max_bytes_per_sec: rate(w.max_bytes_per_sec),
-            retry_budget: Some(Duration::from_secs(w.bulk_retry_seconds.clamp(10, 86_400))),
-            ..cluster::BulkOptions::default()
-        };
-        if w.create_only {
-            bulk.op_type = cluster::OpType::Create;
-            bulk.accept_error_types
-                .push("version_conflict_engine_exception".into());
-        }
         Ok(Settings {
             snapshot: self.ends.snapshot.clone(),
             snapshot_options: migrate::sources::snapshot::SnapshotOptions {
@@ -132,7 +119,7 @@ impl Args {
                 ..Default::default()
             },
             batch: w.batch_limits(),
-            bulk,
+            bulk: w.bulk_options(),
             tls: cluster::TlsConfig {
                 ca_file: self.ends.to_ca.clone(),
                 client_cert: None,
