@@ -1170,6 +1170,23 @@ impl WorkerArgs {
         ))
     }
 
+    /// What these flags say about the sinks the connector registry opens (batches, `_bulk`
+    /// options, requests in flight, rates, DynamoDB's throttle budget, this process's
+    /// file tag); the command adds what its own flags say.
+    pub fn sink_settings(&self) -> migrate::connectors::Settings {
+        let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
+        migrate::connectors::Settings {
+            batch: self.batch_limits(),
+            bulk: self.bulk_options(),
+            max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
+            max_docs_per_sec: rate(self.max_docs_per_sec),
+            max_bytes_per_sec: rate(self.max_bytes_per_sec),
+            dynamo_throttle_budget: Some(super::table::throttle_budget(self.lease_seconds)),
+            file_tag: Some(super::table::process_tag()),
+            ..migrate::connectors::Settings::default()
+        }
+    }
+
     /// How `_bulk` requests are sent: requests in flight, rates, the retry budget,
     /// `--create-only`.
     pub fn bulk_options(&self) -> cluster::BulkOptions {

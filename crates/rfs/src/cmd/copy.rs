@@ -93,7 +93,6 @@ impl Args {
     /// What the flags say about the parts.
     fn settings(&self) -> anyhow::Result<Settings> {
         let w = &self.worker;
-        let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
         Ok(Settings {
             snapshot: self.ends.snapshot.clone(),
             snapshot_options: migrate::sources::snapshot::SnapshotOptions {
@@ -118,8 +117,6 @@ impl Args {
                 pool_size: w.parallel() + 2,
                 ..Default::default()
             },
-            batch: w.batch_limits(),
-            bulk: w.bulk_options(),
             tls: cluster::TlsConfig {
                 ca_file: self.ends.to_ca.clone(),
                 client_cert: None,
@@ -127,12 +124,7 @@ impl Args {
                 insecure: self.ends.to_insecure,
             },
             create_table: self.ends.create_table,
-            max_in_flight: w.concurrency.max(1).saturating_mul(w.parallel()),
-            max_docs_per_sec: rate(w.max_docs_per_sec),
-            max_bytes_per_sec: rate(w.max_bytes_per_sec),
-            dynamo_throttle_budget: Some(super::table::throttle_budget(w.lease_seconds)),
-            file_tag: Some(super::table::process_tag()),
-            ..Settings::default()
+            ..w.sink_settings()
         })
     }
 }
