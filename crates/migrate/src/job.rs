@@ -79,6 +79,26 @@ impl Default for JobOptions {
     }
 }
 
+impl JobOptions {
+    /// Item workers in a process when not told: one per CPU.
+    pub fn default_parallel() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    /// The memory budget: `asked` (default 128 MiB), raised so that at least two batches
+    /// of `max_batch_bytes` fit per item worker.
+    pub fn memory_budget_for(
+        asked: Option<usize>,
+        max_batch_bytes: usize,
+        parallel: usize,
+    ) -> usize {
+        let floor = max_batch_bytes.saturating_mul(2).saturating_mul(parallel);
+        asked
+            .unwrap_or(JobOptions::default().memory_budget)
+            .max(floor)
+    }
+}
+
 /// How this process's part of the migration ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobEnd {

@@ -189,3 +189,112 @@ fn skipped_and_refused_documents_are_logged_counted_verified_and_redriven() {
     let v3 = verify(&[]);
     assert_eq!(v3.status.code(), Some(0), "{}", show(&v3));
 }
+
+/// A failure-log record as `rfs run` writes it.
+fn record(stage: migrate::Stage, id: &str, source: Option<&str>) -> migrate::FailureRecord {
+    migrate::FailureRecord {
+        time: migrate::failure_log::now_rfc3339(),
+        stage,
+        index: "events".into(),
+        id: id.into(),
+        doc_type: None,
+        routing: None,
+        group: Some("events".into()),
+        part: Some(0),
+        position: None,
+        error_type: "mapper_parsing_exception".into(),
+        reason: "failed to parse".into(),
+        status: 400,
+        attempts: 1,
+        delete: false,
+        source: source.map(|s| migrate::failure_log::source_value(s.as_bytes())),
+    }
+}
+
+#[test]
+fn redrive_records_what_is_refused_again_and_sends_it_on_the_next_pass() {
+    use migrate::Stage;
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    // "b" is still refused: the cause is not fixed for it yet.
+    server.set_faults(Faults {
+        failing_ids: ["b".to_string()].into(),
+        bulk_only: true,
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("failures.jsonl");
+    let mut gone = record(Stage::Target, "gone", None);
+    gone.delete = true;
+    migrate::FailureLog::open(&log)
+        .unwrap()
+        .append(&[
+            record(Stage::Target, "a", Some(r#"{"n":1}"#)),
+            record(Stage::Target, "b", Some(r#"{"n":2,"s":"x"}"#)),
+            // A re-sent batch refused "a" twice: sent once.
+            record(Stage::Target, "a", Some(r#"{"n":1}"#)),
+            gone,
+            // Refused, but the log did not keep its source: cannot be sent.
+            record(Stage::Target, "c", None),
+            // Never produced by the source: cannot be re-driven from a log.
+            record(Stage::Source, "d", None),
+        ])
+        .unwrap();
+    let redrive = |log: &Path| {
+        rfs()
+            .arg("redrive")
+            .arg("--failure-log")
+            .arg(log)
+            .args(["--target", &server.url()])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let first = redrive(&log);
+    assert_eq!(first.status.code(), Some(7), "{}", show(&first));
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        said.contains("re-driven: 2 documents delivered, 1 refused again, 1 could not be sent (no source in the log), 1 skipped by the source"),
+        "{said}"
+    );
+    let held = server.documents("events");
+    assert_eq!(held.keys().cloned().collect::<Vec<_>>(), ["a"], "{held:?}");
+    assert_eq!(held["a"], serde_json::json!({"n": 1}));
+
+    // What remains: "b" refused again with its source (so it can be sent once more), the
+    // one without a source, and the one the source skipped.
+    let remaining = dir.path().join("failures.jsonl.remaining");
+    let records = migrate::FailureLog::read(&remaining).unwrap();
+    let by_id = |id: &str| {
+        records
+            .iter()
+            .find(|r| r.id == id)
+            .unwrap_or_else(|| panic!("{id} not in {records:?}"))
+    };
+    assert_eq!(records.len(), 3, "{records:?}");
+    let b = by_id("b");
+    assert_eq!(
+        (b.stage, b.error_type.as_str()),
+        (Stage::Target, "mapper_parsing_exception")
+    );
+    let kept: Value = serde_json::from_str(b.source.as_ref().unwrap().get()).unwrap();
+    assert_eq!(kept, serde_json::json!({"n": 2, "s": "x"}));
+    assert_eq!(by_id("c").error_type, "refused_without_source");
+    assert_eq!(by_id("d").error_type, "skipped_by_source");
+
+    // The cause is fixed for "b": the remaining log sends it; "c" still cannot be sent.
+    server.set_faults(Faults::default());
+    let second = redrive(&remaining);
+    assert_eq!(second.status.code(), Some(7), "{}", show(&second));
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains("re-driven: 1 documents delivered, 0 refused again, 1 could not be sent (no source in the log), 1 skipped by the source"),
+        "{said}"
+    );
+    let held = server.documents("events");
+    assert_eq!(
+        held.keys().cloned().collect::<Vec<_>>(),
+        ["a", "b"],
+        "{held:?}"
+    );
+    assert_eq!(held["b"], serde_json::json!({"n": 2, "s": "x"}));
+}

@@ -1,4 +1,5 @@
-//! Sink: files, `file:///DIR?format=jsonl|bulk` (default jsonl): one file per index.
+//! Sink: files, `file:///DIR?format=jsonl|bulk` (default jsonl), or a directory path
+//! (taken as it is, JSON lines): one file per index.
 
 use std::path::PathBuf;
 
@@ -9,7 +10,7 @@ use crate::sinks::files::{FileFormat, FileSink, Output};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "files",
-    schemes: &["file"],
+    schemes: &["file", ""],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
 };
 
@@ -18,6 +19,9 @@ async fn open(
     settings: &Settings,
     _source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
+    if super::scheme(url).is_empty() {
+        return files(url, PathBuf::from(url), FileFormat::Jsonl, settings);
+    }
     let (base, params) = split_query(url);
     let mut format = FileFormat::Jsonl;
     for (k, v) in params {
@@ -36,6 +40,15 @@ async fn open(
         .ok()
         .and_then(|u| u.to_file_path().ok())
         .ok_or_else(|| ConnectError::new(url, "not a local file:///DIR URL"))?;
+    files(url, dir, format, settings)
+}
+
+fn files(
+    url: &str,
+    dir: PathBuf,
+    format: FileFormat,
+    settings: &Settings,
+) -> Result<OpenedSink, ConnectError> {
     let mut sink = FileSink::new(Output::Directory(dir), format, settings.batch)
         .map_err(|e| ConnectError::new(url, e))?;
     if let Some(tag) = &settings.file_tag {

@@ -5,7 +5,7 @@
 //! | scheme | reads | writes |
 //! |---|---|---|
 //! | a path, `file://`, `s3://`, `gs://`, `az://` | a snapshot repository (`--snapshot` or `#snapshot=NAME`), or `*.jsonl` files (told apart by content) | — |
-//! | `file:///DIR?format=jsonl\|bulk` | — | one file per index |
+//! | `file:///DIR?format=jsonl\|bulk`, a directory path (as `--to`) | — | one file per index |
 //! | `postgres://…?table=T&key=K` | a table | — |
 //! | `http(s)://[user:pw@]host:port/INDEX-PATTERN` (as `--from`) | a live cluster, sliced point in time | — |
 //! | `http(s)://[user:pw@]host:port[/INDEX]` | — | `_bulk` (all into INDEX when given) |
@@ -281,6 +281,7 @@ mod tests {
         assert_eq!(sink_for("http://h:9200").unwrap().name, "bulk");
         assert_eq!(sink_for("HTTPS://u:pw@h/ix").unwrap().name, "bulk");
         assert_eq!(sink_for("file:///tmp/x?format=bulk").unwrap().name, "files");
+        assert_eq!(sink_for("./out").unwrap().name, "files");
         assert_eq!(
             sink_for("dynamodb://tab?region=r").unwrap().name,
             "dynamodb"

@@ -146,6 +146,35 @@ impl SinkUrl {
         Ok(url)
     }
 
+    /// The URL that parses back to `self` (the endpoint as given: not for showing).
+    pub fn to_url(&self) -> String {
+        let enc = |v: &str| -> String {
+            v.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                        char::from(b).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect()
+        };
+        let params: Vec<String> = [
+            ("region", &self.region),
+            ("endpoint", &self.endpoint),
+            ("partition-key", &self.partition_key),
+            ("sort-key", &self.sort_key),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| format!("{k}={}", enc(v))))
+        .collect();
+        if params.is_empty() {
+            format!("dynamodb://{}", self.table)
+        } else {
+            format!("dynamodb://{}?{}", self.table, params.join("&"))
+        }
+    }
+
     /// The URL as shown and recorded: the endpoint redacted, nothing secret.
     pub fn display(&self) -> String {
         let mut s = format!("dynamodb://{}", self.table);
@@ -675,6 +704,20 @@ pub fn sink_error(e: DynamoError) -> SinkError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sink_urls_print_back_to_what_they_parse_from() {
+        let u = SinkUrl {
+            table: "rooms.v2".into(),
+            region: Some("eu-west-1".into()),
+            endpoint: Some("http://u:p%w@h:8000/x?y=1&z".into()),
+            partition_key: Some("room id+1".into()),
+            sort_key: Some("ts".into()),
+        };
+        assert_eq!(SinkUrl::parse(&u.to_url()).unwrap(), u);
+        let bare = SinkUrl::parse("dynamodb://tab").unwrap();
+        assert_eq!(bare.to_url(), "dynamodb://tab");
+    }
 
     #[test]
     fn sink_urls_parse_and_show_no_secret() {

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod delta;
+pub mod failure_log;
 pub mod jsonl;
 pub mod snapshot;
 pub mod table;

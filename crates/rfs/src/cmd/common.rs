@@ -853,7 +853,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_MAX_BATCH_DOCS",
-        default_value_t = 1000,
+        default_value_t = migrate::sinks::bulk::BatchLimits::default().max_docs,
         value_name = "N",
         value_parser = usize_in(1, 1_000_000)
     )]
@@ -862,7 +862,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_MAX_BATCH_BYTES",
-        default_value_t = 8 << 20,
+        default_value_t = migrate::sinks::bulk::BatchLimits::default().max_bytes,
         value_name = "BYTES",
         value_parser = usize_in(1024, 1 << 30)
     )]
@@ -871,7 +871,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_CONCURRENCY",
-        default_value_t = 4,
+        default_value_t = migrate::PipelineOptions::default().in_flight,
         value_name = "K",
         value_parser = usize_in(1, 256)
     )]
@@ -939,7 +939,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_LEASE_SECONDS",
-        default_value_t = 600,
+        default_value_t = coordination::Config::default().initial_lease.as_secs(),
         value_name = "SECS",
         value_parser = clap::value_parser!(u64).range(1..=86_400)
     )]
@@ -952,7 +952,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_RENEW_SECONDS",
-        default_value_t = 10.0,
+        default_value_t = coordination::Config::default().renew_every.as_secs_f64(),
         value_name = "SECS",
         value_parser = float_in(0.0, 3600.0)
     )]
@@ -961,7 +961,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_MAX_ATTEMPTS",
-        default_value_t = 8,
+        default_value_t = coordination::Config::default().max_attempts,
         value_name = "N",
         value_parser = clap::value_parser!(u32).range(1..=100)
     )]
@@ -970,7 +970,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_CHECKPOINT_SECONDS",
-        default_value_t = 10.0,
+        default_value_t = migrate::PipelineOptions::default().checkpoint_every.as_secs_f64(),
         value_name = "SECS",
         value_parser = float_in(0.05, 3600.0)
     )]
@@ -979,7 +979,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_CONTROL_SECONDS",
-        default_value_t = 1.0,
+        default_value_t = migrate::PipelineOptions::default().control_every.as_secs_f64(),
         value_name = "SECS",
         value_parser = float_in(0.05, 60.0)
     )]
@@ -1102,29 +1102,19 @@ impl WorkerArgs {
 
     /// Item workers in this process.
     pub fn parallel(&self) -> usize {
-        self.parallel.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
+        self.parallel
+            .unwrap_or_else(migrate::JobOptions::default_parallel)
     }
 
     /// How the job runs: N item workers, batch limits, checkpoints, the memory budget.
     pub fn job_options(&self, wait_for_leases: bool) -> migrate::JobOptions {
         let parallel = self.parallel();
         let pipeline = migrate::PipelineOptions {
-            read_ahead: 2,
             in_flight: self.concurrency.max(1),
             checkpoint_every: seconds(self.checkpoint_seconds, 0.05, 3600.0),
             control_every: seconds(self.control_seconds, 0.05, 60.0),
-            skips_per_chunk: 1000,
-            stop_grace: Duration::from_secs(20),
+            ..migrate::PipelineOptions::default()
         };
-        // At least two batches per item fit, whatever the budget says.
-        let floor = self
-            .max_batch_bytes
-            .saturating_mul(2)
-            .saturating_mul(parallel);
         migrate::JobOptions {
             parallel,
             worker: migrate::WorkerOptions {
@@ -1134,7 +1124,11 @@ impl WorkerArgs {
                 max_items: None,
             },
             coordination: self.coordination_config(),
-            memory_budget: self.memory_budget.unwrap_or(128 << 20).max(floor),
+            memory_budget: migrate::JobOptions::memory_budget_for(
+                self.memory_budget,
+                self.max_batch_bytes,
+                parallel,
+            ),
             migration: self.migration.clone(),
             fleet_limits: migrate::FleetLimits {
                 docs_per_sec: self
@@ -1168,6 +1162,34 @@ impl WorkerArgs {
         client: cluster::Client,
         target: String,
     ) -> anyhow::Result<migrate::sinks::bulk::BulkSink> {
+        let sender = cluster::BulkSender::new(client, self.bulk_options())?;
+        Ok(migrate::sinks::bulk::BulkSink::new(
+            sender,
+            self.batch_limits(),
+            target,
+        ))
+    }
+
+    /// What these flags say about the sinks the connector registry opens (batches, `_bulk`
+    /// options, requests in flight, rates, DynamoDB's throttle budget, this process's
+    /// file tag); the command adds what its own flags say.
+    pub fn sink_settings(&self) -> migrate::connectors::Settings {
+        let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
+        migrate::connectors::Settings {
+            batch: self.batch_limits(),
+            bulk: self.bulk_options(),
+            max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
+            max_docs_per_sec: rate(self.max_docs_per_sec),
+            max_bytes_per_sec: rate(self.max_bytes_per_sec),
+            dynamo_throttle_budget: Some(super::table::throttle_budget(self.lease_seconds)),
+            file_tag: Some(super::table::process_tag()),
+            ..migrate::connectors::Settings::default()
+        }
+    }
+
+    /// How `_bulk` requests are sent: requests in flight, rates, the retry budget,
+    /// `--create-only`.
+    pub fn bulk_options(&self) -> cluster::BulkOptions {
         let mut o = cluster::BulkOptions {
             max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
             max_docs_per_sec: self.max_docs_per_sec.filter(|r| r.is_finite() && *r > 0.0),
@@ -1182,25 +1204,18 @@ impl WorkerArgs {
             o.accept_error_types
                 .push("version_conflict_engine_exception".into());
         }
-        let sender = cluster::BulkSender::new(client, o)?;
-        Ok(migrate::sinks::bulk::BulkSink::new(
-            sender,
-            self.batch_limits(),
-            target,
-        ))
+        o
     }
+}
 
-    /// Starts the metrics server if asked.
-    pub fn serve_metrics(&self, metrics: &Arc<migrate::Metrics>) {
-        if let Some(addr) = self.metrics_addr {
-            let m = metrics.clone();
-            tokio::spawn(async move {
-                if let Err(e) = migrate::metrics::serve(addr, m).await {
-                    tracing::error!("metrics server on {addr}: {e}");
-                }
-            });
+/// Serves Prometheus metrics on `addr` in the background.
+pub fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<migrate::Metrics>) {
+    let m = metrics.clone();
+    tokio::spawn(async move {
+        if let Err(e) = migrate::metrics::serve(addr, m).await {
+            tracing::error!("metrics server on {addr}: {e}");
         }
-    }
+    });
 }
 
 /// A progress bar on stderr when it is a terminal: documents sent by this process, out of

@@ -2,13 +2,11 @@
 //! (`migrate::connectors`), one job, any number of identical processes sharing the store.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use migrate::connectors::{open_sink, open_source, Settings};
-use migrate::Job;
 
 use super::common::{runtime, StoreArgs, WorkerArgs};
-use super::engine::{drive, finish, shutdown_signal, Role};
+use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -95,19 +93,6 @@ impl Args {
     /// What the flags say about the parts.
     fn settings(&self) -> anyhow::Result<Settings> {
         let w = &self.worker;
-        let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
-        let mut bulk = cluster::BulkOptions {
-            max_in_flight: w.concurrency.max(1).saturating_mul(w.parallel()),
-            max_docs_per_sec: rate(w.max_docs_per_sec),
-            max_bytes_per_sec: rate(w.max_bytes_per_sec),
-            retry_budget: Some(Duration::from_secs(w.bulk_retry_seconds.clamp(10, 86_400))),
-            ..cluster::BulkOptions::default()
-        };
-        if w.create_only {
-            bulk.op_type = cluster::OpType::Create;
-            bulk.accept_error_types
-                .push("version_conflict_engine_exception".into());
-        }
         Ok(Settings {
             snapshot: self.ends.snapshot.clone(),
             snapshot_options: migrate::sources::snapshot::SnapshotOptions {
@@ -132,8 +117,6 @@ impl Args {
                 pool_size: w.parallel() + 2,
                 ..Default::default()
             },
-            batch: w.batch_limits(),
-            bulk,
             tls: cluster::TlsConfig {
                 ca_file: self.ends.to_ca.clone(),
                 client_cert: None,
@@ -141,12 +124,7 @@ impl Args {
                 insecure: self.ends.to_insecure,
             },
             create_table: self.ends.create_table,
-            max_in_flight: w.concurrency.max(1).saturating_mul(w.parallel()),
-            max_docs_per_sec: rate(w.max_docs_per_sec),
-            max_bytes_per_sec: rate(w.max_bytes_per_sec),
-            dynamo_throttle_budget: Some(super::table::throttle_budget(w.lease_seconds)),
-            file_tag: Some(super::table::process_tag()),
-            ..Settings::default()
+            ..w.sink_settings()
         })
     }
 }
@@ -168,14 +146,14 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         store = %args.store.redacted(),
         "copy worker ready"
     );
-    let job = Job::new(
-        std::sync::Arc::new(source.source),
+    let spec = JobSpec::new(
+        source.source,
         sink.transform(),
-        std::sync::Arc::new(sink.sink),
+        sink.sink,
         store,
         args.worker.failure_log()?,
         args.worker.job_options(true),
     );
-    let report = drive(job, &args.worker, shutdown).await?;
+    let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
 }

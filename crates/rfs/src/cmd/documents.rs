@@ -3,15 +3,14 @@
 //! `--parallel` items at once. Every worker (here and in `rfs run`) also takes turns as the
 //! keeper, so the last one to finish marks the migration finished.
 
-use std::sync::Arc;
-
-use migrate::Job;
+use migrate::connectors::{BoxedSink, BoxedSource};
 
 use super::common::{
     runtime, FilterArgs, SinceArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs,
 };
 use super::engine::{
-    drive, finish, open_snapshot, removed_indices_phase, report_removed, shutdown_signal, Role,
+    finish, open_snapshot, removed_indices_phase, report_removed, run_job, shutdown_signal,
+    JobSpec, Role, Watch,
 };
 
 #[derive(Debug, clap::Args)]
@@ -53,10 +52,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let sink = args
             .worker
             .bulk_sink(client.clone(), redact::url(&args.target.target))?;
-        let mut job = Job::new(
-            m.source,
+        let mut job = JobSpec::new(
+            BoxedSource::new(m.source),
             m.transform,
-            Arc::new(sink),
+            BoxedSink::new(sink),
             args.store.open_beside(&args.target).await?,
             args.worker.failure_log()?,
             args.worker.job_options(args.wait),
@@ -68,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             );
         }
         tracing::info!(store = %args.store.redacted(), "worker ready");
-        let report = drive(job, &args.worker, shutdown).await?;
+        let report = run_job(job, Watch::of(&args.worker, shutdown)).await?;
         finish(&report, Role::Documents)
     })
 }

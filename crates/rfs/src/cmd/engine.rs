@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use migrate::connectors::{BoxedSink, BoxedSource};
 use migrate::metadata::SourceMetadata;
 use migrate::phases::PhaseError;
 use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use migrate::transform::Routes;
-use migrate::{Job, JobEnd, JobReport, Sink, Source};
+use migrate::{Job, JobEnd, JobReport};
 use tokio::sync::watch;
 
 use super::common::{FilterArgs, Progress, SourceArgs, WorkerArgs};
@@ -58,20 +59,7 @@ pub async fn open_snapshot(
         let mut src = SnapshotSource::new(snap.clone(), indices, opts);
         let mut removed = Vec::new();
         if let Some(name) = since {
-            if name == snap.name() {
-                anyhow::bail!(
-                    "--since {name} names the snapshot being migrated; give the earlier one"
-                );
-            }
-            let old = snap
-                .repository()
-                .snapshot(&name)
-                .with_context(|| format!("--since: snapshot {name}"))?;
-            if let Some(state) = old.state() {
-                if !state.is_restorable() {
-                    anyhow::bail!("--since: snapshot {name} is {state}: it holds no readable data");
-                }
-            }
+            let old = since_snapshot(&snap, &name, "migrated")?;
             let (_, old_routing) = filter.routing(&old)?;
             let old_indices: Vec<String> = old
                 .index_names()
@@ -107,6 +95,28 @@ pub async fn open_snapshot(
     })
     .await
     .context("opening the snapshot")?
+}
+
+/// The earlier snapshot of a delta (`--since NAME`) in `snap`'s repository: another
+/// snapshot than `snap` (the one being `what`: migrated, exported), present and readable.
+pub fn since_snapshot(
+    snap: &snapshot::Snapshot,
+    name: &str,
+    what: &str,
+) -> anyhow::Result<snapshot::Snapshot> {
+    if name == snap.name() {
+        anyhow::bail!("--since {name} names the snapshot being {what}; give the earlier one");
+    }
+    let old = snap
+        .repository()
+        .snapshot(name)
+        .with_context(|| format!("--since: snapshot {name}"))?;
+    if let Some(state) = old.state() {
+        if !state.is_restorable() {
+            anyhow::bail!("--since: snapshot {name} is {state}: it holds no readable data");
+        }
+    }
+    Ok(old)
 }
 
 /// The phase of a delta that deletes, on the target, the indices deleted since the
@@ -187,21 +197,100 @@ pub fn shutdown_signal() -> watch::Receiver<bool> {
     rx
 }
 
-/// Runs `job` with the worker's metrics endpoint, progress bar and `shutdown` (from
-/// [`shutdown_signal`], installed when the command starts so that a signal during setup
-/// is a graceful stop too).
-pub async fn drive<S: Source, K: Sink>(
-    job: Job<S, K>,
-    worker: &WorkerArgs,
-    shutdown: watch::Receiver<bool>,
-) -> anyhow::Result<JobReport> {
-    if *shutdown.borrow() {
+/// One run of the engine, whatever the command: a source and a sink chosen at run time
+/// (any connector, behind `BoxedSource`/`BoxedSink`), the transform between them, where
+/// the state and the failures go, and the phases that run once before the items. Every
+/// command that copies documents fills one and hands it to [`run_job`].
+pub struct JobSpec {
+    pub source: BoxedSource,
+    pub transform: Arc<dyn migrate::Transform>,
+    pub sink: BoxedSink,
+    pub store: Arc<dyn coordination::Store>,
+    pub failures: Arc<migrate::FailureLog>,
+    pub options: migrate::JobOptions,
+    /// Phases in the order they run (after the items phase is planned, before items).
+    pub phases: Vec<(&'static str, migrate::job::PhaseWork)>,
+    /// The sink's own counters (throttles, retries), shown with the job's metrics.
+    pub sink_counters: Option<migrate::metrics::SinkCounters>,
+}
+
+impl JobSpec {
+    /// A job of `source` into `sink` with no phases of its own.
+    pub fn new(
+        source: BoxedSource,
+        transform: Arc<dyn migrate::Transform>,
+        sink: BoxedSink,
+        store: Arc<dyn coordination::Store>,
+        failures: Arc<migrate::FailureLog>,
+        options: migrate::JobOptions,
+    ) -> Self {
+        JobSpec {
+            source,
+            transform,
+            sink,
+            store,
+            failures,
+            options,
+            phases: Vec::new(),
+            sink_counters: None,
+        }
+    }
+
+    /// Adds a phase (run once for the fleet).
+    pub fn phase(mut self, name: &'static str, work: migrate::job::PhaseWork) -> Self {
+        self.phases.push((name, work));
+        self
+    }
+}
+
+/// How a command watches its job.
+pub struct Watch {
+    /// From [`shutdown_signal`], installed when the command starts so that a signal during
+    /// setup is a graceful stop too.
+    pub shutdown: watch::Receiver<bool>,
+    /// A progress bar on a terminal.
+    pub progress: bool,
+    /// Serve Prometheus metrics on this address.
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+impl Watch {
+    /// What the worker flags say.
+    pub fn of(worker: &WorkerArgs, shutdown: watch::Receiver<bool>) -> Watch {
+        Watch {
+            shutdown,
+            progress: !worker.no_progress,
+            metrics_addr: worker.metrics_addr,
+        }
+    }
+}
+
+/// Builds the job `spec` describes and runs it to its end, with signals, the progress bar
+/// and the metrics endpoint: the one place a command starts the engine.
+pub async fn run_job(spec: JobSpec, how: Watch) -> anyhow::Result<JobReport> {
+    if *how.shutdown.borrow() {
         crate::say!("stopped by a signal before the work began");
     }
-    let job = job.shutdown_on(shutdown);
+    let mut job = Job::new(
+        Arc::new(spec.source),
+        spec.transform,
+        Arc::new(spec.sink),
+        spec.store,
+        spec.failures,
+        spec.options,
+    );
+    for (name, work) in spec.phases {
+        job = job.phase(name, work);
+    }
+    if let Some(c) = spec.sink_counters {
+        job.metrics().add_sink_counters(c);
+    }
+    let job = job.shutdown_on(how.shutdown);
     let metrics = job.metrics().clone();
-    worker.serve_metrics(&metrics);
-    let bar = Progress::start(!worker.no_progress, job.totals(), metrics);
+    if let Some(addr) = how.metrics_addr {
+        super::common::serve_metrics(addr, &metrics);
+    }
+    let bar = Progress::start(how.progress, job.totals(), metrics);
     let result = job.run().await;
     if let Some(b) = bar {
         b.finish();

@@ -7,13 +7,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use migrate::connectors::{BoxedSink, BoxedSource};
 use migrate::sinks::bulk::BatchLimits;
 use migrate::sinks::files::{FileFormat, FileSink, Output};
 use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use migrate::transform::Rename;
-use migrate::{Job, JobEnd, JobOptions};
+use migrate::{JobEnd, JobOptions};
 
-use super::common::{runtime, Progress, RepositoryArgs};
+use super::common::{runtime, RepositoryArgs};
+use super::engine::{run_job, JobSpec, Watch};
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
@@ -130,14 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 let Some(since) = since else {
                     return Ok((source, names));
                 };
-                if since == snap.name() {
-                    anyhow::bail!(
-                        "--since {since} names the snapshot being exported; give the earlier one"
-                    );
-                }
-                let old = repo
-                    .snapshot(&since)
-                    .with_context(|| format!("--since: snapshot {since}"))?;
+                let old = super::engine::since_snapshot(&snap, &since, "exported")?;
                 let old_names: Vec<String> = old
                     .index_names()
                     .into_iter()
@@ -163,18 +158,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         sink.create_files(names.iter().map(String::as_str))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let failures = migrate::FailureLog::open(&args.failure_log)?.with_sources(true);
-        let parallel = args.parallel.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        });
+        let parallel = args.parallel.unwrap_or_else(JobOptions::default_parallel);
         let removed = source.removed_indices();
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());
         let transform = args.transform.wrap(Arc::new(Rename::default()))?;
-        let job = Job::new(
-            Arc::new(source),
+        let spec = JobSpec::new(
+            BoxedSource::new(Arc::new(source)),
             transform,
-            Arc::new(sink),
+            BoxedSink::new(sink),
             store,
             Arc::new(failures),
             JobOptions {
@@ -186,15 +177,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 },
                 ..JobOptions::default()
             },
-        )
-        .shutdown_on(super::engine::shutdown_signal());
+        );
         let started = std::time::Instant::now();
-        let bar = Progress::start(true, job.totals(), job.metrics().clone());
-        let report = job.run().await;
-        if let Some(b) = bar {
-            b.finish();
-        }
-        let report = report?;
+        let watch = Watch {
+            shutdown: super::engine::shutdown_signal(),
+            progress: true,
+            metrics_addr: None,
+        };
+        let report = run_job(spec, watch).await?;
         let secs = started.elapsed().as_secs_f64();
         if report.end == JobEnd::Stopped {
             return Ok(exit::STOPPED);

@@ -1,16 +1,23 @@
 //! `rfs redrive`: send the documents a failure log says the target refused once more, after
-//! the cause is fixed (a mapping corrected, a cluster block lifted). What is refused again
-//! goes to a new failure log; documents the source could not produce (skipped) cannot be
+//! the cause is fixed (a mapping corrected, a cluster block lifted). The engine does it: the
+//! failure log is the source (`migrate::sources::failure_log`), the target's `_bulk` the
+//! sink, and the job's failure log the remaining log (what is refused again, and what the
+//! log cannot re-drive). Documents the source could not produce (skipped) cannot be
 //! re-driven from a log and are counted.
 
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
 use anyhow::Context;
-use cluster::{BulkAction, BulkBody, DocMeta};
-use migrate::failure_log::{now_rfc3339, FailureRecord};
-use migrate::{FailureLog, Stage};
+use migrate::connectors::{BoxedSink, BoxedSource};
+use migrate::sinks::bulk::{BatchLimits, BulkSink};
+use migrate::sources::failure_log::{FailureLogSource, NO_SOURCE, SKIPPED_BY_SOURCE};
+use migrate::transform::Rename;
+use migrate::{FailureLog, JobEnd, JobOptions};
 
 use super::common::{runtime, usize_in, TargetArgs};
+use super::engine::{run_job, shutdown_signal, JobSpec, Watch};
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
@@ -36,25 +43,19 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
-        let records = FailureLog::read(&args.failure_log)?;
+        let shutdown = shutdown_signal();
+        let source = FailureLogSource::open(&args.failure_log)?;
+        if source.duplicates() > 0 {
+            tracing::info!(
+                "{} records of documents refused more than once (a re-sent batch) are sent once",
+                source.duplicates()
+            );
+        }
         let remaining_path = args.remaining.clone().unwrap_or_else(|| {
             let mut p = args.failure_log.clone().into_os_string();
             p.push(".remaining");
             PathBuf::from(p)
         });
-        let mut skipped = 0u64;
-        let mut no_source = Vec::new();
-        let mut todo: Vec<FailureRecord> = Vec::new();
-        for r in records {
-            match r.stage {
-                Stage::Source | Stage::Transform => skipped += 1,
-                Stage::Target if r.delete || r.source.is_some() => todo.push(r),
-                Stage::Target => no_source.push(r),
-            }
-        }
-        // The same document refused twice (a re-sent batch) is sent once.
-        let mut seen = std::collections::HashSet::new();
-        todo.retain(|r| seen.insert((r.index.clone(), r.id.clone())));
         let client = args.target.connect().await?;
         let sender = cluster::BulkSender::new(
             client,
@@ -63,80 +64,72 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 ..cluster::BulkOptions::default()
             },
         )?;
-        let remaining = FailureLog::open(&remaining_path)?.with_sources(true);
-        let (mut delivered, mut refused) = (0u64, 0u64);
-        for chunk in todo.chunks(args.max_batch_docs) {
-            let mut body = BulkBody::default();
-            let mut local = Vec::new();
-            for r in chunk {
-                let meta = DocMeta {
-                    index: r.index.as_str().into(),
-                    id: r.id.clone(),
-                    doc_type: r.doc_type.as_deref().map(Into::into),
-                    routing: r.routing.clone(),
-                };
-                let (action, source) = if r.delete {
-                    (BulkAction::Delete, Vec::new())
-                } else {
-                    let src = r.source.as_ref().map(|s| s.get().as_bytes().to_vec());
-                    (BulkAction::Write, src.unwrap_or_default())
-                };
-                if let Err(u) = sender.encoder().push(&mut body, action, meta, None, &source) {
-                    local.push(again(r, &u.meta, &u.error.error_type, &u.error.reason, 0, 0));
-                }
-            }
-            let result = sender
-                .send_body(body)
-                .await
-                .with_context(|| format!("re-driving {}", args.failure_log.display()))?;
-            delivered += result.acknowledged();
-            refused += (result.refused.len() + local.len()) as u64;
-            for x in &result.refused {
-                let r = chunk
-                    .iter()
-                    .find(|r| r.id == x.meta.id && r.index == *x.meta.index)
-                    .expect("every refused document came from this chunk");
-                local.push(again(
-                    r,
-                    &x.meta,
-                    &x.error.error_type,
-                    &x.error.reason,
-                    x.error.status,
-                    x.attempts,
-                ));
-            }
-            remaining.append(&local)?;
-        }
-        remaining.append(&no_source)?;
-        crate::say!(
-            "re-driven: {delivered} documents delivered, {refused} refused again, {} could not be sent (no source in the log), {skipped} skipped by the source (cannot be re-driven from a log)",
-            no_source.len()
+        let sink = BulkSink::new(
+            sender,
+            BatchLimits {
+                max_docs: args.max_batch_docs,
+                ..BatchLimits::default()
+            },
+            redact::url(&args.target.target),
         );
-        if refused + no_source.len() as u64 > 0 {
+        // What is not delivered this time (refused again, or not sendable from the log)
+        // is the job's failure log: the remaining log.
+        let remaining = FailureLog::open(&remaining_path)?.with_sources(true);
+        let spec = JobSpec::new(
+            BoxedSource::new(Arc::new(source)),
+            Arc::new(Rename::default()),
+            BoxedSink::new(sink),
+            Arc::new(coordination::MemoryStore::new()),
+            Arc::new(remaining),
+            JobOptions {
+                // A server that fails the request fails the re-drive at once.
+                coordination: coordination::Config {
+                    max_attempts: 1,
+                    ..coordination::Config::default()
+                },
+                ..JobOptions::default()
+            },
+        );
+        let watch = Watch {
+            shutdown,
+            progress: false,
+            metrics_addr: None,
+        };
+        let report = run_job(spec, watch)
+            .await
+            .with_context(|| format!("re-driving {}", args.failure_log.display()))?;
+        if report.end == JobEnd::Stopped {
+            return Ok(exit::STOPPED);
+        }
+        let status = report
+            .status
+            .as_ref()
+            .context("the re-drive ended without a final status")?;
+        if let Some(f) = status.failures.first() {
+            anyhow::bail!(
+                "re-driving {}: {}",
+                args.failure_log.display(),
+                f.last_error
+            );
+        }
+        let count = |reason: &str| {
+            status
+                .reasons
+                .iter()
+                .filter(|(k, _)| k.strip_prefix("skipped:") == Some(reason))
+                .map(|(_, n)| *n)
+                .sum::<u64>()
+        };
+        let (no_source, skipped) = (count(NO_SOURCE), count(SKIPPED_BY_SOURCE));
+        let refused = status.docs_refused;
+        crate::say!(
+            "re-driven: {} documents delivered, {refused} refused again, {no_source} could not be sent (no source in the log), {skipped} skipped by the source (cannot be re-driven from a log)",
+            status.docs_done
+        );
+        if refused + no_source > 0 {
             crate::say!("documents still not delivered are in {}", remaining_path.display());
             return Ok(exit::NOT_DELIVERED);
         }
         Ok(exit::OK)
     })
-}
-
-/// The record of a document refused again.
-fn again(
-    r: &FailureRecord,
-    meta: &DocMeta,
-    error_type: &str,
-    reason: &str,
-    status: u16,
-    attempts: u32,
-) -> FailureRecord {
-    FailureRecord {
-        time: now_rfc3339(),
-        index: meta.index.to_string(),
-        id: meta.id.clone(),
-        error_type: error_type.to_string(),
-        reason: reason.to_string(),
-        status,
-        attempts,
-        ..r.clone()
-    }
 }

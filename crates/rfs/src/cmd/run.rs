@@ -3,14 +3,12 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
-use std::sync::Arc;
-
+use migrate::connectors::{BoxedSink, BoxedSource};
 use migrate::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
 use migrate::sources::snapshot::SnapshotSource;
 use migrate::worker::with_store_retries;
-use migrate::Job;
 use serde_json::json;
 
 use super::common::{
@@ -18,7 +16,8 @@ use super::common::{
     WorkerArgs,
 };
 use super::engine::{
-    drive, finish, open_snapshot, removed_indices_phase, report_removed, shutdown_signal, Role,
+    finish, open_snapshot, removed_indices_phase, report_removed, run_job, shutdown_signal,
+    JobSpec, Role, Watch,
 };
 
 #[derive(Debug, clap::Args)]
@@ -93,10 +92,10 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let sink = args
         .worker
         .bulk_sink(client.clone(), redact::url(&args.target.target))?;
-    let mut job = Job::new(
-        m.source,
+    let mut job = JobSpec::new(
+        BoxedSource::new(m.source),
         m.transform,
-        Arc::new(sink),
+        BoxedSink::new(sink),
         store,
         args.worker.failure_log()?,
         args.worker.job_options(true),
@@ -135,6 +134,6 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
             }),
         );
     }
-    let report = drive(job, &args.worker, shutdown).await?;
+    let report = run_job(job, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
 }

@@ -8,18 +8,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use migrate::connectors::{open_sink, BoxedSink, BoxedSource, OpenedSource, Settings};
 use migrate::row_verify::{
     render, verify_rows, BulkRows, DynamoRows, FileRows, RowTarget, RowVerifyOptions,
 };
-use migrate::sinks::dynamo::{hints_of, DynamoSink, DynamoSinkOptions};
-use migrate::sinks::files::{FileFormat, FileSink, Output};
+use migrate::sinks::dynamo::{hints_of, DynamoSink};
 use migrate::sources::table::{TableSource, TableSourceOptions};
 use migrate::transform::Rename;
-use migrate::{Job, Naming};
+use migrate::Naming;
 use table::{SlotRule, Table, TableOptions};
 
 use super::common::{runtime, usize_in, StoreArgs, WorkerArgs};
-use super::engine::{drive, finish, shutdown_signal, Role};
+use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
 use crate::exit;
 
 #[derive(Debug, clap::Subcommand)]
@@ -302,33 +302,32 @@ impl TableArgs {
         Ok(url)
     }
 
-    /// The DynamoDB sink: the table checked against the key mapping (or created with
-    /// `--create-table`), rows converted with the source's column types.
-    async fn dynamo_sink(
+    /// The files or DynamoDB sink `--sink` names (with the DynamoDB flags folded in),
+    /// through the connector registry: the DynamoDB table checked against the key mapping
+    /// (or created with `create_table`), rows converted with the source's column types.
+    async fn open_sink(
         &self,
-        url: &migrate::sinks::dynamo::SinkUrl,
-        source: &TableSource,
         worker: &WorkerArgs,
+        source: &Arc<TableSource>,
         create_table: bool,
-    ) -> anyhow::Result<DynamoSink> {
-        let limits = worker.batch_limits();
-        let options = DynamoSinkOptions {
+    ) -> anyhow::Result<BoxedSink> {
+        let url = match self.sink_url()? {
+            SinkUrl::Dynamo(u) => u.to_url(),
+            SinkUrl::Files(_) => self.sink.clone(),
+            SinkUrl::Bulk { .. } => anyhow::bail!("a _bulk sink is opened with the table's client"),
+        };
+        let settings = Settings {
             create_table,
+            ..worker.sink_settings()
+        };
+        let opened = OpenedSource {
+            source: BoxedSource::new(source.clone()),
+            kind: "table",
             key_column: Some(source.table().schema().key_column().name.clone()),
             hints: hints_of(&source.columns()),
-            max_in_flight: worker.concurrency.max(1).saturating_mul(worker.parallel()),
-            batch: migrate::sinks::dynamo::BatchLimits {
-                max_docs: limits.max_docs,
-                max_bytes: limits.max_bytes,
-            },
-            max_docs_per_sec: worker.max_docs_per_sec,
-            max_bytes_per_sec: worker.max_bytes_per_sec,
-            throttle_budget: Some(throttle_budget(worker.lease_seconds)),
-            ..DynamoSinkOptions::default()
+            groups: vec![source.group().to_string()],
         };
-        DynamoSink::connect(url, options)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))
+        Ok(open_sink(&url, &settings, &opened).await?.sink)
     }
 
     /// A DynamoDB key mapping must be unique in the table (a unique index or primary key
@@ -513,26 +512,27 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     // others may come free when their holders die).
     let opts = args.worker.job_options(true);
     tracing::info!(table = %group, store = %args.store.redacted(), "table worker ready");
-    let report = match args.table.sink_url()? {
+    let boxed = BoxedSource::new(source.clone());
+    let spec = match args.table.sink_url()? {
         SinkUrl::Bulk { base, index } => {
             let client = args.table.client(&base).await?;
             let sink = args
                 .worker
                 .bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
             let transform = args.transform.wrap(Arc::new(rename_to(&group, &index)))?;
-            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            drive(job, &args.worker, shutdown).await?
+            JobSpec::new(
+                boxed,
+                transform,
+                BoxedSink::new(sink),
+                store,
+                failures,
+                opts,
+            )
         }
-        SinkUrl::Files(dir) => {
-            let sink = FileSink::new(
-                Output::Directory(dir),
-                FileFormat::Jsonl,
-                args.worker.batch_limits(),
-            )?
-            .with_tag(&process_tag());
+        SinkUrl::Files(_) => {
+            let sink = args.table.open_sink(&args.worker, &source, false).await?;
             let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
-            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            drive(job, &args.worker, shutdown).await?
+            JobSpec::new(boxed, transform, sink, store, failures, opts)
         }
         SinkUrl::Dynamo(url) => {
             if args.worker.create_only {
@@ -541,15 +541,16 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
             args.table.check_key_unique(&url, &source).await?;
             let sink = args
                 .table
-                .dynamo_sink(&url, &source, &args.worker, args.table.create_table)
+                .open_sink(&args.worker, &source, args.table.create_table)
                 .await?;
-            let counters = sink.counters();
+            let counters = sink.downcast_ref::<DynamoSink>().map(DynamoSink::counters);
             let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
-            let job = Job::new(source, transform, Arc::new(sink), store, failures, opts);
-            job.metrics().add_sink_counters(counters);
-            drive(job, &args.worker, shutdown).await?
+            let mut spec = JobSpec::new(boxed, transform, sink, store, failures, opts);
+            spec.sink_counters = counters;
+            spec
         }
     };
+    let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
 }
 
@@ -604,12 +605,12 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
             let client = args.table.client(&base).await?;
             report(&source, &BulkRows::new(client, index), &opts).await
         }
-        SinkUrl::Dynamo(url) => {
+        SinkUrl::Dynamo(_) => {
             // The table must exist and fit the mapping; verify never creates it.
-            let sink = args
-                .table
-                .dynamo_sink(&url, &source, &args.worker, false)
-                .await?;
+            let opened = args.table.open_sink(&args.worker, &source, false).await?;
+            let sink = opened
+                .downcast_ref::<DynamoSink>()
+                .context("a dynamodb:// sink opened as another kind of sink")?;
             let rows = DynamoRows::new(
                 sink.client().clone(),
                 sink.table(),
