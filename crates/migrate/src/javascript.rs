@@ -336,21 +336,41 @@ impl DocumentProgram for JsProgram {
         let text = self.call(&input)?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| RunError(format!("the transform's result is not JSON: {e}")))?;
-        let outputs = match v {
-            serde_json::Value::Null => Vec::new(),
-            serde_json::Value::Array(a) => a,
-            one => vec![one],
+        let v = match v {
+            serde_json::Value::Null => serde_json::Value::Array(Vec::new()),
+            a @ serde_json::Value::Array(_) => a,
+            one => serde_json::Value::Array(vec![one]),
         };
-        let mut filtered = None;
-        for o in &outputs {
-            if let Some(r) = o.get("_filtered") {
-                filtered = Some(reason_key(r.as_str().unwrap_or("program")));
-                continue;
-            }
-            out.push(from_reference(doc, o)?);
-        }
-        Ok(filtered)
+        push_reference_outputs(doc, v, out)
     }
+}
+
+/// The documents of a list of outputs in the reference shape, pushed onto `out`; an
+/// output `{"_filtered": "REASON"}` names why the input is filtered (returned).
+pub fn push_reference_outputs(
+    input: &Document,
+    outputs: serde_json::Value,
+    out: &mut Vec<Document>,
+) -> Result<Option<String>, RunError> {
+    let start = out.len();
+    let serde_json::Value::Array(outputs) = outputs else {
+        return Err(RunError("the transform's result is not a list".into()));
+    };
+    let mut filtered = None;
+    for o in &outputs {
+        if let Some(r) = o.get("_filtered") {
+            filtered = Some(reason_key(r.as_str().unwrap_or("program")));
+            continue;
+        }
+        match from_reference(input, o) {
+            Ok(d) => out.push(d),
+            Err(e) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        }
+    }
+    Ok(filtered)
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@
 //!   workers plus the keeper, the report.
 //! - [`program`]: jq programs; [`reshape`]: a document program composed with the naming
 //!   transform (filter, explode, rename fields, route); [`javascript`] and
-//!   [`transformer_config`]: the reference tool's JavaScript transforms and their config.
+//!   [`jmespath_program`] and [`transformer_config`]: the reference tool's JavaScript and
+//!   JMESPath transforms and their config.
 //! - [`metadata`]: templates and indices, with the mapping conversions between versions;
 //!   [`vectors`]: the vector values the transform rewrites; [`verify`]: the target against
 //!   the snapshot; [`row_verify`]: the target against a table.
@@ -25,6 +26,7 @@ pub mod failure_log;
 pub mod field_edits;
 pub mod fleet_limit;
 pub mod javascript;
+pub mod jmespath_program;
 pub mod job;
 pub mod low_water;
 pub mod metadata;

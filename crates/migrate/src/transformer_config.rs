@@ -1,8 +1,9 @@
 //! The reference tool's `--doc-transformer-config`: a JSON list of providers, each
 //! `{"ProviderName": {…its configuration…}}`, applied in order. Supported:
 //! `JsonJSTransformerProvider` with `initializationScript` or `initializationScriptFile`
-//! and `bindingsObject` (a JSON text, as the reference tool takes it, or an object). Any
-//! other provider is an error naming it.
+//! and `bindingsObject` (a JSON text, as the reference tool takes it, or an object), and
+//! `JsonJMESPathTransformerProvider` with `{"script": "…"}` or a list of such objects
+//! (see [`crate::jmespath_program`]). Any other provider is an error naming it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 use crate::document::Document;
 use crate::javascript::JsProgram;
+use crate::jmespath_program::JmesProgram;
 use crate::program::RunError;
 use crate::reshape::DocumentProgram;
 
@@ -24,6 +26,7 @@ pub struct ConfigError {
 }
 
 pub const JAVASCRIPT: &str = "JsonJSTransformerProvider";
+pub const JMESPATH: &str = "JsonJMESPathTransformerProvider";
 
 /// Builds the program a configuration describes. `base` resolves relative script files.
 pub fn parse(
@@ -58,10 +61,13 @@ pub fn parse(
                 javascript(config, base)
                     .map_err(|m| err(format!("entry {} ({provider}): {m}", i + 1)))?,
             ),
+            JMESPATH => Arc::new(
+                jmespath(config).map_err(|m| err(format!("entry {} ({provider}): {m}", i + 1)))?,
+            ),
             other => {
                 return Err(err(format!(
                     "entry {}: provider {other} is not supported by rfs (supported: \
-                     {JAVASCRIPT}; a jq program with --transform does the rest)",
+                     {JAVASCRIPT}, {JMESPATH}; a jq program with --transform does the rest)",
                     i + 1
                 )))
             }
@@ -118,6 +124,31 @@ fn javascript(config: &Value, base: &Path) -> Result<JsProgram, String> {
         Some(_) => return Err("bindingsObject must be a JSON text or an object".into()),
     };
     JsProgram::new(script, bindings).map_err(|e| e.0)
+}
+
+/// `{"script": "…"}` or a list of such objects (each with that one key), as the reference
+/// tool takes them.
+fn jmespath(config: &Value) -> Result<JmesProgram, String> {
+    const USAGE: &str = "expected {\"script\": \"EXPRESSION\"} or a list of such objects";
+    let one = |c: &Value| -> Result<String, String> {
+        match c.as_object() {
+            Some(o) if o.len() == 1 => match o.get("script") {
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(_) => Err("script must be a string (a JMESPath expression)".into()),
+                None => Err(format!(
+                    "unknown key {:?}: {USAGE}",
+                    o.keys().next().expect("one")
+                )),
+            },
+            _ => Err(USAGE.into()),
+        }
+    };
+    let scripts = match config {
+        Value::Array(list) if !list.is_empty() => list.iter().map(one).collect::<Result<_, _>>()?,
+        Value::Object(_) => vec![one(config)?],
+        _ => return Err(USAGE.into()),
+    };
+    JmesProgram::new(&scripts).map_err(|e| e.0)
 }
 
 /// Programs applied in order: each output of one is the input of the next.
@@ -182,15 +213,41 @@ mod tests {
     }
 
     #[test]
+    fn a_jmespath_provider_after_a_javascript_one() {
+        let config = r#"[
+          {"JsonJSTransformerProvider": {"initializationScript": "(() => (c) => (docs) => docs.map(d => { d.get('document').set('a', 2); return d; }))()", "bindingsObject": "{}"}},
+          {"JsonJMESPathTransformerProvider": [
+            {"script": "[?document.a == `2`]"},
+            {"script": "[*].merge(@, {document: merge(document, {b: 'x'})})"}
+          ]}
+        ]"#;
+        let p = parse(config, "--doc-transformer-config", Path::new(".")).unwrap();
+        let mut out = Vec::new();
+        p.reshape(&doc(), &mut out).unwrap();
+        let v: Value = serde_json::from_slice(&out[0].source).unwrap();
+        assert_eq!(v, serde_json::json!({"a": 2, "b": "x"}));
+    }
+
+    #[test]
     fn unsupported_providers_and_bad_configs_are_named() {
         let base = Path::new(".");
-        let e = parse(r#"[{"JsonJMESPathTransformerProvider": {}}]"#, "F", base)
+        let e = parse(r#"[{"JsonJoltTransformerProvider": {}}]"#, "F", base)
             .err()
             .unwrap();
-        assert!(
-            e.to_string().contains("JsonJMESPathTransformerProvider"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("JsonJoltTransformerProvider"), "{e}");
+        for bad in [
+            r#"{"JsonJMESPathTransformerProvider": {}}"#,
+            r#"{"JsonJMESPathTransformerProvider": {"script": 1}}"#,
+            r#"{"JsonJMESPathTransformerProvider": {"script": "[?"}}"#,
+            r#"{"JsonJMESPathTransformerProvider": [{"script": "@", "x": 1}]}"#,
+            r#"{"JsonJMESPathTransformerProvider": []}"#,
+        ] {
+            let e = parse(bad, "F", base).err().unwrap();
+            assert!(
+                e.to_string().contains("JsonJMESPathTransformerProvider"),
+                "{bad}: {e}"
+            );
+        }
         let e = parse(
             r#"[{"JsonJSTransformerProvider": {"initializationScript": "1"}}]"#,
             "F",
