@@ -222,10 +222,13 @@ impl<S: Source, K: Sink> Job<S, K> {
 
     /// What this job copies where, as recorded in the store.
     pub fn identity(&self) -> Identity {
-        identity(
-            self.parts.source.as_ref(),
-            self.parts.sink.as_ref(),
-            self.opts.migration.as_deref(),
+        with_program(
+            identity(
+                self.parts.source.as_ref(),
+                self.parts.sink.as_ref(),
+                self.opts.migration.as_deref(),
+            ),
+            self.parts.transform.program_identity().as_deref(),
         )
     }
 
@@ -449,6 +452,31 @@ pub fn identity_from(source: Identity, target: String, name: Option<&str>) -> Id
     id
 }
 
+/// The identity key of the document program.
+pub const PROGRAM_KEY: &str = "program";
+
+/// `id` with the document program's digest (see [`program_digest`]) under
+/// [`PROGRAM_KEY`]: resuming a store with another program (or none) is then refused as
+/// another migration. A named migration (`--migration`) stays its name alone.
+pub fn with_program(mut id: Identity, program: Option<&str>) -> Identity {
+    if let Some(p) = program {
+        if !id.contains_key("migration") {
+            id.insert(PROGRAM_KEY.into(), p.to_string());
+        }
+    }
+    id
+}
+
+/// A short digest of a program's text: `KIND:` and the first 16 hex digits of the SHA-256
+/// of the text (`jq:…`, `doc-transformer-config:…`), so that the identity names the kind
+/// of program and changes with any edit, without holding the text.
+pub fn program_digest(kind: &str, text: &str) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = d.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("{kind}:{hex}")
+}
+
 /// Where a repository or a cluster is, as an identity records it: a URL without its user
 /// info, query, fragment or trailing slash (scheme and host in lower case); a local path
 /// made absolute with symbolic links resolved, also before it exists (`rfs run
@@ -570,6 +598,22 @@ mod tests {
                 .map(|c| c.as_os_str().to_string_lossy().into_owned()),
         );
         parts.join("/")
+    }
+
+    #[test]
+    fn the_program_enters_an_unnamed_identity_only() {
+        let source = BTreeMap::from([("repository".to_string(), "/r".to_string())]);
+        let a = program_digest("jq", ".a = 1");
+        assert_eq!(a, program_digest("jq", ".a = 1"));
+        assert_ne!(a, program_digest("jq", ".a = 2"));
+        assert!(a.starts_with("jq:") && a.len() == 3 + 16, "{a}");
+        let plain = identity_from(source.clone(), "t".into(), None);
+        let with = with_program(plain.clone(), Some(&a));
+        assert_eq!(with.get(PROGRAM_KEY), Some(&a));
+        assert_ne!(with, plain);
+        assert_eq!(with_program(plain.clone(), None), plain);
+        let named = identity_from(source, "t".into(), Some("m1"));
+        assert_eq!(with_program(named.clone(), Some(&a)), named);
     }
 
     #[test]

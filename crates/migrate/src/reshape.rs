@@ -35,11 +35,22 @@ pub trait DocumentProgram: Send + Sync + 'static {
 pub struct Reshape {
     program: Arc<dyn DocumentProgram>,
     then: Arc<dyn Transform>,
+    identity: Option<String>,
 }
 
 impl Reshape {
     pub fn new(program: Arc<dyn DocumentProgram>, then: Arc<dyn Transform>) -> Reshape {
-        Reshape { program, then }
+        Reshape {
+            program,
+            then,
+            identity: None,
+        }
+    }
+
+    /// The program's digest for the migration's identity ([`crate::job::program_digest`]).
+    pub fn with_identity(mut self, identity: Option<String>) -> Reshape {
+        self.identity = identity;
+        self
     }
 }
 
@@ -69,6 +80,10 @@ impl Transform for Reshape {
 
     fn reshapes(&self) -> bool {
         true
+    }
+
+    fn program_identity(&self) -> Option<String> {
+        self.identity.clone()
     }
 
     fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {

@@ -39,6 +39,12 @@ pub trait Transform: Send + Sync + 'static {
         false
     }
 
+    /// A digest of the document program this transform runs, if any: part of the
+    /// migration's identity (see [`crate::job::with_program`]).
+    fn program_identity(&self) -> Option<String> {
+        None
+    }
+
     /// Turns one document into zero or more, pushed onto `out`; a document that cannot be
     /// transformed is a skip (`no_route`, `transform_error`).
     fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {

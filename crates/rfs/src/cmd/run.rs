@@ -61,14 +61,17 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
             coordination::Coordinator::new(store.clone(), args.worker.coordination_config());
         // The store must be this migration's before anything is done in its name (the
         // job checks again with the same identity once the snapshot can be read).
-        let identity = migrate::job::identity_from(
-            SnapshotSource::identity_of(
-                args.source.repository.location()?,
-                &args.source.snapshot,
-                args.since.since.as_deref(),
+        let identity = migrate::job::with_program(
+            migrate::job::identity_from(
+                SnapshotSource::identity_of(
+                    args.source.repository.location()?,
+                    &args.source.snapshot,
+                    args.since.since.as_deref(),
+                ),
+                migrate::job::identity_location(&args.target.target),
+                args.worker.migration.as_deref(),
             ),
-            migrate::job::identity_location(&args.target.target),
-            args.worker.migration.as_deref(),
+            args.filter.transform.identity()?.as_deref(),
         );
         with_store_retries(|| coord.claim_identity(&identity)).await?;
         let name = args.source.snapshot.clone();

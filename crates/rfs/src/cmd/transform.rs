@@ -40,7 +40,9 @@ pub struct TransformArgs {
     /// "bindingsObject": "{}"}}]` (or `initializationScriptFile`). The script evaluates to
     /// `main(bindings)`, which returns a function from a list of documents
     /// `{operation_type, operation: {_index, _id, routing}, document}` (as Maps) to a list.
-    /// Other providers are refused by name.
+    /// Or JMESPath: `[{"JsonJMESPathTransformerProvider": {"script": "[?document.n > `1`]"}}]`
+    /// (a list of `{"script"}` runs them in a row), applied to that list of documents; the
+    /// result must be a list. Other providers are refused by name.
     #[arg(
         long,
         env = "RFS_DOC_TRANSFORMER_CONFIG",
@@ -106,11 +108,34 @@ impl TransformArgs {
         }))
     }
 
+    /// The program's digest for the migration's identity (its text as given: a config
+    /// file's text, not the scripts it names), or `None` without a program.
+    pub fn identity(&self) -> anyhow::Result<Option<String>> {
+        let read = |f: &PathBuf, flag: &str| {
+            std::fs::read_to_string(f).with_context(|| format!("{flag} {}", f.display()))
+        };
+        let (kind, text) = if let Some(t) = &self.doc_transformer_config {
+            ("doc-transformer-config", t.clone())
+        } else if let Some(f) = &self.doc_transformer_config_file {
+            (
+                "doc-transformer-config",
+                read(f, "--doc-transformer-config-file")?,
+            )
+        } else if let Some(t) = &self.transform {
+            ("jq", t.clone())
+        } else if let Some(f) = &self.transform_file {
+            ("jq", read(f, "--transform-file")?)
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(migrate::job::program_digest(kind, &text)))
+    }
+
     /// `then` with the program in front of it (or `then` alone without a program: the
     /// pipeline's fast path stays as it is).
     pub fn wrap(&self, then: Arc<dyn Transform>) -> anyhow::Result<Arc<dyn Transform>> {
         Ok(match self.program()? {
-            Some(p) => Arc::new(Reshape::new(p, then)),
+            Some(p) => Arc::new(Reshape::new(p, then).with_identity(self.identity()?)),
             None => then,
         })
     }

@@ -63,6 +63,7 @@ async fn check_store(
     store: &str,
     source: &migrate::sources::snapshot::SnapshotSource,
     target: &str,
+    program: Option<String>,
 ) -> anyhow::Result<()> {
     use migrate::Source;
     let shown = redact::url(store);
@@ -82,10 +83,13 @@ async fn check_store(
         // A named migration: its parts are not recorded, nothing to compare.
         return Ok(());
     }
-    let ours = migrate::job::identity_from(
-        source.identity(),
-        migrate::job::identity_location(target),
-        None,
+    let ours = migrate::job::with_program(
+        migrate::job::identity_from(
+            source.identity(),
+            migrate::job::identity_location(target),
+            None,
+        ),
+        program.as_deref(),
     );
     if stored != ours {
         return Err(coordination::Error::OtherMigration {
@@ -101,7 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let m = open_snapshot(&args.source, &args.filter, None, None).await?;
         if let Some(store) = &args.store {
-            check_store(store, &m.source, &args.target.target).await?;
+            let program = m.transform.program_identity();
+            check_store(store, &m.source, &args.target.target, program).await?;
         }
         let mut refused = HashSet::new();
         // Skipped documents the logs record, once each (a retried item logs its skips
