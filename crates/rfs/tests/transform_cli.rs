@@ -202,6 +202,24 @@ fn a_failing_program_logs_each_document_and_exits_7() {
         s["undelivered_by_reason"]["skipped:transform_error"],
         failing.len() as u64
     );
+    // verify with the program and the failure log is exact: the failing reviews are
+    // expected absent, and each is recorded in the log.
+    let mut c = rfs();
+    c.arg("verify").arg(demo()).args([
+        "--snapshot",
+        SNAPSHOT,
+        "--target",
+        &server.url(),
+        "--all",
+        "--json",
+        "--transform",
+        program,
+        "--failure-log",
+        dir.path().join("failures.jsonl").to_str().unwrap(),
+    ]);
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.stdout.contains("transform_error"), "{r}");
 }
 
 #[test]
@@ -314,4 +332,234 @@ fn a_field_edit_program_takes_the_fast_path_and_delivers_what_jq_would() {
     }
     let r = verify(&server, program);
     assert_eq!(r.code, Some(0), "{r}");
+}
+
+/// `rfs documents` with the reference tool's transformer configuration in a file, then
+/// `verify` with the same file (exact).
+fn migrate_with_config(
+    server: &TestServer,
+    dir: &std::path::Path,
+    config: &std::path::Path,
+) -> (common::Ran, common::Ran) {
+    let config = config.to_str().unwrap();
+    let r = run(common::documents(
+        &demo(),
+        dir,
+        &server.url(),
+        &["--doc-transformer-config-file", config],
+    ));
+    let mut c = rfs();
+    c.arg("verify").arg(demo()).args([
+        "--snapshot",
+        SNAPSHOT,
+        "--target",
+        &server.url(),
+        "--all",
+        "--json",
+        "--doc-transformer-config-file",
+        config,
+    ]);
+    (r, run(c))
+}
+
+/// A JavaScript transform in the reference tool's form (script file, bindings): books get
+/// `writer` for `author` and go to `js-books`; reviews under `minPages` pages are filtered.
+#[test]
+fn a_reference_style_javascript_transform_migrates_the_demo_and_verify_is_exact() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("shape.js"),
+        r#"
+function main(context) {
+  return (documents) => documents.flatMap((d) => {
+    const op = d.get("operation");
+    const src = d.get("document");
+    if (op.get("_index") === "reviews" && src.get("pages") < context.minPages) return [];
+    if (op.get("_index") === "books") {
+      src.set("writer", src.get("author"));
+      src.delete("author");
+      op.set("_index", "js-books");
+    }
+    return [d];
+  });
+}
+(() => main)();
+"#,
+    )
+    .unwrap();
+    let config = dir.path().join("transformers.json");
+    std::fs::write(
+        &config,
+        r#"[{"JsonJSTransformerProvider": {"initializationScriptFile": "shape.js",
+             "bindingsObject": "{\"minPages\": 150}"}}]"#,
+    )
+    .unwrap();
+    let mut want = BTreeMap::new();
+    let mut filtered = 0u64;
+    for ((index, id), source) in expected_documents() {
+        let source = as_javascript_numbers(source);
+        if index == "reviews" {
+            if source["pages"].as_i64().unwrap() < 150 {
+                filtered += 1;
+            } else {
+                want.insert((index, id), source);
+            }
+        } else {
+            let mut s = source.as_object().unwrap().clone();
+            let author = s.remove("author").unwrap();
+            s.insert("writer".into(), author);
+            want.insert(("js-books".to_string(), id), Value::Object(s));
+        }
+    }
+    assert!(filtered > 0);
+    let (r, v) = migrate_with_config(&server, dir.path(), &config);
+    assert_eq!(r.code, Some(0), "{r}");
+    let got = held(&server, &["js-books", "reviews", "books"]);
+    assert_eq!(got.len(), want.len(), "document count");
+    for (key, source) in &want {
+        assert_eq!(got.get(key), Some(source), "{key:?}");
+    }
+    assert_eq!(status(dir.path())["docs_filtered"], filtered);
+    assert_eq!(v.code, Some(0), "{v}");
+    let report: Value = serde_json::from_str(&v.stdout).unwrap();
+    assert_eq!(report["filtered"]["program"], filtered, "{report}");
+}
+
+/// A JMESPath transform in the reference tool's form: two expressions in a row over the
+/// list of documents — the first filters biography reviews, the second routes every
+/// document to `jp-INDEX` and derives two fields.
+#[test]
+fn a_reference_style_jmespath_transform_migrates_the_demo_and_verify_is_exact() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("transformers.json");
+    let text = json!([{"JsonJMESPathTransformerProvider": [
+        {"script": "[?operation._index != 'reviews' || document.genre != 'biography']"},
+        {"script": "[*].merge(@, {operation: merge(operation, {_index: join('-', ['jp', operation._index])}), \
+                    document: merge(document, {via: 'jmespath', label: join(' / ', [document.title, document.genre])})})"}
+    ]}]);
+    std::fs::write(&config, text.to_string()).unwrap();
+    let mut want = BTreeMap::new();
+    let mut filtered = 0u64;
+    for ((index, id), source) in expected_documents() {
+        if index == "reviews" && source["genre"] == "biography" {
+            filtered += 1;
+            continue;
+        }
+        let mut s = source.clone();
+        s["via"] = json!("jmespath");
+        s["label"] = json!(format!(
+            "{} / {}",
+            source["title"].as_str().unwrap(),
+            source["genre"].as_str().unwrap()
+        ));
+        want.insert((format!("jp-{index}"), id), s);
+    }
+    assert!(filtered > 0);
+    let (r, v) = migrate_with_config(&server, dir.path(), &config);
+    assert_eq!(r.code, Some(0), "{r}");
+    let got = held(&server, &["jp-books", "jp-reviews", "books", "reviews"]);
+    assert_eq!(got.len(), want.len(), "document count");
+    for (key, source) in &want {
+        assert_eq!(got.get(key), Some(source), "{key:?}");
+    }
+    let s = status(dir.path());
+    assert_eq!(s["filtered_by_reason"]["filtered:program"], filtered, "{s}");
+    assert_eq!(v.code, Some(0), "{v}");
+    let report: Value = serde_json::from_str(&v.stdout).unwrap();
+    assert_eq!(report["filtered"]["program"], filtered, "{report}");
+}
+
+/// The program is part of the migration's identity: resuming a store with another program
+/// is refused (naming both), `verify --store` with the run's program passes, and with
+/// `--migration NAME` the name alone is the identity.
+#[test]
+fn a_store_refuses_a_migration_with_another_program() {
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let first = "._source.n = 1";
+    let r = run(common::documents(
+        &demo(),
+        dir.path(),
+        &server.url(),
+        &["--transform", first],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    let s = status(dir.path());
+    let recorded = s["migration"]["program"].as_str().unwrap().to_string();
+    assert!(recorded.starts_with("jq:"), "{s}");
+    for other in [
+        vec!["--transform", "._source.n = 2"],
+        vec![],
+        vec![
+            "--doc-transformer-config",
+            r#"{"JsonJMESPathTransformerProvider": {"script": "@"}}"#,
+        ],
+    ] {
+        let r = run(common::documents(
+            &demo(),
+            dir.path(),
+            &server.url(),
+            &other,
+        ));
+        assert_ne!(r.code, Some(0), "{other:?}: {r}");
+        assert!(r.stderr.contains("another migration"), "{other:?}: {r}");
+        assert!(
+            r.stderr.contains(&format!("program={recorded}")),
+            "{other:?}: {r}"
+        );
+    }
+    // verify against the store: the same program passes, another is refused.
+    let verify_with_store = |program: &str| {
+        let mut c = rfs();
+        c.arg("verify").arg(demo()).args([
+            "--snapshot",
+            SNAPSHOT,
+            "--target",
+            &server.url(),
+            "--store",
+            &common::sqlite(dir.path()),
+            "--transform",
+            program,
+        ]);
+        run(c)
+    };
+    let v = verify_with_store(first);
+    assert_eq!(v.code, Some(0), "{v}");
+    let v = verify_with_store("._source.n = 3");
+    assert_ne!(v.code, Some(0), "{v}");
+    assert!(v.stderr.contains("another migration"), "{v}");
+    // A named migration is its name alone: another program may resume it.
+    let named = tempfile::tempdir().unwrap();
+    for program in [first, "._source.n = 2"] {
+        let r = run(common::documents(
+            &demo(),
+            named.path(),
+            &server.url(),
+            &["--transform", program, "--migration", "m1"],
+        ));
+        // 3: the named migration is finished already; what matters is that it is not
+        // refused as another migration.
+        assert!(matches!(r.code, Some(0 | 3)), "{program}: {r}");
+        assert!(!r.stderr.contains("another migration"), "{r}");
+    }
+}
+
+/// A JSON value as a JavaScript transform gives it back: numbers are doubles, so a
+/// whole float (`86.0`) comes back as an integer (`86`), as in the reference tool.
+fn as_javascript_numbers(v: Value) -> Value {
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9e15 => json!(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(a) => Value::Array(a.into_iter().map(as_javascript_numbers).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (k, as_javascript_numbers(v)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
