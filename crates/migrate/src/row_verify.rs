@@ -3,6 +3,11 @@
 //! them), and a sample of rows (or all) is compared field by field after conversion: the
 //! source row as the table source renders it, the target's stored object as parsed JSON.
 //!
+//! With a document program (`--transform`, `--doc-transformer-config`) each row goes
+//! through the same transform as in the migration first: what it yields is looked up
+//! by its `_id` and compared (several outputs: each); a row it filters, or fails on, is
+//! expected absent (counted, never looked up; the target's total shows one written anyway).
+//!
 //! Targets plug in through [`RowTarget`]: the file sink's directory ([`FileRows`]), an
 //! index through `_mget` ([`BulkRows`]), and a DynamoDB table through `BatchGetItem`
 //! ([`DynamoRows`]: rows converted as the sink converts them, items compared attribute by
@@ -11,14 +16,17 @@
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use table::reader::PageRow;
 use table::Slot;
 
+use crate::document::{Document, Op};
 use crate::naming::file_name_for;
 use crate::sources::table::TableSource;
+use crate::transform::{Shaped, Transform};
 
 /// One source row as a target is asked for it: its key and the row as the table source
 /// renders it (a target whose own key is made of other columns finds it there).
@@ -52,8 +60,8 @@ pub trait RowTarget: Send + Sync {
     fn describe(&self) -> String;
 }
 
-/// How much to compare.
-#[derive(Debug, Clone)]
+/// How much to compare, and through which transform.
+#[derive(Clone, Default)]
 pub struct RowVerifyOptions {
     /// Rows per slot compared field by field (ignored with `all`).
     pub sample: u64,
@@ -63,6 +71,21 @@ pub struct RowVerifyOptions {
     pub max_listed: usize,
     /// The seed of the sample; `None`: a random one (the report gives it, to replay).
     pub seed: Option<u64>,
+    /// The migration's transform when it runs a document program (what it yields is
+    /// what the target must hold); `None`: rows are compared as the source renders them.
+    pub transform: Option<Arc<dyn Transform>>,
+}
+
+impl std::fmt::Debug for RowVerifyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowVerifyOptions")
+            .field("sample", &self.sample)
+            .field("all", &self.all)
+            .field("max_listed", &self.max_listed)
+            .field("seed", &self.seed)
+            .field("transform", &self.transform.is_some())
+            .finish()
+    }
 }
 
 /// One slot's counts.
@@ -79,6 +102,11 @@ pub struct SlotReport {
     pub different: u64,
     /// Rows the source cannot render (`bad_row`): expected absent from the target.
     pub bad_rows: u64,
+    /// Rows the program filtered out, or failed on: expected absent from the target.
+    pub filtered: u64,
+    pub transform_errors: u64,
+    /// Documents the target must hold for this slot (rows, or what the program yields).
+    pub expected: u64,
 }
 
 /// The whole comparison.
@@ -91,6 +119,11 @@ pub struct RowVerifyReport {
     pub different_count: u64,
     pub source_rows: u64,
     pub bad_rows: u64,
+    /// Rows the program filtered out, or failed on (expected absent).
+    pub filtered: u64,
+    pub transform_errors: u64,
+    /// Documents the target must hold (rows, or what the program yields).
+    pub expected: u64,
     /// The target's own total, when it can tell.
     pub target_total: Option<u64>,
     /// The seed the sample was drawn with.
@@ -100,7 +133,7 @@ pub struct RowVerifyReport {
 impl RowVerifyReport {
     /// Rows in the target that the source does not hold (by the totals).
     pub fn extra(&self) -> u64 {
-        let expected = self.source_rows - self.bad_rows - self.missing_count;
+        let expected = self.expected.saturating_sub(self.missing_count);
         self.target_total.map_or(0, |t| t.saturating_sub(expected))
     }
 
@@ -152,6 +185,9 @@ pub async fn verify_rows<T: RowTarget>(
         .await?;
         report.source_rows += sr.source_rows;
         report.bad_rows += sr.bad_rows;
+        report.filtered += sr.filtered;
+        report.transform_errors += sr.transform_errors;
+        report.expected += sr.expected;
         report.slots.push(sr);
     }
     report.target_total = target.total().await?;
@@ -183,11 +219,17 @@ async fn verify_slot<T: RowTarget>(
             match r {
                 PageRow::Row { key, json } => {
                     let compare = opts.all || sr.compared < opts.sample && rng.gen_bool(p);
-                    rows.push((key, json, compare));
+                    match &opts.transform {
+                        None => rows.push((key, json, compare)),
+                        Some(t) => {
+                            transformed(t.as_ref(), source, key, json, compare, sr, &mut rows)
+                        }
+                    }
                 }
                 PageRow::Bad { .. } => sr.bad_rows += 1,
             }
         }
+        sr.expected += rows.len() as u64;
         let asked: Vec<SourceRow<'_>> = rows
             .iter()
             .map(|(key, json, _)| SourceRow { key, json })
@@ -225,6 +267,44 @@ async fn verify_slot<T: RowTarget>(
             return Ok(());
         }
         cursor = page.last_key;
+    }
+}
+
+/// One source row through the migration's transform: its outputs pushed onto `rows` (each
+/// compared when the row is), a filtered row or one the program fails on counted.
+fn transformed(
+    transform: &dyn Transform,
+    source: &TableSource,
+    key: String,
+    json: Vec<u8>,
+    compare: bool,
+    sr: &mut SlotReport,
+    rows: &mut Vec<(String, Vec<u8>, bool)>,
+) {
+    let doc = Document {
+        position: coordination::Position::Key(key.clone()),
+        op: Op::Index,
+        index: Arc::from(source.group()),
+        id: key,
+        doc_type: None,
+        routing: None,
+        source: bytes::Bytes::from(json),
+    };
+    let mut out = Vec::new();
+    match transform.apply_all(doc, &mut out) {
+        Ok(Shaped::Docs) => {
+            for d in out {
+                // A delete the program asks for leaves nothing to compare.
+                if d.op != Op::Delete {
+                    rows.push((d.id, d.source.to_vec(), compare));
+                }
+            }
+        }
+        Ok(Shaped::Filtered(_)) => sr.filtered += 1,
+        Err(skip) => {
+            tracing::debug!(key = ?skip.id, "the program fails on this row: {}", skip.detail);
+            sr.transform_errors += 1;
+        }
     }
 }
 
@@ -499,7 +579,7 @@ pub fn render(report: &RowVerifyReport, target: &str) -> String {
     let mut out = String::new();
     let mut bad_slots: BTreeMap<usize, &SlotReport> = BTreeMap::new();
     for s in &report.slots {
-        if s.target_rows + s.bad_rows != s.source_rows || s.different > 0 {
+        if s.target_rows != s.expected || s.different > 0 {
             bad_slots.insert(s.slot, s);
         }
     }
@@ -521,9 +601,15 @@ pub fn render(report: &RowVerifyReport, target: &str) -> String {
             s.slot,
             s.after.as_deref().unwrap_or("start"),
             s.until.as_deref().unwrap_or("end"),
-            s.source_rows - s.bad_rows,
+            s.expected,
             s.target_rows,
             s.different
+        ));
+    }
+    if report.filtered + report.transform_errors > 0 {
+        out.push_str(&format!(
+            "the program yields {} documents; {} rows filtered out and {} it fails on expected absent\n",
+            report.expected, report.filtered, report.transform_errors
         ));
     }
     let listed = |out: &mut String, what: &str, n: u64, keys: &[String]| {

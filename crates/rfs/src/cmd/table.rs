@@ -474,6 +474,10 @@ pub struct VerifyArgs {
     /// Keys listed per kind of mismatch (1–100000; the rest are counted).
     #[arg(long, env = "RFS_MAX_LISTED", default_value_t = 100, value_name = "N", value_parser = usize_in(1, 100_000))]
     pub max_listed: usize,
+    // The run's program: each row is compared with what it yields (filtered rows are
+    // expected absent).
+    #[command(flatten)]
+    pub transform: super::transform::TransformArgs,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<u8> {
@@ -579,7 +583,16 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         Ok(store) => {
             let coord = coordination::Coordinator::new(store, args.worker.coordination_config());
             let name = args.worker.migration.as_deref();
-            check_identity(&coord, &args.store.redacted(), &source, &sink_url, name).await?;
+            let program = args.transform.identity()?;
+            check_identity(
+                &coord,
+                &args.store.redacted(),
+                &source,
+                &sink_url,
+                name,
+                program.as_deref(),
+            )
+            .await?;
             match coord.status().await {
                 Ok(st) if st.items.total > 0 && !st.finished => crate::say!(
                     "note: the migration in {} is not finished ({} of {} slots done): rows still on their way count as missing",
@@ -593,13 +606,19 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         }
         Err(e) => tracing::warn!("{e:#}"),
     }
+    let group = source.group().to_string();
+    let transform = if args.transform.is_set() {
+        Some(args.transform.wrap(Arc::new(rename_to(&group, &group)))?)
+    } else {
+        None
+    };
     let opts = RowVerifyOptions {
         sample: args.sample,
         all: args.all,
         max_listed: args.max_listed,
         seed: args.seed,
+        transform,
     };
-    let group = source.group().to_string();
     match sink_url {
         SinkUrl::Bulk { base, index } => {
             let client = args.table.client(&base).await?;
@@ -640,6 +659,7 @@ async fn check_identity(
     source: &TableSource,
     sink: &SinkUrl,
     name: Option<&str>,
+    program: Option<&str>,
 ) -> anyhow::Result<()> {
     use migrate::Source;
     let stored = match coord.identity().await {
@@ -663,7 +683,10 @@ async fn check_identity(
         SinkUrl::Files(dir) => dir.display().to_string(),
         SinkUrl::Dynamo(u) => u.display(),
     };
-    let ours = migrate::job::identity_from(source.identity(), target, name);
+    let ours = migrate::job::with_program(
+        migrate::job::identity_from(source.identity(), target, name),
+        program,
+    );
     if stored != ours {
         return Err(coordination::Error::OtherMigration {
             stored: coordination::identity_display(&stored),
