@@ -5,7 +5,10 @@
 //! - only the listed columns are written, `body=text` under its new name, the key column
 //!   read for the cursor but absent when not listed;
 //! - a derived attribute from the jq program; `table verify` with the same flags agrees
-//!   (no program), and a bad `--where` or column is an error naming it.
+//!   (no program), and a bad `--where` or column is an error naming it;
+//! - `table verify` applies the program (into dynalite and into a `_bulk` target): exact,
+//!   and a row changed on the target afterwards is a mismatch (exit 6);
+//! - a program that drops or retypes the DynamoDB key: that row refused, exit 7.
 
 mod dynamo;
 mod table;
@@ -13,7 +16,9 @@ mod table;
 use std::process::Output;
 
 use dynamo::{assert_item, aws_env, n, s, Item, Sdk};
+use serde_json::json;
 use table::{rfs, Pg};
+use testkit::server::{ServerConfig, TestServer};
 
 fn run(args: &[&str]) -> Output {
     let mut c = rfs();
@@ -176,4 +181,322 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no column \"nope\""), "{}", text(&out));
     assert_eq!(pg.query("SELECT count(*) FROM posts", &[]).len(), 1);
+}
+
+/// The program of the verify tests: drafts filtered out, `title` upper-cased, `title_len`
+/// derived, `status` dropped.
+const SHAPE: &str = r#"select(._source.status != "draft")
+  | ._source.title_len = (._source.title | length) | ._source.title |= ascii_upcase
+  | del(._source.status)"#;
+
+/// What [`SHAPE`] makes of the rows of `posts`: id → (title, title_len); and how many
+/// rows it filters.
+fn shaped_rows(pg: &Pg) -> (Vec<(i64, String, usize)>, usize) {
+    let rows = pg.query("SELECT id, title, status FROM posts ORDER BY id", &[]);
+    let mut out = Vec::new();
+    let mut filtered = 0;
+    for r in rows {
+        if r.get::<_, String>(2) == "draft" {
+            filtered += 1;
+            continue;
+        }
+        let title: String = r.get(1);
+        out.push((r.get(0), title.to_uppercase(), title.chars().count()));
+    }
+    (out, filtered)
+}
+
+fn posts(pg: &Pg) {
+    pg.exec(
+        "CREATE TABLE posts (id bigint PRIMARY KEY, title text NOT NULL, status text NOT NULL);
+         INSERT INTO posts
+         SELECT i, 'Title ' || i, CASE WHEN i % 4 = 0 THEN 'draft' ELSE 'live' END
+         FROM generate_series(1, 120) i;",
+    );
+}
+
+/// `table verify` applies the run's program: a transformed migration into dynalite
+/// verifies exactly (filtered rows expected absent); without the program, or after an
+/// item is changed on the target (with the AWS SDK), it does not.
+#[test]
+fn table_verify_applies_the_program_into_dynalite() {
+    let test = "table_verify_applies_the_program_into_dynalite";
+    let Some(pg) = Pg::start(test) else {
+        return;
+    };
+    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+        return;
+    };
+    posts(&pg);
+    let work = tempfile::tempdir().unwrap();
+    let endpoint = dynalite.endpoint();
+    let store = format!("sqlite://{}", work.path().join("s.db").display());
+    let sink = format!("dynamodb://shaped?region=us-east-1&endpoint={endpoint}");
+    let failures = work.path().join("failures.jsonl");
+    let pg_url = pg.url();
+    let flags: Vec<&str> = vec![
+        "--source",
+        &pg_url,
+        "--table",
+        "posts",
+        "--key",
+        "id",
+        "--slots",
+        "3",
+        "--sink",
+        &sink,
+        "--store",
+        &store,
+        "--failure-log",
+        failures.to_str().unwrap(),
+    ];
+    let out = run(&[
+        &["table", "run"],
+        &flags[..],
+        &["--create-table", "--transform", SHAPE],
+    ]
+    .concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (want, filtered) = shaped_rows(&pg);
+    assert_eq!(filtered, 30);
+    let sdk = Sdk::new(&endpoint);
+    let items = sdk.scan("shaped");
+    assert_eq!(items.len(), want.len(), "item count");
+    let by_id: std::collections::BTreeMap<String, Item> = items
+        .into_iter()
+        .map(|i| (i["id"].as_n().unwrap().clone(), i))
+        .collect();
+    for (id, title, len) in &want {
+        let w: Item = [
+            ("id".to_string(), n(id.to_string())),
+            ("title".to_string(), s(title.clone())),
+            ("title_len".to_string(), n(len.to_string())),
+        ]
+        .into_iter()
+        .collect();
+        let got = &by_id[&id.to_string()];
+        assert_eq!(got.len(), w.len(), "{id}: {got:?}");
+        assert_item(&id.to_string(), got, &w);
+    }
+
+    let verify =
+        |extra: &[&str]| run(&[&["table", "verify"], &flags[..], &["--all"], extra].concat());
+    let out = verify(&["--transform", SHAPE]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{filtered} rows filtered out")),
+        "{}",
+        text(&out)
+    );
+    // Without the program the rows do not match (and the store's migration differs).
+    let out = verify(&["--migration", "x"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    // One item changed on the target: a difference naming the row.
+    let (id, title, len) = &want[7];
+    sdk.put(
+        "shaped",
+        [
+            ("id".to_string(), n(id.to_string())),
+            ("title".to_string(), s(format!("{title} changed"))),
+            ("title_len".to_string(), n(len.to_string())),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let out = verify(&["--transform", SHAPE]);
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(text(&out).contains("1 rows different"), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{id}: field title")),
+        "{}",
+        text(&out)
+    );
+}
+
+/// The same into a `_bulk` target (the testkit server): exact with the program; a
+/// document changed on the target afterwards, or one a filtered row left there, fails it.
+#[test]
+fn table_verify_applies_the_program_into_a_bulk_target() {
+    let test = "table_verify_applies_the_program_into_a_bulk_target";
+    let Some(pg) = Pg::start(test) else {
+        return;
+    };
+    posts(&pg);
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let work = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", work.path().join("s.db").display());
+    let sink = format!("{}/shaped", server.url());
+    let failures = work.path().join("failures.jsonl");
+    let pg_url = pg.url();
+    let flags: Vec<&str> = vec![
+        "--source",
+        &pg_url,
+        "--table",
+        "posts",
+        "--key",
+        "id",
+        "--slots",
+        "3",
+        "--sink",
+        &sink,
+        "--store",
+        &store,
+        "--failure-log",
+        failures.to_str().unwrap(),
+    ];
+    let out = run(&[&["table", "run"], &flags[..], &["--transform", SHAPE]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (want, filtered) = shaped_rows(&pg);
+    let got = server.documents("shaped");
+    assert_eq!(got.len(), want.len());
+    for (id, title, len) in &want {
+        assert_eq!(
+            got[&id.to_string()],
+            json!({"id": id, "title": title, "title_len": len}),
+            "{id}"
+        );
+    }
+    let verify = || {
+        run(&[
+            &["table", "verify"],
+            &flags[..],
+            &["--all", "--transform", SHAPE],
+        ]
+        .concat())
+    };
+    let out = verify();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{filtered} rows filtered out")),
+        "{}",
+        text(&out)
+    );
+    let port = server.addr().port();
+    let put = |id: &str, doc: serde_json::Value| {
+        let (code, body) = testkit::services::raw_http(
+            port,
+            "PUT",
+            &format!("/shaped/_doc/{id}"),
+            &[("Content-Type", "application/json")],
+            doc.to_string().as_bytes(),
+        )
+        .unwrap();
+        assert!(
+            matches!(code, 200 | 201),
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+    };
+    let (id, title, len) = &want[3];
+    put(
+        &id.to_string(),
+        json!({"id": id, "title": title, "title_len": len + 1}),
+    );
+    let out = verify();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{id}: field title_len")),
+        "{}",
+        text(&out)
+    );
+    // Put it back: exact again; then a filtered row's document appears: extra.
+    put(
+        &id.to_string(),
+        json!({"id": id, "title": title, "title_len": len}),
+    );
+    assert_eq!(verify().status.code(), Some(0));
+    put("4", json!({"id": 4, "title": "TITLE 4", "title_len": 7}));
+    let out = verify();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(
+        text(&out).contains("1 rows in the target that the source does not hold"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A program whose output lacks the DynamoDB partition key, or has it with the wrong
+/// type, is refused for that row alone (counted, in the failure log with its reason,
+/// exit 7); every other row is delivered (read back with the AWS SDK), and `table verify`
+/// names exactly the refused rows as missing.
+#[test]
+fn a_program_that_breaks_the_dynamodb_key_is_refused_per_row() {
+    let test = "a_program_that_breaks_the_dynamodb_key_is_refused_per_row";
+    let Some(pg) = Pg::start(test) else {
+        return;
+    };
+    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+        return;
+    };
+    posts(&pg);
+    let work = tempfile::tempdir().unwrap();
+    let endpoint = dynalite.endpoint();
+    let store = format!("sqlite://{}", work.path().join("s.db").display());
+    let sink = format!("dynamodb://keys?region=us-east-1&endpoint={endpoint}");
+    let failures = work.path().join("failures.jsonl");
+    let program = r#"if ._source.id % 10 == 0 then del(._source.id)
+        elif ._source.id % 10 == 5 then ._source.id |= "k\(.)" else . end"#;
+    let pg_url = pg.url();
+    let flags: Vec<&str> = vec![
+        "--source",
+        &pg_url,
+        "--table",
+        "posts",
+        "--key",
+        "id",
+        "--slots",
+        "3",
+        "--sink",
+        &sink,
+        "--store",
+        &store,
+        "--failure-log",
+        failures.to_str().unwrap(),
+        "--transform",
+        program,
+    ];
+    let out = run(&[&["table", "run"], &flags[..], &["--create-table"]].concat());
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    let log = std::fs::read_to_string(&failures).unwrap();
+    let records: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let bad: std::collections::BTreeSet<i64> =
+        (1..=120).filter(|i| i % 10 == 0 || i % 10 == 5).collect();
+    assert_eq!(records.len(), bad.len(), "{log}");
+    for r in &records {
+        let id: i64 = r["id"].as_str().unwrap().parse().unwrap();
+        assert!(bad.contains(&id), "{r}");
+        let reason = r["reason"].as_str().unwrap();
+        assert!(reason.contains("key attribute \"id\""), "{r}");
+        let kind = if id % 10 == 0 {
+            "missing_key"
+        } else {
+            "key_type_mismatch"
+        };
+        assert_eq!(r["error_type"], kind, "{r}");
+        assert!(
+            !reason.contains("ValidationException"),
+            "refused before sending: {r}"
+        );
+    }
+    let items = Sdk::new(&endpoint).scan("keys");
+    let got: std::collections::BTreeSet<i64> = items
+        .iter()
+        .map(|i| i["id"].as_n().unwrap().parse().unwrap())
+        .collect();
+    let want: std::collections::BTreeSet<i64> = (1..=120).filter(|i| !bad.contains(i)).collect();
+    assert_eq!(got, want);
+    let out = run(&["status", "--json", "--store", &store]);
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(st["docs_refused"], bad.len() as u64, "{st}");
+    // verify with the program: exactly the refused rows are missing.
+    let out = run(&[&["table", "verify"], &flags[..], &["--all"]].concat());
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{} rows missing from the target", bad.len())),
+        "{}",
+        text(&out)
+    );
 }
