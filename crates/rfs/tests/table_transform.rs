@@ -4,8 +4,8 @@
 //! - only the rows matching `--where` are read (counted: rows delivered = rows matched);
 //! - only the listed columns are written, `body=text` under its new name, the key column
 //!   read for the cursor but absent when not listed;
-//! - a derived attribute from the jq program; `table verify` with the same flags agrees
-//!   (no program), and a bad `--where` or column is an error naming it;
+//! - a derived attribute from the jq program; `table verify` with the same flags (and
+//!   program) agrees, and a bad `--where` or column is an error naming it;
 //! - `table verify` applies the program (into dynalite and into a `_bulk` target): exact,
 //!   and a row changed on the target afterwards is a mismatch (exit 6);
 //! - a program that drops or retypes the DynamoDB key: that row refused, exit 7.
@@ -137,14 +137,11 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
     let mut f: Vec<&str> = f.iter().map(String::as_str).collect();
     let cols = f.iter().position(|a| *a == "id,title,body=text").unwrap();
     f[cols] = "title,body=text,id";
+    let program = "._source.title_len = (._source.title | length) | ._source.title |= ascii_upcase";
     let out = run(&[
         &["table", "run"],
         &f[..],
-        &[
-            "--create-table",
-            "--transform",
-            "._source.title_len = (._source.title | length) | ._source.title |= ascii_upcase",
-        ],
+        &["--create-table", "--transform", program],
     ]
     .concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -159,6 +156,14 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
         })
         .collect();
     check("shaped", &shaped);
+    // verify with the same flags and program: exact.
+    let out = run(&[
+        &["table", "verify"],
+        &f[..],
+        &["--all", "--transform", program],
+    ]
+    .concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 
     // Mistakes are errors naming what is wrong, before anything is written.
     let f = flags("bad", &store("c.db"));
