@@ -293,9 +293,29 @@ fn table_verify_applies_the_program_into_dynalite() {
         "{}",
         text(&out)
     );
-    // Without the program the rows do not match (and the store's migration differs).
-    let out = verify(&["--migration", "x"]);
-    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    // With another program (or none) the store's migration is not the one verified.
+    let out = verify(&["--transform", "."]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("another migration"), "{}", text(&out));
+    // Without the program (and no store to check) the rows do not match: every live row
+    // differs, the drafts are missing.
+    let no_store = format!("sqlite://{}", work.path().join("none.db").display());
+    let unstored: Vec<&str> = flags
+        .iter()
+        .map(|f| if *f == store { no_store.as_str() } else { f })
+        .collect();
+    let out = run(&[&["table", "verify"], &unstored[..], &["--all"]].concat());
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{filtered} rows missing from the target")),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains(&format!("{} rows different", want.len())),
+        "{}",
+        text(&out)
+    );
     // One item changed on the target: a difference naming the row.
     let (id, title, len) = &want[7];
     sdk.put(

@@ -503,7 +503,7 @@ fn a_store_refuses_a_migration_with_another_program() {
             &server.url(),
             &other,
         ));
-        assert_ne!(r.code, Some(0), "{other:?}: {r}");
+        assert_eq!(r.code, Some(2), "{other:?}: {r}");
         assert!(r.stderr.contains("another migration"), "{other:?}: {r}");
         assert!(
             r.stderr.contains(&format!("program={recorded}")),
@@ -528,7 +528,7 @@ fn a_store_refuses_a_migration_with_another_program() {
     let v = verify_with_store(first);
     assert_eq!(v.code, Some(0), "{v}");
     let v = verify_with_store("._source.n = 3");
-    assert_ne!(v.code, Some(0), "{v}");
+    assert_eq!(v.code, Some(2), "{v}");
     assert!(v.stderr.contains("another migration"), "{v}");
     // A named migration is its name alone: another program may resume it.
     let named = tempfile::tempdir().unwrap();
