@@ -28,24 +28,32 @@ use crate::naming::file_name_for;
 use crate::sources::table::TableSource;
 use crate::transform::{Shaped, Transform};
 
-/// One source row as a target is asked for it: its key and the row as the table source
-/// renders it (a target whose own key is made of other columns finds it there).
+/// One source row as a target is asked for it: its key, the index the migration sends it
+/// to (a program may route rows to several), and the row as the table source renders it
+/// (a target whose own key is made of other columns finds it there).
 #[derive(Debug, Clone, Copy)]
 pub struct SourceRow<'a> {
     pub key: &'a str,
+    pub index: &'a str,
     pub json: &'a [u8],
 }
 
 /// Where the rows went.
 pub trait RowTarget: Send + Sync {
-    /// The stored rows among `rows`: source key → the stored row as JSON (in the form
-    /// [`RowTarget::expected`] gives) when `with_rows`, else `Value::Null` (existence
-    /// only). Rows not stored are absent from the map.
+    /// The stored rows among `rows`: the row's place in `rows` → the stored row as JSON
+    /// (in the form [`RowTarget::expected`] gives) when `with_rows`, else `Value::Null`
+    /// (existence only). Rows not stored are absent from the map.
     fn fetch(
         &self,
         rows: &[SourceRow<'_>],
         with_rows: bool,
-    ) -> impl Future<Output = Result<HashMap<String, Value>, String>> + Send;
+    ) -> impl Future<Output = Result<HashMap<usize, Value>, String>> + Send;
+
+    /// The index whose documents [`RowTarget::total`] counts, for a target made of
+    /// indices (`None`: every row goes to the one table, whatever its `_index`).
+    fn index(&self) -> Option<&str> {
+        None
+    }
 
     /// What the target should hold for a source row, to compare with what `fetch` gave:
     /// by default the rendered row itself, parsed.
@@ -107,6 +115,9 @@ pub struct SlotReport {
     pub transform_errors: u64,
     /// Documents the target must hold for this slot (rows, or what the program yields).
     pub expected: u64,
+    /// Of those, the ones sent to the index the target's total counts (all of them for a
+    /// target without indices).
+    pub expected_here: u64,
 }
 
 /// The whole comparison.
@@ -124,6 +135,10 @@ pub struct RowVerifyReport {
     pub transform_errors: u64,
     /// Documents the target must hold (rows, or what the program yields).
     pub expected: u64,
+    /// Of those, the ones in the index the target's total counts.
+    pub expected_here: u64,
+    /// Missing documents a program routed to another index than the target's.
+    pub missing_elsewhere: u64,
     /// The target's own total, when it can tell.
     pub target_total: Option<u64>,
     /// The seed the sample was drawn with.
@@ -133,7 +148,8 @@ pub struct RowVerifyReport {
 impl RowVerifyReport {
     /// Rows in the target that the source does not hold (by the totals).
     pub fn extra(&self) -> u64 {
-        let expected = self.expected.saturating_sub(self.missing_count);
+        let missing_here = self.missing_count.saturating_sub(self.missing_elsewhere);
+        let expected = self.expected_here.saturating_sub(missing_here);
         self.target_total.map_or(0, |t| t.saturating_sub(expected))
     }
 
@@ -188,6 +204,7 @@ pub async fn verify_rows<T: RowTarget>(
         report.filtered += sr.filtered;
         report.transform_errors += sr.transform_errors;
         report.expected += sr.expected;
+        report.expected_here += sr.expected_here;
         report.slots.push(sr);
     }
     report.target_total = target.total().await?;
@@ -208,21 +225,25 @@ async fn verify_slot<T: RowTarget>(
 ) -> Result<(), String> {
     const PAGE: u32 = 2000;
     let mut cursor: Option<String> = None;
+    // Where an untransformed row goes: the target's index (or the table's name). A
+    // program sees the row as the source names it (the table), renames included.
+    let here: Arc<str> = Arc::from(target.index().unwrap_or(source.group()));
+    let group: Arc<str> = Arc::from(source.group());
     loop {
         let page = table
             .page(slot, source.bounds(), cursor.as_deref(), PAGE)
             .await
             .map_err(|e| e.to_string())?;
-        let mut rows: Vec<(String, Vec<u8>, bool)> = Vec::with_capacity(page.rows.len());
+        let mut rows: Vec<(String, Arc<str>, Vec<u8>, bool)> = Vec::with_capacity(page.rows.len());
         for r in page.rows {
             sr.source_rows += 1;
             match r {
                 PageRow::Row { key, json } => {
                     let compare = opts.all || sr.compared < opts.sample && rng.gen_bool(p);
                     match &opts.transform {
-                        None => rows.push((key, json, compare)),
+                        None => rows.push((key, here.clone(), json, compare)),
                         Some(t) => {
-                            transformed(t.as_ref(), source, key, json, compare, sr, &mut rows)
+                            transformed(t.as_ref(), &group, key, json, compare, sr, &mut rows)
                         }
                     }
                 }
@@ -230,18 +251,29 @@ async fn verify_slot<T: RowTarget>(
             }
         }
         sr.expected += rows.len() as u64;
+        // What the target's own total counts: the rows sent to its index.
+        sr.expected_here += match target.index() {
+            Some(i) => rows.iter().filter(|r| &*r.1 == i).count() as u64,
+            None => rows.len() as u64,
+        };
         let asked: Vec<SourceRow<'_>> = rows
             .iter()
-            .map(|(key, json, _)| SourceRow { key, json })
+            .map(|(key, index, json, _)| SourceRow { key, index, json })
             .collect();
-        let with_rows = rows.iter().any(|r| r.2);
+        let with_rows = rows.iter().any(|r| r.3);
         let found = target.fetch(&asked, with_rows).await?;
         drop(asked);
-        for (key, json, compare) in rows {
-            let Some(stored) = found.get(&key) else {
+        for (at, (key, index, json, compare)) in rows.into_iter().enumerate() {
+            let Some(stored) = found.get(&at) else {
                 report.missing_count += 1;
+                if target.index().is_some_and(|i| i != &*index) {
+                    report.missing_elsewhere += 1;
+                }
                 if report.missing.len() < opts.max_listed {
-                    report.missing.push(key);
+                    report.missing.push(match target.index() {
+                        Some(i) if i != &*index => format!("{key} (in {index})"),
+                        _ => key,
+                    });
                 }
                 continue;
             };
@@ -274,17 +306,17 @@ async fn verify_slot<T: RowTarget>(
 /// compared when the row is), a filtered row or one the program fails on counted.
 fn transformed(
     transform: &dyn Transform,
-    source: &TableSource,
+    index: &Arc<str>,
     key: String,
     json: Vec<u8>,
     compare: bool,
     sr: &mut SlotReport,
-    rows: &mut Vec<(String, Vec<u8>, bool)>,
+    rows: &mut Vec<(String, Arc<str>, Vec<u8>, bool)>,
 ) {
     let doc = Document {
         position: coordination::Position::Key(key.clone()),
         op: Op::Index,
-        index: Arc::from(source.group()),
+        index: index.clone(),
         id: key,
         doc_type: None,
         routing: None,
@@ -296,7 +328,7 @@ fn transformed(
             for d in out {
                 // A delete the program asks for leaves nothing to compare.
                 if d.op != Op::Delete {
-                    rows.push((d.id, d.source.to_vec(), compare));
+                    rows.push((d.id, d.index, d.source.to_vec(), compare));
                 }
             }
         }
@@ -334,13 +366,16 @@ fn first_difference(expected: &Value, stored: &Value) -> String {
 /// `<table>.jsonl`) of a directory, each line `{"_index","_id","_source"}`; the last line of
 /// an `_id` wins (rows written again after a restart are the same row).
 pub struct FileRows {
-    rows: HashMap<String, Value>,
+    /// (`_index`, `_id`) → `_source`.
+    rows: HashMap<(String, String), Value>,
+    index: String,
     dir: PathBuf,
 }
 
 impl FileRows {
-    /// Reads the files of `index` (as the sink named them) in `dir`.
-    pub fn load(dir: &std::path::Path, index: &str) -> Result<FileRows, String> {
+    /// Reads the files of `index` (as the sink named them) in `dir`; with `every_index`,
+    /// the JSON-lines files of every index there (a program may route rows to others).
+    pub fn load(dir: &std::path::Path, index: &str, every_index: bool) -> Result<FileRows, String> {
         let base = file_name_for(index);
         let mut rows = HashMap::new();
         let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -349,7 +384,9 @@ impl FileRows {
             let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
             let name = e.file_name().to_string_lossy().to_string();
             if name.ends_with(".jsonl")
-                && (name == format!("{base}.jsonl") || name.starts_with(&format!("{base}.")))
+                && (every_index
+                    || name == format!("{base}.jsonl")
+                    || name.starts_with(&format!("{base}.")))
             {
                 files.push(e.path());
             }
@@ -364,17 +401,20 @@ impl FileRows {
                 }
                 let mut v: Value = serde_json::from_str(line)
                     .map_err(|e| format!("{} line {}: {e}", path.display(), n + 1))?;
-                let id = v
-                    .get("_id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("{} line {}: no _id", path.display(), n + 1))?
-                    .to_string();
+                let field = |name: &str| {
+                    v.get(name)
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("{} line {}: no {name}", path.display(), n + 1))
+                };
+                let key = (field("_index")?, field("_id")?);
                 let source = v.get_mut("_source").map(Value::take).unwrap_or(Value::Null);
-                rows.insert(id, source);
+                rows.insert(key, source);
             }
         }
         Ok(FileRows {
             rows,
+            index: index.to_string(),
             dir: dir.to_path_buf(),
         })
     }
@@ -385,15 +425,25 @@ impl RowTarget for FileRows {
         &self,
         rows: &[SourceRow<'_>],
         _with_rows: bool,
-    ) -> Result<HashMap<String, Value>, String> {
+    ) -> Result<HashMap<usize, Value>, String> {
         Ok(rows
             .iter()
-            .filter_map(|r| self.rows.get(r.key).map(|v| (r.key.to_string(), v.clone())))
+            .enumerate()
+            .filter_map(|(at, r)| {
+                let key = (r.index.to_string(), r.key.to_string());
+                self.rows.get(&key).map(|v| (at, v.clone()))
+            })
             .collect())
     }
 
+    fn index(&self) -> Option<&str> {
+        Some(&self.index)
+    }
+
     async fn total(&self) -> Result<Option<u64>, String> {
-        Ok(Some(self.rows.len() as u64))
+        Ok(Some(
+            self.rows.keys().filter(|(i, _)| *i == self.index).count() as u64,
+        ))
     }
 
     fn describe(&self) -> String {
@@ -418,22 +468,33 @@ impl RowTarget for BulkRows {
         &self,
         rows: &[SourceRow<'_>],
         _with_rows: bool,
-    ) -> Result<HashMap<String, Value>, String> {
+    ) -> Result<HashMap<usize, Value>, String> {
+        // Each index's rows by `_mget` on it (a program may route rows to several).
+        let mut by_index: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (at, r) in rows.iter().enumerate() {
+            by_index.entry(r.index).or_default().push(at);
+        }
         let mut out = HashMap::with_capacity(rows.len());
-        for chunk in rows.chunks(500) {
-            let refs: Vec<&str> = chunk.iter().map(|r| r.key).collect();
-            let docs = self
-                .client
-                .mget(&self.index, &refs)
-                .await
-                .map_err(|e| format!("_mget on {}: {e}", self.index))?;
-            for (id, doc) in refs.iter().zip(docs) {
-                if let Some(d) = doc {
-                    out.insert(id.to_string(), d.source.unwrap_or(Value::Null));
+        for (index, places) in by_index {
+            for chunk in places.chunks(500) {
+                let refs: Vec<&str> = chunk.iter().map(|&at| rows[at].key).collect();
+                let docs = self
+                    .client
+                    .mget(index, &refs)
+                    .await
+                    .map_err(|e| format!("_mget on {index}: {e}"))?;
+                for (&at, doc) in chunk.iter().zip(docs) {
+                    if let Some(d) = doc {
+                        out.insert(at, d.source.unwrap_or(Value::Null));
+                    }
                 }
             }
         }
         Ok(out)
+    }
+
+    fn index(&self) -> Option<&str> {
+        Some(&self.index)
     }
 
     async fn total(&self) -> Result<Option<u64>, String> {
@@ -497,12 +558,12 @@ impl RowTarget for DynamoRows {
         &self,
         rows: &[SourceRow<'_>],
         with_rows: bool,
-    ) -> Result<HashMap<String, Value>, String> {
+    ) -> Result<HashMap<usize, Value>, String> {
         // Key signature → the source rows with that item key (more than one when the key
         // mapping is not unique: one item then stands for several rows).
-        let mut wanted: HashMap<Vec<u8>, Vec<&str>> = HashMap::with_capacity(rows.len());
+        let mut wanted: HashMap<Vec<u8>, Vec<usize>> = HashMap::with_capacity(rows.len());
         let mut keys: Vec<dynamo::Item> = Vec::with_capacity(rows.len());
-        for r in rows {
+        for (at, r) in rows.iter().enumerate() {
             let key = match self.item(r.json).and_then(|item| {
                 self.key
                     .key_of(&item)
@@ -519,7 +580,7 @@ impl RowTarget for DynamoRows {
             if entry.is_empty() {
                 keys.push(key);
             }
-            entry.push(r.key);
+            entry.push(at);
         }
         let names: Vec<&str> = self.key.attributes().map(|a| a.name.as_str()).collect();
         let items = self
@@ -546,8 +607,8 @@ impl RowTarget for DynamoRows {
             } else {
                 Value::Null
             };
-            for s in sources {
-                out.insert(s.to_string(), value.clone());
+            for &at in sources {
+                out.insert(at, value.clone());
             }
         }
         Ok(out)

@@ -1,7 +1,8 @@
 //! `rfs run` and `rfs verify` from Elasticsearch 1.7- and 2.4-layout repositories, written by
 //! the project's writer around indexes written by real Lucene 4.10.4 (the Lucene of ES 1.7:
 //! `_uid` = `type#id`, LZF-compressed `_source` for a third of the documents, `_parent` with
-//! its `_routing`, `_timestamp`, `_ttl`), into the test server posing as OpenSearch 2.19:
+//! its `_routing`, `_timestamp`, `_ttl`), into the test server posing as OpenSearch 2.19 and
+//! into `osmem-server`:
 //! every document delivered, compared one by one with what Lucene and compress-lzf read; the
 //! two mapping types merged into one index, or split into one index per type.
 
@@ -165,6 +166,90 @@ fn es1_and_es2_repositories_migrate_every_document() {
         assert_eq!(code, Some(0), "{what} split:\n{out}");
         for t in ["tweet", "user"] {
             let got = server.documents(&format!("{INDEX}_{t}"));
+            let of_type: Vec<_> = want.iter().filter(|((ty, _), _)| ty == t).collect();
+            assert!(!of_type.is_empty());
+            assert_eq!(got.len(), of_type.len(), "{what} split {t}\n{out}");
+            for ((_, id), source) in of_type {
+                assert_eq!(got.get(id), Some(source), "{what} split {t}: {id}");
+            }
+        }
+    }
+}
+
+/// Every `_source` of `index` on the server at `port`, by `_id`, read with a plain HTTP
+/// request (not through rfs's client).
+fn documents_at(port: u16, index: &str) -> BTreeMap<String, Value> {
+    let (code, body) =
+        testkit::services::raw_http(port, "POST", &format!("/{index}/_refresh"), &[], b"").unwrap();
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let query = json!({"size": 10000, "query": {"match_all": {}}}).to_string();
+    let (code, body) = testkit::services::raw_http(
+        port,
+        "POST",
+        &format!("/{index}/_search"),
+        &[("Content-Type", "application/json")],
+        query.as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    v["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["_id"].as_str().unwrap().to_string(), h["_source"].clone()))
+        .collect()
+}
+
+/// The same two layouts into `osmem-server` (an OpenSearch-API server written by others):
+/// every document read back by plain HTTP equals what Lucene and compress-lzf read,
+/// `verify --all` agrees, and `--multi-type split` routes each type to its own index.
+#[test]
+fn es1_and_es2_repositories_migrate_into_osmem() {
+    for (layout, fixture) in [
+        (LegacyLayout::Es1, "l4-cfs"),
+        (LegacyLayout::Es2, "l4-nocfs"),
+    ] {
+        let what = format!("{layout:?} {fixture}");
+        let Some(osmem) =
+            testkit::services::Osmem::start("es1_and_es2_repositories_migrate_into_osmem")
+        else {
+            return;
+        };
+        let want = expected(fixture);
+        let repo = tempfile::tempdir().unwrap();
+        write(repo.path(), layout, fixture);
+        let (code, out) = run(repo.path(), &osmem.url(), &[]);
+        assert_eq!(code, Some(0), "{what}:\n{out}");
+        let got = documents_at(osmem.port(), INDEX);
+        assert_eq!(got.len(), want.len(), "{what}: documents\n{out}");
+        for ((_, id), source) in &want {
+            assert_eq!(got.get(id), Some(source), "{what}: {id}");
+        }
+        let work = tempfile::tempdir().unwrap();
+        let (code, report) = rfs(
+            &[
+                "verify",
+                "--all",
+                "--snapshot",
+                SNAPSHOT,
+                "--target",
+                &osmem.url(),
+            ],
+            repo.path(),
+            work.path(),
+        );
+        assert_eq!(code, Some(0), "{what}: verify:\n{report}");
+
+        let Some(osmem) =
+            testkit::services::Osmem::start("es1_and_es2_repositories_migrate_into_osmem")
+        else {
+            return;
+        };
+        let (code, out) = run(repo.path(), &osmem.url(), &["--multi-type", "split"]);
+        assert_eq!(code, Some(0), "{what} split:\n{out}");
+        for t in ["tweet", "user"] {
+            let got = documents_at(osmem.port(), &format!("{INDEX}_{t}"));
             let of_type: Vec<_> = want.iter().filter(|((ty, _), _)| ty == t).collect();
             assert!(!of_type.is_empty());
             assert_eq!(got.len(), of_type.len(), "{what} split {t}\n{out}");

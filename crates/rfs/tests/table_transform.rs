@@ -525,3 +525,82 @@ fn a_program_that_breaks_the_dynamodb_key_is_refused_per_row() {
         text(&out)
     );
 }
+
+/// A program that routes some rows to another index (odd ids to `public.posts-odd`: the program
+/// sees the table's name, and what it renames is not renamed again): `table verify` looks each
+/// document up where the program sent it — exact on a cluster and in files; a routed
+/// document deleted on the target is missing, named with its index (exit 6).
+#[test]
+fn table_verify_follows_rows_a_program_routes_to_another_index() {
+    let test = "table_verify_follows_rows_a_program_routes_to_another_index";
+    let Some(pg) = Pg::start(test) else {
+        return;
+    };
+    posts(&pg);
+    const ROUTE: &str = r#"if ._source.id % 2 == 1 then ._index += "-odd" else . end"#;
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let work = tempfile::tempdir().unwrap();
+    let pg_url = pg.url();
+    let out_dir = work.path().join("out");
+    let sinks = [
+        format!("{}/routed", server.url()),
+        format!("file://{}", out_dir.display()),
+    ];
+    for (n, sink) in sinks.iter().enumerate() {
+        let store = format!(
+            "sqlite://{}",
+            work.path().join(format!("s{n}.db")).display()
+        );
+        let failures = work.path().join(format!("failures{n}.jsonl"));
+        let flags: Vec<&str> = vec![
+            "--source",
+            &pg_url,
+            "--table",
+            "posts",
+            "--key",
+            "id",
+            "--slots",
+            "2",
+            "--sink",
+            sink,
+            "--store",
+            &store,
+            "--failure-log",
+            failures.to_str().unwrap(),
+        ];
+        let out = run(&[&["table", "run"], &flags[..], &["--transform", ROUTE]].concat());
+        assert_eq!(out.status.code(), Some(0), "{sink}: {}", text(&out));
+        let verify = || {
+            run(&[
+                &["table", "verify"],
+                &flags[..],
+                &["--all", "--transform", ROUTE],
+            ]
+            .concat())
+        };
+        let out = verify();
+        assert_eq!(out.status.code(), Some(0), "{sink}: {}", text(&out));
+        if n == 0 {
+            let odd = server.documents("public.posts-odd");
+            let even = server.documents("routed");
+            assert_eq!((odd.len(), even.len()), (60, 60));
+            assert_eq!(odd["7"]["title"], "Title 7");
+            let (code, body) = testkit::services::raw_http(
+                server.addr().port(),
+                "DELETE",
+                "/public.posts-odd/_doc/7?refresh=true",
+                &[],
+                b"",
+            )
+            .unwrap();
+            assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+            let out = verify();
+            assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+            assert!(
+                text(&out).contains("7 (in public.posts-odd)"),
+                "{}",
+                text(&out)
+            );
+        }
+    }
+}

@@ -607,11 +607,18 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         Err(e) => tracing::warn!("{e:#}"),
     }
     let group = source.group().to_string();
+    // The program sees each row named as the run named it: the sink's index for a
+    // cluster, the table's name otherwise.
+    let named = match &sink_url {
+        SinkUrl::Bulk { index, .. } => index.clone(),
+        _ => group.clone(),
+    };
     let transform = if args.transform.is_set() {
-        Some(args.transform.wrap(Arc::new(rename_to(&group, &group)))?)
+        Some(args.transform.wrap(Arc::new(rename_to(&group, &named)))?)
     } else {
         None
     };
+    let programmed = transform.is_some();
     let opts = RowVerifyOptions {
         sample: args.sample,
         all: args.all,
@@ -640,11 +647,12 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         }
         SinkUrl::Files(dir) => {
             let dir2 = dir.clone();
-            let rows = tokio::task::spawn_blocking(move || FileRows::load(&dir2, &group))
-                .await
-                .context("reading the sink's files")?
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("reading {}", dir.display()))?;
+            let rows =
+                tokio::task::spawn_blocking(move || FileRows::load(&dir2, &group, programmed))
+                    .await
+                    .context("reading the sink's files")?
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("reading {}", dir.display()))?;
             report(&source, &rows, &opts).await
         }
     }
