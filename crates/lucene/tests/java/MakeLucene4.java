@@ -2,7 +2,7 @@
 // reads back from them: the fixtures of crates/lucene/tests/lucene4.rs. Compile and run against
 // Debian's liblucene4.10-java jars (unpacked, not installed: see scripts/make-lucene4-fixtures).
 //
-// usage: java MakeLucene4 <outDir> <cfs|nocfs|nosource> <seed> [Lucene42]
+// usage: java MakeLucene4 <outDir> <cfs|nocfs|nosource> <seed> [Lucene42|HighCompression|Dummy]
 //
 // With nosource, one segment of 40 documents (3 deleted, no compound file) as Elasticsearch 1.x
 // stores them with `_source: {enabled: false}`: a stored `_uid` ("doc#doc-N") and `_timestamp`, no
@@ -17,6 +17,18 @@
 // through the writers of Lucene 4.10's test framework, as Lucene 4.2–4.5 wrote them (postings,
 // stored fields and doc values stay 4.10's, which Lucene42Codec reads by their per-field names);
 // Lucene 4.10 then reads the index back with its own Lucene42 codec for the golden.
+//
+// With HighCompression, two small segments (131 documents, 9 deleted; 40 with one big document)
+// are written by the test framework's HighCompressionCompressingCodec: Lucene 4.10's codec with
+// CompressingStoredFieldsFormat in HIGH_COMPRESSION mode (DEFLATE chunks, format name
+// "HighCompressionCompressingStoredFields", here with 1 KiB chunks so big documents are sliced).
+// Elasticsearch 1.x never wrote this mode; only Lucene's test codecs do. Lucene reads the index
+// back through the codec's SPI name for the golden.
+//
+// With Dummy, one segment of 12 documents by the test framework's DummyCompressingCodec (stored
+// fields "compressed" by a test-only no-op mode, format name "DummyCompressingStoredFields"):
+// a stored-fields format the crate does not read, for the tests of what an unsupported format
+// does to a migration.
 //
 // The index has three segments (one commit each, no merges): 520 documents with one deleted
 // (Lucene writes the .del as d-gaps), 200 with 40 deleted (written as plain bits), and 120 with
@@ -40,6 +52,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.*;
 import org.apache.lucene.analysis.core.KeywordAnalyzer;
 import org.apache.lucene.codecs.*;
+import org.apache.lucene.codecs.compressing.HighCompressionCompressingCodec;
+import org.apache.lucene.codecs.compressing.dummy.DummyCompressingCodec;
 import org.apache.lucene.codecs.lucene40.Lucene40SegmentInfoFormat;
 import org.apache.lucene.codecs.lucene40.Lucene40SegmentInfoWriter;
 import org.apache.lucene.codecs.lucene410.Lucene410Codec;
@@ -72,7 +86,11 @@ public class MakeLucene4 {
     Directory dir = FSDirectory.open(out);
     int next = 0;
     boolean l42 = args.length > 3 && args[3].equals("Lucene42");
+    boolean high = args.length > 3 && args[3].equals("HighCompression");
+    boolean dummy = args.length > 3 && args[3].equals("Dummy");
     int[][] plan = l42 ? new int[][] {{150, 12, 0}, {60, 0, 1}} // docs, deletes, big docs
+        : high ? new int[][] {{131, 9, 0}, {40, 0, 1}}
+        : dummy ? new int[][] {{12, 0, 0}}
         : new int[][] {{520, 1, 0}, {200, 40, 0}, {120, 0, 1}};
     for (int[] p : plan) {
       IndexWriterConfig cfg = new IndexWriterConfig(Version.LUCENE_4_10_4, new KeywordAnalyzer());
@@ -80,6 +98,8 @@ public class MakeLucene4 {
       cfg.setMergePolicy(NoMergePolicy.INSTANCE);
       cfg.setRAMBufferSizeMB(64);
       if (l42) cfg.setCodec(lucene42());
+      if (high) cfg.setCodec(new HighCompressionCompressingCodec(1024, false));
+      if (dummy) cfg.setCodec(new DummyCompressingCodec(1024, false));
       IndexWriter w = new IndexWriter(dir, cfg);
       int first = next;
       for (int i = 0; i < p[0]; i++) {
