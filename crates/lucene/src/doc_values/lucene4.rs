@@ -364,7 +364,11 @@ impl Numbers {
                         .corrupt(format!("table index {k} of {} values", table.len()))
                 })?
             }
-            NumKind::Monotonic { .. } => unreachable!("refused in Numbers::new"),
+            NumKind::Monotonic { .. } => {
+                return Err(self
+                    .region
+                    .corrupt("monotonic numbers where plain ones belong"))
+            }
         })
     }
 }
@@ -523,7 +527,11 @@ impl Binaries {
                 let from = i * u64::from(len);
                 (from as i64, (from + u64::from(len)) as i64)
             }
-            (None, None) => unreachable!("fixed or addressed"),
+            (None, None) => {
+                return Err(self
+                    .region
+                    .corrupt("binary values neither fixed nor addressed"))
+            }
         };
         if from < 0 || to < from || to as u64 > self.region.len() {
             return Err(self
