@@ -218,7 +218,8 @@ impl FieldValues {
         let kind_name = match entry {
             E::Numeric(_) => DocValuesType::Numeric,
             E::Binary(_) => DocValuesType::Binary,
-            E::Sorted { .. } => DocValuesType::Sorted,
+            E::Sorted { set: false, .. } => DocValuesType::Sorted,
+            E::Sorted { set: true, .. } => DocValuesType::SortedSet,
             E::SortedSet { .. } => DocValuesType::SortedSet,
             E::SortedNumeric { .. } => DocValuesType::SortedNumeric,
         };

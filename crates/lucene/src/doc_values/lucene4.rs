@@ -92,6 +92,8 @@ pub(crate) enum Entry {
     Sorted {
         terms: Binary,
         ords: Numeric,
+        /// A single-valued SORTED_SET.
+        set: bool,
     },
     /// `index` (monotonic, `max_doc + 1` values) gives each document's range of `ords`.
     SortedSet {
@@ -125,7 +127,7 @@ pub(crate) fn parse_meta(
         let entry = match ty {
             NUMERIC => Entry::Numeric(numeric(input)?),
             BINARY => Entry::Binary(binary(input)?),
-            SORTED => sorted(input, number)?,
+            SORTED => sorted(input, number, false)?,
             SORTED_SET => match input.read_vint()? {
                 WITH_ADDRESSES => {
                     expect(input, number, BINARY)?;
@@ -138,7 +140,7 @@ pub(crate) fn parse_meta(
                 }
                 SINGLE_VALUED => {
                     expect(input, number, SORTED)?;
-                    sorted(input, number)?
+                    sorted(input, number, true)?
                 }
                 f => return Err(input.corrupt(format!("sorted-set format {f}"))),
             },
@@ -175,12 +177,12 @@ fn expect(input: &mut DataInput<'_>, number: u32, ty: u8) -> Result<()> {
     Ok(())
 }
 
-fn sorted(input: &mut DataInput<'_>, number: u32) -> Result<Entry> {
+fn sorted(input: &mut DataInput<'_>, number: u32, set: bool) -> Result<Entry> {
     expect(input, number, BINARY)?;
     let terms = binary(input)?;
     expect(input, number, NUMERIC)?;
     let ords = numeric(input)?;
-    Ok(Entry::Sorted { terms, ords })
+    Ok(Entry::Sorted { terms, ords, set })
 }
 
 fn bpv(input: &mut DataInput<'_>) -> Result<u32> {
@@ -583,7 +585,7 @@ impl Values {
                 Present::new(data, b.missing, max_doc)?,
                 Binaries::new(data, b)?,
             ),
-            Entry::Sorted { terms, ords } => {
+            Entry::Sorted { terms, ords, .. } => {
                 Values::Sorted(Numbers::new(data, ords)?, Binaries::new(data, terms)?)
             }
             Entry::SortedSet {
