@@ -377,22 +377,16 @@ fn lucene4_every_doc_values_type_matches_lucenes_own_reading() {
             assert_eq!(w["doc"], doc);
             for ((name, ty), values) in fields.iter().zip(open.iter_mut()) {
                 let has = values.read(doc, &mut v).unwrap();
+                let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
                 let got = match ty {
-                    T::Numeric => has
-                        .then(|| serde_json::json!(v.numbers[0]))
-                        .unwrap_or_default(),
-                    T::Binary => has
-                        .then(|| serde_json::json!(b64(&v.bytes[0])))
-                        .unwrap_or_default(),
-                    T::Sorted => has
-                        .then(|| serde_json::json!(String::from_utf8(v.bytes[0].clone()).unwrap()))
-                        .unwrap_or_default(),
+                    _ if !has && matches!(ty, T::Numeric | T::Binary | T::Sorted) => {
+                        serde_json::Value::Null
+                    }
+                    T::Numeric => serde_json::json!(v.numbers[0]),
+                    T::Binary => serde_json::json!(b64(&v.bytes[0])),
+                    T::Sorted => serde_json::json!(text(&v.bytes[0])),
                     T::SortedNumeric => serde_json::json!(v.numbers),
-                    _ => serde_json::json!(v
-                        .bytes
-                        .iter()
-                        .map(|b| String::from_utf8(b.clone()).unwrap())
-                        .collect::<Vec<_>>()),
+                    _ => serde_json::json!(v.bytes.iter().map(|b| text(b)).collect::<Vec<_>>()),
                 };
                 assert_eq!(got, w[*name], "doc {doc} field {name}");
                 if !has {
