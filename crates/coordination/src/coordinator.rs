@@ -607,6 +607,24 @@ impl Lease {
         Ok(fate)
     }
 
+    /// Record `reason` and mark the item FAILED now, whatever attempts it has left: for a
+    /// failure no retry can heal (a format the reader does not support).
+    pub async fn fail_permanently(mut self, reason: &str) -> Result<(), Error> {
+        let now = self.coord.inner.store.now().await?;
+        let reason = reason.to_string();
+        self.guarded(|r| {
+            r.holder = None;
+            r.expiry = 0;
+            r.state = State::Failed;
+            r.completed_at = Some(now);
+            r.last_error = Some(format!(
+                "failed at attempt {} without retry (a retry cannot succeed): {reason}",
+                r.attempts
+            ));
+        })
+        .await
+    }
+
     /// The successor protocol: record the successor id on this item, create the successor
     /// (starting at `p.cursor`) if absent, mark this item complete. `setup_fraction` is the
     /// share of the lease spent before the first document was read; it sizes the

@@ -39,6 +39,13 @@ impl Error {
         }
     }
 
+    /// Whether reading the same bytes again can only fail the same way: a format this
+    /// reader does not handle. Storage failures, truncation, corruption and checksum
+    /// mismatches may come from a bad transfer and heal on a re-read.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Error::Unsupported { .. })
+    }
+
     /// Shorthand for [`Error::Corrupt`].
     pub fn corrupt(file: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Corrupt {

@@ -11,6 +11,10 @@ pub enum Severity {
     /// down past the retry budget): the item is retried later with backoff, and FAILED
     /// after its attempts run out; other items go on.
     Item,
+    /// This item can never be read as it is (a format or feature the reader does not
+    /// support): retrying cannot help, so the item is FAILED at this attempt, with the
+    /// reason; other items go on.
+    Permanent,
 }
 
 /// A source could not read a partition.
@@ -32,6 +36,14 @@ impl SourceError {
             severity: Severity::Item,
             message: message.into(),
             coverage: false,
+        }
+    }
+
+    /// A failure no retry can heal (see [`Severity::Permanent`]).
+    pub fn permanent(message: impl Into<String>) -> Self {
+        SourceError {
+            severity: Severity::Permanent,
+            ..SourceError::item(message)
         }
     }
 

@@ -307,6 +307,15 @@ async fn work_on<S: Source, K: Sink>(
             release_at_checkpoint(lease, &done).await;
             Outcome::Fatal(e.to_string())
         }
+        ItemEnd::Failed(e) if e.severity == Severity::Permanent => {
+            tracing::error!(item = %id, cursor = %cursor_display(&done.cursor), "item FAILED without retry (a retry cannot succeed): {e}");
+            let _ = checkpoint_with_retries(&mut lease, &done).await;
+            if let Err(err) = lease.fail_permanently(&e.to_string()).await {
+                tracing::warn!(item = %id, "could not record the failure ({err})");
+            }
+            // Says nothing about the target or the store: no pause before the next item.
+            Outcome::Continue
+        }
         ItemEnd::Failed(e) => {
             tracing::error!(item = %id, cursor = %cursor_display(&done.cursor), "item failed: {e}");
             let _ = checkpoint_with_retries(&mut lease, &done).await;

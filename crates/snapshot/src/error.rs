@@ -59,6 +59,26 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether a retry can only fail the same way: a format or feature the reader does
+    /// not support, a shard that failed in the snapshot or whose segments are elsewhere.
+    /// Storage and network failures, missing blobs, corruption and checksum mismatches
+    /// may heal (a bad transfer, a blob still being written) and are worth a retry.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Error::Unsupported { .. }
+            | Error::FailedShard { .. }
+            | Error::RemoteStoreShard { .. } => true,
+            Error::Lucene { source, .. } => source.is_permanent(),
+            Error::NotFound { .. }
+            | Error::Backend { .. }
+            | Error::Corrupt { .. }
+            | Error::NotARepository { .. }
+            | Error::NoSuchSnapshot(_)
+            | Error::NoSuchIndex { .. }
+            | Error::Config(_) => false,
+        }
+    }
+
     pub(crate) fn corrupt(blob: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Corrupt {
             blob: blob.into(),

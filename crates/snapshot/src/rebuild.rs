@@ -201,8 +201,12 @@ fn walk(props: &Map<String, Value>, prefix: &str, plan: &mut SourcePlan) {
                     lucene_field: path.clone(),
                     encoding: enc,
                 };
+                // Elasticsearch 1.x/2.x `string`: not analyzed it is a keyword, else text.
+                let string_keyword = t == "string"
+                    && def.get("index").and_then(Value::as_str) == Some("not_analyzed");
                 let encoding = match t {
                     "keyword" | "constant_keyword" | "wildcard" => Some(Encoding::Keyword),
+                    "string" if string_keyword => Some(Encoding::Keyword),
                     "long" | "integer" | "short" | "byte" => Some(Encoding::Long),
                     "double" => Some(Encoding::Double),
                     "float" => Some(Encoding::Float),
@@ -222,8 +226,9 @@ fn walk(props: &Map<String, Value>, prefix: &str, plan: &mut SourcePlan) {
                     "geo_point" => Some(Encoding::GeoPoint),
                     _ => None,
                 };
-                let text_like = matches!(t, "text" | "match_only_text");
-                if t == "keyword" && stored && !doc_values {
+                let text_like =
+                    matches!(t, "text" | "match_only_text") || (t == "string" && !string_keyword);
+                if (t == "keyword" || string_keyword) && stored && !doc_values {
                     plan.fields.push(dv(Encoding::Stored));
                 } else if let (Some(enc), true) = (encoding.clone(), doc_values) {
                     plan.fields.push(dv(enc));

@@ -68,6 +68,27 @@ impl Inflater {
         Ok(())
     }
 
+    /// Inflates the zlib stream `src` (RFC 1950: a two-byte header, DEFLATE, the Adler-32
+    /// of the output, which is checked) into all of `out`, as Lucene 4.x's
+    /// `HIGH_COMPRESSION` wrote it.
+    pub fn inflate_zlib(&mut self, src: &[u8], out: &mut [u8]) -> Result<(), DecompressError> {
+        let n = self.inner.zlib_decompress(src, out).map_err(|e| match e {
+            libdeflater::DecompressionError::InsufficientSpace => {
+                DecompressError::Invalid("zlib stream continues past the declared length")
+            }
+            libdeflater::DecompressionError::BadData => DecompressError::Invalid(
+                "not a valid (or a truncated) zlib stream, or its Adler-32 does not match",
+            ),
+        })?;
+        if n != out.len() {
+            return Err(DecompressError::Length {
+                expected: out.len(),
+                actual: n,
+            });
+        }
+        Ok(())
+    }
+
     /// Inflates `src`, a raw DEFLATE stream written with the preset dictionary
     /// `buf[dict]`, into `buf[out]`. The `min(dict.len(), 32 KiB)` bytes just before
     /// `out.start` are overwritten with the dictionary's last bytes on the way (see the

@@ -74,6 +74,8 @@ enum Kind {
         values: Numbers,
         addresses: Option<Monotonic>,
     },
+    /// Lucene 4.10: presence and values by doc id.
+    Lucene4(Box<super::lucene4::Values>),
 }
 
 /// A field's doc values, read in increasing doc order (see [`FieldValues::read`]).
@@ -205,6 +207,33 @@ impl FieldValues {
         })
     }
 
+    /// A field of a Lucene 4.10 `.dvd` (`data`: its area between header and footer).
+    pub(crate) fn lucene4(
+        name: &str,
+        entry: &super::lucene4::Entry,
+        data: &Region,
+        max_doc: u32,
+    ) -> Result<FieldValues> {
+        use super::lucene4::Entry as E;
+        let kind_name = match entry {
+            E::Numeric(_) => DocValuesType::Numeric,
+            E::Binary(_) => DocValuesType::Binary,
+            E::Sorted { set: false, .. } => DocValuesType::Sorted,
+            E::Sorted { set: true, .. } => DocValuesType::SortedSet,
+            E::SortedSet { .. } => DocValuesType::SortedSet,
+            E::SortedNumeric { .. } => DocValuesType::SortedNumeric,
+        };
+        Ok(FieldValues {
+            context: format!("{} (field {name})", data.file_name()),
+            name: name.to_string(),
+            kind_name,
+            docs: Docs::All(max_doc),
+            kind: Kind::Lucene4(Box::new(super::lucene4::Values::new(entry, data, max_doc)?)),
+            last_doc: None,
+            scratch: Vec::new(),
+        })
+    }
+
     /// The field's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -233,6 +262,7 @@ impl FieldValues {
             return Ok(false);
         };
         match &mut self.kind {
+            Kind::Lucene4(v) => return v.read(doc, out, &mut self.scratch),
             Kind::Numeric(n) => out.numbers.push(n.get(index)?),
             Kind::Binary(b) => {
                 b.get(index, &mut self.scratch)?;

@@ -13,6 +13,7 @@
 
 mod disi;
 mod field;
+mod lucene4;
 mod meta;
 mod numeric;
 mod region;
@@ -617,6 +618,8 @@ pub fn read_indexed_disi(
 #[derive(Debug)]
 struct Producer {
     entries: HashMap<u32, meta::Entry>,
+    /// The entries of a Lucene 4.10 `.dvm` (then `entries` is empty).
+    lucene4: Option<HashMap<u32, lucene4::Entry>>,
     data: region::Region,
     endian: Endian,
 }
@@ -678,6 +681,15 @@ impl DocValuesReader {
                 p
             }
         };
+        if let Some(entries) = &producer.lucene4 {
+            let entry = entries.get(&info.number).ok_or_else(|| {
+                Error::corrupt(
+                    producer.data.file_name(),
+                    format!("no doc-values entry for field {name:?}"),
+                )
+            })?;
+            return FieldValues::lucene4(name, entry, &producer.data, self.max_doc).map(Some);
+        }
         let entry = producer.entries.get(&info.number).ok_or_else(|| {
             Error::corrupt(
                 producer.data.file_name(),
@@ -697,12 +709,15 @@ impl DocValuesReader {
         let bytes = meta_file.read_all()?;
         let (codec, version) =
             codec_util::read_header(&mut DataInput::new(meta_file.name(), &bytes))?;
+        if codec == "Lucene410ValuesMetadata" {
+            return self.open_lucene410(dir, suffix, meta_file.name(), &bytes, version);
+        }
         if codec.starts_with("Lucene4") {
             return Err(Error::unsupported(
                 meta_file.name(),
                 format!(
-                    "doc values of Lucene 4.x are not supported (metadata codec {codec:?} version {version}): \
-                     an index with _source disabled cannot be rebuilt from them"
+                    "doc values of Lucene 4.x before 4.10 are not supported (metadata codec {codec:?} version {version}; \
+                     supported: Lucene410ValuesMetadata): an index with _source disabled cannot be rebuilt from them"
                 ),
             ));
         }
@@ -783,8 +798,58 @@ impl DocValuesReader {
         let region = region::Region::new(&data, header_len as i64, 0, header_len, hi, "data")?;
         Ok(Producer {
             entries,
+            lucene4: None,
             data: region,
             endian,
+        })
+    }
+
+    /// The `.dvm`/`.dvd` pair of Lucene 4.10 (plain headers, footers, big-endian).
+    fn open_lucene410(
+        &self,
+        dir: &dyn Directory,
+        suffix: &str,
+        meta_name: &str,
+        bytes: &[u8],
+        version: i32,
+    ) -> Result<Producer> {
+        if version != 0 {
+            return Err(Error::unsupported(
+                meta_name,
+                format!("Lucene410ValuesMetadata version {version} (supported: 0)"),
+            ));
+        }
+        codec_util::verify_checksum_bytes(meta_name, bytes)?;
+        let body = &bytes[..bytes.len() - codec_util::FOOTER_LEN];
+        let mut input = DataInput::new(meta_name, body);
+        codec_util::read_header(&mut input)?;
+        let entries = lucene4::parse_meta(&mut input, &self.field_infos)?;
+        if input.remaining() != 0 {
+            return Err(input.corrupt(format!(
+                "{} bytes after the last doc-values entry",
+                input.remaining()
+            )));
+        }
+        let data = dir.open_file(&names::segment_file_name(&self.segment, suffix, "dvd"))?;
+        let head = data.read_bytes(0..data.len().min(64))?;
+        let mut hin = DataInput::new(data.name(), &head);
+        codec_util::check_header(&mut hin, "Lucene410DocValuesData", version, version)?;
+        let header_len = hin.position() as u64;
+        if data.len() < header_len + codec_util::FOOTER_LEN as u64 {
+            return Err(Error::truncated(data.name()));
+        }
+        if self.verify && data.len() <= crate::reader::DOC_VALUES_VERIFY_MAX {
+            codec_util::verify_checksum(&data)?;
+        } else {
+            codec_util::check_footer(&data)?;
+        }
+        let hi = data.len() - codec_util::FOOTER_LEN as u64;
+        let region = region::Region::new(&data, header_len as i64, 0, header_len, hi, "data")?;
+        Ok(Producer {
+            entries: HashMap::new(),
+            lucene4: Some(entries),
+            data: region,
+            endian: Endian::Big,
         })
     }
 }

@@ -69,6 +69,11 @@ impl Region {
         self.len
     }
 
+    /// Where the file's data ends (its footer starts).
+    pub fn end(&self) -> u64 {
+        self.hi
+    }
+
     pub fn file_name(&self) -> &str {
         self.file.name()
     }

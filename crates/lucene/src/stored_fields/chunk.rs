@@ -287,6 +287,14 @@ impl Chunk {
                     .inflate(src, &mut self.data[start..start + len])
                     .map_err(|e| wrap(input, e))?;
             }
+            Compression::Zlib => {
+                let clen = input.vlen()?;
+                let src = input.bytes(clen)?;
+                let inflater = self.decoders.inflater.get_or_insert_with(Inflater::new);
+                inflater
+                    .inflate_zlib(src, &mut self.data[start..start + len])
+                    .map_err(|e| wrap(input, e))?;
+            }
             Compression::Lz4Dict => {
                 let dict_len = input.vlen()?;
                 let block_len = input.vlen()?;

@@ -30,6 +30,9 @@ pub(crate) enum Compression {
     Lz4,
     /// Raw DEFLATE with a length prefix (Lucene 5–8.6 `HIGH_COMPRESSION`).
     Deflate,
+    /// A zlib stream (header, DEFLATE, Adler-32) with a length prefix (Lucene 4.x
+    /// `HIGH_COMPRESSION`).
+    Zlib,
     /// LZ4 with a preset dictionary (Lucene 8.7+ `BEST_SPEED`).
     Lz4Dict,
     /// Raw DEFLATE with a preset dictionary (Lucene 8.7+ `BEST_COMPRESSION`).
@@ -65,6 +68,11 @@ impl Format {
                     ));
                 }
                 (Container::Lucene41, Lz4, "BEST_SPEED", 1, 2)
+            }
+            // Lucene 4.x's test framework codec with the same container in
+            // HIGH_COMPRESSION mode (no Elasticsearch release wrote it).
+            "HighCompressionCompressingStoredFieldsData" => {
+                (Container::Lucene41, Zlib, "HIGH_COMPRESSION", 1, 2)
             }
             "Lucene50StoredFieldsFastData" => (
                 if version >= 2 {
@@ -127,6 +135,15 @@ impl Format {
             compression,
             mode,
         })
+    }
+
+    /// Whether `codec` (a `.fdt` header's codec name) is a Lucene 4.x format, whose files
+    /// have plain headers without a segment id.
+    pub fn is_lucene4_codec(codec: &str) -> bool {
+        matches!(
+            codec,
+            "Lucene41StoredFieldsData" | "HighCompressionCompressingStoredFieldsData"
+        )
     }
 
     /// Whether the files have plain headers (no segment id) and, before v2, no footer.

@@ -93,10 +93,12 @@ impl StoredFieldsReader {
         let head = fdt.read_bytes(0..fdt_len.min(512))?;
         let mut input = DataInput::new(&fdt_name, &head);
         let (codec, version) = codec_util::read_header(&mut input.clone())?;
-        let format = if codec == "Lucene41StoredFieldsData" {
+        let format = if Format::is_lucene4_codec(codec) {
             codec_util::read_header(&mut input)?;
             Format::detect(&fdt_name, codec, version)?
         } else {
+            // an unknown format is named as such before its header is parsed further
+            Format::detect(&fdt_name, codec, version)?;
             let header = codec_util::read_index_header_any(&mut input)?;
             codec_util::check_id_suffix(&fdt_name, &header, segment_id, "")?;
             Format::detect(&fdt_name, header.codec, header.version)?

@@ -2,7 +2,7 @@
 // reads back from them: the fixtures of crates/lucene/tests/lucene4.rs. Compile and run against
 // Debian's liblucene4.10-java jars (unpacked, not installed: see scripts/make-lucene4-fixtures).
 //
-// usage: java MakeLucene4 <outDir> <cfs|nocfs|nosource> <seed> [Lucene42]
+// usage: java MakeLucene4 <outDir> <cfs|nocfs|nosource|dvtypes> <seed> [Lucene42|HighCompression|Dummy]
 //
 // With nosource, one segment of 40 documents (3 deleted, no compound file) as Elasticsearch 1.x
 // stores them with `_source: {enabled: false}`: a stored `_uid` ("doc#doc-N") and `_timestamp`, no
@@ -12,11 +12,31 @@
 // <outDir>.docvalues.jsonl: per live document, the values Lucene 4.10 reads back
 // ({"seg":"_0","doc":3,"id":"doc-3","n":-41,"tag":["b","c"]}; "n" null when the document has none).
 //
+// With dvtypes, one segment of 300 documents (11 deleted) with a doc-values field of every type and
+// encoding Lucene 4.10 writes: NUMERIC `gcd` (GCD compressed) and `table` (table compressed), both
+// with missing values; BINARY `bin` (variable length, some missing) and `binfix` (fixed length);
+// SORTED `sorted` (some missing); SORTED_NUMERIC `snum` (0–3 values) and `snum1` (one each);
+// SORTED_SET `ss1` (at most one value: single-valued encoding); and SORTED `big` with 1 500 terms
+// of different lengths (a prefix-compressed terms dictionary). It writes <outDir>.docvalues.jsonl:
+// per live document what Lucene 4.10 reads back of every field but `big` (binary as base64).
+//
 // With Lucene42, two smaller segments (150 documents, 12 deleted; 60) are written under the codec name "Lucene42" with that codec's segment
 // info (Lucene40SegmentInfo, no footer) and field infos (Lucene42FieldInfos, no footer) formats,
 // through the writers of Lucene 4.10's test framework, as Lucene 4.2–4.5 wrote them (postings,
 // stored fields and doc values stay 4.10's, which Lucene42Codec reads by their per-field names);
 // Lucene 4.10 then reads the index back with its own Lucene42 codec for the golden.
+//
+// With HighCompression, two small segments (131 documents, 9 deleted; 40 with one big document)
+// are written by the test framework's HighCompressionCompressingCodec: Lucene 4.10's codec with
+// CompressingStoredFieldsFormat in HIGH_COMPRESSION mode (DEFLATE chunks, format name
+// "HighCompressionCompressingStoredFields", here with 1 KiB chunks so big documents are sliced).
+// Elasticsearch 1.x never wrote this mode; only Lucene's test codecs do. Lucene reads the index
+// back through the codec's SPI name for the golden.
+//
+// With Dummy, one segment of 12 documents by the test framework's DummyCompressingCodec (stored
+// fields "compressed" by a test-only no-op mode, format name "DummyCompressingStoredFields"):
+// a stored-fields format the crate does not read, for the tests of what an unsupported format
+// does to a migration.
 //
 // The index has three segments (one commit each, no merges): 520 documents with one deleted
 // (Lucene writes the .del as d-gaps), 200 with 40 deleted (written as plain bits), and 120 with
@@ -40,6 +60,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.*;
 import org.apache.lucene.analysis.core.KeywordAnalyzer;
 import org.apache.lucene.codecs.*;
+import org.apache.lucene.codecs.compressing.HighCompressionCompressingCodec;
+import org.apache.lucene.codecs.compressing.dummy.DummyCompressingCodec;
 import org.apache.lucene.codecs.lucene40.Lucene40SegmentInfoFormat;
 import org.apache.lucene.codecs.lucene40.Lucene40SegmentInfoWriter;
 import org.apache.lucene.codecs.lucene410.Lucene410Codec;
@@ -49,6 +71,7 @@ import org.apache.lucene.document.*;
 import org.apache.lucene.index.*;
 import org.apache.lucene.store.Directory;
 import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.util.BytesRef;
 import org.apache.lucene.util.Version;
 
 public class MakeLucene4 {
@@ -62,6 +85,11 @@ public class MakeLucene4 {
     boolean cfs = args[1].equals("cfs");
     long seed = Long.parseLong(args[2]);
     Random rnd = new Random(seed);
+    if (args[1].equals("dvtypes")) {
+      dvtypes(out, rnd);
+      dumpDocValueTypes(out, new File(args[0] + ".docvalues.jsonl"));
+      return;
+    }
     if (args[1].equals("nosource")) {
       sourceless(out, rnd);
       dump(out, new File(args[0] + ".golden.jsonl"));
@@ -72,7 +100,11 @@ public class MakeLucene4 {
     Directory dir = FSDirectory.open(out);
     int next = 0;
     boolean l42 = args.length > 3 && args[3].equals("Lucene42");
+    boolean high = args.length > 3 && args[3].equals("HighCompression");
+    boolean dummy = args.length > 3 && args[3].equals("Dummy");
     int[][] plan = l42 ? new int[][] {{150, 12, 0}, {60, 0, 1}} // docs, deletes, big docs
+        : high ? new int[][] {{131, 9, 0}, {40, 0, 1}}
+        : dummy ? new int[][] {{12, 0, 0}}
         : new int[][] {{520, 1, 0}, {200, 40, 0}, {120, 0, 1}};
     for (int[] p : plan) {
       IndexWriterConfig cfg = new IndexWriterConfig(Version.LUCENE_4_10_4, new KeywordAnalyzer());
@@ -80,6 +112,8 @@ public class MakeLucene4 {
       cfg.setMergePolicy(NoMergePolicy.INSTANCE);
       cfg.setRAMBufferSizeMB(64);
       if (l42) cfg.setCodec(lucene42());
+      if (high) cfg.setCodec(new HighCompressionCompressingCodec(1024, false));
+      if (dummy) cfg.setCodec(new DummyCompressingCodec(1024, false));
       IndexWriter w = new IndexWriter(dir, cfg);
       int first = next;
       for (int i = 0; i < p[0]; i++) {
@@ -114,6 +148,98 @@ public class MakeLucene4 {
       }
       w.commit();
       for (int n : new int[] {3, 17, 31}) w.deleteDocuments(new Term("_uid", "doc#doc-" + n));
+    }
+  }
+
+  static void dvtypes(File out, Random rnd) throws Exception {
+    IndexWriterConfig cfg = new IndexWriterConfig(Version.LUCENE_4_10_4, new KeywordAnalyzer());
+    cfg.setUseCompoundFile(false);
+    cfg.setMergePolicy(NoMergePolicy.INSTANCE);
+    cfg.setRAMBufferSizeMB(64);
+    long[] table = {-5, 7, 1L << 40};
+    try (Directory dir = FSDirectory.open(out); IndexWriter w = new IndexWriter(dir, cfg)) {
+      for (int n = 0; n < 300; n++) {
+        Document d = new Document();
+        d.add(new StringField("_uid", "doc#doc-" + n, Field.Store.YES));
+        if (n % 7 != 3) d.add(new NumericDocValuesField("gcd", 1000 + 250L * rnd.nextInt(100000) - 250L * 50000));
+        if (n % 5 != 1) d.add(new NumericDocValuesField("table", table[rnd.nextInt(3)]));
+        if (n % 6 != 2) {
+          byte[] b = new byte[rnd.nextInt(40)];
+          rnd.nextBytes(b);
+          d.add(new BinaryDocValuesField("bin", new BytesRef(b)));
+        }
+        byte[] f = new byte[4];
+        rnd.nextBytes(f);
+        d.add(new BinaryDocValuesField("binfix", new BytesRef(f)));
+        if (n % 4 != 0) d.add(new SortedDocValuesField("sorted", new BytesRef(WORDS[rnd.nextInt(WORDS.length)])));
+        int k = rnd.nextInt(4);
+        for (int i = 0; i < k; i++) d.add(new SortedNumericDocValuesField("snum", rnd.nextLong() >> rnd.nextInt(60)));
+        d.add(new SortedNumericDocValuesField("snum1", rnd.nextInt(1000) - 500));
+        if (n % 3 != 1) d.add(new SortedSetDocValuesField("ss1", new BytesRef(WORDS[rnd.nextInt(WORDS.length)])));
+        StringBuilder t = new StringBuilder("term-").append(rnd.nextInt(1500));
+        for (int i = rnd.nextInt(5); i > 0; i--) t.append('x');
+        d.add(new SortedDocValuesField("big", new BytesRef(t.toString())));
+        w.addDocument(d);
+      }
+      for (int n = 0; n < 1500; n++) {
+        // enough distinct terms for a prefix-compressed dictionary, in documents deleted below
+        if (n < 300) continue;
+        Document d = new Document();
+        d.add(new StringField("_uid", "pad#pad-" + n, Field.Store.NO));
+        d.add(new SortedDocValuesField("big", new BytesRef("term-" + n + "y")));
+        d.add(new BinaryDocValuesField("binfix", new BytesRef(new byte[4])));
+        d.add(new SortedNumericDocValuesField("snum1", 0));
+        w.addDocument(d);
+      }
+      w.commit();
+      for (int n = 300; n < 1500; n++) w.deleteDocuments(new Term("_uid", "pad#pad-" + n));
+      for (int n : new int[] {5, 50, 51, 99, 120, 150, 200, 201, 250, 298, 299}) {
+        w.deleteDocuments(new Term("_uid", "doc#doc-" + n));
+      }
+    }
+  }
+
+  static void dumpDocValueTypes(File index, File out) throws Exception {
+    try (Directory dir = FSDirectory.open(index); DirectoryReader reader = DirectoryReader.open(dir);
+         Writer w = new OutputStreamWriter(new FileOutputStream(out), StandardCharsets.UTF_8)) {
+      for (AtomicReaderContext ctx : reader.leaves()) {
+        AtomicReader seg = ctx.reader();
+        String name = ((SegmentReader) seg).getSegmentInfo().info.name;
+        org.apache.lucene.util.Bits live = seg.getLiveDocs();
+        NumericDocValues gcd = seg.getNumericDocValues("gcd"), table = seg.getNumericDocValues("table");
+        org.apache.lucene.util.Bits hasGcd = seg.getDocsWithField("gcd"), hasTable = seg.getDocsWithField("table");
+        BinaryDocValues bin = seg.getBinaryDocValues("bin"), binfix = seg.getBinaryDocValues("binfix");
+        org.apache.lucene.util.Bits hasBin = seg.getDocsWithField("bin");
+        SortedDocValues sorted = seg.getSortedDocValues("sorted");
+        SortedNumericDocValues snum = seg.getSortedNumericDocValues("snum"), snum1 = seg.getSortedNumericDocValues("snum1");
+        SortedSetDocValues ss1 = seg.getSortedSetDocValues("ss1");
+        Base64.Encoder b64 = Base64.getEncoder();
+        for (int doc = 0; doc < seg.maxDoc(); doc++) {
+          if (live != null && !live.get(doc)) continue;
+          StringBuilder b = new StringBuilder("{\"seg\":").append(esc(name)).append(",\"doc\":").append(doc)
+              .append(",\"gcd\":").append(hasGcd.get(doc) ? Long.toString(gcd.get(doc)) : "null")
+              .append(",\"table\":").append(hasTable.get(doc) ? Long.toString(table.get(doc)) : "null")
+              .append(",\"bin\":").append(hasBin.get(doc) ? esc(b64.encodeToString(BytesRef.deepCopyOf(bin.get(doc)).bytes)) : "null")
+              .append(",\"binfix\":").append(esc(b64.encodeToString(BytesRef.deepCopyOf(binfix.get(doc)).bytes)));
+          int ord = sorted.getOrd(doc);
+          b.append(",\"sorted\":").append(ord < 0 ? "null" : esc(sorted.lookupOrd(ord).utf8ToString()));
+          for (Object[] sn : new Object[][] {{"snum", snum}, {"snum1", snum1}}) {
+            SortedNumericDocValues v = (SortedNumericDocValues) sn[1];
+            v.setDocument(doc);
+            b.append(",\"").append(sn[0]).append("\":[");
+            for (int i = 0; i < v.count(); i++) b.append(i > 0 ? "," : "").append(v.valueAt(i));
+            b.append(']');
+          }
+          b.append(",\"ss1\":[");
+          ss1.setDocument(doc);
+          boolean first = true;
+          for (long o = ss1.nextOrd(); o != SortedSetDocValues.NO_MORE_ORDS; o = ss1.nextOrd()) {
+            b.append(first ? "" : ",").append(esc(ss1.lookupOrd(o).utf8ToString()));
+            first = false;
+          }
+          w.write(b.append("]}\n").toString());
+        }
+      }
     }
   }
 

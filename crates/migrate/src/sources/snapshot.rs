@@ -127,7 +127,7 @@ impl SnapshotSource {
         shard: u32,
     ) -> Result<(ShardReader, ShardReader, Arc<ShardDelta>), String> {
         let since = self.since.as_ref().expect("a delta source");
-        let b = self.open(new, shard)?;
+        let b = self.open(new, shard).map_err(|e| e.message)?;
         // A shard that failed in A never reached the target: all of B's is new. The
         // reader of B stands in for A's (the delete pass reads nothing from it).
         let a = if old.shard_failure(shard).is_some() {
@@ -164,7 +164,7 @@ impl SnapshotSource {
         };
         let a = match a {
             Some(a) => a,
-            None => self.open(new, shard)?,
+            None => self.open(new, shard).map_err(|e| e.message)?,
         };
         Ok((a, b, delta))
     }
@@ -231,24 +231,30 @@ impl SnapshotSource {
         let ix = self
             .snapshot
             .index(name)
-            .map_err(|e| SourceError::item(format!("index {name}: {e}")))?;
+            .map_err(|e| source_error(format!("index {name}: {e}"), &e))?;
         cache.insert(name.to_string(), ix.clone());
         Ok(ix)
     }
 
     /// Opens a shard for reading, or says why it cannot be read.
-    fn open(&self, index: &SnapshotIndex, shard: u32) -> Result<ShardReader, String> {
+    /// A reason no retry can change (the shard failed in the snapshot, an unsupported
+    /// format) is a [`SourceError::permanent`].
+    fn open(&self, index: &SnapshotIndex, shard: u32) -> Result<ShardReader, SourceError> {
         if let Some(reason) = index.shard_failure(shard) {
-            return Err(format!("the shard failed in the snapshot: {reason}"));
+            return Err(SourceError::permanent(format!(
+                "the shard failed in the snapshot: {reason}"
+            )));
         }
-        let s = index.open_shard(shard).map_err(|e| e.to_string())?;
+        let s = index
+            .open_shard(shard)
+            .map_err(|e| source_error(e.to_string(), &e))?;
         let opts = ReadOptions {
             verify_checksums: self.opts.verify_checksums,
             verified: Some(self.verified.clone()),
             verify_all_files_first: false,
             rebuild: self.opts.rebuild,
         };
-        ShardReader::open_with(&s, &opts).map_err(|e| e.to_string())
+        ShardReader::open_with(&s, &opts).map_err(|e| source_error(e.to_string(), &e))
     }
 }
 
@@ -305,7 +311,7 @@ impl Source for SnapshotSource {
                     Err(reason) => {
                         // The shard's item fails with the reason; other shards go on.
                         tracing::warn!(index = %name, shard, "shard cannot be read: {reason}");
-                        g.broken.insert(shard, reason);
+                        g.broken.insert(shard, reason.message);
                         plan.items.push(WorkItem::whole(name.clone(), shard));
                         continue;
                     }
@@ -373,9 +379,10 @@ impl Source for SnapshotSource {
                     ..e
                 });
         }
-        let reader = self
-            .open(&index, item.part)
-            .map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
+        let reader = self.open(&index, item.part).map_err(|e| SourceError {
+            message: format!("{}: {}", where_(), e.message),
+            ..e
+        })?;
         let max = reader.max_doc();
         let first = match after {
             None => 0,
@@ -400,14 +407,17 @@ impl Source for SnapshotSource {
         let range = first.min(end)..end;
         let mut docs = reader
             .documents(range.clone())
-            .map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
+            .map_err(|e| source_error(format!("{}: {e}", where_()), &e))?;
         let group: Arc<str> = Arc::from(name.as_str());
         let mut given = 0u64;
         let whole = emit_documents(&group, &mut docs, &mut |read| {
             given += 1;
             emit(read)
         })
-        .map_err(|e| SourceError::item(format!("{}: {}", where_(), e.message)))?;
+        .map_err(|e| SourceError {
+            message: format!("{}: {}", where_(), e.message),
+            ..e
+        })?;
         tracing::debug!(index = %name, shard = item.part, stats = ?docs.stats(), "read a range");
         if whole {
             // every live document of the range is given (a document or a skip) or is a
@@ -422,6 +432,16 @@ impl Source for SnapshotSource {
             }
         }
         Ok(())
+    }
+}
+
+/// `message` as an error of this item: one no retry can heal when `e` says so (an
+/// unsupported format), else one worth retrying (I/O, a bad transfer, a checksum).
+pub(crate) fn source_error(message: String, e: &snapshot::Error) -> SourceError {
+    if e.is_permanent() {
+        SourceError::permanent(message)
+    } else {
+        SourceError::item(message)
     }
 }
 
@@ -472,7 +492,7 @@ pub(crate) fn emit_documents(
         }
         let doc = match next {
             None => return Ok(true),
-            Some(Err(e)) => return Err(SourceError::item(e.to_string())),
+            Some(Err(e)) => return Err(source_error(e.to_string(), &e)),
             // the skips just taken
             Some(Ok(snapshot::Step::SkipsFull)) => continue,
             Some(Ok(snapshot::Step::Doc(doc))) => doc,
