@@ -47,6 +47,7 @@
 //! migration finished) and [`Coordinator::status`].
 
 #[cfg(feature = "contention")]
+pub mod accounting;
 pub mod contention;
 mod control;
 mod coordinator;

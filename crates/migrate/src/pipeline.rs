@@ -687,6 +687,7 @@ fn account<B>(
     drop(chunk.held);
     Ok(Acked {
         last: chunk.last,
+        covered: chunk.inputs + chunk.exploded,
         delivered: delivered.delivered,
         bytes: delivered.bytes,
         refused: refused as u64,
