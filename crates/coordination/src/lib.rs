@@ -46,8 +46,8 @@
 //! the others wait), [`Coordinator::keeper_step`] (one keeper summarises and marks the
 //! migration finished) and [`Coordinator::status`].
 
-#[cfg(feature = "contention")]
 pub mod accounting;
+#[cfg(feature = "contention")]
 pub mod contention;
 mod control;
 mod coordinator;
