@@ -240,6 +240,7 @@ async fn worker(
         let done = Progress {
             cursor: Some(Position::Doc(to - 1)),
             docs: to - item_first,
+            covered: to - item_first,
             bytes: (to - item_first) * 100,
             ..Progress::default()
         };
@@ -266,6 +267,7 @@ async fn worker(
             let p = Progress {
                 cursor: Some(Position::Doc(cursor)),
                 docs: cursor + 1 - item_first,
+                covered: cursor + 1 - item_first,
                 bytes: (cursor + 1 - item_first) * 100,
                 ..Progress::default()
             };

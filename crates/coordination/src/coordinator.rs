@@ -138,10 +138,15 @@ pub struct Progress {
     pub refused: u64,
     pub skipped: u64,
     pub reasons: BTreeMap<String, u64>,
+    /// Inputs the source handed over up to the cursor (documents and skips) plus the
+    /// further outputs of exploded inputs: what `docs + refused + skipped + filtered`
+    /// must add up to (checked for the whole migration when it finishes).
+    pub covered: u64,
 }
 
 impl Progress {
     fn apply(&self, r: &mut Record) {
+        r.covered = Some(self.covered);
         r.cursor = self.cursor.clone();
         r.docs_done = self.docs;
         r.bytes_done = self.bytes;
@@ -485,6 +490,8 @@ impl Lease {
             refused: self.rec.docs_refused,
             skipped: self.rec.docs_skipped,
             reasons: self.rec.reasons.clone(),
+            // An item written by an rfs that did not keep it: its counts as they are.
+            covered: self.rec.covered.unwrap_or_else(|| self.rec.accounted()),
         }
     }
 

@@ -47,8 +47,16 @@ impl Coordinator {
                     expiry: rec.expiry,
                 });
             }
-            let status = self.status().await?;
+            let mut status = self.status().await?;
             let finished = status.setup_done && status.items.open() == 0;
+            if finished {
+                // The migration's invariant, once, over every item (one read of them).
+                let items = retry(|| store.list(Kind::Item)).await?;
+                status.accounting = crate::accounting::check(&items);
+                if let Some(m) = &status.accounting {
+                    tracing::error!("{}", m.message());
+                }
+            }
             let mut new = rec.clone();
             if !mine {
                 if let Some(h) = &rec.holder {
@@ -66,7 +74,6 @@ impl Coordinator {
             if cas(store, &new, ver).await?.is_none() {
                 continue;
             }
-            let mut status = status;
             if finished {
                 status.finished = true;
                 tracing::info!(

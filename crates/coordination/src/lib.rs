@@ -46,6 +46,7 @@
 //! the others wait), [`Coordinator::keeper_step`] (one keeper summarises and marks the
 //! migration finished) and [`Coordinator::status`].
 
+pub mod accounting;
 #[cfg(feature = "contention")]
 pub mod contention;
 mod control;

@@ -130,6 +130,12 @@ pub struct Record {
     /// Refused and skipped documents by reason (`refused:<type>`, `skipped:<reason>`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reasons: BTreeMap<String, u64>,
+    /// What the item's source handed over up to the cursor (documents and skips), plus
+    /// the further outputs of inputs a transform exploded into several documents: what
+    /// delivered + refused + skipped + filtered add up to. `None` on items written by an
+    /// rfs that did not keep it (their counts are taken as they are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub successors: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,6 +169,7 @@ impl Record {
             docs_refused: 0,
             docs_skipped: 0,
             reasons: BTreeMap::new(),
+            covered: None,
             successors: Vec::new(),
             last_error: None,
             completed_at: None,
@@ -178,6 +185,7 @@ impl Record {
         r.after = item.after.clone();
         r.until = item.until.clone();
         r.cursor = item.after.clone();
+        r.covered = Some(0);
         r.exponent = exponent;
         r
     }
@@ -194,6 +202,16 @@ impl Record {
             after: self.after.clone(),
             until: self.until.clone(),
         }
+    }
+
+    /// Documents filtered out by a transform program (`filtered:<reason>` counts).
+    pub fn docs_filtered(&self) -> u64 {
+        filtered(&self.reasons)
+    }
+
+    /// Delivered + refused + skipped + filtered: what the item's inputs became.
+    pub fn accounted(&self) -> u64 {
+        self.docs_done + self.docs_refused + self.docs_skipped + self.docs_filtered()
     }
 
     pub fn to_json(&self) -> String {
@@ -274,6 +292,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// The sum of the `filtered:<reason>` counts of a reasons map.
+pub fn filtered(reasons: &BTreeMap<String, u64>) -> u64 {
+    reasons
+        .iter()
+        .filter(|(k, _)| k.starts_with("filtered:"))
+        .map(|(_, n)| n)
+        .sum()
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::accounting::Mismatch;
 use crate::control::Control;
 use crate::coordinator::{retry, Coordinator, SETUP_ID};
 use crate::identity::Identity;
@@ -45,6 +46,10 @@ pub struct Status {
     pub phases: Vec<PhaseStatus>,
     /// Current keeper and when its lease ends.
     pub keeper: Option<(String, i64)>,
+    /// Set when the migration finished with counts that do not add up over its work items
+    /// (checked once, by the keeper that marked the end): the run ends non-zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<Mismatch>,
 }
 
 /// Work items by state.
@@ -190,6 +195,11 @@ impl Coordinator {
                 .iter()
                 .find(|k| k.state == State::Open && k.expiry > now)
                 .and_then(|k| k.holder.clone().map(|h| (h, k.expiry))),
+            accounting: keeper
+                .iter()
+                .find(|k| k.state == State::Done)
+                .and_then(|k| k.data.get("accounting"))
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
         };
         let summary = retry(|| store.item_summary(now)).await?;
         for ((group, state, leased), t) in &summary.totals {

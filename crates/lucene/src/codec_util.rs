@@ -237,20 +237,15 @@ pub fn verify_legacy_checksum_bytes(file: &str, bytes: &[u8]) -> Result<u32> {
     Ok(actual)
 }
 
-/// Checks the footer of `slice` and the CRC-32 of the whole file, read in 4 MiB pieces
-/// so remote backends never hold the whole file at once.
+/// Checks the footer of `slice` and the CRC-32 of the whole file, read in pieces through
+/// one buffer (no allocation per piece; a local file is read straight into it), so remote
+/// backends never hold the whole file at once.
 pub fn verify_checksum(slice: &FileSlice) -> Result<u32> {
-    const PIECE: u64 = 4 << 20;
     let expected = check_footer(slice)?;
     let end = slice.len() - 8;
     slice.will_need(0..end);
     let mut hasher = crc32fast::Hasher::new();
-    let mut pos = 0;
-    while pos < end {
-        let next = (pos + PIECE).min(end);
-        hasher.update(&slice.read_bytes(pos..next)?);
-        pos = next;
-    }
+    hash_slice(slice, 0..end, &mut hasher)?;
     let actual = hasher.finalize();
     if actual != expected {
         return Err(Error::Checksum {
@@ -260,6 +255,30 @@ pub fn verify_checksum(slice: &FileSlice) -> Result<u32> {
         });
     }
     Ok(actual)
+}
+
+/// Bytes hashed per read by [`hash_slice`]: small enough that a piece is still in the
+/// CPU's cache when it is hashed after the read copied it in, large enough that the
+/// system calls do not count.
+pub const HASH_PIECE: usize = 1 << 20;
+
+/// Adds `slice[range]` to `hasher`, read in [`HASH_PIECE`] pieces through one buffer.
+pub fn hash_slice(
+    slice: &FileSlice,
+    range: std::ops::Range<u64>,
+    hasher: &mut crc32fast::Hasher,
+) -> Result<()> {
+    let len = range.end.saturating_sub(range.start);
+    // Bounded by HASH_PIECE whatever the file's length.
+    let mut buf = vec![0u8; (len.min(HASH_PIECE as u64)) as usize];
+    let mut pos = range.start;
+    while pos < range.end {
+        let n = ((range.end - pos) as usize).min(buf.len());
+        slice.read_into(pos, &mut buf[..n])?;
+        hasher.update(&buf[..n]);
+        pos += n as u64;
+    }
+    Ok(())
 }
 
 /// Lower-case hex of `bytes` (for ids in messages).

@@ -62,6 +62,25 @@ pub trait FileHandle: Send + Sync + fmt::Debug {
     /// Bytes in `range` (relative to the start of this handle). `range` is already checked
     /// to lie within `0..len()`. Zero-copy where the backend allows it.
     fn read_bytes(&self, range: Range<u64>) -> Result<Bytes, DirectoryError>;
+    /// Copies the bytes at `start..start + buf.len()` into `buf` (the range is already
+    /// checked), for a caller that reads a file in pieces through one buffer of its own
+    /// (checksums) rather than a fresh allocation per piece. This default copies from
+    /// [`FileHandle::read_bytes`]; local files read straight into `buf`.
+    fn read_into(&self, start: u64, buf: &mut [u8]) -> Result<(), DirectoryError> {
+        let bytes = self.read_bytes(start..start + buf.len() as u64)?;
+        if bytes.len() != buf.len() {
+            return Err(DirectoryError::Backend {
+                file: self.name().to_string(),
+                message: format!(
+                    "a read of {} bytes at {start} returned {}",
+                    buf.len(),
+                    bytes.len()
+                ),
+            });
+        }
+        buf.copy_from_slice(&bytes);
+        Ok(())
+    }
     /// A hint that `range` is about to be read sequentially (object stores may prefetch).
     fn will_need(&self, _range: Range<u64>) {}
 }
@@ -135,6 +154,13 @@ impl FileSlice {
         self.check(&range)?;
         self.handle
             .read_bytes(self.start + range.start..self.start + range.end)
+    }
+
+    /// Copies the bytes at `start..start + buf.len()` (relative to this slice) into `buf`.
+    pub fn read_into(&self, start: u64, buf: &mut [u8]) -> Result<(), DirectoryError> {
+        let range = start..start.saturating_add(buf.len() as u64);
+        self.check(&range)?;
+        self.handle.read_into(self.start + start, buf)
     }
 
     /// All bytes of this slice. Zero-copy for memory backends.
@@ -241,6 +267,9 @@ impl FileHandle for RenamedSlice {
     }
     fn read_bytes(&self, range: Range<u64>) -> Result<Bytes, DirectoryError> {
         self.inner.read_bytes(range)
+    }
+    fn read_into(&self, start: u64, buf: &mut [u8]) -> Result<(), DirectoryError> {
+        self.inner.read_into(start, buf)
     }
     fn will_need(&self, range: Range<u64>) {
         self.inner.will_need(range)

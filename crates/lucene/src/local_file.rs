@@ -71,23 +71,36 @@ impl FileHandle for LocalFile {
         }
         // The length is bounded by the file's length, checked just above.
         let mut buf = vec![0u8; (range.end - range.start) as usize];
+        self.read_into(range.start, &mut buf)?;
+        Ok(Bytes::from(buf))
+    }
+
+    fn read_into(&self, start: u64, buf: &mut [u8]) -> Result<(), DirectoryError> {
+        let end = start.saturating_add(buf.len() as u64);
+        if end > self.len {
+            return Err(DirectoryError::OutOfBounds {
+                file: self.name.clone(),
+                start,
+                end,
+                len: self.len,
+            });
+        }
         self.file
-            .read_exact_at(&mut buf, range.start)
+            .read_exact_at(buf, start)
             .map_err(|source| match source.kind() {
                 // The file was shorter than when it was opened.
                 std::io::ErrorKind::UnexpectedEof => DirectoryError::Backend {
                     file: self.name.clone(),
                     message: format!(
-                        "file ended before byte {} (it was {} bytes when opened; truncated since?)",
-                        range.end, self.len
+                        "file ended before byte {end} (it was {} bytes when opened; truncated since?)",
+                        self.len
                     ),
                 },
                 _ => DirectoryError::Io {
                     file: self.name.clone(),
                     source,
                 },
-            })?;
-        Ok(Bytes::from(buf))
+            })
     }
 
     fn will_need(&self, range: Range<u64>) {

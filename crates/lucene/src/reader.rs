@@ -113,8 +113,10 @@ impl IndexReader {
         order.sort_by_key(|&i| (names::segment_counter(&commit.segments[i].name), i));
         let mut segments = Vec::with_capacity(order.len());
         let mut doc_base = 0u64;
+        let verified = opts.verified.clone().unwrap_or_default();
         for i in order {
-            let seg = SegmentReader::open(&dir, &commit.segments[i], doc_base, opts)?;
+            let seg =
+                SegmentReader::open(&dir, &commit.segments[i], doc_base, opts, verified.clone())?;
             doc_base += u64::from(seg.max_doc());
             segments.push(seg);
         }
@@ -138,7 +140,7 @@ impl IndexReader {
             max_doc: doc_base,
             num_live_docs,
             verify_checksums: opts.verify_checksums,
-            verified: opts.verified.clone().unwrap_or_default(),
+            verified,
         })
     }
 
@@ -294,6 +296,8 @@ pub struct SegmentReader {
     /// The effective `.fnm`, for errors.
     fnm_name: String,
     verify_checksums: bool,
+    /// Files found good (shared with the index reader and its siblings).
+    verified: Arc<VerifiedFiles>,
 }
 
 impl SegmentReader {
@@ -302,6 +306,7 @@ impl SegmentReader {
         sci: &SegmentCommitInfo,
         doc_base: u64,
         opts: &OpenOptions,
+        verified: Arc<VerifiedFiles>,
     ) -> Result<SegmentReader> {
         let name = sci.name.as_str();
         let si_file = index_dir.open_file(&names::segment_file_name(name, "", "si"))?;
@@ -457,12 +462,13 @@ impl SegmentReader {
             index_dir: index_dir.clone(),
             fnm_name: fnm.name().to_string(),
             verify_checksums: opts.verify_checksums,
+            verified,
         })
     }
 
     /// The segment's doc values, opened field by field. With checksums on, each `.dvd`
-    /// of at most [`DOC_VALUES_VERIFY_MAX`] bytes (and every update file) is checked
-    /// whole when first used; larger ones are checked structurally (footer).
+    /// is checked whole when first used (whatever its size), once per
+    /// [`OpenOptions::verified`] set: no value of a damaged file comes out.
     pub fn doc_values(&self) -> crate::doc_values::DocValuesReader {
         crate::doc_values::DocValuesReader::new(
             self.dir.clone(),
@@ -472,7 +478,7 @@ impl SegmentReader {
             &self.fnm_name,
             self.field_infos.clone(),
             self.info.max_doc,
-            self.verify_checksums,
+            self.verify_checksums.then(|| self.verified.clone()),
         )
     }
 

@@ -21,6 +21,9 @@ pub struct Acked {
     pub skipped: u64,
     /// Refused and skipped documents by reason key (`refused:…`, `skipped:…`).
     pub reasons: Vec<(String, u64)>,
+    /// Inputs the batch completes (documents and skips) plus the further outputs of
+    /// exploded ones: what its delivered + refused + skipped + filtered add up to.
+    pub covered: u64,
 }
 
 #[derive(Debug)]
@@ -52,6 +55,7 @@ impl LowWaterMark {
             p.bytes += b.bytes;
             p.refused += b.refused;
             p.skipped += b.skipped;
+            p.covered += b.covered;
             for (reason, n) in b.reasons {
                 let key = if p.reasons.len() >= MAX_REASONS && !p.reasons.contains_key(&reason) {
                     let stage = reason.split(':').next().unwrap_or("other");
@@ -88,6 +92,7 @@ mod tests {
             refused: 0,
             skipped: 0,
             reasons: Vec::new(),
+            covered: delivered,
         }
     }
 
@@ -121,12 +126,18 @@ mod tests {
                     ("refused:mapper_parsing_exception".into(), 1),
                     ("skipped:no_source".into(), 2),
                 ],
+                covered: 5,
             },
         );
         let p = m.progress();
         assert_eq!(p.cursor, Some(Position::Doc(80)));
         assert_eq!((p.docs, p.bytes, p.refused, p.skipped), (25, 185, 1, 2));
         assert_eq!(p.reasons["skipped:no_source"], 2);
+        assert_eq!(
+            p.covered,
+            7 + 5 + 5 + 5 + 1,
+            "what the batches cover, in order"
+        );
     }
 
     #[test]

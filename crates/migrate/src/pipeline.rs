@@ -209,6 +209,21 @@ struct Chunk<B> {
     /// Outputs beyond the first of the exploded inputs this chunk completes (an input the
     /// transform turned into `n` documents adds `n - 1`).
     exploded: u64,
+    /// Outputs of an input not complete yet (its first outputs, in a batch that filled
+    /// before its last one): counted now, with the batch that holds them, so that what the
+    /// item covers moves with its counts even when the run ends before the input does.
+    ahead: u64,
+    /// Of the exploded inputs this chunk completes, the outputs earlier chunks counted as
+    /// `ahead`.
+    behind: u64,
+}
+
+impl<B> Chunk<B> {
+    /// What the item covers with this chunk: inputs + exploded outputs, each output
+    /// counted with the chunk that holds it.
+    fn covered(&self) -> u64 {
+        (self.inputs + self.exploded + self.ahead).saturating_sub(self.behind)
+    }
 }
 
 type Sent<B> = (u64, Chunk<B>, Result<Delivered, SinkError>);
@@ -577,6 +592,7 @@ fn account<B>(
     chunk: Chunk<B>,
     delivered: Delivered,
 ) -> Result<Acked, PipelineError> {
+    let covered = chunk.covered();
     // Every document framed into the batch comes back acknowledged or refused: a sink
     // that loses one fails the item here, before the cursor can pass it.
     let answered = delivered.delivered + delivered.refused.len() as u64;
@@ -687,6 +703,7 @@ fn account<B>(
     drop(chunk.held);
     Ok(Acked {
         last: chunk.last,
+        covered,
         delivered: delivered.delivered,
         bytes: delivered.bytes,
         refused: refused as u64,
@@ -716,6 +733,8 @@ struct Pending {
     docs: u64,
     inputs: u64,
     exploded: u64,
+    ahead: u64,
+    behind: u64,
 }
 
 impl<W: SinkWriter> Reader<'_, W> {
@@ -731,6 +750,8 @@ impl<W: SinkWriter> Reader<'_, W> {
             docs: 0,
             inputs: 0,
             exploded: 0,
+            ahead: 0,
+            behind: 0,
         };
         let mut hung_up = false;
         let reshapes = self.transform.reshapes();
@@ -752,6 +773,8 @@ impl<W: SinkWriter> Reader<'_, W> {
                         }
                         Ok(Shaped::Docs) => {
                             let n = outputs.len();
+                            // Outputs of this input sent in earlier chunks.
+                            let mut sent = 0u64;
                             for (i, d) in outputs.drain(..).enumerate() {
                                 let pushed = self.writer.push(d);
                                 if pushed.is_ok() {
@@ -763,6 +786,9 @@ impl<W: SinkWriter> Reader<'_, W> {
                                     // send it without this input's position, which is
                                     // acknowledged with the chunk holding its last output.
                                     Ok(Some(batch)) if i + 1 < n => {
+                                        let upto = i as u64 + 1;
+                                        pending.ahead += upto - sent;
+                                        sent = upto;
                                         if !self.send(&mut pending, Some(batch)) {
                                             hung_up = true;
                                             return false;
@@ -778,6 +804,7 @@ impl<W: SinkWriter> Reader<'_, W> {
                             // output at all is not made up for: the equation catches it
                             // (a transform that means to drop one says `Filtered`).
                             pending.exploded += n.saturating_sub(1) as u64;
+                            pending.behind += sent;
                         }
                     }
                 }
@@ -857,6 +884,8 @@ impl<W: SinkWriter> Reader<'_, W> {
             docs: std::mem::take(&mut pending.docs),
             inputs: std::mem::take(&mut pending.inputs),
             exploded: std::mem::take(&mut pending.exploded),
+            ahead: std::mem::take(&mut pending.ahead),
+            behind: std::mem::take(&mut pending.behind),
         };
         pending.filtered_n = 0;
         self.tx.blocking_send(Ok(chunk)).is_ok()

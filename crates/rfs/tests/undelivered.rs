@@ -298,3 +298,91 @@ fn redrive_records_what_is_refused_again_and_sends_it_on_the_next_pass() {
     );
     assert_eq!(held["b"], serde_json::json!({"n": 2, "s": "x"}));
 }
+
+/// The invariant over the whole migration: when the keeper marks the end, the items'
+/// delivered + refused + skipped + filtered must add up to what their sources handed over.
+/// A store whose counters were changed behind the workers' back (one item's delivered
+/// count raised by one in SQLite) ends the run non-zero with the numbers named, and
+/// `rfs status` says so; the same migration with its counters untouched ends 0.
+#[test]
+fn counts_that_do_not_add_up_over_the_migration_end_the_run_non_zero() {
+    let Some(repo) = fixture("counts_that_do_not_add_up_over_the_migration") else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let store = format!("sqlite://{}", db.display());
+    let run = || {
+        rfs()
+            .arg("run")
+            .arg("--repo")
+            .arg(&repo)
+            .args(["--snapshot", "rfs_snapshot", "--target", &server.url()])
+            .args(["--store", &store, "--no-progress"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let status_json = || {
+        let st = rfs()
+            .args(["status", "--json", "--store", &store])
+            .output()
+            .unwrap();
+        assert_eq!(st.status.code(), Some(0), "{}", show(&st));
+        serde_json::from_slice::<Value>(&st.stdout).unwrap()
+    };
+    let v = status_json();
+    assert_eq!(v["finished"], true);
+    assert_eq!(v["docs_done"], 3, "{v}");
+    assert!(v["accounting_mismatch"].is_null(), "{v}");
+
+    // Behind rfs's back: one item delivered one more document than its source handed
+    // over, and the end is not marked yet (the keeper record is open again, unheld).
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let item: String = conn
+        .query_row(
+            "SELECT id FROM records WHERE kind = 'item' AND json_extract(doc, '$.docs_done') > 0 ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let edited = conn
+        .execute(
+            "UPDATE records SET doc = json_set(doc, '$.docs_done', json_extract(doc, '$.docs_done') + 1), version = version + 1 WHERE id = ?1",
+            [&item],
+        )
+        .unwrap();
+    assert_eq!(edited, 1);
+    let reopened = conn
+        .execute(
+            "UPDATE records SET state = 'open', expiry = 0, version = version + 1, doc = json_remove(json_set(doc, '$.state', 'open', '$.expiry', 0), '$.holder', '$.completed_at') WHERE kind = 'keeper'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(reopened, 1);
+    drop(conn);
+
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr.contains("accounting mismatch over the whole migration")
+            && stderr.contains("handed over 3 documents and skips")
+            && stderr.contains("but 4 were delivered")
+            && stderr.contains(&format!("{item} (handed over "))
+            && stderr.contains("1 more counted than handed over"),
+        "{stderr}"
+    );
+    let v = status_json();
+    assert_eq!(v["accounting_mismatch"]["covered"], 3, "{v}");
+    assert_eq!(v["accounting_mismatch"]["accounted"], 4, "{v}");
+    let text = rfs().args(["status", "--store", &store]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("COUNTS DO NOT ADD UP") && text.contains("ACCOUNTING: accounting mismatch"),
+        "{text}"
+    );
+}

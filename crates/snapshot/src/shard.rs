@@ -50,6 +50,38 @@ impl FileHandle for ShardFile {
     fn len(&self) -> u64 {
         self.len
     }
+    fn read_into(&self, start: u64, buf: &mut [u8]) -> std::result::Result<(), DirectoryError> {
+        let end = start.saturating_add(buf.len() as u64);
+        BYTES_READ.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        // Each part holding some of the range copies its share straight into `buf`.
+        let first = self
+            .parts
+            .partition_point(|(off, _)| *off <= start)
+            .saturating_sub(1);
+        let mut pos = start;
+        for (off, part) in self.parts.iter().skip(first) {
+            if pos >= end {
+                break;
+            }
+            let part_end = end.min(off + part.len());
+            if part_end <= pos || pos < *off {
+                continue;
+            }
+            let at = (pos - start) as usize;
+            let n = (part_end - pos) as usize;
+            part.read_into(pos - off, &mut buf[at..at + n])?;
+            pos = part_end;
+        }
+        if pos != end {
+            return Err(DirectoryError::OutOfBounds {
+                file: self.name.clone(),
+                start,
+                end,
+                len: self.len,
+            });
+        }
+        Ok(())
+    }
     fn read_bytes(&self, range: Range<u64>) -> std::result::Result<Bytes, DirectoryError> {
         BYTES_READ.fetch_add(
             range.end.saturating_sub(range.start),
@@ -341,6 +373,14 @@ mod tests {
         assert_eq!(&f.read_all().unwrap()[..], &content[..]);
         assert_eq!(&f.read_bytes(25..65).unwrap()[..], &content[25..65]);
         assert_eq!(&f.read_bytes(30..60).unwrap()[..], &content[30..60]);
+        // Into a caller's buffer (checksums): within a part, across parts, whole.
+        for (at, n) in [(3, 20), (25, 40), (30, 30), (0, content.len())] {
+            let mut buf = vec![0u8; n];
+            f.read_into(at as u64, &mut buf).unwrap();
+            assert_eq!(&buf[..], &content[at..at + n], "{at}+{n}");
+        }
+        let mut over = vec![0u8; 10];
+        assert!(f.read_into(content.len() as u64 - 5, &mut over).is_err());
         assert_eq!(
             &d.open_file("segments_1").unwrap().read_all().unwrap()[..],
             &seg[..]

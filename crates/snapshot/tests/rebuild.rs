@@ -362,3 +362,96 @@ fn ignored_source_in_the_other_layout_still_decodes() {
         }
     }
 }
+
+/// A copy of the Lucene 9 index without `_source` whose `_0_Lucene90_0.dvd` is padded past
+/// 16 MiB before its footer (a valid file: the footer's CRC-32 is computed again over the
+/// new bytes), with one byte of its values flipped after the footer was computed when
+/// `damage`; as a repository with that one index, `sourceless`.
+fn large_doc_values_repository(tmp: &Path, name: &str, damage: bool) -> Repository {
+    let dir = tmp.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(data().join("l9-nosource")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    let dvd = dir.join("_0_Lucene90_0.dvd");
+    let bytes = std::fs::read(&dvd).unwrap();
+    let n = bytes.len();
+    let mut big = bytes[..n - 16].to_vec();
+    big.resize(17 << 20, 0);
+    big.extend_from_slice(&bytes[n - 16..n - 8]);
+    let crc = crc32fast::hash(&big);
+    big.extend_from_slice(&u64::from(crc).to_be_bytes());
+    if damage {
+        // Past the 48-byte index header: the first field's values.
+        big[64] ^= 0x01;
+    }
+    std::fs::write(&dvd, &big).unwrap();
+    let mut spec = SnapshotSpec::new("snap");
+    spec.indices.push(IndexSpec {
+        name: "sourceless".into(),
+        settings: [("index.version.created".to_string(), json!(created(9)))]
+            .into_iter()
+            .collect(),
+        mappings: vec![TypeMapping {
+            doc_type: "_doc".into(),
+            mapping: mapping(false),
+        }],
+        aliases: serde_json::Map::new(),
+        shards: vec![ShardSource::Lucene(Arc::new(
+            lucene::FsDirectory::open(&dir).unwrap(),
+        ))],
+        extra: serde_json::Map::new(),
+    });
+    let repo_dir = tmp.join(format!("{name}-repo"));
+    write_repository(&repo_dir, &[spec], &WriteOptions::default()).unwrap();
+    Repository::open(snapshot::open_store(repo_dir.to_str().unwrap(), &Default::default()).unwrap())
+        .unwrap()
+}
+
+/// Doc-values data is checked whole before any value of it is used, whatever the file's
+/// size (it was only for files up to 16 MiB): a `.dvd` over 16 MiB with one damaged byte
+/// fails the rebuilt read naming the file before any document of its segment comes out;
+/// the same file undamaged rebuilds every document as the original fixture does.
+#[test]
+fn a_damaged_byte_in_a_large_doc_values_file_fails_the_rebuild_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let partial = RebuildOptions {
+        allow_partial: true,
+        ..RebuildOptions::default()
+    };
+    let (want, _) = read(&repository(9, tmp.path()), "sourceless", partial);
+
+    let good = large_doc_values_repository(tmp.path(), "good", false);
+    let (got, _) = read(&good, "sourceless", partial);
+    assert_eq!(got, want, "padded but intact: the same documents");
+
+    let bad = large_doc_values_repository(tmp.path(), "bad", true);
+    let snap = bad.snapshot("snap").unwrap();
+    let shard = snap.index("sourceless").unwrap().open_shard(0).unwrap();
+    let reader = ShardReader::open_with(
+        &shard,
+        &ReadOptions {
+            rebuild: partial,
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
+    let mut docs = reader.documents(0..reader.max_doc()).unwrap();
+    let mut given = 0;
+    let err = loop {
+        match docs.next() {
+            Some(Ok(_)) => given += 1,
+            Some(Err(e)) => break e.to_string(),
+            None => panic!("the damaged doc-values file was read without an error"),
+        }
+    };
+    assert_eq!(
+        given, 0,
+        "no document of the damaged segment (the first) came out"
+    );
+    assert!(
+        err.contains("_0_Lucene90_0.dvd") && err.contains("checksum mismatch"),
+        "{err}"
+    );
+}

@@ -837,6 +837,7 @@ async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
             ("skipped:no_source".to_string(), 3),
         ]
         .into(),
+        covered: 4020,
     };
     l.checkpoint(&p).await.unwrap();
     drop(l); // kill -9
@@ -860,6 +861,11 @@ async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
     assert_eq!(st.per_group["a"].docs_skipped, 3);
     assert_eq!(st.reasons["refused:mapper_parsing_exception"], 17);
     assert_eq!(st.reasons["skipped:no_source"], 3);
+    // What the item covered survived too: the end is marked with counts that add up.
+    let KeeperStep::Finished(st) = b.keeper_step().await.unwrap() else {
+        panic!("the only item is complete: the keeper marks the end")
+    };
+    assert_eq!(st.accounting, None, "{:?}", st.accounting);
 }
 
 /// Drive every open item of `index` to the end (`total` docs per shard), 300 docs per lease,
@@ -1330,6 +1336,7 @@ async fn status_aggregates_match_the_items(f: &Factory, ns: &str) {
         refused: 2,
         skipped: 0,
         reasons,
+        covered: 10,
     })
     .await
     .unwrap();

@@ -634,7 +634,8 @@ pub struct DocValuesReader {
     fnm_name: String,
     field_infos: FieldInfos,
     max_doc: u32,
-    verify: bool,
+    /// With checksums on: the files found good so far (each `.dvd` is checked whole once).
+    verify: Option<Arc<crate::stored_fields::VerifiedFiles>>,
     producers: HashMap<String, Arc<Producer>>,
 }
 
@@ -648,7 +649,7 @@ impl DocValuesReader {
         fnm_name: &str,
         field_infos: FieldInfos,
         max_doc: u32,
-        verify: bool,
+        verify: Option<Arc<crate::stored_fields::VerifiedFiles>>,
     ) -> DocValuesReader {
         DocValuesReader {
             segment_dir,
@@ -787,12 +788,12 @@ impl DocValuesReader {
             &self.segment_id,
             suffix,
         )?;
-        if self.verify
-            && (info.doc_values_gen != -1 || data.len() <= crate::reader::DOC_VALUES_VERIFY_MAX)
-        {
-            codec_util::verify_checksum(&data)?;
-        } else {
-            codec_util::check_footer(&data)?;
+        match &self.verify {
+            // Whole, whatever the size: a rebuilt `_source` is made of these values.
+            Some(verified) => verified.verify_once(&data)?,
+            None => {
+                codec_util::check_footer(&data)?;
+            }
         }
         let hi = data.len() - codec_util::FOOTER_LEN as u64;
         let region = region::Region::new(&data, header_len as i64, 0, header_len, hi, "data")?;

@@ -348,6 +348,19 @@ impl VerifiedFiles {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
     }
 
+    /// Verifies the whole CRC-32 of `file` unless it is in the set already (same name,
+    /// length and footer CRC); adds it when it checks out.
+    pub fn verify_once(&self, file: &FileSlice) -> Result<()> {
+        let footer_crc = codec_util::check_footer(file)?;
+        let key = (file.name().to_string(), file.len(), footer_crc);
+        if self.contains(&key) {
+            return Ok(());
+        }
+        codec_util::verify_checksum(file)?;
+        self.insert(key);
+        Ok(())
+    }
+
     /// Files found good so far.
     pub fn len(&self) -> usize {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
@@ -373,16 +386,9 @@ fn hash_head(reader: &StoredFieldsReader, hasher: &mut crc32fast::Hasher) -> Res
     Ok(())
 }
 
-/// Adds `fdt[from..to]` to `hasher`, read in pieces of at most 4 MiB.
+/// Adds `fdt[from..to]` to `hasher`, read in pieces through one buffer.
 fn hash_range(fdt: &FileSlice, hasher: &mut crc32fast::Hasher, from: u64, to: u64) -> Result<()> {
-    const PIECE: u64 = 4 << 20;
-    let mut pos = from;
-    while pos < to {
-        let next = (pos + PIECE).min(to);
-        hasher.update(&fdt.read_bytes(pos..next)?);
-        pos = next;
-    }
-    Ok(())
+    codec_util::hash_slice(fdt, from..to, hasher)
 }
 
 fn read_chunk_size(input: &mut DataInput<'_>) -> Result<u32> {

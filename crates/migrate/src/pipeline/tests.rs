@@ -1115,6 +1115,18 @@ async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() 
             got.len() as u64,
             "every acknowledged output is counted"
         );
+        let p = &r.report.progress;
+        let filtered: u64 = p
+            .reasons
+            .iter()
+            .filter(|(k, _)| k.starts_with("filtered:"))
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(
+            p.covered,
+            p.docs + p.refused + p.skipped + filtered,
+            "round {round}: what the item covers moves with its counts, even cut inside an input"
+        );
         // Resume from the cursor: the rest arrives.
         let r2 = go_with(
             Src {

@@ -472,6 +472,7 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
                     .complete(&Progress {
                         cursor: Some(Position::Doc(999)),
                         docs: 1000,
+                        covered: 1000,
                         bytes: 100_000,
                         ..Progress::default()
                     })
@@ -506,6 +507,7 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
                     .checkpoint(&Progress {
                         cursor: Some(Position::Doc(docs - 1)),
                         docs,
+                        covered: docs,
                         bytes: docs * 100,
                         ..Progress::default()
                     })

@@ -347,6 +347,11 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
             status.failures.len()
         );
     }
+    if let Some(m) = &status.accounting {
+        // Counts that do not add up over the migration: something is unaccounted for (or
+        // counted twice). Never a success, whatever the other figures say.
+        anyhow::bail!("{}; see `rfs status`", m.message());
+    }
     crate::say!(
         "migration finished: {} documents delivered, {} refused by the target, {} skipped, in {} work items ({} delivered by this process)",
         status.docs_done,

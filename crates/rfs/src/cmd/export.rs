@@ -231,6 +231,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if !status.failures.is_empty() {
             anyhow::bail!("{} shard(s) could not be exported", status.failures.len());
         }
+        if let Some(m) = &status.accounting {
+            anyhow::bail!("{}", m.message());
+        }
         Ok(if status.docs_skipped + status.docs_refused > 0 {
             exit::NOT_DELIVERED
         } else {

@@ -255,6 +255,13 @@ pub(crate) fn render_json(
         "per_index": per_index,
         "leases": s.leases,
         "delta": delta,
+        "accounting_mismatch": s.accounting.as_ref().map(|m| json!({
+            "message": m.message(),
+            "items": m.items,
+            "covered": m.covered,
+            "accounted": m.accounted(),
+            "wrong_items": m.wrong_items,
+        })),
     })
 }
 
@@ -279,6 +286,11 @@ fn render_text(v: &Value) -> String {
             format!("FINISHED WITH {f} FAILED WORK ITEMS AND {nd} DOCUMENTS NOT DELIVERED")
         }
     };
+    let state = if v["accounting_mismatch"].is_object() {
+        format!("{state}; COUNTS DO NOT ADD UP")
+    } else {
+        state
+    };
     let identity = v["migration"]
         .as_object()
         .map(|m| {
@@ -293,6 +305,9 @@ fn render_text(v: &Value) -> String {
         "state: {state}   control: {}\n",
         v["control"].as_str().unwrap_or("?")
     ));
+    if let Some(m) = v["accounting_mismatch"]["message"].as_str() {
+        out.push_str(&format!("ACCOUNTING: {m}\n"));
+    }
     for p in v["phases"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "  phase {:<10} {}\n",
