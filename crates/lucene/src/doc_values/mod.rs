@@ -839,10 +839,12 @@ impl DocValuesReader {
         if data.len() < header_len + codec_util::FOOTER_LEN as u64 {
             return Err(Error::truncated(data.name()));
         }
-        if self.verify && data.len() <= crate::reader::DOC_VALUES_VERIFY_MAX {
-            codec_util::verify_checksum(&data)?;
-        } else {
-            codec_util::check_footer(&data)?;
+        match &self.verify {
+            // Whole, whatever the size, as for the later formats.
+            Some(verified) => verified.verify_once(&data)?,
+            None => {
+                codec_util::check_footer(&data)?;
+            }
         }
         let hi = data.len() - codec_util::FOOTER_LEN as u64;
         let region = region::Region::new(&data, header_len as i64, 0, header_len, hi, "data")?;
