@@ -111,6 +111,42 @@ fn run(repo: &Path, target: &str, extra: &[&str]) -> (Option<i32>, String) {
     rfs(&args, repo, work.path())
 }
 
+/// `rfs verify --all` of the migrated snapshot against `target` exits 0.
+fn verify_all(repo: &Path, target: &str, what: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let (code, report) = rfs(
+        &[
+            "verify",
+            "--all",
+            "--snapshot",
+            SNAPSHOT,
+            "--target",
+            target,
+        ],
+        repo,
+        work.path(),
+    );
+    assert_eq!(code, Some(0), "{what}: verify:\n{report}");
+}
+
+/// After `--multi-type split`: each type's documents, and only those, in `INDEX_<type>`
+/// (`documents` gives an index's `_source`s by `_id`).
+fn each_type_split(
+    want: &BTreeMap<(String, String), Value>,
+    documents: impl Fn(&str) -> BTreeMap<String, Value>,
+    what: &str,
+) {
+    for t in ["tweet", "user"] {
+        let got = documents(&format!("{INDEX}_{t}"));
+        let of_type: Vec<_> = want.iter().filter(|((ty, _), _)| ty == t).collect();
+        assert!(!of_type.is_empty());
+        assert_eq!(got.len(), of_type.len(), "{what} split {t}");
+        for ((_, id), source) in of_type {
+            assert_eq!(got.get(id), Some(source), "{what} split {t}: {id}");
+        }
+    }
+}
+
 #[test]
 fn es1_and_es2_repositories_migrate_every_document() {
     for (layout, fixture) in [
@@ -145,34 +181,13 @@ fn es1_and_es2_repositories_migrate_every_document() {
             "{what}: {mappings}\n{out}"
         );
         assert!(out.contains(" 0 errors, 0 blocked"), "{what}:\n{out}");
-        let work = tempfile::tempdir().unwrap();
-        let (code, report) = rfs(
-            &[
-                "verify",
-                "--all",
-                "--snapshot",
-                SNAPSHOT,
-                "--target",
-                &server.url(),
-            ],
-            repo.path(),
-            work.path(),
-        );
-        assert_eq!(code, Some(0), "{what}: verify:\n{report}");
+        verify_all(repo.path(), &server.url(), &what);
 
         // Split: one index per mapping type.
         let server = TestServer::start(ServerConfig::opensearch("2.19.2"));
         let (code, out) = run(repo.path(), &server.url(), &["--multi-type", "split"]);
         assert_eq!(code, Some(0), "{what} split:\n{out}");
-        for t in ["tweet", "user"] {
-            let got = server.documents(&format!("{INDEX}_{t}"));
-            let of_type: Vec<_> = want.iter().filter(|((ty, _), _)| ty == t).collect();
-            assert!(!of_type.is_empty());
-            assert_eq!(got.len(), of_type.len(), "{what} split {t}\n{out}");
-            for ((_, id), source) in of_type {
-                assert_eq!(got.get(id), Some(source), "{what} split {t}: {id}");
-            }
-        }
+        each_type_split(&want, |i| server.documents(i), &format!("{what}\n{out}"));
     }
 }
 
@@ -226,20 +241,7 @@ fn es1_and_es2_repositories_migrate_into_osmem() {
         for ((_, id), source) in &want {
             assert_eq!(got.get(id), Some(source), "{what}: {id}");
         }
-        let work = tempfile::tempdir().unwrap();
-        let (code, report) = rfs(
-            &[
-                "verify",
-                "--all",
-                "--snapshot",
-                SNAPSHOT,
-                "--target",
-                &osmem.url(),
-            ],
-            repo.path(),
-            work.path(),
-        );
-        assert_eq!(code, Some(0), "{what}: verify:\n{report}");
+        verify_all(repo.path(), &osmem.url(), &what);
 
         let Some(osmem) =
             testkit::services::Osmem::start("es1_and_es2_repositories_migrate_into_osmem")
@@ -248,14 +250,10 @@ fn es1_and_es2_repositories_migrate_into_osmem() {
         };
         let (code, out) = run(repo.path(), &osmem.url(), &["--multi-type", "split"]);
         assert_eq!(code, Some(0), "{what} split:\n{out}");
-        for t in ["tweet", "user"] {
-            let got = documents_at(osmem.port(), &format!("{INDEX}_{t}"));
-            let of_type: Vec<_> = want.iter().filter(|((ty, _), _)| ty == t).collect();
-            assert!(!of_type.is_empty());
-            assert_eq!(got.len(), of_type.len(), "{what} split {t}\n{out}");
-            for ((_, id), source) in of_type {
-                assert_eq!(got.get(id), Some(source), "{what} split {t}: {id}");
-            }
-        }
+        each_type_split(
+            &want,
+            |i| documents_at(osmem.port(), i),
+            &format!("{what}\n{out}"),
+        );
     }
 }

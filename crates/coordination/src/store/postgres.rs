@@ -63,6 +63,34 @@ fn pool_err(e: deadpool_postgres::PoolError) -> Error {
     }
 }
 
+/// The number `?NAME=N` of `rest` (what is left of `url` so far), taken out of it; out of
+/// `range`, or not a number, is a bad URL saying what it should be.
+fn number_param(
+    url: &str,
+    rest: &str,
+    name: &str,
+    range: std::ops::RangeInclusive<u64>,
+    what: &str,
+) -> Result<(String, Option<u64>), Error> {
+    let (rest, value) = take_query_param(rest, name)?;
+    let Some(v) = value else {
+        return Ok((rest, None));
+    };
+    let n = v
+        .parse::<u64>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| Error::BadUrl {
+            url: redact(url),
+            reason: format!(
+                "{name}={v}: expected {what}, {}–{}",
+                range.start(),
+                range.end()
+            ),
+        })?;
+    Ok((rest, Some(n)))
+}
+
 /// Bound every call of a connection made from `config` by `timeout`, keeping what the URL
 /// set itself: the server cancels longer statements (`statement_timeout`, lock waits
 /// included; its error is transient), connecting gives up, and a peer that stops answering
@@ -134,32 +162,17 @@ impl PostgresStore {
     async fn open_with(url: &str, create: bool) -> Result<Self, Error> {
         let (conn_url, table) = take_query_param(url, "table")?;
         let (conn_url, root_cert) = take_query_param(&conn_url, "sslrootcert")?;
-        let (conn_url, pool_size) = take_query_param(&conn_url, "pool")?;
-        let pool_size = match pool_size {
-            None => POOL_SIZE,
-            Some(n) => n
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=1000).contains(n))
-                .ok_or_else(|| Error::BadUrl {
-                    url: redact(url),
-                    reason: format!("pool={n}: expected connections per process, 1–1000"),
-                })?,
-        };
-        let (conn_url, timeout) = take_query_param(&conn_url, "timeout")?;
-        let timeout = match timeout {
-            None => CALL_TIMEOUT_SECS,
-            Some(n) => n
-                .parse::<u64>()
-                .ok()
-                .filter(|n| (1..=3600).contains(n))
-                .ok_or_else(|| Error::BadUrl {
-                    url: redact(url),
-                    reason: format!(
-                        "timeout={n}: expected the longest store call in seconds, 1–3600"
-                    ),
-                })?,
-        };
+        let (conn_url, pool_size) =
+            number_param(url, &conn_url, "pool", 1..=1000, "connections per process")?;
+        let pool_size = pool_size.map_or(POOL_SIZE, |n| n as usize);
+        let (conn_url, timeout) = number_param(
+            url,
+            &conn_url,
+            "timeout",
+            1..=3600,
+            "the longest store call in seconds",
+        )?;
+        let timeout = timeout.unwrap_or(CALL_TIMEOUT_SECS);
         let timeout = std::time::Duration::from_secs(timeout);
         let table = table.unwrap_or_else(|| "rfs_coordination".to_string());
         check_name(url, &table)?;

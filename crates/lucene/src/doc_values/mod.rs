@@ -664,6 +664,15 @@ impl DocValuesReader {
         }
     }
 
+    /// A `.dvd` about to be read: with checksums on, its whole CRC-32 (once per process,
+    /// whatever the size: a rebuilt `_source` is made of these values); else its footer.
+    fn check_data(&self, data: &crate::directory::FileSlice) -> Result<()> {
+        match &self.verify {
+            Some(verified) => verified.verify_once(data),
+            None => codec_util::check_footer(data).map(|_| ()),
+        }
+    }
+
     /// The values of the field called `name`; `None` when the segment has no such field
     /// or it has no doc values.
     pub fn field(&mut self, name: &str) -> Result<Option<FieldValues>> {
@@ -788,13 +797,7 @@ impl DocValuesReader {
             &self.segment_id,
             suffix,
         )?;
-        match &self.verify {
-            // Whole, whatever the size: a rebuilt `_source` is made of these values.
-            Some(verified) => verified.verify_once(&data)?,
-            None => {
-                codec_util::check_footer(&data)?;
-            }
-        }
+        self.check_data(&data)?;
         let hi = data.len() - codec_util::FOOTER_LEN as u64;
         let region = region::Region::new(&data, header_len as i64, 0, header_len, hi, "data")?;
         Ok(Producer {
@@ -839,13 +842,7 @@ impl DocValuesReader {
         if data.len() < header_len + codec_util::FOOTER_LEN as u64 {
             return Err(Error::truncated(data.name()));
         }
-        match &self.verify {
-            // Whole, whatever the size, as for the later formats.
-            Some(verified) => verified.verify_once(&data)?,
-            None => {
-                codec_util::check_footer(&data)?;
-            }
-        }
+        self.check_data(&data)?;
         let hi = data.len() - codec_util::FOOTER_LEN as u64;
         let region = region::Region::new(&data, header_len as i64, 0, header_len, hi, "data")?;
         Ok(Producer {

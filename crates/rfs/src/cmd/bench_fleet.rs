@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use coordination::contention::{contention_items, double_grants, Interval};
 use coordination::{
-    open_store, Acquired, Config, Coordinator, Error, Kind, Position, Progress, Store,
+    open_existing_store, open_store, Acquired, Config, Coordinator, Error, Kind, Position,
+    Progress, Store,
 };
 use rand::Rng;
 
@@ -98,6 +99,17 @@ pub struct Args {
     /// Delete every record in the store's namespace first (required when it is not empty).
     #[arg(long, env = "RFS_BENCH_CLEAR")]
     clear: bool,
+    /// Store clients the simulated workers are spread over (1–1000), as the processes of a
+    /// fleet each hold their own connection (Redis) or pool (PostgreSQL: mind `pool=N` ×
+    /// this against the server's connection limit). `rfs status` is measured from a client
+    /// of its own, as it runs in its own process.
+    #[arg(
+        long,
+        env = "RFS_BENCH_PROCESSES",
+        default_value_t = 1,
+        value_parser = usize_in(1, 1000)
+    )]
+    processes: usize,
 }
 
 impl std::fmt::Debug for Args {
@@ -111,6 +123,7 @@ impl std::fmt::Debug for Args {
             .field("pause_rate", &self.pause_rate)
             .field("renew_seconds", &self.renew_seconds)
             .field("clear", &self.clear)
+            .field("processes", &self.processes)
             .finish()
     }
 }
@@ -142,7 +155,8 @@ struct Tally {
 }
 
 struct Sim {
-    store: Arc<dyn Store>,
+    /// One store client per simulated process; worker `i` uses `stores[i % len]`.
+    stores: Vec<Arc<dyn Store>>,
     protocol: Config,
     work: (Duration, Duration),
     kill_rate: f64,
@@ -214,14 +228,19 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
     let setup = setup.elapsed();
     println!("store: {}", store.backend());
     println!("workers: {}", args.workers);
+    println!("processes: {}", args.processes);
     println!("items: {}", args.items);
     println!("work_ms_mean: {:.1}", ms(mean));
     println!("store_lease_ms: {:.0}", ms(store_lease));
     println!("renew_ms: {:.0}", ms(renew));
     println!("setup_ms: {:.1}", ms(setup));
 
+    let mut stores = vec![store.clone()];
+    for _ in 1..args.processes {
+        stores.push(open_store(&args.store).await?);
+    }
     let sim = Arc::new(Sim {
-        store: store.clone(),
+        stores,
         protocol: protocol.clone(),
         work: (mean.saturating_sub(spread), mean + spread),
         kill_rate: args.kill_rate,
@@ -248,9 +267,10 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
             })
         })
         .collect();
-    // `rfs status` while the fleet works (what an operator sees), every few seconds.
+    // `rfs status` while the fleet works (what an operator sees), every few seconds, from
+    // a client of its own as the command has.
     let status_probe = {
-        let coord = Coordinator::new(store.clone(), protocol.clone());
+        let coord = Coordinator::new(open_existing_store(&args.store).await?, protocol.clone());
         let done = done.clone();
         tokio::spawn(async move {
             let mut lat = Vec::new();
@@ -267,9 +287,9 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
 
     let started = Instant::now();
     let tasks: Vec<_> = (0..args.workers)
-        .map(|_| {
+        .map(|i| {
             let sim = sim.clone();
-            tokio::spawn(async move { worker(&sim).await })
+            tokio::spawn(async move { worker(&sim, i).await })
         })
         .collect();
     for t in tasks {
@@ -341,9 +361,9 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
     println!("status_ms: {:.1}", ms(status_full));
     match store.pool_stats() {
         Some(p) => {
-            // Waiting for a pooled connection is queueing in this process (1 pool for
-            // every simulated worker), not the store's work: printed apart.
-            println!("pool_size: {}", p.size);
+            // Waiting for a pooled connection is queueing in this process (the pool of
+            // the first simulated process), not the store's work: printed apart.
+            println!("pool_size: {} (per process)", p.size);
             println!("pool_wait_p50_ms: {:.2}", ms(p.wait.p50));
             println!("pool_wait_p99_ms: {:.2}", ms(p.wait.p99));
             println!("store_call_p50_ms: {:.2}", ms(p.call.p50));
@@ -386,8 +406,9 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
 
 /// One simulated worker: lease, work (renewing and checkpointing), complete; sometimes
 /// killed or stalled.
-async fn worker(sim: &Sim) -> Result<(), Error> {
-    let mut coord = Coordinator::new(sim.store.clone(), sim.protocol.clone());
+async fn worker(sim: &Sim, i: usize) -> Result<(), Error> {
+    let store = &sim.stores[i % sim.stores.len()];
+    let mut coord = Coordinator::new(store.clone(), sim.protocol.clone());
     loop {
         let t = Instant::now();
         let acquired = match coord.acquire().await {
@@ -537,7 +558,7 @@ async fn worker(sim: &Sim) -> Result<(), Error> {
                 k.insert(iv.item.clone(), Instant::now());
             }
             // A restarted process is a new worker.
-            coord = Coordinator::new(sim.store.clone(), sim.protocol.clone());
+            coord = Coordinator::new(store.clone(), sim.protocol.clone());
         }
         let mut t = sim.tally();
         t.acquire.push(acquired);
