@@ -872,3 +872,32 @@ fn export_keeps_crafted_index_names_inside_the_output_directory() {
     }
     assert_eq!(got, expected);
 }
+
+/// `rfs bench fleet` on an SQLite store: simulated workers spread over four store clients
+/// drain every item with kills and stalls, no item is granted twice, and status (from a
+/// client of its own) sees them all done.
+#[test]
+fn bench_fleet_drains_every_item_without_double_grants() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let out = rfs()
+        .args(["bench", "fleet", "--store", &store, "--clear"])
+        .args(["--workers", "24", "--items", "300", "--processes", "4"])
+        .args(["--work-ms", "20", "--renew-seconds", "0.2"])
+        .args(["--kill-rate", "0.02", "--pause-rate", "0.02"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figures: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once(": ")).collect();
+    assert_eq!(figures["processes"], "4", "{text}");
+    assert_eq!(figures["double_grants"], "0", "{text}");
+    assert_eq!(figures["completions"], "300", "{text}");
+    assert_eq!(figures["status_items_done"], "300", "{text}");
+    assert!(figures.contains_key("status_during_run_max_ms"), "{text}");
+}
