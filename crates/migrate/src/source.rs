@@ -121,4 +121,21 @@ pub trait Source: Send + Sync + 'static {
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError>;
+
+    /// [`Source::read`], also adding to `nested` the live documents of the item it passes
+    /// over because they belong to another document (the nested children of a snapshot
+    /// shard: no `_id` or `_source` of their own, their content is in the parent's
+    /// source), counted one by one as the reader walks them. `verify` needs the count to
+    /// account for every live document the snapshot holds. A source without such
+    /// documents keeps this default.
+    fn read_counting_nested(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+        nested: &mut u64,
+    ) -> Result<(), SourceError> {
+        let _ = nested;
+        self.read(item, after, emit)
+    }
 }

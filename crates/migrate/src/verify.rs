@@ -7,10 +7,12 @@
 //!
 //! A target index whose mapping disables `_source` returns no document to compare: for it
 //! the count is compared, each sampled id must be found, and where the mapping has fields
-//! whose doc values the target returns exactly (keyword, whole numbers, boolean: see
-//! [`doc_values`]) those values are compared with the rebuilt document's; the report names
-//! such indices, never calling content the target does not keep a mismatch.
+//! whose doc values the target returns exactly (keyword, whole numbers, boolean, date,
+//! float, double, ip: see [`doc_values`]) those values are compared with the rebuilt
+//! document's; the report names such indices, never calling content the target does not
+//! keep a mismatch.
 
+mod dates;
 mod doc_values;
 
 use std::collections::{BTreeMap, HashSet};
@@ -47,7 +49,7 @@ pub enum Compared {
     #[serde(rename = "count and ids only")]
     CountAndIds,
     /// No `_source` on the target: the count, the sampled ids, and the doc values of the
-    /// mapping's keyword, whole-number and boolean fields.
+    /// mapping's keyword, whole-number, boolean, date, float, double and ip fields.
     #[serde(rename = "count, ids and doc values")]
     CountIdsAndDocValues,
 }
@@ -75,6 +77,22 @@ pub struct IndexVerdict {
     /// The fields whose doc values were compared (`compared_by` "count, ids and doc values").
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub doc_value_fields: Vec<String>,
+    /// Fields of a comparable type whose doc values were not compared, with why (a date
+    /// format not understood): for them, count and ids only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub doc_values_left_out: Vec<String>,
+    /// Of `different`, the documents whose doc values differ, with the first field that
+    /// does (at most 100 listed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub different_doc_values: Vec<DocValueDifference>,
+}
+
+/// A document whose doc values on the target differ from the rebuilt document's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DocValueDifference {
+    pub id: String,
+    /// The first field that differs.
+    pub field: String,
 }
 
 impl IndexVerdict {
@@ -93,6 +111,52 @@ pub struct SkippedDoc {
     pub id: Option<String>,
     pub reason: String,
     pub detail: String,
+}
+
+/// The account of one source index: every live document the snapshot holds in it (its
+/// own count, from live-docs bitsets and segment infos) is read or is a nested child, and
+/// the target holds what is left after skips, filters and refusals.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SourceVerdict {
+    /// The source index.
+    pub index: String,
+    /// Live Lucene documents of its shards, as planned (nested children included).
+    pub snapshot_live: u64,
+    /// Nested children the reader passed over, counted one by one (part of their parent).
+    pub nested: u64,
+    /// Documents read (given as documents or skips).
+    pub read: u64,
+    /// Of those, skipped by the source or the transform.
+    pub skipped: u64,
+    /// Of those, filtered out by the transform.
+    pub filtered: u64,
+    /// Documents a failure log says the target refused.
+    pub refused: u64,
+    /// What the target must hold: snapshot live − nested − skipped − filtered − refused.
+    pub expected_on_target: u64,
+    /// The target index that holds this source index's documents and no other's (`None`
+    /// when several source indices share a target, one goes to several, or a document
+    /// becomes several: the per-target table then checks the counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// `_count` of `target` (`None`: no such single target, or it does not exist).
+    pub target_count: Option<u64>,
+}
+
+impl SourceVerdict {
+    /// Every live document of the snapshot is read or a nested child.
+    pub fn accounted(&self) -> bool {
+        self.read + self.nested == self.snapshot_live
+    }
+
+    /// The single target holds exactly what is expected (true when there is none to ask).
+    pub fn target_matches(&self) -> bool {
+        self.target.is_none() || self.target_count == Some(self.expected_on_target)
+    }
+
+    pub fn ok(&self) -> bool {
+        self.accounted() && self.target_matches()
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -117,6 +181,9 @@ pub struct VerifyReport {
     /// (skips recorded in the logs, skips found). Empty when no log was given.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub unrecorded: BTreeMap<String, (u64, u64)>,
+    /// Per source index: the snapshot's live count against what was read and the nested
+    /// children, and what the target must hold.
+    pub sources: Vec<SourceVerdict>,
 }
 
 impl VerifyReport {
@@ -124,6 +191,7 @@ impl VerifyReport {
         self.indices.iter().all(IndexVerdict::ok)
             && self.unrecorded.is_empty()
             && self.live <= self.snapshot_live
+            && self.sources.iter().all(SourceVerdict::ok)
     }
 
     /// Compares the skips the migration's failure logs record (distinct documents per
@@ -158,6 +226,64 @@ impl VerifyReport {
             .collect()
     }
 
+    /// Per source index: snapshot live = read + nested, and the target's count against
+    /// what must be there.
+    pub fn sources_table(&self) -> String {
+        let mut out = format!(
+            "{:<32} {:>12} {:>9} {:>12} {:>9} {:>9} {:>9} {:>12} {:>12}  result\n",
+            "source index",
+            "snap. live",
+            "nested",
+            "read",
+            "skipped",
+            "filtered",
+            "refused",
+            "expected",
+            "target"
+        );
+        for s in &self.sources {
+            let target = match (&s.target, s.target_count) {
+                (None, _) => "shared".to_string(),
+                (Some(_), None) => "absent".to_string(),
+                (Some(_), Some(c)) => c.to_string(),
+            };
+            out.push_str(&format!(
+                "{:<32} {:>12} {:>9} {:>12} {:>9} {:>9} {:>9} {:>12} {:>12}  {}\n",
+                s.index,
+                s.snapshot_live,
+                s.nested,
+                s.read,
+                s.skipped,
+                s.filtered,
+                s.refused,
+                s.expected_on_target,
+                target,
+                if s.ok() { "ok" } else { "MISMATCH" }
+            ));
+            if !s.accounted() {
+                out.push_str(&format!(
+                    "    MISMATCH {}: the snapshot holds {} live documents, but {} were read and {} are nested children (read + nested must equal it)\n",
+                    s.index, s.snapshot_live, s.read, s.nested
+                ));
+            }
+            if !s.target_matches() {
+                out.push_str(&format!(
+                    "    MISMATCH {}: target {} holds {}, but {} must be there ({} live − {} nested − {} skipped − {} filtered − {} refused)\n",
+                    s.index,
+                    s.target.as_deref().unwrap_or(""),
+                    s.target_count.map_or("no index".to_string(), |c| c.to_string()),
+                    s.expected_on_target,
+                    s.snapshot_live,
+                    s.nested,
+                    s.skipped,
+                    s.filtered,
+                    s.refused
+                ));
+            }
+        }
+        out
+    }
+
     pub fn to_table(&self) -> String {
         let mut out = format!(
             "{:<40} {:>12} {:>9} {:>12} {:>9} {:>8} {:>9}  result\n",
@@ -185,7 +311,12 @@ impl VerifyReport {
                 out.push_str(&format!("    missing   {id}\n"));
             }
             for id in &v.different {
-                out.push_str(&format!("    different {id}\n"));
+                match v.different_doc_values.iter().find(|d| &d.id == id) {
+                    Some(d) => {
+                        out.push_str(&format!("    different {id} (doc values of {})\n", d.field))
+                    }
+                    None => out.push_str(&format!("    different {id}\n")),
+                }
             }
         }
         let only = self.without_source();
@@ -202,6 +333,13 @@ impl VerifyReport {
                         "    {}: doc values compared for {}\n",
                         v.index,
                         v.doc_value_fields.join(", ")
+                    ));
+                }
+                if !v.doc_values_left_out.is_empty() {
+                    out.push_str(&format!(
+                        "    {}: count and ids only for {}\n",
+                        v.index,
+                        v.doc_values_left_out.join(", ")
                     ));
                 }
             }
@@ -234,14 +372,16 @@ impl VerifyReport {
                 out.push_str(&format!("    {n:>10} filtered:{reason}\n"));
             }
         }
+        let nested: u64 = self.sources.iter().map(|s| s.nested).sum();
         out.push_str(&format!(
-            "the snapshot's shards hold {} live documents: {} read ({} nested children are part of their parents)\n",
-            self.snapshot_live,
-            self.live,
-            self.snapshot_live.saturating_sub(self.live)
+            "the snapshot's shards hold {} live documents: {} read, {} nested children (part of their parents)\n",
+            self.snapshot_live, self.live, nested
         ));
         if self.live > self.snapshot_live {
             out.push_str("    MISMATCH: more documents read than the snapshot holds\n");
+        }
+        if !self.sources.is_empty() {
+            out.push_str(&self.sources_table());
         }
         for (index, (recorded, found)) in &self.unrecorded {
             out.push_str(&format!(
@@ -286,6 +426,23 @@ struct Skipped {
     by_reason: BTreeMap<String, u64>,
     per_index: BTreeMap<String, u64>,
     listed: Vec<SkippedDoc>,
+    /// Per source index, what was found reading it.
+    per_source: BTreeMap<String, SourceTally>,
+}
+
+/// What reading one source index found.
+#[derive(Default)]
+struct SourceTally {
+    /// The plan's live count of the index.
+    planned: u64,
+    nested: u64,
+    read: u64,
+    skipped: u64,
+    filtered: u64,
+    refused: u64,
+    /// Documents the transform made of it (one per document unless a program splits).
+    outputs: u64,
+    targets: std::collections::BTreeSet<Arc<str>>,
 }
 
 const MGET_CHUNK: usize = 500;
@@ -370,13 +527,61 @@ pub async fn verify<S: Source>(
             Some(on) => {
                 v.compared_by = on.compared;
                 v.doc_value_fields = on.doc_values.iter().map(|f| f.path.clone()).collect();
+                v.doc_values_left_out = on.left_out.to_vec();
                 Some(client.count(&target).await?)
             }
             None => None,
         };
         report.indices.push(v);
     }
+    report.sources = source_verdicts(skipped.per_source, &report.indices);
     Ok(report)
+}
+
+/// The account of each source index, with the count of the target index that holds its
+/// documents alone (one target, no other source index sending to it, one document each).
+fn source_verdicts(
+    tallies: BTreeMap<String, SourceTally>,
+    indices: &[IndexVerdict],
+) -> Vec<SourceVerdict> {
+    let mut senders: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in tallies.values() {
+        for target in &t.targets {
+            *senders.entry(&**target).or_default() += 1;
+        }
+    }
+    tallies
+        .iter()
+        .map(|(index, t)| {
+            let one_each = t.outputs + t.skipped + t.filtered == t.read;
+            let target = match (t.targets.len(), t.targets.iter().next()) {
+                (1, Some(target)) if one_each && senders.get(&**target) == Some(&1) => {
+                    Some(target.to_string())
+                }
+                _ => None,
+            };
+            let target_count = target.as_ref().and_then(|name| {
+                indices
+                    .iter()
+                    .find(|v| &v.index == name)
+                    .and_then(|v| v.target_count)
+            });
+            SourceVerdict {
+                index: index.clone(),
+                snapshot_live: t.planned,
+                nested: t.nested,
+                read: t.read,
+                skipped: t.skipped,
+                filtered: t.filtered,
+                refused: t.refused,
+                expected_on_target: t
+                    .planned
+                    .saturating_sub(t.nested + t.skipped + t.filtered + t.refused),
+                target,
+                target_count,
+            }
+        })
+        .collect()
 }
 
 /// What can be compared on one target index.
@@ -385,6 +590,8 @@ struct OnTarget {
     compared: Compared,
     /// The fields compared through doc values (an index without `_source`).
     doc_values: Arc<Vec<doc_values::Field>>,
+    /// Fields left out of that comparison, with why.
+    left_out: Arc<Vec<String>>,
 }
 
 /// Refreshes `index` and learns from its mapping what can be compared on it; `None` when
@@ -404,9 +611,11 @@ async fn refresh(client: &Client, index: &str) -> Result<Option<OnTarget>, Verif
         return Ok(Some(OnTarget {
             compared: Compared::Documents,
             doc_values: Arc::default(),
+            left_out: Arc::default(),
         }));
     }
     let fields = doc_values::fields(&body);
+    let left_out = doc_values::left_out(&body);
     Ok(Some(OnTarget {
         compared: if fields.is_empty() {
             Compared::CountAndIds
@@ -414,6 +623,7 @@ async fn refresh(client: &Client, index: &str) -> Result<Option<OnTarget>, Verif
             Compared::CountIdsAndDocValues
         },
         doc_values: Arc::new(fields),
+        left_out: Arc::new(left_out),
     }))
 }
 
@@ -549,6 +759,10 @@ async fn compare_doc_values(
             v.different_count += 1;
             if v.different.len() < LISTED {
                 v.different.push(want.id.clone());
+                v.different_doc_values.push(DocValueDifference {
+                    id: want.id.clone(),
+                    field: field.to_string(),
+                });
             }
         }
     }
@@ -570,70 +784,101 @@ fn read_expected<S: Source>(
     let mut rng = rand::thread_rng();
     let plan = source.plan()?;
     skipped.planned = plan.totals.docs;
+    let mut tallies: BTreeMap<String, SourceTally> = plan
+        .totals
+        .groups
+        .iter()
+        .map(|(name, g)| {
+            let t = SourceTally {
+                planned: g.docs,
+                ..SourceTally::default()
+            };
+            (name.clone(), t)
+        })
+        .collect();
     let mut hung_up = false;
     let mut outputs = Vec::new();
     for item in &plan.items {
-        source.read(item, &item.after, &mut |read| {
-            skipped.live += 1;
-            match read {
-                Read::Skip(s) => {
-                    skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
-                    return true;
-                }
-                Read::Doc(d) => match transform.apply_all(d, &mut outputs) {
-                    Ok(Shaped::Docs) => {}
-                    Ok(Shaped::Filtered(reason)) => {
-                        *skipped.filtered.entry(reason).or_default() += 1;
-                        return true;
-                    }
-                    Err(s) => {
+        let tally = tallies.entry(item.group.clone()).or_default();
+        let mut nested = 0u64;
+        let read = source.read_counting_nested(
+            item,
+            &item.after,
+            &mut |read| {
+                skipped.live += 1;
+                tally.read += 1;
+                match read {
+                    Read::Skip(s) => {
+                        tally.skipped += 1;
                         skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
                         return true;
                     }
-                },
-            };
-            for doc in outputs.drain(..) {
-                let target = match counts.get_key_value(&*doc.index) {
-                    Some((k, _)) => k.clone(),
-                    None => doc.index.clone(),
-                };
-                let n = counts.entry(target.clone()).or_insert(0);
-                *n += 1;
-                if refused.contains(&(target.to_string(), doc.id.clone())) {
-                    continue;
-                }
-                let e = Expected {
-                    target: target.clone(),
-                    id: doc.id,
-                    routing: doc.routing,
-                    source: doc.source,
-                };
-                match sample {
-                    Sample::All => {
-                        if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
-                            hung_up = true;
-                            return false;
+                    Read::Doc(d) => match transform.apply_all(d, &mut outputs) {
+                        Ok(Shaped::Docs) => {}
+                        Ok(Shaped::Filtered(reason)) => {
+                            tally.filtered += 1;
+                            *skipped.filtered.entry(reason).or_default() += 1;
+                            return true;
                         }
+                        Err(s) => {
+                            tally.skipped += 1;
+                            skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
+                            return true;
+                        }
+                    },
+                };
+                for doc in outputs.drain(..) {
+                    let target = match counts.get_key_value(&*doc.index) {
+                        Some((k, _)) => k.clone(),
+                        None => doc.index.clone(),
+                    };
+                    let n = counts.entry(target.clone()).or_insert(0);
+                    *n += 1;
+                    tally.outputs += 1;
+                    if !tally.targets.contains(&target) {
+                        tally.targets.insert(target.clone());
                     }
-                    Sample::PerIndex(k) => {
-                        let r = reservoirs.entry(target).or_default();
-                        if r.len() < k {
-                            r.push(e);
-                        } else {
-                            let j = rng.gen_range(0..*n) as usize;
-                            if j < k {
-                                r[j] = e;
+                    if refused.contains(&(target.to_string(), doc.id.clone())) {
+                        tally.refused += 1;
+                        continue;
+                    }
+                    let e = Expected {
+                        target: target.clone(),
+                        id: doc.id,
+                        routing: doc.routing,
+                        source: doc.source,
+                    };
+                    match sample {
+                        Sample::All => {
+                            if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
+                                hung_up = true;
+                                return false;
+                            }
+                        }
+                        Sample::PerIndex(k) => {
+                            let r = reservoirs.entry(target).or_default();
+                            if r.len() < k {
+                                r.push(e);
+                            } else {
+                                let j = rng.gen_range(0..*n) as usize;
+                                if j < k {
+                                    r[j] = e;
+                                }
                             }
                         }
                     }
                 }
-            }
-            true
-        })?;
+                true
+            },
+            &mut nested,
+        );
+        tally.nested += nested;
+        read?;
         if hung_up {
             return Ok(());
         }
     }
+    skipped.per_source = tallies;
     for (_, r) in reservoirs {
         for e in r {
             if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
@@ -659,3 +904,6 @@ impl Skipped {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -43,6 +43,16 @@ impl Source for BoxedSource {
     ) -> Result<(), SourceError> {
         self.0.read(item, after, emit)
     }
+
+    fn read_counting_nested(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+        nested: &mut u64,
+    ) -> Result<(), SourceError> {
+        self.0.read_counting_nested(item, after, emit, nested)
+    }
 }
 
 /// A batch of any sink, with its size in memory.

@@ -354,6 +354,16 @@ impl Source for SnapshotSource {
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError> {
+        self.read_counting_nested(item, after, emit, &mut 0)
+    }
+
+    fn read_counting_nested(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+        nested_seen: &mut u64,
+    ) -> Result<(), SourceError> {
         let name = &item.group;
         let where_ = || format!("index {name} shard {}", item.part);
         let index = self.index(name)?;
@@ -417,7 +427,10 @@ impl Source for SnapshotSource {
         .map_err(|e| SourceError {
             message: format!("{}: {}", where_(), e.message),
             ..e
-        })?;
+        });
+        // the reader counts each nested child it passes over, also when emit stopped early
+        *nested_seen += docs.stats().nested_skipped;
+        let whole = whole?;
         tracing::debug!(index = %name, shard = item.part, stats = ?docs.stats(), "read a range");
         if whole {
             // every live document of the range is given (a document or a skip) or is a

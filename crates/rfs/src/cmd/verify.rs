@@ -146,6 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "skipped_listed": report.skipped_listed,
                     "filtered": report.filtered,
                     "snapshot_live": report.snapshot_live,
+                    "sources": report.sources,
                     "unrecorded_skips": report.unrecorded,
                     "indices": report.indices,
                     "without_source": report.without_source(),

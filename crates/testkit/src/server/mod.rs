@@ -21,8 +21,9 @@
 //! Not supported (a clear 400, never a silent wrong answer): scripts, aggregations, query types
 //! other than those in the search module, non-`fs` repositories. `_source` filtering returns the
 //! whole source; an index whose mapping disables `_source` returns none (as OpenSearch), its
-//! documents still counted and searchable. `docvalue_fields` answers keyword, whole-number
-//! and boolean fields (the doc_values module). All reads are realtime (`_refresh` is accepted and does nothing). `filter_path`
+//! documents still counted and searchable. `docvalue_fields` answers keyword, whole-number,
+//! boolean, float, double, date (`format: epoch_millis` too) and ip fields (the doc_values
+//! module). All reads are realtime (`_refresh` is accepted and does nothing). `filter_path`
 //! is applied to successful answers as the real servers do (a flat settings key is one name).
 //! `GET _cluster/settings` reports `http.compression` from [`ServerConfig::http_compression`];
 //! gzip request bodies are always accepted and counted in [`Stats`].
