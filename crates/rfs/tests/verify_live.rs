@@ -1,10 +1,10 @@
 //! Issue 25: `rfs verify` accounts for the snapshot's own live count per source index,
-//! exactly: live Lucene documents (segment infos' maxDoc less deletions) = documents read
-//! + nested children the reader counted as it passed over them, and the target must hold
-//! live − nested − skipped − filtered − refused. Shards written by real Lucene 9.9.1
-//! (`shared/fixtures/lucene/generated`): `orders` holds 553 documents with 3,000 nested
-//! children (Lucene documents without `_id` or `_source`) and deletions, `events` 1,846
-//! live documents of 2,000 after hard deletes.
+//! exactly: live Lucene documents (segment infos' maxDoc less deletions) must equal the
+//! documents read plus the nested children the reader counted as it passed over them, and
+//! the target must hold live less nested, skipped, filtered and refused. Shards written by
+//! real Lucene 9.9.1 (`shared/fixtures/lucene/generated`): `orders` holds 553 documents
+//! with 3,000 nested children (Lucene documents without `_id` or `_source`) and deletions,
+//! `events` 1,846 live documents of 2,000 after hard deletes.
 
 use std::path::Path;
 use std::sync::Arc;
