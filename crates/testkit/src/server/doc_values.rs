@@ -306,7 +306,8 @@ fn date_millis(v: &Value, iso: bool) -> Option<i64> {
         (time, 0)
     };
     let (hms, frac) = clock.split_once('.').unwrap_or((clock, ""));
-    let mut parts = hms.split(':');
+    // a date alone is midnight
+    let mut parts = hms.split(':').take(if hms.is_empty() { 0 } else { 3 });
     let mut next = || parts.next().map_or(Some(0), digits);
     let (h, mi, s) = (next()?, next()?, next()?);
     let frac_ms = if frac.is_empty() {
