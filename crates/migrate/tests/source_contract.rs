@@ -240,13 +240,30 @@ fn snapshot_keeps_the_contract() {
 
 #[test]
 fn live_cluster_keeps_the_contract() {
-    use testkit::server::{ServerConfig, TestServer};
-    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    live_cluster_contract(testkit::server::ServerConfig::opensearch("2.11.0"), None);
+}
+
+/// Elasticsearch 6.8 has no point in time: read by sliced scroll, resumed by count.
+#[test]
+fn live_cluster_by_scroll_keeps_the_contract() {
+    live_cluster_contract(
+        testkit::server::ServerConfig::elasticsearch("6.8.23"),
+        Some("doc"),
+    );
+}
+
+/// The contract over a live cluster holding `c-1` (230 documents) and `c-2` (57), of
+/// mapping type `doc_type` when the cluster has types. Then, for a scroll: a resume after
+/// the index changed fails its item by name rather than lose or double documents.
+fn live_cluster_contract(config: testkit::server::ServerConfig, doc_type: Option<&str>) {
+    use testkit::server::TestServer;
+    let server = TestServer::start(config);
     let mut body = String::new();
     for (index, n) in [("c-1", 230), ("c-2", 57)] {
         for i in 0..n {
+            let t = doc_type.map_or(String::new(), |t| format!(",\"_type\":\"{t}\""));
             body.push_str(&format!(
-                "{{\"index\":{{\"_index\":\"{index}\",\"_id\":\"{i}\"}}}}\n{{\"n\":{i}}}\n"
+                "{{\"index\":{{\"_index\":\"{index}\",\"_id\":\"{i}\"{t}}}}}\n{{\"n\":{i}}}\n"
             ));
         }
     }
@@ -255,8 +272,8 @@ fn live_cluster_keeps_the_contract() {
         .enable_all()
         .build()
         .unwrap();
+    let client = cluster::Client::new(cluster::ClientConfig::new(server.url())).unwrap();
     let source = rt.block_on(async {
-        let client = cluster::Client::new(cluster::ClientConfig::new(server.url())).unwrap();
         let r = client
             .request_bytes(
                 cluster::Method::POST,
@@ -268,7 +285,7 @@ fn live_cluster_keeps_the_contract() {
             .unwrap();
         assert!(r.is_success());
         migrate::sources::cluster::ClusterSource::open(
-            client,
+            client.clone(),
             server.url(),
             "c-*",
             migrate::sources::cluster::ClusterSourceOptions {
@@ -285,10 +302,35 @@ fn live_cluster_keeps_the_contract() {
     let ids: BTreeSet<(String, String)> = reads
         .iter()
         .map(|r| match r {
-            Read::Doc(d) => (d.index.to_string(), d.id.clone()),
+            Read::Doc(d) => {
+                assert_eq!(d.doc_type.as_deref(), doc_type, "{d:?}");
+                (d.index.to_string(), d.id.clone())
+            }
             Read::Skip(s) => panic!("{s:?}"),
         })
         .collect();
     assert_eq!(ids.len(), 230 + 57);
+    if doc_type.is_some() {
+        // A document the first part of a slice held is deleted: resuming that slice after
+        // it finds other documents in its place and says so.
+        let item = &source.plan().unwrap().items[0];
+        let whole = read_all(&source, item, &item.after);
+        let Read::Doc(gone) = &whole[2] else {
+            unreachable!()
+        };
+        let r = rt.block_on(client.request(
+            cluster::Method::DELETE,
+            &format!("/{}/doc/{}", gone.index, gone.id),
+            None,
+        ));
+        assert!(r.unwrap().is_success());
+        let err = source
+            .read(item, &Some(whole[5].position().clone()), &mut |_| true)
+            .unwrap_err();
+        assert!(err.message.contains("cannot be resumed by scroll"), "{err}");
+        assert!(err.message.contains("/c-1 slice 0"), "{err}");
+    }
+    // Every read, whole, resumed, stopped or failed, closed its scroll or point in time.
+    assert_eq!(server.open_search_contexts(), 0);
     drop(rt);
 }

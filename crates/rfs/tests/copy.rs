@@ -261,14 +261,27 @@ fn table_into_bulk() {
     }
 }
 
-/// Loads `n` documents into `index` of `server` with a plain HTTP `_bulk`.
+/// Loads `n` documents into `index` of `server` with a plain HTTP `_bulk` (of mapping type
+/// `doc` when the server is Elasticsearch ≤ 6).
 fn load(server: &TestServer, index: &str, n: usize) -> BTreeMap<String, Value> {
+    let root: Value = reqwest::blocking::get(server.url())
+        .unwrap()
+        .json()
+        .unwrap();
+    let typed = root["version"]["distribution"].is_null()
+        && root["version"]["number"]
+            .as_str()
+            .is_some_and(|v| v.split('.').next().unwrap().parse::<u32>().unwrap() <= 6);
     let mut body = String::new();
     let mut docs = BTreeMap::new();
     for i in 0..n {
         let id = format!("{index}-{i:05}");
         let source = serde_json::json!({"n": i, "index": index, "text": "ü".repeat(i % 13)});
-        body.push_str(&serde_json::json!({"index": {"_index": index, "_id": id}}).to_string());
+        let mut meta = serde_json::json!({"index": {"_index": index, "_id": id}});
+        if typed {
+            meta["index"]["_type"] = "doc".into();
+        }
+        body.push_str(&meta.to_string());
         body.push('\n');
         body.push_str(&source.to_string());
         body.push('\n');
@@ -286,13 +299,26 @@ fn load(server: &TestServer, index: &str, n: usize) -> BTreeMap<String, Value> {
 
 #[test]
 fn live_cluster_into_bulk_by_three_workers_one_killed() {
-    let source = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    three_workers_one_killed(&TestServer::start(ServerConfig::opensearch("2.11.0")));
+}
+
+/// Elasticsearch 6.8 has no point in time: the same copy by sliced scroll, the killed
+/// worker's items resumed by count (the index does not change meanwhile).
+#[test]
+fn live_cluster_by_scroll_by_three_workers_one_killed() {
+    three_workers_one_killed(&TestServer::start(ServerConfig::elasticsearch("6.8.23")));
+}
+
+/// `logs-a` (700) and `logs-b` (500) of `source` (and `other`, not named) copied by
+/// `--from source/logs-*` into a fresh OpenSearch by 3 workers, one SIGKILLed mid-run and
+/// started again: every document on the target once, compared one by one over plain HTTP.
+fn three_workers_one_killed(source: &TestServer) {
     let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let mut want = BTreeMap::new();
     for (index, n) in [("logs-a", 700), ("logs-b", 500)] {
-        want.insert(index, load(&source, index, n));
+        want.insert(index, load(source, index, n));
     }
-    load(&source, "other", 10);
+    load(source, "other", 10);
     let dir = tempfile::tempdir().unwrap();
     let from = format!("{}/logs-*", source.url());
     let extra = [
@@ -342,11 +368,50 @@ fn live_cluster_into_bulk_by_three_workers_one_killed() {
     let st = common::status(dir.path());
     assert_eq!(st["finished"], true, "{st}");
     assert_eq!(st["docs_skipped"], 0, "{st}");
+    assert_eq!(st["docs_refused"], 0, "{st}");
+    assert!(st.get("accounting").is_none(), "{st}");
+}
+
+/// Two scroll contexts expire mid-slice (as when a page waits longer than the keep-alive):
+/// each item fails on its next page and is retried from its checkpoint; no document is
+/// lost or doubled and the run ends 0 with exact counts.
+#[test]
+fn an_expired_scroll_fails_its_item_which_is_retried() {
+    let source = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
+    let want = load(&source, "logs", 2500);
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    // Pages are 1000 hits: each of the 2 slices (about 1250) needs a continuation.
+    source.set_faults(testkit::server::Faults {
+        expire_scrolls: 2,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--slices", "2", "--checkpoint-seconds", "0.1"];
+    let r = run(copy(
+        dir.path(),
+        &format!("{}/logs", source.url()),
+        &target.url(),
+        &extra,
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(source.faults().expire_scrolls, 0, "both expiries were met");
+    assert!(r.all().contains("scroll context is gone"), "{r}");
+    assert_eq!(http_documents(&target.url(), "logs"), want);
+    let st = common::status(dir.path());
+    assert_eq!(st["finished"], true, "{st}");
+    assert_eq!(st["items"]["done"], 2, "{st}");
+    assert_eq!(st["items"]["failed"], 0, "{st}");
+    assert_eq!(st["docs_done"], 2500, "{st}");
+    assert_eq!(st["docs_skipped"], 0, "{st}");
+    assert_eq!(st["docs_refused"], 0, "{st}");
+    assert!(st.get("accounting").is_none(), "{st}");
+    // Every scroll was cleared or expired.
+    assert_eq!(source.open_search_contexts(), 0);
 }
 
 #[test]
-fn a_cluster_without_point_in_time_is_refused_by_name() {
-    let source = TestServer::start(ServerConfig::elasticsearch("7.9.3"));
+fn a_cluster_without_sliced_reads_is_refused_by_name() {
+    let source = TestServer::start(ServerConfig::elasticsearch("2.4.6"));
     load(&source, "logs", 3);
     let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let dir = tempfile::tempdir().unwrap();
@@ -356,7 +421,7 @@ fn a_cluster_without_point_in_time_is_refused_by_name() {
     );
     let r = run(copy(dir.path(), &from, &target.url(), &[]));
     assert_ne!(r.code, Some(0), "{r}");
-    assert!(r.all().contains("point-in-time"), "{r}");
+    assert!(r.all().contains("nor sliced scroll"), "{r}");
     assert!(!r.all().contains("secret"), "{r}");
     assert_eq!(target.total_doc_count(), 0);
 }

@@ -1,5 +1,6 @@
 //! Source: a live cluster, `http(s)://[user:pw@]host:port/INDEX-PATTERN` (comma-separated
-//! patterns allowed): sliced point-in-time reads, one work item per index and slice.
+//! patterns allowed): sliced point-in-time reads (sliced scroll on clusters without points in
+//! time), one work item per index and slice.
 
 use std::sync::Arc;
 

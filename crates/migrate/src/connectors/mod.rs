@@ -7,7 +7,7 @@
 //! | a path, `file://`, `s3://`, `gs://`, `az://` | a snapshot repository (`--snapshot` or `#snapshot=NAME`), or `*.jsonl` files (told apart by content) | — |
 //! | `file:///DIR?format=jsonl\|bulk`, a directory path (as `--to`) | — | one file per index |
 //! | `postgres://…?table=T&key=K` | a table | — |
-//! | `http(s)://[user:pw@]host:port/INDEX-PATTERN` (as `--from`) | a live cluster, sliced point in time | — |
+//! | `http(s)://[user:pw@]host:port/INDEX-PATTERN` (as `--from`) | a live cluster, sliced point in time (sliced scroll before ES 7.10 / OpenSearch 2.4) | — |
 //! | `http(s)://[user:pw@]host:port[/INDEX]` | — | `_bulk` (all into INDEX when given) |
 //! | `dynamodb://TABLE?region=R&endpoint=URL` | — | one item per document |
 

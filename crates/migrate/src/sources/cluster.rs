@@ -1,11 +1,15 @@
 //! The live-cluster source: the documents of the indices a pattern names on a running
-//! Elasticsearch (≥ 7.10) or OpenSearch (≥ 2.4) cluster, read through a point in time
-//! with `search_after`, sorted by `_shard_doc`. Each index is cut into `slices` work items
-//! (a sliced point in time: `slice: {id, max}`); a document's position is its `_shard_doc`
-//! value, so resuming is a `search_after` from the cursor (in a new point in time after a
-//! restart: the index must not change while it is copied, as for any live read).
-//! Clusters without points in time (ES < 7.10, OpenSearch < 2.4) are refused with that
-//! reason: the scroll fallback is not built.
+//! Elasticsearch or OpenSearch cluster. Each index is cut into `slices` work items (a sliced
+//! read: `slice: {id, max}`, one item per slice).
+//!
+//! Clusters with points in time (Elasticsearch ≥ 7.10, OpenSearch ≥ 2.4) are read through a
+//! point in time with `search_after`, sorted by `_shard_doc`; a document's position is its
+//! `_shard_doc` value, so resuming is a `search_after` from the cursor (in a new point in time
+//! after a restart: the index must not change while it is copied, as for any live read).
+//!
+//! Older clusters (Elasticsearch 5.0–7.9, OpenSearch 1.x–2.3) are read by sliced scroll
+//! sorted by `_doc` (the `scroll` module), resumed by count: see there. Elasticsearch
+//! before 5.0 has no sliced scroll and is refused with that reason.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +45,17 @@ impl Default for ClusterSourceOptions {
     }
 }
 
+mod scroll;
+
+/// How the cluster's documents are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    /// A point in time with `search_after`.
+    Pit(PitApi),
+    /// A sliced scroll (no point in time).
+    Scroll,
+}
+
 /// Which point-in-time API the cluster has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PitApi {
@@ -53,7 +68,9 @@ enum PitApi {
 /// Documents of the indices of a live cluster.
 pub struct ClusterSource {
     client: Client,
-    api: PitApi,
+    reader: Reader,
+    /// Elasticsearch ≤ 6: hits carry the mapping type, kept as the document's `doc_type`.
+    typed: bool,
     /// Where (a URL without credentials) and what (the pattern), for identity and messages.
     location: String,
     pattern: String,
@@ -103,6 +120,8 @@ struct Hit<'a> {
     index: String,
     #[serde(rename = "_id")]
     id: String,
+    #[serde(rename = "_type", default)]
+    doc_type: Option<String>,
     #[serde(rename = "_routing", default)]
     routing: Option<String>,
     #[serde(rename = "_source", borrow, default)]
@@ -124,15 +143,19 @@ impl ClusterSource {
         let what = format!("{location}/{pattern}");
         let target = client.detect().await.map_err(|e| source_error(e, &what))?;
         let v = &target.version;
-        let api = if v.at_least_es(7, 10) {
-            PitApi::Elasticsearch
+        let reader = if v.at_least_es(7, 10) {
+            Reader::Pit(PitApi::Elasticsearch)
         } else if v.at_least_os(2, 4) {
-            PitApi::OpenSearch
+            Reader::Pit(PitApi::OpenSearch)
+        } else if v.is_os() || v.at_least_es(5, 0) {
+            Reader::Scroll
         } else {
             return Err(SourceError::fatal(format!(
-                "{what}: {v:?} has no point-in-time search (Elasticsearch 7.10+, OpenSearch 2.4+); reading older clusters by scroll is not supported"
+                "{what}: Elasticsearch {} has neither point-in-time search (7.10+) nor sliced scroll (5.0+): it cannot be read live; copy it from a snapshot",
+                v.number()
             )));
         };
+        let typed = v.es_before(7);
         let path = format!(
             "/_cat/indices/{}?format=json&h=index,docs.count",
             cluster::encode_segment(pattern)
@@ -160,7 +183,8 @@ impl ClusterSource {
         }
         Ok(ClusterSource {
             client,
-            api,
+            reader,
+            typed,
             location,
             pattern: pattern.to_string(),
             indices,
@@ -180,10 +204,10 @@ impl ClusterSource {
         &self.indices
     }
 
-    async fn open_pit(&self, index: &str) -> Result<String, SourceError> {
+    async fn open_pit(&self, api: PitApi, index: &str) -> Result<String, SourceError> {
         let what = format!("{}/{index}: opening a point in time", self.location);
         let ix = cluster::encode_segment(index);
-        let path = match self.api {
+        let path = match api {
             PitApi::Elasticsearch => format!("/{ix}/_pit?keep_alive={}", self.opts.keep_alive),
             PitApi::OpenSearch => format!(
                 "/{ix}/_search/point_in_time?keep_alive={}",
@@ -197,7 +221,7 @@ impl ClusterSource {
             .and_then(|r| r.error_for_status())
             .map_err(|e| source_error(e, &what))?;
         let v: Value = r.json().map_err(|e| source_error(e, &what))?;
-        let key = match self.api {
+        let key = match api {
             PitApi::Elasticsearch => "id",
             PitApi::OpenSearch => "pit_id",
         };
@@ -207,8 +231,8 @@ impl ClusterSource {
             .ok_or_else(|| SourceError::item(format!("{what}: no `{key}` in the answer")))
     }
 
-    async fn close_pit(&self, id: &str) {
-        let (path, body) = match self.api {
+    async fn close_pit(&self, api: PitApi, id: &str) {
+        let (path, body) = match api {
             PitApi::Elasticsearch => ("/_pit", json!({ "id": id })),
             PitApi::OpenSearch => ("/_search/point_in_time", json!({ "pit_id": [id] })),
         };
@@ -222,6 +246,7 @@ impl ClusterSource {
     /// flight), which must not happen within another `block_on`.
     fn read_pages(
         &self,
+        api: PitApi,
         item: &WorkItem,
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
@@ -249,7 +274,7 @@ impl ClusterSource {
         let mut expected: Option<u64> = None;
         let mut ask_total = after.is_none() && until.is_none();
         let mut given = 0u64;
-        let mut pit = self.runtime.block_on(self.open_pit(index))?;
+        let mut pit = self.runtime.block_on(self.open_pit(api, index))?;
         let result = loop {
             let mut body = json!({
                 "size": self.opts.page_size,
@@ -362,7 +387,7 @@ impl ClusterSource {
                 break Ok(());
             }
         };
-        self.runtime.block_on(self.close_pit(&pit));
+        self.runtime.block_on(self.close_pit(api, &pit));
         result
     }
 }
@@ -406,7 +431,10 @@ impl Source for ClusterSource {
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError> {
-        self.read_pages(item, after, emit)
+        match self.reader {
+            Reader::Pit(api) => self.read_pages(api, item, after, emit),
+            Reader::Scroll => self.read_scroll(item, after, emit),
+        }
     }
 }
 
@@ -419,11 +447,22 @@ mod tests {
     /// a reader that forgets one hit fails its item instead of ending it as done.
     #[test]
     fn a_slice_read_whole_proves_its_hits_against_the_count() {
-        let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+        whole_reads_prove_their_hits(ServerConfig::opensearch("2.11.0"), None);
+    }
+
+    /// The same by scroll (Elasticsearch 6.8), the documents keeping their mapping type.
+    #[test]
+    fn a_slice_read_whole_by_scroll_proves_its_hits_against_the_count() {
+        whole_reads_prove_their_hits(ServerConfig::elasticsearch("6.8.23"), Some("doc"));
+    }
+
+    fn whole_reads_prove_their_hits(config: ServerConfig, doc_type: Option<&str>) {
+        let server = TestServer::start(config);
         let mut body = String::new();
         for i in 0..150 {
+            let t = doc_type.map_or(String::new(), |t| format!(",\"_type\":\"{t}\""));
             body.push_str(&format!(
-                "{{\"index\":{{\"_index\":\"p\",\"_id\":\"{i}\"}}}}\n{{\"n\":{i}}}\n"
+                "{{\"index\":{{\"_index\":\"p\",\"_id\":\"{i}\"{t}}}}}\n{{\"n\":{i}}}\n"
             ));
         }
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -461,6 +500,7 @@ mod tests {
             let mut ids = Vec::new();
             s.read(item, &None, &mut |r| {
                 if let Read::Doc(d) = r {
+                    assert_eq!(d.doc_type.as_deref(), doc_type);
                     ids.push(d.id);
                 }
                 true

@@ -22,7 +22,8 @@ pub struct Args {
 #[derive(Clone, clap::Args)]
 pub struct Ends {
     /// The source: a live cluster (`http(s)://[user:pw@]host:9200/INDEX-PATTERN`, read by
-    /// sliced point in time; Elasticsearch 7.10+, OpenSearch 2.4+), a snapshot repository (a path, `file:///DIR`, `s3://bucket/base` with
+    /// sliced point in time on Elasticsearch 7.10+ / OpenSearch 2.4+, by sliced scroll on
+    /// Elasticsearch 5.0–7.9 / OpenSearch 1.x–2.3), a snapshot repository (a path, `file:///DIR`, `s3://bucket/base` with
     /// --snapshot or `#snapshot=NAME`), a directory or prefix of `*.jsonl` files as
     /// `rfs export` writes them (told apart from a repository by its content), or a table
     /// (`postgres://user:pw@host/db?table=T&key=COLUMN[&slots=N]`).
@@ -58,7 +59,8 @@ pub struct Ends {
     /// Items are read by several workers at once, each resumable by byte offset.
     #[arg(long, env = "RFS_ITEM_BYTES", value_name = "N", value_parser = super::common::usize_in(4096, 1 << 40))]
     pub item_bytes: Option<usize>,
-    /// Live-cluster sources: work items (point-in-time slices) per index (1–1024).
+    /// Live-cluster sources: work items (slices of a point in time, or of a scroll before
+    /// ES 7.10 / OpenSearch 2.4) per index (1–1024).
     #[arg(long, env = "RFS_SLICES", default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub slices: u32,
     /// DynamoDB sinks: create the table when it does not exist (on-demand billing).

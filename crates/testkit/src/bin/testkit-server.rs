@@ -121,6 +121,7 @@ fn main() -> anyhow::Result<()> {
             failing_ids: a.failing_ids.into_iter().collect::<BTreeSet<_>>(),
             bulk_only: a.bulk_only,
             write_blocked: a.write_blocked.into_iter().collect::<BTreeSet<_>>(),
+            expire_scrolls: 0,
         },
         ..ServerConfig::default()
     };

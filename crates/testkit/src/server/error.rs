@@ -56,7 +56,8 @@ impl EsError {
     pub fn body(&self) -> Value {
         let cause = self.cause();
         let mut error = cause.as_object().cloned().unwrap_or_default();
-        error.insert("root_cause".into(), json!([cause]));
+        // an error that names its own root causes (a wrapped shard failure) keeps them
+        error.entry("root_cause").or_insert_with(|| json!([cause]));
         json!({"error": Value::Object(error), "status": self.status})
     }
 }

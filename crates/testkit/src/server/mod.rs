@@ -27,6 +27,9 @@
 //! is applied to successful answers as the real servers do (a flat settings key is one name).
 //! `GET _cluster/settings` reports `http.compression` from [`ServerConfig::http_compression`];
 //! gzip request bodies are always accepted and counted in [`Stats`].
+//! Points in time (ES ≥ 7.10, OpenSearch ≥ 2.4) and scroll (`_search?scroll=`,
+//! `/_search/scroll`, sliced by a stable hash of `_id`) hold the documents as they were when
+//! opened and expire after their keep-alive ([`Faults::expire_scrolls`] expires scrolls early).
 
 mod api;
 mod bulk;
@@ -163,6 +166,11 @@ pub struct Faults {
     /// Indices with a write block (`index.blocks.write`): each `_bulk` item on them is
     /// answered 403 `cluster_block_exception` and not applied.
     pub write_blocked: BTreeSet<String>,
+    /// The next N scroll continuations (`/_search/scroll`) that name a live scroll context
+    /// find it expired, as when its keep-alive ran out between two pages: the context is
+    /// dropped and the request answered 404 `search_context_missing_exception`. Counts down
+    /// as it is used (`GET /_testkit/faults` shows what is left).
+    pub expire_scrolls: u64,
 }
 
 /// One request the server answered (or dropped).
@@ -186,6 +194,9 @@ impl RequestRecord {
             return false;
         }
         let path = self.path.split('?').next().unwrap_or("");
+        if path.starts_with("/_search/scroll") {
+            return false;
+        }
         let read_only = [
             "_search",
             "_count",
@@ -276,6 +287,16 @@ impl Shared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Uses one of [`Faults::expire_scrolls`], if any is left.
+    fn take_scroll_expiry(&self) -> bool {
+        let mut f = self.faults.write().unwrap_or_else(|e| e.into_inner());
+        if f.expire_scrolls == 0 {
+            return false;
+        }
+        f.expire_scrolls -= 1;
+        true
     }
 
     fn set_faults(&self, f: Faults) {
@@ -575,6 +596,14 @@ impl TestServer {
     /// Requests answered so far (admin endpoints excluded), in order.
     pub fn requests(&self) -> Vec<RequestRecord> {
         lock(&self.shared.log).clone()
+    }
+
+    /// Points in time and scroll contexts open now (expired ones not counted).
+    pub fn open_search_contexts(&self) -> usize {
+        let st = self.shared.state();
+        let now = Instant::now();
+        st.pits.values().filter(|p| p.expires > now).count()
+            + st.scrolls.values().filter(|s| s.expires > now).count()
     }
 
     /// Requests that could have changed data (see [`RequestRecord::is_write`]).

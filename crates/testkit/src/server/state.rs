@@ -88,6 +88,8 @@ pub(crate) struct State {
     pub data_streams: BTreeMap<String, DataStreamState>,
     /// Open points in time by id.
     pub pits: BTreeMap<String, Pit>,
+    /// Open scroll contexts by scroll id.
+    pub scrolls: BTreeMap<String, Scroll>,
 }
 
 /// A point in time: the documents of its indices as they were when it was opened, kept
@@ -96,6 +98,37 @@ pub(crate) struct State {
 pub(crate) struct Pit {
     pub indices: Vec<(String, BTreeMap<String, Doc>)>,
     pub expires: std::time::Instant,
+}
+
+/// A scroll context: every hit of its search, in order, as the documents were when it was
+/// opened; pages are taken from `next` on. Kept until cleared or not used for its keep-alive.
+#[derive(Debug)]
+pub(crate) struct Scroll {
+    pub hits: Vec<ScrollHit>,
+    pub next: usize,
+    pub size: usize,
+    pub expires: std::time::Instant,
+    pub opts: PageOpts,
+}
+
+/// One hit held by a scroll context.
+#[derive(Debug)]
+pub(crate) struct ScrollHit {
+    pub index: String,
+    pub id: String,
+    pub doc: Doc,
+    pub sort: Vec<Option<Value>>,
+}
+
+/// What each hit of a search page shows.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PageOpts {
+    pub with_source: bool,
+    pub seq_no: bool,
+    pub with_version: bool,
+    /// A sort was asked: hits carry `sort` and no score.
+    pub sorted: bool,
+    pub doc_values: Vec<String>,
 }
 
 /// A data stream the server holds.

@@ -37,6 +37,7 @@ mod aliases;
 mod cluster;
 mod documents;
 mod indices;
+mod scroll;
 mod search;
 mod snapshots;
 mod templates;
@@ -454,6 +455,10 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_search", "point_in_time"] if m == Method::DELETE && c.shared.dialect.os_pit() => {
             close_pit(c)
         }
+        ["_search", "scroll"] if get || m == Method::POST => scroll::next(c, None),
+        ["_search", "scroll", id] if get || m == Method::POST => scroll::next(c, Some(id)),
+        ["_search", "scroll"] if m == Method::DELETE => scroll::clear(c, None),
+        ["_search", "scroll", ids] if m == Method::DELETE => scroll::clear(c, Some(ids)),
         ["_bulk"] if write => do_bulk(c, None, None),
         ["_search"] if get || m == Method::POST => search(c, "_all", None),
         ["_count"] if get || m == Method::POST => count(c, "_all", None),

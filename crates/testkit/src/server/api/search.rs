@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::server::state::{PageOpts, ScrollHit};
 
 pub(super) const SEARCH_KEYS: &[&str] = &[
     "query",
@@ -150,10 +151,24 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
     let with_version = body.get("version").and_then(Value::as_bool) == Some(true);
     let with_source = !matches!(body.get("_source"), Some(Value::Bool(false)));
     let doc_values = crate::server::doc_values::requested(body.get("docvalue_fields"))?;
+    let opts = PageOpts {
+        with_source,
+        seq_no,
+        with_version,
+        sorted,
+        doc_values,
+    };
+    let scroll = match c.q("scroll") {
+        None => None,
+        Some(k) => Some(keep_alive(k)?),
+    };
     let pit = body.get("pit");
+    if scroll.is_some() {
+        check_scroll_search(c, &body, from, pit.is_some())?;
+    }
     let slice = match body.get("slice") {
         None => None,
-        Some(_) if pit.is_none() => {
+        Some(_) if pit.is_none() && scroll.is_none() => {
             return Err(EsError::new(
                 400,
                 "action_request_validation_exception",
@@ -162,7 +177,7 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         }
         Some(v) => Some(parse_slice(v)?),
     };
-    let mut st = c.state();
+    let mut guard = c.state();
     let pit_id = match pit {
         None => None,
         Some(p) => {
@@ -178,12 +193,12 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
                 .and_then(Value::as_str)
                 .ok_or_else(|| EsError::parse("[pit] needs an [id]"))?;
             let now = std::time::Instant::now();
-            st.pits.retain(|_, p| p.expires > now);
+            guard.pits.retain(|_, p| p.expires > now);
             let keep = match p.get("keep_alive").and_then(Value::as_str) {
                 Some(k) => Some(keep_alive(k)?),
                 None => None,
             };
-            let Some(found) = st.pits.get_mut(id) else {
+            let Some(found) = guard.pits.get_mut(id) else {
                 return Err(EsError::new(
                     404,
                     "search_context_missing_exception",
@@ -196,7 +211,7 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
             Some(id.to_string())
         }
     };
-    let st = &*st;
+    let st = &*guard;
     let targets = match &pit_id {
         Some(_) => Vec::new(),
         None => search_targets(c, st, idx, types)?,
@@ -221,6 +236,22 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         hits.retain(|h| query::order(&h.sort, &after, &keys) == std::cmp::Ordering::Greater);
     }
     let total = hits.len();
+    if let Some(keep) = scroll {
+        // A scroll holds every hit in order, as the documents are now.
+        if sorted {
+            hits.sort_by(|a, b| query::order(&a.sort, &b.sort, &keys));
+        }
+        let held = hits
+            .into_iter()
+            .map(|h| ScrollHit {
+                index: h.index.to_string(),
+                id: h.id.to_string(),
+                doc: h.doc.clone(),
+                sort: h.sort,
+            })
+            .collect();
+        return super::scroll::open(c, guard, held, size, keep, opts);
+    }
     if sorted {
         // only the first `from + size` hits in order are needed: select them, then sort
         // those (a page through a large point in time is not a sort of everything)
@@ -236,67 +267,15 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         .iter()
         .skip(from)
         .take(size)
-        .map(|h| -> Result<Value, EsError> {
-            let parsed;
-            let source = match h.lazy {
-                true => {
-                    parsed = source_value(&h.doc.source);
-                    &parsed
-                }
-                false => &h.source,
+        .map(|h| {
+            let view = HitView {
+                index: h.index,
+                id: h.id,
+                doc: h.doc,
+                source: (!h.lazy).then_some(&h.source),
+                sort: &h.sort,
             };
-            let mut m = Map::new();
-            m.insert("_index".into(), json!(h.index));
-            if c.shared.dialect.accepts_types() {
-                let t = st
-                    .indices
-                    .get(h.index)
-                    .and_then(|i| i.type_name.as_deref())
-                    .unwrap_or("_doc");
-                m.insert("_type".into(), json!(t));
-            }
-            m.insert("_id".into(), json!(h.id));
-            if with_version {
-                m.insert("_version".into(), json!(h.doc.version));
-            }
-            if seq_no {
-                m.insert("_seq_no".into(), json!(h.doc.seq_no));
-                m.insert("_primary_term".into(), json!(h.doc.primary_term));
-            }
-            m.insert(
-                "_score".into(),
-                if sorted { Value::Null } else { json!(1.0) },
-            );
-            if let Some(r) = &h.doc.routing {
-                m.insert("_routing".into(), json!(r));
-            }
-            let kept = st.indices.get(h.index).is_none_or(|i| i.source_enabled());
-            if with_source && kept {
-                m.insert("_source".into(), source.clone());
-            }
-            if let Some(i) = st.indices.get(h.index).filter(|_| !doc_values.is_empty()) {
-                let f = crate::server::doc_values::hit_fields(
-                    &doc_values,
-                    &i.mappings,
-                    i.type_name.as_deref(),
-                    source,
-                )?;
-                if !f.is_empty() {
-                    m.insert("fields".into(), Value::Object(f));
-                }
-            }
-            if sorted {
-                m.insert(
-                    "sort".into(),
-                    Value::Array(
-                        h.sort
-                            .iter()
-                            .map(|v| v.clone().unwrap_or(Value::Null))
-                            .collect(),
-                    ),
-                );
-            }
-            Ok(Value::Object(m))
+            render_hit(c, st, &view, &opts)
         })
         .collect::<Result<_, _>>()?;
     let mut hits_obj = Map::new();
@@ -344,6 +323,115 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
     c.ok(200, out)
 }
 
+/// What the real servers refuse in a search that opens a scroll.
+fn check_scroll_search(c: &Ctx<'_>, body: &Value, from: usize, pit: bool) -> Result<(), EsError> {
+    let invalid = |m: &str| {
+        EsError::new(
+            400,
+            "action_request_validation_exception",
+            format!("Validation Failed: 1: {m};"),
+        )
+    };
+    if pit {
+        return Err(invalid(
+            "using [point in time] is not allowed in a scroll context",
+        ));
+    }
+    if from > 0 {
+        return Err(invalid("using [from] is not allowed in a scroll context"));
+    }
+    if body.get("search_after").is_some() {
+        return Err(invalid("[search_after] cannot be used in a scroll context"));
+    }
+    let no_total = body.get("track_total_hits") == Some(&Value::Bool(false))
+        || c.q("track_total_hits") == Some("false");
+    if no_total && !c.shared.dialect.typed() {
+        return Err(invalid(
+            "disabling [track_total_hits] is not allowed in a scroll context",
+        ));
+    }
+    Ok(())
+}
+
+/// One hit to show: a live or point-in-time hit, or one a scroll holds.
+pub(super) struct HitView<'a> {
+    pub index: &'a str,
+    pub id: &'a str,
+    pub doc: &'a crate::server::state::Doc,
+    /// The parsed source when the search already has it.
+    pub source: Option<&'a Value>,
+    pub sort: &'a [Option<Value>],
+}
+
+/// A hit as the search answers show it.
+pub(super) fn render_hit(
+    c: &Ctx<'_>,
+    st: &State,
+    h: &HitView<'_>,
+    o: &PageOpts,
+) -> Result<Value, EsError> {
+    let parsed;
+    let source = match h.source {
+        Some(s) => s,
+        None => {
+            parsed = source_value(&h.doc.source);
+            &parsed
+        }
+    };
+    let mut m = Map::new();
+    m.insert("_index".into(), json!(h.index));
+    if c.shared.dialect.accepts_types() {
+        let t = st
+            .indices
+            .get(h.index)
+            .and_then(|i| i.type_name.as_deref())
+            .unwrap_or("_doc");
+        m.insert("_type".into(), json!(t));
+    }
+    m.insert("_id".into(), json!(h.id));
+    if o.with_version {
+        m.insert("_version".into(), json!(h.doc.version));
+    }
+    if o.seq_no {
+        m.insert("_seq_no".into(), json!(h.doc.seq_no));
+        m.insert("_primary_term".into(), json!(h.doc.primary_term));
+    }
+    m.insert(
+        "_score".into(),
+        if o.sorted { Value::Null } else { json!(1.0) },
+    );
+    if let Some(r) = &h.doc.routing {
+        m.insert("_routing".into(), json!(r));
+    }
+    let kept = st.indices.get(h.index).is_none_or(|i| i.source_enabled());
+    if o.with_source && kept {
+        m.insert("_source".into(), source.clone());
+    }
+    if let Some(i) = st.indices.get(h.index).filter(|_| !o.doc_values.is_empty()) {
+        let f = crate::server::doc_values::hit_fields(
+            &o.doc_values,
+            &i.mappings,
+            i.type_name.as_deref(),
+            source,
+        )?;
+        if !f.is_empty() {
+            m.insert("fields".into(), Value::Object(f));
+        }
+    }
+    if o.sorted {
+        m.insert(
+            "sort".into(),
+            Value::Array(
+                h.sort
+                    .iter()
+                    .map(|v| v.clone().unwrap_or(Value::Null))
+                    .collect(),
+            ),
+        );
+    }
+    Ok(Value::Object(m))
+}
+
 /// `slice: {"id": N, "max": M}` as the real servers check it.
 fn parse_slice(v: &Value) -> Result<(u64, u64), EsError> {
     let id = v.get("id").and_then(Value::as_u64);
@@ -370,7 +458,7 @@ fn slice_of(id: &str, max: u64) -> u64 {
 }
 
 /// `30s`, `5m`, `1h`, `100ms`, `1d`.
-fn keep_alive(s: &str) -> Result<Duration, EsError> {
+pub(super) fn keep_alive(s: &str) -> Result<Duration, EsError> {
     let bad = || {
         EsError::parse(format!(
             "failed to parse setting [keep_alive] with value [{s}] as a time value"
