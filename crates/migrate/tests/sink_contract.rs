@@ -257,6 +257,19 @@ async fn file_sink_keeps_the_contract() {
     .unwrap()
     .to_string();
     assert!(e.contains("format=csv"), "{e}");
+    // A directory that cannot be made (a file is in the way): an error naming it.
+    std::fs::write(dir.path().join("a-file"), "").unwrap();
+    let blocked = dir.path().join("a-file").join("out");
+    let e = open_sink(
+        &format!("file://{}", blocked.display()),
+        &settings(),
+        &facts,
+    )
+    .await
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains(&blocked.display().to_string()), "{e}");
 }
 
 /// An item's attribute as the JSON it was written from.
