@@ -17,6 +17,9 @@ pub enum Severity {
     Permanent,
 }
 
+/// The error a [`SourceError`] or a sink's error came from (shared: the errors are `Clone`).
+pub type Cause = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
+
 /// A source could not read a partition.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
@@ -28,6 +31,10 @@ pub struct SourceError {
     /// does not add up to what its range holds. Nothing of the read is taken as done (the
     /// item goes back to where the read started), so that a retry checks it all again.
     pub coverage: bool,
+    /// The error of the part below (the repository, the database, the cluster client),
+    /// when there is one; `message` already says what it says.
+    #[source]
+    pub cause: Option<Cause>,
 }
 
 impl SourceError {
@@ -36,6 +43,15 @@ impl SourceError {
             severity: Severity::Item,
             message: message.into(),
             coverage: false,
+            cause: None,
+        }
+    }
+
+    /// The same error, keeping `cause` as its [`std::error::Error::source`].
+    pub fn caused_by(self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        SourceError {
+            cause: Some(std::sync::Arc::new(cause)),
+            ..self
         }
     }
 
@@ -50,8 +66,7 @@ impl SourceError {
     pub fn fatal(message: impl Into<String>) -> Self {
         SourceError {
             severity: Severity::Fatal,
-            message: message.into(),
-            coverage: false,
+            ..SourceError::item(message)
         }
     }
 

@@ -1,16 +1,20 @@
-//! The sink port's contract, run over the sinks the registry opens by URL, each behind
-//! `BoxedSink`: the `_bulk` sink into the test server and the file sink (read back with
-//! plain file reads). Batches respect the document limit; what is sent arrives, compared
-//! one by one; sending the same documents again leaves the same documents (idempotent
-//! re-delivery); a document that can never be sent is refused with a typed reason and
-//! the others of its batch still arrive; an unreachable target is an error naming it.
+//! The sink port's contract, run over every sink the registry opens by URL, each behind
+//! `BoxedSink`: the `_bulk` sink into the test server, the file sink (read back with plain
+//! file reads) and the DynamoDB sink into `dynalite` (read back with the official AWS SDK
+//! for Rust, a dev-dependency of this crate for that). Batches respect the document and
+//! byte limits and are cut as soon as one is reached; what is sent arrives, compared one
+//! by one; sending the same documents again leaves the same documents (idempotent
+//! re-delivery); a send dropped part-way (cancellation) and the batch sent again leaves
+//! each document once; a document that can never be sent is refused with a typed reason
+//! and the others of its batch still arrive; an unreachable or refusing target is an
+//! error naming it, without secrets.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use coordination::Position;
-use migrate::connectors::{open_sink, BoxedSink, OpenedSource, Settings};
+use migrate::connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, OpenedSource, Settings};
 use migrate::sinks::bulk::BatchLimits;
 use migrate::{Document, Op, Sink, SinkWriter};
 use serde_json::{json, Value};
@@ -18,6 +22,10 @@ use testkit::server::{ServerConfig, TestServer};
 
 const DOCS: usize = 50;
 const MAX_DOCS: usize = 7;
+/// Small enough that some batches are cut by bytes before they hold `MAX_DOCS`.
+const MAX_BYTES: usize = 900;
+/// More than any one document of [`docs`] takes in any sink's batch.
+const MAX_DOC_BYTES: usize = 1024;
 
 fn doc(i: usize, source: String) -> Document {
     Document {
@@ -31,12 +39,14 @@ fn doc(i: usize, source: String) -> Document {
     }
 }
 
+/// Documents of sizes from a few bytes to a few hundred.
 fn docs() -> Vec<Document> {
     (0..DOCS)
         .map(|i| {
             doc(
                 i,
-                json!({"n": i, "s": "é\"\\", "a": [1, {"b": null}]}).to_string(),
+                json!({"n": i, "s": "é\"\\", "a": [1, {"b": null}], "pad": "x".repeat(i * 37 % 300)})
+                    .to_string(),
             )
         })
         .collect()
@@ -49,8 +59,8 @@ fn expected() -> BTreeMap<String, Value> {
         .collect()
 }
 
-/// Frames and sends `docs`; returns (delivered, refused error types).
-async fn deliver(sink: &BoxedSink, docs: Vec<Document>) -> (u64, Vec<String>) {
+/// The batches `docs` are framed into, and the refusals of framing.
+fn frame(sink: &BoxedSink, docs: Vec<Document>) -> (Vec<BoxedBatch>, Vec<String>) {
     let mut w = sink.writer();
     let mut batches = Vec::new();
     let mut refused = Vec::new();
@@ -58,16 +68,39 @@ async fn deliver(sink: &BoxedSink, docs: Vec<Document>) -> (u64, Vec<String>) {
         match w.push(d) {
             Ok(Some(b)) => batches.push(b),
             Ok(None) => {}
-            Err(r) => refused.push(r.error_type.clone()),
+            Err(r) => {
+                assert!(!r.reason.is_empty(), "{r:?}");
+                refused.push(r.error_type.clone());
+            }
         }
     }
     batches.extend(w.finish());
+    (batches, refused)
+}
+
+/// Frames and sends `docs`; returns (delivered, refused error types). Every batch holds at
+/// most `MAX_DOCS` documents and about `MAX_BYTES` (one document over at most), and every
+/// batch but the last was cut at a limit.
+async fn deliver(sink: &BoxedSink, docs: Vec<Document>) -> (u64, Vec<String>) {
+    let (batches, mut refused) = frame(sink, docs);
     let mut delivered = 0;
-    for b in batches {
-        assert!(<migrate::connectors::BoxedWriter as SinkWriter>::size(&b) > 0);
+    let last = batches.len().saturating_sub(1);
+    for (i, b) in batches.into_iter().enumerate() {
+        let size = <BoxedWriter as SinkWriter>::size(&b);
+        assert!(size > 0);
+        assert!(size < MAX_BYTES + MAX_DOC_BYTES, "a batch of {size} bytes");
         let d = sink.send(b).await.unwrap();
+        let n = d.delivered as usize + d.refused.len();
+        assert!(n <= MAX_DOCS, "a batch of {n} documents");
+        assert!(
+            i == last || n == MAX_DOCS || size >= MAX_BYTES,
+            "batch {i} cut early: {n} documents, {size} bytes"
+        );
         delivered += d.delivered;
-        refused.extend(d.refused.into_iter().map(|r| r.error_type));
+        refused.extend(d.refused.into_iter().map(|r| {
+            assert!(!r.reason.is_empty(), "{r:?}");
+            r.error_type
+        }));
     }
     (delivered, refused)
 }
@@ -103,7 +136,7 @@ fn settings() -> Settings {
     Settings {
         batch: BatchLimits {
             max_docs: MAX_DOCS,
-            max_bytes: 1 << 20,
+            max_bytes: MAX_BYTES,
         },
         bulk: cluster::BulkOptions {
             hard_max_bytes: 4096,
@@ -123,6 +156,26 @@ async fn contract(name: &str, sink: &BoxedSink, held: &dyn Fn() -> BTreeMap<Stri
     let (n, _) = deliver(sink, docs()).await;
     assert_eq!(n, DOCS as u64, "{name}");
     assert_eq!(held(), expected(), "{name}");
+    // Cancellation: each send dropped after a poll, or a little later, then every batch
+    // sent again: each document once.
+    for wait_ms in [0, 1, 3, 10] {
+        let (batches, _) = frame(sink, docs());
+        for b in batches {
+            let send = sink.send(b);
+            if wait_ms == 0 {
+                let _ = futures::FutureExt::now_or_never(send);
+            } else {
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(wait_ms), send).await;
+            }
+        }
+        let (n, refused) = deliver(sink, docs()).await;
+        assert_eq!((n, refused.len()), (DOCS as u64, 0), "{name}: {refused:?}");
+        assert_eq!(
+            held(),
+            expected(),
+            "{name}: after sends dropped at {wait_ms} ms"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,4 +257,185 @@ async fn file_sink_keeps_the_contract() {
     .unwrap()
     .to_string();
     assert!(e.contains("format=csv"), "{e}");
+    // A directory that cannot be made (a file is in the way): an error naming it.
+    std::fs::write(dir.path().join("a-file"), "").unwrap();
+    let blocked = dir.path().join("a-file").join("out");
+    let e = open_sink(
+        &format!("file://{}", blocked.display()),
+        &settings(),
+        &facts,
+    )
+    .await
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains(&blocked.display().to_string()), "{e}");
+}
+
+/// An item's attribute as the JSON it was written from.
+fn json_of(v: &aws_sdk_dynamodb::types::AttributeValue) -> Value {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    match v {
+        Av::S(s) => Value::String(s.clone()),
+        Av::N(n) => serde_json::from_str(n).unwrap_or_else(|_| panic!("number {n}")),
+        Av::Bool(b) => Value::Bool(*b),
+        Av::Null(_) => Value::Null,
+        Av::L(l) => Value::Array(l.iter().map(json_of).collect()),
+        Av::M(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), json_of(v))).collect()),
+        other => panic!("unexpected attribute {other:?}"),
+    }
+}
+
+/// The official SDK, pointed at `endpoint` with static credentials.
+async fn sdk(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "AKIDSDK",
+            "sdk-secret",
+            None,
+            None,
+            "test",
+        ))
+        .endpoint_url(endpoint)
+        .http_client(http)
+        .load()
+        .await;
+    aws_sdk_dynamodb::Client::new(&conf)
+}
+
+/// Every item of `table` by `_id`: its attributes but `_id` and `_index` (which must
+/// be the document's index), as JSON.
+async fn scan(sdk: &aws_sdk_dynamodb::Client, table: &str) -> BTreeMap<String, Value> {
+    let mut all = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let page = sdk
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .unwrap();
+        for mut item in page.items.unwrap_or_default() {
+            let id = item.remove("_id").unwrap().as_s().unwrap().clone();
+            let index = item.remove("_index").unwrap();
+            assert_eq!(index.as_s().unwrap(), "contract");
+            let v = Value::Object(item.iter().map(|(k, v)| (k.clone(), json_of(v))).collect());
+            assert!(all.insert(id, v).is_none(), "one item per key");
+        }
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return all;
+        }
+    }
+}
+
+#[test]
+fn dynamodb_sink_keeps_the_contract() {
+    let Some(dynalite) = testkit::services::Dynalite::start("dynamodb_sink_keeps_the_contract")
+    else {
+        return;
+    };
+    // The registry's sink takes its credentials from the environment, as `rfs` does; no
+    // other test of this binary reads them.
+    std::env::set_var("AWS_ACCESS_KEY_ID", "AKIDCONTRACT");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "contract-SECRET-key");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let endpoint = dynalite.endpoint();
+        let facts = source_facts();
+        let s = Settings {
+            create_table: true,
+            max_in_flight: 4,
+            ..settings()
+        };
+        let url = format!("dynamodb://contract?region=us-east-1&endpoint={endpoint}");
+        let sink = open_sink(&url, &s, &facts).await.unwrap().sink;
+        let client = sdk(&endpoint).await;
+        let held = || {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(scan(&client, "contract"))
+            })
+            .join()
+            .unwrap()
+        };
+        contract("dynamodb", &sink, &held).await;
+        // Never sendable: an item over DynamoDB's 400 KB, and an empty key. Refused,
+        // typed; the others of the batch arrive.
+        let batch = vec![
+            doc(900, json!({"big": "x".repeat(420 * 1024)}).to_string()),
+            doc(901, "{\"ok\":true}".into()),
+            Document {
+                id: String::new(),
+                ..doc(902, "{\"ok\":false}".into())
+            },
+            doc(903, "{\"ok\":3}".into()),
+        ];
+        let (n, refused) = deliver(&sink, batch).await;
+        assert_eq!(n, 2, "{refused:?}");
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(refused.iter().all(|t| !t.is_empty()), "{refused:?}");
+        let now = held();
+        assert_eq!(now["id-901"], json!({"ok": true}));
+        assert_eq!(now["id-903"], json!({"ok": 3}));
+        assert!(!now.contains_key("id-900") && !now.contains_key(""));
+        assert_eq!(now.len(), DOCS + 2);
+        // A table that is not there (without --create-table): an error naming it and
+        // where it was looked for.
+        let missing = format!("dynamodb://nosuch?region=us-east-1&endpoint={endpoint}");
+        let e = open_sink(&missing, &settings(), &facts)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("nosuch") && e.contains(&endpoint), "{e}");
+        // An endpoint refusing the credentials: an error naming it, without secrets.
+        let addr = refusing_dynamo();
+        let refusing =
+            format!("dynamodb://contract?region=us-east-1&endpoint=http://u:pw-SECRET@{addr}");
+        let e = open_sink(&refusing, &s, &facts)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains(&addr) && !e.contains("pw-SECRET") && !e.contains("contract-SECRET-key"),
+            "{e}"
+        );
+    });
+}
+
+/// A loopback DynamoDB-API server refusing every request's credentials; its `host:port`.
+fn refusing_dynamo() -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let _ = c.read(&mut buf);
+            let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#UnrecognizedClientException","message":"The security token included in the request is invalid."}"#;
+            let _ = write!(
+                c,
+                "HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
 }

@@ -74,12 +74,17 @@ struct Inner {
 }
 
 impl Inner {
+    /// The object key of blob `name`, exactly as written: `ObjPath::from` would
+    /// percent-encode characters such as `%`, `~` or `#` and name another object. Only a
+    /// name that is no valid key as it is (a control character, an empty or `..` segment)
+    /// goes through that encoding.
     fn key(&self, name: &str) -> ObjPath {
-        if self.base.is_empty() {
-            ObjPath::from(name)
+        let full = if self.base.is_empty() {
+            name.to_string()
         } else {
-            ObjPath::from(format!("{}/{}", self.base, name))
-        }
+            format!("{}/{}", self.base, name)
+        };
+        ObjPath::parse(&full).unwrap_or_else(|_| ObjPath::from(full))
     }
 
     fn display(&self, name: &str) -> String {
@@ -218,7 +223,7 @@ impl BlobStore for ObjectStoreBlobs {
         let prefix = if dir.is_empty() && inner.base.is_empty() {
             None
         } else if dir.is_empty() {
-            Some(ObjPath::from(inner.base.as_str()))
+            Some(ObjPath::parse(&inner.base).unwrap_or_else(|_| ObjPath::from(inner.base.as_str())))
         } else {
             Some(inner.key(dir))
         };

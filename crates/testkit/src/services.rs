@@ -262,6 +262,21 @@ fn spawn_reporting_port(
     log: &Path,
     port_in: fn(&str) -> Option<u16>,
 ) -> (Proc, u16) {
+    let (proc, port) = spawn_reading_port(cmd, what, log, port_in);
+    wait_until(what, log, || {
+        matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _)))
+    });
+    (proc, port)
+}
+
+/// As [`spawn_reporting_port`], for a server that reports its port once it listens and
+/// answers `GET /` with no 200: returns as soon as the port is reported.
+fn spawn_reading_port(
+    cmd: &mut Command,
+    what: &str,
+    log: &Path,
+    port_in: fn(&str) -> Option<u16>,
+) -> (Proc, u16) {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -293,9 +308,6 @@ fn spawn_reporting_port(
             );
         }
     };
-    wait_until(what, log, || {
-        matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _)))
-    });
     (proc, port)
 }
 
@@ -997,6 +1009,167 @@ impl S3rver {
     pub fn stop(&mut self) {
         self.proc.stop();
     }
+}
+
+/// `azurite-blob`, the Azure Blob Storage emulator (npm `azurite`), with its well-known
+/// development account (`devstoreaccount1`); blobs are kept in a temporary directory.
+pub struct Azurite {
+    proc: Proc,
+    _dir: TempDir,
+    port: u16,
+}
+
+impl Azurite {
+    /// Starts `azurite-blob` on a port it picks itself; `None` (skip) if it is not installed.
+    pub fn start(test: &str) -> Option<Azurite> {
+        let bin = require_tool(test, "azurite-blob")?;
+        let dir = temp_dir("rfs-azurite-");
+        let log = dir.path().join("log");
+        let (_, err) = log_file(&log);
+        // It prints "… successfully listens on http://127.0.0.1:PORT" once it listens.
+        let (proc, port) = spawn_reading_port(
+            Command::new(&bin)
+                .args(["--blobHost", "127.0.0.1", "--blobPort", "0", "--silent"])
+                .args(["--skipApiVersionCheck", "--loose", "--disableTelemetry"])
+                .arg("--location")
+                .arg(dir.path())
+                .stderr(err),
+            "azurite-blob",
+            &log,
+            |line| {
+                line.split("listens on http://127.0.0.1:")
+                    .nth(1)
+                    .and_then(|p| p.trim().parse::<u16>().ok())
+            },
+        );
+        Some(Azurite {
+            proc,
+            _dir: dir,
+            port,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`: what `AZURITE_BLOB_STORAGE_URL` names for Azure clients in
+    /// emulator mode (`AZURE_STORAGE_USE_EMULATOR=true`).
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Creates a container (test setup); panics if the server refuses.
+    pub fn create_container(&self, name: &str) {
+        match self.signed("PUT", &format!("/{name}"), "restype=container", &[], b"") {
+            Ok((201, _)) => {}
+            other => panic!("azurite: create container {name}: {other:?}"),
+        }
+    }
+
+    /// Stores a block blob; `name` is percent-encoded by the caller as a URL path (test
+    /// setup); panics if the server refuses.
+    pub fn put_blob(&self, container: &str, name: &str, body: &[u8]) {
+        let path = format!("/{container}/{name}");
+        match self.signed("PUT", &path, "", &[("x-ms-blob-type", "BlockBlob")], body) {
+            Ok((201, _)) => {}
+            other => panic!("azurite: put {path}: {other:?}"),
+        }
+    }
+
+    /// A request under the development account, signed with its well-known Shared Key.
+    /// `query` is one `name=value` or empty; `path` is as sent (percent-encoded).
+    fn signed(
+        &self,
+        method: &str,
+        path: &str,
+        query: &str,
+        ms_headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<(u16, Vec<u8>)> {
+        use base64::Engine as _;
+        use hmac::{KeyInit, Mac};
+        const ACCOUNT: &str = "devstoreaccount1";
+        const KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+        let date = http_date(std::time::SystemTime::now());
+        let mut headers: Vec<(String, String)> = ms_headers
+            .iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+            .collect();
+        headers.push(("x-ms-date".into(), date));
+        headers.push(("x-ms-version".into(), "2021-08-06".into()));
+        headers.sort();
+        let canonical_headers: String = headers.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
+        let full_path = format!("/{ACCOUNT}{path}");
+        let mut resource = format!("/{ACCOUNT}{full_path}");
+        if let Some((k, v)) = query.split_once('=') {
+            resource.push_str(&format!("\n{k}:{v}"));
+        }
+        let length = if body.is_empty() {
+            String::new()
+        } else {
+            body.len().to_string()
+        };
+        // verb, encoding, language, length, MD5, type, date, four conditionals, range.
+        let to_sign =
+            format!("{method}\n\n\n{length}\n\n\n\n\n\n\n\n\n{canonical_headers}{resource}");
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(KEY)
+            .expect("the emulator key is base64");
+        let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key)
+            .expect("HMAC takes any key length");
+        mac.update(to_sign.as_bytes());
+        let signature =
+            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        let auth = format!("SharedKey {ACCOUNT}:{signature}");
+        let target = if query.is_empty() {
+            full_path
+        } else {
+            format!("{full_path}?{query}")
+        };
+        let mut all: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        all.push(("Authorization", &auth));
+        raw_http(self.port, method, &target, &all, body)
+    }
+
+    /// Stops the server.
+    pub fn stop(&mut self) {
+        self.proc.stop();
+    }
+}
+
+/// `t` as an HTTP date (`Fri, 27 Nov 2026 04:20:00 GMT`).
+fn http_date(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// `dynalite`, an in-memory DynamoDB-API server (npm `dynalite`). It needs requests signed

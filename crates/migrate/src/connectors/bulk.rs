@@ -58,7 +58,7 @@ async fn open(
     let (config, index) = client_config(url, &settings.tls)?;
     let client = cluster::Client::connect(config)
         .await
-        .map_err(|e| ConnectError::new(url, e))?;
+        .map_err(|e| ConnectError::caused(url, e))?;
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
     Ok(OpenedSink {

@@ -26,7 +26,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
     let client = cluster::Client::new(config).map_err(|e| ConnectError::new(url, e))?;
     let source = ClusterSource::open(client, location, &pattern, settings.cluster.clone())
         .await
-        .map_err(|e| ConnectError::new(url, e))?;
+        .map_err(|e| ConnectError::caused(url, e))?;
     let groups = source.indices().iter().map(|(i, _)| i.clone()).collect();
     Ok(OpenedSource {
         source: BoxedSource::new(Arc::new(source)),

@@ -19,6 +19,7 @@ async fn open(
 ) -> Result<OpenedSink, ConnectError> {
     let parsed = SinkUrl::parse(url).map_err(|e| ConnectError {
         message: redact::text(&e).into_owned(),
+        cause: None,
     })?;
     let options = DynamoSinkOptions {
         create_table: settings.create_table,
@@ -39,6 +40,7 @@ async fn open(
         .await
         .map_err(|e| ConnectError {
             message: redact::text(&e.to_string()).into_owned(),
+            cause: None,
         })?;
     Ok(OpenedSink {
         sink: BoxedSink::new(sink),

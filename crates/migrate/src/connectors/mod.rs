@@ -37,12 +37,25 @@ use crate::transform::{Transform, Unroutable};
 #[error("{message}")]
 pub struct ConnectError {
     pub message: String,
+    /// The error of the part below (the database, the cluster client, the store), when
+    /// there is one; `message` already says what it says.
+    #[source]
+    pub cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl ConnectError {
     pub fn new(url: &str, why: impl std::fmt::Display) -> Self {
         ConnectError {
             message: format!("{}: {why}", redact::url(url)),
+            cause: None,
+        }
+    }
+
+    /// As [`ConnectError::new`], keeping `cause` as the error's source.
+    pub fn caused(url: &str, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ConnectError {
+            message: format!("{}: {cause}", redact::url(url)),
+            cause: Some(Box::new(cause)),
         }
     }
 }

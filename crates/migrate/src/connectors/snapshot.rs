@@ -54,7 +54,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         settings.snapshot_options.clone(),
     );
     blocking(url, move || {
-        let err = |e: ::snapshot::Error| ConnectError::new(&url2, e);
+        let err = |e: ::snapshot::Error| ConnectError::caused(&url2, e);
         let store = ::snapshot::open_store(&location, &store_opts).map_err(err)?;
         let repo = ::snapshot::Repository::open(store).map_err(err)?;
         let snap = repo

@@ -64,7 +64,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
     let key = key.ok_or_else(|| need("key"))?;
     let t = ::table::Table::open(&conn, &table, &key, settings.table.clone())
         .await
-        .map_err(|e| ConnectError::new(url, e))?;
+        .map_err(|e| ConnectError::caused(url, e))?;
     let source = TableSource::new(
         Arc::new(t),
         TableSourceOptions {
@@ -76,7 +76,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         },
     )
     .await
-    .map_err(|e| ConnectError::new(url, e))?;
+    .map_err(|e| ConnectError::caused(url, e))?;
     Ok(OpenedSource {
         key_column: Some(source.table().schema().key_column().name.clone()),
         hints: hints_of(&source.columns()),

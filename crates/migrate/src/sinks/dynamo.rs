@@ -316,6 +316,14 @@ impl DynamoSink {
         options: DynamoSinkOptions,
     ) -> Result<DynamoSink, SinkError> {
         let fatal = |m: String| SinkError::fatal(format!("{}: {m}", url.display()));
+        // Errors of the calls below name the table and endpoint they were made to.
+        let sink_error = |e: DynamoError| {
+            let e = sink_error(e);
+            SinkError {
+                message: format!("{}: {}", url.display(), e.message),
+                ..e
+            }
+        };
         let region = match &url.region {
             Some(r) => r.clone(),
             None => sigv4::region()
@@ -615,11 +623,13 @@ impl Sink for DynamoSink {
             r.acquire(batch.origins.iter().map(|o| o.source.len()).sum::<usize>() as f64)
                 .await;
         }
-        let outcome = self
-            .writer
-            .write(&batch.requests)
-            .await
-            .map_err(sink_error)?;
+        let outcome = self.writer.write(&batch.requests).await.map_err(|e| {
+            let e = sink_error(e);
+            SinkError {
+                message: format!("{}: {}", self.identity, e.message),
+                ..e
+            }
+        })?;
         let source_bytes = batch.origins.iter().map(|w| w.source.len() as u64).sum();
         let requests = batch.requests;
         let mut origins: Vec<Option<Origin>> = batch.origins.into_iter().map(Some).collect();

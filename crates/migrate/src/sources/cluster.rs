@@ -85,9 +85,9 @@ pub struct ClusterSource {
 fn source_error(e: ClusterError, what: &str) -> SourceError {
     let m = format!("{what}: {e}");
     if e.is_fatal() {
-        SourceError::fatal(m)
+        SourceError::fatal(m).caused_by(e)
     } else {
-        SourceError::item(m)
+        SourceError::item(m).caused_by(e)
     }
 }
 

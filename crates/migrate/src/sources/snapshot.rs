@@ -231,7 +231,7 @@ impl SnapshotSource {
         let ix = self
             .snapshot
             .index(name)
-            .map_err(|e| source_error(format!("index {name}: {e}"), &e))?;
+            .map_err(|e| source_error(format!("index {name}: {e}"), e))?;
         cache.insert(name.to_string(), ix.clone());
         Ok(ix)
     }
@@ -247,14 +247,14 @@ impl SnapshotSource {
         }
         let s = index
             .open_shard(shard)
-            .map_err(|e| source_error(e.to_string(), &e))?;
+            .map_err(|e| source_error(e.to_string(), e))?;
         let opts = ReadOptions {
             verify_checksums: self.opts.verify_checksums,
             verified: Some(self.verified.clone()),
             verify_all_files_first: false,
             rebuild: self.opts.rebuild,
         };
-        ShardReader::open_with(&s, &opts).map_err(|e| source_error(e.to_string(), &e))
+        ShardReader::open_with(&s, &opts).map_err(|e| source_error(e.to_string(), e))
     }
 }
 
@@ -417,7 +417,7 @@ impl Source for SnapshotSource {
         let range = first.min(end)..end;
         let mut docs = reader
             .documents(range.clone())
-            .map_err(|e| source_error(format!("{}: {e}", where_()), &e))?;
+            .map_err(|e| source_error(format!("{}: {e}", where_()), e))?;
         let group: Arc<str> = Arc::from(name.as_str());
         let mut given = 0u64;
         let whole = emit_documents(&group, &mut docs, &mut |read| {
@@ -450,11 +450,11 @@ impl Source for SnapshotSource {
 
 /// `message` as an error of this item: one no retry can heal when `e` says so (an
 /// unsupported format), else one worth retrying (I/O, a bad transfer, a checksum).
-pub(crate) fn source_error(message: String, e: &snapshot::Error) -> SourceError {
+pub(crate) fn source_error(message: String, e: snapshot::Error) -> SourceError {
     if e.is_permanent() {
-        SourceError::permanent(message)
+        SourceError::permanent(message).caused_by(e)
     } else {
-        SourceError::item(message)
+        SourceError::item(message).caused_by(e)
     }
 }
 
@@ -505,7 +505,7 @@ pub(crate) fn emit_documents(
         }
         let doc = match next {
             None => return Ok(true),
-            Some(Err(e)) => return Err(source_error(e.to_string(), &e)),
+            Some(Err(e)) => return Err(source_error(e.to_string(), e)),
             // the skips just taken
             Some(Ok(snapshot::Step::SkipsFull)) => continue,
             Some(Ok(snapshot::Step::Doc(doc))) => doc,

@@ -235,9 +235,9 @@ impl TableSource {
     fn item_error(&self, e: table::TableError) -> SourceError {
         let msg = format!("table {}: {e}", self.group);
         if e.is_transient() {
-            SourceError::item(msg)
+            SourceError::item(msg).caused_by(e)
         } else {
-            SourceError::fatal(msg)
+            SourceError::fatal(msg).caused_by(e)
         }
     }
 }
@@ -373,8 +373,24 @@ impl Source for TableSource {
             until: key_of(&item.until, "end")?,
         };
         let mut cursor = key_of(after, "cursor")?.or_else(|| slot.after.clone());
-        if cursor.as_deref() == Some(NULL_KEYS_DONE) {
-            return Ok(());
+        // A cursor among the NULL-key skips: the rows are done, the skips after it are not.
+        let nulls_done = match cursor
+            .as_deref()
+            .and_then(|c| c.strip_prefix(NULL_KEYS_DONE))
+        {
+            None => None,
+            // The form written before the skips were numbered: all of them were handed over.
+            Some("") => return Ok(()),
+            Some(n) => Some(n.trim_start().parse::<u64>().map_err(|_| {
+                SourceError::fatal(format!(
+                    "table {}: cursor {:?} is neither a key nor a NULL-key skip",
+                    self.group,
+                    cursor.as_deref().unwrap_or_default()
+                ))
+            })?),
+        };
+        if let Some(done) = nulls_done {
+            return self.emit_null_keys(done, emit);
         }
         // Pages and the slot's count in one snapshot (a new one after a retried error).
         let mut pages = self.table.read_slot(&slot, &self.bounds, cursor.as_deref());
@@ -456,14 +472,26 @@ impl Source for TableSource {
         if slot.until.is_some() || !self.nulls_in_range() {
             return Ok(());
         }
+        self.emit_null_keys(0, emit)
+    }
+}
+
+impl TableSource {
+    /// The skips of the rows whose key is NULL, after the first `done` of them, each at a
+    /// position of its own so that a read stopped among them resumes with the next.
+    fn emit_null_keys(
+        &self,
+        done: u64,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<(), SourceError> {
         let nulls = self
             .runtime
             .block_on(self.table.null_keys())
             .map_err(|e| self.item_error(e))?;
         let key = &self.table.schema().key_column().name;
-        for n in 1..=nulls {
+        for n in done.saturating_add(1)..=nulls {
             let skip = Skip {
-                position: Position::Key(NULL_KEYS_DONE.to_string()),
+                position: Position::Key(null_key_position(n)),
                 index: self.group.clone(),
                 id: None,
                 doc_type: None,
@@ -482,8 +510,15 @@ impl Source for TableSource {
     }
 }
 
-/// The cursor after the NULL-key rows of the last slot, so that reading resumes with
-/// nothing left (and no NULL key is counted twice). No key of another type reads as this
-/// text, and a text key would have to start with the noncharacter U+FFFF; it holds no NUL,
-/// so every store keeps it.
+/// The start of the positions of the NULL-key skips of the last slot (after every key, so
+/// that reading resumes with no row left and no NULL key counted twice): the `n`-th skip
+/// is at [`null_key_position`]`(n)`; this text alone (written by earlier versions) means
+/// all were handed over. No key of another type reads as this text, and a text key would
+/// have to start with the noncharacter U+FFFF; it holds no NUL, so every store keeps it.
 pub const NULL_KEYS_DONE: &str = "\u{ffff} NULL keys skipped";
+
+/// The position of the `n`-th NULL-key skip (from 1): zero-padded, so that the positions
+/// increase as text too.
+pub fn null_key_position(n: u64) -> String {
+    format!("{NULL_KEYS_DONE} {n:020}")
+}
