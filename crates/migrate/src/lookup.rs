@@ -30,13 +30,13 @@ pub enum LookupError {
     Cluster {
         target: String,
         #[source]
-        source: cluster::ClusterError,
+        source: Box<cluster::ClusterError>,
     },
     #[error("{target}: {source}")]
     Dynamo {
         target: String,
         #[source]
-        source: ::dynamo::DynamoError,
+        source: Box<::dynamo::DynamoError>,
     },
     #[error("{path}: {source}")]
     Io {

@@ -57,7 +57,7 @@ impl DynamoLookup {
     fn error(&self, e: ::dynamo::DynamoError) -> LookupError {
         LookupError::Dynamo {
             target: self.describe(),
-            source: e,
+            source: Box::new(e),
         }
     }
 

@@ -40,7 +40,7 @@ impl MgetLookup {
     fn error(&self, e: ClusterError) -> LookupError {
         LookupError::Cluster {
             target: redact::url(self.client.base_url()),
-            source: e,
+            source: Box::new(e),
         }
     }
 

@@ -23,7 +23,7 @@ use super::engine::open_snapshot;
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
-#[command(mut_arg("target", |a| a.required(false).default_value("")))]
+#[command(mut_arg("target", |a| a.required(false).default_value("").hide_default_value(true)))]
 pub struct Args {
     #[command(flatten)]
     pub source: SourceArgs,
