@@ -15,8 +15,8 @@
 //!   [`jmespath_program`] and [`transformer_config`]: the reference tool's JavaScript and
 //!   JMESPath transforms and their config.
 //! - [`metadata`]: templates and indices, with the mapping conversions between versions;
-//!   [`vectors`]: the vector values the transform rewrites; [`verify`]: the target against
-//!   the snapshot; [`row_verify`]: the target against a table.
+//!   [`vectors`]: the vector values the transform rewrites; [`verify`]: the one verifier,
+//!   any source against any sink's target through the [`lookup`] port.
 
 pub mod budget;
 pub mod connectors;
@@ -28,6 +28,7 @@ pub mod fleet_limit;
 pub mod javascript;
 pub mod jmespath_program;
 pub mod job;
+pub mod lookup;
 pub mod low_water;
 pub mod metadata;
 pub mod metrics;
@@ -36,7 +37,6 @@ pub mod phases;
 pub mod pipeline;
 pub mod program;
 pub mod reshape;
-pub mod row_verify;
 pub mod sink;
 pub mod sinks;
 pub mod source;

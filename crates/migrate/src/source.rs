@@ -128,6 +128,14 @@ pub trait Source: Send + Sync + 'static {
     /// source), counted one by one as the reader walks them. `verify` needs the count to
     /// account for every live document the snapshot holds. A source without such
     /// documents keeps this default.
+    /// Whether the plan's per-group counts are the source's own live counts, exact (a
+    /// snapshot: live-docs bitsets and segment infos), so `verify` can hold what it reads
+    /// against them; `false` (the default) where they are estimates (a table's) or
+    /// unknown.
+    fn exact_totals(&self) -> bool {
+        false
+    }
+
     fn read_counting_nested(
         &self,
         item: &WorkItem,

@@ -1,30 +1,27 @@
-//! Verification of a finished migration: per target index, the documents the source holds
-//! (read with the same source and transform as the migration) against the target's
-//! `_count` after a refresh, and sampled documents (or all of them) fetched by id and
-//! compared JSON-equal. Every live document must be accounted for: delivered (on the
+//! Verification of a finished migration, the one verifier whatever the source and the
+//! sink: per target index, the documents the source holds (read with the same source and
+//! transform as the migration) against the target's count, and sampled documents (or all
+//! of them) looked up by id through the [`crate::lookup`] port and compared. Every live document must be accounted for: delivered (on the
 //! target), refused (in a failure log given to verify) or skipped (the source or the
 //! transform could not deliver it; listed with the reason).
 //!
 //! A target index whose mapping disables `_source` returns no document to compare: for it
 //! the count is compared, each sampled id must be found, and where the mapping has fields
 //! whose doc values the target returns exactly (keyword, whole numbers, boolean, date,
-//! float, double, ip: see [`doc_values`]) those values are compared with the rebuilt
-//! document's; the report names such indices, never calling content the target does not
-//! keep a mismatch.
-
-mod dates;
-mod doc_values;
+//! float, double, ip: see [`crate::lookup::doc_values`]) those values are compared with the
+//! rebuilt document's; the report names such indices, never calling content the target
+//! does not keep a mismatch.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use cluster::{encode_segment, Client, Method};
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::document::Read;
+pub use crate::lookup::mget::keeps_source;
+use crate::lookup::{first_difference, Held, Keeps, Lookup, LookupError, Wanted};
 use crate::source::Source;
 use crate::transform::{Shaped, Transform};
 
@@ -35,6 +32,10 @@ pub enum Sample {
     PerIndex(usize),
     /// Every document.
     All,
+    /// Every document looked up by id (found or missing), and about `per_item` of each
+    /// work item (a table's slot) compared, drawn with `seed` (the same seed, the same
+    /// documents).
+    EveryKey { per_item: u64, seed: u64 },
 }
 
 /// What verify could compare on one target index.
@@ -85,6 +86,13 @@ pub struct IndexVerdict {
     /// does (at most 100 listed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub different_doc_values: Vec<DocValueDifference>,
+    /// The target cannot tell how many documents the index holds (its count is not
+    /// compared).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub uncounted: bool,
+    /// The listed different ids with what differs (`ID: field F: source …, target …`).
+    #[serde(skip)]
+    pub differences: Vec<String>,
 }
 
 /// A document whose doc values on the target differ from the rebuilt document's.
@@ -97,7 +105,7 @@ pub struct DocValueDifference {
 
 impl IndexVerdict {
     pub fn ok(&self) -> bool {
-        self.target_count == Some(self.expected - self.refused)
+        (self.uncounted || self.target_count == Some(self.expected - self.refused))
             && self.missing_count == 0
             && self.different_count == 0
     }
@@ -184,6 +192,30 @@ pub struct VerifyReport {
     /// Per source index: the snapshot's live count against what was read and the nested
     /// children, and what the target must hold.
     pub sources: Vec<SourceVerdict>,
+    /// Per work item of the source (a shard, a table's slot, …), in plan order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<ItemVerdict>,
+}
+
+/// What verify found for one work item of the source.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ItemVerdict {
+    pub group: String,
+    pub part: u32,
+    /// Where the item starts and ends (a table slot's keys), as text.
+    pub after: Option<String>,
+    pub until: Option<String>,
+    /// Live documents (rows) read, skipped ones included.
+    pub read: u64,
+    /// Documents the target must hold for it (what the transform yields).
+    pub expected: u64,
+    pub filtered: u64,
+    pub skipped: u64,
+    /// Of the documents looked up: found, missing; compared and different.
+    pub found: u64,
+    pub missing: u64,
+    pub compared: u64,
+    pub different: u64,
 }
 
 impl VerifyReport {
@@ -398,23 +430,27 @@ pub enum VerifyError {
     Source(#[from] crate::error::SourceError),
     #[error("target: {0}")]
     Target(#[from] cluster::ClusterError),
+    #[error("target: {0}")]
+    Lookup(#[from] LookupError),
     #[error("{0}")]
     Other(String),
 }
 
-/// One document read from the snapshot, as the target should hold it.
+/// One document read from the source, as the target should hold it.
 #[derive(Debug, Clone)]
 struct Expected {
     target: Arc<str>,
-    id: String,
-    routing: Option<String>,
-    source: bytes::Bytes,
+    /// The work item it was read from (its place in the plan).
+    item: usize,
+    /// Compared (else only looked up).
+    compare: bool,
+    doc: Wanted,
 }
 
 enum Msg {
     Doc(Expected),
-    /// At the end: documents per target index, and the skipped ones.
-    Counts(BTreeMap<Arc<str>, u64>, Skipped),
+    /// At the end: documents per target index, the skipped ones, and per item.
+    Counts(BTreeMap<Arc<str>, u64>, Skipped, Vec<ItemVerdict>),
 }
 
 #[derive(Default)]
@@ -448,18 +484,40 @@ struct SourceTally {
 const MGET_CHUNK: usize = 500;
 const LISTED: usize = 100;
 
-/// Compares the target with the snapshot.
-/// Compares the target with what `source` through `transform` delivers. `refused` holds
-/// the (target index, id) pairs failure logs say the target refused.
+/// How verify reads and compares.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub sample: Sample,
+    /// The (target index, id) pairs failure logs say the target refused.
+    pub refused: HashSet<(String, String)>,
+    /// Ids listed per target index and kind of mismatch (the rest are counted).
+    pub max_listed: usize,
+}
+
+impl Options {
+    pub fn new(sample: Sample) -> Self {
+        Options {
+            sample,
+            refused: HashSet::new(),
+            max_listed: LISTED,
+        }
+    }
+}
+
+/// Compares the target with what `source` through `transform` delivers, looking every
+/// document (or a sample) up through `lookup`: the one verifier, whatever the source
+/// (snapshot, table, JSON lines, live cluster) and whatever the sink (`_mget`, files,
+/// DynamoDB).
 pub async fn verify<S: Source>(
     source: Arc<S>,
     transform: Arc<dyn Transform>,
-    client: &Client,
-    sample: Sample,
-    refused: HashSet<(String, String)>,
+    lookup: &dyn Lookup,
+    options: Options,
 ) -> Result<VerifyReport, VerifyError> {
     let (tx, mut rx) = mpsc::channel::<Result<Msg, VerifyError>>(4 * MGET_CHUNK);
-    let refused = Arc::new(refused);
+    let refused = Arc::new(options.refused);
+    let sample = options.sample;
+    let listed = options.max_listed.max(1);
     let reader = {
         let refused = refused.clone();
         tokio::task::spawn_blocking(move || {
@@ -471,35 +529,44 @@ pub async fn verify<S: Source>(
     let mut verdicts: BTreeMap<Arc<str>, IndexVerdict> = BTreeMap::new();
     let mut pending: BTreeMap<Arc<str>, Vec<Expected>> = BTreeMap::new();
     // per target index seen: None when it does not exist, else what can be compared on it
-    let mut refreshed: BTreeMap<Arc<str>, Option<OnTarget>> = BTreeMap::new();
+    let mut prepared: BTreeMap<Arc<str>, Option<Keeps>> = BTreeMap::new();
+    let mut found: Vec<ItemVerdict> = Vec::new();
     let mut counts = None;
     while let Some(msg) = rx.recv().await {
         match msg? {
             Msg::Doc(d) => {
                 let target = d.target.clone();
-                if !refreshed.contains_key(&target) {
-                    let state = refresh(client, &target).await?;
-                    refreshed.insert(target.clone(), state);
+                if !prepared.contains_key(&target) {
+                    let state = lookup.prepare(&target).await?;
+                    prepared.insert(target.clone(), state);
                 }
                 let list = pending.entry(target.clone()).or_default();
                 list.push(d);
                 if list.len() >= MGET_CHUNK {
                     let batch = std::mem::take(list);
                     let v = verdicts.entry(target.clone()).or_default();
-                    compare(client, &target, batch, refreshed[&target].as_ref(), v).await?;
+                    let keeps = prepared[&target].as_ref();
+                    check(lookup, &target, batch, keeps, v, &mut found, listed).await?;
                 }
             }
-            Msg::Counts(c, s) => counts = Some((c, s)),
+            Msg::Counts(c, s, items) => counts = Some((c, s, items)),
         }
     }
     reader
         .await
-        .map_err(|e| VerifyError::Other(format!("snapshot reader: {e}")))?;
-    let (counts, skipped) =
+        .map_err(|e| VerifyError::Other(format!("source reader: {e}")))?;
+    let (counts, skipped, mut items) =
         counts.ok_or_else(|| VerifyError::Other("the source reader stopped early".into()))?;
     for (target, batch) in pending {
         let v = verdicts.entry(target.clone()).or_default();
-        compare(client, &target, batch, refreshed[&target].as_ref(), v).await?;
+        let keeps = prepared[&target].as_ref();
+        check(lookup, &target, batch, keeps, v, &mut found, listed).await?;
+    }
+    for (item, f) in items.iter_mut().zip(found) {
+        item.found = f.found;
+        item.missing = f.missing;
+        item.compared = f.compared;
+        item.different = f.different;
     }
     let mut report = VerifyReport {
         live: skipped.live,
@@ -508,6 +575,7 @@ pub async fn verify<S: Source>(
         filtered: skipped.filtered,
         snapshot_live: skipped.planned,
         skipped_per_index: skipped.per_index,
+        items,
         ..VerifyReport::default()
     };
     let mut refused_per_index: BTreeMap<&str, u64> = BTreeMap::new();
@@ -519,16 +587,22 @@ pub async fn verify<S: Source>(
         v.index = target.to_string();
         v.expected = expected;
         v.refused = refused_per_index.get(&*target).copied().unwrap_or(0);
-        let state = match refreshed.get(&target) {
+        let state = match prepared.get(&target) {
             Some(s) => s.clone(),
-            None => refresh(client, &target).await?,
+            None => lookup.prepare(&target).await?,
         };
         v.target_count = match state {
-            Some(on) => {
-                v.compared_by = on.compared;
-                v.doc_value_fields = on.doc_values.iter().map(|f| f.path.clone()).collect();
-                v.doc_values_left_out = on.left_out.to_vec();
-                Some(client.count(&target).await?)
+            Some(keeps) => {
+                v.compared_by = keeps.compared;
+                v.doc_value_fields = keeps.doc_value_fields;
+                v.doc_values_left_out = keeps.doc_values_left_out;
+                match lookup.count(&target).await? {
+                    Some(n) => Some(n),
+                    None => {
+                        v.uncounted = true;
+                        None
+                    }
+                }
             }
             None => None,
         };
@@ -584,185 +658,84 @@ fn source_verdicts(
         .collect()
 }
 
-/// What can be compared on one target index.
-#[derive(Debug, Clone)]
-struct OnTarget {
-    compared: Compared,
-    /// The fields compared through doc values (an index without `_source`).
-    doc_values: Arc<Vec<doc_values::Field>>,
-    /// Fields left out of that comparison, with why.
-    left_out: Arc<Vec<String>>,
-}
-
-/// Refreshes `index` and learns from its mapping what can be compared on it; `None` when
-/// it does not exist.
-async fn refresh(client: &Client, index: &str) -> Result<Option<OnTarget>, VerifyError> {
-    if !client.index_exists(index).await? {
-        return Ok(None);
-    }
-    client.refresh(index).await?;
-    let path = format!("/{}/_mapping", encode_segment(index));
-    let body: Value = client
-        .request(Method::GET, &path, None)
-        .await?
-        .error_for_status()?
-        .json()?;
-    if keeps_source(&body) {
-        return Ok(Some(OnTarget {
-            compared: Compared::Documents,
-            doc_values: Arc::default(),
-            left_out: Arc::default(),
-        }));
-    }
-    let fields = doc_values::fields(&body);
-    let left_out = doc_values::left_out(&body);
-    Ok(Some(OnTarget {
-        compared: if fields.is_empty() {
-            Compared::CountAndIds
-        } else {
-            Compared::CountIdsAndDocValues
-        },
-        doc_values: Arc::new(fields),
-        left_out: Arc::new(left_out),
-    }))
-}
-
-/// Whether every index of a `GET INDEX/_mapping` answer (an alias or a data stream may
-/// answer for several; Elasticsearch 6 nests each mapping under its type) keeps `_source`.
-pub fn keeps_source(mapping_answer: &Value) -> bool {
-    let disabled = |root: &Value| {
-        root.pointer("/_source/enabled")
-            .is_some_and(|e| e == &Value::Bool(false) || e == "false")
-    };
-    let Some(indices) = mapping_answer.as_object() else {
-        return true;
-    };
-    !indices.values().any(|i| {
-        let Some(m) = i.get("mappings") else {
-            return false;
-        };
-        disabled(m)
-            || m.as_object().is_some_and(|types| {
-                types
-                    .iter()
-                    .any(|(k, t)| !k.starts_with('_') && k != "properties" && disabled(t))
-            })
-    })
-}
-
-/// Fetches `batch` by id (with routing) and compares each `_source` JSON-equal; on an index
-/// without `_source`, checks that each is found and compares its doc values.
-async fn compare(
-    client: &Client,
+/// Looks `batch` up on `index` (`keeps` `None`: the index does not exist, every document
+/// is missing) and counts what was found, missing and different, per index and per item.
+async fn check(
+    lookup: &dyn Lookup,
     index: &str,
     batch: Vec<Expected>,
-    on: Option<&OnTarget>,
+    keeps: Option<&Keeps>,
     v: &mut IndexVerdict,
+    items: &mut Vec<ItemVerdict>,
+    listed: usize,
 ) -> Result<(), VerifyError> {
     if batch.is_empty() {
         return Ok(());
     }
-    let compared = on.map_or(Compared::Documents, |o| o.compared);
-    let docs: Vec<Value> = batch
-        .iter()
-        .map(|d| match &d.routing {
-            Some(r) => json!({ "_id": d.id, "routing": r }),
-            None => json!({ "_id": d.id }),
-        })
-        .collect();
-    let path = format!("/{}/_mget", encode_segment(index));
-    let by_id = compared != Compared::Documents;
-    let mut found_ids: Vec<&Expected> = Vec::new();
-    let resp = client
-        .request(Method::POST, &path, Some(&json!({ "docs": docs })))
-        .await?;
-    let resp = resp.error_for_status()?;
-    let body: Value = resp.json()?;
-    let got = body
-        .get("docs")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if got.len() != batch.len() {
+    let (meta, docs): (Vec<(usize, bool)>, Vec<Wanted>) = batch
+        .into_iter()
+        .map(|e| ((e.item, e.compare), e.doc))
+        .unzip();
+    let held = match keeps {
+        None => vec![Held::Absent; docs.len()],
+        Some(k) => {
+            let content = k.compared == Compared::Documents && meta.iter().any(|m| m.1);
+            lookup.fetch(index, &docs, content).await?
+        }
+    };
+    if held.len() != docs.len() {
         return Err(VerifyError::Other(format!(
-            "{path}: asked for {} documents, got {}",
-            batch.len(),
-            got.len()
+            "{}: asked for {} documents of {index}, got {} answers",
+            lookup.describe(),
+            docs.len(),
+            held.len()
         )));
     }
-    for (want, have) in batch.iter().zip(got) {
-        v.compared += 1;
-        let found = have.get("found").and_then(Value::as_bool).unwrap_or(false);
-        if !found {
-            v.missing_count += 1;
-            if v.missing.len() < LISTED {
-                v.missing.push(want.id.clone());
-            }
-            continue;
+    for (((item, compare), doc), held) in meta.into_iter().zip(&docs).zip(held) {
+        if items.len() <= item {
+            items.resize_with(item + 1, ItemVerdict::default);
         }
-        if by_id {
-            found_ids.push(want);
-            continue;
+        let it = &mut items[item];
+        if compare {
+            v.compared += 1;
+            it.compared += 1;
         }
-        let expected: Result<Value, _> = serde_json::from_slice(&want.source);
-        let same = match (expected, have.get("_source")) {
-            (Ok(e), Some(h)) => &e == h,
-            _ => false,
+        let doc_values_field = match &held {
+            Held::DocValuesDiffer(field) => Some(field.clone()),
+            _ => None,
         };
-        if !same {
-            v.different_count += 1;
-            if v.different.len() < LISTED {
-                v.different.push(want.id.clone());
+        let difference = match held {
+            Held::Absent => {
+                v.missing_count += 1;
+                it.missing += 1;
+                if v.missing.len() < listed {
+                    v.missing.push(doc.id.clone());
+                }
+                continue;
             }
-        }
-    }
-    match on {
-        Some(on) if !on.doc_values.is_empty() && !found_ids.is_empty() => {
-            compare_doc_values(client, index, &found_ids, &on.doc_values, v).await
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Asks the doc values of `fields` for `found` (documents the target holds) and compares
-/// them with what each rebuilt document holds.
-async fn compare_doc_values(
-    client: &Client,
-    index: &str,
-    found: &[&Expected],
-    fields: &[doc_values::Field],
-    v: &mut IndexVerdict,
-) -> Result<(), VerifyError> {
-    let ids: Vec<&str> = found.iter().map(|d| d.id.as_str()).collect();
-    let body = client
-        .search(index, &doc_values::request(&ids, fields))
-        .await?;
-    let mut by_id: BTreeMap<&str, &Value> = BTreeMap::new();
-    for h in body
-        .pointer("/hits/hits")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(id) = h.get("_id").and_then(Value::as_str) {
-            by_id.insert(id, h.get("fields").unwrap_or(&Value::Null));
-        }
-    }
-    for want in found {
-        let source: Value = match serde_json::from_slice(&want.source) {
-            Ok(s) => s,
-            Err(_) => Value::Null,
+            Held::Present => None,
+            Held::Holds(have) if compare => match lookup.expected(index, doc) {
+                Ok(want) if want == have => None,
+                Ok(want) => Some(first_difference(&want, &have)),
+                Err(e) => Some(e),
+            },
+            Held::Holds(_) => None,
+            Held::Differs(d) => compare.then_some(d),
+            Held::DocValuesDiffer(field) => compare.then(|| format!("doc values of {field}")),
         };
-        let got = by_id.get(want.id.as_str()).copied();
-        if let Some(field) = doc_values::first_difference(fields, &source, got) {
-            tracing::info!(index, id = %want.id, field, "doc values differ from the rebuilt document");
+        it.found += 1;
+        if let Some(d) = difference {
             v.different_count += 1;
-            if v.different.len() < LISTED {
-                v.different.push(want.id.clone());
-                v.different_doc_values.push(DocValueDifference {
-                    id: want.id.clone(),
-                    field: field.to_string(),
-                });
+            it.different += 1;
+            if v.different.len() < listed {
+                v.different.push(doc.id.clone());
+                v.differences.push(format!("{}: {d}", doc.id));
+                if let Some(field) = doc_values_field {
+                    v.different_doc_values.push(DocValueDifference {
+                        id: doc.id.clone(),
+                        field,
+                    });
+                }
             }
         }
     }
@@ -781,25 +754,60 @@ fn read_expected<S: Source>(
     let mut counts: BTreeMap<Arc<str>, u64> = BTreeMap::new();
     let mut reservoirs: BTreeMap<Arc<str>, Vec<Expected>> = BTreeMap::new();
     let mut skipped = Skipped::default();
-    let mut rng = rand::thread_rng();
+    let mut rng = match sample {
+        Sample::EveryKey { seed, .. } => rand::rngs::StdRng::seed_from_u64(seed),
+        _ => rand::rngs::StdRng::from_entropy(),
+    };
     let plan = source.plan()?;
     skipped.planned = plan.totals.docs;
-    let mut tallies: BTreeMap<String, SourceTally> = plan
-        .totals
-        .groups
+    // Per source index, when the plan's counts are the source's own live counts (a
+    // snapshot; a table's are estimates): what reading it finds, to account for each.
+    let exact = source.exact_totals();
+    let mut tallies: BTreeMap<String, SourceTally> = if exact {
+        plan.totals
+            .groups
+            .iter()
+            .map(|(name, g)| {
+                let t = SourceTally {
+                    planned: g.docs,
+                    ..SourceTally::default()
+                };
+                (name.clone(), t)
+            })
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    let mut items: Vec<ItemVerdict> = plan
+        .items
         .iter()
-        .map(|(name, g)| {
-            let t = SourceTally {
-                planned: g.docs,
-                ..SourceTally::default()
-            };
-            (name.clone(), t)
+        .map(|i| ItemVerdict {
+            group: i.group.clone(),
+            part: i.part,
+            after: i.after.as_ref().map(position_text),
+            until: i.until.as_ref().map(position_text),
+            ..ItemVerdict::default()
         })
         .collect();
+    // Every key looked up: each document compared with a probability that gives about
+    // `per_item` per item of the average size (and at most `per_item`).
+    let p = match sample {
+        Sample::EveryKey { per_item, .. } => {
+            let avg = (plan.totals.docs / (plan.items.len() as u64).max(1)).max(1);
+            (per_item as f64 / avg as f64).min(1.0)
+        }
+        _ => 1.0,
+    };
     let mut hung_up = false;
     let mut outputs = Vec::new();
-    for item in &plan.items {
-        let tally = tallies.entry(item.group.clone()).or_default();
+    let mut unplanned = SourceTally::default();
+    for (at, item) in plan.items.iter().enumerate() {
+        let tally = &mut items[at];
+        let per_source = if exact {
+            tallies.entry(item.group.clone()).or_default()
+        } else {
+            &mut unplanned
+        };
         let mut nested = 0u64;
         let read = source.read_counting_nested(
             item,
@@ -807,9 +815,11 @@ fn read_expected<S: Source>(
             &mut |read| {
                 skipped.live += 1;
                 tally.read += 1;
+                per_source.read += 1;
                 match read {
                     Read::Skip(s) => {
                         tally.skipped += 1;
+                        per_source.skipped += 1;
                         skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
                         return true;
                     }
@@ -817,15 +827,27 @@ fn read_expected<S: Source>(
                         Ok(Shaped::Docs) => {}
                         Ok(Shaped::Filtered(reason)) => {
                             tally.filtered += 1;
+                            per_source.filtered += 1;
                             *skipped.filtered.entry(reason).or_default() += 1;
                             return true;
                         }
                         Err(s) => {
                             tally.skipped += 1;
+                            per_source.skipped += 1;
                             skipped.skip(s.index.to_string(), s.id, s.reason, s.detail);
                             return true;
                         }
                     },
+                };
+                // Every key: one draw per document read (each of its outputs compared alike).
+                let compare = match sample {
+                    Sample::EveryKey { per_item, .. } => {
+                        tally.compared < per_item && rng.gen_bool(p) && {
+                            tally.compared += 1;
+                            true
+                        }
+                    }
+                    _ => true,
                 };
                 for doc in outputs.drain(..) {
                     let target = match counts.get_key_value(&*doc.index) {
@@ -834,22 +856,27 @@ fn read_expected<S: Source>(
                     };
                     let n = counts.entry(target.clone()).or_insert(0);
                     *n += 1;
-                    tally.outputs += 1;
-                    if !tally.targets.contains(&target) {
-                        tally.targets.insert(target.clone());
+                    tally.expected += 1;
+                    per_source.outputs += 1;
+                    if !per_source.targets.contains(&target) {
+                        per_source.targets.insert(target.clone());
                     }
                     if refused.contains(&(target.to_string(), doc.id.clone())) {
-                        tally.refused += 1;
+                        per_source.refused += 1;
                         continue;
                     }
                     let e = Expected {
                         target: target.clone(),
-                        id: doc.id,
-                        routing: doc.routing,
-                        source: doc.source,
+                        item: at,
+                        compare,
+                        doc: Wanted {
+                            id: doc.id,
+                            routing: doc.routing,
+                            source: doc.source,
+                        },
                     };
                     match sample {
-                        Sample::All => {
+                        Sample::All | Sample::EveryKey { .. } => {
                             if tx.blocking_send(Ok(Msg::Doc(e))).is_err() {
                                 hung_up = true;
                                 return false;
@@ -872,7 +899,7 @@ fn read_expected<S: Source>(
             },
             &mut nested,
         );
-        tally.nested += nested;
+        per_source.nested += nested;
         read?;
         if hung_up {
             return Ok(());
@@ -886,8 +913,19 @@ fn read_expected<S: Source>(
             }
         }
     }
-    let _ = tx.blocking_send(Ok(Msg::Counts(counts, skipped)));
+    // What was found is counted by the engine.
+    for i in &mut items {
+        i.compared = 0;
+    }
+    let _ = tx.blocking_send(Ok(Msg::Counts(counts, skipped, items)));
     Ok(())
+}
+
+fn position_text(p: &coordination::Position) -> String {
+    match p {
+        coordination::Position::Key(k) => k.clone(),
+        coordination::Position::Doc(d) => d.to_string(),
+    }
 }
 
 impl Skipped {

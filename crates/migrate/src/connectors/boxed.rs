@@ -44,6 +44,10 @@ impl Source for BoxedSource {
         self.0.read(item, after, emit)
     }
 
+    fn exact_totals(&self) -> bool {
+        self.0.exact_totals()
+    }
+
     fn read_counting_nested(
         &self,
         item: &WorkItem,

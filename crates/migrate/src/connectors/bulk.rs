@@ -1,14 +1,35 @@
 //! Sink: a cluster through `_bulk`, `http(s)://[user:pw@]host:port[/INDEX]` (every
 //! document into INDEX when the path names one; else each keeps its index).
 
-use super::{BoxedSink, ConnectError, OpenedSink, OpenedSource, Settings, SinkConnector};
+use super::{
+    BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
+    SourceShape,
+};
+use crate::lookup::mget::MgetLookup;
 use crate::sinks::bulk::BulkSink;
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "bulk",
     schemes: &["http", "https"],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
+    lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
 };
+
+/// `_mget` on the cluster (into the URL's index when it names one).
+async fn lookup(
+    url: &str,
+    settings: &Settings,
+    _shape: &SourceShape,
+) -> Result<OpenedLookup, ConnectError> {
+    let (config, index) = client_config(url, &settings.tls)?;
+    let client = cluster::Client::connect(config)
+        .await
+        .map_err(|e| ConnectError::new(url, e))?;
+    Ok(OpenedLookup {
+        lookup: Box::new(MgetLookup::new(client)),
+        index,
+    })
+}
 
 /// The client's configuration (credentials from the URL's userinfo) and the index the
 /// URL's path names.

@@ -3,20 +3,61 @@
 //! lines) become items of their `_source` fields plus `_id` (the partition key unless
 //! `partition-key` names another attribute) and `_index`.
 
-use super::{BoxedSink, ConnectError, OpenedSink, OpenedSource, Settings, SinkConnector};
+use super::{
+    BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
+    SourceShape,
+};
+use crate::lookup::dynamo::DynamoLookup;
 use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "dynamodb",
     schemes: &["dynamodb"],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
+    lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
 };
+
+/// `BatchGetItem` on the table, documents converted as the sink converts them; the table
+/// must exist with the key the source's shape asks for (never created).
+async fn lookup(
+    url: &str,
+    settings: &Settings,
+    shape: &SourceShape,
+) -> Result<OpenedLookup, ConnectError> {
+    let settings = Settings {
+        create_table: false,
+        ..settings.clone()
+    };
+    let sink = connect(url, &settings, shape).await?;
+    Ok(OpenedLookup {
+        lookup: Box::new(DynamoLookup::new(
+            sink.client().clone(),
+            sink.table(),
+            sink.key().clone(),
+            sink.hints().clone(),
+            shape.key_column.is_none(),
+        )),
+        index: None,
+    })
+}
 
 async fn open(
     url: &str,
     settings: &Settings,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
+    let sink = connect(url, settings, &source.shape()).await?;
+    Ok(OpenedSink {
+        sink: BoxedSink::new(sink),
+        index: None,
+    })
+}
+
+async fn connect(
+    url: &str,
+    settings: &Settings,
+    source: &SourceShape,
+) -> Result<DynamoSink, ConnectError> {
     let parsed = SinkUrl::parse(url).map_err(|e| ConnectError {
         message: redact::text(&e).into_owned(),
         cause: None,
@@ -36,14 +77,10 @@ async fn open(
         throttle_budget: settings.dynamo_throttle_budget,
         ..DynamoSinkOptions::default()
     };
-    let sink = DynamoSink::connect(&parsed, options)
+    DynamoSink::connect(&parsed, options)
         .await
         .map_err(|e| ConnectError {
             message: redact::text(&e.to_string()).into_owned(),
             cause: None,
-        })?;
-    Ok(OpenedSink {
-        sink: BoxedSink::new(sink),
-        index: None,
-    })
+        })
 }

@@ -4,23 +4,46 @@
 use std::path::PathBuf;
 
 use super::{
-    split_query, BoxedSink, ConnectError, OpenedSink, OpenedSource, Settings, SinkConnector,
+    blocking, split_query, BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource,
+    Settings, SinkConnector,
 };
+use crate::lookup::files::FileLookup;
 use crate::sinks::files::{FileFormat, FileSink, Output};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "files",
     schemes: &["file", ""],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
+    lookup: |url, _settings, _shape| Box::pin(lookup(url)),
 };
+
+/// The directory's files (both formats) read once.
+async fn lookup(url: &str) -> Result<OpenedLookup, ConnectError> {
+    let (dir, _) = location(url)?;
+    let u = url.to_string();
+    let files = blocking(url, move || {
+        FileLookup::load(&dir).map_err(|e| ConnectError::new(&u, e))
+    })
+    .await?;
+    Ok(OpenedLookup {
+        lookup: Box::new(files),
+        index: None,
+    })
+}
 
 async fn open(
     url: &str,
     settings: &Settings,
     _source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
+    let (dir, format) = location(url)?;
+    files(url, dir, format, settings)
+}
+
+/// The directory and the format a file sink URL names.
+fn location(url: &str) -> Result<(PathBuf, FileFormat), ConnectError> {
     if super::scheme(url).is_empty() {
-        return files(url, PathBuf::from(url), FileFormat::Jsonl, settings);
+        return Ok((PathBuf::from(url), FileFormat::Jsonl));
     }
     let (base, params) = split_query(url);
     let mut format = FileFormat::Jsonl;
@@ -40,7 +63,7 @@ async fn open(
         .ok()
         .and_then(|u| u.to_file_path().ok())
         .ok_or_else(|| ConnectError::new(url, "not a local file:///DIR URL"))?;
-    files(url, dir, format, settings)
+    Ok((dir, format))
 }
 
 fn files(

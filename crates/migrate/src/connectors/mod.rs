@@ -1,6 +1,7 @@
 //! The connector registry: sources and sinks named by URL. Each connector is one module
 //! with a `SOURCE` or `SINK` entry, registered by one line in [`SOURCES`] or [`SINKS`]; a
-//! command opens whatever the URLs name and runs one `Job<BoxedSource, BoxedSink>`.
+//! command opens whatever the URLs name and runs one `Job<BoxedSource, BoxedSink>`. Every
+//! sink also opens a [`Lookup`] on what it wrote ([`open_lookup`]), for `rfs verify`.
 //!
 //! | scheme | reads | writes |
 //! |---|---|---|
@@ -27,6 +28,7 @@ use std::sync::Arc;
 pub use boxed::{BoxedBatch, BoxedSink, BoxedSource, BoxedWriter};
 
 use crate::document::Document;
+use crate::lookup::Lookup;
 use crate::sinks::bulk::BatchLimits;
 use crate::sources::jsonl::JsonlOptions;
 use crate::sources::snapshot::SnapshotOptions;
@@ -106,6 +108,38 @@ pub struct OpenedSource {
     pub groups: Vec<String>,
 }
 
+impl OpenedSource {
+    /// What a lookup needs to know of this source.
+    pub fn shape(&self) -> SourceShape {
+        SourceShape {
+            key_column: self.key_column.clone(),
+            hints: self.hints.clone(),
+        }
+    }
+}
+
+/// What a sink (and a lookup on it) needs to know of the source: a table's key column and
+/// column shapes; `key_column` `None`: documents, keyed by `_id`.
+#[derive(Debug, Clone, Default)]
+pub struct SourceShape {
+    pub key_column: Option<String>,
+    pub hints: ::dynamo::ColumnHints,
+}
+
+/// What a sink connector opened to look documents up.
+pub struct OpenedLookup {
+    pub lookup: Box<dyn Lookup>,
+    /// Every document went into this index (an index named in the sink URL).
+    pub index: Option<String>,
+}
+
+impl OpenedLookup {
+    /// The transform between the source and this target, as [`OpenedSink::transform`].
+    pub fn transform(&self) -> Arc<dyn Transform> {
+        Arc::new(IntoIndex(self.index.as_deref().map(Arc::from)))
+    }
+}
+
 /// What a sink connector opened.
 pub struct OpenedSink {
     pub sink: BoxedSink,
@@ -153,6 +187,8 @@ pub struct SinkConnector {
     pub name: &'static str,
     pub schemes: &'static [&'static str],
     pub open: for<'a> fn(&'a str, &'a Settings, &'a OpenedSource) -> OpenFuture<'a, OpenedSink>,
+    /// A lookup on what the sink wrote (verify), for documents of a source of that shape.
+    pub lookup: for<'a> fn(&'a str, &'a Settings, &'a SourceShape) -> OpenFuture<'a, OpenedLookup>,
 }
 
 /// Every source, in the order they are asked.
@@ -257,6 +293,16 @@ pub async fn open_sink(
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
     (sink_for(url)?.open)(url, settings, source).await
+}
+
+/// Opens a lookup on what the sink `url` names holds, for documents of a source of
+/// `shape` (verify).
+pub async fn open_lookup(
+    url: &str,
+    settings: &Settings,
+    shape: &SourceShape,
+) -> Result<OpenedLookup, ConnectError> {
+    (sink_for(url)?.lookup)(url, settings, shape).await
 }
 
 /// `key=value` parameters of a URL's query, percent-decoded, and the URL without them.

@@ -357,6 +357,11 @@ impl Source for SnapshotSource {
         self.read_counting_nested(item, after, emit, &mut 0)
     }
 
+    /// Exact for a full read; a delta's counts are an upper bound (changes + deletes).
+    fn exact_totals(&self) -> bool {
+        self.since.is_none()
+    }
+
     fn read_counting_nested(
         &self,
         item: &WorkItem,

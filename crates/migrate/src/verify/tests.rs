@@ -38,6 +38,9 @@ impl Source for Shard {
             totals,
         })
     }
+    fn exact_totals(&self) -> bool {
+        true
+    }
     fn read(
         &self,
         item: &WorkItem,
@@ -94,7 +97,7 @@ fn account(shard: Shard, target_count: u64) -> VerifyReport {
     drop(tx);
     let mut skipped = None;
     while let Ok(msg) = rx.try_recv() {
-        if let Ok(Msg::Counts(_, s)) = msg {
+        if let Ok(Msg::Counts(_, s, _)) = msg {
             skipped = Some(s);
         }
     }

@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use migrate::connectors::{open_sink, BoxedSink, BoxedSource, OpenedSource, Settings};
-use migrate::row_verify::{
-    render, verify_rows, BulkRows, DynamoRows, FileRows, RowTarget, RowVerifyOptions,
-};
+use migrate::lookup::dynamo::DynamoLookup;
+use migrate::lookup::files::FileLookup;
+use migrate::lookup::mget::MgetLookup;
+use migrate::lookup::Lookup;
 use migrate::sinks::dynamo::{hints_of, DynamoSink};
 use migrate::sources::table::{TableSource, TableSourceOptions};
 use migrate::transform::Rename;
+use migrate::verify::{verify, Options, Sample, VerifyReport};
 use migrate::Naming;
 use table::{SlotRule, Table, TableOptions};
 
@@ -608,54 +610,164 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     }
     let group = source.group().to_string();
     // The program sees each row named as the run named it: the sink's index for a
-    // cluster, the table's name otherwise.
+    // cluster, the table's name otherwise (where an unprogrammed row goes).
     let named = match &sink_url {
         SinkUrl::Bulk { index, .. } => index.clone(),
         _ => group.clone(),
     };
-    let transform = if args.transform.is_set() {
-        Some(args.transform.wrap(Arc::new(rename_to(&group, &named)))?)
-    } else {
-        None
-    };
-    let programmed = transform.is_some();
-    let opts = RowVerifyOptions {
-        sample: args.sample,
-        all: args.all,
-        max_listed: args.max_listed,
-        seed: args.seed,
-        transform,
-    };
-    match sink_url {
-        SinkUrl::Bulk { base, index } => {
-            let client = args.table.client(&base).await?;
-            report(&source, &BulkRows::new(client, index), &opts).await
-        }
+    let transform = args.transform.wrap(Arc::new(rename_to(&group, &named)))?;
+    let lookup: Box<dyn Lookup> = match sink_url {
+        SinkUrl::Bulk { base, .. } => Box::new(MgetLookup::new(args.table.client(&base).await?)),
         SinkUrl::Dynamo(_) => {
             // The table must exist and fit the mapping; verify never creates it.
             let opened = args.table.open_sink(&args.worker, &source, false).await?;
             let sink = opened
                 .downcast_ref::<DynamoSink>()
                 .context("a dynamodb:// sink opened as another kind of sink")?;
-            let rows = DynamoRows::new(
+            Box::new(DynamoLookup::new(
                 sink.client().clone(),
                 sink.table(),
                 sink.key().clone(),
                 sink.hints().clone(),
-            );
-            report(&source, &rows, &opts).await
+                false,
+            ))
         }
         SinkUrl::Files(dir) => {
             let dir2 = dir.clone();
-            let rows =
-                tokio::task::spawn_blocking(move || FileRows::load(&dir2, &group, programmed))
-                    .await
-                    .context("reading the sink's files")?
-                    .map_err(anyhow::Error::msg)
-                    .with_context(|| format!("reading {}", dir.display()))?;
-            report(&source, &rows, &opts).await
+            let files = tokio::task::spawn_blocking(move || FileLookup::load(&dir2))
+                .await
+                .context("reading the sink's files")?
+                .with_context(|| format!("reading {}", dir.display()))?;
+            Box::new(files)
+        }
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let sample = if args.all {
+        Sample::All
+    } else {
+        Sample::EveryKey {
+            per_item: args.sample,
+            seed,
+        }
+    };
+    let options = Options {
+        max_listed: args.max_listed,
+        ..Options::new(sample)
+    };
+    let r = verify(source, transform, lookup.as_ref(), options)
+        .await
+        .context("verifying")?;
+    let text = render(&r, &named, &lookup.describe(), args.max_listed);
+    crate::say!("{}", text.trim_end());
+    if !args.all && args.sample > 0 {
+        crate::say!("sample drawn with seed {seed} (--seed {seed} compares the same rows again)");
+    }
+    if r.indices.iter().all(|v| v.ok()) {
+        crate::say!("verified: every row is in the target");
+        Ok(exit::OK)
+    } else {
+        Ok(exit::VERIFY_MISMATCH)
+    }
+}
+
+/// The table's report as lines: the totals, per slot counts where something is off, then
+/// the keys (a document a program sent to another index than `home` named with it).
+fn render(r: &VerifyReport, home: &str, target: &str, max_listed: usize) -> String {
+    let mut out = String::new();
+    let bad_rows = r.skipped.get("bad_row").copied().unwrap_or(0);
+    let failed = r.skipped_total() - bad_rows;
+    let filtered: u64 = r.filtered.values().sum();
+    let compared: u64 = r.items.iter().map(|i| i.compared).sum();
+    let expected: u64 = r.items.iter().map(|i| i.expected).sum();
+    let total = if r.indices.iter().any(|v| v.uncounted) {
+        "?".to_string()
+    } else {
+        r.indices
+            .iter()
+            .map(|v| v.target_count.unwrap_or(0))
+            .sum::<u64>()
+            .to_string()
+    };
+    out.push_str(&format!(
+        "{} slots, {} source rows ({bad_rows} not convertible), {compared} compared field by field; target {target}: {total} rows\n",
+        r.items.len(),
+        r.live,
+    ));
+    for s in &r.items {
+        if s.found != s.expected || s.different > 0 {
+            out.push_str(&format!(
+                "slot {} ({} .. {}]: source {} rows, target {}, different {}\n",
+                s.part,
+                s.after.as_deref().unwrap_or("start"),
+                s.until.as_deref().unwrap_or("end"),
+                s.expected,
+                s.found,
+                s.different
+            ));
         }
     }
+    if filtered + failed > 0 {
+        out.push_str(&format!(
+            "the program yields {expected} documents; {filtered} rows filtered out and {failed} it fails on expected absent\n"
+        ));
+    }
+    let named = |index: &str, key: &str| {
+        if index == home {
+            key.to_string()
+        } else {
+            format!("{key} (in {index})")
+        }
+    };
+    let listed = |out: &mut String, what: &str, n: u64, keys: Vec<String>| {
+        if n > 0 {
+            out.push_str(&format!("{n} {what}:\n"));
+            for k in keys.iter().take(max_listed) {
+                out.push_str(&format!("  {k}\n"));
+            }
+            let shown = keys.len().min(max_listed) as u64;
+            if n > shown {
+                out.push_str(&format!("  … and {} more\n", n - shown));
+            }
+        }
+    };
+    let missing = r
+        .indices
+        .iter()
+        .flat_map(|v| v.missing.iter().map(|k| named(&v.index, k)))
+        .collect();
+    let different = r
+        .indices
+        .iter()
+        .flat_map(|v| v.differences.iter().map(|k| named(&v.index, k)))
+        .collect();
+    let count = |f: fn(&migrate::verify::IndexVerdict) -> u64| r.indices.iter().map(f).sum();
+    listed(
+        &mut out,
+        "rows missing from the target",
+        count(|v| v.missing_count),
+        missing,
+    );
+    listed(
+        &mut out,
+        "rows different in the target",
+        count(|v| v.different_count),
+        different,
+    );
+    // Documents on the target that no row accounts for, by the counts.
+    let extra: u64 = r
+        .indices
+        .iter()
+        .map(|v| {
+            let there = v.expected - v.refused - v.missing_count;
+            v.target_count.map_or(0, |t| t.saturating_sub(there))
+        })
+        .sum();
+    if extra > 0 {
+        out.push_str(&format!(
+            "{extra} rows in the target that the source does not hold\n"
+        ));
+    }
+    out
 }
 
 /// The migration the store holds must be the one verified (same table, key, slots,
@@ -703,31 +815,6 @@ async fn check_identity(
         .into());
     }
     Ok(())
-}
-
-async fn report<T: RowTarget>(
-    source: &TableSource,
-    target: &T,
-    opts: &RowVerifyOptions,
-) -> anyhow::Result<u8> {
-    let r = verify_rows(source, target, opts)
-        .await
-        .map_err(anyhow::Error::msg)
-        .context("verifying")?;
-    crate::say!("{}", render(&r, &target.describe()).trim_end());
-    if !opts.all && opts.sample > 0 {
-        crate::say!(
-            "sample drawn with seed {} (--seed {} compares the same rows again)",
-            r.seed,
-            r.seed
-        );
-    }
-    if r.ok() {
-        crate::say!("verified: every row is in the target");
-        Ok(exit::OK)
-    } else {
-        Ok(exit::VERIFY_MISMATCH)
-    }
 }
 
 #[cfg(test)]

@@ -6,24 +6,42 @@
 //! code 6 on any mismatch. With `--store`, the migration the store holds is shown and must
 //! be the one verified (exit 2 otherwise). A target index whose mapping disables `_source`
 //! returns no documents: its count, sampled ids and (where the mapping allows) doc values
-//! are compared, and the report says so.
+//! are compared, and the report says so. With `--to URL` instead of `--target`, the target
+//! is whatever sink the URL names (as `rfs copy --to` names it: a cluster, files, DynamoDB),
+//! looked up through the same port (`migrate::lookup`).
 
 use std::collections::HashSet;
 
 use anyhow::Context;
 
-use migrate::verify::{verify, Sample};
+use migrate::connectors::{open_lookup, Settings, SourceShape};
+use migrate::lookup::{mget::MgetLookup, Lookup};
+use migrate::verify::{verify, Options, Sample};
 
 use super::common::{runtime, usize_in, FilterArgs, SourceArgs, TargetArgs};
 use super::engine::open_snapshot;
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("target", |a| a.required(false).default_value("").hide_default_value(true)))]
 pub struct Args {
     #[command(flatten)]
     pub source: SourceArgs,
     #[command(flatten)]
     pub target: TargetArgs,
+    /// The sink the migration wrote to, instead of --target: as `rfs copy --to` names it —
+    /// a cluster (`http(s)://[user:pw@]host:9200`), files (`file:///DIR`, a directory: the
+    /// JSON-lines or `_bulk` files `rfs export` and file sinks write) or DynamoDB
+    /// (`dynamodb://TABLE?region=R[&endpoint=URL]`: items compared as the sink converts
+    /// documents, `_id` and `_index` included).
+    #[arg(
+        long,
+        env = "RFS_VERIFY_TO",
+        value_name = "URL",
+        hide_env_values = true,
+        conflicts_with = "target"
+    )]
+    pub to: Option<String>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Documents compared per index (a uniform random sample; 0–100000, 0: counts only;
@@ -106,7 +124,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let m = open_snapshot(&args.source, &args.filter, None, None).await?;
         if let Some(store) = &args.store {
             let program = m.transform.program_identity();
-            check_store(store, &m.source, &args.target.target, program).await?;
+            let target = args.to.as_deref().unwrap_or(&args.target.target);
+            check_store(store, &m.source, target, program).await?;
         }
         let mut refused = HashSet::new();
         // Skipped documents the logs record, once each (a retried item logs its skips
@@ -126,13 +145,34 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for (index, ..) in skipped {
             *recorded_skips.entry(index).or_default() += 1;
         }
-        let client = args.target.connect().await?;
+        let lookup: Box<dyn Lookup> = match (&args.to, args.target.target.is_empty()) {
+            (Some(to), _) => {
+                let opened = open_lookup(to, &Settings::default(), &SourceShape::default())
+                    .await
+                    .context("opening the target")?;
+                if let Some(index) = &opened.index {
+                    anyhow::bail!(
+                        "--to {}: verify takes the sink without an index ({index}): documents are looked up in the indices the snapshot routes them to",
+                        redact::url(to)
+                    );
+                }
+                opened.lookup
+            }
+            (None, false) => Box::new(MgetLookup::new(args.target.connect().await?)),
+            (None, true) => anyhow::bail!(
+                "name the target: --target URL (a cluster) or --to URL (any sink, as rfs copy --to names it)"
+            ),
+        };
         let sample = if args.all {
             Sample::All
         } else {
             Sample::PerIndex(args.sample)
         };
-        let mut report = verify(m.source, m.transform, &client, sample, refused).await?;
+        let options = Options {
+            refused,
+            ..Options::new(sample)
+        };
+        let mut report = verify(m.source, m.transform, lookup.as_ref(), options).await?;
         if !args.failure_log.is_empty() {
             report.check_recorded_skips(&recorded_skips);
         }

@@ -128,7 +128,7 @@ pub(crate) struct PageOpts {
     pub with_version: bool,
     /// A sort was asked: hits carry `sort` and no score.
     pub sorted: bool,
-    pub doc_values: Vec<String>,
+    pub doc_values: Vec<crate::server::doc_values::Requested>,
 }
 
 /// A data stream the server holds.

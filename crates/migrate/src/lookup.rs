@@ -1,0 +1,146 @@
+//! The lookup port: how verify asks a sink's target what it holds. Given a batch of
+//! documents of one target index (id, routing, the JSON the migration sent), a lookup says
+//! which the target holds and, when asked to compare, what each holds — in the form the
+//! target keeps it, with [`Lookup::expected`] giving that form from a document (DynamoDB
+//! converts as its sink does). Per target index it gives a count where the target can tell.
+//!
+//! Implementations: [`mget::MgetLookup`] (a cluster: `_mget`, `_count` after a refresh,
+//! and what can still be compared on an index without `_source`), [`files::FileLookup`]
+//! (the file sink's JSON-lines and `_bulk` files), [`dynamo::DynamoLookup`]
+//! (`BatchGetItem`, a `Scan` count). The connector registry opens one from a sink URL
+//! ([`crate::connectors::open_lookup`]).
+
+mod dates;
+pub mod doc_values;
+pub mod dynamo;
+pub mod files;
+pub mod mget;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::verify::Compared;
+
+/// A lookup could not ask its target, or the answer made no sense; names the target.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error("{target}: {source}")]
+    Cluster {
+        target: String,
+        #[source]
+        source: Box<cluster::ClusterError>,
+    },
+    #[error("{target}: {source}")]
+    Dynamo {
+        target: String,
+        #[source]
+        source: Box<::dynamo::DynamoError>,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} line {line}: {why}")]
+    File {
+        path: String,
+        line: usize,
+        why: String,
+    },
+    #[error("{target}: {why}")]
+    Answer { target: String, why: String },
+}
+
+/// One document to look up: as the migration sent it to the target index asked.
+#[derive(Debug, Clone)]
+pub struct Wanted {
+    pub id: String,
+    pub routing: Option<String>,
+    /// The `_source` sent (JSON).
+    pub source: Bytes,
+}
+
+/// What the target holds for one [`Wanted`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Held {
+    /// Not there.
+    Absent,
+    /// There; its content was not asked for (or the target keeps none to return).
+    Present,
+    /// There, holding this (in the form [`Lookup::expected`] gives).
+    Holds(Value),
+    /// There, and the lookup compared it itself (an index without `_source`: doc values):
+    /// different, the detail names what.
+    Differs(String),
+    /// There, without `_source`: the doc values of this field differ from the document's.
+    DocValuesDiffer(String),
+}
+
+/// What can be compared on one target index that exists.
+#[derive(Debug, Clone, Default)]
+pub struct Keeps {
+    pub compared: Compared,
+    /// The fields compared through doc values (an index without `_source`).
+    pub doc_value_fields: Vec<String>,
+    /// Fields of a comparable type whose doc values are not compared, with why (a date
+    /// format not understood): for them, count and ids only.
+    pub doc_values_left_out: Vec<String>,
+}
+
+pub type LookupFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LookupError>> + Send + 'a>>;
+
+/// Where verify looks documents up.
+pub trait Lookup: Send + Sync {
+    /// Gets `index` ready to be asked (a cluster: refreshed, its mapping read); `None`
+    /// when it does not exist on the target.
+    fn prepare<'a>(&'a self, index: &'a str) -> LookupFuture<'a, Option<Keeps>>;
+
+    /// What the target holds for each of `docs` (the answer in their order); with
+    /// `content` false only whether each is there is needed.
+    fn fetch<'a>(
+        &'a self,
+        index: &'a str,
+        docs: &'a [Wanted],
+        content: bool,
+    ) -> LookupFuture<'a, Vec<Held>>;
+
+    /// What the target should hold for `doc` sent to `index`, to compare with a
+    /// [`Held::Holds`]: by default its `_source`, parsed.
+    fn expected(&self, _index: &str, doc: &Wanted) -> Result<Value, String> {
+        serde_json::from_slice(&doc.source)
+            .map_err(|e| format!("the document's JSON does not parse: {e}"))
+    }
+
+    /// Documents `index` holds on the target; `None`: the target cannot tell.
+    fn count<'a>(&'a self, index: &'a str) -> LookupFuture<'a, Option<u64>>;
+
+    /// What the target is, for messages (no secrets).
+    fn describe(&self) -> String;
+}
+
+/// The first field that differs between what was expected and what the target holds, for
+/// the report.
+pub fn first_difference(expected: &Value, held: &Value) -> String {
+    match (expected, held) {
+        (Value::Object(e), Value::Object(s)) => {
+            for (k, v) in e {
+                match s.get(k) {
+                    None => return format!("field {k} missing"),
+                    Some(sv) if sv != v => return format!("field {k}: source {v}, target {sv}"),
+                    _ => {}
+                }
+            }
+            for k in s.keys() {
+                if !e.contains_key(k) {
+                    return format!("field {k} only in the target");
+                }
+            }
+            "equal".into()
+        }
+        _ => format!("source {expected}, target {held}"),
+    }
+}
