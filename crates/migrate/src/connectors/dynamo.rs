@@ -17,9 +17,8 @@ async fn open(
     settings: &Settings,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let parsed = SinkUrl::parse(url).map_err(|e| ConnectError {
-        message: redact::text(&e).into_owned(),
-    })?;
+    let parsed =
+        SinkUrl::parse(url).map_err(|e| ConnectError::message(redact::text(&e).into_owned()))?;
     let options = DynamoSinkOptions {
         create_table: settings.create_table,
         key_column: Some(source.key_column.clone().unwrap_or_else(|| "_id".into())),
@@ -37,9 +36,7 @@ async fn open(
     };
     let sink = DynamoSink::connect(&parsed, options)
         .await
-        .map_err(|e| ConnectError {
-            message: redact::text(&e.to_string()).into_owned(),
-        })?;
+        .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))?;
     Ok(OpenedSink {
         sink: BoxedSink::new(sink),
         index: None,

@@ -1,5 +1,6 @@
 //! Sink: files, `file:///DIR?format=jsonl|bulk` (default jsonl), or a directory path
-//! (taken as it is, JSON lines): one file per index.
+//! (taken as it is; the format from `Settings::file_format`, else JSON lines): one file
+//! per index; `-` writes to stdout.
 
 use std::path::PathBuf;
 
@@ -20,7 +21,13 @@ async fn open(
     _source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
     if super::scheme(url).is_empty() {
-        return files(url, PathBuf::from(url), FileFormat::Jsonl, settings);
+        let format = settings.file_format.unwrap_or(FileFormat::Jsonl);
+        let output = if url == "-" {
+            Output::Stdout
+        } else {
+            Output::Directory(PathBuf::from(url))
+        };
+        return files(output, format, settings);
     }
     let (base, params) = split_query(url);
     let mut format = FileFormat::Jsonl;
@@ -40,17 +47,16 @@ async fn open(
         .ok()
         .and_then(|u| u.to_file_path().ok())
         .ok_or_else(|| ConnectError::new(url, "not a local file:///DIR URL"))?;
-    files(url, dir, format, settings)
+    files(Output::Directory(dir), format, settings)
 }
 
 fn files(
-    url: &str,
-    dir: PathBuf,
+    output: Output,
     format: FileFormat,
     settings: &Settings,
 ) -> Result<OpenedSink, ConnectError> {
-    let mut sink = FileSink::new(Output::Directory(dir), format, settings.batch)
-        .map_err(|e| ConnectError::new(url, e))?;
+    // The sink's errors name the directory.
+    let mut sink = FileSink::new(output, format, settings.batch).map_err(ConnectError::of)?;
     if let Some(tag) = &settings.file_tag {
         sink = sink.with_tag(tag);
     }
