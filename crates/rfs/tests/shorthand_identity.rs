@@ -103,7 +103,7 @@ fn table_run_records_the_identity_stores_hold() {
         json!({
             "kind": "table",
             "source": source,
-            "table": "id_events",
+            "table": "public.id_events",
             "key": "id",
             "slots": "slots:4",
             "from": "10",
