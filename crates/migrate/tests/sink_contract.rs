@@ -129,6 +129,7 @@ fn source_facts() -> OpenedSource {
         key_column: None,
         hints: Default::default(),
         groups: vec!["contract".into()],
+        routed: None,
     }
 }
 

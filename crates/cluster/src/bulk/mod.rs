@@ -252,6 +252,12 @@ const FILTERED_BULK_PATH: &str =
 const RETRY_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 impl BulkSender {
+    /// The client requests go through (for the other calls of a command that opened the
+    /// sender by URL).
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
     /// A sender for `client`'s detected target (call [`Client::detect`] or use
     /// [`Client::connect`] first: the dialect depends on the version).
     pub fn new(client: Client, options: BulkOptions) -> Result<BulkSender, ClusterError> {

@@ -18,11 +18,17 @@ use crate::source::{Plan, Source};
 
 /// Any source.
 #[derive(Clone)]
-pub struct BoxedSource(Arc<dyn Source>);
+pub struct BoxedSource(Arc<dyn Source>, Arc<dyn Any + Send + Sync>);
 
 impl BoxedSource {
     pub fn new<S: Source>(source: Arc<S>) -> Self {
-        BoxedSource(source)
+        BoxedSource(source.clone(), source)
+    }
+
+    /// The source inside, when it is an `S` (for what only one kind of source can tell,
+    /// such as a table's schema).
+    pub fn downcast<S: Source>(&self) -> Option<Arc<S>> {
+        self.1.clone().downcast::<S>().ok()
     }
 }
 

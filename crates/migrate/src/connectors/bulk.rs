@@ -1,5 +1,7 @@
 //! Sink: a cluster through `_bulk`, `http(s)://[user:pw@]host:port[/INDEX]` (every
-//! document into INDEX when the path names one; else each keeps its index).
+//! document into INDEX when the path names one; else each keeps its index). What a URL
+//! cannot say (API keys, SigV4, client certificates, attempts, timeouts, gzip) comes from
+//! `Settings::sink_client`; with `Settings::sink_path_is_base` the path is a prefix.
 
 use super::{
     BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
@@ -71,19 +73,49 @@ pub(crate) fn client_config(
     Ok((c, index))
 }
 
+/// [`client_config`] with what the settings add: the client the command's flags set up,
+/// the whole path as the base.
+pub(crate) fn configured(
+    url: &str,
+    settings: &Settings,
+) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
+    let (mut config, mut index) = client_config(url, &settings.tls)?;
+    if settings.sink_path_is_base {
+        let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
+        let _ = u.set_username("");
+        let _ = u.set_password(None);
+        u.set_query(None);
+        u.set_fragment(None);
+        config.urls = vec![u.to_string().trim_end_matches('/').to_string()];
+        index = None;
+    }
+    if let Some(c) = &settings.sink_client {
+        let from_url = std::mem::replace(&mut config, c.clone());
+        config.urls = from_url.urls;
+        if matches!(config.auth, cluster::Auth::None) {
+            config.auth = from_url.auth;
+        }
+    }
+    Ok((config, index))
+}
+
 async fn open(
     url: &str,
     settings: &Settings,
     _source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let (config, index) = client_config(url, &settings.tls)?;
+    let (config, index) = configured(url, settings)?;
     let client = cluster::Client::connect(config)
         .await
         .map_err(|e| ConnectError::caused(url, e))?;
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
+    let identity = settings
+        .sink_identity
+        .clone()
+        .unwrap_or_else(|| redact::url(url));
     Ok(OpenedSink {
-        sink: BoxedSink::new(BulkSink::new(sender, settings.batch, redact::url(url))),
+        sink: BoxedSink::new(BulkSink::new(sender, settings.batch, identity)),
         index,
     })
 }
@@ -107,5 +139,37 @@ mod tests {
         let (c, i) = client_config("http://h:9200/", &tls).unwrap();
         assert_eq!(c.urls, vec!["http://h:9200".to_string()]);
         assert_eq!(i, None);
+    }
+
+    #[test]
+    fn settings_say_what_urls_cannot() {
+        let mut flags = cluster::ClientConfig::new("");
+        flags.urls.clear();
+        flags.auth = cluster::Auth::ApiKey("secret-key".into());
+        flags.retry.max_attempts = 3;
+        let settings = Settings {
+            sink_client: Some(flags),
+            sink_path_is_base: true,
+            ..Settings::default()
+        };
+        let (c, i) = configured("https://u:pw@h:9200/proxy/es/?x=1", &settings).unwrap();
+        assert_eq!(c.urls, vec!["https://h:9200/proxy/es".to_string()]);
+        assert_eq!(i, None);
+        assert!(matches!(c.auth, cluster::Auth::ApiKey(ref k) if k == "secret-key"));
+        assert_eq!(c.retry.max_attempts, 3);
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("secret-key"), "{shown}");
+        // Without an auth of their own the flags keep the URL's user.
+        let mut flags = cluster::ClientConfig::new("");
+        flags.urls.clear();
+        let settings = Settings {
+            sink_client: Some(flags),
+            ..Settings::default()
+        };
+        let (c, i) = configured("http://u:p%40ss@h:9200/events", &settings).unwrap();
+        assert_eq!(i.as_deref(), Some("events"));
+        assert!(
+            matches!(c.auth, cluster::Auth::Basic { ref username, ref password } if username == "u" && password == "p@ss")
+        );
     }
 }

@@ -34,5 +34,6 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         key_column: None,
         hints: Default::default(),
         groups,
+        routed: None,
     })
 }

@@ -58,10 +58,8 @@ async fn connect(
     settings: &Settings,
     source: &SourceShape,
 ) -> Result<DynamoSink, ConnectError> {
-    let parsed = SinkUrl::parse(url).map_err(|e| ConnectError {
-        message: redact::text(&e).into_owned(),
-        cause: None,
-    })?;
+    let parsed =
+        SinkUrl::parse(url).map_err(|e| ConnectError::message(redact::text(&e).into_owned()))?;
     let options = DynamoSinkOptions {
         create_table: settings.create_table,
         key_column: Some(source.key_column.clone().unwrap_or_else(|| "_id".into())),
@@ -79,8 +77,5 @@ async fn connect(
     };
     DynamoSink::connect(&parsed, options)
         .await
-        .map_err(|e| ConnectError {
-            message: redact::text(&e.to_string()).into_owned(),
-            cause: None,
-        })
+        .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))
 }

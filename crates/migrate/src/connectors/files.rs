@@ -1,5 +1,6 @@
 //! Sink: files, `file:///DIR?format=jsonl|bulk` (default jsonl), or a directory path
-//! (taken as it is, JSON lines): one file per index.
+//! (taken as it is; the format from `Settings::file_format`, else JSON lines): one file
+//! per index; `-` writes to stdout.
 
 use std::path::PathBuf;
 
@@ -14,12 +15,20 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     name: "files",
     schemes: &["file", ""],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
-    lookup: |url, _settings, _shape| Box::pin(lookup(url)),
+    lookup: |url, settings, _shape| Box::pin(lookup(url, settings)),
 };
 
 /// The directory's files (both formats) read once.
-async fn lookup(url: &str) -> Result<OpenedLookup, ConnectError> {
-    let (dir, _) = location(url)?;
+async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectError> {
+    let dir = match location(url, settings)?.0 {
+        Output::Directory(dir) => dir,
+        Output::Stdout => {
+            return Err(ConnectError::new(
+                url,
+                "what went to stdout cannot be looked up: name the directory",
+            ))
+        }
+    };
     let u = url.to_string();
     let files = blocking(url, move || {
         FileLookup::load(&dir).map_err(|e| ConnectError::new(&u, e))
@@ -36,14 +45,20 @@ async fn open(
     settings: &Settings,
     _source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let (dir, format) = location(url)?;
-    files(url, dir, format, settings)
+    let (output, format) = location(url, settings)?;
+    files(output, format, settings)
 }
 
-/// The directory and the format a file sink URL names.
-fn location(url: &str) -> Result<(PathBuf, FileFormat), ConnectError> {
+/// Where a file sink URL writes, and in which format.
+fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), ConnectError> {
     if super::scheme(url).is_empty() {
-        return Ok((PathBuf::from(url), FileFormat::Jsonl));
+        let format = settings.file_format.unwrap_or(FileFormat::Jsonl);
+        let output = if url == "-" {
+            Output::Stdout
+        } else {
+            Output::Directory(PathBuf::from(url))
+        };
+        return Ok((output, format));
     }
     let (base, params) = split_query(url);
     let mut format = FileFormat::Jsonl;
@@ -63,17 +78,16 @@ fn location(url: &str) -> Result<(PathBuf, FileFormat), ConnectError> {
         .ok()
         .and_then(|u| u.to_file_path().ok())
         .ok_or_else(|| ConnectError::new(url, "not a local file:///DIR URL"))?;
-    Ok((dir, format))
+    Ok((Output::Directory(dir), format))
 }
 
 fn files(
-    url: &str,
-    dir: PathBuf,
+    output: Output,
     format: FileFormat,
     settings: &Settings,
 ) -> Result<OpenedSink, ConnectError> {
-    let mut sink = FileSink::new(Output::Directory(dir), format, settings.batch)
-        .map_err(|e| ConnectError::new(url, e))?;
+    // The sink's errors name the directory.
+    let mut sink = FileSink::new(output, format, settings.batch).map_err(ConnectError::of)?;
     if let Some(tag) = &settings.file_tag {
         sink = sink.with_tag(tag);
     }

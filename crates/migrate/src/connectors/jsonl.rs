@@ -43,6 +43,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
             key_column: None,
             hints: Default::default(),
             groups,
+            routed: None,
         })
     })
     .await

@@ -11,11 +11,13 @@
 //! | `http(s)://[user:pw@]host:port/INDEX-PATTERN` (as `--from`) | a live cluster, sliced point in time (sliced scroll before ES 7.10 / OpenSearch 2.4) | — |
 //! | `http(s)://[user:pw@]host:port[/INDEX]` | — | `_bulk` (all into INDEX when given) |
 //! | `dynamodb://TABLE?region=R&endpoint=URL` | — | one item per document |
+//! | `failure-log://PATH` | the documents a failure log says were refused (`rfs redrive`) | — |
 
 pub mod boxed;
 mod bulk;
 mod cluster;
 mod dynamo;
+pub mod failures;
 mod files;
 mod jsonl;
 mod snapshot;
@@ -34,7 +36,8 @@ use crate::sources::jsonl::JsonlOptions;
 use crate::sources::snapshot::SnapshotOptions;
 use crate::transform::{Transform, Unroutable};
 
-/// A connector could not be opened; the message names the URL (without secrets) and why.
+/// A connector could not be opened; the message names the URL (without secrets) or the
+/// file, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct ConnectError {
@@ -60,6 +63,40 @@ impl ConnectError {
             cause: Some(Box::new(cause)),
         }
     }
+
+    /// An error that names what failed itself (a file, a URL without secrets), kept whole
+    /// with its causes.
+    pub fn of(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let mut causes = Vec::new();
+        let mut next = std::error::Error::source(&e);
+        while let Some(c) = next {
+            causes.push(c.to_string());
+            next = c.source();
+        }
+        ConnectError {
+            message: e.to_string(),
+            cause: (!causes.is_empty()).then(|| Box::from(causes.join(": "))),
+        }
+    }
+
+    /// `message` (naming what failed) with the error underneath.
+    pub fn context(
+        message: impl Into<String>,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ConnectError {
+            message: message.into(),
+            cause: Some(Box::new(e)),
+        }
+    }
+
+    /// A message that names what failed itself.
+    pub fn message(message: impl Into<String>) -> Self {
+        ConnectError {
+            message: message.into(),
+            cause: None,
+        }
+    }
 }
 
 /// What the command's flags say about the parts (the URLs say where).
@@ -67,6 +104,19 @@ impl ConnectError {
 pub struct Settings {
     /// The snapshot of a repository source (`--snapshot`; `#snapshot=` in the URL wins).
     pub snapshot: Option<String>,
+    /// Snapshot sources: a delta, only what changed since this earlier snapshot of the same
+    /// repository (`--since`).
+    pub since: Option<String>,
+    /// Snapshot sources: route documents as the metadata migration names the target's
+    /// indices (`--index`, `--rename`, prefix, suffix, type routes) and read only the
+    /// indices it includes (`run`, `documents`); see [`OpenedSource::routed`].
+    pub routing: Option<crate::metadata::Options>,
+    /// Snapshot sources: only indices matching one of these `*`/`?` patterns (`rfs
+    /// export --index`; none matching is an error); empty: every index.
+    pub index_patterns: Vec<String>,
+    /// Snapshot sources: read the snapshot whatever its state (`run`, `documents`: shards
+    /// are checked one by one); default: only a restorable one.
+    pub any_state: bool,
     pub snapshot_options: SnapshotOptions,
     /// Credentials and endpoint of object-store sources.
     pub store_options: ::snapshot::StoreOptions,
@@ -74,6 +124,17 @@ pub struct Settings {
     pub table: ::table::TableOptions,
     /// Slots a table is cut into.
     pub table_slots: Option<u32>,
+    /// How a table is cut when not by count (`--slot-by time:WIDTH`; wins over slots).
+    pub table_rule: Option<::table::SlotRule>,
+    /// Only rows with keys from this one on / before this one (`--from`, `--until`).
+    pub table_from: Option<String>,
+    pub table_until: Option<String>,
+    /// Number the newest slot first (`--order newest-first`).
+    pub table_newest_first: bool,
+    /// The table and its key column when a command names them by flags (`table run
+    /// --table --key`); the URL's `table=` and `key=` win.
+    pub table_name: Option<String>,
+    pub table_key: Option<String>,
     /// Live-cluster sources: slices per index, page size, keep-alive.
     pub cluster: crate::sources::cluster::ClusterSourceOptions,
     /// TLS of `https://` sources.
@@ -82,6 +143,21 @@ pub struct Settings {
     pub bulk: ::cluster::BulkOptions,
     /// TLS of `https://` sinks.
     pub tls: ::cluster::TlsConfig,
+    /// `http(s)://` sinks whose client a command's flags set up rather than the URL
+    /// (`--target-*` of run, documents, redrive): authentication (basic, API key, SigV4),
+    /// TLS with client certificates, attempts, timeout, gzip. Its `urls` are not used
+    /// (the sink URL says where; keep them empty); basic auth from the URL's userinfo
+    /// applies when its `auth` is `None`. `None`: userinfo, `tls` and the defaults.
+    pub sink_client: Option<::cluster::ClientConfig>,
+    /// The `http(s)://` sink URL's path is the cluster's base path (a proxy prefix), not an
+    /// index: every document keeps its index (`--target` of run, documents, redrive).
+    pub sink_path_is_base: bool,
+    /// The sink's name in the migration identity where stores recorded another than its
+    /// URL (`table run`: `BASE/INDEX` with the index decoded). `None`: the URL's.
+    pub sink_identity: Option<String>,
+    /// Format of a file sink given as a plain path (`rfs export --format`; a `file://`
+    /// URL's `format=` says it there). `None`: JSON lines.
+    pub file_format: Option<crate::sinks::files::FileFormat>,
     /// DynamoDB: create the table when missing; requests in flight; rates.
     pub create_table: bool,
     pub max_in_flight: usize,
@@ -106,6 +182,19 @@ pub struct OpenedSource {
     pub hints: ::dynamo::ColumnHints,
     /// The source's groups (indices, files, the table), for renaming.
     pub groups: Vec<String>,
+    /// A snapshot opened with `Settings::routing`: its metadata, where each document
+    /// goes, the indices deleted since the earlier snapshot of a delta.
+    pub routed: Option<Routed>,
+}
+
+/// A snapshot source routed as the metadata migration names the target's indices.
+pub struct Routed {
+    pub metadata: crate::metadata::SourceMetadata,
+    /// The routes and renames of each document.
+    pub transform: Arc<dyn Transform>,
+    /// A delta (`Settings::since`): indices of the earlier snapshot that this one does
+    /// not have, each with the target indices its documents went to.
+    pub removed: Vec<(String, Vec<String>)>,
 }
 
 impl OpenedSource {
@@ -197,6 +286,7 @@ pub static SOURCES: &[SourceConnector] = &[
     snapshot::SOURCE,
     table::SOURCE,
     cluster::SOURCE,
+    failures::SOURCE,
 ];
 
 /// Every sink.
@@ -206,7 +296,9 @@ pub static SINKS: &[SinkConnector] = &[bulk::SINK, files::SINK, dynamo::SINK];
 pub fn scheme(url: &str) -> String {
     match url.split_once("://") {
         Some((s, _))
-            if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+') =>
+            if !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) =>
         {
             s.to_ascii_lowercase()
         }
@@ -286,6 +378,21 @@ pub async fn open_source(url: &str, settings: &Settings) -> Result<OpenedSource,
     (c.open)(url, settings).await
 }
 
+/// Opens `url` with the source connector named `name`, for a command whose flag says
+/// what kind of source it names (`--repo` is a snapshot repository): that connector's
+/// errors rather than a guess by content.
+pub async fn open_source_as(
+    name: &str,
+    url: &str,
+    settings: &Settings,
+) -> Result<OpenedSource, ConnectError> {
+    let c = SOURCES
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ConnectError::new(url, format!("no source connector named {name}")))?;
+    (c.open)(url, settings).await
+}
+
 /// Opens the sink `url` names, for documents of `source`.
 pub async fn open_sink(
     url: &str,
@@ -349,6 +456,10 @@ mod tests {
         assert!(
             e.contains("no sink writes ftp://") && !e.contains("secret"),
             "{e}"
+        );
+        assert_eq!(
+            source_for("failure-log://logs/f.jsonl", &s).unwrap().name,
+            "failure-log"
         );
         assert_eq!(
             source_for("postgres://u:pw@h/db?table=t&key=id", &s)

@@ -1,10 +1,13 @@
 //! Source: a snapshot repository (a path, `file://`, `s3://`, `gs://`, `az://`; the
-//! snapshot from `#snapshot=NAME` or `--snapshot`), every index of the snapshot.
+//! snapshot from `#snapshot=NAME` or `--snapshot`), every index of the snapshot; or,
+//! with settings, the indices chosen by patterns or routed as the metadata migration
+//! names them, and a delta since an earlier snapshot.
 
 use std::sync::Arc;
 
 use super::{
-    blocking, split_query, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector,
+    blocking, split_query, BoxedSource, ConnectError, OpenedSource, Routed, Settings,
+    SourceConnector,
 };
 use crate::sources::snapshot::SnapshotSource;
 
@@ -48,35 +51,155 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
                 "a repository source needs the snapshot: --snapshot NAME or #snapshot=NAME",
             )
         })?;
-    let (location, url2) = (location.to_string(), url.to_string());
-    let (store_opts, opts) = (
-        settings.store_options.clone(),
+    let (location, settings2) = (location.to_string(), settings.clone());
+    blocking(url, move || open_blocking(&location, &name, &settings2)).await
+}
+
+/// Opens the repository and the snapshot, chooses and routes its indices, and reads a
+/// delta's earlier snapshot.
+fn open_blocking(
+    location: &str,
+    name: &str,
+    settings: &Settings,
+) -> Result<OpenedSource, ConnectError> {
+    let shown = redact::url(location);
+    let store = ::snapshot::open_store(location, &settings.store_options)
+        .map_err(|e| ConnectError::context(format!("opening repository {shown}"), e))?;
+    let repo = ::snapshot::Repository::open(store)
+        .map_err(|e| ConnectError::context(format!("reading repository {shown}"), e))?;
+    let snap = repo
+        .snapshot(name)
+        .map_err(|e| ConnectError::context(format!("snapshot {name} in {shown}"), e))?;
+    if !settings.any_state {
+        readable(&snap, "")?;
+    }
+    let (groups, routing) = chosen(&snap, settings, true)?;
+    let mut source = SnapshotSource::new(
+        snap.clone(),
+        groups.clone(),
         settings.snapshot_options.clone(),
     );
-    blocking(url, move || {
-        let err = |e: ::snapshot::Error| ConnectError::caused(&url2, e);
-        let store = ::snapshot::open_store(&location, &store_opts).map_err(err)?;
-        let repo = ::snapshot::Repository::open(store).map_err(err)?;
-        let snap = repo
-            .snapshot(&name)
-            .map_err(|e| ConnectError::new(&url2, format!("snapshot {name}: {e}")))?;
-        if let Some(state) = snap.state() {
-            if !state.is_restorable() {
-                return Err(ConnectError::new(
-                    &url2,
-                    format!("snapshot {name} is {state}: it holds no readable data"),
-                ));
+    let mut removed = Vec::new();
+    if let Some(since) = &settings.since {
+        if since == snap.name() {
+            return Err(ConnectError::message(format!(
+                "--since {since} names the snapshot being read; give the earlier one"
+            )));
+        }
+        let old = repo
+            .snapshot(since)
+            .map_err(|e| ConnectError::context(format!("--since: snapshot {since}"), e))?;
+        readable(&old, "--since: ")?;
+        let (old_groups, old_routing) = chosen(&old, settings, false)?;
+        source = source.since(old, old_groups);
+        if let Some((_, _, old_routing)) = &old_routing {
+            for index in source.removed_indices() {
+                let targets = old_routing
+                    .targets_of(&index)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                removed.push((index, targets));
             }
         }
-        let groups = snap.index_names();
-        let source = SnapshotSource::new(snap, groups.clone(), opts);
-        Ok(OpenedSource {
-            source: BoxedSource::new(Arc::new(source)),
-            kind: "snapshot",
-            key_column: None,
-            hints: Default::default(),
-            groups,
-        })
+    }
+    let routed = routing.map(|(metadata, transform, _)| Routed {
+        metadata,
+        transform,
+        removed,
+    });
+    Ok(OpenedSource {
+        source: BoxedSource::new(Arc::new(source)),
+        kind: "snapshot",
+        key_column: None,
+        hints: Default::default(),
+        groups,
+        routed,
     })
-    .await
+}
+
+/// A snapshot that holds data (not FAILED, not in progress).
+fn readable(snap: &::snapshot::Snapshot, prefix: &str) -> Result<(), ConnectError> {
+    match snap.state() {
+        Some(state) if !state.is_restorable() => Err(ConnectError::message(format!(
+            "{prefix}snapshot {} is {state}: it holds no readable data",
+            snap.name()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+type Routing = (
+    crate::metadata::SourceMetadata,
+    Arc<dyn crate::transform::Transform>,
+    crate::metadata::DocumentRouting,
+);
+
+/// The indices of `snap` the settings choose (routed: those the routing includes; else
+/// those matching the patterns; `strict`: at least one), and the routing.
+fn chosen(
+    snap: &::snapshot::Snapshot,
+    settings: &Settings,
+    strict: bool,
+) -> Result<(Vec<String>, Option<Routing>), ConnectError> {
+    let all = snap.index_names();
+    if let Some(options) = &settings.routing {
+        let metadata =
+            crate::metadata::SourceMetadata::from_snapshot(snap).map_err(ConnectError::of)?;
+        let routing = crate::metadata::DocumentRouting::new(&metadata, options);
+        let indices: Vec<String> = all.into_iter().filter(|n| routing.includes(n)).collect();
+        let routes: Arc<dyn crate::transform::Transform> =
+            Arc::new(crate::transform::Routes::new(&routing, &indices));
+        return Ok((indices, Some((metadata, routes, routing))));
+    }
+    let patterns = &settings.index_patterns;
+    let indices: Vec<String> = all
+        .into_iter()
+        .filter(|n| patterns.is_empty() || patterns.iter().any(|p| wildcard(p, n)))
+        .collect();
+    if strict && indices.is_empty() && !patterns.is_empty() {
+        return Err(ConnectError::message(format!(
+            "no index of snapshot {} matches {patterns:?}",
+            snap.name()
+        )));
+    }
+    Ok((indices, None))
+}
+
+/// `*`/`?` wildcard match.
+fn wildcard(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard("*", "abc"));
+        assert!(wildcard("posts_*", "posts_2024_01_01"));
+        assert!(wildcard("p?sts*", "posts"));
+        assert!(!wildcard("posts_*", "bwc_index_1"));
+        assert!(wildcard("*_1", "bwc_index_1"));
+        assert!(!wildcard("a", "ab"));
+    }
 }

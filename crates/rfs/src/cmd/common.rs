@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use migrate::metadata::{Allowlist, DocumentRouting, MultiTypeMode, SourceMetadata};
+use migrate::metadata::{Allowlist, MultiTypeMode};
 
 /// Where a snapshot repository is and how to reach it: the same flags and `RFS_*` names
 /// for every command that reads one (`inspect`, `export`, `metadata`, `documents`, `run`,
@@ -373,16 +373,6 @@ impl FilterArgs {
             prefix: self.index_prefix.clone(),
             suffix: self.index_suffix.clone(),
         })
-    }
-
-    /// The source metadata and where each document goes.
-    pub fn routing(
-        &self,
-        snap: &snapshot::Snapshot,
-    ) -> anyhow::Result<(SourceMetadata, DocumentRouting)> {
-        let source = SourceMetadata::from_snapshot(snap)?;
-        let routing = DocumentRouting::new(&source, &self.options()?);
-        Ok((source, routing))
     }
 }
 
@@ -1154,20 +1144,6 @@ impl WorkerArgs {
     pub fn failure_log(&self) -> anyhow::Result<Arc<migrate::FailureLog>> {
         let log = migrate::FailureLog::open(&self.failure_log)?.with_sources(true);
         Ok(Arc::new(log))
-    }
-
-    /// The `_bulk` sink into `client`'s cluster; `target` names it (no credentials).
-    pub fn bulk_sink(
-        &self,
-        client: cluster::Client,
-        target: String,
-    ) -> anyhow::Result<migrate::sinks::bulk::BulkSink> {
-        let sender = cluster::BulkSender::new(client, self.bulk_options())?;
-        Ok(migrate::sinks::bulk::BulkSink::new(
-            sender,
-            self.batch_limits(),
-            target,
-        ))
     }
 
     /// What these flags say about the sinks the connector registry opens (batches, `_bulk`

@@ -3,14 +3,14 @@
 //! `--parallel` items at once. Every worker (here and in `rfs run`) also takes turns as the
 //! keeper, so the last one to finish marks the migration finished.
 
-use migrate::connectors::{BoxedSink, BoxedSource};
+use migrate::connectors::BoxedSource;
 
 use super::common::{
     runtime, FilterArgs, SinceArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs,
 };
 use super::engine::{
-    finish, open_snapshot, removed_indices_phase, report_removed, run_job, shutdown_signal,
-    JobSpec, Role, Watch,
+    finish, open_snapshot, open_target_sink, opened, removed_indices_phase, report_removed,
+    run_job, shutdown_signal, JobSpec, Role, Watch,
 };
 
 #[derive(Debug, clap::Args)]
@@ -48,14 +48,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )
         .await?;
         report_removed(&m.removed, args.delete_removed_indices);
-        let client = args.target.connect().await?;
-        let sink = args
-            .worker
-            .bulk_sink(client.clone(), redact::url(&args.target.target))?;
+        let source = opened(BoxedSource::new(m.source), "snapshot");
+        let (sink, client) =
+            open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
         let mut job = JobSpec::new(
-            BoxedSource::new(m.source),
+            source.source,
             m.transform,
-            BoxedSink::new(sink),
+            sink,
             args.store.open_beside(&args.target).await?,
             args.worker.failure_log()?,
             args.worker.job_options(args.wait),

@@ -7,15 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use migrate::connectors::{BoxedSink, BoxedSource};
+use migrate::connectors::{
+    open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Settings,
+};
 use migrate::metadata::SourceMetadata;
 use migrate::phases::PhaseError;
 use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
-use migrate::transform::Routes;
 use migrate::{Job, JobEnd, JobReport};
 use tokio::sync::watch;
 
-use super::common::{FilterArgs, Progress, SourceArgs, WorkerArgs};
+use super::common::{FilterArgs, Progress, RepositoryArgs, SourceArgs, TargetArgs, WorkerArgs};
 use crate::exit;
 
 /// A snapshot opened for a migration: its metadata, where each document goes, and the
@@ -30,93 +31,122 @@ pub struct SnapshotMigration {
     pub removed: Vec<(String, Vec<String>)>,
 }
 
-/// Opens the snapshot and builds the source and the transform (blocking reads; runs on a
-/// blocking thread). With `since`, the source is the delta from that earlier snapshot.
+/// What the repository flags say about opening it.
+pub fn repository_settings(repo: &RepositoryArgs) -> Settings {
+    Settings {
+        store_options: snapshot::StoreOptions {
+            s3_region: repo.s3_region.clone(),
+            s3_endpoint: repo.s3_endpoint.clone(),
+            s3_access_key_id: repo.s3_access_key_id.clone(),
+            s3_secret_access_key: repo.s3_secret_access_key.clone(),
+            ..Default::default()
+        },
+        ..Settings::default()
+    }
+}
+
+/// Opens the snapshot through the connector registry (the repository location as the
+/// URL; the snapshot, the routing of `filter`, `since` and the reading options as
+/// settings) and puts the --transform program before its routes. With `since`, the
+/// source is the delta from that earlier snapshot.
 pub async fn open_snapshot(
     source: &SourceArgs,
     filter: &FilterArgs,
     worker: Option<&WorkerArgs>,
     since: Option<&str>,
 ) -> anyhow::Result<SnapshotMigration> {
-    let (source, filter) = (source.clone(), filter.clone());
-    let since = since.map(str::to_string);
-    let opts = SnapshotOptions {
-        split_docs: worker.map(|w| w.split_docs),
-        verify_checksums: worker.is_none_or(|w| !w.no_verify_checksums),
-        rebuild: source.rebuild.options(),
+    if since == Some(source.snapshot.as_str()) {
+        anyhow::bail!(
+            "--since {} names the snapshot being migrated; give the earlier one",
+            source.snapshot
+        );
+    }
+    let settings = Settings {
+        snapshot: Some(source.snapshot.clone()),
+        snapshot_options: SnapshotOptions {
+            split_docs: worker.map(|w| w.split_docs),
+            verify_checksums: worker.is_none_or(|w| !w.no_verify_checksums),
+            rebuild: source.rebuild.options(),
+        },
+        since: since.map(str::to_string),
+        routing: Some(filter.options()?),
+        any_state: true,
+        ..repository_settings(&source.repository)
     };
-    tokio::task::spawn_blocking(move || -> anyhow::Result<SnapshotMigration> {
-        let snap = source.open()?;
-        let (metadata, routing) = filter.routing(&snap)?;
-        let indices: Vec<String> = snap
-            .index_names()
-            .into_iter()
-            .filter(|n| routing.includes(n))
-            .collect();
-        let transform = filter
-            .transform
-            .wrap(Arc::new(Routes::new(&routing, &indices)))?;
-        let mut src = SnapshotSource::new(snap.clone(), indices, opts);
-        let mut removed = Vec::new();
-        if let Some(name) = since {
-            let old = since_snapshot(&snap, &name, "migrated")?;
-            let (_, old_routing) = filter.routing(&old)?;
-            let old_indices: Vec<String> = old
-                .index_names()
-                .into_iter()
-                .filter(|n| old_routing.includes(n))
-                .collect();
-            src = src.since(old, old_indices);
-            for index in src.removed_indices() {
-                let targets = old_routing
-                    .targets_of(&index)
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect();
-                removed.push((index, targets));
-            }
-            if !removed.is_empty() {
-                tracing::info!(
-                    "indices deleted since snapshot {name}: {}",
-                    removed
-                        .iter()
-                        .map(|(i, _)| i.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-        }
-        Ok(SnapshotMigration {
-            metadata,
-            source: Arc::new(src),
-            transform,
-            removed,
-        })
+    let location = source.repository.location()?;
+    let opened = open_source_as("snapshot", location, &settings).await?;
+    let routed = opened
+        .routed
+        .context("a snapshot source opened without its routing")?;
+    if !routed.removed.is_empty() {
+        tracing::info!(
+            "indices deleted since snapshot {}: {}",
+            since.unwrap_or_default(),
+            routed
+                .removed
+                .iter()
+                .map(|(i, _)| i.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(SnapshotMigration {
+        metadata: routed.metadata,
+        source: opened
+            .source
+            .downcast::<SnapshotSource>()
+            .context("a repository opened as another kind of source")?,
+        transform: filter.transform.wrap(routed.transform)?,
+        removed: routed.removed,
     })
-    .await
-    .context("opening the snapshot")?
 }
 
-/// The earlier snapshot of a delta (`--since NAME`) in `snap`'s repository: another
-/// snapshot than `snap` (the one being `what`: migrated, exported), present and readable.
-pub fn since_snapshot(
-    snap: &snapshot::Snapshot,
-    name: &str,
-    what: &str,
-) -> anyhow::Result<snapshot::Snapshot> {
-    if name == snap.name() {
-        anyhow::bail!("--since {name} names the snapshot being {what}; give the earlier one");
+/// The `_bulk` sink of `--target` (run, documents, redrive), through the connector
+/// registry: the URL as given (its path a prefix, never an index), the client the
+/// `--target-*` flags set up carried in `settings`, the URL without credentials as the
+/// sink's identity (as stores recorded it). Also returns the sink's client, for the
+/// command's other calls to the target.
+pub async fn open_target_sink(
+    target: &TargetArgs,
+    mut settings: Settings,
+    source: &OpenedSource,
+) -> anyhow::Result<(BoxedSink, cluster::Client)> {
+    let shown = redact::url(&target.target);
+    let connecting = || format!("connecting to the target {shown}");
+    if !matches!(
+        migrate::connectors::scheme(&target.target).as_str(),
+        "http" | "https"
+    ) {
+        anyhow::bail!("{}: the URL's scheme must be http or https", connecting());
     }
-    let old = snap
-        .repository()
-        .snapshot(name)
-        .with_context(|| format!("--since: snapshot {name}"))?;
-    if let Some(state) = old.state() {
-        if !state.is_restorable() {
-            anyhow::bail!("--since: snapshot {name} is {state}: it holds no readable data");
-        }
+    let mut client = target.config()?;
+    // Where is the URL's to say; the flags say how.
+    client.urls.clear();
+    settings.sink_client = Some(client);
+    settings.sink_path_is_base = true;
+    let opened = open_sink(&target.target, &settings, source)
+        .await
+        .with_context(connecting)?;
+    let client = opened
+        .sink
+        .downcast_ref::<migrate::sinks::bulk::BulkSink>()
+        .context("an http(s):// target opened as another kind of sink")?
+        .sender()
+        .client()
+        .clone();
+    Ok((opened.sink, client))
+}
+
+/// `source` as the registry's sinks see it: documents keyed by `_id`, grouped by index.
+pub fn opened(source: BoxedSource, kind: &'static str) -> OpenedSource {
+    OpenedSource {
+        source,
+        kind,
+        key_column: None,
+        hints: Default::default(),
+        groups: Vec::new(),
+        routed: None,
     }
-    Ok(old)
 }
 
 /// The phase of a delta that deletes, on the target, the indices deleted since the

@@ -3,13 +3,11 @@
 //! store of its own (nothing to set up). Shard files are read in place from the
 //! repository, never copied to local disk.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use migrate::connectors::{BoxedSink, BoxedSource};
-use migrate::sinks::bulk::BatchLimits;
-use migrate::sinks::files::{FileFormat, FileSink, Output};
+use migrate::connectors::{open_sink, open_source_as, Settings};
+use migrate::sinks::files::{FileFormat, FileSink};
 use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use migrate::transform::Rename;
 use migrate::{JobEnd, JobOptions};
@@ -73,99 +71,64 @@ pub enum Format {
     Bulk,
 }
 
-/// `*`/`?` wildcard match.
-fn matches(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
-        let (repo, snapshot_name) = (args.repo.clone(), args.snapshot.clone());
-        let patterns = args.index.clone();
-        let since = args.since.since.clone();
-        let opts = SnapshotOptions {
-            split_docs: None,
-            verify_checksums: !args.no_verify_checksums,
-            rebuild: args.rebuild.options(),
-        };
-        let (source, names) = tokio::task::spawn_blocking(
-            move || -> anyhow::Result<(SnapshotSource, Vec<String>)> {
-                let repo = repo.open()?;
-                let snap = repo
-                    .snapshot(&snapshot_name)
-                    .with_context(|| format!("snapshot {snapshot_name}"))?;
-                if let Some(state) = snap.state() {
-                    if !state.is_restorable() {
-                        anyhow::bail!(
-                            "snapshot {} is {state}: it holds no readable data",
-                            snap.name()
-                        );
-                    }
-                }
-                let names: Vec<String> = snap
-                    .index_names()
-                    .into_iter()
-                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
-                    .collect();
-                if names.is_empty() && !patterns.is_empty() {
-                    anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
-                }
-                let source = SnapshotSource::new(snap.clone(), names.clone(), opts);
-                let Some(since) = since else {
-                    return Ok((source, names));
-                };
-                let old = super::engine::since_snapshot(&snap, &since, "exported")?;
-                let old_names: Vec<String> = old
-                    .index_names()
-                    .into_iter()
-                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
-                    .collect();
-                Ok((source.since(old, old_names), names))
+        // The snapshot through the connector registry: the repository location as the
+        // URL, the snapshot, --index patterns, --since and the reading options as settings.
+        if args.since.since.as_deref() == Some(args.snapshot.as_str()) {
+            anyhow::bail!(
+                "--since {} names the snapshot being exported; give the earlier one",
+                args.snapshot
+            );
+        }
+        let settings = Settings {
+            snapshot: Some(args.snapshot.clone()),
+            snapshot_options: SnapshotOptions {
+                split_docs: None,
+                verify_checksums: !args.no_verify_checksums,
+                rebuild: args.rebuild.options(),
             },
-        )
-        .await
-        .context("opening the snapshot")??;
-        let output = if args.out == "-" {
-            Output::Stdout
+            since: args.since.since.clone(),
+            index_patterns: args.index.clone(),
+            ..super::engine::repository_settings(&args.repo)
+        };
+        let opened = open_source_as("snapshot", args.repo.location()?, &settings).await?;
+        let names = opened.groups;
+        let source = opened.source;
+        let removed = source
+            .downcast::<SnapshotSource>()
+            .context("a repository opened as another kind of source")?
+            .removed_indices();
+        // The file sink through the connector registry: `--out` as a path (`-`: stdout),
+        // `--format` as a setting. A path that reads as a URL stays a path.
+        let out = if migrate::connectors::scheme(&args.out).is_empty() {
+            args.out.clone()
         } else {
-            Output::Directory(PathBuf::from(&args.out))
+            format!("./{}", args.out)
         };
-        let format = match args.format {
-            Format::Jsonl => FileFormat::Jsonl,
-            Format::Bulk => FileFormat::Bulk,
+        let settings = Settings {
+            file_format: Some(match args.format {
+                Format::Jsonl => FileFormat::Jsonl,
+                Format::Bulk => FileFormat::Bulk,
+            }),
+            ..Settings::default()
         };
-        let sink = FileSink::new(output, format, BatchLimits::default())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let sink = open_sink(&out, &settings, &super::engine::opened(source.clone(), "snapshot"))
+            .await?
+            .sink;
         // One file per exported index, also for an index without documents.
-        sink.create_files(names.iter().map(String::as_str))
+        sink.downcast_ref::<FileSink>()
+            .context("--out opened as another kind of sink than files")?
+            .create_files(names.iter().map(String::as_str))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let failures = migrate::FailureLog::open(&args.failure_log)?.with_sources(true);
         let parallel = args.parallel.unwrap_or_else(JobOptions::default_parallel);
-        let removed = source.removed_indices();
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());
         let transform = args.transform.wrap(Arc::new(Rename::default()))?;
         let spec = JobSpec::new(
-            BoxedSource::new(Arc::new(source)),
+            source,
             transform,
-            BoxedSink::new(sink),
+            sink,
             store,
             Arc::new(failures),
             JobOptions {
@@ -240,19 +203,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             exit::OK
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wildcards() {
-        assert!(matches("*", "abc"));
-        assert!(matches("posts_*", "posts_2024_01_01"));
-        assert!(matches("p?sts*", "posts"));
-        assert!(!matches("posts_*", "bwc_index_1"));
-        assert!(matches("*_1", "bwc_index_1"));
-        assert!(!matches("a", "ab"));
-    }
 }

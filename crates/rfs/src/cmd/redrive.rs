@@ -1,23 +1,24 @@
 //! `rfs redrive`: send the documents a failure log says the target refused once more, after
 //! the cause is fixed (a mapping corrected, a cluster block lifted). The engine does it: the
-//! failure log is the source (`migrate::sources::failure_log`), the target's `_bulk` the
-//! sink, and the job's failure log the remaining log (what is refused again, and what the
-//! log cannot re-drive). Documents the source could not produce (skipped) cannot be
-//! re-driven from a log and are counted.
+//! failure log is the source (`failure-log://FILE` in the connector registry), the
+//! target's `_bulk` the sink (`--target`, through the registry too), and the job's failure
+//! log the remaining log (what is refused again, and what the log cannot re-drive).
+//! Documents the source could not produce (skipped) cannot be re-driven from a log and
+//! are counted.
 
 use std::path::PathBuf;
 
 use std::sync::Arc;
 
 use anyhow::Context;
-use migrate::connectors::{BoxedSink, BoxedSource};
-use migrate::sinks::bulk::{BatchLimits, BulkSink};
+use migrate::connectors::{open_source, Settings};
+use migrate::sinks::bulk::BatchLimits;
 use migrate::sources::failure_log::{FailureLogSource, NO_SOURCE, SKIPPED_BY_SOURCE};
 use migrate::transform::Rename;
 use migrate::{FailureLog, JobEnd, JobOptions};
 
 use super::common::{runtime, usize_in, TargetArgs};
-use super::engine::{run_job, shutdown_signal, JobSpec, Watch};
+use super::engine::{open_target_sink, run_job, shutdown_signal, JobSpec, Watch};
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
@@ -44,11 +45,18 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let shutdown = shutdown_signal();
-        let source = FailureLogSource::open(&args.failure_log)?;
-        if source.duplicates() > 0 {
+        let source = open_source(
+            &migrate::connectors::failures::url_of(&args.failure_log),
+            &Settings::default(),
+        )
+        .await?;
+        let duplicates = source
+            .source
+            .downcast::<FailureLogSource>()
+            .map_or(0, |s| s.duplicates());
+        if duplicates > 0 {
             tracing::info!(
-                "{} records of documents refused more than once (a re-sent batch) are sent once",
-                source.duplicates()
+                "{duplicates} records of documents refused more than once (a re-sent batch) are sent once"
             );
         }
         let remaining_path = args.remaining.clone().unwrap_or_else(|| {
@@ -56,29 +64,25 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             p.push(".remaining");
             PathBuf::from(p)
         });
-        let client = args.target.connect().await?;
-        let sender = cluster::BulkSender::new(
-            client,
-            cluster::BulkOptions {
-                refuse_exhausted_items: true,
-                ..cluster::BulkOptions::default()
-            },
-        )?;
-        let sink = BulkSink::new(
-            sender,
-            BatchLimits {
+        let settings = Settings {
+            batch: BatchLimits {
                 max_docs: args.max_batch_docs,
                 ..BatchLimits::default()
             },
-            redact::url(&args.target.target),
-        );
+            bulk: cluster::BulkOptions {
+                refuse_exhausted_items: true,
+                ..cluster::BulkOptions::default()
+            },
+            ..Settings::default()
+        };
+        let (sink, _) = open_target_sink(&args.target, settings, &source).await?;
         // What is not delivered this time (refused again, or not sendable from the log)
         // is the job's failure log: the remaining log.
         let remaining = FailureLog::open(&remaining_path)?.with_sources(true);
         let spec = JobSpec::new(
-            BoxedSource::new(Arc::new(source)),
+            source.source,
             Arc::new(Rename::default()),
-            BoxedSink::new(sink),
+            sink,
             Arc::new(coordination::MemoryStore::new()),
             Arc::new(remaining),
             JobOptions {

@@ -3,7 +3,7 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
-use migrate::connectors::{BoxedSink, BoxedSource};
+use migrate::connectors::BoxedSource;
 use migrate::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
@@ -16,8 +16,8 @@ use super::common::{
     WorkerArgs,
 };
 use super::engine::{
-    finish, open_snapshot, removed_indices_phase, report_removed, run_job, shutdown_signal,
-    JobSpec, Role, Watch,
+    finish, open_snapshot, open_target_sink, opened, removed_indices_phase, report_removed,
+    run_job, shutdown_signal, JobSpec, Role, Watch,
 };
 
 #[derive(Debug, clap::Args)]
@@ -91,14 +91,13 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     )
     .await?;
     report_removed(&m.removed, args.delete_removed_indices);
-    let client = args.target.connect().await?;
-    let sink = args
-        .worker
-        .bulk_sink(client.clone(), redact::url(&args.target.target))?;
+    let source = opened(BoxedSource::new(m.source), "snapshot");
+    let (sink, client) =
+        open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
     let mut job = JobSpec::new(
-        BoxedSource::new(m.source),
+        source.source,
         m.transform,
-        BoxedSink::new(sink),
+        sink,
         store,
         args.worker.failure_log()?,
         args.worker.job_options(true),

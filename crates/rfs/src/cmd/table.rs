@@ -8,17 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use migrate::connectors::{open_sink, BoxedSink, BoxedSource, OpenedSource, Settings};
+use migrate::connectors::{open_sink, open_source, BoxedSink, BoxedSource, OpenedSource, Settings};
 use migrate::lookup::dynamo::DynamoLookup;
 use migrate::lookup::files::FileLookup;
 use migrate::lookup::mget::MgetLookup;
 use migrate::lookup::Lookup;
 use migrate::sinks::dynamo::{hints_of, DynamoSink};
-use migrate::sources::table::{TableSource, TableSourceOptions};
+use migrate::sources::table::TableSource;
 use migrate::transform::Rename;
 use migrate::verify::{verify, Options, Sample, VerifyReport};
 use migrate::Naming;
-use table::{SlotRule, Table, TableOptions};
+use table::{SlotRule, TableOptions};
 
 use super::common::{runtime, usize_in, StoreArgs, WorkerArgs};
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
@@ -304,23 +304,31 @@ impl TableArgs {
         Ok(url)
     }
 
-    /// The files or DynamoDB sink `--sink` names (with the DynamoDB flags folded in),
-    /// through the connector registry: the DynamoDB table checked against the key mapping
-    /// (or created with `create_table`), rows converted with the source's column types.
+    /// The sink `--sink` names, through the connector registry: `_bulk` with the
+    /// `--sink-ca`/`--sink-insecure` TLS and the identity stores recorded (`BASE/INDEX`,
+    /// the index decoded); files; DynamoDB with its flags folded into the URL, the table
+    /// checked against the key mapping (or created with `create_table`), rows converted
+    /// with the source's column types.
     async fn open_sink(
         &self,
         worker: &WorkerArgs,
         source: &Arc<TableSource>,
         create_table: bool,
     ) -> anyhow::Result<BoxedSink> {
+        let mut settings = Settings {
+            create_table,
+            ..worker.sink_settings()
+        };
+        let mut connecting = None;
         let url = match self.sink_url()? {
             SinkUrl::Dynamo(u) => u.to_url(),
             SinkUrl::Files(_) => self.sink.clone(),
-            SinkUrl::Bulk { .. } => anyhow::bail!("a _bulk sink is opened with the table's client"),
-        };
-        let settings = Settings {
-            create_table,
-            ..worker.sink_settings()
+            SinkUrl::Bulk { base, index } => {
+                settings.tls = self.sink_tls();
+                settings.sink_identity = Some(format!("{}/{index}", redact::url(&base)));
+                connecting = Some(format!("connecting to the sink {}", redact::url(&base)));
+                self.sink.clone()
+            }
         };
         let opened = OpenedSource {
             source: BoxedSource::new(source.clone()),
@@ -328,8 +336,23 @@ impl TableArgs {
             key_column: Some(source.table().schema().key_column().name.clone()),
             hints: hints_of(&source.columns()),
             groups: vec![source.group().to_string()],
+            routed: None,
         };
-        Ok(open_sink(&url, &settings, &opened).await?.sink)
+        let sink = open_sink(&url, &settings, &opened).await;
+        Ok(match connecting {
+            Some(c) => sink.context(c)?.sink,
+            None => sink?.sink,
+        })
+    }
+
+    /// TLS of an https sink.
+    fn sink_tls(&self) -> cluster::TlsConfig {
+        cluster::TlsConfig {
+            ca_file: self.sink_ca.clone(),
+            client_cert: None,
+            client_key: None,
+            insecure: self.sink_insecure,
+        }
     }
 
     /// A DynamoDB key mapping must be unique in the table (a unique index or primary key
@@ -371,38 +394,45 @@ impl TableArgs {
         }
     }
 
-    fn rule(&self) -> SlotRule {
-        self.slot_by
-            .unwrap_or(SlotRule::Count(self.slots.unwrap_or(64)))
-    }
-
-    /// Connects to the table and builds the source.
+    /// Connects to the table and builds the source, through the connector registry: the
+    /// `--source` URL with the table, key, slot rule, bounds and order as settings.
     pub async fn source(&self, pool_size: usize) -> anyhow::Result<Arc<TableSource>> {
         if let Some(w) = &self.filter {
             check_where(w).map_err(anyhow::Error::msg)?;
         }
-        let opts = TableOptions {
-            page_rows: self.page_rows,
-            statement_timeout: Duration::from_secs(self.statement_timeout),
-            attempts: self.source_attempts,
-            pool_size,
-            columns: self.columns.clone(),
-            filter: self.filter.clone(),
-            ..TableOptions::default()
-        };
-        let table = Table::open(&self.source, &self.table, &self.key, opts).await?;
-        let source = TableSource::new(
-            Arc::new(table),
-            TableSourceOptions {
-                rule: self.rule(),
-                from: self.from.clone(),
-                until: self.until.clone(),
+        if !matches!(
+            migrate::connectors::scheme(&self.source).as_str(),
+            "postgres" | "postgresql"
+        ) {
+            anyhow::bail!(
+                "--source {}: a PostgreSQL URL (postgres://user:pw@host:5432/db)",
+                redact::url(&self.source)
+            );
+        }
+        let settings = Settings {
+            table: TableOptions {
                 page_rows: self.page_rows,
-                newest_first: self.order == Order::NewestFirst,
+                statement_timeout: Duration::from_secs(self.statement_timeout),
+                attempts: self.source_attempts,
+                pool_size,
+                columns: self.columns.clone(),
+                filter: self.filter.clone(),
+                ..TableOptions::default()
             },
-        )
-        .await?;
-        Ok(Arc::new(source))
+            table_name: Some(self.table.clone()),
+            table_key: Some(self.key.clone()),
+            table_slots: self.slots,
+            table_rule: self.slot_by,
+            table_from: self.from.clone(),
+            table_until: self.until.clone(),
+            table_newest_first: self.order == Order::NewestFirst,
+            ..Settings::default()
+        };
+        open_source(&self.source, &settings)
+            .await?
+            .source
+            .downcast::<TableSource>()
+            .context("a postgres:// source opened as another kind of source")
     }
 
     fn client_config(&self, base: &str) -> anyhow::Result<cluster::ClientConfig> {
@@ -419,12 +449,7 @@ impl TableArgs {
                 password: password.unwrap_or_default(),
             };
         }
-        c.tls = cluster::TlsConfig {
-            ca_file: self.sink_ca.clone(),
-            client_cert: None,
-            client_key: None,
-            insecure: self.sink_insecure,
-        };
+        c.tls = self.sink_tls();
         Ok(c)
     }
 
@@ -520,20 +545,10 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     tracing::info!(table = %group, store = %args.store.redacted(), "table worker ready");
     let boxed = BoxedSource::new(source.clone());
     let spec = match args.table.sink_url()? {
-        SinkUrl::Bulk { base, index } => {
-            let client = args.table.client(&base).await?;
-            let sink = args
-                .worker
-                .bulk_sink(client, format!("{}/{index}", redact::url(&base)))?;
+        SinkUrl::Bulk { index, .. } => {
+            let sink = args.table.open_sink(&args.worker, &source, false).await?;
             let transform = args.transform.wrap(Arc::new(rename_to(&group, &index)))?;
-            JobSpec::new(
-                boxed,
-                transform,
-                BoxedSink::new(sink),
-                store,
-                failures,
-                opts,
-            )
+            JobSpec::new(boxed, transform, sink, store, failures, opts)
         }
         SinkUrl::Files(_) => {
             let sink = args.table.open_sink(&args.worker, &source, false).await?;
