@@ -47,8 +47,9 @@ pub use document::EsDocument;
 pub use error::{Error, Result};
 pub use lucene::VerifiedFiles;
 pub use metadata::{
-    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, RepositoryData, ShardFailure,
-    ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind, TypeMapping, Version,
+    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, ProductVersion, RepositoryData,
+    ShardFailure, ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind,
+    TypeMapping,
 };
 pub use object::ObjectStoreBlobs;
 pub use reader::{

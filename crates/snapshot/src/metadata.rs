@@ -67,7 +67,7 @@ impl fmt::Display for SnapshotState {
     }
 }
 
-pub use product::Version;
+pub use product::ProductVersion;
 
 /// One snapshot as listed in repository data.
 #[derive(Debug, Clone, Serialize)]
@@ -343,9 +343,9 @@ pub(crate) struct SnapshotInfoRoot {
 
 impl SnapshotInfo {
     /// Version of the cluster that took the snapshot.
-    pub fn version(&self) -> Option<Version> {
+    pub fn version(&self) -> Option<ProductVersion> {
         self.version_id
-            .and_then(|id| Version::from_id(u64::from(id)))
+            .and_then(|id| ProductVersion::from_id(u64::from(id)))
     }
     /// Decoded state, if known.
     pub fn state(&self) -> Option<SnapshotState> {
@@ -620,10 +620,10 @@ impl IndexMetadata {
     }
 
     /// The version that created the index (`index.version.created`).
-    pub fn created_version(&self) -> Option<Version> {
+    pub fn created_version(&self) -> Option<ProductVersion> {
         self.setting("index.version.created")
             .and_then(|s| s.parse::<u64>().ok())
-            .and_then(Version::from_id)
+            .and_then(ProductVersion::from_id)
     }
 
     /// Whether the index uses soft deletes: the stored setting, else on for indices

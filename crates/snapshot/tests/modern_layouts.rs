@@ -290,7 +290,7 @@ fn elasticsearch_8_metadata_is_read() {
     let snap = repo.snapshot(SNAPSHOT).unwrap();
     let v = snap.version().unwrap();
     assert_eq!((v.major, v.minor, v.is_os()), (8, 11, false));
-    assert!(snapshot::Version::is_index_version_id(8_512_000));
+    assert!(snapshot::ProductVersion::is_index_version_id(8_512_000));
     assert_eq!(snap.info().data_streams, vec![DATA_STREAM]);
     let global = snap.global_metadata().unwrap();
     let ds = &global.data_streams[DATA_STREAM];

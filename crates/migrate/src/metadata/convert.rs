@@ -7,10 +7,10 @@
 //!
 //! ```
 //! use migrate::metadata::convert::{convert_index, ConvertOptions};
-//! use migrate::metadata::Version;
+//! use migrate::metadata::ProductVersion;
 //! let body = serde_json::json!({"mappings": {"properties": {
 //!     "v": {"type": "dense_vector", "dims": 3, "similarity": "cosine"}}}});
-//! let out = convert_index(&body, Some(Version::es(8, 15)), Version::os(2, 19), &ConvertOptions::default());
+//! let out = convert_index(&body, Some(ProductVersion::es(8, 15)), ProductVersion::os(2, 19), &ConvertOptions::default());
 //! assert_eq!(out.body["mappings"]["properties"]["v"]["type"], "knn_vector");
 //! assert_eq!(out.body["settings"]["index.knn"], "true");
 //! ```
@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::plan::Notes;
-use super::Version;
+use super::ProductVersion;
 
 /// How bad a conversion is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -124,7 +124,7 @@ impl KnnEngine {
     }
 
     /// Why `target` cannot use this engine, if it cannot.
-    pub fn unavailable_on(self, target: Version) -> Option<String> {
+    pub fn unavailable_on(self, target: ProductVersion) -> Option<String> {
         match self {
             KnnEngine::Lucene if !target.at_least_os(2, 2) => {
                 Some(format!("the lucene k-NN engine needs OpenSearch 2.2+, not {target}"))
@@ -166,8 +166,8 @@ pub struct Needs {
 /// Everything the rules need to know.
 #[derive(Debug, Clone)]
 pub struct Ctx<'a> {
-    pub source: Option<Version>,
-    pub target: Version,
+    pub source: Option<ProductVersion>,
+    pub target: ProductVersion,
     pub options: &'a ConvertOptions,
 }
 
@@ -189,8 +189,8 @@ impl Converted {
 /// flat. The notes hold every conversion.
 pub fn convert_index(
     body: &Value,
-    source: Option<Version>,
-    target: Version,
+    source: Option<ProductVersion>,
+    target: ProductVersion,
     options: &ConvertOptions,
 ) -> Converted {
     let ctx = Ctx {
@@ -470,7 +470,7 @@ const TYPE_SUPPORT: &[(&str, Since, Since)] = &[
 ];
 
 /// Whether `target` has field type `ty` (types not in the table exist everywhere modern).
-pub fn target_has_type(target: Version, ty: &str) -> bool {
+pub fn target_has_type(target: ProductVersion, ty: &str) -> bool {
     match TYPE_SUPPORT.iter().find(|(t, _, _)| *t == ty) {
         None => true,
         Some((_, es, os)) => {
@@ -844,7 +844,7 @@ fn space_of(similarity: &str) -> Option<&'static str> {
 /// them, else lucene (2.2+; innerproduct 2.13+; byte 2.9+), faiss (innerproduct before
 /// 2.13, binary), nmslib before 2.2.
 fn engine_for(
-    target: Version,
+    target: ProductVersion,
     space: &str,
     data_type: &str,
     wanted: Option<KnnEngine>,
@@ -920,7 +920,7 @@ fn dense_to_knn(
         .and_then(Value::as_str)
         .unwrap_or("float")
         .to_string();
-    let source = ctx.source.unwrap_or(Version::es(8, 11));
+    let source = ctx.source.unwrap_or(ProductVersion::es(8, 11));
     // Indexed by default from 8.11; before that only when `index: true`.
     let indexed = match f.get("index") {
         Some(v) => v == true || v == "true",
@@ -1304,7 +1304,7 @@ const ES_INDEX_MODE_SETTINGS: &[(&str, (u32, u32))] = &[
 ];
 
 /// Whether `target` lacks the Elasticsearch 8 setting `key` (or index mode `value`).
-fn lacks_mode_setting(target: Version, key: &str, value: &Value) -> bool {
+fn lacks_mode_setting(target: ProductVersion, key: &str, value: &Value) -> bool {
     let Some((_, since)) = ES_INDEX_MODE_SETTINGS.iter().find(|(k, _)| {
         if k.ends_with('.') {
             key.starts_with(k)

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::plan::Notes;
-use super::Version;
+use super::ProductVersion;
 
 /// The name of the pseudo-type that held defaults for new types (ES ≤ 6).
 pub const DEFAULT_TYPE: &str = "_default_";
@@ -169,7 +169,7 @@ pub fn without_default(types: Vec<(String, Value)>, notes: &mut Notes) -> Vec<(S
 
 /// Cleans one typeless mapping for `target`: removed parameters dropped, `string`
 /// converted, loose booleans made strict.
-pub fn clean(mapping: &Value, target: Version, notes: &mut Notes) -> Value {
+pub fn clean(mapping: &Value, target: ProductVersion, notes: &mut Notes) -> Value {
     let Value::Object(root) = mapping else {
         return mapping.clone();
     };
@@ -515,7 +515,12 @@ fn merge_properties(
 }
 
 /// The mapping body for the target: typeless, or wrapped in a type name for ES 6.
-pub fn for_target(mapping: Value, source_type: &str, target: Version, notes: &mut Notes) -> Value {
+pub fn for_target(
+    mapping: Value,
+    source_type: &str,
+    target: ProductVersion,
+    notes: &mut Notes,
+) -> Value {
     if target.typed_mappings() {
         let name = target.default_type_name();
         if source_type != name {
@@ -582,7 +587,7 @@ mod tests {
             }
         });
         let mut notes = Notes::default();
-        let out = clean(&m, Version::os(3, 0), &mut notes);
+        let out = clean(&m, ProductVersion::os(3, 0), &mut notes);
         assert_eq!(
             out,
             json!({
@@ -614,7 +619,7 @@ mod tests {
             "body": {"type": "string", "index": "analyzed", "position_offset_gap": 100, "fielddata": {"format": "disabled"}}
         }, "dynamic_templates": [{"strings": {"match_mapping_type": "string", "mapping": {"type": "string", "index": "not_analyzed"}}}]});
         let mut notes = Notes::default();
-        let out = clean(&m, Version::os(3, 0), &mut notes);
+        let out = clean(&m, ProductVersion::os(3, 0), &mut notes);
         assert_eq!(
             out,
             json!({"properties": {
@@ -643,7 +648,7 @@ mod tests {
         let m =
             json!({"_source": {"compress": true, "compress_threshold": "200b", "excludes": ["x"]}});
         let mut notes = Notes::default();
-        let out = clean(&m, Version::os(2, 19), &mut notes);
+        let out = clean(&m, ProductVersion::os(2, 19), &mut notes);
         assert_eq!(out, json!({"_source": {"excludes": ["x"]}}));
         assert!(notes
             .transformations
@@ -659,10 +664,13 @@ mod tests {
     fn field_names_only_for_es8() {
         let m = json!({"_field_names": {"enabled": false}});
         assert_eq!(
-            clean(&m, Version::es(8, 0), &mut Notes::default()),
+            clean(&m, ProductVersion::es(8, 0), &mut Notes::default()),
             json!({})
         );
-        assert_eq!(clean(&m, Version::os(3, 0), &mut Notes::default()), m);
+        assert_eq!(
+            clean(&m, ProductVersion::os(3, 0), &mut Notes::default()),
+            m
+        );
     }
 
     #[test]
@@ -695,16 +703,31 @@ mod tests {
         let mut notes = Notes::default();
         let m = json!({"properties": {}});
         assert_eq!(
-            for_target(m.clone(), "arbitrary_type", Version::es(6, 8), &mut notes),
+            for_target(
+                m.clone(),
+                "arbitrary_type",
+                ProductVersion::es(6, 8),
+                &mut notes
+            ),
             json!({"_doc": {"properties": {}}})
         );
         assert_eq!(
-            for_target(m.clone(), "arbitrary_type", Version::es(7, 10), &mut notes),
+            for_target(
+                m.clone(),
+                "arbitrary_type",
+                ProductVersion::es(7, 10),
+                &mut notes
+            ),
             m
         );
         assert_eq!(notes.transformations.len(), 2);
         assert_eq!(
-            for_target(m.clone(), "_doc", Version::os(2, 0), &mut Notes::default()),
+            for_target(
+                m.clone(),
+                "_doc",
+                ProductVersion::os(2, 0),
+                &mut Notes::default()
+            ),
             m
         );
     }
