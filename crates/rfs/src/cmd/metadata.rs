@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use migrate::metadata::{ProductVersion, Report, Severity, SourceMetadata};
+use migrate::metadata::{ConversionSeverity, ProductVersion, Report, SourceMetadata};
 use serde_json::json;
 
 use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
@@ -263,13 +263,14 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let mut out = format!("convert: {} → {}\n", args.from, args.to);
-        let count = |s: Severity| notes.conversions.iter().filter(|c| c.severity == s).count();
+        let count =
+            |s: ConversionSeverity| notes.conversions.iter().filter(|c| c.severity == s).count();
         out.push_str(&format!(
             "{} conversions ({} changes, {} with warnings, {} BLOCKING)\n",
             notes.conversions.len(),
-            count(Severity::Change),
-            count(Severity::Warning),
-            count(Severity::Blocking)
+            count(ConversionSeverity::Change),
+            count(ConversionSeverity::Warning),
+            count(ConversionSeverity::Blocking)
         ));
         migrate::metadata::plan::write_conversions(&mut out, &notes.conversions);
         for t in &notes.transformations {

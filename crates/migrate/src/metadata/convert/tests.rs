@@ -110,7 +110,7 @@ fn dense_vector_hnsw_cosine_to_lucene_on_os_2_19() {
     let conv = &c.notes.conversions[0];
     assert_eq!(conv.rule, "dense_vector_to_knn_vector");
     assert_eq!(conv.path, "embedding");
-    assert_eq!(conv.severity, Severity::Change);
+    assert_eq!(conv.severity, ConversionSeverity::Change);
     assert_eq!(conv.before["type"], "dense_vector");
     assert_eq!(conv.after["type"], "knn_vector");
 }
@@ -118,10 +118,14 @@ fn dense_vector_hnsw_cosine_to_lucene_on_os_2_19() {
 #[test]
 fn similarities_map_to_space_types() {
     for (sim, space, sev) in [
-        ("l2_norm", "l2", Severity::Change),
-        ("cosine", "cosinesimil", Severity::Change),
-        ("dot_product", "innerproduct", Severity::Warning),
-        ("max_inner_product", "innerproduct", Severity::Warning),
+        ("l2_norm", "l2", ConversionSeverity::Change),
+        ("cosine", "cosinesimil", ConversionSeverity::Change),
+        ("dot_product", "innerproduct", ConversionSeverity::Warning),
+        (
+            "max_inner_product",
+            "innerproduct",
+            ConversionSeverity::Warning,
+        ),
     ] {
         let c = run(
             props(json!({"v": {"type": "dense_vector", "dims": 8, "similarity": sim}})),
@@ -216,7 +220,7 @@ fn byte_and_bit_vectors() {
     let c = run(byte, ES8, ProductVersion::os(2, 5));
     assert_eq!(field(&c, "b")["data_type"], Value::Null);
     assert_eq!(field(&c, "b")["method"]["engine"], "lucene");
-    assert_eq!(c.notes.conversions[0].severity, Severity::Warning);
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Warning);
     let bit = props(json!({"h": {"type": "dense_vector", "dims": 64, "element_type": "bit"}}));
     let c = run(bit.clone(), ES8, ProductVersion::os(2, 16));
     assert_eq!(
@@ -300,7 +304,10 @@ fn dense_vector_blockers() {
         let c = run(props(json!({"v": f})), ES8, ProductVersion::os(2, 19));
         assert!(c.blocked(), "{f}");
         assert!(c.notes.blockers[0].contains(why), "{:?}", c.notes.blockers);
-        assert_eq!(c.notes.conversions[0].severity, Severity::Blocking);
+        assert_eq!(
+            c.notes.conversions[0].severity,
+            ConversionSeverity::Blocking
+        );
     }
 }
 
@@ -352,7 +359,7 @@ fn knn_vector_to_dense_vector() {
         ProductVersion::es(8, 9),
     );
     assert_eq!(field(&c, "v")["similarity"], "dot_product");
-    assert_eq!(c.notes.conversions[0].severity, Severity::Warning);
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Warning);
     for f in [
         json!({"type": "knn_vector", "model_id": "m1"}),
         json!({"type": "knn_vector", "dimension": 4, "method": {"name": "hnsw", "space_type": "l1"}}),
@@ -753,7 +760,7 @@ fn source_mode_and_subobjects() {
             .find(|c| c.rule == "source_mode")
             .unwrap()
             .severity,
-        Severity::Warning
+        ConversionSeverity::Warning
     );
     // _source keeps its other parameters.
     let c = run(
@@ -792,7 +799,7 @@ fn enable_source_only_when_asked() {
         json!({"properties": {"n": {"type": "long"}}})
     );
     assert_eq!(rules(&c), ["enable_source"]);
-    assert_eq!(c.notes.conversions[0].severity, Severity::Change);
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Change);
     let c = convert_index(
         &json!({"mappings": {"_source": {"enabled": false, "excludes": ["x"]}}}),
         Some(ProductVersion::es(6, 8)),
@@ -829,7 +836,7 @@ fn index_mode_settings_removed_for_opensearch() {
         .iter()
         .find(|c| c.rule == "index_mode_settings")
         .unwrap();
-    assert_eq!(conv.severity, Severity::Warning);
+    assert_eq!(conv.severity, ConversionSeverity::Warning);
     assert_eq!(conv.before["index.mode"], "time_series");
     assert!(conv.note.contains("no dimension routing"), "{}", conv.note);
     // Elasticsearch targets keep them.
