@@ -1219,22 +1219,22 @@ pub fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<migrate::Metrics>
 }
 
 /// A progress bar on stderr when it is a terminal: documents sent by this process, out of
-/// the snapshot's live documents. [`Progress::finish`] draws the final count and leaves it.
-pub struct Progress {
+/// the snapshot's live documents. [`TerminalProgress::finish`] draws the final count and leaves it.
+pub struct TerminalProgress {
     bar: indicatif::ProgressBar,
     totals: Arc<std::sync::OnceLock<migrate::Totals>>,
     metrics: Arc<migrate::Metrics>,
     ticker: tokio::task::JoinHandle<()>,
 }
 
-impl Progress {
+impl TerminalProgress {
     /// Starts the bar, or returns `None` when disabled or stderr is not a terminal. Its
     /// length is the source's total once the items phase has planned it.
     pub fn start(
         enabled: bool,
         totals: Arc<std::sync::OnceLock<migrate::Totals>>,
         metrics: Arc<migrate::Metrics>,
-    ) -> Option<Progress> {
+    ) -> Option<TerminalProgress> {
         use std::io::IsTerminal;
         if !enabled || !std::io::stderr().is_terminal() {
             return None;
@@ -1250,12 +1250,12 @@ impl Progress {
             let (bar, totals, metrics) = (bar.clone(), totals.clone(), metrics.clone());
             tokio::spawn(async move {
                 loop {
-                    Progress::update(&bar, &totals, &metrics);
+                    TerminalProgress::update(&bar, &totals, &metrics);
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
             })
         };
-        Some(Progress {
+        Some(TerminalProgress {
             bar,
             totals,
             metrics,
@@ -1286,7 +1286,7 @@ impl Progress {
     /// Stops updating and draws the final position, which stays on the terminal.
     pub fn finish(self) {
         self.ticker.abort();
-        Progress::update(&self.bar, &self.totals, &self.metrics);
+        TerminalProgress::update(&self.bar, &self.totals, &self.metrics);
         // `abandon` keeps the position drawn; `finish` would jump to the length.
         self.bar.abandon();
     }
