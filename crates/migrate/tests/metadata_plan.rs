@@ -16,7 +16,7 @@ fn load(dir: &std::path::Path, repo: &str) -> (Value, Vec<(String, SourceMetadat
         serde_json::from_slice(&std::fs::read(dir.join(format!("{repo}.expected.json"))).unwrap())
             .unwrap();
     let store =
-        snapshot::open_store(dir.join(repo).to_str().unwrap(), &Default::default()).unwrap();
+        snapshot::open_blob_store(dir.join(repo).to_str().unwrap(), &Default::default()).unwrap();
     let r = snapshot::Repository::open(store).unwrap();
     let mut out = Vec::new();
     for name in expected["snapshots"].as_object().unwrap().keys() {

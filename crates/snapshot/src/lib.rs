@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), snapshot::Error> {
-//! let store = snapshot::open_store("s3://bucket/repo?region=eu-west-1", &Default::default())?;
+//! let store = snapshot::open_blob_store("s3://bucket/repo?region=eu-west-1", &Default::default())?;
 //! let repo = snapshot::Repository::open(store)?;
 //! let snap = repo.snapshot("nightly")?;
 //! let index = snap.index("logs-2024")?;
@@ -60,4 +60,4 @@ pub use rebuild::SourcePlan;
 pub use repository::{Layout, Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use shard_paths::ShardPathType;
-pub use uri::{open_store, StoreOptions};
+pub use uri::{open_blob_store, StoreOptions};

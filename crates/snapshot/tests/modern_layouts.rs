@@ -462,7 +462,7 @@ fn hashed_prefix_outside_the_base_path_reads_from_s3() {
         write_repository(dest.path(), &[es8_spec()], &opts).unwrap();
         s3.create_bucket(bucket);
         upload(&s3, bucket, dest.path());
-        let store = snapshot::open_store(
+        let store = snapshot::open_blob_store(
             &format!("s3://{bucket}/snapshots/prod"),
             &snapshot::StoreOptions {
                 s3_region: Some(s3.region().into()),

@@ -29,7 +29,7 @@ pub(super) fn is_repository(store: &dyn ::snapshot::BlobStore) -> bool {
 
 fn holds(url: &str, settings: &Settings) -> bool {
     let location = url.split_once('#').map_or(url, |(a, _)| a);
-    ::snapshot::open_store(location, &settings.store_options)
+    ::snapshot::open_blob_store(location, &settings.store_options)
         .is_ok_and(|s| is_repository(s.as_ref()))
 }
 
@@ -55,7 +55,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
     );
     blocking(url, move || {
         let err = |e: ::snapshot::Error| ConnectError::new(&url2, e);
-        let store = ::snapshot::open_store(&location, &store_opts).map_err(err)?;
+        let store = ::snapshot::open_blob_store(&location, &store_opts).map_err(err)?;
         let repo = ::snapshot::Repository::open(store).map_err(err)?;
         let snap = repo
             .snapshot(&name)

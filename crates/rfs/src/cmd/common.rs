@@ -81,7 +81,7 @@ impl RepositoryArgs {
             ..Default::default()
         };
         let shown = redact::url(location);
-        let store: Arc<dyn snapshot::BlobStore> = snapshot::open_store(location, &opts)
+        let store: Arc<dyn snapshot::BlobStore> = snapshot::open_blob_store(location, &opts)
             .with_context(|| format!("opening repository {shown}"))?;
         snapshot::Repository::open(store).with_context(|| format!("reading repository {shown}"))
     }
