@@ -47,13 +47,14 @@ pub mod vectors;
 pub mod verify;
 pub mod worker;
 
+pub use coordination::Control;
 pub use document::{Document, Op, Read, Skip};
 pub use error::{Severity, SinkError, SourceError};
 pub use failure_log::{FailureLog, FailureRecord, Stage};
 pub use fleet_limit::FleetLimits;
 pub use job::{Job, JobEnd, JobError, JobOptions, JobReport};
 pub use metrics::Metrics;
-pub use pipeline::{Control, PipelineOptions};
+pub use pipeline::PipelineOptions;
 pub use sink::{Delivered, Refusal, Sink, SinkWriter};
 pub use source::{DeltaTotals, GroupTotals, Plan, Source, Totals};
 pub use transform::{Naming, Transform};

@@ -7,12 +7,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordination::{cursor_display, Acquired, Coordinator, HandOff, ItemFate, Lease, Progress};
+use coordination::{
+    cursor_display, Acquired, Control, Coordinator, HandOff, ItemFate, Lease, Progress,
+};
 use tokio::time::Instant;
 
 use crate::error::Severity;
 use crate::pipeline::{
-    run_item, Control, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions, Shared,
+    run_item, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions, Shared,
 };
 use crate::sink::Sink;
 use crate::source::Source;
@@ -161,7 +163,7 @@ async fn wait_while_paused(
         if shutting_down(shared) {
             return Ok(Control::Stop);
         }
-        let c = to_control(with_store_retries(|| coord.control()).await?);
+        let c = with_store_retries(|| coord.control()).await?;
         if c != Control::Pause {
             if said {
                 tracing::info!("resumed");
@@ -173,14 +175,6 @@ async fn wait_while_paused(
             said = true;
         }
         sleep_unless_shutdown(poll, shared).await;
-    }
-}
-
-fn to_control(c: coordination::Control) -> Control {
-    match c {
-        coordination::Control::Run => Control::Run,
-        coordination::Control::Pause => Control::Pause,
-        coordination::Control::Stop => Control::Stop,
     }
 }
 
@@ -419,11 +413,7 @@ impl ItemLease for CoordLease<'_> {
     }
 
     async fn control(&mut self) -> Result<Control, LeaseError> {
-        self.coord
-            .control()
-            .await
-            .map(to_control)
-            .map_err(lease_error)
+        self.coord.control().await.map_err(lease_error)
     }
 
     fn renew_every(&self) -> Option<Duration> {
