@@ -4,6 +4,7 @@
 //!
 //! - [`source`], [`transform`], [`sink`]: the ports. A source plans partitions and reads
 //!   one after a cursor; the transform names targets; a sink frames, batches and delivers.
+//!   [`columns`] holds the column shapes a row source gives and a typed sink reads.
 //!   [`sources`] and [`sinks`] hold the implementations (snapshot, table; `_bulk`,
 //!   files, DynamoDB).
 //! - [`pipeline`]: one work item from reader thread to acknowledged batches, with the
@@ -19,6 +20,7 @@
 //!   the snapshot; [`row_verify`]: the target against a table.
 
 pub mod budget;
+pub mod columns;
 pub mod connectors;
 pub mod document;
 pub mod error;

@@ -32,10 +32,10 @@ use dynamo::{
 use pacing::{RateLimiter, RetryPolicy};
 use sigv4::AwsCredentials;
 
+use crate::columns::{ColumnShape, ColumnShapes};
 use crate::document::{Document, Op};
 use crate::error::SinkError;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
-use crate::sources::table::{ColumnHints as TableColumns, ColumnShape};
 
 impl From<ColumnShape> for dynamo::ColumnKind {
     fn from(shape: ColumnShape) -> Self {
@@ -50,8 +50,8 @@ impl From<ColumnShape> for dynamo::ColumnKind {
     }
 }
 
-/// The table source's column shapes as the item mapping's hints.
-pub fn hints_of(columns: &TableColumns) -> ColumnHints {
+/// A row source's column shapes as the item mapping's hints.
+pub fn hints_of(columns: &ColumnShapes) -> ColumnHints {
     columns
         .iter()
         .map(|(name, shape)| (name.clone(), (*shape).into()))
@@ -793,7 +793,7 @@ mod tests {
     #[test]
     fn table_column_shapes_become_item_hints() {
         use dynamo::ColumnKind as K;
-        let columns: TableColumns = [
+        let columns: ColumnShapes = [
             ("s", ColumnShape::String),
             ("n", ColumnShape::Number),
             ("t", ColumnShape::Bool),
