@@ -34,7 +34,7 @@ pub mod write;
 pub use client::{Client, ClientConfig, ClientStats};
 pub use error::DynamoError;
 pub use item::{
-    row_to_item, ColumnHints, ColumnKind, ConvertError, KeyAttribute, KeySchema, KeyType,
+    row_to_item, ColumnHint, ColumnHints, ConvertError, KeyAttribute, KeySchema, KeyType,
 };
 pub use read::{Scan, ScanPage};
 pub use table::TableDescription;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use coordination::Position;
-use dynamo::{ColumnHints, ColumnKind, KeyAttribute, KeySchema, KeyType, WriteRequest};
+use dynamo::{ColumnHint, ColumnHints, KeyAttribute, KeySchema, KeyType, WriteRequest};
 use futures::StreamExt;
 use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
 use migrate::{Document, Op, Sink, SinkWriter};
@@ -37,13 +37,13 @@ fn credentials() -> AwsCredentials {
 
 fn hints() -> ColumnHints {
     [
-        ("id", ColumnKind::String),
-        ("room_id", ColumnKind::String),
-        ("seq", ColumnKind::Number),
-        ("amount", ColumnKind::Number),
-        ("payload", ColumnKind::Binary),
-        ("at", ColumnKind::Time),
-        ("data", ColumnKind::Json),
+        ("id", ColumnHint::String),
+        ("room_id", ColumnHint::String),
+        ("seq", ColumnHint::Number),
+        ("amount", ColumnHint::Number),
+        ("payload", ColumnHint::Binary),
+        ("at", ColumnHint::Time),
+        ("data", ColumnHint::Json),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

@@ -36,7 +36,7 @@ fn credentials() -> AwsCredentials {
 
 /// The column kinds the table source gives for `room_events`-like rows.
 fn hints() -> dynamo::ColumnHints {
-    use dynamo::ColumnKind::*;
+    use dynamo::ColumnHint::*;
     [
         ("id", String),
         ("room_id", String),

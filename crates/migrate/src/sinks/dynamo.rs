@@ -37,15 +37,15 @@ use crate::document::{Document, Op};
 use crate::error::SinkError;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
 
-impl From<ColumnShape> for dynamo::ColumnKind {
+impl From<ColumnShape> for dynamo::ColumnHint {
     fn from(shape: ColumnShape) -> Self {
         match shape {
-            ColumnShape::String => dynamo::ColumnKind::String,
-            ColumnShape::Number => dynamo::ColumnKind::Number,
-            ColumnShape::Bool => dynamo::ColumnKind::Bool,
-            ColumnShape::Binary => dynamo::ColumnKind::Binary,
-            ColumnShape::Time => dynamo::ColumnKind::Time,
-            ColumnShape::Json => dynamo::ColumnKind::Json,
+            ColumnShape::String => dynamo::ColumnHint::String,
+            ColumnShape::Number => dynamo::ColumnHint::Number,
+            ColumnShape::Bool => dynamo::ColumnHint::Bool,
+            ColumnShape::Binary => dynamo::ColumnHint::Binary,
+            ColumnShape::Time => dynamo::ColumnHint::Time,
+            ColumnShape::Json => dynamo::ColumnHint::Json,
         }
     }
 }
@@ -792,7 +792,7 @@ mod tests {
 
     #[test]
     fn table_column_shapes_become_item_hints() {
-        use dynamo::ColumnKind as K;
+        use dynamo::ColumnHint as K;
         let columns: ColumnShapes = [
             ("s", ColumnShape::String),
             ("n", ColumnShape::Number),
@@ -821,7 +821,7 @@ mod tests {
 
     #[test]
     fn the_key_mapping_comes_from_the_url_then_the_key_column() {
-        let hints: ColumnHints = [("n".to_string(), dynamo::ColumnKind::Number)].into();
+        let hints: ColumnHints = [("n".to_string(), dynamo::ColumnHint::Number)].into();
         let url: SinkUrl = "dynamodb://tab?partition-key=n&sort-key=s".parse().unwrap();
         let k = key_mapping(&url, &Some("id".into()), &hints).unwrap();
         assert_eq!(k.partition.name, "n");
