@@ -157,7 +157,7 @@ async fn sink(endpoint: &str, table: &str, rows: &[String], concurrency: usize) 
                 hints: hints(),
                 credentials: Some(credentials()),
                 max_in_flight: concurrency,
-                batch: BatchLimits::default(),
+                batch: BatchLimits::dynamo(),
                 ..DynamoSinkOptions::default()
             },
         )

@@ -57,7 +57,7 @@ pub use fleet_limit::FleetLimits;
 pub use job::{Job, JobEnd, JobError, JobOptions, JobReport};
 pub use metrics::Metrics;
 pub use pipeline::PipelineOptions;
-pub use sink::{Delivered, Refusal, Sink, SinkWriter};
+pub use sink::{BatchLimits, Delivered, Refusal, Sink, SinkWriter};
 pub use source::{DeltaTotals, GroupTotals, Plan, Source, Totals};
 pub use transform::{Naming, Transform};
 pub use worker::{WorkerExit, WorkerOptions};

@@ -5,24 +5,8 @@ use cluster::{BulkAction, BulkBody, BulkEncoder, BulkResult, BulkSender, Cluster
 
 use crate::document::{Document, Op};
 use crate::error::SinkError;
+pub use crate::sink::BatchLimits;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
-
-/// When a batch is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchLimits {
-    pub max_docs: usize,
-    /// Bytes of the framed body (action lines included).
-    pub max_bytes: usize,
-}
-
-impl Default for BatchLimits {
-    fn default() -> Self {
-        BatchLimits {
-            max_docs: 1000,
-            max_bytes: 8 << 20,
-        }
-    }
-}
 
 /// Documents into a cluster through `_bulk`.
 pub struct BulkSink {

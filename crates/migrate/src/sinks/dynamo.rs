@@ -35,6 +35,7 @@ use sigv4::AwsCredentials;
 use crate::columns::{ColumnShape, ColumnShapes};
 use crate::document::{Document, Op};
 use crate::error::SinkError;
+pub use crate::sink::BatchLimits;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
 
 impl From<ColumnShape> for dynamo::ColumnHint {
@@ -223,24 +224,6 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// When a batch is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchLimits {
-    pub max_docs: usize,
-    /// Bytes of the framed writes.
-    pub max_bytes: usize,
-}
-
-impl Default for BatchLimits {
-    /// 250 documents (10 requests of 25) or 4 MB.
-    fn default() -> Self {
-        BatchLimits {
-            max_docs: 250,
-            max_bytes: 4 << 20,
-        }
-    }
-}
-
 /// How to build the sink.
 #[derive(Debug, Clone)]
 pub struct DynamoSinkOptions {
@@ -282,7 +265,7 @@ impl Default for DynamoSinkOptions {
             max_in_flight: dynamo::client::DEFAULT_MAX_IN_FLIGHT,
             retry: dynamo::client::default_retry(),
             request_timeout: dynamo::client::DEFAULT_REQUEST_TIMEOUT,
-            batch: BatchLimits::default(),
+            batch: BatchLimits::dynamo(),
             table_timeout: Duration::from_secs(300),
             max_docs_per_sec: None,
             max_bytes_per_sec: None,
@@ -771,7 +754,7 @@ mod tests {
                 hints: ColumnHints::new(),
                 document_fields: false,
             }),
-            limits: BatchLimits::default(),
+            limits: BatchLimits::dynamo(),
             batch: None,
         };
         let mut doc = Document {

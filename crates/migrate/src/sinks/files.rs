@@ -13,8 +13,8 @@ use cluster::{BulkAction, BulkEncoder, EntryKeys, OpType, ProductVersion, Target
 use crate::document::{Document, Op};
 use crate::error::SinkError;
 use crate::naming::file_name_for;
+use crate::sink::BatchLimits;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
-use crate::sinks::bulk::BatchLimits;
 
 /// How documents are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
