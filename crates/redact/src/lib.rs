@@ -15,9 +15,16 @@
 //!
 //! What is masked: the password of a URL's userinfo (the user name is kept, it helps to
 //! diagnose "wrong user"), and the value of every query parameter whose name looks like a
-//! secret ([`is_secret_param`]). Text that is not a URL is left alone.
+//! secret ([`is_secret_param`]). Text that is not a URL is left alone, unless it quotes a
+//! secret of a known URL: [`Secrets`] masks those values wherever they are (the dashboard
+//! scrubs what the store says with the store URL's), and [`display_url`] shows a URL with
+//! neither userinfo nor query.
 
 use std::borrow::Cow;
+
+mod secrets;
+
+pub use secrets::{display_url, Secrets};
 
 /// What replaces a secret.
 pub const MASK: &str = "***";

@@ -14,7 +14,6 @@ mod assets;
 mod http;
 mod items;
 mod rates;
-mod redact;
 mod sampler;
 
 use std::ffi::OsStr;
