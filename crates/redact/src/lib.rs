@@ -57,6 +57,18 @@ pub fn is_secret_param(name: &str) -> bool {
     .any(|s| n.contains(s))
 }
 
+/// One component of a URL (user name, password, a path segment) percent-decoded: each
+/// `%XX` becomes its byte, `+` stays a plus (this is not form encoding, where it means a
+/// space), `&` and `=` are ordinary characters, an escape that is not two hex digits is
+/// kept as written, and bytes that are not UTF-8 become U+FFFD.
+///
+/// ```
+/// assert_eq!(redact::percent_decode("p%40ss+w&rd%zz"), "p@ss+w&rd%zz");
+/// ```
+pub fn percent_decode(component: &str) -> Cow<'_, str> {
+    percent_encoding::percent_decode_str(component).decode_utf8_lossy()
+}
+
 /// One URL given by the user (a flag value), with its secrets masked. The whole string is
 /// taken as the URL (up to another `SCHEME://` inside it, which is masked in turn), so a
 /// password holding spaces, quotes, `/`, `?`, `#` or `@` is masked too. A value that is
@@ -198,6 +210,17 @@ fn mask_after_scheme(rest: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_components_decode_without_form_rules() {
+        assert_eq!(percent_decode("a%41%"), "aA%");
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%zz"), "%zz");
+        assert_eq!(percent_decode("a+b&c=d"), "a+b&c=d");
+        assert_eq!(percent_decode("%C3%A9%2B"), "é+");
+        assert_eq!(percent_decode("%ff"), "\u{fffd}");
+        assert!(matches!(percent_decode("plain"), Cow::Borrowed("plain")));
+    }
 
     #[test]
     fn userinfo_passwords_are_masked() {

@@ -110,7 +110,7 @@ impl SinkUrl {
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = percent_decode(v).ok_or_else(|| {
+            let v = query_value(v).ok_or_else(|| {
                 format!("dynamodb://{table}: `{k}` is not valid percent-encoded UTF-8")
             })?;
             if v.is_empty() {
@@ -200,28 +200,19 @@ impl SinkUrl {
     }
 }
 
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(h, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
+/// A query value decoded as forms write it (`+` is a space), or `None` when an escape is
+/// not two hex digits or the bytes are not UTF-8: a URL given by hand is checked, not
+/// guessed at.
+fn query_value(s: &str) -> Option<String> {
+    let escapes_ok = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    let spaced = s.replace('+', " ");
+    let decoded = percent_encoding::percent_decode_str(&spaced).decode_utf8();
+    escapes_ok.then_some(decoded.ok()?.into_owned())
 }
 
 /// How to build the sink.
