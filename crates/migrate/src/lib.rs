@@ -18,6 +18,7 @@
 //! - [`metadata`]: templates and indices, with the mapping conversions between versions;
 //!   [`vectors`]: the vector values the transform rewrites; [`verify`]: the target against
 //!   the snapshot; [`row_verify`]: the target against a table.
+//! - [`wildcard`]: the `*`/`?` name patterns every command and the metadata plan match.
 
 pub mod budget;
 pub mod columns;
@@ -47,6 +48,7 @@ pub mod transform;
 pub mod transformer_config;
 pub mod vectors;
 pub mod verify;
+pub mod wildcard;
 pub mod worker;
 
 pub use coordination::Control;

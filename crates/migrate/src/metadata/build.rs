@@ -434,31 +434,6 @@ fn composable_body(
     Ok(Value::Object(body))
 }
 
-/// `*`-only glob matching, as index patterns use.
-fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let mut rest = name;
-    for (i, p) in parts.iter().enumerate() {
-        if i == 0 {
-            match rest.strip_prefix(p) {
-                Some(r) => rest = r,
-                None => return false,
-            }
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(p);
-        } else {
-            match rest.find(p) {
-                Some(pos) => rest = &rest[pos + p.len()..],
-                None => return false,
-            }
-        }
-    }
-    true
-}
-
 /// The data stream itself, in `--data-streams data-streams` mode: created on the target
 /// (`PUT _data_stream/<name>`) from a migrated index template with a `data_stream` section.
 fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -> Option<Item> {
@@ -494,7 +469,7 @@ fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -
                         .into_iter()
                         .flatten()
                         .filter_map(Value::as_str)
-                        .any(|p| glob(p, name))
+                        .any(|p| crate::wildcard::matches(p, name))
             })
     });
     match template {

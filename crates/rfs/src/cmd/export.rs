@@ -73,29 +73,6 @@ pub enum Format {
     Bulk,
 }
 
-/// `*`/`?` wildcard match.
-fn matches(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let (repo, snapshot_name) = (args.repo.clone(), args.snapshot.clone());
@@ -123,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 let names: Vec<String> = snap
                     .index_names()
                     .into_iter()
-                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
+                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| migrate::wildcard::matches(p, n)))
                     .collect();
                 if names.is_empty() && !patterns.is_empty() {
                     anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
@@ -136,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 let old_names: Vec<String> = old
                     .index_names()
                     .into_iter()
-                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| matches(p, n)))
+                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| migrate::wildcard::matches(p, n)))
                     .collect();
                 Ok((source.since(old, old_names), names))
             },
@@ -240,19 +217,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             exit::OK
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wildcards() {
-        assert!(matches("*", "abc"));
-        assert!(matches("posts_*", "posts_2024_01_01"));
-        assert!(matches("p?sts*", "posts"));
-        assert!(!matches("posts_*", "bwc_index_1"));
-        assert!(matches("*_1", "bwc_index_1"));
-        assert!(!matches("a", "ab"));
-    }
 }
