@@ -365,32 +365,36 @@ async fn checkpoint_with_retries(
     }
 }
 
-/// Runs a store call, retrying transient errors for up to two minutes (a store restart).
-pub async fn with_store_retries<T, F, Fut>(mut f: F) -> Result<T, coordination::Error>
+/// Runs a store call, retrying transient errors for up to two minutes (a store restart),
+/// with waits from 100 ms doubling to 5 s, each jittered so that a fleet does not come back
+/// in step.
+pub async fn with_store_retries<T, F, Fut>(f: F) -> Result<T, coordination::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, coordination::Error>>,
 {
+    use backon::Retryable;
+    const PATIENCE: Duration = Duration::from_secs(120);
+    let policy = pacing::RetryPolicy {
+        max_attempts: u32::MAX,
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_secs(5),
+        ..pacing::RetryPolicy::default()
+    };
     let start = Instant::now();
-    let mut wait = Duration::from_millis(100);
     let mut said_at: Option<Instant> = None;
-    loop {
-        match f().await {
-            Ok(v) => return Ok(v),
-            Err(e) if e.is_transient() && start.elapsed() < Duration::from_secs(120) => {
-                if said_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                    tracing::warn!(
-                        "coordination store unavailable for {:.0?}, retrying: {e}",
-                        start.elapsed()
-                    );
-                    said_at = Some(Instant::now());
-                }
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_secs(5));
+    f.retry(policy.waits())
+        .when(|e: &coordination::Error| e.is_transient() && start.elapsed() < PATIENCE)
+        .notify(|e, _| {
+            if said_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                tracing::warn!(
+                    "coordination store unavailable for {:.0?}, retrying: {e}",
+                    start.elapsed()
+                );
+                said_at = Some(Instant::now());
             }
-            Err(e) => return Err(e),
-        }
-    }
+        })
+        .await
 }
 
 /// The pipeline's view of a coordination lease.
