@@ -113,7 +113,7 @@ impl Table {
     ) -> Result<Table, TableError> {
         let shown_url = redact::url(url);
         let bad = |reason: String| TableError::Config(format!("source {shown_url}: {reason}"));
-        let name = TableName::parse(table).map_err(TableError::Config)?;
+        let name = TableName::parse(table)?;
         let (conn_url, root_cert) = take_param(url, "sslrootcert").map_err(&bad)?;
         let mut config: tokio_postgres::Config =
             conn_url.parse().map_err(|e| bad(format!("{e}")))?;

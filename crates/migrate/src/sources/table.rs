@@ -118,7 +118,7 @@ impl TableSource {
                     *key_out = Some(tk.lowest(ms));
                     *ms_out = Some(ms);
                 }
-                (Some(_), Err(e)) if wants_time => return Err(SourceError::fatal(e)),
+                (Some(_), Err(e)) if wants_time => return Err(SourceError::fatal(e.to_string())),
                 _ => *key_out = Some(v.clone()),
             }
         }
