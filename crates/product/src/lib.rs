@@ -22,6 +22,22 @@ impl fmt::Display for Distribution {
     }
 }
 
+/// Why a release label (`es-8.15`) does not parse; each names the label.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    #[error("{0:?}: expected es-MAJOR.MINOR or os-MAJOR.MINOR (e.g. es-8.15, os-2.19)")]
+    Shape(String),
+    #[error("{label:?}: unknown product {product:?} (es or os)")]
+    Product { label: String, product: String },
+    #[error("{label:?}: {number:?} is not a version number")]
+    Number { label: String, number: String },
+    #[error("{label:?}: no such {distribution} release line")]
+    ReleaseLine {
+        label: String,
+        distribution: Distribution,
+    },
+}
+
 /// A release: distribution and `major.minor.patch` (pre-release suffixes dropped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct ProductVersion {
@@ -93,25 +109,36 @@ impl ProductVersion {
 
     /// Parses `es-8.15`, `os-2.19`, `elasticsearch-7.10.2`, `opensearch-3`: a release
     /// named on the command line.
-    pub fn parse_labeled(text: &str) -> Result<Self, String> {
+    pub fn parse_labeled(text: &str) -> Result<Self, LabelError> {
         let t = text.trim();
-        let (d, number) = t.split_once('-').ok_or_else(|| {
-            format!("{t:?}: expected es-MAJOR.MINOR or os-MAJOR.MINOR (e.g. es-8.15, os-2.19)")
-        })?;
+        let (d, number) = t
+            .split_once('-')
+            .ok_or_else(|| LabelError::Shape(t.to_string()))?;
         let distribution = match d.to_ascii_lowercase().as_str() {
             "es" | "elasticsearch" => Distribution::Elasticsearch,
             "os" | "opensearch" => Distribution::OpenSearch,
-            other => return Err(format!("{t:?}: unknown product {other:?} (es or os)")),
+            other => {
+                return Err(LabelError::Product {
+                    label: t.to_string(),
+                    product: other.to_string(),
+                })
+            }
         };
         let v = ProductVersion::parse(distribution, number)
             .filter(|v| v.major > 0)
-            .ok_or_else(|| format!("{t:?}: {number:?} is not a version number"))?;
+            .ok_or_else(|| LabelError::Number {
+                label: t.to_string(),
+                number: number.to_string(),
+            })?;
         let known = match distribution {
             Distribution::Elasticsearch => (1..=9).contains(&v.major),
             Distribution::OpenSearch => (1..=3).contains(&v.major),
         };
         if !known {
-            return Err(format!("{t:?}: no such {distribution} release line"));
+            return Err(LabelError::ReleaseLine {
+                label: t.to_string(),
+                distribution,
+            });
         }
         Ok(v)
     }

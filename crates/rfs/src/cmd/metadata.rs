@@ -50,7 +50,7 @@ pub struct ConvertArgs {
     pub json: bool,
 }
 
-fn parse_version(s: &str) -> Result<ProductVersion, String> {
+fn parse_version(s: &str) -> Result<ProductVersion, product::LabelError> {
     ProductVersion::parse_labeled(s)
 }
 
