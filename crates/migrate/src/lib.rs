@@ -61,5 +61,5 @@ pub use metrics::Metrics;
 pub use pipeline::PipelineOptions;
 pub use sink::{BatchLimits, Delivered, Refusal, Sink, SinkWriter};
 pub use source::{DeltaTotals, GroupTotals, Plan, Source, Totals};
-pub use transform::{Naming, Transform};
+pub use transform::{Naming, RenameError, Transform};
 pub use worker::{WorkerExit, WorkerOptions};
