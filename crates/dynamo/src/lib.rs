@@ -38,5 +38,5 @@ pub use item::{
 };
 pub use read::{Scan, ScanPage};
 pub use table::TableDescription;
-pub use value::{canonical_json, AttributeValue, Item, Number, MAX_ITEM_BYTES};
+pub use value::{canonical_json, AttributeValue, Item, Number, WireError, MAX_ITEM_BYTES};
 pub use write::{BatchWriter, WriteOutcome, WriteRefusal, WriteRequest, MAX_BATCH_WRITES};
