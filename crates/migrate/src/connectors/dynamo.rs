@@ -18,7 +18,7 @@ async fn open(
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
     let parsed = SinkUrl::parse(url).map_err(|e| ConnectError {
-        message: redact::text(&e).into_owned(),
+        message: redact::text(&e.to_string()).into_owned(),
     })?;
     let options = DynamoSinkOptions {
         create_table: settings.create_table,

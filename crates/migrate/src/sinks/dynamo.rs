@@ -73,8 +73,31 @@ pub struct SinkUrl {
     pub sort_key: Option<String>,
 }
 
+/// Why a DynamoDB sink URL is refused; URLs and endpoints in it are redacted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SinkUrlError {
+    #[error("{0}: a DynamoDB sink URL starts with dynamodb://")]
+    Scheme(String),
+    #[error(
+        "dynamodb://{0}: a table name has 3 to 255 characters from a-z, A-Z, 0-9, `_`, `-`, `.`"
+    )]
+    TableName(String),
+    #[error("dynamodb://{table}: `{param}` is not valid percent-encoded UTF-8")]
+    Encoding { table: String, param: String },
+    #[error("dynamodb://{table}: `{param}` needs a value")]
+    Empty { table: String, param: String },
+    #[error("dynamodb://{table}: unknown parameter `{param}` (region, endpoint, partition-key, sort-key)")]
+    Unknown { table: String, param: String },
+    #[error("dynamodb://{table}: `{param}` is given twice")]
+    Twice { table: String, param: String },
+    #[error("dynamodb://{table}: endpoint {endpoint} must be an http:// or https:// URL")]
+    Endpoint { table: String, endpoint: String },
+    #[error("dynamodb://{0}: sort-key needs partition-key too")]
+    SortKeyAlone(String),
+}
+
 impl FromStr for SinkUrl {
-    type Err = String;
+    type Err = SinkUrlError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         SinkUrl::parse(s)
@@ -83,13 +106,10 @@ impl FromStr for SinkUrl {
 
 impl SinkUrl {
     /// Parses and checks a sink URL; the error names what is wrong (without secrets).
-    pub fn parse(s: &str) -> Result<SinkUrl, String> {
-        let rest = s.strip_prefix("dynamodb://").ok_or_else(|| {
-            format!(
-                "{}: a DynamoDB sink URL starts with dynamodb://",
-                redact::url(s)
-            )
-        })?;
+    pub fn parse(s: &str) -> Result<SinkUrl, SinkUrlError> {
+        let rest = s
+            .strip_prefix("dynamodb://")
+            .ok_or_else(|| SinkUrlError::Scheme(redact::url(s)))?;
         let (table, query) = rest.split_once('?').unwrap_or((rest, ""));
         let table = table.trim_end_matches('/');
         if !(3..=255).contains(&table.len())
@@ -97,9 +117,7 @@ impl SinkUrl {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
         {
-            return Err(format!(
-                "dynamodb://{table}: a table name has 3 to 255 characters from a-z, A-Z, 0-9, `_`, `-`, `.`"
-            ));
+            return Err(SinkUrlError::TableName(table.to_string()));
         }
         let mut url = SinkUrl {
             table: table.to_string(),
@@ -110,39 +128,40 @@ impl SinkUrl {
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = query_value(v).ok_or_else(|| {
-                format!("dynamodb://{table}: `{k}` is not valid percent-encoded UTF-8")
-            })?;
+            let at = |table: &str| (table.to_string(), k.to_string());
+            let Some(v) = query_value(v) else {
+                let (table, param) = at(table);
+                return Err(SinkUrlError::Encoding { table, param });
+            };
             if v.is_empty() {
-                return Err(format!("dynamodb://{table}: `{k}` needs a value"));
+                let (table, param) = at(table);
+                return Err(SinkUrlError::Empty { table, param });
             }
             let slot = match k {
                 "region" => &mut url.region,
                 "endpoint" => &mut url.endpoint,
                 "partition-key" => &mut url.partition_key,
                 "sort-key" => &mut url.sort_key,
-                other => {
-                    return Err(format!(
-                        "dynamodb://{table}: unknown parameter `{other}` (region, endpoint, partition-key, sort-key)"
-                    ))
+                _ => {
+                    let (table, param) = at(table);
+                    return Err(SinkUrlError::Unknown { table, param });
                 }
             };
             if slot.replace(v).is_some() {
-                return Err(format!("dynamodb://{table}: `{k}` is given twice"));
+                let (table, param) = at(table);
+                return Err(SinkUrlError::Twice { table, param });
             }
         }
         if let Some(e) = &url.endpoint {
             if !(e.starts_with("http://") || e.starts_with("https://")) {
-                return Err(format!(
-                    "dynamodb://{table}: endpoint {} must be an http:// or https:// URL",
-                    redact::url(e)
-                ));
+                return Err(SinkUrlError::Endpoint {
+                    table: table.to_string(),
+                    endpoint: redact::url(e),
+                });
             }
         }
         if url.sort_key.is_some() && url.partition_key.is_none() {
-            return Err(format!(
-                "dynamodb://{table}: sort-key needs partition-key too"
-            ));
+            return Err(SinkUrlError::SortKeyAlone(table.to_string()));
         }
         Ok(url)
     }
@@ -726,7 +745,7 @@ mod tests {
             ("dynamodb://tab?sort-key=s", "needs partition-key"),
             ("dynamodb://tab?region=%zz", "percent-encoded"),
         ] {
-            let e = SinkUrl::parse(bad).unwrap_err();
+            let e = SinkUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
     }
