@@ -327,7 +327,10 @@ fn one_mapping(
     match cleaned.len() {
         0 => Ok(None),
         1 => Ok(cleaned.into_iter().next()),
-        _ => Ok(Some(("_doc".into(), mappings::merge(&cleaned, notes)?))),
+        _ => Ok(Some((
+            "_doc".into(),
+            mappings::merge(&cleaned, notes).map_err(|e| e.to_string())?,
+        ))),
     }
 }
 

@@ -412,13 +412,25 @@ fn convert_string(f: &mut Map<String, Value>, path: &str, notes: &mut Notes) {
     notes.change(msg);
 }
 
+/// Why the mapping types of an index cannot be merged into one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    #[error("mapping of type {0} is not an object")]
+    NotObject(String),
+    #[error("type {0}: properties is not an object")]
+    PropertiesNotObject(String),
+    /// A field (a dotted path) is defined differently by two types.
+    #[error("field {path} conflicts between mapping types{detail}")]
+    Conflict { path: String, detail: String },
+}
+
 /// Unions several cleaned type mappings into one. Root parameters that differ keep the
 /// first type's value (with a warning); fields that differ are an error naming the path.
-pub fn merge(types: &[(String, Value)], notes: &mut Notes) -> Result<Value, String> {
+pub fn merge(types: &[(String, Value)], notes: &mut Notes) -> Result<Value, MergeError> {
     let mut merged = Map::new();
     for (t, mapping) in types {
         let Value::Object(m) = mapping else {
-            return Err(format!("mapping of type {t} is not an object"));
+            return Err(MergeError::NotObject(t.clone()));
         };
         for (key, value) in m {
             match (merged.get_mut(key), key.as_str()) {
@@ -427,7 +439,7 @@ pub fn merge(types: &[(String, Value)], notes: &mut Notes) -> Result<Value, Stri
                 }
                 (Some(Value::Object(props)), "properties") => {
                     let Value::Object(add) = value else {
-                        return Err(format!("type {t}: properties is not an object"));
+                        return Err(MergeError::PropertiesNotObject(t.clone()));
                     };
                     merge_properties(props, add, "")?;
                 }
@@ -469,7 +481,11 @@ fn merge_properties(
     into: &mut Map<String, Value>,
     add: &Map<String, Value>,
     prefix: &str,
-) -> Result<(), String> {
+) -> Result<(), MergeError> {
+    let conflict = |path: &str, detail: String| MergeError::Conflict {
+        path: path.to_string(),
+        detail,
+    };
     for (name, field) in add {
         let path = if prefix.is_empty() {
             name.clone()
@@ -483,7 +499,7 @@ fn merge_properties(
             Some(existing) if existing == field => {}
             Some(Value::Object(existing)) => {
                 let Value::Object(new) = field else {
-                    return Err(format!("field {path} conflicts between mapping types"));
+                    return Err(conflict(&path, String::new()));
                 };
                 // objects merge by their sub-properties; every other parameter must agree
                 for (k, v) in new {
@@ -493,22 +509,21 @@ fn merge_properties(
                         }
                         (Some(Value::Object(sub)), "properties" | "fields") => {
                             let Value::Object(addsub) = v else {
-                                return Err(format!(
-                                    "field {path}.{k} conflicts between mapping types"
-                                ));
+                                return Err(conflict(&format!("{path}.{k}"), String::new()));
                             };
                             merge_properties(sub, addsub, &path)?;
                         }
                         (Some(cur), _) if cur == v => {}
                         (Some(cur), _) => {
-                            return Err(format!(
-                                "field {path} conflicts between mapping types: {k} is {cur} in one and {v} in another (use --multi-type-mode split)"
+                            return Err(conflict(
+                                &path,
+                                format!(": {k} is {cur} in one and {v} in another (use --multi-type-mode split)"),
                             ));
                         }
                     }
                 }
             }
-            Some(_) => return Err(format!("field {path} conflicts between mapping types")),
+            Some(_) => return Err(conflict(&path, String::new())),
         }
     }
     Ok(())
@@ -695,7 +710,10 @@ mod tests {
             &mut Notes::default(),
         )
         .unwrap_err();
-        assert!(err.contains("o.x"), "{err}");
+        assert!(
+            matches!(&err, MergeError::Conflict { path, .. } if path == "o.x"),
+            "{err}"
+        );
     }
 
     #[test]
