@@ -188,8 +188,8 @@ pub struct SinceArgs {
 /// Which indices and templates, and how multi-type indices are mapped.
 #[derive(Debug, Clone, clap::Args)]
 pub struct FilterArgs {
-    /// Indices to migrate: exact names or `regex:PATTERN`; repeatable or comma-separated.
-    /// Default: every index except system and dot indices.
+    /// Indices to migrate: exact names, `*`/`?` wildcards or `regex:PATTERN`; repeatable
+    /// or comma-separated. Default: every index except system and dot indices.
     #[arg(
         long = "index",
         env = "RFS_INDEX",

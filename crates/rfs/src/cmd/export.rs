@@ -29,8 +29,8 @@ pub struct Args {
     pub since: super::common::SinceArgs,
     #[command(flatten)]
     pub rebuild: super::common::RebuildArgs,
-    /// Only indices matching this pattern (`*` and `?` wildcards); repeatable or
-    /// comma-separated. Default: all.
+    /// Indices to export, as in `rfs migrate`: exact names, `*`/`?` wildcards or
+    /// `regex:PATTERN`; repeatable or comma-separated. Default: all.
     #[arg(
         long = "index",
         env = "RFS_INDEX",
@@ -77,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let (repo, snapshot_name) = (args.repo.clone(), args.snapshot.clone());
         let patterns = args.index.clone();
+        let allow = migrate::metadata::Allowlist::parse(&patterns)?;
         let since = args.since.since.clone();
         let opts = SnapshotOptions {
             split_docs: None,
@@ -100,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 let names: Vec<String> = snap
                     .index_names()
                     .into_iter()
-                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| migrate::wildcard::matches(p, n)))
+                    .filter(|n| allow.is_empty() || allow.matches(n))
                     .collect();
                 if names.is_empty() && !patterns.is_empty() {
                     anyhow::bail!("no index of snapshot {} matches {patterns:?}", snap.name());
@@ -113,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 let old_names: Vec<String> = old
                     .index_names()
                     .into_iter()
-                    .filter(|n| patterns.is_empty() || patterns.iter().any(|p| migrate::wildcard::matches(p, n)))
+                    .filter(|n| allow.is_empty() || allow.matches(n))
                     .collect();
                 Ok((source.since(old, old_names), names))
             },
