@@ -53,7 +53,7 @@ pub mod worker;
 
 pub use coordination::Control;
 pub use document::{Document, Op, Read, Skip};
-pub use error::{Severity, SinkError, SourceError};
+pub use error::{Cause, Severity, SinkError, SourceError};
 pub use failure_log::{FailureLog, FailureRecord, Stage};
 pub use fleet_limit::FleetLimits;
 pub use job::{Job, JobEnd, JobError, JobOptions, JobReport};

@@ -144,9 +144,10 @@ impl Sink for BulkSink {
 /// Credentials refused or a configuration that cannot work stop the worker; anything
 /// else fails this item's attempt.
 pub fn sink_error(e: ClusterError) -> SinkError {
-    if e.is_fatal() {
+    let error = if e.is_fatal() {
         SinkError::fatal(e.to_string())
     } else {
         SinkError::item(e.to_string())
-    }
+    };
+    error.caused_by(e)
 }

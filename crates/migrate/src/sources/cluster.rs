@@ -67,11 +67,12 @@ pub struct ClusterSource {
 
 fn source_error(e: ClusterError, what: &str) -> SourceError {
     let m = format!("{what}: {e}");
-    if e.is_fatal() {
+    let error = if e.is_fatal() {
         SourceError::fatal(m)
     } else {
         SourceError::item(m)
-    }
+    };
+    error.caused_by(e)
 }
 
 #[derive(Deserialize)]

@@ -217,11 +217,12 @@ impl TableSource {
 
     fn item_error(&self, e: table::TableError) -> SourceError {
         let msg = format!("table {}: {e}", self.group);
-        if e.is_transient() {
+        let error = if e.is_transient() {
             SourceError::item(msg)
         } else {
             SourceError::fatal(msg)
-        }
+        };
+        error.caused_by(e)
     }
 }
 
