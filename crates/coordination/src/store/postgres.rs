@@ -16,7 +16,7 @@ use rand::Rng;
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::latency::{Histogram, PoolStats};
 use crate::record::{Kind, Record, Revision, State};
-use crate::summary::{is_listed, GroupTotals, ItemSummary};
+use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
 const BACKEND: &str = "postgres";
@@ -616,7 +616,7 @@ impl Store for PostgresStore {
             let n = |i: usize| r.get::<_, Option<i64>>(i).unwrap_or(0).max(0) as u64;
             out.totals.insert(
                 (group, state, leased),
-                GroupTotals {
+                StateTotals {
                     items: n(3),
                     docs: n(4),
                     bytes: n(5),
