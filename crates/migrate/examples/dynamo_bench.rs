@@ -23,7 +23,7 @@ use bytes::Bytes;
 use coordination::Position;
 use dynamo::{ColumnHint, ColumnHints, KeyAttribute, KeySchema, KeyType, WriteRequest};
 use futures::StreamExt;
-use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
+use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 use migrate::{Document, Op, Sink, SinkWriter};
 use sigv4::{AwsCredentials, Signer};
 
@@ -144,7 +144,7 @@ async fn raw(endpoint: &str, table: &str, rows: &[String], concurrency: usize) -
 
 /// The sink as the pipeline drives it; returns the elapsed time.
 async fn sink(endpoint: &str, table: &str, rows: &[String], concurrency: usize) -> Duration {
-    let url = SinkUrl::parse(&format!(
+    let url = DynamoUrl::parse(&format!(
         "dynamodb://{table}?region=us-east-1&endpoint={endpoint}"
     ))
     .expect("url");

@@ -4,7 +4,7 @@
 //! `partition-key` names another attribute) and `_index`.
 
 use super::{BoxedSink, ConnectError, OpenedSink, OpenedSource, Settings, SinkConnector};
-use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
+use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "dynamodb",
@@ -17,7 +17,7 @@ async fn open(
     settings: &Settings,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let parsed = SinkUrl::parse(url).map_err(|e| ConnectError {
+    let parsed = DynamoUrl::parse(url).map_err(|e| ConnectError {
         message: redact::text(&e.to_string()).into_owned(),
     })?;
     let options = DynamoSinkOptions {

@@ -18,7 +18,7 @@
 //!   told to allow collisions.
 //!
 //! URL: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`
-//! ([`SinkUrl`]).
+//! ([`DynamoUrl`]).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -61,7 +61,7 @@ pub fn hints_of(columns: &ColumnShapes) -> ColumnHints {
 
 /// Where the items go: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SinkUrl {
+pub struct DynamoUrl {
     pub table: String,
     /// `None`: `AWS_REGION`, `AWS_DEFAULT_REGION`, or the profile's region.
     pub region: Option<String>,
@@ -75,7 +75,7 @@ pub struct SinkUrl {
 
 /// Why a DynamoDB sink URL is refused; URLs and endpoints in it are redacted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SinkUrlError {
+pub enum DynamoUrlError {
     #[error("{0}: a DynamoDB sink URL starts with dynamodb://")]
     Scheme(String),
     #[error(
@@ -96,20 +96,20 @@ pub enum SinkUrlError {
     SortKeyAlone(String),
 }
 
-impl FromStr for SinkUrl {
-    type Err = SinkUrlError;
+impl FromStr for DynamoUrl {
+    type Err = DynamoUrlError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        SinkUrl::parse(s)
+        DynamoUrl::parse(s)
     }
 }
 
-impl SinkUrl {
+impl DynamoUrl {
     /// Parses and checks a sink URL; the error names what is wrong (without secrets).
-    pub fn parse(s: &str) -> Result<SinkUrl, SinkUrlError> {
+    pub fn parse(s: &str) -> Result<DynamoUrl, DynamoUrlError> {
         let rest = s
             .strip_prefix("dynamodb://")
-            .ok_or_else(|| SinkUrlError::Scheme(redact::url(s)))?;
+            .ok_or_else(|| DynamoUrlError::Scheme(redact::url(s)))?;
         let (table, query) = rest.split_once('?').unwrap_or((rest, ""));
         let table = table.trim_end_matches('/');
         if !(3..=255).contains(&table.len())
@@ -117,9 +117,9 @@ impl SinkUrl {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
         {
-            return Err(SinkUrlError::TableName(table.to_string()));
+            return Err(DynamoUrlError::TableName(table.to_string()));
         }
-        let mut url = SinkUrl {
+        let mut url = DynamoUrl {
             table: table.to_string(),
             region: None,
             endpoint: None,
@@ -131,11 +131,11 @@ impl SinkUrl {
             let at = |table: &str| (table.to_string(), k.to_string());
             let Some(v) = query_value(v) else {
                 let (table, param) = at(table);
-                return Err(SinkUrlError::Encoding { table, param });
+                return Err(DynamoUrlError::Encoding { table, param });
             };
             if v.is_empty() {
                 let (table, param) = at(table);
-                return Err(SinkUrlError::Empty { table, param });
+                return Err(DynamoUrlError::Empty { table, param });
             }
             let slot = match k {
                 "region" => &mut url.region,
@@ -144,24 +144,24 @@ impl SinkUrl {
                 "sort-key" => &mut url.sort_key,
                 _ => {
                     let (table, param) = at(table);
-                    return Err(SinkUrlError::Unknown { table, param });
+                    return Err(DynamoUrlError::Unknown { table, param });
                 }
             };
             if slot.replace(v).is_some() {
                 let (table, param) = at(table);
-                return Err(SinkUrlError::Twice { table, param });
+                return Err(DynamoUrlError::Twice { table, param });
             }
         }
         if let Some(e) = &url.endpoint {
             if !(e.starts_with("http://") || e.starts_with("https://")) {
-                return Err(SinkUrlError::Endpoint {
+                return Err(DynamoUrlError::Endpoint {
                     table: table.to_string(),
                     endpoint: redact::url(e),
                 });
             }
         }
         if url.sort_key.is_some() && url.partition_key.is_none() {
-            return Err(SinkUrlError::SortKeyAlone(table.to_string()));
+            return Err(DynamoUrlError::SortKeyAlone(table.to_string()));
         }
         Ok(url)
     }
@@ -305,7 +305,7 @@ struct Mapping {
 impl DynamoSink {
     /// Connects, checks the table (or creates it) and its key against the mapping.
     pub async fn connect(
-        url: &SinkUrl,
+        url: &DynamoUrl,
         options: DynamoSinkOptions,
     ) -> Result<DynamoSink, SinkError> {
         let fatal = |m: String| SinkError::fatal(format!("{}: {m}", url.display()));
@@ -437,7 +437,7 @@ impl DynamoSink {
 
 /// The key the URL and the source ask for, typed by the hints; `None` when neither names one.
 fn key_mapping(
-    url: &SinkUrl,
+    url: &DynamoUrl,
     key_column: &Option<String>,
     hints: &ColumnHints,
 ) -> Option<KeySchema> {
@@ -701,21 +701,21 @@ mod tests {
 
     #[test]
     fn sink_urls_print_back_to_what_they_parse_from() {
-        let u = SinkUrl {
+        let u = DynamoUrl {
             table: "rooms.v2".into(),
             region: Some("eu-west-1".into()),
             endpoint: Some("http://u:p%w@h:8000/x?y=1&z".into()),
             partition_key: Some("room id+1".into()),
             sort_key: Some("ts".into()),
         };
-        assert_eq!(SinkUrl::parse(&u.to_url()).unwrap(), u);
-        let bare = SinkUrl::parse("dynamodb://tab").unwrap();
+        assert_eq!(DynamoUrl::parse(&u.to_url()).unwrap(), u);
+        let bare = DynamoUrl::parse("dynamodb://tab").unwrap();
         assert_eq!(bare.to_url(), "dynamodb://tab");
     }
 
     #[test]
     fn sink_urls_parse_and_show_no_secret() {
-        let u = SinkUrl::parse(
+        let u = DynamoUrl::parse(
             "dynamodb://room_events?region=eu-west-1&endpoint=http%3A%2F%2Fu%3Apw%40localhost%3A8000&partition-key=room_id&sort-key=id",
         )
         .unwrap();
@@ -730,7 +730,7 @@ mod tests {
             shown,
             "dynamodb://room_events?region=eu-west-1&endpoint=http://u:***@localhost:8000&partition-key=room_id&sort-key=id"
         );
-        let plain: SinkUrl = "dynamodb://t.1-x_".parse().unwrap();
+        let plain: DynamoUrl = "dynamodb://t.1-x_".parse().unwrap();
         assert_eq!(plain.display(), "dynamodb://t.1-x_");
         for (bad, why) in [
             ("http://x", "starts with dynamodb://"),
@@ -746,7 +746,7 @@ mod tests {
             ("dynamodb://tab?sort-key=s", "needs partition-key"),
             ("dynamodb://tab?region=%zz", "percent-encoded"),
         ] {
-            let e = SinkUrl::parse(bad).unwrap_err().to_string();
+            let e = DynamoUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
     }
@@ -816,12 +816,12 @@ mod tests {
     #[test]
     fn the_key_mapping_comes_from_the_url_then_the_key_column() {
         let hints: ColumnHints = [("n".to_string(), dynamo::ColumnHint::Number)].into();
-        let url: SinkUrl = "dynamodb://tab?partition-key=n&sort-key=s".parse().unwrap();
+        let url: DynamoUrl = "dynamodb://tab?partition-key=n&sort-key=s".parse().unwrap();
         let k = key_mapping(&url, &Some("id".into()), &hints).unwrap();
         assert_eq!(k.partition.name, "n");
         assert_eq!(k.partition.key_type, dynamo::KeyType::N);
         assert_eq!(k.sort.as_ref().unwrap().key_type, dynamo::KeyType::S);
-        let plain: SinkUrl = "dynamodb://tab".parse().unwrap();
+        let plain: DynamoUrl = "dynamodb://tab".parse().unwrap();
         assert_eq!(
             key_mapping(&plain, &Some("id".into()), &hints)
                 .unwrap()

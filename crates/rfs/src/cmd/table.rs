@@ -195,7 +195,7 @@ pub enum SinkUrl {
     /// JSON lines in a directory.
     Files(PathBuf),
     /// Items of a DynamoDB table.
-    Dynamo(migrate::sinks::dynamo::SinkUrl),
+    Dynamo(migrate::sinks::dynamo::DynamoUrl),
 }
 
 impl SinkUrl {
@@ -232,7 +232,7 @@ impl SinkUrl {
                     .map_err(|()| anyhow::anyhow!("--sink {shown}: not a local file URL"))?;
                 Ok(SinkUrl::Files(p))
             }
-            Some("dynamodb") => migrate::sinks::dynamo::SinkUrl::parse(s)
+            Some("dynamodb") => migrate::sinks::dynamo::DynamoUrl::parse(s)
                 .map(SinkUrl::Dynamo)
                 .map_err(|e| anyhow::anyhow!("--sink {e}")),
             Some(other) => anyhow::bail!(
@@ -328,7 +328,7 @@ impl TableArgs {
     /// a row is read unless `--allow-key-collisions`.
     async fn check_key_unique(
         &self,
-        url: &migrate::sinks::dynamo::SinkUrl,
+        url: &migrate::sinks::dynamo::DynamoUrl,
         source: &TableSource,
     ) -> anyhow::Result<()> {
         let key_column = source.table().schema().key_column().name.clone();
