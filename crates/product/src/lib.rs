@@ -22,6 +22,30 @@ impl fmt::Display for Distribution {
     }
 }
 
+/// The three kinds of templates a cluster holds (and a snapshot's global metadata).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateKind {
+    /// `_template` (legacy index templates, every version; may carry typed mappings).
+    Legacy,
+    /// `_component_template` (ES ≥ 7.8, OpenSearch).
+    Component,
+    /// `_index_template` (composable, ES ≥ 7.8, OpenSearch).
+    Index,
+}
+
+impl TemplateKind {
+    /// The REST endpoint of this kind (`_template`, `_component_template`,
+    /// `_index_template`).
+    pub fn endpoint(self) -> &'static str {
+        match self {
+            TemplateKind::Legacy => "_template",
+            TemplateKind::Component => "_component_template",
+            TemplateKind::Index => "_index_template",
+        }
+    }
+}
+
 /// Why a release label (`es-8.15`) does not parse; each names the label.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LabelError {

@@ -67,7 +67,7 @@ impl fmt::Display for SnapshotState {
     }
 }
 
-pub use product::ProductVersion;
+pub use product::{ProductVersion, TemplateKind};
 
 /// One snapshot as listed in repository data.
 #[derive(Debug, Clone, Serialize)]
@@ -357,18 +357,6 @@ impl SnapshotInfo {
             .iter()
             .find(|f| f.index.as_deref() == Some(index) && f.shard_id == Some(shard))
     }
-}
-
-/// Kinds of templates in global metadata.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TemplateKind {
-    /// `_template` (legacy index templates; may carry typed mappings).
-    Legacy,
-    /// `_component_template` (7.8+).
-    Component,
-    /// `_index_template` (composable, 7.8+).
-    Index,
 }
 
 /// Root `meta-<uuid>.dat`: cluster-level metadata of a snapshot.
