@@ -26,8 +26,7 @@ pub enum Severity {
 }
 
 /// A source could not read a partition.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug, Clone)]
 pub struct SourceError {
     pub severity: Severity,
     /// Names the file, table or key, and says why.
@@ -37,8 +36,21 @@ pub struct SourceError {
     /// item goes back to where the read started), so that a retry checks it all again.
     pub coverage: bool,
     /// The adapter's error underneath, when there is one.
-    #[source]
     pub cause: Option<Cause>,
+}
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SourceError {
+    /// The adapter's error itself (not the `Arc` around it), so callers can downcast it.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let cause: &(dyn std::error::Error + 'static) = self.cause.as_deref()?;
+        Some(cause)
+    }
 }
 
 impl SourceError {
@@ -85,14 +97,26 @@ impl SourceError {
 }
 
 /// A sink could not deliver a batch (its documents are neither delivered nor refused).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug, Clone)]
 pub struct SinkError {
     pub severity: Severity,
     pub message: String,
     /// The adapter's error underneath, when there is one.
-    #[source]
     pub cause: Option<Cause>,
+}
+
+impl std::fmt::Display for SinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SinkError {
+    /// The adapter's error itself (not the `Arc` around it), so callers can downcast it.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let cause: &(dyn std::error::Error + 'static) = self.cause.as_deref()?;
+        Some(cause)
+    }
 }
 
 impl SinkError {
