@@ -16,26 +16,7 @@ pub enum Created {
     AlreadyExists,
 }
 
-/// The three kinds of templates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TemplateKind {
-    /// `_template` (every version).
-    Legacy,
-    /// `_component_template` (ES ≥ 7.8, OpenSearch).
-    Component,
-    /// `_index_template` (ES ≥ 7.8, OpenSearch).
-    Index,
-}
-
-impl TemplateKind {
-    fn endpoint(self) -> &'static str {
-        match self {
-            TemplateKind::Legacy => "_template",
-            TemplateKind::Component => "_component_template",
-            TemplateKind::Index => "_index_template",
-        }
-    }
-}
+pub use product::TemplateKind;
 
 /// A stored document as read back.
 #[derive(Debug, Clone, PartialEq)]

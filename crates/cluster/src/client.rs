@@ -20,7 +20,7 @@ use url::Url;
 
 use crate::config::{Auth, AwsService, ClientConfig, Compression};
 use crate::error::ClusterError;
-use crate::version::{Target, Version};
+use crate::version::{ProductVersion, Target};
 use pacing::{parse_retry_after, RetryPolicy, Sometimes};
 use sigv4::AwsCredentials;
 
@@ -267,7 +267,7 @@ impl Client {
                 if c.service == AwsService::Aoss && assume_target.is_none() {
                     // Serverless has no `GET /`; it speaks the current OpenSearch API.
                     assume_target = Some(Target {
-                        version: Version::os(2, 0),
+                        version: ProductVersion::os(2, 0),
                         serverless: true,
                     });
                 }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use product::{Distribution, Version};
+pub use product::{Distribution, ProductVersion};
 
 /// How documents are addressed: with a mapping type (ES ≤ 6) or without.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,13 +18,13 @@ pub enum Dialect {
 /// The detected target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    pub version: Version,
+    pub version: ProductVersion,
     /// OpenSearch Serverless (`aoss`): no `GET /`, no explicit ids on some collection types.
     pub serverless: bool,
 }
 
 impl Target {
-    pub fn new(version: Version) -> Target {
+    pub fn new(version: ProductVersion) -> Target {
         Target {
             version,
             serverless: false,
@@ -42,7 +42,7 @@ impl Target {
             Some(d) if d.eq_ignore_ascii_case("opensearch") => Distribution::OpenSearch,
             _ => Distribution::Elasticsearch,
         };
-        let version = Version::parse(distribution, v.get("number")?.as_str()?)?;
+        let version = ProductVersion::parse(distribution, v.get("number")?.as_str()?)?;
         Some(Target::new(version))
     }
 
@@ -87,7 +87,7 @@ mod tests {
         let t = Target::from_root(&os).unwrap();
         assert_eq!(
             t,
-            Target::new(Version::new(Distribution::OpenSearch, 2, 11, 1))
+            Target::new(ProductVersion::new(Distribution::OpenSearch, 2, 11, 1))
         );
         assert_eq!(t.dialect(), Dialect::Typeless);
         assert!(t.supports_composable_templates());
@@ -101,7 +101,7 @@ mod tests {
 
         let es8 = json!({"version":{"number":"8.12.0-SNAPSHOT"}});
         let t = Target::from_root(&es8).unwrap();
-        assert_eq!(t.version, Version::es(8, 12));
+        assert_eq!(t.version, ProductVersion::es(8, 12));
         assert_eq!(t.dialect(), Dialect::Typeless);
         assert_eq!(t.to_string(), "Elasticsearch 8.12.0");
 

@@ -843,39 +843,44 @@ pub(crate) async fn cas(
                 }
                 return Ok(None);
             }
-            Err(e) if e.is_transient() && attempt < 5 => {
+            Err(e) if e.is_transient() && attempt + 1 < store_call_policy().max_attempts => {
                 tracing::debug!("retrying update of {}: {e}", new.id);
                 had_error = true;
                 attempt += 1;
-                backoff(attempt * 3).await;
+                tokio::time::sleep(store_call_policy().delay(attempt, None)).await;
             }
             Err(e) => return Err(e),
         }
     }
 }
 
-/// Retry an idempotent store call on transient errors, with jittered exponential backoff
-/// (about 3 s in all).
-pub(crate) async fn retry<T, F, Fut>(mut f: F) -> Result<T, Error>
+/// How a store call is retried on transient errors: 6 attempts, waits from 10 ms doubling
+/// to 100 ms with jitter (about a quarter of a second in all). Longer outages are the
+/// caller's to ride out (the worker's store retries).
+pub(crate) fn store_call_policy() -> pacing::RetryPolicy {
+    pacing::RetryPolicy {
+        max_attempts: 6,
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(100),
+        ..pacing::RetryPolicy::default()
+    }
+}
+
+/// Retry an idempotent store call on transient errors ([`store_call_policy`]).
+pub(crate) async fn retry<T, F, Fut>(f: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, Error>>,
 {
-    let mut attempt = 0u32;
-    loop {
-        match f().await {
-            Ok(v) => return Ok(v),
-            Err(e) if e.is_transient() && attempt < 5 => {
-                tracing::debug!("retrying store call: {e}");
-                attempt += 1;
-                backoff(attempt * 3).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    use backon::Retryable;
+    f.retry(store_call_policy().waits())
+        .when(Error::is_transient)
+        .notify(|e, _| tracing::debug!("retrying store call: {e}"))
+        .await
 }
 
-/// A short random pause that grows with `round` (1 ms … ~100 ms).
+/// A short random pause between rounds of a lost compare-and-set race (not a retry of an
+/// error): grows with `round` (1 ms … ~100 ms) so that contenders spread out.
 pub(crate) async fn backoff(round: u32) {
     let cap = 1u64 << round.min(7);
     let ms = rand::thread_rng().gen_range(0..=cap.min(100));

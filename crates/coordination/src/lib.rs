@@ -81,4 +81,4 @@ pub use store::{
     open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore,
     SqliteStore, Store,
 };
-pub use summary::{is_leased, is_listed, GroupTotals, ItemSummary};
+pub use summary::{is_leased, is_listed, ItemSummary, StateTotals};

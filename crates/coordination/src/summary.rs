@@ -8,7 +8,7 @@ use crate::record::{Record, State};
 
 /// Items of one group in one state, and their totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GroupTotals {
+pub struct StateTotals {
     pub items: u64,
     pub docs: u64,
     pub bytes: u64,
@@ -16,10 +16,10 @@ pub struct GroupTotals {
     pub skipped: u64,
 }
 
-impl GroupTotals {
+impl StateTotals {
     /// One item's contribution.
     pub fn of(r: &Record) -> Self {
-        GroupTotals {
+        StateTotals {
             items: 1,
             docs: r.docs_done,
             bytes: r.bytes_done,
@@ -28,7 +28,7 @@ impl GroupTotals {
         }
     }
 
-    pub fn add(&mut self, o: &GroupTotals) {
+    pub fn add(&mut self, o: &StateTotals) {
         self.items += o.items;
         self.docs += o.docs;
         self.bytes += o.bytes;
@@ -36,7 +36,7 @@ impl GroupTotals {
         self.skipped += o.skipped;
     }
 
-    pub fn sub(&mut self, o: &GroupTotals) {
+    pub fn sub(&mut self, o: &StateTotals) {
         self.items = self.items.saturating_sub(o.items);
         self.docs = self.docs.saturating_sub(o.docs);
         self.bytes = self.bytes.saturating_sub(o.bytes);
@@ -49,7 +49,7 @@ impl GroupTotals {
 #[derive(Debug, Clone, Default)]
 pub struct ItemSummary {
     /// Totals keyed by (group, state, leased now).
-    pub totals: BTreeMap<(String, State, bool), GroupTotals>,
+    pub totals: BTreeMap<(String, State, bool), StateTotals>,
     /// Items leased now, FAILED, or with reasons, in no particular order.
     pub notable: Vec<Record>,
 }
@@ -74,7 +74,7 @@ impl ItemSummary {
             s.totals
                 .entry((r.group.clone(), r.state, leased))
                 .or_default()
-                .add(&GroupTotals::of(&r));
+                .add(&StateTotals::of(&r));
             if leased || is_listed(&r) {
                 s.notable.push(r);
             }
@@ -87,15 +87,15 @@ impl ItemSummary {
     /// (group, open, not leased) to (group, open, leased).
     pub fn from_unsplit(
         now: i64,
-        unsplit: BTreeMap<(String, State), GroupTotals>,
+        unsplit: BTreeMap<(String, State), StateTotals>,
         notable: Vec<Record>,
     ) -> Self {
-        let mut totals: BTreeMap<(String, State, bool), GroupTotals> = unsplit
+        let mut totals: BTreeMap<(String, State, bool), StateTotals> = unsplit
             .into_iter()
             .map(|((g, st), t)| ((g, st, false), t))
             .collect();
         for r in notable.iter().filter(|r| is_leased(r, now)) {
-            let share = GroupTotals::of(r);
+            let share = StateTotals::of(r);
             if let Some(t) = totals.get_mut(&(r.group.clone(), State::Open, false)) {
                 t.sub(&share);
             }
@@ -104,7 +104,7 @@ impl ItemSummary {
                 .or_default()
                 .add(&share);
         }
-        totals.retain(|_, t| *t != GroupTotals::default());
+        totals.retain(|_, t| *t != StateTotals::default());
         ItemSummary { totals, notable }
     }
 }
@@ -135,12 +135,12 @@ mod tests {
             item("e", "h", State::Failed, None, 0),
         ];
         let folded = ItemSummary::fold(now, items.clone());
-        let mut unsplit: BTreeMap<(String, State), GroupTotals> = BTreeMap::new();
+        let mut unsplit: BTreeMap<(String, State), StateTotals> = BTreeMap::new();
         for r in &items {
             unsplit
                 .entry((r.group.clone(), r.state))
                 .or_default()
-                .add(&GroupTotals::of(r));
+                .add(&StateTotals::of(r));
         }
         let notable: Vec<Record> = items
             .iter()

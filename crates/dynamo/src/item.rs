@@ -1,7 +1,7 @@
 //! A row (one JSON object) into an item, and the table's key.
 //!
 //! Each member of the object becomes an attribute: a string is `S` (or `B` in a column
-//! hinted [`ColumnKind::Binary`], where strings hold base64), a number is `N` with its
+//! hinted [`ColumnHint::Binary`], where strings hold base64), a number is `N` with its
 //! text kept exactly (never through a float), `true`/`false` is `BOOL`, `null` is `NULL`,
 //! an object is `M` and an array is `L`, recursively. The JSON is read here, byte by byte,
 //! so numbers keep their digits and nothing is allocated from a length the input claims.
@@ -15,7 +15,7 @@ use crate::value::{item_size, AttributeValue, Item, Number, MAX_DEPTH, MAX_ITEM_
 
 /// What a source column holds, as far as the item mapping cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ColumnKind {
+pub enum ColumnHint {
     String,
     /// Integers, floats, exact decimals.
     Number,
@@ -28,17 +28,17 @@ pub enum ColumnKind {
     Json,
 }
 
-impl FromStr for ColumnKind {
+impl FromStr for ColumnHint {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Ok(match s {
-            "string" | "text" | "uuid" => ColumnKind::String,
-            "number" | "integer" | "float" | "numeric" => ColumnKind::Number,
-            "binary" | "bytes" | "bytea" => ColumnKind::Binary,
-            "bool" | "boolean" => ColumnKind::Bool,
-            "time" | "timestamp" | "date" => ColumnKind::Time,
-            "json" => ColumnKind::Json,
+            "string" | "text" | "uuid" => ColumnHint::String,
+            "number" | "integer" | "float" | "numeric" => ColumnHint::Number,
+            "binary" | "bytes" | "bytea" => ColumnHint::Binary,
+            "bool" | "boolean" => ColumnHint::Bool,
+            "time" | "timestamp" | "date" => ColumnHint::Time,
+            "json" => ColumnHint::Json,
             other => {
                 return Err(format!(
                     "unknown column kind {other:?} (string, number, binary, bool, time, json)"
@@ -48,19 +48,19 @@ impl FromStr for ColumnKind {
     }
 }
 
-impl ColumnKind {
+impl ColumnHint {
     /// The key type a column of this kind makes.
     pub fn key_type(self) -> KeyType {
         match self {
-            ColumnKind::Number => KeyType::N,
-            ColumnKind::Binary => KeyType::B,
+            ColumnHint::Number => KeyType::N,
+            ColumnHint::Binary => KeyType::B,
             _ => KeyType::S,
         }
     }
 }
 
 /// Column name → kind; columns not named are read by their JSON type alone.
-pub type ColumnHints = BTreeMap<String, ColumnKind>;
+pub type ColumnHints = BTreeMap<String, ColumnHint>;
 
 /// The scalar types a key attribute may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -259,8 +259,8 @@ pub fn row_to_item(json: &[u8], hints: &ColumnHints) -> Result<Item, ConvertErro
             }
             p.ws();
             p.expect(b':')?;
-            let binary = hints.get(&name) == Some(&ColumnKind::Binary);
-            let number = hints.get(&name) == Some(&ColumnKind::Number);
+            let binary = hints.get(&name) == Some(&ColumnHint::Binary);
+            let number = hints.get(&name) == Some(&ColumnHint::Number);
             let v = p.value(0, binary, number)?;
             item.insert(name, v);
             p.ws();
@@ -550,8 +550,8 @@ mod tests {
     #[test]
     fn every_json_type_maps() {
         let hints: ColumnHints = [
-            ("blob".to_string(), ColumnKind::Binary),
-            ("blobs".to_string(), ColumnKind::Binary),
+            ("blob".to_string(), ColumnHint::Binary),
+            ("blobs".to_string(), ColumnHint::Binary),
         ]
         .into();
         let row =
@@ -622,7 +622,7 @@ mod tests {
             let e = row_to_item(row, &h).unwrap_err();
             assert_eq!(e.error_type, *kind, "{}: {e}", String::from_utf8_lossy(row));
         }
-        let hb: ColumnHints = [("b".to_string(), ColumnKind::Binary)].into();
+        let hb: ColumnHints = [("b".to_string(), ColumnHint::Binary)].into();
         assert_eq!(
             row_to_item(br#"{"b":"not base64!"}"#, &hb)
                 .unwrap_err()
@@ -649,8 +649,8 @@ mod tests {
     #[test]
     fn damaged_rows_give_errors_never_panics() {
         let hints: ColumnHints = [
-            ("b".to_string(), ColumnKind::Binary),
-            ("n".to_string(), ColumnKind::Number),
+            ("b".to_string(), ColumnHint::Binary),
+            ("n".to_string(), ColumnHint::Number),
         ]
         .into();
         let row: &[u8] = br#"{"id":"a\u00e9\ud83d\ude00","n":"-1.5e3","b":"AP8=","m":{"l":[1,2.5e-3,true,null,{"x":[]}],"s":"\"q\""},"z":-0}"#;
@@ -702,27 +702,27 @@ mod tests {
     #[test]
     fn column_kinds_parse_from_their_names() {
         for (name, kind) in [
-            ("string", ColumnKind::String),
-            ("number", ColumnKind::Number),
-            ("binary", ColumnKind::Binary),
-            ("bytea", ColumnKind::Binary),
-            ("bool", ColumnKind::Bool),
-            ("time", ColumnKind::Time),
-            ("json", ColumnKind::Json),
+            ("string", ColumnHint::String),
+            ("number", ColumnHint::Number),
+            ("binary", ColumnHint::Binary),
+            ("bytea", ColumnHint::Binary),
+            ("bool", ColumnHint::Bool),
+            ("time", ColumnHint::Time),
+            ("json", ColumnHint::Json),
         ] {
-            assert_eq!(name.parse::<ColumnKind>(), Ok(kind));
+            assert_eq!(name.parse::<ColumnHint>(), Ok(kind));
         }
         assert!("xml"
-            .parse::<ColumnKind>()
+            .parse::<ColumnHint>()
             .unwrap_err()
             .contains("unknown column kind"));
-        assert_eq!(ColumnKind::Number.key_type(), KeyType::N);
-        assert_eq!(ColumnKind::Time.key_type(), KeyType::S);
+        assert_eq!(ColumnHint::Number.key_type(), KeyType::N);
+        assert_eq!(ColumnHint::Time.key_type(), KeyType::S);
     }
 
     #[test]
     fn number_hints_read_numeric_strings_as_numbers() {
-        let h: ColumnHints = [("amount".to_string(), ColumnKind::Number)].into();
+        let h: ColumnHints = [("amount".to_string(), ColumnHint::Number)].into();
         let item = row_to_item(br#"{"amount":"12.3400","other":"12"}"#, &h).unwrap();
         assert_eq!(item["amount"], n("12.3400"));
         assert_eq!(item["other"], s("12"));

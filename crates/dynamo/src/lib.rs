@@ -34,9 +34,9 @@ pub mod write;
 pub use client::{Client, ClientConfig, ClientStats};
 pub use error::DynamoError;
 pub use item::{
-    row_to_item, ColumnHints, ColumnKind, ConvertError, KeyAttribute, KeySchema, KeyType,
+    row_to_item, ColumnHint, ColumnHints, ConvertError, KeyAttribute, KeySchema, KeyType,
 };
 pub use read::{Scan, ScanPage};
 pub use table::TableDescription;
-pub use value::{canonical_json, AttributeValue, Item, Number, MAX_ITEM_BYTES};
+pub use value::{canonical_json, AttributeValue, Item, Number, WireError, MAX_ITEM_BYTES};
 pub use write::{BatchWriter, WriteOutcome, WriteRefusal, WriteRequest, MAX_BATCH_WRITES};

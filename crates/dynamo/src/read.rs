@@ -45,7 +45,12 @@ fn items_of(v: Option<&Value>, operation: &'static str) -> Result<Vec<Item>, Dyn
         return Ok(Vec::new());
     };
     list.iter()
-        .map(|i| item_from_wire(i).map_err(|reason| DynamoError::Response { operation, reason }))
+        .map(|i| {
+            item_from_wire(i).map_err(|e| DynamoError::Response {
+                operation,
+                reason: e.to_string(),
+            })
+        })
         .collect()
 }
 
@@ -67,9 +72,9 @@ impl Client {
             None => Ok(None),
             Some(i) => item_from_wire(i)
                 .map(Some)
-                .map_err(|reason| DynamoError::Response {
+                .map_err(|e| DynamoError::Response {
                     operation: "GetItem",
-                    reason,
+                    reason: e.to_string(),
                 }),
         }
     }
@@ -173,9 +178,9 @@ impl Client {
         let v = self.call_json("Scan", &Value::Object(body)).await?;
         let items = items_of(v.get("Items"), "Scan")?;
         let last_key = match v.get("LastEvaluatedKey") {
-            Some(k) => Some(item_from_wire(k).map_err(|reason| DynamoError::Response {
+            Some(k) => Some(item_from_wire(k).map_err(|e| DynamoError::Response {
                 operation: "Scan",
-                reason,
+                reason: e.to_string(),
             })?),
             None => None,
         };

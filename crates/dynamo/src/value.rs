@@ -104,43 +104,45 @@ impl AttributeValue {
     }
 
     /// Reads one value from its wire form (as `GetItem`, `Scan`, … return it).
-    pub fn from_wire(v: &serde_json::Value) -> Result<AttributeValue, String> {
+    pub fn from_wire(v: &serde_json::Value) -> Result<AttributeValue, WireError> {
         let obj = v
             .as_object()
             .filter(|o| o.len() == 1)
-            .ok_or("an attribute value must be an object with one type")?;
-        let (t, v) = obj
-            .iter()
-            .next()
-            .ok_or("an attribute value without a type")?;
+            .ok_or(WireError::NotTyped)?;
+        let (t, v) = obj.iter().next().ok_or(WireError::NotTyped)?;
         let text = || {
             v.as_str()
                 .map(str::to_string)
-                .ok_or_else(|| format!("{t} holds {v}, not a string"))
+                .ok_or_else(|| WireError::NotString {
+                    kind: t.clone(),
+                    found: v.to_string(),
+                })
         };
         Ok(match t.as_str() {
             "S" => AttributeValue::S(text()?),
             "N" => {
                 let n = text()?;
-                Number::parse(&n).map_err(|e| format!("N {n:?}: {e}"))?;
+                if let Err(cause) = Number::parse(&n) {
+                    return Err(WireError::Number { text: n, cause });
+                }
                 AttributeValue::N(n)
             }
             "B" => AttributeValue::B(
                 base64::engine::general_purpose::STANDARD
                     .decode(text()?)
-                    .map_err(|e| format!("B: {e}"))?,
+                    .map_err(WireError::Base64)?,
             ),
-            "BOOL" => AttributeValue::Bool(v.as_bool().ok_or("BOOL holds no boolean")?),
+            "BOOL" => AttributeValue::Bool(v.as_bool().ok_or(WireError::NotBool)?),
             "NULL" => AttributeValue::Null,
             "M" => AttributeValue::M(item_from_wire(v)?),
             "L" => AttributeValue::L(
                 v.as_array()
-                    .ok_or("L holds no array")?
+                    .ok_or(WireError::NotList)?
                     .iter()
                     .map(AttributeValue::from_wire)
                     .collect::<Result<_, _>>()?,
             ),
-            other => return Err(format!("attribute type {other} is not supported")),
+            other => return Err(WireError::UnknownType(other.to_string())),
         })
     }
 
@@ -182,14 +184,17 @@ pub fn write_item(item: &Item, out: &mut Vec<u8>) {
 }
 
 /// Reads an item from its wire form.
-pub fn item_from_wire(v: &serde_json::Value) -> Result<Item, String> {
+pub fn item_from_wire(v: &serde_json::Value) -> Result<Item, WireError> {
     v.as_object()
-        .ok_or("an item must be an object")?
+        .ok_or(WireError::NotObject)?
         .iter()
         .map(|(k, v)| {
             AttributeValue::from_wire(v)
                 .map(|a| (k.clone(), a))
-                .map_err(|e| format!("attribute {k:?}: {e}"))
+                .map_err(|e| WireError::Attribute {
+                    name: k.clone(),
+                    cause: Box::new(e),
+                })
         })
         .collect()
 }
@@ -267,6 +272,37 @@ pub struct Number {
     pub digits: Vec<u8>,
     /// The value is `0.d1d2… × 10^(exponent + 1)`, i.e. `d1.d2… × 10^exponent`.
     pub exponent: i64,
+}
+
+/// Why a value or item in wire form (`{"S":"…"}`) cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("an attribute value must be an object with one type")]
+    NotTyped,
+    #[error("{kind} holds {found}, not a string")]
+    NotString { kind: String, found: String },
+    #[error("N {text:?}: {cause}")]
+    Number {
+        text: String,
+        #[source]
+        cause: NumberError,
+    },
+    #[error("B: {0}")]
+    Base64(#[source] base64::DecodeError),
+    #[error("BOOL holds no boolean")]
+    NotBool,
+    #[error("L holds no array")]
+    NotList,
+    #[error("attribute type {0} is not supported")]
+    UnknownType(String),
+    #[error("an item must be an object")]
+    NotObject,
+    #[error("attribute {name:?}: {cause}")]
+    Attribute {
+        name: String,
+        #[source]
+        cause: Box<WireError>,
+    },
 }
 
 /// Why a text is not a number DynamoDB stores.
@@ -539,9 +575,10 @@ mod tests {
             let back = AttributeValue::from_wire(&serde_json::from_str(&w).unwrap()).unwrap();
             assert_eq!(back, v);
         }
-        assert!(AttributeValue::from_wire(&serde_json::json!({"SS": ["a"]}))
-            .unwrap_err()
-            .contains("SS is not supported"));
+        assert_eq!(
+            AttributeValue::from_wire(&serde_json::json!({"SS": ["a"]})).unwrap_err(),
+            WireError::UnknownType("SS".into())
+        );
         assert!(AttributeValue::from_wire(&serde_json::json!({"N": "abc"})).is_err());
     }
 

@@ -13,7 +13,7 @@ use crate::data_input::{DataInput, Endian};
 use crate::directory::Directory;
 use crate::error::{Error, Result};
 use crate::names;
-use crate::version::Version;
+use crate::version::LuceneVersion;
 
 /// `segments_N` format versions of Lucene 4.x (plain header, no ids).
 const FORMAT_40: i32 = 0;
@@ -41,7 +41,7 @@ pub struct CommitInfo {
     /// Commit id (16 bytes).
     pub id: [u8; ID_LEN],
     /// Lucene version that wrote the commit (formats ≥ 6).
-    pub lucene_version: Option<Version>,
+    pub lucene_version: Option<LuceneVersion>,
     /// Major version that created the index (formats ≥ 7).
     pub index_created_major: Option<u32>,
     /// Commit counter ("version" of the segment infos).
@@ -49,7 +49,7 @@ pub struct CommitInfo {
     /// Next segment name counter.
     pub counter: i64,
     /// Oldest Lucene version among the segments (formats ≥ 6, when there are segments).
-    pub min_segment_version: Option<Version>,
+    pub min_segment_version: Option<LuceneVersion>,
     /// Segments in commit order.
     pub segments: Vec<SegmentCommitInfo>,
     /// Commit user data (Elasticsearch: translog uuid, history uuid, max seq no, …).
@@ -471,9 +471,9 @@ fn read_u32_vint(input: &mut DataInput<'_>, what: &str) -> Result<u32> {
 }
 
 /// A version triple written as three vInts.
-fn read_version(input: &mut DataInput<'_>) -> Result<Version> {
+fn read_version(input: &mut DataInput<'_>) -> Result<LuceneVersion> {
     let major = read_u32_vint(input, "version major")?;
     let minor = read_u32_vint(input, "version minor")?;
     let bugfix = read_u32_vint(input, "version bugfix")?;
-    Ok(Version::new(major, minor, bugfix))
+    Ok(LuceneVersion::new(major, minor, bugfix))
 }

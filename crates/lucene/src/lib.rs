@@ -56,4 +56,4 @@ pub use local_file::LocalFile;
 pub use reader::{Documents, IndexReader, OpenOptions, SegmentReader, StoredFieldVisitor};
 pub use segment_info::SegmentInfo;
 pub use stored_fields::{StoredFieldsReader, StoredValue, Verified, VerifiedFiles};
-pub use version::Version;
+pub use version::LuceneVersion;

@@ -18,7 +18,7 @@ use crate::live_docs::{self, LiveDocs};
 use crate::names;
 use crate::segment_info::{self, SegmentInfo};
 use crate::stored_fields::{StoredFieldsCursor, StoredFieldsReader, StoredValue, VerifiedFiles};
-use crate::version::Version;
+use crate::version::LuceneVersion;
 
 /// How to open an index.
 #[derive(Debug, Clone)]
@@ -536,7 +536,7 @@ impl SegmentReader {
     }
 
     /// Lucene version that wrote the segment.
-    pub fn lucene_version(&self) -> Version {
+    pub fn lucene_version(&self) -> LuceneVersion {
         self.info.version
     }
 

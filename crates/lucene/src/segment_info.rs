@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use crate::codec_util::{self, ID_LEN};
 use crate::data_input::{DataInput, Endian};
 use crate::error::{Error, Result};
-use crate::version::Version;
+use crate::version::LuceneVersion;
 
 /// What a `.si` file says about a segment.
 #[derive(Debug, Clone)]
@@ -24,9 +24,9 @@ pub struct SegmentInfo {
     /// Header codec name and version, e.g. `Lucene90SegmentInfo v0`.
     pub format: String,
     /// Lucene version that wrote the segment.
-    pub version: Version,
+    pub version: LuceneVersion,
     /// Oldest Lucene version that contributed documents (7.0+ formats).
-    pub min_version: Option<Version>,
+    pub min_version: Option<LuceneVersion>,
     pub max_doc: u32,
     pub is_compound: bool,
     /// Whether the segment holds document blocks (9.9+ layout only).
@@ -107,7 +107,7 @@ pub fn parse_segment_info(
     // Lucene90SegmentInfo: the 9.9+ layout adds a byte; decide by the version, and if
     // that layout does not parse, try the other one before giving up.
     let version = read_version(&mut input.clone(), endian)?;
-    let (first, second) = if version >= Version::new(9, 9, 0) {
+    let (first, second) = if version >= LuceneVersion::new(9, 9, 0) {
         (Layout::L99, Layout::L70)
     } else {
         (Layout::L70, Layout::L99)
@@ -181,7 +181,7 @@ fn parse_segment_info_4x(
 }
 
 /// `4.10.4` (or `4.10`, `4.0.0.2`) as a version; parts beyond the third are ignored.
-fn parse_version_string(text: &str) -> Option<Version> {
+fn parse_version_string(text: &str) -> Option<LuceneVersion> {
     let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
     let major = parts.next()??;
     let minor = parts.next()??;
@@ -189,7 +189,7 @@ fn parse_version_string(text: &str) -> Option<Version> {
     for rest in parts {
         rest?;
     }
-    (major <= 100).then_some(Version::new(major, minor, bugfix))
+    (major <= 100).then_some(LuceneVersion::new(major, minor, bugfix))
 }
 
 fn parse_body(
@@ -259,7 +259,7 @@ fn parse_body(
     })
 }
 
-fn read_version(input: &mut DataInput<'_>, endian: Endian) -> Result<Version> {
+fn read_version(input: &mut DataInput<'_>, endian: Endian) -> Result<LuceneVersion> {
     let mut parts = [0u32; 3];
     for p in &mut parts {
         let v = input.read_i32(endian)?;
@@ -271,5 +271,5 @@ fn read_version(input: &mut DataInput<'_>, endian: Endian) -> Result<Version> {
             parts[0], parts[1], parts[2]
         )));
     }
-    Ok(Version::new(parts[0], parts[1], parts[2]))
+    Ok(LuceneVersion::new(parts[0], parts[1], parts[2]))
 }

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use coordination::Position;
-use dynamo::{ColumnHints, ColumnKind, KeyAttribute, KeySchema, KeyType, WriteRequest};
+use dynamo::{ColumnHint, ColumnHints, KeyAttribute, KeySchema, KeyType, WriteRequest};
 use futures::StreamExt;
-use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
+use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 use migrate::{Document, Op, Sink, SinkWriter};
 use sigv4::{AwsCredentials, Signer};
 
@@ -37,13 +37,13 @@ fn credentials() -> AwsCredentials {
 
 fn hints() -> ColumnHints {
     [
-        ("id", ColumnKind::String),
-        ("room_id", ColumnKind::String),
-        ("seq", ColumnKind::Number),
-        ("amount", ColumnKind::Number),
-        ("payload", ColumnKind::Binary),
-        ("at", ColumnKind::Time),
-        ("data", ColumnKind::Json),
+        ("id", ColumnHint::String),
+        ("room_id", ColumnHint::String),
+        ("seq", ColumnHint::Number),
+        ("amount", ColumnHint::Number),
+        ("payload", ColumnHint::Binary),
+        ("at", ColumnHint::Time),
+        ("data", ColumnHint::Json),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -144,7 +144,7 @@ async fn raw(endpoint: &str, table: &str, rows: &[String], concurrency: usize) -
 
 /// The sink as the pipeline drives it; returns the elapsed time.
 async fn sink(endpoint: &str, table: &str, rows: &[String], concurrency: usize) -> Duration {
-    let url = SinkUrl::parse(&format!(
+    let url = DynamoUrl::parse(&format!(
         "dynamodb://{table}?region=us-east-1&endpoint={endpoint}"
     ))
     .expect("url");
@@ -157,7 +157,7 @@ async fn sink(endpoint: &str, table: &str, rows: &[String], concurrency: usize) 
                 hints: hints(),
                 credentials: Some(credentials()),
                 max_in_flight: concurrency,
-                batch: BatchLimits::default(),
+                batch: BatchLimits::dynamo(),
                 ..DynamoSinkOptions::default()
             },
         )

@@ -1,4 +1,12 @@
-//! Errors that cross the ports, typed by what the worker must do about them.
+//! Errors that cross the ports, typed by what the worker must do about them. Each keeps
+//! the adapter's own error as its [`std::error::Error::source`] (a cluster, DynamoDB,
+//! table or snapshot error), so the chain can be printed and matched on; the message says
+//! where (file, table, key) and is complete on its own.
+
+use std::sync::Arc;
+
+/// The adapter error under a port error, shared so that the port error stays `Clone`.
+pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What a failure means for the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,12 +25,8 @@ pub enum Severity {
     Permanent,
 }
 
-/// The error a [`SourceError`] or a sink's error came from (shared: the errors are `Clone`).
-pub type Cause = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
-
 /// A source could not read a partition.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug, Clone)]
 pub struct SourceError {
     pub severity: Severity,
     /// Names the file, table or key, and says why.
@@ -31,10 +35,22 @@ pub struct SourceError {
     /// does not add up to what its range holds. Nothing of the read is taken as done (the
     /// item goes back to where the read started), so that a retry checks it all again.
     pub coverage: bool,
-    /// The error of the part below (the repository, the database, the cluster client),
-    /// when there is one; `message` already says what it says.
-    #[source]
+    /// The adapter's error underneath, when there is one.
     pub cause: Option<Cause>,
+}
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SourceError {
+    /// The adapter's error itself (not the `Arc` around it), so callers can downcast it.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let cause: &(dyn std::error::Error + 'static) = self.cause.as_deref()?;
+        Some(cause)
+    }
 }
 
 impl SourceError {
@@ -47,10 +63,10 @@ impl SourceError {
         }
     }
 
-    /// The same error, keeping `cause` as its [`std::error::Error::source`].
+    /// The same error, caused by `cause` (kept as its source).
     pub fn caused_by(self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
         SourceError {
-            cause: Some(std::sync::Arc::new(cause)),
+            cause: Some(Arc::new(cause)),
             ..self
         }
     }
@@ -81,11 +97,26 @@ impl SourceError {
 }
 
 /// A sink could not deliver a batch (its documents are neither delivered nor refused).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug, Clone)]
 pub struct SinkError {
     pub severity: Severity,
     pub message: String,
+    /// The adapter's error underneath, when there is one.
+    pub cause: Option<Cause>,
+}
+
+impl std::fmt::Display for SinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SinkError {
+    /// The adapter's error itself (not the `Arc` around it), so callers can downcast it.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let cause: &(dyn std::error::Error + 'static) = self.cause.as_deref()?;
+        Some(cause)
+    }
 }
 
 impl SinkError {
@@ -93,13 +124,45 @@ impl SinkError {
         SinkError {
             severity: Severity::Item,
             message: message.into(),
+            cause: None,
         }
     }
 
     pub fn fatal(message: impl Into<String>) -> Self {
         SinkError {
             severity: Severity::Fatal,
-            message: message.into(),
+            ..SinkError::item(message)
         }
+    }
+
+    /// The same error, caused by `cause` (kept as its source).
+    pub fn caused_by(self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        SinkError {
+            cause: Some(Arc::new(cause)),
+            ..self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn the_cause_is_kept_as_the_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let e = SinkError::item("sending to http://h:9200: refused").caused_by(io);
+        assert_eq!(e.to_string(), "sending to http://h:9200: refused");
+        let source = e.source().expect("a source");
+        assert_eq!(source.to_string(), "refused");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("the io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+        let s = SourceError::fatal("table t: x").caused_by(std::fmt::Error);
+        assert_eq!(s.severity, Severity::Fatal);
+        assert!(s.source().is_some_and(|c| c.is::<std::fmt::Error>()));
+        assert!(SourceError::item("y").source().is_none());
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! - [`source`], [`transform`], [`sink`]: the ports. A source plans partitions and reads
 //!   one after a cursor; the transform names targets; a sink frames, batches and delivers.
+//!   [`columns`] holds the column shapes a row source gives and a typed sink reads.
 //!   [`sources`] and [`sinks`] hold the implementations (snapshot, table; `_bulk`,
 //!   files, DynamoDB).
 //! - [`pipeline`]: one work item from reader thread to acknowledged batches, with the
@@ -17,8 +18,10 @@
 //! - [`metadata`]: templates and indices, with the mapping conversions between versions;
 //!   [`vectors`]: the vector values the transform rewrites; [`verify`]: the one verifier,
 //!   any source against any sink's target through the [`lookup`] port.
+//! - [`wildcard`]: the `*`/`?` name patterns every command and the metadata plan match.
 
 pub mod budget;
+pub mod columns;
 pub mod connectors;
 pub mod document;
 pub mod error;
@@ -45,16 +48,18 @@ pub mod transform;
 pub mod transformer_config;
 pub mod vectors;
 pub mod verify;
+pub mod wildcard;
 pub mod worker;
 
+pub use coordination::Control;
 pub use document::{Document, Op, Read, Skip};
-pub use error::{Severity, SinkError, SourceError};
+pub use error::{Cause, Severity, SinkError, SourceError};
 pub use failure_log::{FailureLog, FailureRecord, Stage};
 pub use fleet_limit::FleetLimits;
 pub use job::{Job, JobEnd, JobError, JobOptions, JobReport};
 pub use metrics::Metrics;
-pub use pipeline::{Control, PipelineOptions};
-pub use sink::{Delivered, Refusal, Sink, SinkWriter};
+pub use pipeline::PipelineOptions;
+pub use sink::{BatchLimits, Delivered, Refusal, Sink, SinkWriter};
 pub use source::{DeltaTotals, GroupTotals, Plan, Source, Totals};
-pub use transform::{Naming, Transform};
+pub use transform::{Naming, RenameError, Transform};
 pub use worker::{WorkerExit, WorkerOptions};

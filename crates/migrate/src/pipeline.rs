@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordination::{Cursor, Position, Progress, WorkItem};
+use coordination::{Control, Cursor, Position, Progress, WorkItem};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -29,15 +29,6 @@ use crate::metrics::Metrics;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
 use crate::source::Source;
 use crate::transform::{Shaped, Transform};
-
-/// What the fleet's control record asks of every worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Control {
-    #[default]
-    Run,
-    Pause,
-    Stop,
-}
 
 /// The lease-holder side of an item while the pipeline runs it.
 pub trait ItemLease: Send {

@@ -14,6 +14,35 @@ use bytes::Bytes;
 use crate::document::Document;
 use crate::error::SinkError;
 
+/// When a sink's batch is full: whichever limit is reached first cuts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    pub max_docs: usize,
+    /// Bytes of the framed batch as the sink writes it (a `_bulk` body with its action
+    /// lines, a file's lines, DynamoDB write requests).
+    pub max_bytes: usize,
+}
+
+impl Default for BatchLimits {
+    /// 1,000 documents or 8 MiB: a `_bulk` request (and a files batch).
+    fn default() -> Self {
+        BatchLimits {
+            max_docs: 1000,
+            max_bytes: 8 << 20,
+        }
+    }
+}
+
+impl BatchLimits {
+    /// 250 documents (10 `BatchWriteItem` requests of 25) or 4 MiB: DynamoDB's default.
+    pub fn dynamo() -> Self {
+        BatchLimits {
+            max_docs: 250,
+            max_bytes: 4 << 20,
+        }
+    }
+}
+
 /// A document a sink will not deliver, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {

@@ -59,6 +59,15 @@ pub trait Transform: Send + Sync + 'static {
     }
 }
 
+/// Why an `OLD=NEW` rename is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenameError {
+    #[error("rename {0:?}: expected OLD=NEW")]
+    Shape(String),
+    #[error("index {0} is renamed twice")]
+    Twice(String),
+}
+
 /// Target index names: exact renames first, then a prefix and a suffix for every name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Naming {
@@ -69,15 +78,15 @@ pub struct Naming {
 
 impl Naming {
     /// Parses `OLD=NEW` renames.
-    pub fn parse_renames(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
+    pub fn parse_renames(pairs: &[String]) -> Result<BTreeMap<String, String>, RenameError> {
         let mut out = BTreeMap::new();
         for p in pairs {
             let (old, new) = p
                 .split_once('=')
                 .filter(|(o, n)| !o.is_empty() && !n.is_empty())
-                .ok_or_else(|| format!("rename {p:?}: expected OLD=NEW"))?;
+                .ok_or_else(|| RenameError::Shape(p.clone()))?;
             if out.insert(old.to_string(), new.to_string()).is_some() {
-                return Err(format!("index {old} is renamed twice"));
+                return Err(RenameError::Twice(old.to_string()));
             }
         }
         Ok(out)

@@ -7,12 +7,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordination::{cursor_display, Acquired, Coordinator, HandOff, ItemFate, Lease, Progress};
+use coordination::{
+    cursor_display, Acquired, Control, Coordinator, HandOff, ItemFate, Lease, Progress,
+};
 use tokio::time::Instant;
 
 use crate::error::Severity;
 use crate::pipeline::{
-    run_item, Control, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions, Shared,
+    run_item, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions, Shared,
 };
 use crate::sink::Sink;
 use crate::source::Source;
@@ -161,7 +163,7 @@ async fn wait_while_paused(
         if shutting_down(shared) {
             return Ok(Control::Stop);
         }
-        let c = to_control(with_store_retries(|| coord.control()).await?);
+        let c = with_store_retries(|| coord.control()).await?;
         if c != Control::Pause {
             if said {
                 tracing::info!("resumed");
@@ -173,14 +175,6 @@ async fn wait_while_paused(
             said = true;
         }
         sleep_unless_shutdown(poll, shared).await;
-    }
-}
-
-fn to_control(c: coordination::Control) -> Control {
-    match c {
-        coordination::Control::Run => Control::Run,
-        coordination::Control::Pause => Control::Pause,
-        coordination::Control::Stop => Control::Stop,
     }
 }
 
@@ -371,32 +365,36 @@ async fn checkpoint_with_retries(
     }
 }
 
-/// Runs a store call, retrying transient errors for up to two minutes (a store restart).
-pub async fn with_store_retries<T, F, Fut>(mut f: F) -> Result<T, coordination::Error>
+/// Runs a store call, retrying transient errors for up to two minutes (a store restart),
+/// with waits from 100 ms doubling to 5 s, each jittered so that a fleet does not come back
+/// in step.
+pub async fn with_store_retries<T, F, Fut>(f: F) -> Result<T, coordination::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, coordination::Error>>,
 {
+    use backon::Retryable;
+    const PATIENCE: Duration = Duration::from_secs(120);
+    let policy = pacing::RetryPolicy {
+        max_attempts: u32::MAX,
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_secs(5),
+        ..pacing::RetryPolicy::default()
+    };
     let start = Instant::now();
-    let mut wait = Duration::from_millis(100);
     let mut said_at: Option<Instant> = None;
-    loop {
-        match f().await {
-            Ok(v) => return Ok(v),
-            Err(e) if e.is_transient() && start.elapsed() < Duration::from_secs(120) => {
-                if said_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                    tracing::warn!(
-                        "coordination store unavailable for {:.0?}, retrying: {e}",
-                        start.elapsed()
-                    );
-                    said_at = Some(Instant::now());
-                }
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_secs(5));
+    f.retry(policy.waits())
+        .when(|e: &coordination::Error| e.is_transient() && start.elapsed() < PATIENCE)
+        .notify(|e, _| {
+            if said_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                tracing::warn!(
+                    "coordination store unavailable for {:.0?}, retrying: {e}",
+                    start.elapsed()
+                );
+                said_at = Some(Instant::now());
             }
-            Err(e) => return Err(e),
-        }
-    }
+        })
+        .await
 }
 
 /// The pipeline's view of a coordination lease.
@@ -419,11 +417,7 @@ impl ItemLease for CoordLease<'_> {
     }
 
     async fn control(&mut self) -> Result<Control, LeaseError> {
-        self.coord
-            .control()
-            .await
-            .map(to_control)
-            .map_err(lease_error)
+        self.coord.control().await.map_err(lease_error)
     }
 
     fn renew_every(&self) -> Option<Duration> {

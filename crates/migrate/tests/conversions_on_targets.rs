@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 use testkit::server::{ServerConfig, TestServer};
 use testkit::services::{raw_http, Osmem};
 
-use migrate::metadata::{convert_definition, Options, Version};
+use migrate::metadata::{convert_definition, Options, ProductVersion};
 
-const SOURCE: Version = Version::es(8, 15);
+const SOURCE: ProductVersion = ProductVersion::es(8, 15);
 
 /// (name, definition). Written from the Elasticsearch 8 documentation's field pages.
 fn definitions() -> Vec<(&'static str, Value)> {
@@ -67,17 +67,35 @@ fn definitions() -> Vec<(&'static str, Value)> {
     ]
 }
 
-fn targets() -> Vec<(Version, ServerConfig)> {
+fn targets() -> Vec<(ProductVersion, ServerConfig)> {
     vec![
-        (Version::os(1, 3), ServerConfig::opensearch("1.3.20")),
-        (Version::os(2, 5), ServerConfig::opensearch("2.5.0")),
-        (Version::os(2, 11), ServerConfig::opensearch("2.11.1")),
-        (Version::os(2, 17), ServerConfig::opensearch("2.17.1")),
-        (Version::os(2, 19), ServerConfig::opensearch("2.19.2")),
-        (Version::os(3, 1), ServerConfig::opensearch("3.1.0")),
-        (Version::es(7, 17), ServerConfig::elasticsearch("7.17.20")),
-        (Version::es(8, 15), ServerConfig::elasticsearch("8.15.3")),
-        (Version::es(9, 1), ServerConfig::elasticsearch("9.1.0")),
+        (ProductVersion::os(1, 3), ServerConfig::opensearch("1.3.20")),
+        (ProductVersion::os(2, 5), ServerConfig::opensearch("2.5.0")),
+        (
+            ProductVersion::os(2, 11),
+            ServerConfig::opensearch("2.11.1"),
+        ),
+        (
+            ProductVersion::os(2, 17),
+            ServerConfig::opensearch("2.17.1"),
+        ),
+        (
+            ProductVersion::os(2, 19),
+            ServerConfig::opensearch("2.19.2"),
+        ),
+        (ProductVersion::os(3, 1), ServerConfig::opensearch("3.1.0")),
+        (
+            ProductVersion::es(7, 17),
+            ServerConfig::elasticsearch("7.17.20"),
+        ),
+        (
+            ProductVersion::es(8, 15),
+            ServerConfig::elasticsearch("8.15.3"),
+        ),
+        (
+            ProductVersion::es(9, 1),
+            ServerConfig::elasticsearch("9.1.0"),
+        ),
     ]
 }
 
@@ -138,7 +156,7 @@ fn types(mapping: &Value, prefix: &str, out: &mut Vec<(String, String)>) {
 
 /// Creates `name` from its converted definition and checks the server holds the
 /// converted field types.
-fn create_converted(port: u16, target: Version, name: &str, def: &Value) {
+fn create_converted(port: u16, target: ProductVersion, name: &str, def: &Value) {
     let (converted, notes) =
         convert_definition(def, Some(SOURCE), target, &Options::default()).unwrap();
     assert!(!notes.blocked(), "{name} → {target}: {:?}", notes.blockers);
@@ -163,7 +181,7 @@ fn converted_mappings_are_created_on_every_target_version() {
             let (converted, notes) =
                 convert_definition(&def, Some(SOURCE), target, &Options::default()).unwrap();
             // `point` exists only from OpenSearch 2.4 on; everything else converts.
-            let expect_blocked = name == "semantic" && target == Version::os(1, 3);
+            let expect_blocked = name == "semantic" && target == ProductVersion::os(1, 3);
             assert_eq!(
                 notes.blocked(),
                 expect_blocked,
@@ -205,7 +223,7 @@ fn converted_mappings_are_created_on_osmem() {
     let port = osmem.port();
     let root = get(port, "/");
     assert_eq!(root["version"]["number"], "3.8.0");
-    let target = Version::os(3, 8);
+    let target = ProductVersion::os(3, 8);
     for (name, def) in definitions() {
         create_converted(port, target, name, &def);
         // Unconverted, osmem refuses what it does not know (dense_vector, flattened,

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{AttributeValue as Av, BillingMode, KeyType, Scalar
 use bytes::Bytes;
 use coordination::{Config, Cursor, Position, WorkItem};
 use futures::StreamExt;
-use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
+use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 use migrate::transform::Rename;
 use migrate::{
     Document, FailureLog, Job, JobEnd, JobOptions, Op, PipelineOptions, Plan, Read, Refusal,
@@ -36,7 +36,7 @@ fn credentials() -> AwsCredentials {
 
 /// The column kinds the table source gives for `room_events`-like rows.
 fn hints() -> dynamo::ColumnHints {
-    use dynamo::ColumnKind::*;
+    use dynamo::ColumnHint::*;
     [
         ("id", String),
         ("room_id", String),
@@ -81,8 +81,8 @@ fn options(create_table: bool, attempts: u32) -> DynamoSinkOptions {
     }
 }
 
-fn url(table: &str, endpoint: &str, extra: &str) -> SinkUrl {
-    SinkUrl::parse(&format!(
+fn url(table: &str, endpoint: &str, extra: &str) -> DynamoUrl {
+    DynamoUrl::parse(&format!(
         "dynamodb://{table}?region=us-east-1&endpoint={endpoint}{extra}"
     ))
     .unwrap()
@@ -855,7 +855,7 @@ async fn permanent_errors_stop_without_retries_and_no_error_shows_a_secret() {
 
     // a missing region or credentials: clear, and still nothing secret
     let e = DynamoSink::connect(
-        &SinkUrl::parse(&format!("dynamodb://room_events?endpoint={}", d.endpoint())).unwrap(),
+        &DynamoUrl::parse(&format!("dynamodb://room_events?endpoint={}", d.endpoint())).unwrap(),
         DynamoSinkOptions {
             credentials: Some(credentials()),
             ..DynamoSinkOptions::default()

@@ -3,7 +3,7 @@
 //! creation with bodies a modern target accepts, system templates are excluded.
 
 use migrate::metadata::{
-    plan, Action, Item, Kind, MultiTypeMode, Options, SourceMetadata, Version,
+    plan, Action, Item, Kind, MultiTypeMode, Options, ProductVersion, SourceMetadata,
 };
 use serde_json::Value;
 
@@ -16,7 +16,7 @@ fn load(dir: &std::path::Path, repo: &str) -> (Value, Vec<(String, SourceMetadat
         serde_json::from_slice(&std::fs::read(dir.join(format!("{repo}.expected.json"))).unwrap())
             .unwrap();
     let store =
-        snapshot::open_store(dir.join(repo).to_str().unwrap(), &Default::default()).unwrap();
+        snapshot::open_blob_store(dir.join(repo).to_str().unwrap(), &Default::default()).unwrap();
     let r = snapshot::Repository::open(store).unwrap();
     let mut out = Vec::new();
     for name in expected["snapshots"].as_object().unwrap().keys() {
@@ -63,11 +63,11 @@ fn every_fixture_is_planned_completely() {
         for (snap, source) in snaps {
             let exp = &expected["snapshots"][&snap];
             for target in [
-                Version::os(3, 8),
-                Version::os(1, 3),
-                Version::es(7, 10),
-                Version::es(6, 8),
-                Version::es(8, 15),
+                ProductVersion::os(3, 8),
+                ProductVersion::os(1, 3),
+                ProductVersion::es(7, 10),
+                ProductVersion::es(6, 8),
+                ProductVersion::es(8, 15),
             ] {
                 let items = plan(&source, target, &Options::default());
                 let ctx = format!("{repo}/{snap} → {target}");
@@ -156,7 +156,7 @@ fn every_fixture_is_planned_completely() {
 fn user_templates_planned_system_ones_excluded() {
     let Some(dir) = fixtures() else { return };
     let (_, snaps) = load(&dir, "ES_7_10_Single");
-    let items = plan(&snaps[0].1, Version::os(3, 8), &Options::default());
+    let items = plan(&snaps[0].1, ProductVersion::os(3, 8), &Options::default());
     let create = |k| {
         let mut v: Vec<&str> = items
             .iter()
@@ -175,7 +175,7 @@ fn user_templates_planned_system_ones_excluded() {
     );
 
     let (_, snaps) = load(&dir, "ES_6_8_Single");
-    let items = plan(&snaps[0].1, Version::os(3, 8), &Options::default());
+    let items = plan(&snaps[0].1, ProductVersion::os(3, 8), &Options::default());
     let t = items
         .iter()
         .find(|i| i.name == "posts_index_template")
@@ -192,7 +192,7 @@ fn es56_two_types_merge_or_split() {
     let Some(dir) = fixtures() else { return };
     let (_, snaps) = load(&dir, "ES_5_6_Updates_Deletes");
     let source = &snaps[0].1;
-    let items = plan(source, Version::os(3, 8), &Options::default());
+    let items = plan(source, ProductVersion::os(3, 8), &Options::default());
     let i = items
         .iter()
         .find(|i| i.name == "test_updates_deletes")
@@ -205,7 +205,7 @@ fn es56_two_types_merge_or_split() {
         multi_type_mode: MultiTypeMode::Split,
         ..Options::default()
     };
-    let items = plan(source, Version::os(3, 8), &split);
+    let items = plan(source, ProductVersion::os(3, 8), &split);
     let mut idx = of_kind(&items, Kind::Index);
     idx.sort();
     assert_eq!(
@@ -223,7 +223,7 @@ fn es56_two_types_merge_or_split() {
         legacy_templates: migrate::metadata::Allowlist::parse(&["regex:.*"]).unwrap(),
         ..Options::default()
     };
-    for target in [Version::os(3, 8), Version::es(6, 8)] {
+    for target in [ProductVersion::os(3, 8), ProductVersion::es(6, 8)] {
         let items = plan(source, target, &all);
         for i in items.iter().filter(|i| i.kind == Kind::LegacyTemplate) {
             assert_eq!(i.action, Action::Create, "{i:#?}");

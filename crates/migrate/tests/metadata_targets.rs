@@ -41,8 +41,9 @@ fn cases(dir: &Path) -> Vec<Case> {
             &std::fs::read(dir.join(format!("{repo}.expected.json"))).expect("expected file"),
         )
         .expect("expected JSON");
-        let store = snapshot::open_store(dir.join(repo).to_str().unwrap(), &Default::default())
-            .expect("open store");
+        let store =
+            snapshot::open_blob_store(dir.join(repo).to_str().unwrap(), &Default::default())
+                .expect("open store");
         let r = snapshot::Repository::open(store).expect("open repository");
         for (name, exp) in expected["snapshots"].as_object().unwrap() {
             let snap = r.snapshot(name).expect("snapshot");

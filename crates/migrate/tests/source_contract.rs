@@ -203,7 +203,7 @@ fn jsonl_files_keep_the_contract() {
     std::fs::write(dir.path().join("empty.jsonl"), "").unwrap();
     std::fs::write(dir.path().join("notes.txt"), "not read").unwrap();
     let store =
-        snapshot::open_store(&dir.path().display().to_string(), &Default::default()).unwrap();
+        snapshot::open_blob_store(&dir.path().display().to_string(), &Default::default()).unwrap();
     let source = BoxedSource::new(Arc::new(JsonlSource::open(store, small_items()).unwrap()));
     let plan = source.plan().unwrap();
     assert_eq!(plan.totals.bytes, text.len() as u64);
@@ -232,7 +232,7 @@ fn jsonl_on_s3_keeps_the_contract() {
         s3_secret_access_key: Some(s3.secret_key().into()),
         ..Default::default()
     };
-    let store = snapshot::open_store("s3://lines/export", &opts).unwrap();
+    let store = snapshot::open_blob_store("s3://lines/export", &opts).unwrap();
     let source = BoxedSource::new(Arc::new(JsonlSource::open(store, small_items()).unwrap()));
     let reads = contract("jsonl on s3", &source);
     check_lines(&reads, &want);
@@ -242,7 +242,7 @@ fn jsonl_on_s3_keeps_the_contract() {
 fn jsonl_without_files_is_an_error_naming_the_place() {
     let dir = tempfile::tempdir().unwrap();
     let store =
-        snapshot::open_store(&dir.path().display().to_string(), &Default::default()).unwrap();
+        snapshot::open_blob_store(&dir.path().display().to_string(), &Default::default()).unwrap();
     let e = JsonlSource::open(store, JsonlOptions::default())
         .err()
         .unwrap();
@@ -257,7 +257,8 @@ fn snapshot_keeps_the_contract() {
     let repo = testkit::fixtures::workspace_root()
         .join("demo")
         .join("repository");
-    let store = snapshot::open_store(&repo.display().to_string(), &Default::default()).unwrap();
+    let store =
+        snapshot::open_blob_store(&repo.display().to_string(), &Default::default()).unwrap();
     let snap = snapshot::Repository::open(store)
         .unwrap()
         .snapshot("demo")
@@ -418,7 +419,7 @@ fn a_jsonl_file_gone_after_the_plan_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("gone.jsonl"), lines().0).unwrap();
     let store =
-        snapshot::open_store(&dir.path().display().to_string(), &Default::default()).unwrap();
+        snapshot::open_blob_store(&dir.path().display().to_string(), &Default::default()).unwrap();
     let source = BoxedSource::new(Arc::new(JsonlSource::open(store, small_items()).unwrap()));
     let plan = source.plan().unwrap();
     std::fs::remove_file(dir.path().join("gone.jsonl")).unwrap();
@@ -438,7 +439,8 @@ fn a_snapshot_blob_gone_after_the_plan_is_an_error_naming_it() {
             .join("repository"),
         &repo,
     );
-    let store = snapshot::open_store(&repo.display().to_string(), &Default::default()).unwrap();
+    let store =
+        snapshot::open_blob_store(&repo.display().to_string(), &Default::default()).unwrap();
     let snap = snapshot::Repository::open(store)
         .unwrap()
         .snapshot("demo")

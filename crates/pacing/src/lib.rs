@@ -1,7 +1,8 @@
 //! How calls to a remote service are paced, shared by the project's clients (the
 //! OpenSearch `_bulk` sender, the DynamoDB client):
 //!
-//! - [`RetryPolicy`]: bounded exponential backoff with jitter, and `Retry-After`.
+//! - [`RetryPolicy`]: bounded exponential backoff with jitter, and `Retry-After`; its
+//!   [`RetryPolicy::waits`] drive `backon` retries (the table reader, the store calls).
 //! - [`AimdLimiter`]: how many requests may be in flight, halved on throttling and grown
 //!   back slowly (additive increase, multiplicative decrease).
 //! - [`RateLimiter`]: units (documents, bytes) per second with one second of burst.
@@ -21,4 +22,4 @@ mod limiter;
 mod retry;
 
 pub use limiter::{AimdLimiter, Permit, RateLimiter};
-pub use retry::{parse_retry_after, RetryPolicy, Sometimes};
+pub use retry::{parse_retry_after, RetryPolicy, Sometimes, Waits};

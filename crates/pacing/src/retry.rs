@@ -71,6 +71,39 @@ impl RetryPolicy {
     }
 }
 
+impl RetryPolicy {
+    /// The waits between attempts, `max_attempts - 1` of them, each a [`RetryPolicy::delay`]
+    /// with its jitter. An iterator of durations is a `backon` backoff, so a call is retried
+    /// with the policy as `call.retry(policy.waits()).when(is_transient)`: one policy for
+    /// the project's retries, whoever drives them.
+    pub fn waits(&self) -> Waits {
+        Waits {
+            policy: self.clone(),
+            attempt: 0,
+        }
+    }
+}
+
+/// The waits of a [`RetryPolicy`], from [`RetryPolicy::waits`].
+#[derive(Debug, Clone)]
+pub struct Waits {
+    policy: RetryPolicy,
+    /// Failed attempts so far.
+    attempt: u32,
+}
+
+impl Iterator for Waits {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        if self.attempt.saturating_add(1) >= self.policy.max_attempts {
+            return None;
+        }
+        self.attempt += 1;
+        Some(self.policy.delay(self.attempt, None))
+    }
+}
+
 /// A warning said at most once per `every`: long waits are worth a line at the default
 /// level, but not one per attempt.
 #[derive(Debug)]
@@ -148,6 +181,29 @@ mod tests {
                 Duration::from_secs(5)
             );
         }
+    }
+
+    #[test]
+    fn waits_are_one_fewer_than_attempts_and_jittered() {
+        let p = RetryPolicy {
+            max_attempts: 4,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(250),
+            max_retry_after: Duration::from_secs(5),
+        };
+        let seen: Vec<Vec<Duration>> = (0..50).map(|_| p.waits().collect()).collect();
+        for w in &seen {
+            assert_eq!(w.len(), 3, "{w:?}");
+            assert!(w[0] >= Duration::from_millis(50) && w[0] <= Duration::from_millis(100));
+            assert!(w[1] >= Duration::from_millis(100) && w[1] <= Duration::from_millis(200));
+            assert!(w[2] >= Duration::from_millis(125) && w[2] <= Duration::from_millis(250));
+        }
+        assert!(
+            seen.iter().any(|w| w != &seen[0]),
+            "no jitter: {:?}",
+            seen[0]
+        );
+        assert_eq!(RetryPolicy::none().waits().count(), 0);
     }
 
     #[test]

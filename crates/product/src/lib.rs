@@ -22,9 +22,49 @@ impl fmt::Display for Distribution {
     }
 }
 
+/// The three kinds of templates a cluster holds (and a snapshot's global metadata).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateKind {
+    /// `_template` (legacy index templates, every version; may carry typed mappings).
+    Legacy,
+    /// `_component_template` (ES ≥ 7.8, OpenSearch).
+    Component,
+    /// `_index_template` (composable, ES ≥ 7.8, OpenSearch).
+    Index,
+}
+
+impl TemplateKind {
+    /// The REST endpoint of this kind (`_template`, `_component_template`,
+    /// `_index_template`).
+    pub fn endpoint(self) -> &'static str {
+        match self {
+            TemplateKind::Legacy => "_template",
+            TemplateKind::Component => "_component_template",
+            TemplateKind::Index => "_index_template",
+        }
+    }
+}
+
+/// Why a release label (`es-8.15`) does not parse; each names the label.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    #[error("{0:?}: expected es-MAJOR.MINOR or os-MAJOR.MINOR (e.g. es-8.15, os-2.19)")]
+    Shape(String),
+    #[error("{label:?}: unknown product {product:?} (es or os)")]
+    Product { label: String, product: String },
+    #[error("{label:?}: {number:?} is not a version number")]
+    Number { label: String, number: String },
+    #[error("{label:?}: no such {distribution} release line")]
+    ReleaseLine {
+        label: String,
+        distribution: Distribution,
+    },
+}
+
 /// A release: distribution and `major.minor.patch` (pre-release suffixes dropped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct Version {
+pub struct ProductVersion {
     pub distribution: Distribution,
     pub major: u32,
     pub minor: u32,
@@ -34,9 +74,9 @@ pub struct Version {
 /// Bit 27 of a numeric version id marks an OpenSearch release.
 const OPENSEARCH_ID_BIT: u64 = 0x0800_0000;
 
-impl Version {
+impl ProductVersion {
     pub const fn new(distribution: Distribution, major: u32, minor: u32, patch: u32) -> Self {
-        Version {
+        ProductVersion {
             distribution,
             major,
             minor,
@@ -46,12 +86,12 @@ impl Version {
 
     /// Elasticsearch `major.minor`.
     pub const fn es(major: u32, minor: u32) -> Self {
-        Version::new(Distribution::Elasticsearch, major, minor, 0)
+        ProductVersion::new(Distribution::Elasticsearch, major, minor, 0)
     }
 
     /// OpenSearch `major.minor`.
     pub const fn os(major: u32, minor: u32) -> Self {
-        Version::new(Distribution::OpenSearch, major, minor, 0)
+        ProductVersion::new(Distribution::OpenSearch, major, minor, 0)
     }
 
     /// Parses `7.10.2`, `8.11.0-SNAPSHOT`, `2.11` as a release of `distribution`.
@@ -61,7 +101,7 @@ impl Version {
         let major = parts.next()?.parse().ok()?;
         let minor = parts.next().map_or(Some(0), |p| p.parse().ok())?;
         let patch = parts.next().map_or(Some(0), |p| p.parse().ok())?;
-        Some(Version::new(distribution, major, minor, patch))
+        Some(ProductVersion::new(distribution, major, minor, patch))
     }
 
     /// Decodes a numeric version id, `major*1_000_000 + minor*10_000 + patch*100 + build`
@@ -73,7 +113,7 @@ impl Version {
     /// that wrote them. Ids of the 9.x line keep the right major.
     pub fn from_id(id: u64) -> Option<Self> {
         if Self::is_index_version_id(id) {
-            return Some(Version::es(8, 11));
+            return Some(ProductVersion::es(8, 11));
         }
         let (distribution, id) = if id & OPENSEARCH_ID_BIT != 0 {
             (Distribution::OpenSearch, id & !OPENSEARCH_ID_BIT)
@@ -83,7 +123,7 @@ impl Version {
         let major = u32::try_from(id / 1_000_000).ok()?;
         let minor = ((id / 10_000) % 100) as u32;
         let patch = ((id / 100) % 100) as u32;
-        (major > 0).then_some(Version::new(distribution, major, minor, patch))
+        (major > 0).then_some(ProductVersion::new(distribution, major, minor, patch))
     }
 
     /// Whether `id` is an Elasticsearch 8.11+ `IndexVersion` id rather than a release id.
@@ -93,25 +133,36 @@ impl Version {
 
     /// Parses `es-8.15`, `os-2.19`, `elasticsearch-7.10.2`, `opensearch-3`: a release
     /// named on the command line.
-    pub fn parse_labeled(text: &str) -> Result<Self, String> {
+    pub fn parse_labeled(text: &str) -> Result<Self, LabelError> {
         let t = text.trim();
-        let (d, number) = t.split_once('-').ok_or_else(|| {
-            format!("{t:?}: expected es-MAJOR.MINOR or os-MAJOR.MINOR (e.g. es-8.15, os-2.19)")
-        })?;
+        let (d, number) = t
+            .split_once('-')
+            .ok_or_else(|| LabelError::Shape(t.to_string()))?;
         let distribution = match d.to_ascii_lowercase().as_str() {
             "es" | "elasticsearch" => Distribution::Elasticsearch,
             "os" | "opensearch" => Distribution::OpenSearch,
-            other => return Err(format!("{t:?}: unknown product {other:?} (es or os)")),
+            other => {
+                return Err(LabelError::Product {
+                    label: t.to_string(),
+                    product: other.to_string(),
+                })
+            }
         };
-        let v = Version::parse(distribution, number)
+        let v = ProductVersion::parse(distribution, number)
             .filter(|v| v.major > 0)
-            .ok_or_else(|| format!("{t:?}: {number:?} is not a version number"))?;
+            .ok_or_else(|| LabelError::Number {
+                label: t.to_string(),
+                number: number.to_string(),
+            })?;
         let known = match distribution {
             Distribution::Elasticsearch => (1..=9).contains(&v.major),
             Distribution::OpenSearch => (1..=3).contains(&v.major),
         };
         if !known {
-            return Err(format!("{t:?}: no such {distribution} release line"));
+            return Err(LabelError::ReleaseLine {
+                label: t.to_string(),
+                distribution,
+            });
         }
         Ok(v)
     }
@@ -200,7 +251,7 @@ impl Version {
 }
 
 /// `Elasticsearch 7.10.2`, `OpenSearch 2.11` (the patch level when it is not 0).
-impl fmt::Display for Version {
+impl fmt::Display for ProductVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}.{}", self.distribution, self.major, self.minor)?;
         if self.patch != 0 {
@@ -217,78 +268,87 @@ mod tests {
     #[test]
     fn ids_decode() {
         assert_eq!(
-            Version::from_id(7_100_299),
-            Some(Version::new(Distribution::Elasticsearch, 7, 10, 2))
+            ProductVersion::from_id(7_100_299),
+            Some(ProductVersion::new(Distribution::Elasticsearch, 7, 10, 2))
         );
         assert_eq!(
-            Version::from_id(5_061_699)
+            ProductVersion::from_id(5_061_699)
                 .map(|v| v.to_string())
                 .as_deref(),
             Some("Elasticsearch 5.6.16")
         );
         assert_eq!(
-            Version::from_id(0x0800_0000 | 2_110_099),
-            Some(Version::os(2, 11))
+            ProductVersion::from_id(0x0800_0000 | 2_110_099),
+            Some(ProductVersion::os(2, 11))
         );
-        assert_eq!(Version::from_id(8_512_000), Some(Version::es(8, 11)));
-        assert!(Version::is_index_version_id(8_512_000));
-        assert!(!Version::is_index_version_id(8_110_099));
-        assert_eq!(Version::from_id(12), None);
-        assert_eq!(Version::from_id(7_100_299).unwrap().number(), "7.10.2");
-        assert_eq!(Version::from_id(u64::MAX), None);
+        assert_eq!(
+            ProductVersion::from_id(8_512_000),
+            Some(ProductVersion::es(8, 11))
+        );
+        assert!(ProductVersion::is_index_version_id(8_512_000));
+        assert!(!ProductVersion::is_index_version_id(8_110_099));
+        assert_eq!(ProductVersion::from_id(12), None);
+        assert_eq!(
+            ProductVersion::from_id(7_100_299).unwrap().number(),
+            "7.10.2"
+        );
+        assert_eq!(ProductVersion::from_id(u64::MAX), None);
     }
 
     #[test]
     fn numbers_parse() {
         let es = Distribution::Elasticsearch;
         assert_eq!(
-            Version::parse(es, "8.11.0-SNAPSHOT"),
-            Some(Version::es(8, 11))
+            ProductVersion::parse(es, "8.11.0-SNAPSHOT"),
+            Some(ProductVersion::es(8, 11))
         );
         assert_eq!(
-            Version::parse(es, "7.10.2"),
-            Some(Version::new(es, 7, 10, 2))
+            ProductVersion::parse(es, "7.10.2"),
+            Some(ProductVersion::new(es, 7, 10, 2))
         );
-        assert_eq!(Version::parse(es, "2"), Some(Version::es(2, 0)));
-        assert_eq!(Version::parse(es, "x.1"), None);
-        assert_eq!(Version::os(3, 8).to_string(), "OpenSearch 3.8");
+        assert_eq!(
+            ProductVersion::parse(es, "2"),
+            Some(ProductVersion::es(2, 0))
+        );
+        assert_eq!(ProductVersion::parse(es, "x.1"), None);
+        assert_eq!(ProductVersion::os(3, 8).to_string(), "OpenSearch 3.8");
     }
 
     #[test]
     fn labeled_versions() {
         assert_eq!(
-            Version::parse_labeled("es-8.15").unwrap(),
-            Version::es(8, 15)
+            ProductVersion::parse_labeled("es-8.15").unwrap(),
+            ProductVersion::es(8, 15)
         );
         assert_eq!(
-            Version::parse_labeled("os-2.19").unwrap(),
-            Version::os(2, 19)
+            ProductVersion::parse_labeled("os-2.19").unwrap(),
+            ProductVersion::os(2, 19)
         );
         assert_eq!(
-            Version::parse_labeled("OpenSearch-3").unwrap(),
-            Version::os(3, 0)
+            ProductVersion::parse_labeled("OpenSearch-3").unwrap(),
+            ProductVersion::os(3, 0)
         );
         assert_eq!(
-            Version::parse_labeled("elasticsearch-7.10.2").unwrap(),
-            Version::new(Distribution::Elasticsearch, 7, 10, 2)
+            ProductVersion::parse_labeled("elasticsearch-7.10.2").unwrap(),
+            ProductVersion::new(Distribution::Elasticsearch, 7, 10, 2)
         );
         for bad in ["8.15", "solr-9", "es-x", "os-7.1", "es-"] {
-            assert!(Version::parse_labeled(bad).is_err(), "{bad}");
+            assert!(ProductVersion::parse_labeled(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn what_releases_accept() {
-        assert!(Version::es(6, 8).typed_mappings());
-        assert!(!Version::es(7, 0).typed_mappings());
-        assert!(!Version::os(1, 0).typed_mappings());
-        assert_eq!(Version::es(6, 1).default_type_name(), "doc");
-        assert_eq!(Version::es(6, 8).default_type_name(), "_doc");
-        assert!(Version::es(7, 8).supports_composable_templates());
-        assert!(!Version::es(7, 7).supports_composable_templates());
-        assert!(Version::os(2, 0).rejects_soft_deletes_disabled());
-        assert!(!Version::os(1, 3).rejects_soft_deletes_disabled());
-        assert!(Version::es(5, 6).es_before(6));
-        assert!(!Version::os(1, 0).es_before(6));
+        assert!(ProductVersion::es(6, 8).typed_mappings());
+        assert!(!ProductVersion::es(7, 0).typed_mappings());
+        assert!(!ProductVersion::os(1, 0).typed_mappings());
+        assert_eq!(ProductVersion::es(6, 1).default_type_name(), "doc");
+        assert_eq!(ProductVersion::es(6, 8).default_type_name(), "_doc");
+        assert!(ProductVersion::es(7, 8).supports_composable_templates());
+        assert!(!ProductVersion::es(7, 7).supports_composable_templates());
+        assert!(ProductVersion::os(2, 0).rejects_soft_deletes_disabled());
+        assert!(!ProductVersion::os(1, 3).rejects_soft_deletes_disabled());
+        assert!(ProductVersion::es(5, 6).es_before(6));
+        assert!(!ProductVersion::os(1, 0).es_before(6));
     }
 }

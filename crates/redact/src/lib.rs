@@ -15,9 +15,16 @@
 //!
 //! What is masked: the password of a URL's userinfo (the user name is kept, it helps to
 //! diagnose "wrong user"), and the value of every query parameter whose name looks like a
-//! secret ([`is_secret_param`]). Text that is not a URL is left alone.
+//! secret ([`is_secret_param`]). Text that is not a URL is left alone, unless it quotes a
+//! secret of a known URL: [`Secrets`] masks those values wherever they are (the dashboard
+//! scrubs what the store says with the store URL's), and [`display_url`] shows a URL with
+//! neither userinfo nor query.
 
 use std::borrow::Cow;
+
+mod secrets;
+
+pub use secrets::{display_url, Secrets};
 
 /// What replaces a secret.
 pub const MASK: &str = "***";
@@ -48,6 +55,18 @@ pub fn is_secret_param(name: &str) -> bool {
     ]
     .iter()
     .any(|s| n.contains(s))
+}
+
+/// One component of a URL (user name, password, a path segment) percent-decoded: each
+/// `%XX` becomes its byte, `+` stays a plus (this is not form encoding, where it means a
+/// space), `&` and `=` are ordinary characters, an escape that is not two hex digits is
+/// kept as written, and bytes that are not UTF-8 become U+FFFD.
+///
+/// ```
+/// assert_eq!(redact::percent_decode("p%40ss+w&rd%zz"), "p@ss+w&rd%zz");
+/// ```
+pub fn percent_decode(component: &str) -> Cow<'_, str> {
+    percent_encoding::percent_decode_str(component).decode_utf8_lossy()
 }
 
 /// One URL given by the user (a flag value), with its secrets masked. The whole string is
@@ -191,6 +210,17 @@ fn mask_after_scheme(rest: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_components_decode_without_form_rules() {
+        assert_eq!(percent_decode("a%41%"), "aA%");
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%zz"), "%zz");
+        assert_eq!(percent_decode("a+b&c=d"), "a+b&c=d");
+        assert_eq!(percent_decode("%C3%A9%2B"), "é+");
+        assert_eq!(percent_decode("%ff"), "\u{fffd}");
+        assert!(matches!(percent_decode("plain"), Cow::Borrowed("plain")));
+    }
 
     #[test]
     fn userinfo_passwords_are_masked() {

@@ -110,7 +110,7 @@ fn build_repository(fixtures: &Path, repo: &Path) -> BTreeMap<String, u64> {
     // A real Elasticsearch 7.10 index with soft-deleted updates and deletes.
     let es = fixtures.join("snapshots/ES_7_10_Updates_Deletes_w_Soft");
     let es_repo = snapshot::Repository::open(
-        snapshot::open_store(es.to_str().unwrap(), &Default::default()).unwrap(),
+        snapshot::open_blob_store(es.to_str().unwrap(), &Default::default()).unwrap(),
     )
     .unwrap();
     let es_spec = SnapshotSpec::from_snapshot(&es_repo.snapshot("rfs_snapshot").unwrap()).unwrap();

@@ -791,7 +791,7 @@ fn export_keeps_crafted_index_names_inside_the_output_directory() {
     let work = tempfile::tempdir().unwrap();
     // The demo's indices renamed as an attacker would, plus a copy under a third name.
     let demo_repo = snapshot::Repository::open(
-        snapshot::open_store(demo().to_str().unwrap(), &Default::default()).unwrap(),
+        snapshot::open_blob_store(demo().to_str().unwrap(), &Default::default()).unwrap(),
     )
     .unwrap();
     let mut spec = SnapshotSpec::from_snapshot(&demo_repo.snapshot(SNAPSHOT).unwrap()).unwrap();

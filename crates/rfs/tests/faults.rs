@@ -25,7 +25,7 @@ use testkit::server::{Faults, ServerConfig, TestServer};
 /// The blobs of shard `shard` of `index` in the repository at `repo`: (blob path,
 /// physical Lucene file name, length).
 fn shard_blobs(repo: &Path, index: &str, shard: u32) -> Vec<(PathBuf, String, u64)> {
-    let store = snapshot::open_store(repo.to_str().unwrap(), &Default::default()).unwrap();
+    let store = snapshot::open_blob_store(repo.to_str().unwrap(), &Default::default()).unwrap();
     let repository = snapshot::Repository::open(store).unwrap();
     let snap = repository.snapshot(SNAPSHOT).unwrap();
     let ix = snap.index(index).unwrap();
@@ -176,7 +176,7 @@ enum Damage {
 /// Applies `damage` to the repository at `repo`; returns the names (blob, Lucene file)
 /// an error about it may give.
 fn damage_books_shard_0(repo: &Path, damage: &Damage) -> Vec<String> {
-    let store = snapshot::open_store(repo.to_str().unwrap(), &Default::default()).unwrap();
+    let store = snapshot::open_blob_store(repo.to_str().unwrap(), &Default::default()).unwrap();
     let repository = snapshot::Repository::open(store).unwrap();
     let ix = repository
         .snapshot(SNAPSHOT)
@@ -274,7 +274,7 @@ fn a_broken_shard_file_fails_only_its_item() {
 
 /// The live documents of shard 1 of the demo's `books`: id → `_source`, as exported.
 fn shard_1_documents() -> std::collections::BTreeMap<String, Value> {
-    let store = snapshot::open_store(demo().to_str().unwrap(), &Default::default()).unwrap();
+    let store = snapshot::open_blob_store(demo().to_str().unwrap(), &Default::default()).unwrap();
     let repository = snapshot::Repository::open(store).unwrap();
     let ix = repository
         .snapshot(SNAPSHOT)
@@ -586,7 +586,7 @@ fn inspect_says_what_it_cannot_read() {
 /// Reads shard 0 of `index` without checksums: the ids skipped as bad sources, or `None`
 /// when the read fails.
 fn bad_sources(repo: &Path, index: &str) -> Option<Vec<String>> {
-    let store = snapshot::open_store(repo.to_str().unwrap(), &Default::default()).ok()?;
+    let store = snapshot::open_blob_store(repo.to_str().unwrap(), &Default::default()).ok()?;
     let repository = snapshot::Repository::open(store).ok()?;
     let ix = repository.snapshot(SNAPSHOT).ok()?.index(index).ok()?;
     let shard = ix.open_shard(0).ok()?;

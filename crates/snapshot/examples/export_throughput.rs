@@ -14,7 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.len() < 2 {
         return Err("usage: export_throughput REPO SNAPSHOT".into());
     }
-    let store = snapshot::open_store(&args[0], &Default::default())?;
+    let store = snapshot::open_blob_store(&args[0], &Default::default())?;
     let repo = Repository::open(store)?;
     let snap = repo.snapshot(&args[1])?;
     let (mut docs, mut bytes) = (0u64, 0u64);

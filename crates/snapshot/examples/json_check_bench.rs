@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: json_check_bench REPO SNAPSHOT [PASSES]".into());
     }
     let passes: usize = args.get(2).map_or(Ok(3), |p| p.parse())?;
-    let store = snapshot::open_store(&args[0], &Default::default())?;
+    let store = snapshot::open_blob_store(&args[0], &Default::default())?;
     let repo = Repository::open(store)?;
     let snap = repo.snapshot(&args[1])?;
     let mut sources = Vec::new();

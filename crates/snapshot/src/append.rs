@@ -260,8 +260,8 @@ pub fn append_snapshot(dest: &Path, snap: &SnapshotSpec, opts: &WriteOptions) ->
     )?;
 
     // Repository data N+1: the new snapshot, its indices, their shard generations.
-    let v = crate::metadata::Version::from_id(u64::from(snap.version_id))
-        .unwrap_or(crate::metadata::Version::es(7, 10));
+    let v = crate::metadata::ProductVersion::from_id(u64::from(snap.version_id))
+        .unwrap_or(crate::metadata::ProductVersion::es(7, 10));
     let root = data
         .as_object_mut()
         .ok_or_else(|| Error::corrupt(&data_blob, "not a JSON object"))?;

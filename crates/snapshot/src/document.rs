@@ -23,36 +23,72 @@ pub struct EsDocument {
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+/// Why a stored binary `_id` cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error("empty _id")]
+    Empty,
+    #[error("numeric _id without digits")]
+    NoDigits,
+    #[error("numeric _id with nibble {0:#x}")]
+    Nibble(u8),
+    #[error("UTF-8 _id is not valid UTF-8")]
+    NotUtf8(#[source] std::string::FromUtf8Error),
+}
+
+/// Why a stored `_source` cannot be sent as JSON.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceBytesError {
+    #[error("LZF-compressed _source: {0}")]
+    Lzf(#[source] Box<crate::Error>),
+    #[error("DEFLATE-compressed _source: {0}")]
+    Deflate(#[source] Box<crate::Error>),
+    #[error("_source is not valid JSON: {0}")]
+    Json(#[source] json::JsonError),
+    #[error("SMILE _source: {0}")]
+    Smile(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("CBOR _source: {0}")]
+    Cbor(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("YAML _source: {0}")]
+    Yaml(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The first bytes, to tell what it is.
+    #[error("_source is not JSON, SMILE, CBOR or YAML (starts with {0:02x?})")]
+    Unknown(Vec<u8>),
+    #[error("_source is not an object")]
+    NotObject,
+    #[error("_source as JSON: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
 /// Decodes the binary `_id` of indices created by ES 6+: `0xFE` + packed decimal digits,
 /// `0xFF` + UTF-8, `0xFD` + bytes of a base64url id that began with a byte ≥ 0xFD, or the
 /// bytes of a base64url id.
-pub fn decode_id(bytes: &[u8]) -> Result<String, String> {
+pub fn decode_id(bytes: &[u8]) -> Result<String, IdError> {
     match bytes.first() {
-        None => Err("empty _id".into()),
+        None => Err(IdError::Empty),
         Some(0xFE) => {
             let digits = &bytes[1..];
             if digits.is_empty() {
-                return Err("numeric _id without digits".into());
+                return Err(IdError::NoDigits);
             }
             let mut s = String::with_capacity(digits.len() * 2);
             for (i, b) in digits.iter().enumerate() {
                 let (hi, lo) = (b >> 4, b & 0x0F);
                 if hi > 9 {
-                    return Err(format!("numeric _id with nibble {hi:#x}"));
+                    return Err(IdError::Nibble(hi));
                 }
                 s.push((b'0' + hi) as char);
                 if lo == 0x0F && i + 1 == digits.len() {
                     break;
                 }
                 if lo > 9 {
-                    return Err(format!("numeric _id with nibble {lo:#x}"));
+                    return Err(IdError::Nibble(lo));
                 }
                 s.push((b'0' + lo) as char);
             }
             Ok(s)
         }
-        Some(0xFF) => String::from_utf8(bytes[1..].to_vec())
-            .map_err(|_| "UTF-8 _id is not valid UTF-8".to_string()),
+        Some(0xFF) => String::from_utf8(bytes[1..].to_vec()).map_err(IdError::NotUtf8),
         Some(0xFD) => Ok(B64.encode(&bytes[1..])),
         Some(_) => Ok(B64.encode(bytes)),
     }
@@ -131,34 +167,33 @@ pub fn sniff_source(raw: &[u8]) -> Option<SourceFormat> {
 /// when it has no line breaks and no comments, minified (same JSON value, same bytes
 /// otherwise, comments dropped) when it has; converted from SMILE, CBOR or YAML. The error
 /// says why the bytes cannot be sent.
-pub fn normalize_source(raw: &[u8]) -> Result<Bytes, String> {
+pub fn normalize_source(raw: &[u8]) -> Result<Bytes, SourceBytesError> {
     normalize_source_in(raw, None)
 }
 
 /// [`normalize_source`] of `raw` lying in `owner`: JSON that needs no change is returned
 /// as a share of `owner` (no copy) instead of a copy.
-pub fn normalize_source_in(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, String> {
+pub fn normalize_source_in(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, SourceBytesError> {
     // Elasticsearch 1.x `_source: {compress: true}` stored LZF chunks (`ZV\0`/`ZV\1`); a
     // `DFL\0` header is the raw-DEFLATE form of the same wrapper (docs/specs/es-legacy.md).
     if crate::lzf::is_lzf(raw) {
         let plain = crate::lzf::decompress("_source", raw)
-            .map_err(|e| format!("LZF-compressed _source: {e}"))?;
+            .map_err(|e| SourceBytesError::Lzf(Box::new(e)))?;
         return normalize_uncompressed(&plain, None);
     }
     if raw.starts_with(b"DFL\0") {
         let (_, plain) = crate::envelope::decompress("_source", raw)
-            .map_err(|e| format!("DEFLATE-compressed _source: {e}"))?;
+            .map_err(|e| SourceBytesError::Deflate(Box::new(e)))?;
         return normalize_uncompressed(&plain, None);
     }
     normalize_uncompressed(raw, owner)
 }
 
 /// [`normalize_source_in`] of bytes that are not compressed.
-fn normalize_uncompressed(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, String> {
+fn normalize_uncompressed(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, SourceBytesError> {
     match sniff_source(raw) {
         Some(SourceFormat::Json) => {
-            let scan =
-                json::check_value(raw).map_err(|e| format!("_source is not valid JSON: {e}"))?;
+            let scan = json::check_value(raw).map_err(SourceBytesError::Json)?;
             if !scan.line_breaks && !scan.comments {
                 return Ok(share(owner, raw));
             }
@@ -166,23 +201,20 @@ fn normalize_uncompressed(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, St
         }
         Some(SourceFormat::Smile) => {
             let v: serde_smile::value::Value =
-                serde_smile::from_slice(raw).map_err(|e| format!("SMILE _source: {e}"))?;
+                serde_smile::from_slice(raw).map_err(|e| SourceBytesError::Smile(e.into()))?;
             to_json_bytes(&crate::xcontent::smile_to_json(v))
         }
         Some(SourceFormat::Cbor) => {
             let v: ciborium::Value =
-                ciborium::from_reader(raw).map_err(|e| format!("CBOR _source: {e}"))?;
+                ciborium::from_reader(raw).map_err(|e| SourceBytesError::Cbor(e.into()))?;
             to_json_bytes(&crate::xcontent::cbor_to_json(v))
         }
         Some(SourceFormat::Yaml) => {
             let v: serde_json::Value =
-                serde_yaml_ng::from_slice(raw).map_err(|e| format!("YAML _source: {e}"))?;
+                serde_yaml_ng::from_slice(raw).map_err(|e| SourceBytesError::Yaml(e.into()))?;
             to_json_bytes(&v)
         }
-        None => Err(format!(
-            "_source is not JSON, SMILE, CBOR or YAML (starts with {:02x?})",
-            &raw[..raw.len().min(8)]
-        )),
+        None => Err(SourceBytesError::Unknown(raw[..raw.len().min(8)].to_vec())),
     }
 }
 
@@ -199,13 +231,13 @@ fn share(owner: Option<&Bytes>, part: &[u8]) -> Bytes {
     }
 }
 
-fn to_json_bytes(v: &serde_json::Value) -> Result<Bytes, String> {
+fn to_json_bytes(v: &serde_json::Value) -> Result<Bytes, SourceBytesError> {
     if !v.is_object() {
-        return Err("_source is not an object".into());
+        return Err(SourceBytesError::NotObject);
     }
     serde_json::to_vec(v)
         .map(Bytes::from)
-        .map_err(|e| e.to_string())
+        .map_err(SourceBytesError::Encode)
 }
 
 /// Drops whitespace and comments outside strings of JSON already checked to be valid
@@ -363,10 +395,12 @@ mod tests {
         enc.write_all(json).unwrap();
         enc.finish().unwrap();
         assert_eq!(&normalize_source(&dfl).unwrap()[..], json);
-        let e = normalize_source(&dfl[..dfl.len() / 2]).unwrap_err();
+        let e = normalize_source(&dfl[..dfl.len() / 2])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("DEFLATE-compressed _source"), "{e}");
         // An LZF chunk header with nothing behind it is an error, never a panic.
-        let e = normalize_source(b"ZV\x01\x00\x09").unwrap_err();
+        let e = normalize_source(b"ZV\x01\x00\x09").unwrap_err().to_string();
         assert!(e.starts_with("LZF-compressed _source"), "{e}");
     }
 
@@ -382,6 +416,8 @@ mod tests {
             (b"{\"a\":\"x\x01\"}", "control character"),
         ] {
             let e = normalize_source(raw).unwrap_err();
+            assert!(matches!(e, SourceBytesError::Json(_)), "{e}");
+            let e = e.to_string();
             assert!(e.starts_with("_source is not valid JSON: "), "{e}");
             assert!(e.contains(reason), "{e}");
         }

@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), snapshot::Error> {
-//! let store = snapshot::open_store("s3://bucket/repo?region=eu-west-1", &Default::default())?;
+//! let store = snapshot::open_blob_store("s3://bucket/repo?region=eu-west-1", &Default::default())?;
 //! let repo = snapshot::Repository::open(store)?;
 //! let snap = repo.snapshot("nightly")?;
 //! let index = snap.index("logs-2024")?;
@@ -47,8 +47,9 @@ pub use document::EsDocument;
 pub use error::{Error, Result};
 pub use lucene::VerifiedFiles;
 pub use metadata::{
-    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, RepositoryData, ShardFailure,
-    ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind, TypeMapping, Version,
+    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, ProductVersion, RepositoryData,
+    ShardFailure, ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind,
+    TypeMapping,
 };
 pub use object::ObjectStoreBlobs;
 pub use reader::{
@@ -59,4 +60,4 @@ pub use rebuild::SourcePlan;
 pub use repository::{Layout, Repository, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use shard_paths::ShardPathType;
-pub use uri::{open_store, StoreOptions};
+pub use uri::{open_blob_store, StoreOptions};

@@ -67,7 +67,7 @@ impl fmt::Display for SnapshotState {
     }
 }
 
-pub use product::Version;
+pub use product::{ProductVersion, TemplateKind};
 
 /// One snapshot as listed in repository data.
 #[derive(Debug, Clone, Serialize)]
@@ -343,9 +343,9 @@ pub(crate) struct SnapshotInfoRoot {
 
 impl SnapshotInfo {
     /// Version of the cluster that took the snapshot.
-    pub fn version(&self) -> Option<Version> {
+    pub fn version(&self) -> Option<ProductVersion> {
         self.version_id
-            .and_then(|id| Version::from_id(u64::from(id)))
+            .and_then(|id| ProductVersion::from_id(u64::from(id)))
     }
     /// Decoded state, if known.
     pub fn state(&self) -> Option<SnapshotState> {
@@ -357,18 +357,6 @@ impl SnapshotInfo {
             .iter()
             .find(|f| f.index.as_deref() == Some(index) && f.shard_id == Some(shard))
     }
-}
-
-/// Kinds of templates in global metadata.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TemplateKind {
-    /// `_template` (legacy index templates; may carry typed mappings).
-    Legacy,
-    /// `_component_template` (7.8+).
-    Component,
-    /// `_index_template` (composable, 7.8+).
-    Index,
 }
 
 /// Root `meta-<uuid>.dat`: cluster-level metadata of a snapshot.
@@ -620,10 +608,10 @@ impl IndexMetadata {
     }
 
     /// The version that created the index (`index.version.created`).
-    pub fn created_version(&self) -> Option<Version> {
+    pub fn created_version(&self) -> Option<ProductVersion> {
         self.setting("index.version.created")
             .and_then(|s| s.parse::<u64>().ok())
-            .and_then(Version::from_id)
+            .and_then(ProductVersion::from_id)
     }
 
     /// Whether the index uses soft deletes: the stored setting, else on for indices

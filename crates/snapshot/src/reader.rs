@@ -596,12 +596,14 @@ impl Visitor<'_> {
         chunk: Option<&bytes::Bytes>,
     ) -> lucene::Result<()> {
         match (field.name.as_str(), value) {
-            ("_id", StoredValue::Binary(b)) => self.f.id = Some(decode_id(b)),
+            ("_id", StoredValue::Binary(b)) => {
+                self.f.id = Some(decode_id(b).map_err(|e| e.to_string()))
+            }
             ("_id", StoredValue::String(s)) => self.f.id = Some(Ok(s.to_string())),
             ("_uid", StoredValue::String(s)) => self.f.uid = Some(s.to_string()),
             ("_routing", StoredValue::String(s)) => self.f.routing = Some(s.to_string()),
             ("_source", StoredValue::Binary(b)) => {
-                self.f.source = Some(normalize_source_in(b, chunk));
+                self.f.source = Some(normalize_source_in(b, chunk).map_err(|e| e.to_string()));
             }
             ("_recovery_source", StoredValue::Binary(b)) => {
                 self.f.recovery_source = Some(bytes::Bytes::copy_from_slice(b));
@@ -664,7 +666,9 @@ struct KeyFields {
 impl StoredFieldVisitor for KeyFields {
     fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> lucene::Result<()> {
         match (field.name.as_str(), value) {
-            ("_id", StoredValue::Binary(b)) => self.id = Some(decode_id(b)),
+            ("_id", StoredValue::Binary(b)) => {
+                self.id = Some(decode_id(b).map_err(|e| e.to_string()))
+            }
             ("_id", StoredValue::String(s)) => self.id = Some(Ok(s.to_string())),
             ("_uid", StoredValue::String(s)) => self.uid = Some(s.to_string()),
             ("_routing", StoredValue::String(s)) => self.routing = Some(s.to_string()),

@@ -11,8 +11,8 @@ use crate::envelope::{self, codec};
 use crate::error::{Error, Result};
 use crate::lzf;
 use crate::metadata::{
-    GlobalMetadata, IndexEntry, IndexMetadata, RepositoryData, ShardSnapshot, ShardSnapshots,
-    SnapshotEntry, SnapshotInfo, SnapshotInfoRoot, SnapshotState, Version,
+    GlobalMetadata, IndexEntry, IndexMetadata, ProductVersion, RepositoryData, ShardSnapshot,
+    ShardSnapshots, SnapshotEntry, SnapshotInfo, SnapshotInfoRoot, SnapshotState,
 };
 use crate::shard::ShardDirectory;
 use crate::shard_paths::{self, ShardDirLocation, ShardPathType, ShardPathsName};
@@ -302,14 +302,14 @@ impl Snapshot {
         self.info.state().or(self.entry.state)
     }
     /// Version of the cluster that took the snapshot.
-    pub fn version(&self) -> Option<Version> {
+    pub fn version(&self) -> Option<ProductVersion> {
         self.info
             .version()
             // Repository data records the number alone (OpenSearch writes its
             // Elasticsearch-compatible one there).
             .or_else(|| {
                 let number = self.entry.version.as_deref()?;
-                Version::parse(product::Distribution::Elasticsearch, number)
+                ProductVersion::parse(product::Distribution::Elasticsearch, number)
             })
     }
 

@@ -33,7 +33,7 @@ fn split_bucket(rest: &str) -> (&str, &str) {
 }
 
 /// Opens the blob store for repository location `uri`.
-pub fn open_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobStore>> {
+pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobStore>> {
     if let Some(path) = uri.strip_prefix("file://") {
         return Ok(Arc::new(LocalStore::open(path)?));
     }
@@ -127,14 +127,17 @@ mod tests {
     fn locations_parse() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().display().to_string();
-        assert_eq!(open_store(&p, &Default::default()).unwrap().location(), p);
         assert_eq!(
-            open_store(&format!("file://{p}"), &Default::default())
+            open_blob_store(&p, &Default::default()).unwrap().location(),
+            p
+        );
+        assert_eq!(
+            open_blob_store(&format!("file://{p}"), &Default::default())
                 .unwrap()
                 .location(),
             p
         );
-        let s = open_store(
+        let s = open_blob_store(
             "s3://bucket/base/path?region=eu-west-1&endpoint=http://127.0.0.1:1",
             &StoreOptions {
                 s3_access_key_id: Some("a".into()),
@@ -144,7 +147,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.location(), "s3://bucket/base/path");
-        assert!(open_store("ftp://x/y", &Default::default()).is_err());
-        assert!(open_store("/definitely/not/here", &Default::default()).is_err());
+        assert!(open_blob_store("ftp://x/y", &Default::default()).is_err());
+        assert!(open_blob_store("/definitely/not/here", &Default::default()).is_err());
     }
 }

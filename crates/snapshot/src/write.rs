@@ -577,8 +577,8 @@ pub fn write_repository(
             &format!("meta-{uuid}.dat"),
             &seal(&global, codec::METADATA, opts),
         )?;
-        let v = crate::metadata::Version::from_id(u64::from(snap.version_id))
-            .unwrap_or(crate::metadata::Version::es(7, 10));
+        let v = crate::metadata::ProductVersion::from_id(u64::from(snap.version_id))
+            .unwrap_or(crate::metadata::ProductVersion::es(7, 10));
         let mut entry = json!({
             "name": snap.name, "uuid": uuid, "state": if failures.is_empty() { 1 } else { 3 },
             "index_metadata_lookup": lookup,
@@ -649,7 +649,7 @@ pub fn write_repository(
     }
     let last = snapshots
         .last()
-        .and_then(|s| crate::metadata::Version::from_id(u64::from(s.version_id)));
+        .and_then(|s| crate::metadata::ProductVersion::from_id(u64::from(s.version_id)));
     let mut data = json!({
         "snapshots": repo_snapshots,
         "indices": indices,

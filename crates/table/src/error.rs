@@ -6,6 +6,9 @@ pub enum TableError {
     /// The URL, a name or a flag value is wrong.
     #[error("{0}")]
     Config(String),
+    /// The table's name does not parse.
+    #[error(transparent)]
+    Name(#[from] crate::name::TableNameError),
     /// The server could not be reached or went away; worth retrying.
     #[error("{0}")]
     Unavailable(String),

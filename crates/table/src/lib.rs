@@ -18,7 +18,7 @@ pub mod slots;
 pub mod value;
 
 pub use error::TableError;
-pub use name::TableName;
+pub use name::{TableName, TableNameError};
 pub use reader::{Page, SlotProof, SlotRead, SnapshotCount, Table, TableOptions};
 pub use schema::{Column, ColumnKind, Schema};
-pub use slots::{Bounds, Slot, SlotRule};
+pub use slots::{Bounds, Slot, SlotRule, SlotRuleError};

@@ -1,6 +1,21 @@
 //! Table and column names. Names come from the command line and from the catalog; they
 //! reach SQL only through [`quote_ident`], and are looked up in the catalog as parameters.
 
+/// Why a table name does not parse; each names the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableNameError {
+    #[error("table {0:?}: unclosed quote")]
+    UnclosedQuote(String),
+    #[error("table {0:?}: a quote inside an unquoted name")]
+    QuoteInName(String),
+    #[error("table {0:?}: empty name part")]
+    EmptyPart(String),
+    #[error("table {input:?}: unexpected {found:?} after a quoted name")]
+    AfterQuote { input: String, found: char },
+    #[error("table {0:?}: expected TABLE or SCHEMA.TABLE")]
+    TooManyParts(String),
+}
+
 /// A table, optionally schema-qualified (`room_events`, `app.room_events`,
 /// `"My Schema"."Events"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,7 +28,7 @@ impl TableName {
     /// Parses `name`, `schema.name`, with `"…"` quoting for parts that hold dots, capitals
     /// or anything else (`""` inside quotes is a quote). Unquoted parts are taken as
     /// written (PostgreSQL would fold them to lower case; we do too).
-    pub fn parse(s: &str) -> Result<TableName, String> {
+    pub fn parse(s: &str) -> Result<TableName, TableNameError> {
         let mut parts = Vec::new();
         let mut chars = s.chars().peekable();
         loop {
@@ -28,7 +43,7 @@ impl TableName {
                         }
                         Some('"') => break,
                         Some(c) => part.push(c),
-                        None => return Err(format!("table {s:?}: unclosed quote")),
+                        None => return Err(TableNameError::UnclosedQuote(s.to_string())),
                     }
                 }
             } else {
@@ -37,21 +52,24 @@ impl TableName {
                         break;
                     }
                     if c == '"' {
-                        return Err(format!("table {s:?}: a quote inside an unquoted name"));
+                        return Err(TableNameError::QuoteInName(s.to_string()));
                     }
                     part.push(c.to_ascii_lowercase());
                     chars.next();
                 }
             }
             if part.is_empty() {
-                return Err(format!("table {s:?}: empty name part"));
+                return Err(TableNameError::EmptyPart(s.to_string()));
             }
             parts.push(part);
             match chars.next() {
                 None => break,
                 Some('.') => continue,
-                Some(c) => {
-                    return Err(format!("table {s:?}: unexpected {c:?} after a quoted name"))
+                Some(found) => {
+                    return Err(TableNameError::AfterQuote {
+                        input: s.to_string(),
+                        found,
+                    })
                 }
             }
         }
@@ -67,7 +85,7 @@ impl TableName {
                     name,
                 })
             }
-            _ => Err(format!("table {s:?}: expected TABLE or SCHEMA.TABLE")),
+            _ => Err(TableNameError::TooManyParts(s.to_string())),
         }
     }
 

@@ -11,8 +11,9 @@
 
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
+use backon::Retryable;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use pacing::RetryPolicy;
 use tokio_postgres::types::ToSql;
 
 use crate::error::TableError;
@@ -40,6 +41,19 @@ pub struct TableOptions {
     pub columns: Vec<(String, String)>,
     /// Only rows matching this SQL predicate (`--where`), added to every keyset read.
     pub filter: Option<String>,
+}
+
+impl TableOptions {
+    /// How a transient failure is retried: [`TableOptions::attempts`] in all, waits from
+    /// [`TableOptions::backoff`] doubling with jitter up to 30 s.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: u32::try_from(self.attempts.max(1)).unwrap_or(u32::MAX),
+            initial_backoff: self.backoff,
+            max_backoff: Duration::from_secs(30),
+            ..RetryPolicy::default()
+        }
+    }
 }
 
 impl Default for TableOptions {
@@ -99,7 +113,7 @@ impl Table {
     ) -> Result<Table, TableError> {
         let shown_url = redact::url(url);
         let bad = |reason: String| TableError::Config(format!("source {shown_url}: {reason}"));
-        let name = TableName::parse(table).map_err(TableError::Config)?;
+        let name = TableName::parse(table)?;
         let (conn_url, root_cert) = take_param(url, "sslrootcert").map_err(&bad)?;
         let mut config: tokio_postgres::Config =
             conn_url.parse().map_err(|e| bad(format!("{e}")))?;
@@ -384,16 +398,10 @@ impl Table {
                 .await
                 .map_err(|e| TableError::from_pg(what, &e))
         };
-        run.retry(
-            ExponentialBuilder::default()
-                .with_min_delay(self.opts.backoff)
-                .with_max_delay(Duration::from_secs(30))
-                .with_max_times(self.opts.attempts.saturating_sub(1))
-                .with_jitter(),
-        )
-        .when(TableError::is_transient)
-        .notify(|e, wait| tracing::warn!("{e}; retrying in {wait:?}"))
-        .await
+        run.retry(self.opts.retry_policy().waits())
+            .when(TableError::is_transient)
+            .notify(|e, wait| tracing::warn!("{e}; retrying in {wait:?}"))
+            .await
     }
 
     /// The key as ORDER BY must name it: qualified by the table, so that it is the column
@@ -778,14 +786,7 @@ impl SlotRead<'_> {
     /// The next page (`full == false`: the slot's last; then [`SlotRead::proof`] says what
     /// the snapshot counted).
     pub async fn next_page(&mut self, limit: u32) -> Result<Page, TableError> {
-        use backon::BackoffBuilder;
-        let opts = &self.table.opts;
-        let mut waits = ExponentialBuilder::default()
-            .with_min_delay(opts.backoff)
-            .with_max_delay(Duration::from_secs(30))
-            .with_max_times(opts.attempts.saturating_sub(1))
-            .with_jitter()
-            .build();
+        let mut waits = self.table.opts.retry_policy().waits();
         loop {
             match self.try_page(limit.max(1)).await {
                 Ok(p) => return Ok(p),

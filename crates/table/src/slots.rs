@@ -22,40 +22,68 @@ pub enum SlotRule {
     Count(u32),
 }
 
+/// Why a `time:WIDTH` slot rule does not parse; names the input and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?}: {expected}")]
+pub struct SlotRuleError {
+    pub input: String,
+    pub expected: &'static str,
+}
+
+/// Why a `--from`/`--until` value is not a time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: expected an RFC 3339 time (2024-05-01T00:00:00Z) or a date (2024-05-01)")]
+pub struct TimeError(pub String);
+
+/// Why time slots cannot be cut over a key column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeKeyError {
+    #[error("the table is empty: cannot tell how its text keys encode time; give --from and --until, or use --slots")]
+    EmptyTable,
+    #[error("key {0:?} is neither a ULID nor a UUIDv7: time slots need those or timestamp keys (use --slots N)")]
+    NotTimeOrdered(String),
+    #[error("time slots need ULID, UUIDv7, timestamp or date keys, not {0} (use --slots N)")]
+    KeyType(String),
+}
+
 /// Most slots one plan may have.
 pub const MAX_SLOTS: u64 = 1_000_000;
 
 impl SlotRule {
     /// Parses `time:WIDTH` with WIDTH a positive number followed by `s`, `m`, `h` or `d`
     /// (`time:1h`, `time:15m`, `time:1d`).
-    pub fn parse_time(s: &str) -> Result<SlotRule, String> {
+    pub fn parse_time(s: &str) -> Result<SlotRule, SlotRuleError> {
+        let bad = |expected| SlotRuleError {
+            input: s.to_string(),
+            expected,
+        };
         let spec = s
             .strip_prefix("time:")
-            .ok_or_else(|| format!("{s:?}: expected time:WIDTH such as time:1h"))?;
+            .ok_or_else(|| bad("expected time:WIDTH such as time:1h"))?;
         // The unit is the last character, whatever its width (`time:1é` is refused, not cut
         // inside a character).
         let Some(unit_char) = spec.chars().next_back() else {
-            return Err(format!("{s:?}: expected time:WIDTH such as time:1h"));
+            return Err(bad("expected time:WIDTH such as time:1h"));
         };
         let num = &spec[..spec.len() - unit_char.len_utf8()];
         let unit = &spec[spec.len() - unit_char.len_utf8()..];
         if num.is_empty() || num.len() > 4 || !num.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!(
-                "{s:?}: expected a whole number of 1–3650 before the unit (time:1h)"
+            return Err(bad(
+                "expected a whole number of 1–3650 before the unit (time:1h)",
             ));
         }
         let n: i64 = num
             .parse()
-            .map_err(|_| format!("{s:?}: expected a whole number before the unit (time:1h)"))?;
+            .map_err(|_| bad("expected a whole number before the unit (time:1h)"))?;
         let unit_ms = match unit {
             "s" => 1_000,
             "m" => 60_000,
             "h" => 3_600_000,
             "d" => 86_400_000,
-            _ => return Err(format!("{s:?}: the unit must be s, m, h or d")),
+            _ => return Err(bad("the unit must be s, m, h or d")),
         };
         if !(1..=3650).contains(&n) {
-            return Err(format!("{s:?}: the width must be 1–3650 units"));
+            return Err(bad("the width must be 1–3650 units"));
         }
         Ok(SlotRule::Time {
             width_ms: n * unit_ms,
@@ -96,28 +124,24 @@ const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 impl TimeKey {
     /// The encoding of a key column, given one of its keys (for text keys).
-    pub fn detect(kind: &ColumnKind, sample: Option<&str>) -> Result<TimeKey, String> {
+    pub fn detect(kind: &ColumnKind, sample: Option<&str>) -> Result<TimeKey, TimeKeyError> {
         match kind {
             ColumnKind::Timestamp | ColumnKind::TimestampTz => Ok(TimeKey::Timestamp),
             ColumnKind::Date => Ok(TimeKey::Date),
             ColumnKind::Uuid => Ok(TimeKey::UuidV7),
             ColumnKind::Text => {
                 let Some(k) = sample else {
-                    return Err("the table is empty: cannot tell how its text keys encode time; give --from and --until, or use --slots".into());
+                    return Err(TimeKeyError::EmptyTable);
                 };
                 if ulid_ms(k).is_some() {
                     Ok(TimeKey::Ulid)
                 } else if uuid_ms(k).is_some() {
                     Ok(TimeKey::UuidV7)
                 } else {
-                    Err(format!(
-                        "key {k:?} is neither a ULID nor a UUIDv7: time slots need those or timestamp keys (use --slots N)"
-                    ))
+                    Err(TimeKeyError::NotTimeOrdered(k.to_string()))
                 }
             }
-            other => Err(format!(
-                "time slots need ULID, UUIDv7, timestamp or date keys, not {other:?} (use --slots N)"
-            )),
+            other => Err(TimeKeyError::KeyType(format!("{other:?}"))),
         }
     }
 
@@ -278,7 +302,7 @@ pub fn quantile_bounds(sample: &[String], n: u32) -> Vec<String> {
 
 /// A `--from`/`--until` value as Unix milliseconds: RFC 3339 (`2024-05-01T00:00:00Z`) or a
 /// date (`2024-05-01`, midnight UTC).
-pub fn parse_time(s: &str) -> Result<i64, String> {
+pub fn parse_time(s: &str) -> Result<i64, TimeError> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.timestamp_millis());
     }
@@ -286,11 +310,7 @@ pub fn parse_time(s: &str) -> Result<i64, String> {
         .ok()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .map(|t| t.and_utc().timestamp_millis())
-        .ok_or_else(|| {
-            format!(
-                "{s:?}: expected an RFC 3339 time (2024-05-01T00:00:00Z) or a date (2024-05-01)"
-            )
-        })
+        .ok_or_else(|| TimeError(s.to_string()))
 }
 
 #[cfg(test)]

@@ -54,6 +54,32 @@ pub struct Renderer {
     key: usize,
 }
 
+/// Why one value cannot be written as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// The binary value has the wrong length for its type.
+    #[error("{what} value of {got} bytes, expected {expected}")]
+    Length {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+    },
+    #[error("not UTF-8: {0}")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// NaN, ±Infinity: JSON has no number for them.
+    #[error("{0} has no JSON form")]
+    NoJsonNumber(String),
+    /// A timestamp or date at ±infinity.
+    #[error("an infinite {0} has no calendar form")]
+    Infinite(&'static str),
+    #[error("{0} out of range")]
+    OutOfRange(&'static str),
+    #[error("bytea too large")]
+    TooLarge,
+    #[error("base64: {0}")]
+    Base64(#[source] base64::EncodeSliceError),
+}
+
 /// Why a row cannot be rendered: the column and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadValue(pub String);
@@ -146,7 +172,7 @@ pub fn key_text(kind: &ColumnKind, raw: Option<&[u8]>) -> Result<String, BadValu
     };
     let mut out = Vec::new();
     if let Err(e) = write_value(kind, raw, &mut out) {
-        return special_key_text(kind, bytes).ok_or(BadValue(e));
+        return special_key_text(kind, bytes).ok_or(BadValue(e.to_string()));
     }
     let text = if out.first() == Some(&b'"') {
         serde_json::from_slice::<String>(&out).map_err(|e| BadValue(format!("key: {e}")))?
@@ -180,13 +206,16 @@ fn special_key_text(kind: &ColumnKind, raw: &[u8]) -> Option<String> {
     Some(t.to_string())
 }
 
-fn short<const N: usize>(raw: &[u8], what: &str) -> Result<[u8; N], String> {
-    raw.try_into()
-        .map_err(|_| format!("{what} value of {} bytes, expected {N}", raw.len()))
+fn short<const N: usize>(raw: &[u8], what: &'static str) -> Result<[u8; N], ValueError> {
+    raw.try_into().map_err(|_| ValueError::Length {
+        what,
+        got: raw.len(),
+        expected: N,
+    })
 }
 
-fn utf8(raw: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))
+fn utf8(raw: &[u8]) -> Result<&str, ValueError> {
+    std::str::from_utf8(raw).map_err(ValueError::NotUtf8)
 }
 
 fn json_string(out: &mut Vec<u8>, s: &str) {
@@ -195,7 +224,11 @@ fn json_string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Writes one value as JSON.
-pub fn write_value(kind: &ColumnKind, raw: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), String> {
+pub fn write_value(
+    kind: &ColumnKind,
+    raw: Option<&[u8]>,
+    out: &mut Vec<u8>,
+) -> Result<(), ValueError> {
     let Some(raw) = raw else {
         out.extend_from_slice(b"null");
         return Ok(());
@@ -220,21 +253,21 @@ pub fn write_value(kind: &ColumnKind, raw: Option<&[u8]>, out: &mut Vec<u8>) -> 
         ColumnKind::Float4 => {
             let v = f32::from_be_bytes(short(raw, "real")?);
             if !v.is_finite() {
-                return Err(format!("{v} has no JSON form"));
+                return Err(ValueError::NoJsonNumber(v.to_string()));
             }
             let _ = serde_json::to_writer(&mut *out, &v);
         }
         ColumnKind::Float8 => {
             let v = f64::from_be_bytes(short(raw, "double precision")?);
             if !v.is_finite() {
-                return Err(format!("{v} has no JSON form"));
+                return Err(ValueError::NoJsonNumber(v.to_string()));
             }
             let _ = serde_json::to_writer(&mut *out, &v);
         }
         ColumnKind::Numeric => {
             let s = utf8(raw)?;
             if !is_json_number(s) {
-                return Err(format!("numeric {s} has no JSON form"));
+                return Err(ValueError::NoJsonNumber(format!("numeric {s}")));
             }
             out.extend_from_slice(s.as_bytes());
         }
@@ -248,11 +281,11 @@ pub fn write_value(kind: &ColumnKind, raw: Option<&[u8]>, out: &mut Vec<u8>) -> 
         ColumnKind::Bytea => {
             out.push(b'"');
             let start = out.len();
-            let n = base64::encoded_len(raw.len(), true).ok_or("bytea too large")?;
+            let n = base64::encoded_len(raw.len(), true).ok_or(ValueError::TooLarge)?;
             out.resize(start + n, 0);
             base64::engine::general_purpose::STANDARD
                 .encode_slice(raw, &mut out[start..])
-                .map_err(|e| format!("base64: {e}"))?;
+                .map_err(ValueError::Base64)?;
             out.push(b'"');
         }
         ColumnKind::Timestamp | ColumnKind::TimestampTz => {
@@ -308,14 +341,15 @@ pub fn format_uuid(b: &[u8; 16]) -> String {
 }
 
 /// PostgreSQL timestamp microseconds (from 2000-01-01) as RFC 3339 UTC.
-pub fn format_micros(pg_micros: i64) -> Result<String, String> {
+pub fn format_micros(pg_micros: i64) -> Result<String, ValueError> {
     if pg_micros == i64::MAX || pg_micros == i64::MIN {
-        return Err("an infinite timestamp has no RFC 3339 form".into());
+        return Err(ValueError::Infinite("timestamp"));
     }
+    let range = ValueError::OutOfRange("timestamp");
     let unix = pg_micros
         .checked_add(PG_EPOCH_MICROS)
-        .ok_or("timestamp out of range")?;
-    let t = DateTime::from_timestamp_micros(unix).ok_or("timestamp out of range")?;
+        .ok_or(range.clone())?;
+    let t = DateTime::from_timestamp_micros(unix).ok_or(range)?;
     Ok(t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
 }
 
@@ -325,14 +359,13 @@ pub fn format_unix_micros(unix: i64) -> Option<String> {
 }
 
 /// PostgreSQL date days (from 2000-01-01) as `YYYY-MM-DD`.
-pub fn format_date(pg_days: i32) -> Result<String, String> {
+pub fn format_date(pg_days: i32) -> Result<String, ValueError> {
     if pg_days == i32::MAX || pg_days == i32::MIN {
-        return Err("an infinite date has no calendar form".into());
+        return Err(ValueError::Infinite("date"));
     }
-    let ce = pg_days
-        .checked_add(PG_EPOCH_CE_DAYS)
-        .ok_or("date out of range")?;
-    let d = NaiveDate::from_num_days_from_ce_opt(ce).ok_or("date out of range")?;
+    let range = ValueError::OutOfRange("date");
+    let ce = pg_days.checked_add(PG_EPOCH_CE_DAYS).ok_or(range.clone())?;
+    let d = NaiveDate::from_num_days_from_ce_opt(ce).ok_or(range)?;
     Ok(d.format("%Y-%m-%d").to_string())
 }
 
@@ -342,7 +375,9 @@ mod tests {
 
     fn render(kind: ColumnKind, raw: &[u8]) -> Result<String, String> {
         let mut out = Vec::new();
-        write_value(&kind, Some(raw), &mut out).map(|()| String::from_utf8(out).unwrap())
+        write_value(&kind, Some(raw), &mut out)
+            .map(|()| String::from_utf8(out).unwrap())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

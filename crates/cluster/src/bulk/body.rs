@@ -429,7 +429,7 @@ pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) -> Option<Range<usize>>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::version::Version;
+    use crate::version::ProductVersion;
     use serde_json::{json, Value};
 
     fn meta(id: &str) -> DocMeta {
@@ -455,7 +455,7 @@ mod tests {
 
     #[test]
     fn typeless_index_create_and_delete() {
-        let os = Target::new(Version::os(2, 11));
+        let os = Target::new(ProductVersion::os(2, 11));
         let e = enc(&os, OpType::Index, false);
         let mut body = BulkBody::default();
         let mut d = meta("a\"b\\c\n\u{1}é");
@@ -511,7 +511,11 @@ mod tests {
 
     #[test]
     fn each_entry_keeps_its_own_index_routing_and_id() {
-        let e = enc(&Target::new(Version::os(2, 11)), OpType::Index, false);
+        let e = enc(
+            &Target::new(ProductVersion::os(2, 11)),
+            OpType::Index,
+            false,
+        );
         let mut body = BulkBody::default();
         let a: Arc<str> = Arc::from("a");
         let b: Arc<str> = Arc::from("b");
@@ -554,7 +558,11 @@ mod tests {
 
     #[test]
     fn ids_and_routings_come_back_as_sent_escaped_or_not() {
-        let e = enc(&Target::new(Version::os(2, 11)), OpType::Index, false);
+        let e = enc(
+            &Target::new(ProductVersion::os(2, 11)),
+            OpType::Index,
+            false,
+        );
         let mut body = BulkBody::default();
         let keys = [
             ("plain", Some("r")),
@@ -592,7 +600,7 @@ mod tests {
 
     #[test]
     fn typed_and_versioned_for_old_elasticsearch() {
-        let es6 = Target::new(Version::es(6, 8));
+        let es6 = Target::new(ProductVersion::es(6, 8));
         let e = enc(&es6, OpType::Index, true);
         let mut body = BulkBody::default();
         e.push(&mut body, BulkAction::Write, meta("7"), Some(42), b"{}")
@@ -610,7 +618,7 @@ mod tests {
                 json!({}),
             ]
         );
-        let es5 = Target::new(Version::es(5, 6));
+        let es5 = Target::new(ProductVersion::es(5, 6));
         let e = enc(&es5, OpType::Index, true);
         let mut body = BulkBody::default();
         typed.routing = Some("r".into());
@@ -636,7 +644,7 @@ mod tests {
 
     #[test]
     fn entries_larger_than_the_ceiling_are_refused() {
-        let os = Target::new(Version::os(2, 11));
+        let os = Target::new(ProductVersion::os(2, 11));
         let e = BulkEncoder::new(&os, OpType::Index, false, 100);
         let mut body = BulkBody::default();
         let big = format!("{{\"x\":\"{}\"}}", "a".repeat(200));

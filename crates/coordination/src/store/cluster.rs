@@ -184,12 +184,7 @@ impl ClusterStore {
         }
         let mut config = ClientConfig::new(base);
         if !u.username().is_empty() {
-            let dec = |s: &str| {
-                url::form_urlencoded::parse(format!("x={s}").as_bytes())
-                    .next()
-                    .map(|(_, v)| v.into_owned())
-                    .unwrap_or_default()
-            };
+            let dec = |s: &str| redact::percent_decode(s).into_owned();
             config.auth = cluster::Auth::Basic {
                 username: dec(u.username()),
                 password: dec(u.password().unwrap_or("")),

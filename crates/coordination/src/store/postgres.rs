@@ -16,7 +16,7 @@ use rand::Rng;
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::latency::{Histogram, PoolStats};
 use crate::record::{Kind, Record, Revision, State};
-use crate::summary::{is_listed, GroupTotals, ItemSummary};
+use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
 const BACKEND: &str = "postgres";
@@ -341,6 +341,11 @@ impl PostgresStore {
             return Ok(store);
         }
         // Two workers creating the table at once can collide on the catalog: retry.
+        let create_policy = pacing::RetryPolicy {
+            initial_backoff: std::time::Duration::from_millis(50),
+            max_backoff: std::time::Duration::from_millis(800),
+            ..pacing::RetryPolicy::default()
+        };
         let mut tries = 0;
         loop {
             let client = store.pool.get().await.map_err(pool_err)?;
@@ -359,7 +364,8 @@ impl PostgresStore {
                 Err(e) if tries < 5 && e.code().is_none_or(|c| !permanent_sqlstate(c.code())) => {
                     tries += 1;
                     tracing::debug!("creating table {t}: {e}; retrying");
-                    tokio::time::sleep(std::time::Duration::from_millis(50 * tries)).await;
+                    // Jittered, so that two workers that collided do not collide again.
+                    tokio::time::sleep(create_policy.delay(tries, None)).await;
                 }
                 Err(e) => return Err(db_err(e)),
             }
@@ -610,7 +616,7 @@ impl Store for PostgresStore {
             let n = |i: usize| r.get::<_, Option<i64>>(i).unwrap_or(0).max(0) as u64;
             out.totals.insert(
                 (group, state, leased),
-                GroupTotals {
+                StateTotals {
                     items: n(3),
                     docs: n(4),
                     bytes: n(5),

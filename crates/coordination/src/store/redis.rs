@@ -17,7 +17,7 @@ use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 
 use crate::latency::Latencies;
 use crate::record::{Kind, Record, Revision, State};
-use crate::summary::{is_listed, GroupTotals, ItemSummary};
+use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
 const BACKEND: &str = "redis";
@@ -325,8 +325,8 @@ fn agg_args(inv: &mut redis::ScriptInvocation<'_>, r: &Record) {
 }
 
 /// Status counters from the `{p}:agg` hash (`STATE|FIELD|GROUP` → value).
-fn parse_agg(flat: &[String]) -> Result<BTreeMap<(String, State), GroupTotals>, Error> {
-    let mut out: BTreeMap<(String, State), GroupTotals> = BTreeMap::new();
+fn parse_agg(flat: &[String]) -> Result<BTreeMap<(String, State), StateTotals>, Error> {
+    let mut out: BTreeMap<(String, State), StateTotals> = BTreeMap::new();
     for kv in flat.chunks_exact(2) {
         let bad = || Error::Corrupt {
             id: "status counters".into(),

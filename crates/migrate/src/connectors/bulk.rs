@@ -40,12 +40,7 @@ pub(crate) fn client_config(
     tls: &cluster::TlsConfig,
 ) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
     let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
-    let decode = |s: &str| {
-        url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
-            .next()
-            .map(|(_, v)| v.into_owned())
-            .unwrap_or_default()
-    };
+    let decode = |s: &str| redact::percent_decode(s).into_owned();
     let user = decode(u.username());
     let password = u.password().map(decode);
     let index = u

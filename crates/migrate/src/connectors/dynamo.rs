@@ -8,7 +8,7 @@ use super::{
     SourceShape,
 };
 use crate::lookup::dynamo::DynamoLookup;
-use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, SinkUrl};
+use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "dynamodb",
@@ -58,8 +58,8 @@ async fn connect(
     settings: &Settings,
     source: &SourceShape,
 ) -> Result<DynamoSink, ConnectError> {
-    let parsed =
-        SinkUrl::parse(url).map_err(|e| ConnectError::message(redact::text(&e).into_owned()))?;
+    let parsed = DynamoUrl::parse(url)
+        .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))?;
     let options = DynamoSinkOptions {
         create_table: settings.create_table,
         key_column: Some(source.key_column.clone().unwrap_or_else(|| "_id".into())),

@@ -19,7 +19,7 @@ fn location(url: &str) -> &str {
 }
 
 fn holds(url: &str, settings: &Settings) -> bool {
-    let Ok(store) = ::snapshot::open_store(location(url), &settings.store_options) else {
+    let Ok(store) = ::snapshot::open_blob_store(location(url), &settings.store_options) else {
         return false;
     };
     !super::snapshot::is_repository(store.as_ref())
@@ -34,7 +34,8 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
     );
     let url2 = url.to_string();
     blocking(url, move || {
-        let store = ::snapshot::open_store(&u, &opts).map_err(|e| ConnectError::new(&url2, e))?;
+        let store =
+            ::snapshot::open_blob_store(&u, &opts).map_err(|e| ConnectError::new(&url2, e))?;
         let source = JsonlSource::open(store, jsonl).map_err(|e| ConnectError::new(&url2, e))?;
         let groups = source.files().iter().map(|(n, _)| n.clone()).collect();
         Ok(OpenedSource {

@@ -111,8 +111,9 @@ pub struct Settings {
     /// indices (`--index`, `--rename`, prefix, suffix, type routes) and read only the
     /// indices it includes (`run`, `documents`); see [`OpenedSource::routed`].
     pub routing: Option<crate::metadata::Options>,
-    /// Snapshot sources: only indices matching one of these `*`/`?` patterns (`rfs
-    /// export --index`; none matching is an error); empty: every index.
+    /// Snapshot sources: only the indices this `--index` list names (exact names, `*`/`?`
+    /// wildcards, `regex:`; `rfs export --index`; none matching is an error); empty:
+    /// every index.
     pub index_patterns: Vec<String>,
     /// Snapshot sources: read the snapshot whatever its state (`run`, `documents`: shards
     /// are checked one by one); default: only a restorable one.

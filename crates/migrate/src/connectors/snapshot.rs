@@ -32,7 +32,7 @@ pub(super) fn is_repository(store: &dyn ::snapshot::BlobStore) -> bool {
 
 fn holds(url: &str, settings: &Settings) -> bool {
     let location = url.split_once('#').map_or(url, |(a, _)| a);
-    ::snapshot::open_store(location, &settings.store_options)
+    ::snapshot::open_blob_store(location, &settings.store_options)
         .is_ok_and(|s| is_repository(s.as_ref()))
 }
 
@@ -63,7 +63,7 @@ fn open_blocking(
     settings: &Settings,
 ) -> Result<OpenedSource, ConnectError> {
     let shown = redact::url(location);
-    let store = ::snapshot::open_store(location, &settings.store_options)
+    let store = ::snapshot::open_blob_store(location, &settings.store_options)
         .map_err(|e| ConnectError::context(format!("opening repository {shown}"), e))?;
     let repo = ::snapshot::Repository::open(store)
         .map_err(|e| ConnectError::context(format!("reading repository {shown}"), e))?;
@@ -153,9 +153,10 @@ fn chosen(
         return Ok((indices, Some((metadata, routes, routing))));
     }
     let patterns = &settings.index_patterns;
+    let allow = crate::metadata::Allowlist::parse(patterns).map_err(ConnectError::of)?;
     let indices: Vec<String> = all
         .into_iter()
-        .filter(|n| patterns.is_empty() || patterns.iter().any(|p| wildcard(p, n)))
+        .filter(|n| allow.is_empty() || allow.matches(n))
         .collect();
     if strict && indices.is_empty() && !patterns.is_empty() {
         return Err(ConnectError::message(format!(
@@ -164,42 +165,4 @@ fn chosen(
         )));
     }
     Ok((indices, None))
-}
-
-/// `*`/`?` wildcard match.
-fn wildcard(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wildcards() {
-        assert!(wildcard("*", "abc"));
-        assert!(wildcard("posts_*", "posts_2024_01_01"));
-        assert!(wildcard("p?sts*", "posts"));
-        assert!(!wildcard("posts_*", "bwc_index_1"));
-        assert!(wildcard("*_1", "bwc_index_1"));
-        assert!(!wildcard("a", "ab"));
-    }
 }

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::plan::Notes;
-use super::Version;
+use super::ProductVersion;
 
 const KNOWN: &[&str] = &[
     "filter",
@@ -19,7 +19,7 @@ const KNOWN: &[&str] = &[
 /// into the `aliases` body of a create request.
 pub fn transform(
     aliases: &Value,
-    target: Version,
+    target: ProductVersion,
     notes: &mut Notes,
 ) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
@@ -58,7 +58,7 @@ pub fn transform(
 fn one(
     name: &str,
     def: &Map<String, Value>,
-    target: Version,
+    target: ProductVersion,
     notes: &mut Notes,
 ) -> Result<Map<String, Value>, String> {
     let mut d = Map::new();
@@ -117,7 +117,7 @@ mod tests {
             "old": {"filter": "{\"match_all\":{}}", "weird": 1, "is_hidden": true}
         });
         let mut notes = Notes::default();
-        let out = transform(&src, Version::os(3, 0), &mut notes).unwrap();
+        let out = transform(&src, ProductVersion::os(3, 0), &mut notes).unwrap();
         assert_eq!(
             Value::Object(out),
             json!({
@@ -128,7 +128,7 @@ mod tests {
         );
         assert_eq!(notes.warnings.len(), 1);
         let mut notes = Notes::default();
-        let out = transform(&src, Version::es(6, 3), &mut notes).unwrap();
+        let out = transform(&src, ProductVersion::es(6, 3), &mut notes).unwrap();
         assert!(!out["alias2"]
             .as_object()
             .unwrap()
@@ -139,14 +139,19 @@ mod tests {
 
     #[test]
     fn names_and_bad_input() {
-        let out = transform(&json!(["a", "b"]), Version::os(1, 0), &mut Notes::default()).unwrap();
+        let out = transform(
+            &json!(["a", "b"]),
+            ProductVersion::os(1, 0),
+            &mut Notes::default(),
+        )
+        .unwrap();
         assert_eq!(out.len(), 2);
         assert!(transform(
             &json!({"a": {"filter": "\u{1}binary"}}),
-            Version::os(1, 0),
+            ProductVersion::os(1, 0),
             &mut Notes::default()
         )
         .is_err());
-        assert!(transform(&json!(7), Version::os(1, 0), &mut Notes::default()).is_err());
+        assert!(transform(&json!(7), ProductVersion::os(1, 0), &mut Notes::default()).is_err());
     }
 }

@@ -8,13 +8,13 @@ use super::build::{plan, Options};
 use super::error::MetadataError;
 use super::plan::{Action, Item, Kind, Outcome, Report};
 use super::source::SourceMetadata;
-use super::Version;
+use super::ProductVersion;
 
 /// How many settings the target may refuse, one by one, before an index is given up.
 const MAX_SETTING_RETRIES: usize = 8;
 
 /// The target's distribution and version (`GET /` on first use).
-pub async fn target_version(client: &Client) -> Result<Version, MetadataError> {
+pub async fn target_version(client: &Client) -> Result<ProductVersion, MetadataError> {
     let t = match client.target() {
         Some(t) => t.clone(),
         None => client.detect().await.map_err(target_err)?,

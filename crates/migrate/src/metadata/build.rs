@@ -13,7 +13,7 @@ use super::mappings::{self, MultiTypeMode};
 use super::plan::{Action, Item, Kind, Notes};
 use super::settings::{self, SettingsContext};
 use super::source::{DataStreamInfo, SourceIndex, SourceMetadata};
-use super::{Distribution, Version};
+use super::{Distribution, ProductVersion};
 
 /// What to migrate and how.
 #[derive(Debug, Clone, Default)]
@@ -65,8 +65,8 @@ impl std::str::FromStr for DataStreamMode {
 /// What every planning function needs: the versions and the options.
 #[derive(Clone, Copy)]
 struct Cx<'a> {
-    target: Version,
-    source: Option<Version>,
+    target: ProductVersion,
+    source: Option<ProductVersion>,
     options: &'a Options,
 }
 
@@ -115,7 +115,7 @@ impl Options {
 /// Every item in creation order (legacy templates, component templates, index templates,
 /// indices), each `Create`, `SkipExcluded`, `SkipUnsupported` or `Error`; existence on
 /// the target is checked later.
-pub fn plan(source: &SourceMetadata, target: Version, options: &Options) -> Vec<Item> {
+pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) -> Vec<Item> {
     let cx = Cx {
         target,
         source: source.version,
@@ -168,7 +168,7 @@ fn excluded_or_unsupported(
     name: &str,
     list: &Allowlist,
     system: bool,
-    target: Version,
+    target: ProductVersion,
 ) -> Result<&'static str, Box<Item>> {
     match decide(list, name, system) {
         Decision::Exclude(why) => Err(Box::new(Item::new(kind, name, Action::SkipExcluded, why))),
@@ -327,7 +327,10 @@ fn one_mapping(
     match cleaned.len() {
         0 => Ok(None),
         1 => Ok(cleaned.into_iter().next()),
-        _ => Ok(Some(("_doc".into(), mappings::merge(&cleaned, notes)?))),
+        _ => Ok(Some((
+            "_doc".into(),
+            mappings::merge(&cleaned, notes).map_err(|e| e.to_string())?,
+        ))),
     }
 }
 
@@ -434,31 +437,6 @@ fn composable_body(
     Ok(Value::Object(body))
 }
 
-/// `*`-only glob matching, as index patterns use.
-fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let mut rest = name;
-    for (i, p) in parts.iter().enumerate() {
-        if i == 0 {
-            match rest.strip_prefix(p) {
-                Some(r) => rest = r,
-                None => return false,
-            }
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(p);
-        } else {
-            match rest.find(p) {
-                Some(pos) => rest = &rest[pos + p.len()..],
-                None => return false,
-            }
-        }
-    }
-    true
-}
-
 /// The data stream itself, in `--data-streams data-streams` mode: created on the target
 /// (`PUT _data_stream/<name>`) from a migrated index template with a `data_stream` section.
 fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -> Option<Item> {
@@ -494,7 +472,7 @@ fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -
                         .into_iter()
                         .flatten()
                         .filter_map(Value::as_str)
-                        .any(|p| glob(p, name))
+                        .any(|p| crate::wildcard::matches(p, name))
             })
     });
     match template {
@@ -519,8 +497,8 @@ fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -
 /// "aliases"}`), or a `GET <index>` / `GET <index>/_mapping` answer for one index.
 pub fn convert_definition(
     body: &Value,
-    source: Option<Version>,
-    target: Version,
+    source: Option<ProductVersion>,
+    target: ProductVersion,
     options: &Options,
 ) -> Result<(Value, Notes), String> {
     let cx = Cx {
@@ -773,7 +751,7 @@ mod tests {
 
     fn source() -> SourceMetadata {
         SourceMetadata {
-            version: Some(Version::es(5, 6)),
+            version: Some(ProductVersion::es(5, 6)),
             legacy_templates: vec![
                 (
                     "posts".into(),
@@ -824,7 +802,7 @@ mod tests {
 
     #[test]
     fn order_filters_and_dependencies() {
-        let items = plan(&source(), Version::os(3, 8), &Options::default());
+        let items = plan(&source(), ProductVersion::os(3, 8), &Options::default());
         let kinds: Vec<Kind> = items.iter().map(|i| i.kind).collect();
         let mut sorted = kinds.clone();
         sorted.sort();
@@ -865,7 +843,7 @@ mod tests {
 
     #[test]
     fn legacy_template_for_es6_and_os() {
-        let items = plan(&source(), Version::os(2, 0), &Options::default());
+        let items = plan(&source(), ProductVersion::os(2, 0), &Options::default());
         let t = find(&items, Kind::LegacyTemplate, "posts");
         assert_eq!(
             t.body,
@@ -874,7 +852,7 @@ mod tests {
                 "mappings": {"properties": {"t": {"type": "keyword"}}}, "aliases": {"{index}-alias": {}}})
             )
         );
-        let items = plan(&source(), Version::es(6, 8), &Options::default());
+        let items = plan(&source(), ProductVersion::es(6, 8), &Options::default());
         let t = find(&items, Kind::LegacyTemplate, "posts");
         assert_eq!(
             t.body.as_ref().unwrap()["mappings"],
@@ -896,7 +874,7 @@ mod tests {
             replicas: Some(2),
             ..Options::default()
         };
-        let items = plan(&source(), Version::os(3, 8), &opts);
+        let items = plan(&source(), ProductVersion::os(3, 8), &opts);
         let i = find(&items, Kind::Index, "test_updates_deletes");
         assert_eq!(i.action, Action::Create, "{i:#?}");
         assert_eq!(
@@ -926,7 +904,7 @@ mod tests {
             multi_type_mode: MultiTypeMode::Split,
             ..Options::default()
         };
-        let items = plan(&source(), Version::es(6, 8), &opts);
+        let items = plan(&source(), ProductVersion::es(6, 8), &opts);
         let t1 = find(&items, Kind::Index, "test_updates_deletes_type1");
         let t2 = find(&items, Kind::Index, "test_updates_deletes_type2");
         assert_eq!(t1.source_name.as_deref(), Some("test_updates_deletes"));
@@ -949,7 +927,7 @@ mod tests {
     fn conflicting_types_are_an_error_in_merge_mode() {
         let mut s = source();
         s.indices[0].metadata["mappings"] = json!([{"a": {"properties": {"x": {"type": "long"}}}}, {"b": {"properties": {"x": {"type": "keyword"}}}}]);
-        let items = plan(&s, Version::os(3, 8), &Options::default());
+        let items = plan(&s, ProductVersion::os(3, 8), &Options::default());
         let i = find(&items, Kind::Index, "test_updates_deletes");
         assert_eq!(i.action, Action::Error);
         assert!(i.reasons[0].contains("field x"), "{:?}", i.reasons);
@@ -962,7 +940,7 @@ mod tests {
             legacy_templates: Allowlist::parse(&["regex:\\.ml-.*"]).unwrap(),
             ..Options::default()
         };
-        let items = plan(&source(), Version::os(3, 8), &opts);
+        let items = plan(&source(), ProductVersion::os(3, 8), &opts);
         assert_eq!(find(&items, Kind::Index, ".kibana").action, Action::Create);
         assert_eq!(
             find(&items, Kind::Index, "test_updates_deletes").action,
@@ -994,7 +972,7 @@ mod tests {
         }];
         let backing = ".ds-logs-app-default-2024.01.01-000001";
         // No template with data_stream matches: an error naming both ways out.
-        let items = plan(&s, Version::os(2, 19), &Options::default());
+        let items = plan(&s, ProductVersion::os(2, 19), &Options::default());
         let ds = find(&items, Kind::DataStream, "logs-app-default");
         assert_eq!(ds.action, Action::Error);
         assert!(
@@ -1011,7 +989,7 @@ mod tests {
             "logs-app".into(),
             json!({"index_patterns": ["logs-app-*"], "data_stream": {}, "priority": 200}),
         ));
-        let items = plan(&s, Version::os(2, 19), &Options::default());
+        let items = plan(&s, ProductVersion::os(2, 19), &Options::default());
         assert_eq!(
             find(&items, Kind::DataStream, "logs-app-default").action,
             Action::Create
@@ -1021,7 +999,7 @@ mod tests {
         sorted.sort();
         assert_eq!(kinds, sorted, "creation order");
         // A target without data streams blocks it.
-        let items = plan(&s, Version::es(7, 8), &Options::default());
+        let items = plan(&s, ProductVersion::es(7, 8), &Options::default());
         assert_eq!(
             find(&items, Kind::DataStream, "logs-app-default").action,
             Action::Blocked
@@ -1031,7 +1009,7 @@ mod tests {
             data_streams: DataStreamMode::Indices,
             ..Options::default()
         };
-        let items = plan(&s, Version::es(7, 8), &opts);
+        let items = plan(&s, ProductVersion::es(7, 8), &opts);
         assert!(items.iter().all(|i| i.kind != Kind::DataStream));
         let b = find(&items, Kind::Index, backing);
         assert_eq!(b.action, Action::Create);
@@ -1053,7 +1031,7 @@ mod tests {
         let mut s = source();
         s.indices[0].metadata["mappings"] = json!(["RFZMAA=="]);
         s.legacy_templates[0].1 = json!({"order": 1});
-        let items = plan(&s, Version::os(3, 8), &Options::default());
+        let items = plan(&s, ProductVersion::os(3, 8), &Options::default());
         assert_eq!(
             find(&items, Kind::Index, "test_updates_deletes").action,
             Action::Error

@@ -1,16 +1,16 @@
 //! Conversions of mappings and settings between Elasticsearch and OpenSearch versions: one
 //! table of rules ([`RULES`]), each keyed by what it converts and by the source and target
 //! versions it applies to. Every conversion is recorded with the definition before and
-//! after ([`Conversion`]); what cannot be converted is [`Severity::Blocking`], reported
+//! after ([`Conversion`]); what cannot be converted is [`ConversionSeverity::Blocking`], reported
 //! before anything is created. The facts behind each rule, with their evidence, are in
 //! `docs/conversions.md`.
 //!
 //! ```
 //! use migrate::metadata::convert::{convert_index, ConvertOptions};
-//! use migrate::metadata::Version;
+//! use migrate::metadata::ProductVersion;
 //! let body = serde_json::json!({"mappings": {"properties": {
 //!     "v": {"type": "dense_vector", "dims": 3, "similarity": "cosine"}}}});
-//! let out = convert_index(&body, Some(Version::es(8, 15)), Version::os(2, 19), &ConvertOptions::default());
+//! let out = convert_index(&body, Some(ProductVersion::es(8, 15)), ProductVersion::os(2, 19), &ConvertOptions::default());
 //! assert_eq!(out.body["mappings"]["properties"]["v"]["type"], "knn_vector");
 //! assert_eq!(out.body["settings"]["index.knn"], "true");
 //! ```
@@ -19,12 +19,12 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::plan::Notes;
-use super::Version;
+use super::ProductVersion;
 
 /// How bad a conversion is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Severity {
+pub enum ConversionSeverity {
     /// Equivalent on the target.
     Change,
     /// Converted, but something differs on the target (scores, quantization, sorting…).
@@ -40,7 +40,7 @@ pub struct Conversion {
     pub rule: &'static str,
     /// Where: a field path (`title.raw`), `mapping root`, `settings`, `dynamic template X`.
     pub path: String,
-    pub severity: Severity,
+    pub severity: ConversionSeverity,
     /// The definition before.
     pub before: Value,
     /// The definition after; `null` when removed (or, for a blocking one, not converted).
@@ -124,7 +124,7 @@ impl KnnEngine {
     }
 
     /// Why `target` cannot use this engine, if it cannot.
-    pub fn unavailable_on(self, target: Version) -> Option<String> {
+    pub fn unavailable_on(self, target: ProductVersion) -> Option<String> {
         match self {
             KnnEngine::Lucene if !target.at_least_os(2, 2) => {
                 Some(format!("the lucene k-NN engine needs OpenSearch 2.2+, not {target}"))
@@ -166,8 +166,8 @@ pub struct Needs {
 /// Everything the rules need to know.
 #[derive(Debug, Clone)]
 pub struct Ctx<'a> {
-    pub source: Option<Version>,
-    pub target: Version,
+    pub source: Option<ProductVersion>,
+    pub target: ProductVersion,
     pub options: &'a ConvertOptions,
 }
 
@@ -189,8 +189,8 @@ impl Converted {
 /// flat. The notes hold every conversion.
 pub fn convert_index(
     body: &Value,
-    source: Option<Version>,
-    target: Version,
+    source: Option<ProductVersion>,
+    target: ProductVersion,
     options: &ConvertOptions,
 ) -> Converted {
     let ctx = Ctx {
@@ -233,7 +233,7 @@ fn record(
     notes: &mut Notes,
     rule: &'static str,
     path: &str,
-    severity: Severity,
+    severity: ConversionSeverity,
     before: Value,
     after: Value,
     note: impl Into<String>,
@@ -241,9 +241,9 @@ fn record(
     let note = note.into();
     let line = format!("{path}: {note}");
     match severity {
-        Severity::Change => notes.change(line),
-        Severity::Warning => notes.warn(line),
-        Severity::Blocking => notes.block(line),
+        ConversionSeverity::Change => notes.change(line),
+        ConversionSeverity::Warning => notes.warn(line),
+        ConversionSeverity::Blocking => notes.block(line),
     }
     notes.conversions.push(Conversion {
         rule,
@@ -275,7 +275,7 @@ pub fn convert_mapping(
                 notes,
                 "runtime_fields",
                 "mapping root",
-                Severity::Warning,
+                ConversionSeverity::Warning,
                 json!({"runtime": rt}),
                 Value::Null,
                 format!("runtime fields dropped ({t} has none); queries on them must be rewritten"),
@@ -287,7 +287,7 @@ pub fn convert_mapping(
                 notes,
                 "runtime_fields",
                 "mapping root",
-                Severity::Warning,
+                ConversionSeverity::Warning,
                 json!({"dynamic": "runtime"}),
                 json!({"dynamic": true}),
                 "dynamic: runtime → true: new fields are indexed instead of being runtime fields",
@@ -300,7 +300,7 @@ pub fn convert_mapping(
                 notes,
                 "derived_fields",
                 "mapping root",
-                Severity::Warning,
+                ConversionSeverity::Warning,
                 json!({"derived": d}),
                 Value::Null,
                 format!("OpenSearch derived fields dropped ({t} has none)"),
@@ -318,7 +318,7 @@ pub fn convert_mapping(
                     notes,
                     "enable_source",
                     "mapping root",
-                    Severity::Change,
+                    ConversionSeverity::Change,
                     json!({"_source": {"enabled": false}}),
                     json!({"_source": {"enabled": true}}),
                     "_source enabled on the target (--target-source enable): the rebuilt documents are stored and returned",
@@ -338,9 +338,9 @@ pub fn convert_mapping(
                     "source_mode",
                     "mapping root",
                     if synthetic {
-                        Severity::Warning
+                        ConversionSeverity::Warning
                     } else {
-                        Severity::Change
+                        ConversionSeverity::Change
                     },
                     json!({"_source": {"mode": mode}}),
                     Value::Null,
@@ -358,7 +358,7 @@ pub fn convert_mapping(
     }
     if !t.at_least_es(8, 3) {
         if let Some(sub) = root.remove("subobjects") {
-            record(notes, "subobjects", "mapping root", Severity::Warning, json!({"subobjects": sub}), Value::Null,
+            record(notes, "subobjects", "mapping root", ConversionSeverity::Warning, json!({"subobjects": sub}), Value::Null,
                 format!("subobjects removed ({t} has no such parameter): fields with dots in their names become objects"));
         }
     }
@@ -391,7 +391,7 @@ fn convert_dynamic_template(tpl: Value, ctx: &Ctx<'_>, notes: &mut Notes) -> Opt
                 notes,
                 "runtime_fields",
                 &path,
-                Severity::Warning,
+                ConversionSeverity::Warning,
                 body.clone(),
                 Value::Null,
                 "dynamic template of runtime fields dropped",
@@ -407,7 +407,7 @@ fn convert_dynamic_template(tpl: Value, ctx: &Ctx<'_>, notes: &mut Notes) -> Opt
                     notes,
                     "unsupported_type",
                     &path,
-                    Severity::Warning,
+                    ConversionSeverity::Warning,
                     body.clone(),
                     Value::Null,
                     format!("dropped: {}", scratch.blockers.join("; ")),
@@ -470,7 +470,7 @@ const TYPE_SUPPORT: &[(&str, Since, Since)] = &[
 ];
 
 /// Whether `target` has field type `ty` (types not in the table exist everywhere modern).
-pub fn target_has_type(target: Version, ty: &str) -> bool {
+pub fn target_has_type(target: ProductVersion, ty: &str) -> bool {
     match TYPE_SUPPORT.iter().find(|(t, _, _)| *t == ty) {
         None => true,
         Some((_, es, os)) => {
@@ -520,9 +520,9 @@ fn convert_field(
                 "field_parameters",
                 path,
                 if script {
-                    Severity::Warning
+                    ConversionSeverity::Warning
                 } else {
-                    Severity::Change
+                    ConversionSeverity::Change
                 },
                 Value::Object(removed.clone()),
                 Value::Null,
@@ -590,7 +590,7 @@ fn convert_type(
                     notes,
                     "dense_vector_to_es7",
                     path,
-                    Severity::Warning,
+                    ConversionSeverity::Warning,
                     before,
                     Value::Object(f.clone()),
                     format!(
@@ -631,7 +631,7 @@ fn convert_type(
                         notes,
                         rule,
                         path,
-                        Severity::Change,
+                        ConversionSeverity::Change,
                         before,
                         Value::Object(f.clone()),
                         format!("{ty} → {want}{}", dropped_note(&dropped)),
@@ -641,7 +641,7 @@ fn convert_type(
                 f.clear();
                 f.insert("type".into(), json!("object"));
                 f.insert("enabled".into(), json!(false));
-                record(notes, "flat_object_fallback", path, Severity::Warning, before, Value::Object(f.clone()),
+                record(notes, "flat_object_fallback", path, ConversionSeverity::Warning, before, Value::Object(f.clone()),
                     format!("{ty} → object with enabled: false ({t} has no {want}): kept in _source, not searchable"));
             }
         }
@@ -659,7 +659,7 @@ fn convert_type(
             let dropped = set_type(f, "text", &keep);
             f.insert("index_options".into(), json!("docs"));
             f.insert("norms".into(), json!(false));
-            record(notes, "match_only_text_to_text", path, Severity::Change, before, Value::Object(f.clone()),
+            record(notes, "match_only_text_to_text", path, ConversionSeverity::Change, before, Value::Object(f.clone()),
                 format!("match_only_text → text without positions or norms ({t} has no match_only_text){}", dropped_note(&dropped)));
         }
         "wildcard" if !target_has_type(t, ty) => {
@@ -675,7 +675,7 @@ fn convert_type(
                     "doc_values",
                 ],
             );
-            record(notes, "wildcard_to_keyword", path, Severity::Warning, before, Value::Object(f.clone()),
+            record(notes, "wildcard_to_keyword", path, ConversionSeverity::Warning, before, Value::Object(f.clone()),
                 format!("wildcard → keyword ({t} has no wildcard): substring and regexp queries scan every term{}", dropped_note(&dropped)));
         }
         "unsigned_long" if !target_has_type(t, ty) => {
@@ -684,7 +684,7 @@ fn convert_type(
                 "keyword",
                 &["doc_values", "index", "store", "meta", "fields", "copy_to"],
             );
-            record(notes, "unsigned_long_to_keyword", path, Severity::Warning, before, Value::Object(f.clone()),
+            record(notes, "unsigned_long_to_keyword", path, ConversionSeverity::Warning, before, Value::Object(f.clone()),
                 format!("unsigned_long → keyword ({t} has no unsigned_long; long would refuse values above 2^63−1): exact matches work, ranges and sums do not{}", dropped_note(&dropped)));
         }
         "constant_keyword" => {
@@ -700,7 +700,7 @@ fn convert_type(
                     notes,
                     "constant_keyword_to_keyword",
                     path,
-                    Severity::Warning,
+                    ConversionSeverity::Warning,
                     before,
                     Value::Object(f.clone()),
                     format!(
@@ -712,7 +712,7 @@ fn convert_type(
         }
         "version" if !target_has_type(t, ty) => {
             let dropped = set_type(f, "keyword", &["meta", "fields", "copy_to", "null_value"]);
-            record(notes, "version_to_keyword", path, Severity::Warning, before, Value::Object(f.clone()),
+            record(notes, "version_to_keyword", path, ConversionSeverity::Warning, before, Value::Object(f.clone()),
                 format!("version → keyword ({t} has no version type): sorted as strings, not by version precedence{}", dropped_note(&dropped)));
         }
         "point" | "shape" if t.is_os() => {
@@ -727,7 +727,7 @@ fn convert_type(
                     notes,
                     "point_shape_to_xy",
                     path,
-                    Severity::Change,
+                    ConversionSeverity::Change,
                     before,
                     Value::Object(f.clone()),
                     format!("{ty} → {want}"),
@@ -751,7 +751,7 @@ fn convert_type(
                     notes,
                     "xy_to_point_shape",
                     path,
-                    Severity::Change,
+                    ConversionSeverity::Change,
                     before,
                     Value::Object(f.clone()),
                     format!("{ty} → {want}"),
@@ -769,7 +769,7 @@ fn convert_type(
         }
         "counted_keyword" if t.is_os() => {
             let dropped = set_type(f, "keyword", &["meta"]);
-            record(notes, "counted_keyword_to_keyword", path, Severity::Warning, before, Value::Object(f.clone()),
+            record(notes, "counted_keyword_to_keyword", path, ConversionSeverity::Warning, before, Value::Object(f.clone()),
                 format!("counted_keyword → keyword: duplicate values are kept in _source but not counted{}", dropped_note(&dropped)));
         }
         "passthrough" if t.is_os() => {
@@ -778,7 +778,7 @@ fn convert_type(
                 notes,
                 "passthrough_to_object",
                 path,
-                Severity::Warning,
+                ConversionSeverity::Warning,
                 before,
                 Value::Object(f.clone()),
                 format!(
@@ -823,7 +823,7 @@ fn block(notes: &mut Notes, path: &str, before: Value, why: String) {
         notes,
         "unsupported_type",
         path,
-        Severity::Blocking,
+        ConversionSeverity::Blocking,
         before,
         Value::Null,
         why,
@@ -844,7 +844,7 @@ fn space_of(similarity: &str) -> Option<&'static str> {
 /// them, else lucene (2.2+; innerproduct 2.13+; byte 2.9+), faiss (innerproduct before
 /// 2.13, binary), nmslib before 2.2.
 fn engine_for(
-    target: Version,
+    target: ProductVersion,
     space: &str,
     data_type: &str,
     wanted: Option<KnnEngine>,
@@ -920,7 +920,7 @@ fn dense_to_knn(
         .and_then(Value::as_str)
         .unwrap_or("float")
         .to_string();
-    let source = ctx.source.unwrap_or(Version::es(8, 11));
+    let source = ctx.source.unwrap_or(ProductVersion::es(8, 11));
     // Indexed by default from 8.11; before that only when `index: true`.
     let indexed = match f.get("index") {
         Some(v) => v == true || v == "true",
@@ -1061,9 +1061,9 @@ fn dense_to_knn(
         note.push_str(&format!(", engine {}", m["engine"].as_str().unwrap_or("")));
     }
     let sev = if warnings.is_empty() {
-        Severity::Change
+        ConversionSeverity::Change
     } else {
-        Severity::Warning
+        ConversionSeverity::Warning
     };
     if !warnings.is_empty() {
         note.push_str("; ");
@@ -1099,7 +1099,7 @@ fn knn_for_target(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: 
             .filter_map(|k| f.remove(*k).map(|v| (k.to_string(), v)))
             .collect();
         if !removed.is_empty() {
-            record(notes, "knn_memory_parameters", path, Severity::Warning, Value::Object(removed), Value::Null,
+            record(notes, "knn_memory_parameters", path, ConversionSeverity::Warning, Value::Object(removed), Value::Null,
                 format!("removed ({t} has no disk-based mode or compression levels): vectors are kept in full precision"));
         }
     }
@@ -1135,7 +1135,7 @@ fn knn_for_target(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: 
                         notes,
                         "knn_engine_by_target",
                         path,
-                        Severity::Warning,
+                        ConversionSeverity::Warning,
                         before,
                         after,
                         format!(
@@ -1275,9 +1275,9 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
         "knn_vector_to_dense_vector",
         path,
         if warnings.is_empty() {
-            Severity::Change
+            ConversionSeverity::Change
         } else {
-            Severity::Warning
+            ConversionSeverity::Warning
         },
         before,
         Value::Object(f.clone()),
@@ -1304,7 +1304,7 @@ const ES_INDEX_MODE_SETTINGS: &[(&str, (u32, u32))] = &[
 ];
 
 /// Whether `target` lacks the Elasticsearch 8 setting `key` (or index mode `value`).
-fn lacks_mode_setting(target: Version, key: &str, value: &Value) -> bool {
+fn lacks_mode_setting(target: ProductVersion, key: &str, value: &Value) -> bool {
     let Some((_, since)) = ES_INDEX_MODE_SETTINGS.iter().find(|(k, _)| {
         if k.ends_with('.') {
             key.starts_with(k)
@@ -1362,9 +1362,9 @@ pub fn convert_settings(
             "index_mode_settings",
             "settings",
             if mode == "standard" {
-                Severity::Change
+                ConversionSeverity::Change
             } else {
-                Severity::Warning
+                ConversionSeverity::Warning
             },
             Value::Object(removed.clone()),
             Value::Null,
@@ -1391,7 +1391,7 @@ pub fn convert_settings(
                 notes,
                 "dense_vector_to_knn_vector",
                 "settings",
-                Severity::Change,
+                ConversionSeverity::Change,
                 if before.is_null() {
                     Value::Null
                 } else {
@@ -1415,7 +1415,7 @@ pub fn convert_settings(
                 notes,
                 "knn_settings",
                 "settings",
-                Severity::Change,
+                ConversionSeverity::Change,
                 Value::Object(removed.clone()),
                 Value::Null,
                 format!(
@@ -1444,7 +1444,7 @@ pub fn convert_settings(
                 notes,
                 "codec_names",
                 "settings",
-                Severity::Change,
+                ConversionSeverity::Change,
                 json!({"index.codec": codec}),
                 json!({"index.codec": new}),
                 format!("index.codec {codec} → {new} ({t} names it so)"),
@@ -1479,7 +1479,7 @@ fn convert_analysis(flat: &mut Map<String, Value>, ctx: &Ctx<'_>, notes: &mut No
                 notes,
                 "analysis_renamed",
                 &component,
-                Severity::Change,
+                ConversionSeverity::Change,
                 json!({key.clone(): ty}),
                 json!({key.clone(): new}),
                 format!("{ty} → {new} (the old name is gone from current versions)"),
@@ -1489,7 +1489,7 @@ fn convert_analysis(flat: &mut Map<String, Value>, ctx: &Ctx<'_>, notes: &mut No
             let set_key = format!("{component}.synonyms_set");
             if let Some(set) = flat.get(&set_key).cloned() {
                 if !t.at_least_es(8, 10) {
-                    record(notes, "analysis_synonyms_set", &component, Severity::Blocking, json!({set_key.clone(): set}), Value::Null,
+                    record(notes, "analysis_synonyms_set", &component, ConversionSeverity::Blocking, json!({set_key.clone(): set}), Value::Null,
                         format!("synonyms set {set} is cluster data that is not in the snapshot and {t} has no synonyms sets: put the synonyms inline (synonyms or synonyms_path)"));
                 }
             }

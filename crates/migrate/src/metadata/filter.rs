@@ -1,21 +1,26 @@
-//! Which indices and templates are migrated: allowlists of exact names and regular
-//! expressions, and the default exclusion of system and dot-prefixed names.
+//! Which indices and templates are migrated: allowlists of exact names, `*`/`?` wildcards
+//! and regular expressions, and the default exclusion of system and dot-prefixed names.
+//! Every command's `--index` is such a list, so it means the same everywhere.
 
 use regex::Regex;
 
 use super::MetadataError;
 
-/// Exact names and anchored regular expressions. An empty allowlist allows every
-/// non-system name; a non-empty one allows exactly what it matches (system names too).
+/// Exact names, wildcard patterns and anchored regular expressions. An empty allowlist
+/// allows every non-system name; a non-empty one allows exactly what it matches (system
+/// names too).
 #[derive(Debug, Clone, Default)]
 pub struct Allowlist {
     exact: Vec<String>,
+    /// Entries holding `*` or `?` (which no index or template name can hold).
+    wildcards: Vec<String>,
     patterns: Vec<Regex>,
 }
 
 impl Allowlist {
     /// Parses entries: `regex:PATTERN` (or `/PATTERN/`) is a regular expression that must
-    /// match the whole name; anything else is an exact name.
+    /// match the whole name; an entry with `*` or `?` is a wildcard pattern
+    /// ([`crate::wildcard`]); anything else is an exact name.
     pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<Self, MetadataError> {
         let mut list = Allowlist::default();
         for entry in entries {
@@ -36,6 +41,7 @@ impl Allowlist {
                     })?;
                     list.patterns.push(re);
                 }
+                None if entry.contains(['*', '?']) => list.wildcards.push(entry.to_string()),
                 None => list.exact.push(entry.to_string()),
             }
         }
@@ -43,12 +49,17 @@ impl Allowlist {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.exact.is_empty() && self.patterns.is_empty()
+        self.exact.is_empty() && self.wildcards.is_empty() && self.patterns.is_empty()
     }
 
-    /// Whether `name` is listed (exactly or by a pattern).
+    /// Whether `name` is listed (exactly, by a wildcard or by a regular expression).
     pub fn matches(&self, name: &str) -> bool {
-        self.exact.iter().any(|e| e == name) || self.patterns.iter().any(|p| p.is_match(name))
+        self.exact.iter().any(|e| e == name)
+            || self
+                .wildcards
+                .iter()
+                .any(|w| crate::wildcard::matches(w, name))
+            || self.patterns.iter().any(|p| p.is_match(name))
     }
 }
 
@@ -122,6 +133,9 @@ mod tests {
         assert!(l.matches("abc"));
         assert!(!l.matches("abcd"));
         assert!(Allowlist::parse(&["regex:("]).is_err());
+        let w = Allowlist::parse(&["logs-*", "p?sts"]).unwrap();
+        assert!(w.matches("logs-2024") && w.matches("posts") && w.matches("pasts"));
+        assert!(!w.matches("logs") && !w.matches("metrics") && !w.matches("ppsts2"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::plan::Notes;
-use super::Version;
+use super::ProductVersion;
 
 /// The name of the pseudo-type that held defaults for new types (ES ≤ 6).
 pub const DEFAULT_TYPE: &str = "_default_";
@@ -169,7 +169,7 @@ pub fn without_default(types: Vec<(String, Value)>, notes: &mut Notes) -> Vec<(S
 
 /// Cleans one typeless mapping for `target`: removed parameters dropped, `string`
 /// converted, loose booleans made strict.
-pub fn clean(mapping: &Value, target: Version, notes: &mut Notes) -> Value {
+pub fn clean(mapping: &Value, target: ProductVersion, notes: &mut Notes) -> Value {
     let Value::Object(root) = mapping else {
         return mapping.clone();
     };
@@ -412,13 +412,25 @@ fn convert_string(f: &mut Map<String, Value>, path: &str, notes: &mut Notes) {
     notes.change(msg);
 }
 
+/// Why the mapping types of an index cannot be merged into one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    #[error("mapping of type {0} is not an object")]
+    NotObject(String),
+    #[error("type {0}: properties is not an object")]
+    PropertiesNotObject(String),
+    /// A field (a dotted path) is defined differently by two types.
+    #[error("field {path} conflicts between mapping types{detail}")]
+    Conflict { path: String, detail: String },
+}
+
 /// Unions several cleaned type mappings into one. Root parameters that differ keep the
 /// first type's value (with a warning); fields that differ are an error naming the path.
-pub fn merge(types: &[(String, Value)], notes: &mut Notes) -> Result<Value, String> {
+pub fn merge(types: &[(String, Value)], notes: &mut Notes) -> Result<Value, MergeError> {
     let mut merged = Map::new();
     for (t, mapping) in types {
         let Value::Object(m) = mapping else {
-            return Err(format!("mapping of type {t} is not an object"));
+            return Err(MergeError::NotObject(t.clone()));
         };
         for (key, value) in m {
             match (merged.get_mut(key), key.as_str()) {
@@ -427,7 +439,7 @@ pub fn merge(types: &[(String, Value)], notes: &mut Notes) -> Result<Value, Stri
                 }
                 (Some(Value::Object(props)), "properties") => {
                     let Value::Object(add) = value else {
-                        return Err(format!("type {t}: properties is not an object"));
+                        return Err(MergeError::PropertiesNotObject(t.clone()));
                     };
                     merge_properties(props, add, "")?;
                 }
@@ -469,7 +481,11 @@ fn merge_properties(
     into: &mut Map<String, Value>,
     add: &Map<String, Value>,
     prefix: &str,
-) -> Result<(), String> {
+) -> Result<(), MergeError> {
+    let conflict = |path: &str, detail: String| MergeError::Conflict {
+        path: path.to_string(),
+        detail,
+    };
     for (name, field) in add {
         let path = if prefix.is_empty() {
             name.clone()
@@ -483,7 +499,7 @@ fn merge_properties(
             Some(existing) if existing == field => {}
             Some(Value::Object(existing)) => {
                 let Value::Object(new) = field else {
-                    return Err(format!("field {path} conflicts between mapping types"));
+                    return Err(conflict(&path, String::new()));
                 };
                 // objects merge by their sub-properties; every other parameter must agree
                 for (k, v) in new {
@@ -493,29 +509,33 @@ fn merge_properties(
                         }
                         (Some(Value::Object(sub)), "properties" | "fields") => {
                             let Value::Object(addsub) = v else {
-                                return Err(format!(
-                                    "field {path}.{k} conflicts between mapping types"
-                                ));
+                                return Err(conflict(&format!("{path}.{k}"), String::new()));
                             };
                             merge_properties(sub, addsub, &path)?;
                         }
                         (Some(cur), _) if cur == v => {}
                         (Some(cur), _) => {
-                            return Err(format!(
-                                "field {path} conflicts between mapping types: {k} is {cur} in one and {v} in another (use --multi-type-mode split)"
+                            return Err(conflict(
+                                &path,
+                                format!(": {k} is {cur} in one and {v} in another (use --multi-type-mode split)"),
                             ));
                         }
                     }
                 }
             }
-            Some(_) => return Err(format!("field {path} conflicts between mapping types")),
+            Some(_) => return Err(conflict(&path, String::new())),
         }
     }
     Ok(())
 }
 
 /// The mapping body for the target: typeless, or wrapped in a type name for ES 6.
-pub fn for_target(mapping: Value, source_type: &str, target: Version, notes: &mut Notes) -> Value {
+pub fn for_target(
+    mapping: Value,
+    source_type: &str,
+    target: ProductVersion,
+    notes: &mut Notes,
+) -> Value {
     if target.typed_mappings() {
         let name = target.default_type_name();
         if source_type != name {
@@ -582,7 +602,7 @@ mod tests {
             }
         });
         let mut notes = Notes::default();
-        let out = clean(&m, Version::os(3, 0), &mut notes);
+        let out = clean(&m, ProductVersion::os(3, 0), &mut notes);
         assert_eq!(
             out,
             json!({
@@ -614,7 +634,7 @@ mod tests {
             "body": {"type": "string", "index": "analyzed", "position_offset_gap": 100, "fielddata": {"format": "disabled"}}
         }, "dynamic_templates": [{"strings": {"match_mapping_type": "string", "mapping": {"type": "string", "index": "not_analyzed"}}}]});
         let mut notes = Notes::default();
-        let out = clean(&m, Version::os(3, 0), &mut notes);
+        let out = clean(&m, ProductVersion::os(3, 0), &mut notes);
         assert_eq!(
             out,
             json!({"properties": {
@@ -643,7 +663,7 @@ mod tests {
         let m =
             json!({"_source": {"compress": true, "compress_threshold": "200b", "excludes": ["x"]}});
         let mut notes = Notes::default();
-        let out = clean(&m, Version::os(2, 19), &mut notes);
+        let out = clean(&m, ProductVersion::os(2, 19), &mut notes);
         assert_eq!(out, json!({"_source": {"excludes": ["x"]}}));
         assert!(notes
             .transformations
@@ -659,10 +679,13 @@ mod tests {
     fn field_names_only_for_es8() {
         let m = json!({"_field_names": {"enabled": false}});
         assert_eq!(
-            clean(&m, Version::es(8, 0), &mut Notes::default()),
+            clean(&m, ProductVersion::es(8, 0), &mut Notes::default()),
             json!({})
         );
-        assert_eq!(clean(&m, Version::os(3, 0), &mut Notes::default()), m);
+        assert_eq!(
+            clean(&m, ProductVersion::os(3, 0), &mut Notes::default()),
+            m
+        );
     }
 
     #[test]
@@ -687,7 +710,10 @@ mod tests {
             &mut Notes::default(),
         )
         .unwrap_err();
-        assert!(err.contains("o.x"), "{err}");
+        assert!(
+            matches!(&err, MergeError::Conflict { path, .. } if path.contains("o.x")),
+            "{err}"
+        );
     }
 
     #[test]
@@ -695,16 +721,31 @@ mod tests {
         let mut notes = Notes::default();
         let m = json!({"properties": {}});
         assert_eq!(
-            for_target(m.clone(), "arbitrary_type", Version::es(6, 8), &mut notes),
+            for_target(
+                m.clone(),
+                "arbitrary_type",
+                ProductVersion::es(6, 8),
+                &mut notes
+            ),
             json!({"_doc": {"properties": {}}})
         );
         assert_eq!(
-            for_target(m.clone(), "arbitrary_type", Version::es(7, 10), &mut notes),
+            for_target(
+                m.clone(),
+                "arbitrary_type",
+                ProductVersion::es(7, 10),
+                &mut notes
+            ),
             m
         );
         assert_eq!(notes.transformations.len(), 2);
         assert_eq!(
-            for_target(m.clone(), "_doc", Version::os(2, 0), &mut Notes::default()),
+            for_target(
+                m.clone(),
+                "_doc",
+                ProductVersion::os(2, 0),
+                &mut Notes::default()
+            ),
             m
         );
     }

@@ -29,11 +29,11 @@ mod source;
 
 pub use apply::{evaluate, migrate, target_version};
 pub use build::{convert_definition, plan, split_index_name, DataStreamMode, Options};
-pub use convert::{Conversion, ConvertOptions, KnnEngine, Severity};
+pub use convert::{Conversion, ConversionSeverity, ConvertOptions, KnnEngine};
 pub use error::MetadataError;
 pub use filter::{is_system_index, is_system_template, Allowlist};
 pub use mappings::MultiTypeMode;
 pub use plan::{Action, Item, Kind, Notes, Outcome, Report, Summary};
-pub use product::{Distribution, Version};
+pub use product::{Distribution, ProductVersion};
 pub use routing::DocumentRouting;
 pub use source::{DataStreamInfo, SourceIndex, SourceMetadata};

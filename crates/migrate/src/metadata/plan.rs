@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::convert::Conversion;
-use super::Version;
+use super::ProductVersion;
 
 /// Transformations applied to one item, warnings about it, and what blocks it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -174,8 +174,8 @@ pub struct Summary {
 pub struct Report {
     /// `evaluate` or `migrate`.
     pub mode: &'static str,
-    pub source_version: Option<Version>,
-    pub target_version: Version,
+    pub source_version: Option<ProductVersion>,
+    pub target_version: ProductVersion,
     pub items: Vec<Item>,
 }
 
@@ -334,8 +334,8 @@ mod tests {
         );
         let r = Report {
             mode: "evaluate",
-            source_version: Some(Version::es(6, 8)),
-            target_version: Version::os(3, 8),
+            source_version: Some(ProductVersion::es(6, 8)),
+            target_version: ProductVersion::os(3, 8),
             items: vec![b, a],
         };
         let s = r.summary();

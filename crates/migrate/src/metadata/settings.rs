@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::plan::Notes;
-use super::{Distribution, Version};
+use super::{Distribution, ProductVersion};
 
 /// Settings owned by the source cluster: never copied.
 const INTERNAL_EXACT: &[&str] = &[
@@ -41,7 +41,7 @@ const REMOVED: &[(&str, u32, &str)] = &[
 /// What the caller knows about the settings being transformed.
 #[derive(Debug, Clone, Copy)]
 pub struct SettingsContext {
-    pub target: Version,
+    pub target: ProductVersion,
     /// Replace `index.number_of_replicas` (indices only).
     pub replicas: Option<u32>,
     /// The IndexMetadata's top-level `routing_num_shards` (indices only).
@@ -170,7 +170,7 @@ pub fn transform(settings: &Value, ctx: &SettingsContext, notes: &mut Notes) -> 
 
 /// The `standard` token filter did nothing since ES 5 and is gone from ES 7 and OpenSearch:
 /// removed from analyzers' filter lists.
-fn drop_standard_filter(out: &mut Map<String, Value>, target: Version, notes: &mut Notes) {
+fn drop_standard_filter(out: &mut Map<String, Value>, target: ProductVersion, notes: &mut Notes) {
     if target.distribution == Distribution::Elasticsearch && target.major < 7 {
         return;
     }
@@ -235,7 +235,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ctx(target: Version) -> SettingsContext {
+    fn ctx(target: ProductVersion) -> SettingsContext {
         SettingsContext {
             target,
             replicas: None,
@@ -273,7 +273,7 @@ mod tests {
             "archived.index.foo": "x"
         });
         let mut notes = Notes::default();
-        let out = transform(&src, &ctx(Version::os(2, 11)), &mut notes);
+        let out = transform(&src, &ctx(ProductVersion::os(2, 11)), &mut notes);
         assert_eq!(
             Value::Object(out),
             json!({"index.number_of_shards": "1", "index.number_of_replicas": "1", "index.refresh_interval": "5s"})
@@ -293,14 +293,19 @@ mod tests {
         let src =
             json!({"index.soft_deletes.enabled": "false", "index.translog.retention.size": "1gb"});
         let mut notes = Notes::default();
-        assert!(transform(&src, &ctx(Version::os(2, 0)), &mut notes).is_empty());
+        assert!(transform(&src, &ctx(ProductVersion::os(2, 0)), &mut notes).is_empty());
         assert_eq!(notes.transformations.len(), 2);
         let mut notes = Notes::default();
-        let out = transform(&src, &ctx(Version::es(7, 10)), &mut notes);
+        let out = transform(&src, &ctx(ProductVersion::es(7, 10)), &mut notes);
         assert_eq!(out.len(), 2);
         let enabled = json!({"index.soft_deletes.enabled": "true"});
         assert_eq!(
-            transform(&enabled, &ctx(Version::os(3, 0)), &mut Notes::default()).len(),
+            transform(
+                &enabled,
+                &ctx(ProductVersion::os(3, 0)),
+                &mut Notes::default()
+            )
+            .len(),
             1
         );
     }
@@ -309,7 +314,7 @@ mod tests {
     fn replicas_override_and_routing_shards() {
         let src = json!({"index.number_of_shards": "2", "index.number_of_replicas": "1"});
         let c = SettingsContext {
-            target: Version::os(3, 0),
+            target: ProductVersion::os(3, 0),
             replicas: Some(0),
             routing_num_shards: Some(1024),
         };
@@ -330,7 +335,7 @@ mod tests {
         assert_eq!(notes.warnings.len(), 1);
 
         let old = SettingsContext {
-            target: Version::es(6, 0),
+            target: ProductVersion::es(6, 0),
             ..c
         };
         let out = transform(&src, &old, &mut Notes::default());
@@ -341,14 +346,14 @@ mod tests {
     fn standard_token_filter_removed() {
         let src = json!({"index.analysis.analyzer.a.filter": ["standard", "lowercase"], "index.analysis.analyzer.a.tokenizer": "standard"});
         let mut notes = Notes::default();
-        let out = transform(&src, &ctx(Version::os(2, 0)), &mut notes);
+        let out = transform(&src, &ctx(ProductVersion::os(2, 0)), &mut notes);
         assert_eq!(
             out["index.analysis.analyzer.a.filter"],
             json!(["lowercase"])
         );
         assert_eq!(out["index.analysis.analyzer.a.tokenizer"], "standard");
         assert_eq!(notes.transformations.len(), 1);
-        let out = transform(&src, &ctx(Version::es(6, 8)), &mut Notes::default());
+        let out = transform(&src, &ctx(ProductVersion::es(6, 8)), &mut Notes::default());
         assert_eq!(
             out["index.analysis.analyzer.a.filter"],
             json!(["standard", "lowercase"])
@@ -359,8 +364,8 @@ mod tests {
     fn vendor_settings_dropped_across_distributions() {
         let src = json!({"index.lifecycle.name": "p", "index.mapper.dynamic": "false", "index.mapping.single_type": "true"});
         let mut notes = Notes::default();
-        assert!(transform(&src, &ctx(Version::os(1, 3)), &mut notes).is_empty());
-        let es6 = transform(&src, &ctx(Version::es(6, 8)), &mut Notes::default());
+        assert!(transform(&src, &ctx(ProductVersion::os(1, 3)), &mut notes).is_empty());
+        let es6 = transform(&src, &ctx(ProductVersion::es(6, 8)), &mut Notes::default());
         assert!(es6.contains_key("index.lifecycle.name"));
         assert!(es6.contains_key("index.mapper.dynamic"));
         assert!(!es6.contains_key("index.mapping.single_type"));

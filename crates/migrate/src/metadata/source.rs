@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::error::MetadataError;
-use super::Version;
+use super::ProductVersion;
 
 /// One index of the snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,7 @@ pub struct DataStreamInfo {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceMetadata {
     /// The version that wrote the snapshot, when known.
-    pub version: Option<Version>,
+    pub version: Option<ProductVersion>,
     /// Legacy (`_template`) templates by name, as stored in the global metadata.
     pub legacy_templates: Vec<(String, Value)>,
     /// Component templates by name.

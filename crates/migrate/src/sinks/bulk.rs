@@ -5,24 +5,8 @@ use cluster::{BulkAction, BulkBody, BulkEncoder, BulkResult, BulkSender, Cluster
 
 use crate::document::{Document, Op};
 use crate::error::SinkError;
+pub use crate::sink::BatchLimits;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
-
-/// When a batch is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchLimits {
-    pub max_docs: usize,
-    /// Bytes of the framed body (action lines included).
-    pub max_bytes: usize,
-}
-
-impl Default for BatchLimits {
-    fn default() -> Self {
-        BatchLimits {
-            max_docs: 1000,
-            max_bytes: 8 << 20,
-        }
-    }
-}
 
 /// Documents into a cluster through `_bulk`.
 pub struct BulkSink {
@@ -160,9 +144,10 @@ impl Sink for BulkSink {
 /// Credentials refused or a configuration that cannot work stop the worker; anything
 /// else fails this item's attempt.
 pub fn sink_error(e: ClusterError) -> SinkError {
-    if e.is_fatal() {
+    let error = if e.is_fatal() {
         SinkError::fatal(e.to_string())
     } else {
         SinkError::item(e.to_string())
-    }
+    };
+    error.caused_by(e)
 }

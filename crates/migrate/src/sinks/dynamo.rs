@@ -18,7 +18,7 @@
 //!   told to allow collisions.
 //!
 //! URL: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`
-//! ([`SinkUrl`]).
+//! ([`DynamoUrl`]).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -32,26 +32,27 @@ use dynamo::{
 use pacing::{RateLimiter, RetryPolicy};
 use sigv4::AwsCredentials;
 
+use crate::columns::{ColumnShape, ColumnShapes};
 use crate::document::{Document, Op};
 use crate::error::SinkError;
+pub use crate::sink::BatchLimits;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
-use crate::sources::table::{ColumnHints as TableColumns, ColumnShape};
 
-impl From<ColumnShape> for dynamo::ColumnKind {
+impl From<ColumnShape> for dynamo::ColumnHint {
     fn from(shape: ColumnShape) -> Self {
         match shape {
-            ColumnShape::String => dynamo::ColumnKind::String,
-            ColumnShape::Number => dynamo::ColumnKind::Number,
-            ColumnShape::Bool => dynamo::ColumnKind::Bool,
-            ColumnShape::Binary => dynamo::ColumnKind::Binary,
-            ColumnShape::Time => dynamo::ColumnKind::Time,
-            ColumnShape::Json => dynamo::ColumnKind::Json,
+            ColumnShape::String => dynamo::ColumnHint::String,
+            ColumnShape::Number => dynamo::ColumnHint::Number,
+            ColumnShape::Bool => dynamo::ColumnHint::Bool,
+            ColumnShape::Binary => dynamo::ColumnHint::Binary,
+            ColumnShape::Time => dynamo::ColumnHint::Time,
+            ColumnShape::Json => dynamo::ColumnHint::Json,
         }
     }
 }
 
-/// The table source's column shapes as the item mapping's hints.
-pub fn hints_of(columns: &TableColumns) -> ColumnHints {
+/// A row source's column shapes as the item mapping's hints.
+pub fn hints_of(columns: &ColumnShapes) -> ColumnHints {
     columns
         .iter()
         .map(|(name, shape)| (name.clone(), (*shape).into()))
@@ -60,7 +61,7 @@ pub fn hints_of(columns: &TableColumns) -> ColumnHints {
 
 /// Where the items go: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SinkUrl {
+pub struct DynamoUrl {
     pub table: String,
     /// `None`: `AWS_REGION`, `AWS_DEFAULT_REGION`, or the profile's region.
     pub region: Option<String>,
@@ -72,23 +73,43 @@ pub struct SinkUrl {
     pub sort_key: Option<String>,
 }
 
-impl FromStr for SinkUrl {
-    type Err = String;
+/// Why a DynamoDB sink URL is refused; URLs and endpoints in it are redacted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DynamoUrlError {
+    #[error("{0}: a DynamoDB sink URL starts with dynamodb://")]
+    Scheme(String),
+    #[error(
+        "dynamodb://{0}: a table name has 3 to 255 characters from a-z, A-Z, 0-9, `_`, `-`, `.`"
+    )]
+    TableName(String),
+    #[error("dynamodb://{table}: `{param}` is not valid percent-encoded UTF-8")]
+    Encoding { table: String, param: String },
+    #[error("dynamodb://{table}: `{param}` needs a value")]
+    Empty { table: String, param: String },
+    #[error("dynamodb://{table}: unknown parameter `{param}` (region, endpoint, partition-key, sort-key)")]
+    Unknown { table: String, param: String },
+    #[error("dynamodb://{table}: `{param}` is given twice")]
+    Twice { table: String, param: String },
+    #[error("dynamodb://{table}: endpoint {endpoint} must be an http:// or https:// URL")]
+    Endpoint { table: String, endpoint: String },
+    #[error("dynamodb://{0}: sort-key needs partition-key too")]
+    SortKeyAlone(String),
+}
+
+impl FromStr for DynamoUrl {
+    type Err = DynamoUrlError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        SinkUrl::parse(s)
+        DynamoUrl::parse(s)
     }
 }
 
-impl SinkUrl {
+impl DynamoUrl {
     /// Parses and checks a sink URL; the error names what is wrong (without secrets).
-    pub fn parse(s: &str) -> Result<SinkUrl, String> {
-        let rest = s.strip_prefix("dynamodb://").ok_or_else(|| {
-            format!(
-                "{}: a DynamoDB sink URL starts with dynamodb://",
-                redact::url(s)
-            )
-        })?;
+    pub fn parse(s: &str) -> Result<DynamoUrl, DynamoUrlError> {
+        let rest = s
+            .strip_prefix("dynamodb://")
+            .ok_or_else(|| DynamoUrlError::Scheme(redact::url(s)))?;
         let (table, query) = rest.split_once('?').unwrap_or((rest, ""));
         let table = table.trim_end_matches('/');
         if !(3..=255).contains(&table.len())
@@ -96,11 +117,9 @@ impl SinkUrl {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
         {
-            return Err(format!(
-                "dynamodb://{table}: a table name has 3 to 255 characters from a-z, A-Z, 0-9, `_`, `-`, `.`"
-            ));
+            return Err(DynamoUrlError::TableName(table.to_string()));
         }
-        let mut url = SinkUrl {
+        let mut url = DynamoUrl {
             table: table.to_string(),
             region: None,
             endpoint: None,
@@ -109,39 +128,40 @@ impl SinkUrl {
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = percent_decode(v).ok_or_else(|| {
-                format!("dynamodb://{table}: `{k}` is not valid percent-encoded UTF-8")
-            })?;
+            let at = |table: &str| (table.to_string(), k.to_string());
+            let Some(v) = query_value(v) else {
+                let (table, param) = at(table);
+                return Err(DynamoUrlError::Encoding { table, param });
+            };
             if v.is_empty() {
-                return Err(format!("dynamodb://{table}: `{k}` needs a value"));
+                let (table, param) = at(table);
+                return Err(DynamoUrlError::Empty { table, param });
             }
             let slot = match k {
                 "region" => &mut url.region,
                 "endpoint" => &mut url.endpoint,
                 "partition-key" => &mut url.partition_key,
                 "sort-key" => &mut url.sort_key,
-                other => {
-                    return Err(format!(
-                        "dynamodb://{table}: unknown parameter `{other}` (region, endpoint, partition-key, sort-key)"
-                    ))
+                _ => {
+                    let (table, param) = at(table);
+                    return Err(DynamoUrlError::Unknown { table, param });
                 }
             };
             if slot.replace(v).is_some() {
-                return Err(format!("dynamodb://{table}: `{k}` is given twice"));
+                let (table, param) = at(table);
+                return Err(DynamoUrlError::Twice { table, param });
             }
         }
         if let Some(e) = &url.endpoint {
             if !(e.starts_with("http://") || e.starts_with("https://")) {
-                return Err(format!(
-                    "dynamodb://{table}: endpoint {} must be an http:// or https:// URL",
-                    redact::url(e)
-                ));
+                return Err(DynamoUrlError::Endpoint {
+                    table: table.to_string(),
+                    endpoint: redact::url(e),
+                });
             }
         }
         if url.sort_key.is_some() && url.partition_key.is_none() {
-            return Err(format!(
-                "dynamodb://{table}: sort-key needs partition-key too"
-            ));
+            return Err(DynamoUrlError::SortKeyAlone(table.to_string()));
         }
         Ok(url)
     }
@@ -199,46 +219,19 @@ impl SinkUrl {
     }
 }
 
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(h, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// When a batch is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchLimits {
-    pub max_docs: usize,
-    /// Bytes of the framed writes.
-    pub max_bytes: usize,
-}
-
-impl Default for BatchLimits {
-    /// 250 documents (10 requests of 25) or 4 MB.
-    fn default() -> Self {
-        BatchLimits {
-            max_docs: 250,
-            max_bytes: 4 << 20,
-        }
-    }
+/// A query value decoded as forms write it (`+` is a space), or `None` when an escape is
+/// not two hex digits or the bytes are not UTF-8: a URL given by hand is checked, not
+/// guessed at.
+fn query_value(s: &str) -> Option<String> {
+    let escapes_ok = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    let spaced = s.replace('+', " ");
+    let decoded = percent_encoding::percent_decode_str(&spaced).decode_utf8();
+    escapes_ok.then_some(decoded.ok()?.into_owned())
 }
 
 /// How to build the sink.
@@ -282,7 +275,7 @@ impl Default for DynamoSinkOptions {
             max_in_flight: dynamo::client::DEFAULT_MAX_IN_FLIGHT,
             retry: dynamo::client::default_retry(),
             request_timeout: dynamo::client::DEFAULT_REQUEST_TIMEOUT,
-            batch: BatchLimits::default(),
+            batch: BatchLimits::dynamo(),
             table_timeout: Duration::from_secs(300),
             max_docs_per_sec: None,
             max_bytes_per_sec: None,
@@ -312,7 +305,7 @@ struct Mapping {
 impl DynamoSink {
     /// Connects, checks the table (or creates it) and its key against the mapping.
     pub async fn connect(
-        url: &SinkUrl,
+        url: &DynamoUrl,
         options: DynamoSinkOptions,
     ) -> Result<DynamoSink, SinkError> {
         let fatal = |m: String| SinkError::fatal(format!("{}: {m}", url.display()));
@@ -452,7 +445,7 @@ impl DynamoSink {
 
 /// The key the URL and the source ask for, typed by the hints; `None` when neither names one.
 fn key_mapping(
-    url: &SinkUrl,
+    url: &DynamoUrl,
     key_column: &Option<String>,
     hints: &ColumnHints,
 ) -> Option<KeySchema> {
@@ -704,11 +697,12 @@ impl Sink for DynamoSink {
 /// Refused credentials, a missing table or a configuration that cannot work stop the
 /// worker; anything else fails this item's attempt.
 pub fn sink_error(e: DynamoError) -> SinkError {
-    if e.is_fatal() {
+    let error = if e.is_fatal() {
         SinkError::fatal(e.to_string())
     } else {
         SinkError::item(e.to_string())
-    }
+    };
+    error.caused_by(e)
 }
 
 #[cfg(test)]
@@ -717,21 +711,21 @@ mod tests {
 
     #[test]
     fn sink_urls_print_back_to_what_they_parse_from() {
-        let u = SinkUrl {
+        let u = DynamoUrl {
             table: "rooms.v2".into(),
             region: Some("eu-west-1".into()),
             endpoint: Some("http://u:p%w@h:8000/x?y=1&z".into()),
             partition_key: Some("room id+1".into()),
             sort_key: Some("ts".into()),
         };
-        assert_eq!(SinkUrl::parse(&u.to_url()).unwrap(), u);
-        let bare = SinkUrl::parse("dynamodb://tab").unwrap();
+        assert_eq!(DynamoUrl::parse(&u.to_url()).unwrap(), u);
+        let bare = DynamoUrl::parse("dynamodb://tab").unwrap();
         assert_eq!(bare.to_url(), "dynamodb://tab");
     }
 
     #[test]
     fn sink_urls_parse_and_show_no_secret() {
-        let u = SinkUrl::parse(
+        let u = DynamoUrl::parse(
             "dynamodb://room_events?region=eu-west-1&endpoint=http%3A%2F%2Fu%3Apw%40localhost%3A8000&partition-key=room_id&sort-key=id",
         )
         .unwrap();
@@ -746,7 +740,7 @@ mod tests {
             shown,
             "dynamodb://room_events?region=eu-west-1&endpoint=http://u:***@localhost:8000&partition-key=room_id&sort-key=id"
         );
-        let plain: SinkUrl = "dynamodb://t.1-x_".parse().unwrap();
+        let plain: DynamoUrl = "dynamodb://t.1-x_".parse().unwrap();
         assert_eq!(plain.display(), "dynamodb://t.1-x_");
         for (bad, why) in [
             ("http://x", "starts with dynamodb://"),
@@ -762,7 +756,7 @@ mod tests {
             ("dynamodb://tab?sort-key=s", "needs partition-key"),
             ("dynamodb://tab?region=%zz", "percent-encoded"),
         ] {
-            let e = SinkUrl::parse(bad).unwrap_err();
+            let e = DynamoUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
     }
@@ -781,7 +775,7 @@ mod tests {
                 hints: ColumnHints::new(),
                 document_fields: false,
             }),
-            limits: BatchLimits::default(),
+            limits: BatchLimits::dynamo(),
             batch: None,
         };
         let mut doc = Document {
@@ -802,8 +796,8 @@ mod tests {
 
     #[test]
     fn table_column_shapes_become_item_hints() {
-        use dynamo::ColumnKind as K;
-        let columns: TableColumns = [
+        use dynamo::ColumnHint as K;
+        let columns: ColumnShapes = [
             ("s", ColumnShape::String),
             ("n", ColumnShape::Number),
             ("t", ColumnShape::Bool),
@@ -831,13 +825,13 @@ mod tests {
 
     #[test]
     fn the_key_mapping_comes_from_the_url_then_the_key_column() {
-        let hints: ColumnHints = [("n".to_string(), dynamo::ColumnKind::Number)].into();
-        let url: SinkUrl = "dynamodb://tab?partition-key=n&sort-key=s".parse().unwrap();
+        let hints: ColumnHints = [("n".to_string(), dynamo::ColumnHint::Number)].into();
+        let url: DynamoUrl = "dynamodb://tab?partition-key=n&sort-key=s".parse().unwrap();
         let k = key_mapping(&url, &Some("id".into()), &hints).unwrap();
         assert_eq!(k.partition.name, "n");
         assert_eq!(k.partition.key_type, dynamo::KeyType::N);
         assert_eq!(k.sort.as_ref().unwrap().key_type, dynamo::KeyType::S);
-        let plain: SinkUrl = "dynamodb://tab".parse().unwrap();
+        let plain: DynamoUrl = "dynamodb://tab".parse().unwrap();
         assert_eq!(
             key_mapping(&plain, &Some("id".into()), &hints)
                 .unwrap()

@@ -8,13 +8,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use cluster::{BulkAction, BulkEncoder, EntryKeys, OpType, Target, Version};
+use cluster::{BulkAction, BulkEncoder, EntryKeys, OpType, ProductVersion, Target};
 
 use crate::document::{Document, Op};
 use crate::error::SinkError;
 use crate::naming::file_name_for;
+use crate::sink::BatchLimits;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
-use crate::sinks::bulk::BatchLimits;
 
 /// How documents are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,7 +66,7 @@ impl FileSink {
                 .map_err(|e| SinkError::fatal(format!("creating {}: {e}", dir.display())))?;
         }
         // Untyped, non-underscored action lines: what current clusters read.
-        let target = Target::new(Version::os(2, 0));
+        let target = Target::new(ProductVersion::os(2, 0));
         Ok(FileSink {
             output,
             format,

@@ -84,11 +84,12 @@ pub struct ClusterSource {
 
 fn source_error(e: ClusterError, what: &str) -> SourceError {
     let m = format!("{what}: {e}");
-    if e.is_fatal() {
-        SourceError::fatal(m).caused_by(e)
+    let error = if e.is_fatal() {
+        SourceError::fatal(m)
     } else {
-        SourceError::item(m).caused_by(e)
-    }
+        SourceError::item(m)
+    };
+    error.caused_by(e)
 }
 
 #[derive(Deserialize)]

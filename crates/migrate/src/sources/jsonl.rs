@@ -502,7 +502,8 @@ mod tests {
     use super::*;
 
     fn source(dir: &std::path::Path, opts: JsonlOptions) -> JsonlSource {
-        let store = snapshot::open_store(&dir.display().to_string(), &Default::default()).unwrap();
+        let store =
+            snapshot::open_blob_store(&dir.display().to_string(), &Default::default()).unwrap();
         JsonlSource::open(store, opts).unwrap()
     }
 

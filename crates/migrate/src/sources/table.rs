@@ -9,7 +9,7 @@
 //! and `position` is `Position::Key` of the same text; `index` is the table's name.
 //!
 //! A sink that needs more than JSON tells (DynamoDB: bytea → `B`, numbers → `N`) gets the
-//! column types from [`TableSource::columns`] when it is built: [`ColumnHints`] maps each
+//! column types from [`TableSource::columns`] when it is built: [`ColumnShapes`] maps each
 //! column name to [`ColumnShape`] (`Binary` columns hold base64 strings to decode, `Number`
 //! columns hold JSON numbers to keep as written, `Json` columns hold embedded JSON).
 //!
@@ -31,27 +31,10 @@ use coordination::{Cursor, Position, WorkItem};
 use table::slots::{quantile_bounds, slots_between, time_slots, TimeKey};
 use table::{Bounds, ColumnKind, Slot, SlotRule, Table};
 
+use crate::columns::{ColumnShape, ColumnShapes};
 use crate::document::{Document, Op, Read, Skip};
 use crate::error::SourceError;
 use crate::source::{GroupTotals, Plan, Source, Totals};
-
-/// What a column's JSON value is, beyond what JSON says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnShape {
-    String,
-    /// A JSON number, written exactly (numeric keeps its digits).
-    Number,
-    Bool,
-    /// A base64 string of bytes (bytea).
-    Binary,
-    /// An RFC 3339 UTC string (timestamps) or `YYYY-MM-DD` (dates).
-    Time,
-    /// Embedded JSON (json, jsonb): objects, arrays, scalars.
-    Json,
-}
-
-/// Column name → shape, for sinks that map rows into typed items.
-pub type ColumnHints = BTreeMap<String, ColumnShape>;
 
 fn shape(kind: &ColumnKind) -> ColumnShape {
     match kind.json_shape() {
@@ -135,7 +118,7 @@ impl TableSource {
                     *key_out = Some(tk.lowest(ms));
                     *ms_out = Some(ms);
                 }
-                (Some(_), Err(e)) if wants_time => return Err(SourceError::fatal(e)),
+                (Some(_), Err(e)) if wants_time => return Err(SourceError::fatal(e.to_string())),
                 _ => *key_out = Some(v.clone()),
             }
         }
@@ -166,7 +149,7 @@ impl TableSource {
     }
 
     /// Each column's shape, for sinks that build typed items.
-    pub fn columns(&self) -> ColumnHints {
+    pub fn columns(&self) -> ColumnShapes {
         self.table
             .schema()
             .columns
@@ -234,11 +217,12 @@ impl TableSource {
 
     fn item_error(&self, e: table::TableError) -> SourceError {
         let msg = format!("table {}: {e}", self.group);
-        if e.is_transient() {
-            SourceError::item(msg).caused_by(e)
+        let error = if e.is_transient() {
+            SourceError::item(msg)
         } else {
-            SourceError::fatal(msg).caused_by(e)
-        }
+            SourceError::fatal(msg)
+        };
+        error.caused_by(e)
     }
 }
 

@@ -81,7 +81,7 @@ impl RepositoryArgs {
             ..Default::default()
         };
         let shown = redact::url(location);
-        let store: Arc<dyn snapshot::BlobStore> = snapshot::open_store(location, &opts)
+        let store: Arc<dyn snapshot::BlobStore> = snapshot::open_blob_store(location, &opts)
             .with_context(|| format!("opening repository {shown}"))?;
         snapshot::Repository::open(store).with_context(|| format!("reading repository {shown}"))
     }
@@ -188,8 +188,8 @@ pub struct SinceArgs {
 /// Which indices and templates, and how multi-type indices are mapped.
 #[derive(Debug, Clone, clap::Args)]
 pub struct FilterArgs {
-    /// Indices to migrate: exact names or `regex:PATTERN`; repeatable or comma-separated.
-    /// Default: every index except system and dot indices.
+    /// Indices to migrate: exact names, `*`/`?` wildcards or `regex:PATTERN`; repeatable
+    /// or comma-separated. Default: every index except system and dot indices.
     #[arg(
         long = "index",
         env = "RFS_INDEX",
@@ -1195,22 +1195,22 @@ pub fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<migrate::Metrics>
 }
 
 /// A progress bar on stderr when it is a terminal: documents sent by this process, out of
-/// the snapshot's live documents. [`Progress::finish`] draws the final count and leaves it.
-pub struct Progress {
+/// the snapshot's live documents. [`TerminalProgress::finish`] draws the final count and leaves it.
+pub struct TerminalProgress {
     bar: indicatif::ProgressBar,
     totals: Arc<std::sync::OnceLock<migrate::Totals>>,
     metrics: Arc<migrate::Metrics>,
     ticker: tokio::task::JoinHandle<()>,
 }
 
-impl Progress {
+impl TerminalProgress {
     /// Starts the bar, or returns `None` when disabled or stderr is not a terminal. Its
     /// length is the source's total once the items phase has planned it.
     pub fn start(
         enabled: bool,
         totals: Arc<std::sync::OnceLock<migrate::Totals>>,
         metrics: Arc<migrate::Metrics>,
-    ) -> Option<Progress> {
+    ) -> Option<TerminalProgress> {
         use std::io::IsTerminal;
         if !enabled || !std::io::stderr().is_terminal() {
             return None;
@@ -1226,12 +1226,12 @@ impl Progress {
             let (bar, totals, metrics) = (bar.clone(), totals.clone(), metrics.clone());
             tokio::spawn(async move {
                 loop {
-                    Progress::update(&bar, &totals, &metrics);
+                    TerminalProgress::update(&bar, &totals, &metrics);
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
             })
         };
-        Some(Progress {
+        Some(TerminalProgress {
             bar,
             totals,
             metrics,
@@ -1262,7 +1262,7 @@ impl Progress {
     /// Stops updating and draws the final position, which stays on the terminal.
     pub fn finish(self) {
         self.ticker.abort();
-        Progress::update(&self.bar, &self.totals, &self.metrics);
+        TerminalProgress::update(&self.bar, &self.totals, &self.metrics);
         // `abandon` keeps the position drawn; `finish` would jump to the length.
         self.bar.abandon();
     }

@@ -16,7 +16,9 @@ use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use migrate::{Job, JobEnd, JobReport};
 use tokio::sync::watch;
 
-use super::common::{FilterArgs, Progress, RepositoryArgs, SourceArgs, TargetArgs, WorkerArgs};
+use super::common::{
+    FilterArgs, RepositoryArgs, SourceArgs, TargetArgs, TerminalProgress, WorkerArgs,
+};
 use crate::exit;
 
 /// A snapshot opened for a migration: its metadata, where each document goes, and the
@@ -320,7 +322,7 @@ pub async fn run_job(spec: JobSpec, how: Watch) -> anyhow::Result<JobReport> {
     if let Some(addr) = how.metrics_addr {
         super::common::serve_metrics(addr, &metrics);
     }
-    let bar = Progress::start(how.progress, job.totals(), metrics);
+    let bar = TerminalProgress::start(how.progress, job.totals(), metrics);
     let result = job.run().await;
     if let Some(b) = bar {
         b.finish();

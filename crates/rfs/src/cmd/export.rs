@@ -27,8 +27,8 @@ pub struct Args {
     pub since: super::common::SinceArgs,
     #[command(flatten)]
     pub rebuild: super::common::RebuildArgs,
-    /// Only indices matching this pattern (`*` and `?` wildcards); repeatable or
-    /// comma-separated. Default: all.
+    /// Indices to export, as in `rfs migrate`: exact names, `*`/`?` wildcards or
+    /// `regex:PATTERN`; repeatable or comma-separated. Default: all.
     #[arg(
         long = "index",
         env = "RFS_INDEX",

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use migrate::metadata::{Report, Severity, SourceMetadata, Version};
+use migrate::metadata::{ConversionSeverity, ProductVersion, Report, SourceMetadata};
 use serde_json::json;
 
 use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
@@ -34,10 +34,10 @@ pub struct ConvertArgs {
     pub mapping: PathBuf,
     /// The version the mapping comes from: `es-MAJOR.MINOR` or `os-MAJOR.MINOR`.
     #[arg(long, env = "RFS_FROM", value_name = "VERSION", value_parser = parse_version)]
-    pub from: Version,
+    pub from: ProductVersion,
     /// The version to convert for: `es-MAJOR.MINOR` or `os-MAJOR.MINOR` (e.g. os-2.19).
     #[arg(long, env = "RFS_TO", value_name = "VERSION", value_parser = parse_version)]
-    pub to: Version,
+    pub to: ProductVersion,
     /// The k-NN engine of converted vector fields (default: by target version).
     #[arg(long, env = "RFS_KNN_ENGINE", value_enum, value_name = "ENGINE")]
     pub knn_engine: Option<KnnEngineArg>,
@@ -50,8 +50,8 @@ pub struct ConvertArgs {
     pub json: bool,
 }
 
-fn parse_version(s: &str) -> Result<Version, String> {
-    Version::parse_labeled(s)
+fn parse_version(s: &str) -> Result<ProductVersion, product::LabelError> {
+    ProductVersion::parse_labeled(s)
 }
 
 #[derive(Debug, clap::Args)]
@@ -263,13 +263,14 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let mut out = format!("convert: {} → {}\n", args.from, args.to);
-        let count = |s: Severity| notes.conversions.iter().filter(|c| c.severity == s).count();
+        let count =
+            |s: ConversionSeverity| notes.conversions.iter().filter(|c| c.severity == s).count();
         out.push_str(&format!(
             "{} conversions ({} changes, {} with warnings, {} BLOCKING)\n",
             notes.conversions.len(),
-            count(Severity::Change),
-            count(Severity::Warning),
-            count(Severity::Blocking)
+            count(ConversionSeverity::Change),
+            count(ConversionSeverity::Warning),
+            count(ConversionSeverity::Blocking)
         ));
         migrate::metadata::plan::write_conversions(&mut out, &notes.conversions);
         for t in &notes.transformations {

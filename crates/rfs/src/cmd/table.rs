@@ -197,7 +197,7 @@ pub enum SinkUrl {
     /// JSON lines in a directory.
     Files(PathBuf),
     /// Items of a DynamoDB table.
-    Dynamo(migrate::sinks::dynamo::SinkUrl),
+    Dynamo(migrate::sinks::dynamo::DynamoUrl),
 }
 
 impl SinkUrl {
@@ -215,7 +215,7 @@ impl SinkUrl {
                     .with_context(|| {
                         format!("--sink {shown}: name the index as the URL's path (http://host:9200/INDEX)")
                     })?;
-                let index = percent_decode(&index);
+                let index = redact::percent_decode(&index).into_owned();
                 let path = u.path().to_string();
                 let base_path = path[..path.len() - path.rsplit('/').next().unwrap_or("").len()]
                     .trim_end_matches('/')
@@ -234,7 +234,7 @@ impl SinkUrl {
                     .map_err(|()| anyhow::anyhow!("--sink {shown}: not a local file URL"))?;
                 Ok(SinkUrl::Files(p))
             }
-            Some("dynamodb") => migrate::sinks::dynamo::SinkUrl::parse(s)
+            Some("dynamodb") => migrate::sinks::dynamo::DynamoUrl::parse(s)
                 .map(SinkUrl::Dynamo)
                 .map_err(|e| anyhow::anyhow!("--sink {e}")),
             Some(other) => anyhow::bail!(
@@ -243,13 +243,6 @@ impl SinkUrl {
             None => Ok(SinkUrl::Files(PathBuf::from(s))),
         }
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    url::form_urlencoded::parse(format!("x={s}").as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_else(|| s.to_string())
 }
 
 impl TableArgs {
@@ -360,7 +353,7 @@ impl TableArgs {
     /// a row is read unless `--allow-key-collisions`.
     async fn check_key_unique(
         &self,
-        url: &migrate::sinks::dynamo::SinkUrl,
+        url: &migrate::sinks::dynamo::DynamoUrl,
         source: &TableSource,
     ) -> anyhow::Result<()> {
         let key_column = source.table().schema().key_column().name.clone();
@@ -439,13 +432,13 @@ impl TableArgs {
         let mut u =
             url::Url::parse(base).with_context(|| format!("--sink {}", redact::url(base)))?;
         let user = u.username().to_string();
-        let password = u.password().map(percent_decode);
+        let password = u.password().map(|p| redact::percent_decode(p).into_owned());
         let _ = u.set_username("");
         let _ = u.set_password(None);
         let mut c = cluster::ClientConfig::new(u.to_string().trim_end_matches('/'));
         if !user.is_empty() {
             c.auth = cluster::Auth::Basic {
-                username: percent_decode(&user),
+                username: redact::percent_decode(&user).into_owned(),
                 password: password.unwrap_or_default(),
             };
         }

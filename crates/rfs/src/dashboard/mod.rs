@@ -14,7 +14,6 @@ mod assets;
 mod http;
 mod items;
 mod rates;
-mod redact;
 mod sampler;
 
 use std::ffi::OsStr;
@@ -118,10 +117,10 @@ impl clap::builder::TypedValueParser for TokenParser {
 }
 
 /// `--serve-interval`: seconds from 0.2 to 3600.
-pub fn parse_interval(s: &str) -> Result<f64, String> {
+pub fn parse_interval(s: &str) -> anyhow::Result<f64> {
     match s.parse::<f64>() {
         Ok(v) if (0.2..=3600.0).contains(&v) => Ok(v),
-        _ => Err("expected seconds from 0.2 to 3600".into()),
+        _ => anyhow::bail!("{s:?}: expected seconds from 0.2 to 3600"),
     }
 }
 
@@ -132,8 +131,8 @@ mod tests {
 
     #[test]
     fn the_interval_is_range_checked() {
-        assert_eq!(parse_interval("2"), Ok(2.0));
-        assert_eq!(parse_interval("0.2"), Ok(0.2));
+        assert_eq!(parse_interval("2").unwrap(), 2.0);
+        assert_eq!(parse_interval("0.2").unwrap(), 0.2);
         for bad in ["0.1", "3601", "nan", "inf", "-1", "x"] {
             assert!(parse_interval(bad).is_err(), "{bad}");
         }

@@ -17,9 +17,9 @@ use tokio::sync::Notify;
 
 use super::items;
 use super::rates::{Point, Rates};
-use super::redact::Secrets;
 use crate::cmd::status::render_json;
 use crate::failure_logs::FailureLogs;
+use redact::Secrets;
 
 /// Opens the store (one attempt; the sampler calls it again on its next round).
 pub type Opener = Box<

@@ -41,6 +41,8 @@ mod query;
 mod state;
 mod version;
 
+pub use version::VersionError;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -367,7 +369,7 @@ impl Shared {
 pub enum StartError {
     /// The version number cannot be parsed.
     #[error("bad server version: {0}")]
-    Version(String),
+    Version(#[from] version::VersionError),
     /// A listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -398,8 +400,7 @@ impl TestServer {
 
     /// Starts a server.
     pub fn try_start(config: ServerConfig) -> Result<TestServer, StartError> {
-        let dialect =
-            Dialect::new(config.distribution, &config.version).map_err(StartError::Version)?;
+        let dialect = Dialect::new(config.distribution, &config.version)?;
         let bind = |addr: SocketAddr| {
             let l = std::net::TcpListener::bind(addr)
                 .map_err(|source| StartError::Bind { addr, source })?;

@@ -38,6 +38,15 @@ impl fmt::Display for Distribution {
     }
 }
 
+/// A server version number that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad version number {number:?} (want e.g. 7.10.2)")]
+pub struct VersionError {
+    pub number: String,
+    #[source]
+    pub cause: std::num::ParseIntError,
+}
+
 /// The dialect differences the server honours, derived from distribution and version.
 #[derive(Clone, Debug)]
 pub(crate) struct Dialect {
@@ -48,14 +57,17 @@ pub(crate) struct Dialect {
 }
 
 impl Dialect {
-    pub fn new(distribution: Distribution, number: &str) -> Result<Dialect, String> {
+    pub fn new(distribution: Distribution, number: &str) -> Result<Dialect, VersionError> {
         let mut parts = number.split(['.', '-']);
-        let mut next = || -> Result<u32, String> {
+        let mut next = || -> Result<u32, VersionError> {
             parts
                 .next()
                 .unwrap_or("0")
                 .parse::<u32>()
-                .map_err(|_| format!("bad version number {number:?} (want e.g. 7.10.2)"))
+                .map_err(|cause| VersionError {
+                    number: number.to_string(),
+                    cause,
+                })
         };
         let major = next()?;
         let minor = next()?;

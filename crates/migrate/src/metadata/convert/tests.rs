@@ -4,13 +4,18 @@
 use super::*;
 use serde_json::json;
 
-const ES8: Version = Version::es(8, 15);
+const ES8: ProductVersion = ProductVersion::es(8, 15);
 
-fn run(body: Value, source: Version, target: Version) -> Converted {
+fn run(body: Value, source: ProductVersion, target: ProductVersion) -> Converted {
     convert_index(&body, Some(source), target, &ConvertOptions::default())
 }
 
-fn run_with(body: Value, source: Version, target: Version, engine: KnnEngine) -> Converted {
+fn run_with(
+    body: Value,
+    source: ProductVersion,
+    target: ProductVersion,
+    engine: KnnEngine,
+) -> Converted {
     convert_index(
         &body,
         Some(source),
@@ -93,7 +98,7 @@ fn dense_vector_hnsw_cosine_to_lucene_on_os_2_19() {
             "similarity": "cosine", "index_options": {"type": "hnsw", "m": 32, "ef_construction": 200}}}),
         ),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(
         field(&c, "embedding"),
@@ -105,7 +110,7 @@ fn dense_vector_hnsw_cosine_to_lucene_on_os_2_19() {
     let conv = &c.notes.conversions[0];
     assert_eq!(conv.rule, "dense_vector_to_knn_vector");
     assert_eq!(conv.path, "embedding");
-    assert_eq!(conv.severity, Severity::Change);
+    assert_eq!(conv.severity, ConversionSeverity::Change);
     assert_eq!(conv.before["type"], "dense_vector");
     assert_eq!(conv.after["type"], "knn_vector");
 }
@@ -113,15 +118,19 @@ fn dense_vector_hnsw_cosine_to_lucene_on_os_2_19() {
 #[test]
 fn similarities_map_to_space_types() {
     for (sim, space, sev) in [
-        ("l2_norm", "l2", Severity::Change),
-        ("cosine", "cosinesimil", Severity::Change),
-        ("dot_product", "innerproduct", Severity::Warning),
-        ("max_inner_product", "innerproduct", Severity::Warning),
+        ("l2_norm", "l2", ConversionSeverity::Change),
+        ("cosine", "cosinesimil", ConversionSeverity::Change),
+        ("dot_product", "innerproduct", ConversionSeverity::Warning),
+        (
+            "max_inner_product",
+            "innerproduct",
+            ConversionSeverity::Warning,
+        ),
     ] {
         let c = run(
             props(json!({"v": {"type": "dense_vector", "dims": 8, "similarity": sim}})),
             ES8,
-            Version::os(3, 0),
+            ProductVersion::os(3, 0),
         );
         assert_eq!(field(&c, "v")["method"]["space_type"], space, "{sim}");
         assert_eq!(c.notes.conversions[0].severity, sev, "{sim}");
@@ -139,20 +148,26 @@ fn engine_follows_the_target_version() {
             .to_string()
     };
     // OpenSearch 1.x has no lucene engine: nmslib.
-    assert_eq!(engine(&run(dv("cosine"), ES8, Version::os(1, 3))), "nmslib");
-    // 2.2–2.12: lucene, but innerproduct only in faiss.
-    assert_eq!(engine(&run(dv("cosine"), ES8, Version::os(2, 5))), "lucene");
     assert_eq!(
-        engine(&run(dv("dot_product"), ES8, Version::os(2, 11))),
+        engine(&run(dv("cosine"), ES8, ProductVersion::os(1, 3))),
+        "nmslib"
+    );
+    // 2.2–2.12: lucene, but innerproduct only in faiss.
+    assert_eq!(
+        engine(&run(dv("cosine"), ES8, ProductVersion::os(2, 5))),
+        "lucene"
+    );
+    assert_eq!(
+        engine(&run(dv("dot_product"), ES8, ProductVersion::os(2, 11))),
         "faiss"
     );
     assert_eq!(
-        engine(&run(dv("dot_product"), ES8, Version::os(2, 13))),
+        engine(&run(dv("dot_product"), ES8, ProductVersion::os(2, 13))),
         "lucene"
     );
     // 3.x never nmslib.
     assert_eq!(
-        engine(&run(dv("l2_norm"), ES8, Version::os(3, 1))),
+        engine(&run(dv("l2_norm"), ES8, ProductVersion::os(3, 1))),
         "lucene"
     );
     // A chosen engine is honoured where it can hold the field...
@@ -160,7 +175,7 @@ fn engine_follows_the_target_version() {
         engine(&run_with(
             dv("l2_norm"),
             ES8,
-            Version::os(2, 19),
+            ProductVersion::os(2, 19),
             KnnEngine::Faiss
         )),
         "faiss"
@@ -169,16 +184,16 @@ fn engine_follows_the_target_version() {
         engine(&run_with(
             dv("cosine"),
             ES8,
-            Version::os(2, 19),
+            ProductVersion::os(2, 19),
             KnnEngine::Faiss
         )),
         "faiss"
     );
     // ...and blocks where it cannot: faiss cosine before 2.19, nmslib on 3.x, lucene on 1.x.
     for (sim, target, e) in [
-        ("cosine", Version::os(2, 18), KnnEngine::Faiss),
-        ("l2_norm", Version::os(3, 0), KnnEngine::Nmslib),
-        ("l2_norm", Version::os(1, 3), KnnEngine::Lucene),
+        ("cosine", ProductVersion::os(2, 18), KnnEngine::Faiss),
+        ("l2_norm", ProductVersion::os(3, 0), KnnEngine::Nmslib),
+        ("l2_norm", ProductVersion::os(1, 3), KnnEngine::Lucene),
     ] {
         let c = run_with(dv(sim), ES8, target, e);
         assert!(c.blocked(), "{sim} {target} {e:?}");
@@ -195,25 +210,25 @@ fn byte_and_bit_vectors() {
     let byte = props(
         json!({"b": {"type": "dense_vector", "dims": 4, "element_type": "byte", "similarity": "l2_norm"}}),
     );
-    let c = run(byte.clone(), ES8, Version::os(2, 11));
+    let c = run(byte.clone(), ES8, ProductVersion::os(2, 11));
     assert_eq!(
         field(&c, "b"),
         json!({"type": "knn_vector", "dimension": 4, "data_type": "byte",
             "method": {"name": "hnsw", "engine": "lucene", "space_type": "l2"}})
     );
     // Before 2.9 there are no byte vectors: float, with a warning.
-    let c = run(byte, ES8, Version::os(2, 5));
+    let c = run(byte, ES8, ProductVersion::os(2, 5));
     assert_eq!(field(&c, "b")["data_type"], Value::Null);
     assert_eq!(field(&c, "b")["method"]["engine"], "lucene");
-    assert_eq!(c.notes.conversions[0].severity, Severity::Warning);
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Warning);
     let bit = props(json!({"h": {"type": "dense_vector", "dims": 64, "element_type": "bit"}}));
-    let c = run(bit.clone(), ES8, Version::os(2, 16));
+    let c = run(bit.clone(), ES8, ProductVersion::os(2, 16));
     assert_eq!(
         field(&c, "h"),
         json!({"type": "knn_vector", "dimension": 64, "data_type": "binary",
             "method": {"name": "hnsw", "engine": "faiss", "space_type": "hamming"}})
     );
-    assert!(run(bit, ES8, Version::os(2, 15)).blocked());
+    assert!(run(bit, ES8, ProductVersion::os(2, 15)).blocked());
 }
 
 #[test]
@@ -221,8 +236,8 @@ fn not_indexed_vectors_and_quantized_options() {
     // Elasticsearch 8.0–8.10: not indexed unless asked; no method, no index.knn.
     let c = run(
         props(json!({"v": {"type": "dense_vector", "dims": 3}})),
-        Version::es(8, 8),
-        Version::os(2, 19),
+        ProductVersion::es(8, 8),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(
         field(&c, "v"),
@@ -233,7 +248,7 @@ fn not_indexed_vectors_and_quantized_options() {
     let c = run(
         props(json!({"v": {"type": "dense_vector", "dims": 3}})),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(field(&c, "v")["method"]["space_type"], "cosinesimil");
     assert_eq!(c.body["settings"]["index.knn"], "true");
@@ -242,12 +257,12 @@ fn not_indexed_vectors_and_quantized_options() {
         json!({"v": {"type": "dense_vector", "dims": 3, "similarity": "l2_norm",
         "index_options": {"type": "int8_hnsw", "m": 16, "ef_construction": 100, "confidence_interval": 0.9}}}),
     );
-    let c = run(q.clone(), ES8, Version::os(2, 17));
+    let c = run(q.clone(), ES8, ProductVersion::os(2, 17));
     assert_eq!(
         field(&c, "v")["method"]["parameters"],
         json!({"m": 16, "ef_construction": 100, "encoder": {"name": "sq"}})
     );
-    let c = run(q, ES8, Version::os(2, 11));
+    let c = run(q, ES8, ProductVersion::os(2, 11));
     assert_eq!(
         field(&c, "v")["method"]["parameters"],
         json!({"m": 16, "ef_construction": 100})
@@ -263,7 +278,7 @@ fn not_indexed_vectors_and_quantized_options() {
             json!({"v": {"type": "dense_vector", "dims": 64, "similarity": "cosine", "index_options": {"type": "bbq_flat"}}}),
         ),
         ES8,
-        Version::os(3, 0),
+        ProductVersion::os(3, 0),
     );
     assert_eq!(field(&c, "v")["method"]["name"], "hnsw");
     assert!(c.notes.warnings.iter().any(|w| w.contains("bbq_flat")));
@@ -286,10 +301,13 @@ fn dense_vector_blockers() {
             "no OpenSearch equivalent",
         ),
     ] {
-        let c = run(props(json!({"v": f})), ES8, Version::os(2, 19));
+        let c = run(props(json!({"v": f})), ES8, ProductVersion::os(2, 19));
         assert!(c.blocked(), "{f}");
         assert!(c.notes.blockers[0].contains(why), "{:?}", c.notes.blockers);
-        assert_eq!(c.notes.conversions[0].severity, Severity::Blocking);
+        assert_eq!(
+            c.notes.conversions[0].severity,
+            ConversionSeverity::Blocking
+        );
     }
 }
 
@@ -300,7 +318,7 @@ fn dense_vector_to_elasticsearch_7() {
             json!({"v": {"type": "dense_vector", "dims": 3, "index": true, "similarity": "cosine"}}),
         ),
         ES8,
-        Version::es(7, 17),
+        ProductVersion::es(7, 17),
     );
     assert_eq!(field(&c, "v"), json!({"type": "dense_vector", "dims": 3}));
     assert_eq!(rules(&c), ["dense_vector_to_es7"]);
@@ -308,7 +326,7 @@ fn dense_vector_to_elasticsearch_7() {
     let same = props(
         json!({"v": {"type": "dense_vector", "dims": 3, "index": true, "similarity": "cosine"}}),
     );
-    let c = run(same.clone(), ES8, Version::es(9, 1));
+    let c = run(same.clone(), ES8, ProductVersion::es(9, 1));
     assert_eq!(c.body["mappings"], same["mappings"]);
     assert!(c.notes.conversions.is_empty());
 }
@@ -322,8 +340,8 @@ fn knn_vector_to_dense_vector() {
                "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 8,
                  "method": {"name": "hnsw", "engine": "faiss", "space_type": "innerproduct",
                             "parameters": {"m": 24, "ef_construction": 128}}}}}}),
-        Version::os(2, 19),
-        Version::es(8, 15),
+        ProductVersion::os(2, 19),
+        ProductVersion::es(8, 15),
     );
     assert_eq!(
         field(&c, "v"),
@@ -337,11 +355,11 @@ fn knn_vector_to_dense_vector() {
         props(
             json!({"v": {"type": "knn_vector", "dimension": 8, "method": {"name": "hnsw", "space_type": "innerproduct"}}}),
         ),
-        Version::os(2, 11),
-        Version::es(8, 9),
+        ProductVersion::os(2, 11),
+        ProductVersion::es(8, 9),
     );
     assert_eq!(field(&c, "v")["similarity"], "dot_product");
-    assert_eq!(c.notes.conversions[0].severity, Severity::Warning);
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Warning);
     for f in [
         json!({"type": "knn_vector", "model_id": "m1"}),
         json!({"type": "knn_vector", "dimension": 4, "method": {"name": "hnsw", "space_type": "l1"}}),
@@ -350,8 +368,8 @@ fn knn_vector_to_dense_vector() {
         assert!(
             run(
                 props(json!({"v": f})),
-                Version::os(2, 19),
-                Version::es(8, 15)
+                ProductVersion::os(2, 19),
+                ProductVersion::es(8, 15)
             )
             .blocked(),
             "{f}"
@@ -364,8 +382,8 @@ fn nmslib_to_opensearch_3() {
     let c = run(
         props(json!({"v": {"type": "knn_vector", "dimension": 4,
             "method": {"name": "hnsw", "engine": "nmslib", "space_type": "cosinesimil", "parameters": {"m": 16}}}})),
-        Version::os(2, 11),
-        Version::os(3, 0),
+        ProductVersion::os(2, 11),
+        ProductVersion::os(3, 0),
     );
     assert_eq!(field(&c, "v")["method"]["engine"], "lucene");
     assert_eq!(field(&c, "v")["method"]["parameters"], json!({"m": 16}));
@@ -375,8 +393,8 @@ fn nmslib_to_opensearch_3() {
         props(
             json!({"v": {"type": "knn_vector", "dimension": 4, "method": {"name": "hnsw", "engine": "nmslib", "space_type": "l1"}}}),
         ),
-        Version::os(2, 11),
-        Version::os(3, 0),
+        ProductVersion::os(2, 11),
+        ProductVersion::os(3, 0),
     );
     assert!(c.blocked());
     // The same field to 2.19 stays as it is.
@@ -384,8 +402,8 @@ fn nmslib_to_opensearch_3() {
         props(
             json!({"v": {"type": "knn_vector", "dimension": 4, "method": {"name": "hnsw", "engine": "nmslib", "space_type": "l1"}}}),
         ),
-        Version::os(2, 11),
-        Version::os(2, 19),
+        ProductVersion::os(2, 11),
+        ProductVersion::os(2, 19),
     );
     assert!(c.notes.conversions.is_empty() && !c.blocked());
 }
@@ -396,8 +414,8 @@ fn knn_memory_parameters_to_older_opensearch() {
         props(
             json!({"v": {"type": "knn_vector", "dimension": 4, "space_type": "l2", "mode": "on_disk", "compression_level": "32x"}}),
         ),
-        Version::os(2, 19),
-        Version::os(2, 11),
+        ProductVersion::os(2, 19),
+        ProductVersion::os(2, 11),
     );
     assert_eq!(
         field(&c, "v"),
@@ -413,14 +431,14 @@ fn flattened_and_flat_object() {
     let c = run(
         props(json!({"labels": {"type": "flattened", "depth_limit": 5, "ignore_above": 100}})),
         ES8,
-        Version::os(2, 7),
+        ProductVersion::os(2, 7),
     );
     assert_eq!(field(&c, "labels"), json!({"type": "flat_object"}));
     assert_eq!(rules(&c), ["flattened_to_flat_object"]);
     let c = run(
         props(json!({"labels": {"type": "flattened"}})),
         ES8,
-        Version::os(2, 5),
+        ProductVersion::os(2, 5),
     );
     assert_eq!(
         field(&c, "labels"),
@@ -429,22 +447,22 @@ fn flattened_and_flat_object() {
     assert_eq!(rules(&c), ["flat_object_fallback"]);
     let c = run(
         props(json!({"labels": {"type": "flat_object"}})),
-        Version::os(2, 11),
-        Version::es(8, 15),
+        ProductVersion::os(2, 11),
+        ProductVersion::es(8, 15),
     );
     assert_eq!(field(&c, "labels"), json!({"type": "flattened"}));
     assert_eq!(rules(&c), ["flat_object_to_flattened"]);
     let c = run(
         props(json!({"labels": {"type": "flat_object"}})),
-        Version::os(2, 11),
-        Version::es(7, 2),
+        ProductVersion::os(2, 11),
+        ProductVersion::es(7, 2),
     );
     assert_eq!(rules(&c), ["flat_object_fallback"]);
     // Unchanged where the target has the same type.
     assert!(run(
         props(json!({"l": {"type": "flattened"}})),
         ES8,
-        Version::es(9, 0)
+        ProductVersion::es(9, 0)
     )
     .notes
     .conversions
@@ -456,7 +474,7 @@ fn match_only_text_by_target() {
     let m = props(
         json!({"message": {"type": "match_only_text", "fields": {"raw": {"type": "keyword"}}}}),
     );
-    let c = run(m.clone(), ES8, Version::os(2, 11));
+    let c = run(m.clone(), ES8, ProductVersion::os(2, 11));
     assert_eq!(
         field(&c, "message"),
         json!({"type": "text", "index_options": "docs", "norms": false, "fields": {"raw": {"type": "keyword"}}})
@@ -464,7 +482,7 @@ fn match_only_text_by_target() {
     assert_eq!(rules(&c), ["match_only_text_to_text"]);
     // OpenSearch 2.12+ has it.
     assert_eq!(
-        run(m, ES8, Version::os(2, 12)).body["mappings"]["properties"]["message"]["type"],
+        run(m, ES8, ProductVersion::os(2, 12)).body["mappings"]["properties"]["message"]["type"],
         "match_only_text"
     );
 }
@@ -479,7 +497,7 @@ fn keyword_family_by_target() {
         "release": {"type": "version"}
     }));
     // OpenSearch 2.5 has none of them.
-    let c = run(m.clone(), ES8, Version::os(2, 5));
+    let c = run(m.clone(), ES8, ProductVersion::os(2, 5));
     assert_eq!(
         field(&c, "path"),
         json!({"type": "keyword", "ignore_above": 1024})
@@ -500,7 +518,7 @@ fn keyword_family_by_target() {
         ]
     );
     // OpenSearch 3.2 has all, but constant_keyword needs its value.
-    let c = run(m, ES8, Version::os(3, 2));
+    let c = run(m, ES8, ProductVersion::os(3, 2));
     assert_eq!(field(&c, "path")["type"], "wildcard");
     assert_eq!(field(&c, "big")["type"], "unsigned_long");
     assert_eq!(
@@ -517,7 +535,7 @@ fn cartesian_types_both_ways() {
     let c = run(
         props(json!({"p": {"type": "point"}, "s": {"type": "shape", "orientation": "ccw"}})),
         ES8,
-        Version::os(2, 4),
+        ProductVersion::os(2, 4),
     );
     assert_eq!(field(&c, "p"), json!({"type": "xy_point"}));
     assert_eq!(
@@ -527,13 +545,13 @@ fn cartesian_types_both_ways() {
     assert!(run(
         props(json!({"p": {"type": "point"}})),
         ES8,
-        Version::os(2, 3)
+        ProductVersion::os(2, 3)
     )
     .blocked());
     let c = run(
         props(json!({"p": {"type": "xy_point"}})),
-        Version::os(2, 11),
-        Version::es(8, 15),
+        ProductVersion::os(2, 11),
+        ProductVersion::es(8, 15),
     );
     assert_eq!(field(&c, "p"), json!({"type": "point"}));
     assert_eq!(rules(&c), ["xy_to_point_shape"]);
@@ -541,7 +559,7 @@ fn cartesian_types_both_ways() {
         rules(&run(
             props(json!({"p": {"type": "point"}})),
             ES8,
-            Version::os(3, 0)
+            ProductVersion::os(3, 0)
         )),
         ["point_shape_to_xy"]
     );
@@ -554,7 +572,7 @@ fn counted_keyword_and_passthrough() {
             "attributes": {"type": "passthrough", "priority": 10, "time_series_dimension": true,
                 "properties": {"host": {"type": "keyword", "time_series_dimension": true}}}})),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(field(&c, "tags"), json!({"type": "keyword"}));
     assert_eq!(
@@ -574,38 +592,43 @@ fn unsupported_types_block_with_a_hint() {
         (
             "semantic_text",
             json!({"inference_id": "my-elser"}),
-            Version::os(3, 0),
+            ProductVersion::os(3, 0),
             "inference endpoint",
         ),
         (
             "sparse_vector",
             json!({}),
-            Version::os(3, 3),
+            ProductVersion::os(3, 3),
             "rank_features",
         ),
         (
             "sparse_vector",
             json!({}),
-            Version::os(2, 19),
+            ProductVersion::os(2, 19),
             "rank_features",
         ),
         (
             "aggregate_metric_double",
             json!({"metrics": ["min", "max"], "default_metric": "max"}),
-            Version::os(2, 19),
+            ProductVersion::os(2, 19),
             "sub-metrics",
         ),
-        ("histogram", json!({}), Version::os(2, 19), "histograms"),
+        (
+            "histogram",
+            json!({}),
+            ProductVersion::os(2, 19),
+            "histograms",
+        ),
         (
             "rank_vectors",
             json!({"dims": 128}),
-            Version::os(3, 0),
+            ProductVersion::os(3, 0),
             "late interaction",
         ),
         (
             "semantic_text",
             json!({}),
-            Version::es(8, 14),
+            ProductVersion::es(8, 14),
             "inference endpoint",
         ),
     ] {
@@ -630,15 +653,15 @@ fn unsupported_types_block_with_a_hint() {
     // OpenSearch-only ones towards Elasticsearch.
     assert!(run(
         props(json!({"s": {"type": "semantic", "model_id": "m"}})),
-        Version::os(3, 1),
-        Version::es(8, 15)
+        ProductVersion::os(3, 1),
+        ProductVersion::es(8, 15)
     )
     .blocked());
     // Elasticsearch 8.15 → 9 keeps semantic_text.
     assert!(!run(
         props(json!({"s": {"type": "semantic_text"}})),
         ES8,
-        Version::es(9, 0)
+        ProductVersion::es(9, 0)
     )
     .blocked());
 }
@@ -652,7 +675,7 @@ fn elasticsearch_only_parameters_removed() {
             "day": {"type": "keyword", "script": {"source": "emit('x')"}, "on_script_error": "continue"}}),
         ),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(field(&c, "host"), json!({"type": "keyword"}));
     assert_eq!(field(&c, "cpu"), json!({"type": "double"}));
@@ -677,7 +700,7 @@ fn runtime_fields_dropped_with_a_warning() {
                                   {"vectors": {"match": "*_vec", "mapping": {"type": "semantic_text"}}}],
             "properties": {"@timestamp": {"type": "date"}}}}),
         ES8,
-        Version::os(2, 5),
+        ProductVersion::os(2, 5),
     );
     let m = &c.body["mappings"];
     assert_eq!(m.get("runtime"), None);
@@ -702,15 +725,15 @@ fn runtime_fields_dropped_with_a_warning() {
         .any(|w| w.starts_with("dynamic template vectors: dropped")));
     // Elasticsearch 7.11+ keeps runtime fields.
     let keep = json!({"mappings": {"runtime": {"x": {"type": "long"}}}});
-    assert_eq!(run(keep.clone(), ES8, Version::es(7, 17)).body, keep);
+    assert_eq!(run(keep.clone(), ES8, ProductVersion::es(7, 17)).body, keep);
 }
 
 #[test]
 fn derived_fields_dropped_towards_elasticsearch() {
     let c = run(
         json!({"mappings": {"derived": {"d": {"type": "keyword", "script": {"source": "emit('x')"}}}, "properties": {}}}),
-        Version::os(2, 15),
-        Version::es(8, 15),
+        ProductVersion::os(2, 15),
+        ProductVersion::es(8, 15),
     );
     assert_eq!(c.body["mappings"], json!({"properties": {}}));
     assert_eq!(rules(&c), ["derived_fields"]);
@@ -721,7 +744,7 @@ fn source_mode_and_subobjects() {
     let c = run(
         json!({"mappings": {"_source": {"mode": "synthetic"}, "subobjects": false, "properties": {"a.b": {"type": "keyword"}}}}),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(
         c.body["mappings"],
@@ -737,13 +760,13 @@ fn source_mode_and_subobjects() {
             .find(|c| c.rule == "source_mode")
             .unwrap()
             .severity,
-        Severity::Warning
+        ConversionSeverity::Warning
     );
     // _source keeps its other parameters.
     let c = run(
         json!({"mappings": {"_source": {"mode": "stored", "excludes": ["x"]}}}),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(c.body["mappings"], json!({"_source": {"excludes": ["x"]}}));
 }
@@ -754,7 +777,11 @@ fn source_mode_and_subobjects() {
 fn enable_source_only_when_asked() {
     let body =
         json!({"mappings": {"_source": {"enabled": false}, "properties": {"n": {"type": "long"}}}});
-    let kept = run(body.clone(), Version::es(7, 10), Version::os(2, 19));
+    let kept = run(
+        body.clone(),
+        ProductVersion::es(7, 10),
+        ProductVersion::os(2, 19),
+    );
     assert_eq!(kept.body["mappings"]["_source"], json!({"enabled": false}));
     assert!(rules(&kept).is_empty());
     let options = ConvertOptions {
@@ -763,8 +790,8 @@ fn enable_source_only_when_asked() {
     };
     let c = convert_index(
         &body,
-        Some(Version::es(7, 10)),
-        Version::os(2, 19),
+        Some(ProductVersion::es(7, 10)),
+        ProductVersion::os(2, 19),
         &options,
     );
     assert_eq!(
@@ -772,11 +799,11 @@ fn enable_source_only_when_asked() {
         json!({"properties": {"n": {"type": "long"}}})
     );
     assert_eq!(rules(&c), ["enable_source"]);
-    assert_eq!(c.notes.conversions[0].severity, Severity::Change);
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Change);
     let c = convert_index(
         &json!({"mappings": {"_source": {"enabled": false, "excludes": ["x"]}}}),
-        Some(Version::es(6, 8)),
-        Version::os(2, 19),
+        Some(ProductVersion::es(6, 8)),
+        ProductVersion::os(2, 19),
         &options,
     );
     assert_eq!(c.body["mappings"], json!({"_source": {"excludes": ["x"]}}));
@@ -784,7 +811,7 @@ fn enable_source_only_when_asked() {
     let c = convert_index(
         &props(json!({"n": {"type": "long"}})),
         Some(ES8),
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
         &options,
     );
     assert!(rules(&c).is_empty());
@@ -800,7 +827,7 @@ fn index_mode_settings_removed_for_opensearch() {
             "number_of_shards": "1"}},
             "mappings": {"properties": {"host": {"type": "keyword", "time_series_dimension": true}}}}),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(c.body["settings"], json!({"index.number_of_shards": "1"}));
     let conv = c
@@ -809,14 +836,14 @@ fn index_mode_settings_removed_for_opensearch() {
         .iter()
         .find(|c| c.rule == "index_mode_settings")
         .unwrap();
-    assert_eq!(conv.severity, Severity::Warning);
+    assert_eq!(conv.severity, ConversionSeverity::Warning);
     assert_eq!(conv.before["index.mode"], "time_series");
     assert!(conv.note.contains("no dimension routing"), "{}", conv.note);
     // Elasticsearch targets keep them.
     let c = run(
         json!({"settings": {"index.mode": "logsdb"}}),
         ES8,
-        Version::es(9, 0),
+        ProductVersion::es(9, 0),
     );
     assert_eq!(c.body["settings"]["index.mode"], "logsdb");
 }
@@ -826,20 +853,20 @@ fn codec_names() {
     let c = run(
         json!({"settings": {"index.codec": "legacy_best_compression"}}),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     assert_eq!(c.body["settings"]["index.codec"], "best_compression");
     let c = run(
         json!({"settings": {"index.codec": "zstd_no_dict"}}),
-        Version::os(2, 19),
-        Version::es(8, 15),
+        ProductVersion::os(2, 19),
+        ProductVersion::es(8, 15),
     );
     assert_eq!(c.body["settings"]["index.codec"], "best_compression");
     assert_eq!(rules(&c), ["codec_names"]);
     let c = run(
         json!({"settings": {"index.codec": "zstd"}}),
-        Version::os(2, 19),
-        Version::os(3, 0),
+        ProductVersion::os(2, 19),
+        ProductVersion::os(3, 0),
     );
     assert_eq!(c.body["settings"]["index.codec"], "zstd");
 }
@@ -855,7 +882,7 @@ fn analysis_components() {
                        "folding": {"type": "icu_folding"}},
             "analyzer": {"a": {"tokenizer": "grams", "filter": ["edges", "syn", "folding"]}}}}}}),
         ES8,
-        Version::os(2, 19),
+        ProductVersion::os(2, 19),
     );
     let s = &c.body["settings"];
     assert_eq!(s["index.analysis.tokenizer.grams.type"], "ngram");
@@ -891,7 +918,7 @@ fn bare_mappings_and_nested_paths() {
         &json!({"properties": {"doc": {"type": "nested", "properties": {"v": {"type": "dense_vector", "dims": 2, "similarity": "l2_norm"}}},
             "title": {"type": "text", "fields": {"w": {"type": "wildcard"}}}}}),
         Some(ES8),
-        Version::os(2, 11),
+        ProductVersion::os(2, 11),
         &ConvertOptions::default(),
     );
     assert_eq!(
