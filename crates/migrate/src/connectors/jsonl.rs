@@ -15,7 +15,7 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
 
 /// The location without a `#snapshot=` fragment.
 fn location(url: &str) -> &str {
-    url.split_once('#').map_or(url, |(a, _)| a)
+    super::snapshot::without_snapshot(url).0
 }
 
 fn holds(url: &str, settings: &Settings) -> bool {

@@ -30,14 +30,23 @@ pub(super) fn is_repository(store: &dyn ::snapshot::BlobStore) -> bool {
     })
 }
 
+/// The location and its `#snapshot=NAME` fragment (empty without one). Only that fragment
+/// is cut: a `#` anywhere else belongs to the path (a directory may be named `a#b`).
+pub(super) fn without_snapshot(url: &str) -> (&str, &str) {
+    match url.rfind("#snapshot=") {
+        Some(at) => (&url[..at], &url[at + 1..]),
+        None => (url, ""),
+    }
+}
+
 fn holds(url: &str, settings: &Settings) -> bool {
-    let location = url.split_once('#').map_or(url, |(a, _)| a);
+    let location = without_snapshot(url).0;
     ::snapshot::open_blob_store(location, &settings.store_options)
         .is_ok_and(|s| is_repository(s.as_ref()))
 }
 
 async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
-    let (location, fragment) = url.split_once('#').unwrap_or((url, ""));
+    let (location, fragment) = without_snapshot(url);
     let from_url = split_query(&format!("x#{fragment}"))
         .1
         .into_iter()
@@ -165,4 +174,22 @@ fn chosen(
         )));
     }
     Ok((indices, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_snapshot;
+
+    #[test]
+    fn only_the_snapshot_fragment_is_cut() {
+        assert_eq!(
+            without_snapshot("/repos/a#b#snapshot=s1"),
+            ("/repos/a#b", "snapshot=s1")
+        );
+        assert_eq!(without_snapshot("/repos/a#b"), ("/repos/a#b", ""));
+        assert_eq!(
+            without_snapshot("s3://bucket/p#snapshot=x"),
+            ("s3://bucket/p", "snapshot=x")
+        );
+    }
 }

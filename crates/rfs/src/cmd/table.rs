@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use migrate::connectors::{open_sink, open_source, BoxedSink, BoxedSource, OpenedSource, Settings};
+use migrate::connectors::{
+    open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Settings,
+};
 use migrate::lookup::dynamo::DynamoLookup;
 use migrate::lookup::files::FileLookup;
 use migrate::lookup::mget::MgetLookup;
@@ -421,7 +423,7 @@ impl TableArgs {
             table_newest_first: self.order == Order::NewestFirst,
             ..Settings::default()
         };
-        open_source(&self.source, &settings)
+        open_source_as("table", &self.source, &settings)
             .await?
             .source
             .downcast::<TableSource>()
