@@ -55,6 +55,18 @@ pub enum LookupError {
     Answer { target: String, why: String },
 }
 
+/// Why a document has no form to compare with what the target holds (reported as its
+/// difference).
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectedError {
+    #[error("the document's JSON does not parse: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("the document cannot be an item ({kind}): {0}", kind = .0.error_type)]
+    Item(#[source] ::dynamo::ConvertError),
+    #[error("no item key ({kind}): {0}", kind = .0.error_type)]
+    Key(#[source] ::dynamo::ConvertError),
+}
+
 /// One document to look up: as the migration sent it to the target index asked.
 #[derive(Debug, Clone)]
 pub struct Wanted {
@@ -110,9 +122,8 @@ pub trait Lookup: Send + Sync {
 
     /// What the target should hold for `doc` sent to `index`, to compare with a
     /// [`Held::Holds`]: by default its `_source`, parsed.
-    fn expected(&self, _index: &str, doc: &Wanted) -> Result<Value, String> {
-        serde_json::from_slice(&doc.source)
-            .map_err(|e| format!("the document's JSON does not parse: {e}"))
+    fn expected(&self, _index: &str, doc: &Wanted) -> Result<Value, ExpectedError> {
+        serde_json::from_slice(&doc.source).map_err(ExpectedError::Json)
     }
 
     /// Documents `index` holds on the target; `None`: the target cannot tell.

@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::document::Read;
+use crate::document::{Op, Read};
 pub use crate::lookup::mget::keeps_source;
 use crate::lookup::{first_difference, Held, Keeps, Lookup, LookupError, Wanted};
 use crate::source::Source;
@@ -717,7 +717,7 @@ async fn check(
             Held::Holds(have) if compare => match lookup.expected(index, doc) {
                 Ok(want) if want == have => None,
                 Ok(want) => Some(first_difference(&want, &have)),
-                Err(e) => Some(e),
+                Err(e) => Some(e.to_string()),
             },
             Held::Holds(_) => None,
             Held::Differs(d) => compare.then_some(d),
@@ -850,6 +850,10 @@ fn read_expected<S: Source>(
                     _ => true,
                 };
                 for doc in outputs.drain(..) {
+                    if doc.op == Op::Delete {
+                        // A delete the program asks for: nothing to find on the target.
+                        continue;
+                    }
                     let target = match counts.get_key_value(&*doc.index) {
                         Some((k, _)) => k.clone(),
                         None => doc.index.clone(),

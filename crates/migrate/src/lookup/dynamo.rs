@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use super::{ExpectedError, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
 
 /// Items of one DynamoDB table.
 pub struct DynamoLookup {
@@ -41,9 +41,9 @@ impl DynamoLookup {
     }
 
     /// The item the sink writes for `doc` sent to `index`.
-    fn item(&self, index: &str, doc: &Wanted) -> Result<::dynamo::Item, String> {
-        let mut item = ::dynamo::row_to_item(&doc.source, &self.hints)
-            .map_err(|e| format!("the document cannot be an item ({}): {e}", e.error_type))?;
+    fn item(&self, index: &str, doc: &Wanted) -> Result<::dynamo::Item, ExpectedError> {
+        let mut item =
+            ::dynamo::row_to_item(&doc.source, &self.hints).map_err(ExpectedError::Item)?;
         if self.documents {
             item.insert("_id".into(), ::dynamo::AttributeValue::S(doc.id.clone()));
             item.insert(
@@ -109,11 +109,10 @@ impl Lookup for DynamoLookup {
             let mut wanted: HashMap<Vec<u8>, Vec<usize>> = HashMap::with_capacity(docs.len());
             let mut keys: Vec<::dynamo::Item> = Vec::with_capacity(docs.len());
             for (at, d) in docs.iter().enumerate() {
-                let key = match self.item(index, d).and_then(|item| {
-                    self.key
-                        .key_of(&item)
-                        .map_err(|e| format!("no item key ({}): {e}", e.error_type))
-                }) {
+                let key = match self
+                    .item(index, d)
+                    .and_then(|item| self.key.key_of(&item).map_err(ExpectedError::Key))
+                {
                     Ok(k) => k,
                     Err(e) => {
                         // Not in the target: the sink refused it into the failure log.
@@ -160,7 +159,7 @@ impl Lookup for DynamoLookup {
         })
     }
 
-    fn expected(&self, index: &str, doc: &Wanted) -> Result<Value, String> {
+    fn expected(&self, index: &str, doc: &Wanted) -> Result<Value, ExpectedError> {
         self.item(index, doc).map(|i| ::dynamo::canonical_json(&i))
     }
 
