@@ -27,21 +27,7 @@ fn a_snapshot_without_source_migrates_rebuilt_documents_and_verifies() {
     let repo = tmp.path().join("repo");
     let mapping: Value =
         serde_json::from_slice(&std::fs::read(data().join("mapping.json")).unwrap()).unwrap();
-    let mut spec = SnapshotSpec::new("snap");
-    spec.indices.push(IndexSpec {
-        name: "logs".into(),
-        settings: serde_json::Map::new(),
-        mappings: vec![TypeMapping {
-            doc_type: "_doc".into(),
-            mapping,
-        }],
-        aliases: serde_json::Map::new(),
-        shards: vec![ShardSource::Lucene(Arc::new(
-            lucene::FsDirectory::open(data().join("l9-nosource")).unwrap(),
-        ))],
-        extra: serde_json::Map::new(),
-    });
-    write_repository(&repo, &[spec], &WriteOptions::default()).unwrap();
+    one_index_repository(&repo, "logs", &data().join("l9-nosource"), mapping);
     let originals: BTreeMap<String, Value> =
         std::fs::read_to_string(data().join("l9.sources.jsonl"))
             .unwrap()
@@ -145,28 +131,13 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
     const N: u64 = 10_500;
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    let mut spec = SnapshotSpec::new("snap");
-    spec.indices.push(IndexSpec {
-        name: "many".into(),
-        settings: serde_json::Map::new(),
-        mappings: vec![TypeMapping {
-            doc_type: "_doc".into(),
-            mapping: serde_json::json!({
-                "_source": {"enabled": false},
-                "properties": {"n": {"type": "long"}}
-            }),
-        }],
-        aliases: serde_json::Map::new(),
-        shards: vec![ShardSource::Lucene(Arc::new(
-            lucene::FsDirectory::open(
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../snapshot/tests/data/sourceless-many/l8"),
-            )
-            .unwrap(),
-        ))],
-        extra: serde_json::Map::new(),
-    });
-    write_repository(&repo, &[spec], &WriteOptions::default()).unwrap();
+    many_with_mapping(
+        &repo,
+        serde_json::json!({
+            "_source": {"enabled": false},
+            "properties": {"n": {"type": "long"}}
+        }),
+    );
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let log = tmp.path().join("failures.jsonl");
     let store = format!("sqlite://{}", tmp.path().join("state.db").display());
@@ -230,9 +201,20 @@ fn many_without_source(repo: &Path) {
 }
 
 fn many_with_mapping(repo: &Path, mapping: Value) {
+    one_index_repository(
+        repo,
+        "many",
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../snapshot/tests/data/sourceless-many/l8"),
+        mapping,
+    );
+}
+
+/// A repository of snapshot `snap` holding one index: `shard` (a Lucene index directory)
+/// as its only shard, with `mapping`.
+fn one_index_repository(repo: &Path, index: &str, shard: &Path, mapping: Value) {
     let mut spec = SnapshotSpec::new("snap");
     spec.indices.push(IndexSpec {
-        name: "many".into(),
+        name: index.into(),
         settings: serde_json::Map::new(),
         mappings: vec![TypeMapping {
             doc_type: "_doc".into(),
@@ -240,11 +222,7 @@ fn many_with_mapping(repo: &Path, mapping: Value) {
         }],
         aliases: serde_json::Map::new(),
         shards: vec![ShardSource::Lucene(Arc::new(
-            lucene::FsDirectory::open(
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../snapshot/tests/data/sourceless-many/l8"),
-            )
-            .unwrap(),
+            lucene::FsDirectory::open(shard).unwrap(),
         ))],
         extra: serde_json::Map::new(),
     });
@@ -545,21 +523,7 @@ fn a_target_without_source_is_verified_by_date_float_double_and_ip_doc_values() 
             "addr": {"type": "ip"}
         }
     });
-    let mut spec = SnapshotSpec::new("snap");
-    spec.indices.push(IndexSpec {
-        name: "many".into(),
-        settings: serde_json::Map::new(),
-        mappings: vec![TypeMapping {
-            doc_type: "_doc".into(),
-            mapping,
-        }],
-        aliases: serde_json::Map::new(),
-        shards: vec![ShardSource::Lucene(Arc::new(
-            lucene::FsDirectory::open(data().join("l9-nosource")).unwrap(),
-        ))],
-        extra: serde_json::Map::new(),
-    });
-    write_repository(&repo, &[spec], &WriteOptions::default()).unwrap();
+    one_index_repository(&repo, "many", &data().join("l9-nosource"), mapping);
     // doc-3 as the target received it: its original values of the mapped fields
     let original: Value = std::fs::read_to_string(data().join("l9.sources.jsonl"))
         .unwrap()

@@ -21,6 +21,14 @@ fn verify(to: &str) -> common::Ran {
     run(c)
 }
 
+/// The report's line of `index`.
+fn index_line<'a>(r: &'a common::Ran, index: &str) -> &'a str {
+    r.stdout
+        .lines()
+        .find(|l| l.starts_with(index))
+        .unwrap_or_else(|| panic!("no line for {index}: {r}"))
+}
+
 #[test]
 fn a_snapshot_exported_to_files_verifies_and_a_changed_line_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,11 +48,7 @@ fn a_snapshot_exported_to_files_verifies_and_a_changed_line_is_named() {
     assert_eq!(r.code, Some(0), "{r}");
     for (index, n) in LIVE {
         // index, expected, refused, target, compared: every document, all ok.
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.starts_with(index))
-            .unwrap_or_else(|| panic!("no line for {index}: {r}"));
+        let line = index_line(&r, index);
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(
             cols[1..6],
@@ -126,11 +130,7 @@ fn a_snapshot_copied_into_dynamodb_verifies_and_a_changed_item_is_named() {
     assert_eq!(r.code, Some(0), "{r}");
     assert!(!r.all().contains(SECRET), "{r}");
     for (index, n) in LIVE {
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.starts_with(index))
-            .unwrap_or_else(|| panic!("no line for {index}: {r}"));
+        let line = index_line(&r, index);
         let cols: Vec<&str> = line.split_whitespace().collect();
         // expected, refused, target (a Scan count of the index's items), compared
         assert_eq!(
