@@ -103,6 +103,9 @@ struct CatIndex {
 struct Page<'a> {
     #[serde(borrow)]
     hits: Hits<'a>,
+    /// The point in time's id for the next page, where the cluster renews it.
+    #[serde(default)]
+    pit_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -298,7 +301,7 @@ impl ClusterSource {
                 Ok(r) => r,
                 Err(e) => break Err(source_error(e, &where_)),
             };
-            let page: Page = match serde_json::from_slice(&r.body) {
+            let mut page: Page = match serde_json::from_slice(&r.body) {
                 Ok(p) => p,
                 Err(e) => {
                     break Err(SourceError::item(format!(
@@ -306,10 +309,8 @@ impl ClusterSource {
                     )))
                 }
             };
-            if let Ok(v) = serde_json::from_slice::<Value>(&r.body) {
-                if let Some(id) = v.get("pit_id").and_then(Value::as_str) {
-                    pit = id.to_string();
-                }
+            if let Some(id) = page.pit_id.take() {
+                pit = id;
             }
             if ask_total {
                 ask_total = false;
