@@ -11,7 +11,7 @@ use rand::Rng;
 use std::collections::BTreeMap;
 
 use crate::position::{cursor_display, Cursor, Position};
-use crate::record::{item_id, Kind, Record, Revision, State, WorkItem};
+use crate::record::{item_id, RecordKind, Record, Revision, State, WorkItem};
 use crate::store::{system_now_ms, Store};
 use crate::Error;
 
@@ -300,7 +300,7 @@ impl Coordinator {
             .map(|it| Record::item(it, 0, self.me()))
             .collect();
         let created = retry(|| self.inner.store.create_many(&recs)).await?;
-        let mut done = Record::new(SETUP_ID, Kind::Phase, self.me());
+        let mut done = Record::new(SETUP_ID, RecordKind::Phase, self.me());
         done.state = State::Done;
         done.completed_at = Some(self.inner.store.now().await?);
         done.data = serde_json::json!({ "items": items.len() });

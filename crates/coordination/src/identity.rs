@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::coordinator::{retry, Coordinator};
-use crate::record::{Kind, Record, State};
+use crate::record::{RecordKind, Record, State};
 use crate::Error;
 
 const IDENTITY_ID: &str = "migration";
@@ -49,7 +49,7 @@ impl Coordinator {
                     ours: identity_display(identity),
                 });
             }
-            let mut rec = Record::new(IDENTITY_ID, Kind::Migration, self.me());
+            let mut rec = Record::new(IDENTITY_ID, RecordKind::Migration, self.me());
             rec.state = State::Done;
             rec.data = serde_json::to_value(identity).unwrap_or_default();
             rec.completed_at = Some(retry(|| store.now()).await?);

@@ -3,7 +3,7 @@
 //! dies its lease expires and the next worker to call [`Coordinator::keeper_step`] takes over.
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{Kind, Record, State};
+use crate::record::{RecordKind, Record, State};
 use crate::status::Status;
 use crate::Error;
 
@@ -32,7 +32,7 @@ impl Coordinator {
             let (rec, ver) = match retry(|| store.get(KEEPER_ID)).await? {
                 Some(x) => x,
                 None => {
-                    let rec = Record::new(KEEPER_ID, Kind::Keeper, self.me());
+                    let rec = Record::new(KEEPER_ID, RecordKind::Keeper, self.me());
                     retry(|| store.create(&rec)).await?;
                     continue;
                 }
@@ -51,7 +51,7 @@ impl Coordinator {
             let finished = status.setup_done && status.items.open() == 0;
             if finished {
                 // The migration's invariant, once, over every item (one read of them).
-                let items = retry(|| store.list(Kind::Item)).await?;
+                let items = retry(|| store.list(RecordKind::Item)).await?;
                 status.accounting = crate::accounting::check(&items);
                 if let Some(m) = &status.accounting {
                     tracing::error!("{}", m.message());

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{Kind, Record, State};
+use crate::record::{RecordKind, Record, State};
 use crate::Error;
 
 /// Result of [`Coordinator::try_claim_phase`].
@@ -35,7 +35,7 @@ impl Coordinator {
         loop {
             let now = self.checked_now().await?;
             let Some((rec, ver)) = retry(|| store.get(&id)).await? else {
-                let mut rec = Record::new(&id, Kind::Phase, self.me());
+                let mut rec = Record::new(&id, RecordKind::Phase, self.me());
                 rec.holder = Some(self.me().to_string());
                 rec.expiry = now + cfg.phase_lease.as_millis() as i64;
                 rec.exponent = 1;

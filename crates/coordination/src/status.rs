@@ -11,7 +11,7 @@ use crate::control::Control;
 use crate::coordinator::{retry, Coordinator, SETUP_ID};
 use crate::identity::Identity;
 use crate::position::Cursor;
-use crate::record::{Kind, State};
+use crate::record::{RecordKind, State};
 use crate::summary::is_leased;
 use crate::Error;
 
@@ -151,7 +151,7 @@ impl Coordinator {
         if !done && age > max_age.as_millis() as i64 {
             return self.status().await;
         }
-        let phases = retry(|| store.list(Kind::Phase)).await?;
+        let phases = retry(|| store.list(RecordKind::Phase)).await?;
         st.setup_done = phases
             .iter()
             .any(|p| p.id == SETUP_ID && p.state == State::Done);
@@ -171,8 +171,8 @@ impl Coordinator {
     pub async fn status(&self) -> Result<Status, Error> {
         let store = self.inner.store.as_ref();
         let now = retry(|| store.now()).await?;
-        let phases = retry(|| store.list(Kind::Phase)).await?;
-        let keeper = retry(|| store.list(Kind::Keeper)).await?;
+        let phases = retry(|| store.list(RecordKind::Phase)).await?;
+        let keeper = retry(|| store.list(RecordKind::Keeper)).await?;
         let mut st = Status {
             identity: self.identity().await?,
             store_now: now,

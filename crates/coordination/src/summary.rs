@@ -112,10 +112,10 @@ impl ItemSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Kind, Record};
+    use crate::record::{RecordKind, Record};
 
     fn item(id: &str, group: &str, state: State, holder: Option<&str>, expiry: i64) -> Record {
-        let mut r = Record::new(id, Kind::Item, "t");
+        let mut r = Record::new(id, RecordKind::Item, "t");
         r.group = group.into();
         r.state = state;
         r.holder = holder.map(Into::into);

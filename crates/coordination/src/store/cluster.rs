@@ -15,7 +15,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 
 use super::{is_certificate_error, redact, system_now_ms, Store};
-use crate::record::{Kind, Record, Revision};
+use crate::record::{RecordKind, Record, Revision};
 use crate::Error;
 
 const BACKEND: &str = "cluster";
@@ -612,7 +612,7 @@ impl Store for ClusterStore {
             .and_then(Value::as_i64))
     }
 
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error> {
         self.refresh().await?;
         let mut out = Vec::new();
         let mut after: Option<Value> = None;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 
 use crate::latency::Latencies;
-use crate::record::{Kind, Record, Revision, State};
+use crate::record::{RecordKind, Record, Revision, State};
 use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
@@ -245,7 +245,7 @@ impl RedisStore {
         let store = Self::connect(url).await?;
         let mut c = store.conn.clone();
         let mut exists = redis::cmd("EXISTS");
-        for kind in Kind::ALL {
+        for kind in RecordKind::ALL {
             exists.arg(format!("{}:k:{}", store.prefix, kind.as_str()));
         }
         let n: i64 = exists.query_async(&mut c).await.map_err(err)?;
@@ -514,7 +514,7 @@ impl Store for RedisStore {
         let covered = flat.first().map(String::as_str) == Some("1");
         if !covered {
             // Items written by an earlier version: no counters for them.
-            return Ok(ItemSummary::fold(now, self.list(Kind::Item).await?));
+            return Ok(ItemSummary::fold(now, self.list(RecordKind::Item).await?));
         }
         let n: usize = flat
             .get(1)
@@ -541,7 +541,7 @@ impl Store for RedisStore {
         Ok(parse_latencystats(&info))
     }
 
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error> {
         let mut c = self.conn.clone();
         let flat: Vec<String> = self
             .list
@@ -562,7 +562,7 @@ impl Store for RedisStore {
             .clear
             .prepare_invoke()
             .arg(&self.prefix)
-            .arg(Kind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>())
+            .arg(RecordKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>())
             .invoke_async(&mut c)
             .await
             .map_err(err)?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use coordination::contention::{
     contention_items, double_grants, run_contention, ContentionConfig, Interval,
 };
-use coordination::{open_store, Coordinator, Kind, Record, State, Store};
+use coordination::{open_store, Coordinator, RecordKind, Record, State, Store};
 
 use crate::suite::{config, Factory};
 
@@ -72,7 +72,7 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
     // coordinator does for every store call.
     let mut attempt = 0;
     let items = loop {
-        match store.list(Kind::Item).await {
+        match store.list(RecordKind::Item).await {
             Ok(items) => break items,
             Err(e) if e.is_transient() && attempt < 20 => {
                 attempt += 1;

@@ -73,7 +73,7 @@ pub fn view(records: &[Record], now: i64, cap: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coordination::{Kind, WorkItem};
+    use coordination::{RecordKind, WorkItem};
 
     fn item(shard: u32, state: State, holder: Option<&str>, expiry: i64) -> Record {
         let mut r = Record::item(&WorkItem::whole("logs", shard), 0, "test");
@@ -81,7 +81,7 @@ mod tests {
         r.holder = holder.map(str::to_string);
         r.expiry = expiry;
         r.attempts = 1;
-        assert_eq!(r.kind, Kind::Item);
+        assert_eq!(r.kind, RecordKind::Item);
         r
     }
 

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use coordination::{Coordinator, Kind};
+use coordination::{Coordinator, RecordKind};
 use migrate::phases::read_totals;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -138,7 +138,7 @@ struct Read {
 async fn read(coord: &Coordinator, rates: &mut Rates) -> anyhow::Result<Read> {
     let status = coord.status().await?;
     let totals = read_totals(coord).await?;
-    let records = coord.store().list(Kind::Item).await?;
+    let records = coord.store().list(RecordKind::Item).await?;
     let items = items::view(&records, status.store_now, ITEMS_PER_LIST);
     rates.push(status.store_now, status.docs_done, status.bytes_done);
     Ok(Read {
