@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::coordinator::{retry, Coordinator};
-use crate::record::{RecordKind, Record, State};
+use crate::record::{RecordKind, Record, RecordState};
 use crate::Error;
 
 const IDENTITY_ID: &str = "migration";
@@ -50,7 +50,7 @@ impl Coordinator {
                 });
             }
             let mut rec = Record::new(IDENTITY_ID, RecordKind::Migration, self.me());
-            rec.state = State::Done;
+            rec.state = RecordState::Done;
             rec.data = serde_json::to_value(identity).unwrap_or_default();
             rec.completed_at = Some(retry(|| store.now()).await?);
             if retry(|| store.create(&rec)).await?.is_some() {

@@ -3,7 +3,7 @@
 //! dies its lease expires and the next worker to call [`Coordinator::keeper_step`] takes over.
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{RecordKind, Record, State};
+use crate::record::{RecordKind, Record, RecordState};
 use crate::status::Status;
 use crate::Error;
 
@@ -37,7 +37,7 @@ impl Coordinator {
                     continue;
                 }
             };
-            if rec.state == State::Done {
+            if rec.state == RecordState::Done {
                 return Ok(KeeperStep::Finished(Box::new(self.status().await?)));
             }
             let mine = rec.holder.as_deref() == Some(self.me());
@@ -68,7 +68,7 @@ impl Coordinator {
             new.expiry = now + lease;
             new.data = serde_json::to_value(&status).unwrap_or_default();
             if finished {
-                new.state = State::Done;
+                new.state = RecordState::Done;
                 new.completed_at = Some(now);
             }
             if cas(store, &new, ver).await?.is_none() {
@@ -99,7 +99,7 @@ impl Coordinator {
     pub async fn resign_keeper(&self) -> Result<(), Error> {
         let store = self.inner.store.as_ref();
         if let Some((mut rec, ver)) = retry(|| store.get(KEEPER_ID)).await? {
-            if rec.holder.as_deref() == Some(self.me()) && rec.state == State::Open {
+            if rec.holder.as_deref() == Some(self.me()) && rec.state == RecordState::Open {
                 rec.holder = None;
                 rec.expiry = 0;
                 cas(store, &rec, ver).await?;

@@ -48,7 +48,7 @@ impl RecordKind {
 /// Life-cycle state of a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum State {
+pub enum RecordState {
     /// Not finished: never leased, leased, or with an expired/released lease.
     Open,
     /// Finished (for an item: every document of its range acknowledged or handed on).
@@ -57,12 +57,12 @@ pub enum State {
     Failed,
 }
 
-impl State {
+impl RecordState {
     pub fn as_str(self) -> &'static str {
         match self {
-            State::Open => "open",
-            State::Done => "done",
-            State::Failed => "failed",
+            RecordState::Open => "open",
+            RecordState::Done => "done",
+            RecordState::Failed => "failed",
         }
     }
 }
@@ -86,7 +86,7 @@ impl Revision {
 pub struct Record {
     pub id: String,
     pub kind: RecordKind,
-    pub state: State,
+    pub state: RecordState,
     /// Worker holding the lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
@@ -153,7 +153,7 @@ impl Record {
         Record {
             id: id.into(),
             kind,
-            state: State::Open,
+            state: RecordState::Open,
             holder: None,
             expiry: 0,
             exponent: 0,
@@ -192,7 +192,7 @@ impl Record {
 
     /// True for open work items: the only records the candidate query returns.
     pub fn is_candidate(&self) -> bool {
-        self.kind == RecordKind::Item && self.state == State::Open
+        self.kind == RecordKind::Item && self.state == RecordState::Open
     }
 
     pub fn work_item(&self) -> WorkItem {

@@ -15,7 +15,7 @@ use rand::Rng;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::latency::{Histogram, PoolStats};
-use crate::record::{RecordKind, Record, Revision, State};
+use crate::record::{RecordKind, Record, Revision, RecordState};
 use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
@@ -602,9 +602,9 @@ impl Store for PostgresStore {
             let group: String = r.get(0);
             let state: String = r.get(1);
             let state = match state.as_str() {
-                "open" => State::Open,
-                "done" => State::Done,
-                "failed" => State::Failed,
+                "open" => RecordState::Open,
+                "done" => RecordState::Done,
+                "failed" => RecordState::Failed,
                 other => {
                     return Err(Error::Corrupt {
                         id: format!("items of {group}"),

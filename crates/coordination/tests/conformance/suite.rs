@@ -9,7 +9,7 @@ use std::time::Duration;
 use coordination::{
     open_existing_store, Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff,
     Identity, ItemFate, ItemSummary, KeeperStep, RecordKind, Lease, PhaseClaim, Position, Progress,
-    Record, State, Store, WorkItem,
+    Record, RecordState, Store, WorkItem,
 };
 
 pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
@@ -307,9 +307,9 @@ async fn candidate_query(f: &Factory, ns: &str) {
     let mut expired = rec("expired");
     expired.expiry = now - 1000;
     let mut done = rec("done");
-    done.state = State::Done;
+    done.state = RecordState::Done;
     let mut failed = rec("failed");
-    failed.state = State::Failed;
+    failed.state = RecordState::Failed;
     let mut phase = Record::new("phase:x", RecordKind::Phase, "t");
     phase.expiry = 0;
     recs.extend([leased, expired, done, failed, phase]);
@@ -919,7 +919,7 @@ async fn assert_one_chain(store: &Arc<dyn Store>, index: &str, first: u64, last:
         .expect("root item");
     let mut visited = 1;
     loop {
-        assert_eq!(cur.state, State::Done, "{} not done: {cur:?}", cur.id);
+        assert_eq!(cur.state, RecordState::Done, "{} not done: {cur:?}", cur.id);
         match cur.successors.as_slice() {
             [] => {
                 assert_eq!(
@@ -986,7 +986,7 @@ async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
             assert_eq!(s.exponent, 1);
             assert_eq!(s.after, acked(399));
             let (parent, _) = store.get("idx__0__0").await.unwrap().unwrap();
-            assert_eq!(parent.state, State::Done);
+            assert_eq!(parent.state, RecordState::Done);
             assert_eq!(parent.successors, vec!["idx__0__400".to_string()]);
         }
         if point == Some(CrashPoint::AfterRecordSuccessor) {
