@@ -33,7 +33,7 @@ pub use convert::{Conversion, ConversionSeverity, ConvertOptions, KnnEngine};
 pub use error::MetadataError;
 pub use filter::{is_system_index, is_system_template, Allowlist};
 pub use mappings::MultiTypeMode;
-pub use plan::{Action, Item, Kind, Notes, Outcome, Report, Summary};
+pub use plan::{Action, Item, MetadataKind, Notes, Outcome, Report, Summary};
 pub use product::{Distribution, ProductVersion};
 pub use routing::DocumentRouting;
 pub use source::{DataStreamInfo, SourceIndex, SourceMetadata};
