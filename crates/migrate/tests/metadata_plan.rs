@@ -3,7 +3,7 @@
 //! creation with bodies a modern target accepts, system templates are excluded.
 
 use migrate::metadata::{
-    plan, Action, Item, MetadataKind, MultiTypeMode, Options, ProductVersion, SourceMetadata,
+    plan, Action, MetadataItem, MetadataKind, MultiTypeMode, Options, ProductVersion, SourceMetadata,
 };
 use serde_json::Value;
 
@@ -37,7 +37,7 @@ fn names(v: &Value) -> Vec<String> {
     n
 }
 
-fn of_kind(items: &[Item], kind: MetadataKind) -> Vec<String> {
+fn of_kind(items: &[MetadataItem], kind: MetadataKind) -> Vec<String> {
     let mut n: Vec<String> = items
         .iter()
         .filter(|i| i.kind == kind)

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::build::{plan, Options};
 use super::error::MetadataError;
-use super::plan::{Action, Item, MetadataKind, Outcome, Report};
+use super::plan::{Action, MetadataItem, MetadataKind, Outcome, Report};
 use super::source::SourceMetadata;
 use super::ProductVersion;
 
@@ -93,7 +93,7 @@ async fn exists(client: &Client, kind: MetadataKind, name: &str) -> Result<bool,
     }
 }
 
-async fn check_existing(items: &mut [Item], client: &Client) -> Result<(), MetadataError> {
+async fn check_existing(items: &mut [MetadataItem], client: &Client) -> Result<(), MetadataError> {
     for item in items.iter_mut() {
         if item.action != Action::Create {
             continue;
@@ -162,7 +162,7 @@ fn refused_setting(message: &str) -> Option<String> {
     Some(message[start..end].to_string())
 }
 
-async fn create(item: &mut Item, client: &Client) {
+async fn create(item: &mut MetadataItem, client: &Client) {
     let Some(mut body) = item.body.clone() else {
         return;
     };

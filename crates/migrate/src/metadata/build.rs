@@ -10,7 +10,7 @@ use super::aliases;
 use super::convert::{self, ConvertOptions, Needs};
 use super::filter::{decide, is_system_index, is_system_template, Allowlist, Decision};
 use super::mappings::{self, MultiTypeMode};
-use super::plan::{Action, Item, MetadataKind, Notes};
+use super::plan::{Action, MetadataItem, MetadataKind, Notes};
 use super::settings::{self, SettingsContext};
 use super::source::{DataStreamInfo, SourceIndex, SourceMetadata};
 use super::{Distribution, ProductVersion};
@@ -115,7 +115,7 @@ impl Options {
 /// Every item in creation order (legacy templates, component templates, index templates,
 /// indices), each `Create`, `SkipExcluded`, `SkipUnsupported` or `Error`; existence on
 /// the target is checked later.
-pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) -> Vec<Item> {
+pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) -> Vec<MetadataItem> {
     let cx = Cx {
         target,
         source: source.version,
@@ -148,7 +148,7 @@ pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) 
             .map(|(_, by)| by.as_str());
         items.push(component_template(name, t, cx, needed_by));
     }
-    let stream_items: Vec<Item> = source
+    let stream_items: Vec<MetadataItem> = source
         .data_streams
         .iter()
         .filter_map(|ds| data_stream_item(ds, &index_templates, cx))
@@ -169,14 +169,14 @@ fn excluded_or_unsupported(
     list: &Allowlist,
     system: bool,
     target: ProductVersion,
-) -> Result<&'static str, Box<Item>> {
+) -> Result<&'static str, Box<MetadataItem>> {
     match decide(list, name, system) {
-        Decision::Exclude(why) => Err(Box::new(Item::new(kind, name, Action::SkipExcluded, why))),
+        Decision::Exclude(why) => Err(Box::new(MetadataItem::new(kind, name, Action::SkipExcluded, why))),
         Decision::Include(why) => {
             if matches!(kind, MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate)
                 && !target.supports_composable_templates()
             {
-                return Err(Box::new(Item::new(
+                return Err(Box::new(MetadataItem::new(
                     kind,
                     name,
                     Action::SkipUnsupported,
@@ -188,10 +188,10 @@ fn excluded_or_unsupported(
     }
 }
 
-fn finish(kind: MetadataKind, name: &str, why: &str, body: Result<Value, String>, notes: Notes) -> Item {
+fn finish(kind: MetadataKind, name: &str, why: &str, body: Result<Value, String>, notes: Notes) -> MetadataItem {
     match body {
         Ok(body) if notes.blocked() => {
-            let mut item = Item::new(
+            let mut item = MetadataItem::new(
                 kind,
                 name,
                 Action::Blocked,
@@ -202,20 +202,20 @@ fn finish(kind: MetadataKind, name: &str, why: &str, body: Result<Value, String>
             item
         }
         Ok(body) => {
-            let mut item = Item::new(kind, name, Action::Create, why);
+            let mut item = MetadataItem::new(kind, name, Action::Create, why);
             item.notes = notes;
             item.body = Some(body);
             item
         }
         Err(e) => {
-            let mut item = Item::new(kind, name, Action::Error, e);
+            let mut item = MetadataItem::new(kind, name, Action::Error, e);
             item.notes = notes;
             item
         }
     }
 }
 
-fn legacy_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
+fn legacy_template(name: &str, t: &Value, cx: Cx<'_>) -> MetadataItem {
     let why = match excluded_or_unsupported(
         MetadataKind::LegacyTemplate,
         name,
@@ -334,7 +334,7 @@ fn one_mapping(
     }
 }
 
-fn component_template(name: &str, t: &Value, cx: Cx<'_>, needed_by: Option<&str>) -> Item {
+fn component_template(name: &str, t: &Value, cx: Cx<'_>, needed_by: Option<&str>) -> MetadataItem {
     let listed = excluded_or_unsupported(
         MetadataKind::ComponentTemplate,
         name,
@@ -357,7 +357,7 @@ fn component_template(name: &str, t: &Value, cx: Cx<'_>, needed_by: Option<&str>
     finish(MetadataKind::ComponentTemplate, name, &why, body, notes)
 }
 
-fn index_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
+fn index_template(name: &str, t: &Value, cx: Cx<'_>) -> MetadataItem {
     let why = match excluded_or_unsupported(
         MetadataKind::IndexTemplate,
         name,
@@ -439,7 +439,7 @@ fn composable_body(
 
 /// The data stream itself, in `--data-streams data-streams` mode: created on the target
 /// (`PUT _data_stream/<name>`) from a migrated index template with a `data_stream` section.
-fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -> Option<Item> {
+fn data_stream_item(ds: &DataStreamInfo, index_templates: &[MetadataItem], cx: Cx<'_>) -> Option<MetadataItem> {
     let options = cx.options;
     if options.data_streams != DataStreamMode::DataStreams {
         return None;
@@ -447,11 +447,11 @@ fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -
     let name = ds.name.as_str();
     let why = match decide(&options.indices, name, ds.system) {
         Decision::Exclude(why) => {
-            return Some(Item::new(MetadataKind::DataStream, name, Action::SkipExcluded, why))
+            return Some(MetadataItem::new(MetadataKind::DataStream, name, Action::SkipExcluded, why))
         }
         Decision::Include(why) => why,
     };
-    let mut item = Item::new(MetadataKind::DataStream, name, Action::Create, why);
+    let mut item = MetadataItem::new(MetadataKind::DataStream, name, Action::Create, why);
     item.body = Some(json!({"timestamp_field": ds.timestamp_field, "backing_indices": ds.indices}));
     if !cx.target.supports_data_streams() {
         item.action = Action::Blocked;
@@ -585,11 +585,11 @@ pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, String> {
         .collect())
 }
 
-fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx<'_>) -> Vec<Item> {
+fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx<'_>) -> Vec<MetadataItem> {
     let (target, options) = (cx.target, cx.options);
     let name = index.name.as_str();
     if let (Some(ds), DataStreamMode::DataStreams) = (data_stream, options.data_streams) {
-        return vec![Item::new(
+        return vec![MetadataItem::new(
             MetadataKind::Index,
             name,
             Action::SkipExcluded,
@@ -614,7 +614,7 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
     };
     let why = match decision {
         Decision::Exclude(why) => {
-            return vec![Item::new(MetadataKind::Index, name, Action::SkipExcluded, why)]
+            return vec![MetadataItem::new(MetadataKind::Index, name, Action::SkipExcluded, why)]
         }
         Decision::Include(why) => why,
     };
@@ -624,7 +624,7 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
         notes.warn("the source index was closed; it is created open");
     }
     let error = |e: String, notes: Notes| {
-        let mut item = Item::new(MetadataKind::Index, name, Action::Error, e);
+        let mut item = MetadataItem::new(MetadataKind::Index, name, Action::Error, e);
         item.notes = notes;
         vec![item]
     };
@@ -793,7 +793,7 @@ mod tests {
         }
     }
 
-    fn find<'a>(items: &'a [Item], kind: MetadataKind, name: &str) -> &'a Item {
+    fn find<'a>(items: &'a [MetadataItem], kind: MetadataKind, name: &str) -> &'a MetadataItem {
         items
             .iter()
             .find(|i| i.kind == kind && i.name == name)

@@ -121,7 +121,7 @@ pub enum Outcome {
 
 /// One template or index.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Item {
+pub struct MetadataItem {
     pub kind: MetadataKind,
     /// Name on the target.
     pub name: String,
@@ -138,14 +138,14 @@ pub struct Item {
     pub body: Option<Value>,
 }
 
-impl Item {
+impl MetadataItem {
     pub fn new(
         kind: MetadataKind,
         name: impl Into<String>,
         action: Action,
         reason: impl Into<String>,
     ) -> Self {
-        Item {
+        MetadataItem {
             kind,
             name: name.into(),
             source_name: None,
@@ -176,7 +176,7 @@ pub struct Report {
     pub mode: &'static str,
     pub source_version: Option<ProductVersion>,
     pub target_version: ProductVersion,
-    pub items: Vec<Item>,
+    pub items: Vec<MetadataItem>,
 }
 
 impl Report {
@@ -323,10 +323,10 @@ mod tests {
 
     #[test]
     fn summary_table_and_json() {
-        let mut a = Item::new(MetadataKind::Index, "posts", Action::Create, "not on the target");
+        let mut a = MetadataItem::new(MetadataKind::Index, "posts", Action::Create, "not on the target");
         a.notes.change("internal settings removed: index.uuid");
         a.notes.warnings.push("mapping type dropped".into());
-        let b = Item::new(
+        let b = MetadataItem::new(
             MetadataKind::LegacyTemplate,
             ".ml-meta",
             Action::SkipExcluded,
