@@ -24,7 +24,7 @@ pub const COALESCED_FROM_INDEX_VERSION: u64 = 9_039_000;
 
 /// How one stored `_ignored_source` value is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
+pub enum IgnoredSourceLayout {
     /// One value per stored field value: a little-endian int packing the name length and
     /// the parent offset, the UTF-8 name, the encoded value (8.15 up to the 9.x index
     /// version [`COALESCED_FROM_INDEX_VERSION`]).
@@ -35,19 +35,19 @@ pub enum Layout {
     Coalesced,
 }
 
-impl Layout {
+impl IgnoredSourceLayout {
     /// The layout an index writes, from its `index.version.created` id; `None` when the
     /// id is unknown (the layout is then recognised from the bytes).
-    pub fn for_index_version(id: Option<u64>) -> Option<Layout> {
+    pub fn for_index_version(id: Option<u64>) -> Option<IgnoredSourceLayout> {
         let id = id?;
         // OpenSearch ids carry a marker bit; OpenSearch has no `_ignored_source`.
         if id & (1 << 27) != 0 {
-            return Some(Layout::Singular);
+            return Some(IgnoredSourceLayout::Singular);
         }
         Some(if id >= COALESCED_FROM_INDEX_VERSION {
-            Layout::Coalesced
+            IgnoredSourceLayout::Coalesced
         } else {
-            Layout::Singular
+            IgnoredSourceLayout::Singular
         })
     }
 }
@@ -87,16 +87,16 @@ impl Entry {
 /// offset ends at a dot and that nothing trails, so bytes of one do not pass as the other.
 pub fn decode_stored(
     bytes: &[u8],
-    layout: Option<Layout>,
+    layout: Option<IgnoredSourceLayout>,
     out: &mut Vec<Entry>,
 ) -> Result<(), String> {
     let (first, second) = match layout {
-        Some(Layout::Coalesced) => (Layout::Coalesced, Layout::Singular),
-        _ => (Layout::Singular, Layout::Coalesced),
+        Some(IgnoredSourceLayout::Coalesced) => (IgnoredSourceLayout::Coalesced, IgnoredSourceLayout::Singular),
+        _ => (IgnoredSourceLayout::Singular, IgnoredSourceLayout::Coalesced),
     };
-    let decode = |l: Layout, out: &mut Vec<Entry>| match l {
-        Layout::Singular => decode_singular(bytes, out),
-        Layout::Coalesced => decode_coalesced(bytes, out),
+    let decode = |l: IgnoredSourceLayout, out: &mut Vec<Entry>| match l {
+        IgnoredSourceLayout::Singular => decode_singular(bytes, out),
+        IgnoredSourceLayout::Coalesced => decode_coalesced(bytes, out),
     };
     let before = out.len();
     let Err(e1) = decode(first, out) else {
@@ -602,7 +602,7 @@ mod tests {
         let name = "größe.😀";
         let b = singular(name, 6, &typed(b'S', b"v"));
         let mut out = Vec::new();
-        decode_stored(&b, Some(Layout::Singular), &mut out).unwrap();
+        decode_stored(&b, Some(IgnoredSourceLayout::Singular), &mut out).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].name, name);
         assert_eq!(out[0].parent(), "größe");
@@ -621,7 +621,7 @@ mod tests {
             &[(2, &typed(b'I', &3i32.to_le_bytes())), (2, b"j[4,5]")],
         );
         let mut out = Vec::new();
-        decode_stored(&b, Some(Layout::Coalesced), &mut out).unwrap();
+        decode_stored(&b, Some(IgnoredSourceLayout::Coalesced), &mut out).unwrap();
         assert_eq!(out.len(), 2);
         assert!(out.iter().all(|e| e.name == "a.ü" && e.parent() == "a"));
         assert_eq!(out[1].value, Some(json!([4, 5])));
@@ -636,25 +636,25 @@ mod tests {
         let mut out = Vec::new();
         for n in 0..good.len() - 1 {
             // every truncation fails, for both layouts
-            assert!(decode_stored(&good[..n], Some(Layout::Singular), &mut out).is_err());
+            assert!(decode_stored(&good[..n], Some(IgnoredSourceLayout::Singular), &mut out).is_err());
         }
         // parent offset not at a dot
         assert!(
-            decode_stored(&singular("ab", 1, b"S1"), Some(Layout::Singular), &mut out).is_err()
+            decode_stored(&singular("ab", 1, b"S1"), Some(IgnoredSourceLayout::Singular), &mut out).is_err()
         );
         // a count the bytes cannot hold
         let mut huge = Vec::new();
         vint(1 << 30, &mut huge);
-        assert!(decode_stored(&huge, Some(Layout::Coalesced), &mut out).is_err());
+        assert!(decode_stored(&huge, Some(IgnoredSourceLayout::Coalesced), &mut out).is_err());
         // a string length beyond the bytes
         let mut b = vec![1];
         vint(1 << 20, &mut b);
-        assert!(decode_stored(&b, Some(Layout::Coalesced), &mut out).is_err());
+        assert!(decode_stored(&b, Some(IgnoredSourceLayout::Coalesced), &mut out).is_err());
         // a value length beyond the bytes
         let mut v = coalesced("x", &[(0, b"S1")]);
         let len_at = v.len() - 3;
         v[len_at] = 0x7F;
-        assert!(decode_stored(&v, Some(Layout::Coalesced), &mut out).is_err());
+        assert!(decode_stored(&v, Some(IgnoredSourceLayout::Coalesced), &mut out).is_err());
         assert!(out.is_empty());
     }
 
@@ -662,7 +662,7 @@ mod tests {
         #[test]
         fn any_bytes_decode_or_fail(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48)) {
             let mut out = Vec::new();
-            for layout in [None, Some(Layout::Singular), Some(Layout::Coalesced)] {
+            for layout in [None, Some(IgnoredSourceLayout::Singular), Some(IgnoredSourceLayout::Coalesced)] {
                 let _ = decode_stored(&bytes, layout, &mut out);
             }
             let _ = decode_value(&bytes);

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::document::{decode_id, normalize_source_in, split_uid, EsDocument};
 use crate::error::{Error, Result};
-use crate::ignored_source::{self, Layout};
+use crate::ignored_source::{self, IgnoredSourceLayout};
 use crate::rebuild::{self, Encoding, RebuiltFields, SourcePlan};
 use crate::repository::Shard;
 
@@ -261,7 +261,7 @@ pub struct ShardReader {
     /// Where rebuilt `_source` fields come from (with `RebuildMode::Auto`).
     plan: Option<Arc<SourcePlan>>,
     /// How this index lays out `_ignored_source` (`None`: unknown creation version).
-    ignored_layout: Option<Layout>,
+    ignored_layout: Option<IgnoredSourceLayout>,
 }
 
 impl std::fmt::Debug for ShardReader {
@@ -322,7 +322,7 @@ impl ShardReader {
             }
         };
         let plan = (options.rebuild.mode == RebuildMode::Auto).then(|| Arc::new(md.source_plan()));
-        let ignored_layout = Layout::for_index_version(
+        let ignored_layout = IgnoredSourceLayout::for_index_version(
             md.setting("index.version.created")
                 .and_then(|s| s.parse::<u64>().ok()),
         );
