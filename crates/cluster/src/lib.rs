@@ -28,7 +28,7 @@ pub use bulk::{
     DocMeta, EntryKeys, Framing, ItemError, OpType, Refused, Unframed, DEFAULT_HARD_MAX_BYTES,
 };
 pub use client::{encode_segment, Client, Method, Response};
-pub use config::{Auth, AwsService, ClientConfig, Compression, SigV4Config, TlsConfig};
+pub use config::{Auth, AwsService, ClientConfig, RequestCompression, SigV4Config, TlsConfig};
 pub use error::ClusterError;
 pub use pacing::{parse_retry_after, RetryPolicy};
 pub use sigv4::{AwsCredentials, UtcTime};

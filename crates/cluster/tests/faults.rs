@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression, Refused,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, RequestCompression, Refused,
     RetryPolicy,
 };
 use serde_json::{json, Value};
@@ -34,9 +34,9 @@ fn fast_retries(attempts: u32) -> RetryPolicy {
 async fn client_for(server: &TestServer, gzip: bool) -> Client {
     let mut c = ClientConfig::new(server.url());
     c.compression = if gzip {
-        Compression::On
+        RequestCompression::On
     } else {
-        Compression::Off
+        RequestCompression::Off
     };
     c.retry = fast_retries(20);
     c.request_timeout = Duration::from_secs(10);

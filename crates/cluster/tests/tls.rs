@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, RequestCompression,
     Distribution, RetryPolicy,
 };
 use rcgen::{
@@ -143,7 +143,7 @@ fn config(
         c.tls.client_key = Some(key.to_path_buf());
     }
     c.tls.insecure = insecure;
-    c.compression = Compression::Off;
+    c.compression = RequestCompression::Off;
     c.retry = RetryPolicy::none();
     c
 }

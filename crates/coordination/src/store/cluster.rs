@@ -223,7 +223,7 @@ impl ClusterStore {
             max_retry_after: Duration::from_secs(10),
         };
         config.request_timeout = config.request_timeout.min(Duration::from_secs(30));
-        config.compression = cluster::Compression::Off;
+        config.compression = cluster::RequestCompression::Off;
         let client = cluster::Client::new(config).map_err(client_err)?;
         let mut store = ClusterStore {
             client,
