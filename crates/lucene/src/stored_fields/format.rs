@@ -25,7 +25,7 @@ pub(crate) enum Container {
 
 /// How each chunk's payload is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Compression {
+pub(crate) enum ChunkCompression {
     /// LZ4 blocks, no dictionary (Lucene 5–8.6 `FAST`).
     Lz4,
     /// Raw DEFLATE with a length prefix (Lucene 5–8.6 `HIGH_COMPRESSION`).
@@ -51,14 +51,14 @@ pub(crate) struct Format {
     pub codec: String,
     pub version: i32,
     pub container: Container,
-    pub compression: Compression,
+    pub compression: ChunkCompression,
     pub mode: &'static str,
 }
 
 impl Format {
     /// Identifies the format from the `.fdt` header's codec name and version.
     pub fn detect(file: &str, codec: &str, version: i32) -> Result<Format> {
-        use Compression::*;
+        use ChunkCompression::*;
         let (container, compression, mode, min, max) = match codec {
             "Lucene41StoredFieldsData" => {
                 if version == 0 {
