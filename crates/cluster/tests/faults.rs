@@ -182,7 +182,7 @@ async fn target_down_past_the_budget_is_an_error_and_recovers() {
 async fn typed_dialect_for_elasticsearch_6_and_rate_limit() {
     let server = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
     let client = client_for(&server, false).await;
-    assert_eq!(client.target().unwrap().dialect(), cluster::Dialect::Typed);
+    assert_eq!(client.target().unwrap().dialect(), cluster::DocAddressing::Typed);
     let opts = BulkOptions {
         max_docs_per_sec: Some(400.0),
         ..BulkOptions::default()
