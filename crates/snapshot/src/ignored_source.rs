@@ -54,7 +54,7 @@ impl IgnoredSourceLayout {
 
 /// One decoded value of `_ignored_source`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct IgnoredValue {
     /// The full dotted path of the field (or object) the value belongs to.
     pub name: String,
     /// Byte offset in `name` where the name relative to the parent object starts (0 for
@@ -64,7 +64,7 @@ pub struct Entry {
     pub value: Option<Value>,
 }
 
-impl Entry {
+impl IgnoredValue {
     /// The parent object's path (`""` for the root).
     pub fn parent(&self) -> &str {
         if self.parent_offset == 0 {
@@ -88,13 +88,13 @@ impl Entry {
 pub fn decode_stored(
     bytes: &[u8],
     layout: Option<IgnoredSourceLayout>,
-    out: &mut Vec<Entry>,
+    out: &mut Vec<IgnoredValue>,
 ) -> Result<(), String> {
     let (first, second) = match layout {
         Some(IgnoredSourceLayout::Coalesced) => (IgnoredSourceLayout::Coalesced, IgnoredSourceLayout::Singular),
         _ => (IgnoredSourceLayout::Singular, IgnoredSourceLayout::Coalesced),
     };
-    let decode = |l: IgnoredSourceLayout, out: &mut Vec<Entry>| match l {
+    let decode = |l: IgnoredSourceLayout, out: &mut Vec<IgnoredValue>| match l {
         IgnoredSourceLayout::Singular => decode_singular(bytes, out),
         IgnoredSourceLayout::Coalesced => decode_coalesced(bytes, out),
     };
@@ -111,7 +111,7 @@ pub fn decode_stored(
 
 const PARENT_OFFSET_FACTOR: u32 = 1 << 16;
 
-fn decode_singular(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
+fn decode_singular(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), String> {
     let Some(header) = bytes.get(..4) else {
         return Err(format!(
             "{} bytes, shorter than the 4-byte header",
@@ -135,7 +135,7 @@ fn decode_singular(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
     Ok(())
 }
 
-fn decode_coalesced(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
+fn decode_coalesced(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), String> {
     let mut r = Reader { bytes, pos: 0 };
     let count = r.vint()? as usize;
     // every value takes at least two bytes (its parent offset and its length)
@@ -167,7 +167,7 @@ fn decode_coalesced(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
 }
 
 /// An entry from its name, its parent offset in UTF-16 units and its encoded value.
-fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<Entry, String> {
+fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<IgnoredValue, String> {
     if name.is_empty() {
         return Err("empty field name".into());
     }
@@ -177,7 +177,7 @@ fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<Entry, String>
             format!("parent offset {parent_units} does not end a parent path of {name:?}")
         })?;
     let value = decode_value(value).map_err(|e| format!("{name:?}: {e}"))?;
-    Ok(Entry {
+    Ok(IgnoredValue {
         name: name.to_string(),
         parent_offset,
         value,
@@ -400,7 +400,7 @@ impl<'a> Reader<'a> {
 
 /// Whether an entry holds the whole value of `path`: an entry for the path itself or
 /// for an object above it.
-pub fn covers(entries: &[Entry], path: &str) -> bool {
+pub fn covers(entries: &[IgnoredValue], path: &str) -> bool {
     entries.iter().any(|e| {
         path == e.name
             || (path.len() > e.name.len()
@@ -413,9 +413,9 @@ pub fn covers(entries: &[Entry], path: &str) -> bool {
 /// the entries of one path replace whatever doc values and stored fields gave for it;
 /// one value is written as it is, several become one array (arrays among them are
 /// flattened into it); a path whose entries are all void is removed.
-pub fn merge(root: &mut Map<String, Value>, entries: &[Entry]) {
+pub fn merge(root: &mut Map<String, Value>, entries: &[IgnoredValue]) {
     // group by path, in the order paths first appear
-    let mut groups: Vec<(&Entry, Vec<&Value>)> = Vec::new();
+    let mut groups: Vec<(&IgnoredValue, Vec<&Value>)> = Vec::new();
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for e in entries {
         let g = *index.entry(e.name.as_str()).or_insert_with(|| {
@@ -669,8 +669,8 @@ mod tests {
         }
     }
 
-    fn e(name: &str, parent_offset: usize, value: Option<Value>) -> Entry {
-        Entry {
+    fn e(name: &str, parent_offset: usize, value: Option<Value>) -> IgnoredValue {
+        IgnoredValue {
             name: name.into(),
             parent_offset,
             value,

@@ -751,7 +751,7 @@ struct RebuildState {
     value: DocValue,
     fields: RebuiltFields,
     /// The decoded `_ignored_source` of the document being rebuilt.
-    entries: Vec<ignored_source::Entry>,
+    entries: Vec<ignored_source::IgnoredValue>,
 }
 
 impl ShardDocuments<'_> {
