@@ -9,7 +9,7 @@ use crate::compress::{lz4, DecompressError, Inflater, ZstdDecoder};
 use crate::data_input::Endian;
 use crate::error::{Error, Result};
 
-use super::format::{ChunkCompression, Format};
+use super::format::{ChunkCompression, StoredFieldsFormat};
 use super::packed::{packed_get, packed_len};
 
 /// Largest chunk size accepted from a file (Lucene's largest default is 480 KiB).
@@ -146,7 +146,7 @@ impl Chunk {
     pub fn load(
         &mut self,
         file: &str,
-        format: &Format,
+        format: &StoredFieldsFormat,
         chunk_size: u32,
         index: usize,
         raw: &[u8],
@@ -262,7 +262,7 @@ impl Chunk {
     /// Decompresses one compressor output from `input` into `data[start..start + len]`.
     fn decompress(
         &mut self,
-        format: &Format,
+        format: &StoredFieldsFormat,
         input: &mut Input<'_>,
         start: usize,
         len: usize,

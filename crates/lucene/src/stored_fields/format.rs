@@ -47,7 +47,7 @@ pub(crate) enum ChunkCompression {
 
 /// Everything the reader needs to know about a `.fdt` format.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Format {
+pub(crate) struct StoredFieldsFormat {
     pub codec: String,
     pub version: i32,
     pub container: Container,
@@ -55,9 +55,9 @@ pub(crate) struct Format {
     pub mode: &'static str,
 }
 
-impl Format {
+impl StoredFieldsFormat {
     /// Identifies the format from the `.fdt` header's codec name and version.
-    pub fn detect(file: &str, codec: &str, version: i32) -> Result<Format> {
+    pub fn detect(file: &str, codec: &str, version: i32) -> Result<StoredFieldsFormat> {
         use ChunkCompression::*;
         let (container, compression, mode, min, max) = match codec {
             "Lucene41StoredFieldsData" => {
@@ -128,7 +128,7 @@ impl Format {
                 format!("{codec} format version {version} (supported: {min}..={max})"),
             ));
         }
-        Ok(Format {
+        Ok(StoredFieldsFormat {
             codec: codec.to_string(),
             version,
             container,
