@@ -95,7 +95,7 @@ impl Default for PipelineOptions {
 
 /// What the item workers of one process share.
 #[derive(Clone)]
-pub struct Shared {
+pub struct WorkerShared {
     pub metrics: Arc<Metrics>,
     pub failures: Arc<FailureLog>,
     pub budget: Budget,
@@ -229,7 +229,7 @@ pub async fn run_item<S, K, L>(
     lease: &mut L,
     plan: ItemPlan,
     opts: &PipelineOptions,
-    shared: &Shared,
+    shared: &WorkerShared,
 ) -> ItemReport
 where
     S: Source,
