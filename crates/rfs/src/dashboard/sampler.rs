@@ -54,7 +54,7 @@ pub struct Reading {
 }
 
 /// State shared by the sampler and the HTTP handlers.
-pub struct Shared {
+pub struct DashboardState {
     pub reading: RwLock<Reading>,
     /// The open store, for control requests; `None` while it cannot be opened.
     pub coord: RwLock<Option<Coordinator>>,
@@ -72,7 +72,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// Reads the store every `shared.interval` until the process ends.
-pub async fn run(shared: Arc<Shared>, open: Opener, failure_logs: Vec<PathBuf>) {
+pub async fn run(shared: Arc<DashboardState>, open: Opener, failure_logs: Vec<PathBuf>) {
     let mut logs = Some(FailureLogs::new(&failure_logs, NEWEST_FAILURES));
     let mut rates = Rates::new(HORIZON_MS, WINDOW_MS, 20_000);
     let limit = (shared.interval * 3).max(Duration::from_secs(10));
@@ -148,7 +148,7 @@ async fn read(coord: &Coordinator, rates: &mut Rates) -> anyhow::Result<Read> {
     })
 }
 
-fn publish(shared: &Shared, outcome: Result<Read, String>, failures: Option<Value>, rates: &Rates) {
+fn publish(shared: &DashboardState, outcome: Result<Read, String>, failures: Option<Value>, rates: &Rates) {
     let now = now_ms();
     let Ok(mut r) = shared.reading.write() else {
         return;
