@@ -3,6 +3,8 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// Which of the three template APIs: the server's own copy of `product::TemplateKind` (the
+/// test server shares no code with what it tests).
 #[derive(Clone, Copy)]
 pub(super) enum TemplateKind {
     Legacy,
