@@ -32,4 +32,4 @@ pub use config::{Auth, AwsService, ClientConfig, RequestCompression, SigV4Config
 pub use error::ClusterError;
 pub use pacing::{parse_retry_after, RetryPolicy};
 pub use sigv4::{AwsCredentials, UtcTime};
-pub use version::{DocAddressing, Distribution, ProductVersion, Target};
+pub use version::{Distribution, DocAddressing, ProductVersion, Target};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use cluster::{Auth, AwsService, Client, ClientConfig, RequestCompression, Method, SigV4Config};
+use cluster::{Auth, AwsService, Client, ClientConfig, Method, RequestCompression, SigV4Config};
 use sha2::{Digest, Sha256};
 use sigv4::{AwsCredentials, SigningInput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

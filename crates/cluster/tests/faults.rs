@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, RequestCompression, Refused,
-    RetryPolicy,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Refused,
+    RequestCompression, RetryPolicy,
 };
 use serde_json::{json, Value};
 use testkit::server::{Faults, ServerConfig, TestServer};
@@ -182,7 +182,10 @@ async fn target_down_past_the_budget_is_an_error_and_recovers() {
 async fn typed_dialect_for_elasticsearch_6_and_rate_limit() {
     let server = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
     let client = client_for(&server, false).await;
-    assert_eq!(client.target().unwrap().dialect(), cluster::DocAddressing::Typed);
+    assert_eq!(
+        client.target().unwrap().dialect(),
+        cluster::DocAddressing::Typed
+    );
     let opts = BulkOptions {
         max_docs_per_sec: Some(400.0),
         ..BulkOptions::default()

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, RequestCompression,
-    Distribution, RetryPolicy,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Distribution,
+    RequestCompression, RetryPolicy,
 };
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,

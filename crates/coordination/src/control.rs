@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{RecordKind, Record};
+use crate::record::{Record, RecordKind};
 use crate::Error;
 
 const CONTROL_ID: &str = "control";

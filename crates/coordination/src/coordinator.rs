@@ -11,7 +11,7 @@ use rand::Rng;
 use std::collections::BTreeMap;
 
 use crate::position::{cursor_display, Cursor, Position};
-use crate::record::{item_id, RecordKind, Record, Revision, RecordState, WorkItem};
+use crate::record::{item_id, Record, RecordKind, RecordState, Revision, WorkItem};
 use crate::store::{system_now_ms, Store};
 use crate::Error;
 

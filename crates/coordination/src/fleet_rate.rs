@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{backoff, retry, Coordinator};
-use crate::record::{RecordKind, Record};
+use crate::record::{Record, RecordKind};
 use crate::Error;
 
 /// Length of one budget window, store milliseconds.

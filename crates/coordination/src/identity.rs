@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::coordinator::{retry, Coordinator};
-use crate::record::{RecordKind, Record, RecordState};
+use crate::record::{Record, RecordKind, RecordState};
 use crate::Error;
 
 const IDENTITY_ID: &str = "migration";

@@ -3,7 +3,7 @@
 //! dies its lease expires and the next worker to call [`Coordinator::keeper_step`] takes over.
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{RecordKind, Record, RecordState};
+use crate::record::{Record, RecordKind, RecordState};
 use crate::status::Status;
 use crate::Error;
 

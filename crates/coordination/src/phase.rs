@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{RecordKind, Record, RecordState};
+use crate::record::{Record, RecordKind, RecordState};
 use crate::Error;
 
 /// Result of [`Coordinator::try_claim_phase`].

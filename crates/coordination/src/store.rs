@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::latency::{Latencies, PoolStats};
-use crate::record::{RecordKind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::summary::ItemSummary;
 use crate::Error;
 

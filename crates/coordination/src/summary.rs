@@ -112,9 +112,15 @@ impl ItemSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{RecordKind, Record};
+    use crate::record::{Record, RecordKind};
 
-    fn item(id: &str, group: &str, state: RecordState, holder: Option<&str>, expiry: i64) -> Record {
+    fn item(
+        id: &str,
+        group: &str,
+        state: RecordState,
+        holder: Option<&str>,
+        expiry: i64,
+    ) -> Record {
         let mut r = Record::new(id, RecordKind::Item, "t");
         r.group = group.into();
         r.state = state;

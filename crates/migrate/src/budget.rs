@@ -35,7 +35,10 @@ impl Budget {
         let want = (bytes.div_ceil(UNIT) as u64).clamp(1, u64::from(self.units)) as u32;
         let sem = self.sem.clone();
         let handle = tokio::runtime::Handle::try_current().ok()?;
-        handle.block_on(sem.acquire_many_owned(want)).ok().map(HeldMemory)
+        handle
+            .block_on(sem.acquire_many_owned(want))
+            .ok()
+            .map(HeldMemory)
     }
 
     /// Bytes free now.

@@ -3,7 +3,8 @@
 //! creation with bodies a modern target accepts, system templates are excluded.
 
 use migrate::metadata::{
-    plan, Action, MetadataItem, MetadataKind, MultiTypeMode, Options, ProductVersion, SourceMetadata,
+    plan, Action, MetadataItem, MetadataKind, MultiTypeMode, Options, ProductVersion,
+    SourceMetadata,
 };
 use serde_json::Value;
 
@@ -168,7 +169,10 @@ fn user_templates_planned_system_ones_excluded() {
     };
     assert_eq!(create(MetadataKind::LegacyTemplate), Vec::<&str>::new());
     assert_eq!(create(MetadataKind::ComponentTemplate), ["posts_template"]);
-    assert_eq!(create(MetadataKind::IndexTemplate), ["posts_index_template"]);
+    assert_eq!(
+        create(MetadataKind::IndexTemplate),
+        ["posts_index_template"]
+    );
     assert_eq!(
         create(MetadataKind::Index),
         ["posts_2023_02_25", "posts_2024_01_01"]
@@ -225,7 +229,10 @@ fn es56_two_types_merge_or_split() {
     };
     for target in [ProductVersion::os(3, 8), ProductVersion::es(6, 8)] {
         let items = plan(source, target, &all);
-        for i in items.iter().filter(|i| i.kind == MetadataKind::LegacyTemplate) {
+        for i in items
+            .iter()
+            .filter(|i| i.kind == MetadataKind::LegacyTemplate)
+        {
             assert_eq!(i.action, Action::Create, "{i:#?}");
             let text = i.body.as_ref().unwrap().to_string();
             assert!(

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use cluster::{Client, ClientConfig, TemplateKind};
 use migrate::metadata::{
-    evaluate, is_system_template, migrate, Action, Allowlist, MetadataKind, Options, Outcome, Report,
-    SourceMetadata,
+    evaluate, is_system_template, migrate, Action, Allowlist, MetadataKind, Options, Outcome,
+    Report, SourceMetadata,
 };
 use serde_json::Value;
 use testkit::server::{ServerConfig, TestServer};
@@ -133,7 +133,10 @@ fn contains(got: &Value, sent: &Value, path: &str) -> Result<(), String> {
 async fn target_state(c: &Client, report: &Report) -> BTreeMap<String, Value> {
     let mut state = BTreeMap::new();
     for item in &report.items {
-        let composable = matches!(item.kind, MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate);
+        let composable = matches!(
+            item.kind,
+            MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate
+        );
         if composable && !report.target_version.supports_composable_templates() {
             continue;
         }
@@ -287,7 +290,8 @@ async fn migrate_case(
                 .iter()
                 .find(|i| i.kind == kind && i.name == name)
                 .expect("template item");
-            let supported = kind == MetadataKind::LegacyTemplate || target.supports_composable_templates();
+            let supported =
+                kind == MetadataKind::LegacyTemplate || target.supports_composable_templates();
             let should = supported
                 && (all_templates
                     || !is_system_template(&name)

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{demo, expected_documents, rfs, run, sqlite, wait_for, Reaped, SNAPSHOT};
-use dynamo::{assert_item, aws_env, json_av, s, SdkItem, Sdk, SECRET};
+use dynamo::{assert_item, aws_env, json_av, s, Sdk, SdkItem, SECRET};
 use serde_json::Value;
 use testkit::server::{ServerConfig, TestServer};
 

@@ -303,7 +303,7 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
 
 #[test]
 fn table_fleet_into_dynamodb_through_faults_writes_every_row_exactly_once() {
-    use dynamo::{assert_item, b, json_av, n, s, Av, SdkItem, Sdk};
+    use dynamo::{assert_item, b, json_av, n, s, Av, Sdk, SdkItem};
     use testkit::dynamo_proxy::{DynamoFaultProxy, DynamoFaults};
 
     const ROWS: u64 = 4000;

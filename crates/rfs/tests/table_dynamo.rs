@@ -11,7 +11,7 @@ mod table;
 use std::process::Output;
 
 use base64::Engine;
-use dynamo::{assert_item, aws_env, b, json_av, n, s, Av, SdkItem, Sdk, SECRET};
+use dynamo::{assert_item, aws_env, b, json_av, n, s, Av, Sdk, SdkItem, SECRET};
 use serde_json::Value;
 use table::{micros, rfs, Pg};
 

@@ -15,7 +15,7 @@ mod table;
 
 use std::process::Output;
 
-use dynamo::{assert_item, aws_env, n, s, SdkItem, Sdk};
+use dynamo::{assert_item, aws_env, n, s, Sdk, SdkItem};
 use serde_json::json;
 use table::{rfs, Pg};
 use testkit::server::{ServerConfig, TestServer};

@@ -202,7 +202,11 @@ mod tests {
     #[test]
     fn round_trips_every_compression_and_detects_damage() {
         let content = b":)\n\x05\xfa\x80a\x20\xfb".repeat(50);
-        for c in [EnvelopeCompression::None, EnvelopeCompression::Deflate, EnvelopeCompression::Zstd] {
+        for c in [
+            EnvelopeCompression::None,
+            EnvelopeCompression::Deflate,
+            EnvelopeCompression::Zstd,
+        ] {
             let sealed = seal(codec::SNAPSHOT, &content, c);
             let env = open("b", &sealed, codec::SNAPSHOT).unwrap();
             assert_eq!(env.compression, c);

@@ -91,8 +91,14 @@ pub fn decode_stored(
     out: &mut Vec<IgnoredValue>,
 ) -> Result<(), String> {
     let (first, second) = match layout {
-        Some(IgnoredSourceLayout::Coalesced) => (IgnoredSourceLayout::Coalesced, IgnoredSourceLayout::Singular),
-        _ => (IgnoredSourceLayout::Singular, IgnoredSourceLayout::Coalesced),
+        Some(IgnoredSourceLayout::Coalesced) => (
+            IgnoredSourceLayout::Coalesced,
+            IgnoredSourceLayout::Singular,
+        ),
+        _ => (
+            IgnoredSourceLayout::Singular,
+            IgnoredSourceLayout::Coalesced,
+        ),
     };
     let decode = |l: IgnoredSourceLayout, out: &mut Vec<IgnoredValue>| match l {
         IgnoredSourceLayout::Singular => decode_singular(bytes, out),
@@ -636,12 +642,17 @@ mod tests {
         let mut out = Vec::new();
         for n in 0..good.len() - 1 {
             // every truncation fails, for both layouts
-            assert!(decode_stored(&good[..n], Some(IgnoredSourceLayout::Singular), &mut out).is_err());
+            assert!(
+                decode_stored(&good[..n], Some(IgnoredSourceLayout::Singular), &mut out).is_err()
+            );
         }
         // parent offset not at a dot
-        assert!(
-            decode_stored(&singular("ab", 1, b"S1"), Some(IgnoredSourceLayout::Singular), &mut out).is_err()
-        );
+        assert!(decode_stored(
+            &singular("ab", 1, b"S1"),
+            Some(IgnoredSourceLayout::Singular),
+            &mut out
+        )
+        .is_err());
         // a count the bytes cannot hold
         let mut huge = Vec::new();
         vint(1 << 30, &mut huge);

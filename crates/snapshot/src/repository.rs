@@ -207,7 +207,10 @@ impl Repository {
         })
     }
 
-    fn read_snapshot_info(&self, entry: &SnapshotEntry) -> Result<(SnapshotInfo, RepositoryLayout)> {
+    fn read_snapshot_info(
+        &self,
+        entry: &SnapshotEntry,
+    ) -> Result<(SnapshotInfo, RepositoryLayout)> {
         let store = &self.inner.store;
         let blob = format!("snap-{}.dat", entry.uuid);
         if !store.exists(&blob)? {

@@ -15,7 +15,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 
 use super::{is_certificate_error, redact, system_now_ms, Store};
-use crate::record::{RecordKind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::Error;
 
 const BACKEND: &str = "cluster";

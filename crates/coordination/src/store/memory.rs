@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use rand::seq::SliceRandom;
 
 use super::{system_now_ms, Store};
-use crate::record::{RecordKind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::Error;
 
 /// Records in memory, behind one lock.

@@ -15,7 +15,7 @@ use rand::Rng;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::latency::{Histogram, PoolStats};
-use crate::record::{RecordKind, Record, Revision, RecordState};
+use crate::record::{Record, RecordKind, RecordState, Revision};
 use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 
 use crate::latency::Latencies;
-use crate::record::{RecordKind, Record, Revision, RecordState};
+use crate::record::{Record, RecordKind, RecordState, Revision};
 use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
@@ -562,7 +562,12 @@ impl Store for RedisStore {
             .clear
             .prepare_invoke()
             .arg(&self.prefix)
-            .arg(RecordKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>())
+            .arg(
+                RecordKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .invoke_async(&mut c)
             .await
             .map_err(err)?;

@@ -11,7 +11,7 @@ use rand::Rng;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::{system_now_ms, Store};
-use crate::record::{RecordKind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::Error;
 
 const BACKEND: &str = "sqlite";

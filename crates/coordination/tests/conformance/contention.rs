@@ -9,7 +9,7 @@ use std::time::Duration;
 use coordination::contention::{
     contention_items, double_grants, run_contention, ContentionConfig, Interval,
 };
-use coordination::{open_store, Coordinator, RecordKind, Record, RecordState, Store};
+use coordination::{open_store, Coordinator, Record, RecordKind, RecordState, Store};
 
 use crate::suite::{config, Factory};
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use coordination::{
     open_existing_store, Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff,
-    Identity, ItemFate, ItemSummary, KeeperStep, RecordKind, Lease, PhaseClaim, Position, Progress,
-    Record, RecordState, Store, WorkItem,
+    Identity, ItemFate, ItemSummary, KeeperStep, Lease, PhaseClaim, Position, Progress, Record,
+    RecordKind, RecordState, Store, WorkItem,
 };
 
 pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;

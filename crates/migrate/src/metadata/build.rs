@@ -115,7 +115,11 @@ impl Options {
 /// Every item in creation order (legacy templates, component templates, index templates,
 /// indices), each `Create`, `SkipExcluded`, `SkipUnsupported` or `Error`; existence on
 /// the target is checked later.
-pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) -> Vec<MetadataItem> {
+pub fn plan(
+    source: &SourceMetadata,
+    target: ProductVersion,
+    options: &Options,
+) -> Vec<MetadataItem> {
     let cx = Cx {
         target,
         source: source.version,
@@ -171,10 +175,17 @@ fn excluded_or_unsupported(
     target: ProductVersion,
 ) -> Result<&'static str, Box<MetadataItem>> {
     match decide(list, name, system) {
-        Decision::Exclude(why) => Err(Box::new(MetadataItem::new(kind, name, Action::SkipExcluded, why))),
+        Decision::Exclude(why) => Err(Box::new(MetadataItem::new(
+            kind,
+            name,
+            Action::SkipExcluded,
+            why,
+        ))),
         Decision::Include(why) => {
-            if matches!(kind, MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate)
-                && !target.supports_composable_templates()
+            if matches!(
+                kind,
+                MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate
+            ) && !target.supports_composable_templates()
             {
                 return Err(Box::new(MetadataItem::new(
                     kind,
@@ -188,7 +199,13 @@ fn excluded_or_unsupported(
     }
 }
 
-fn finish(kind: MetadataKind, name: &str, why: &str, body: Result<Value, String>, notes: Notes) -> MetadataItem {
+fn finish(
+    kind: MetadataKind,
+    name: &str,
+    why: &str,
+    body: Result<Value, String>,
+    notes: Notes,
+) -> MetadataItem {
     match body {
         Ok(body) if notes.blocked() => {
             let mut item = MetadataItem::new(
@@ -439,7 +456,11 @@ fn composable_body(
 
 /// The data stream itself, in `--data-streams data-streams` mode: created on the target
 /// (`PUT _data_stream/<name>`) from a migrated index template with a `data_stream` section.
-fn data_stream_item(ds: &DataStreamInfo, index_templates: &[MetadataItem], cx: Cx<'_>) -> Option<MetadataItem> {
+fn data_stream_item(
+    ds: &DataStreamInfo,
+    index_templates: &[MetadataItem],
+    cx: Cx<'_>,
+) -> Option<MetadataItem> {
     let options = cx.options;
     if options.data_streams != DataStreamMode::DataStreams {
         return None;
@@ -447,7 +468,12 @@ fn data_stream_item(ds: &DataStreamInfo, index_templates: &[MetadataItem], cx: C
     let name = ds.name.as_str();
     let why = match decide(&options.indices, name, ds.system) {
         Decision::Exclude(why) => {
-            return Some(MetadataItem::new(MetadataKind::DataStream, name, Action::SkipExcluded, why))
+            return Some(MetadataItem::new(
+                MetadataKind::DataStream,
+                name,
+                Action::SkipExcluded,
+                why,
+            ))
         }
         Decision::Include(why) => why,
     };
@@ -585,7 +611,11 @@ pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, String> {
         .collect())
 }
 
-fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx<'_>) -> Vec<MetadataItem> {
+fn index_items(
+    index: &SourceIndex,
+    data_stream: Option<&DataStreamInfo>,
+    cx: Cx<'_>,
+) -> Vec<MetadataItem> {
     let (target, options) = (cx.target, cx.options);
     let name = index.name.as_str();
     if let (Some(ds), DataStreamMode::DataStreams) = (data_stream, options.data_streams) {
@@ -614,7 +644,12 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
     };
     let why = match decision {
         Decision::Exclude(why) => {
-            return vec![MetadataItem::new(MetadataKind::Index, name, Action::SkipExcluded, why)]
+            return vec![MetadataItem::new(
+                MetadataKind::Index,
+                name,
+                Action::SkipExcluded,
+                why,
+            )]
         }
         Decision::Include(why) => why,
     };
@@ -941,7 +976,10 @@ mod tests {
             ..Options::default()
         };
         let items = plan(&source(), ProductVersion::os(3, 8), &opts);
-        assert_eq!(find(&items, MetadataKind::Index, ".kibana").action, Action::Create);
+        assert_eq!(
+            find(&items, MetadataKind::Index, ".kibana").action,
+            Action::Create
+        );
         assert_eq!(
             find(&items, MetadataKind::Index, "test_updates_deletes").action,
             Action::SkipExcluded

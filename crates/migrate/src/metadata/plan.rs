@@ -323,7 +323,12 @@ mod tests {
 
     #[test]
     fn summary_table_and_json() {
-        let mut a = MetadataItem::new(MetadataKind::Index, "posts", Action::Create, "not on the target");
+        let mut a = MetadataItem::new(
+            MetadataKind::Index,
+            "posts",
+            Action::Create,
+            "not on the target",
+        );
         a.notes.change("internal settings removed: index.uuid");
         a.notes.warnings.push("mapping type dropped".into());
         let b = MetadataItem::new(

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use coordination::contention::{contention_items, double_grants, Interval};
 use coordination::{
-    open_existing_store, open_store, Acquired, Config, Coordinator, Error, RecordKind, Position,
-    Progress, Store,
+    open_existing_store, open_store, Acquired, Config, Coordinator, Error, Position, Progress,
+    RecordKind, Store,
 };
 use rand::Rng;
 

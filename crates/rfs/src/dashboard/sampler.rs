@@ -148,7 +148,12 @@ async fn read(coord: &Coordinator, rates: &mut Rates) -> anyhow::Result<Read> {
     })
 }
 
-fn publish(shared: &DashboardState, outcome: Result<Read, String>, failures: Option<Value>, rates: &Rates) {
+fn publish(
+    shared: &DashboardState,
+    outcome: Result<Read, String>,
+    failures: Option<Value>,
+    rates: &Rates,
+) {
     let now = now_ms();
     let Ok(mut r) = shared.reading.write() else {
         return;

@@ -467,8 +467,12 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_template"] if get => get_legacy_templates(c, "*"),
         ["_template", name] if get => get_legacy_templates(c, name),
         ["_template", name] if write => put_legacy_template(c, name),
-        ["_template", name] if m == Method::DELETE => delete_template(c, TemplateKind::Legacy, name),
-        ["_component_template"] if get && composable => get_composable(c, TemplateKind::Component, "*"),
+        ["_template", name] if m == Method::DELETE => {
+            delete_template(c, TemplateKind::Legacy, name)
+        }
+        ["_component_template"] if get && composable => {
+            get_composable(c, TemplateKind::Component, "*")
+        }
         ["_component_template", name] if get && composable => {
             get_composable(c, TemplateKind::Component, name)
         }
@@ -482,7 +486,9 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         }
         ["_data_stream", name] if get && composable => get_data_streams(c, name),
         ["_index_template"] if get && composable => get_composable(c, TemplateKind::Index, "*"),
-        ["_index_template", name] if get && composable => get_composable(c, TemplateKind::Index, name),
+        ["_index_template", name] if get && composable => {
+            get_composable(c, TemplateKind::Index, name)
+        }
         ["_index_template", name] if write && composable => put_index_template(c, name),
         ["_index_template", name] if m == Method::DELETE && composable => {
             delete_template(c, TemplateKind::Index, name)
