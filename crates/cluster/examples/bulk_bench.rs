@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Compression};
+use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, RequestCompression};
 use futures::StreamExt;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -126,9 +126,9 @@ fn main() {
         let (wall, cpu, out) = rt.block_on(async {
             let mut cfg = ClientConfig::new(format!("http://127.0.0.1:{port}"));
             cfg.compression = if gzip {
-                Compression::On
+                RequestCompression::On
             } else {
-                Compression::Off
+                RequestCompression::Off
             };
             let client = Client::connect(cfg).await.unwrap();
             let opts = BulkOptions {

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::client::{encode_segment as enc, Client, Method, Response};
 use crate::error::ClusterError;
-use crate::version::Dialect;
+use crate::version::DocAddressing;
 
 /// What a create call found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +222,7 @@ impl Client {
 
     /// One document by id, `None` if absent.
     pub async fn get_doc(&self, index: &str, id: &str) -> Result<Option<Doc>, ClusterError> {
-        if self.target().map(|t| t.dialect()) == Some(Dialect::Typed) {
+        if self.target().map(|t| t.dialect()) == Some(DocAddressing::Typed) {
             // Typed targets need the type in the path; `_mget` finds the id in any type.
             return Ok(self.mget(index, &[id]).await?.pop().flatten());
         }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tracing::{debug, warn};
 use url::Url;
 
-use crate::config::{Auth, AwsService, ClientConfig, Compression};
+use crate::config::{Auth, AwsService, ClientConfig, RequestCompression};
 use crate::error::ClusterError;
 use crate::version::{ProductVersion, Target};
 use pacing::{parse_retry_after, RetryPolicy, Sometimes};
@@ -49,7 +49,7 @@ struct Inner {
     next: AtomicUsize,
     auth: ResolvedAuth,
     retry: RetryPolicy,
-    compression: Compression,
+    compression: RequestCompression,
     gzip: AtomicBool,
     compression_checked: AtomicBool,
     target: OnceLock<Target>,
@@ -293,7 +293,7 @@ impl Client {
                 auth,
                 retry: config.retry.clone(),
                 compression: config.compression,
-                gzip: AtomicBool::new(config.compression == Compression::On),
+                gzip: AtomicBool::new(config.compression == RequestCompression::On),
                 compression_checked: AtomicBool::new(false),
                 target,
             }),
@@ -328,10 +328,10 @@ impl Client {
     }
 
     /// `GET /` to learn distribution and version (once; later calls return the cached value),
-    /// and with `Compression::Auto` whether the target enables `http.compression`.
+    /// and with `RequestCompression::Auto` whether the target enables `http.compression`.
     pub async fn detect(&self) -> Result<Target, ClusterError> {
         if let Some(t) = self.inner.target.get() {
-            if self.inner.compression == Compression::Auto && !t.serverless {
+            if self.inner.compression == RequestCompression::Auto && !t.serverless {
                 self.detect_compression().await;
             }
             return Ok(t.clone());
@@ -351,7 +351,7 @@ impl Client {
         })?;
         debug!(%target, "target detected");
         let _ = self.inner.target.set(target.clone());
-        if self.inner.compression == Compression::Auto {
+        if self.inner.compression == RequestCompression::Auto {
             self.detect_compression().await;
         }
         Ok(target)

@@ -20,7 +20,7 @@ pub struct ClientConfig {
     /// Whole-request timeout (send and receive).
     pub request_timeout: Duration,
     /// gzip request bodies: always, never, or when the target enables `http.compression`.
-    pub compression: Compression,
+    pub compression: RequestCompression,
     /// Retries for every call except bulk (which has its own in `BulkOptions`).
     pub retry: RetryPolicy,
     /// Idle connections kept per host in the pool.
@@ -37,7 +37,7 @@ impl ClientConfig {
             tls: TlsConfig::default(),
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(120),
-            compression: Compression::Auto,
+            compression: RequestCompression::Auto,
             retry: RetryPolicy::default(),
             pool_max_idle_per_host: 64,
             assume_target: None,
@@ -114,7 +114,7 @@ pub struct TlsConfig {
 
 /// Request-body compression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
+pub enum RequestCompression {
     Off,
     On,
     /// On when the target's cluster settings enable `http.compression`.

@@ -28,8 +28,8 @@ pub use bulk::{
     DocMeta, EntryKeys, Framing, ItemError, OpType, Refused, Unframed, DEFAULT_HARD_MAX_BYTES,
 };
 pub use client::{encode_segment, Client, Method, Response};
-pub use config::{Auth, AwsService, ClientConfig, Compression, SigV4Config, TlsConfig};
+pub use config::{Auth, AwsService, ClientConfig, RequestCompression, SigV4Config, TlsConfig};
 pub use error::ClusterError;
 pub use pacing::{parse_retry_after, RetryPolicy};
 pub use sigv4::{AwsCredentials, UtcTime};
-pub use version::{Dialect, Distribution, ProductVersion, Target};
+pub use version::{Distribution, DocAddressing, ProductVersion, Target};

@@ -8,7 +8,7 @@ pub use product::{Distribution, ProductVersion};
 
 /// How documents are addressed: with a mapping type (ES ≤ 6) or without.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub enum DocAddressing {
     /// `_type` in bulk action lines and `/{index}/{type}/{id}` document paths (ES 5, 6).
     Typed,
     /// `/{index}/_doc/{id}` and no `_type` (ES 7+, every OpenSearch).
@@ -46,11 +46,11 @@ impl Target {
         Some(Target::new(version))
     }
 
-    pub fn dialect(&self) -> Dialect {
+    pub fn dialect(&self) -> DocAddressing {
         if self.version.es_before(7) {
-            Dialect::Typed
+            DocAddressing::Typed
         } else {
-            Dialect::Typeless
+            DocAddressing::Typeless
         }
     }
 
@@ -89,20 +89,20 @@ mod tests {
             t,
             Target::new(ProductVersion::new(Distribution::OpenSearch, 2, 11, 1))
         );
-        assert_eq!(t.dialect(), Dialect::Typeless);
+        assert_eq!(t.dialect(), DocAddressing::Typeless);
         assert!(t.supports_composable_templates());
 
         let es6 = json!({"version":{"number":"6.8.23","build_flavor":"default"},"tagline":"You Know, for Search"});
         let t = Target::from_root(&es6).unwrap();
         assert_eq!(t.distribution(), Distribution::Elasticsearch);
-        assert_eq!(t.dialect(), Dialect::Typed);
+        assert_eq!(t.dialect(), DocAddressing::Typed);
         assert!(!t.supports_composable_templates());
         assert!(!t.underscored_bulk_keys());
 
         let es8 = json!({"version":{"number":"8.12.0-SNAPSHOT"}});
         let t = Target::from_root(&es8).unwrap();
         assert_eq!(t.version, ProductVersion::es(8, 12));
-        assert_eq!(t.dialect(), Dialect::Typeless);
+        assert_eq!(t.dialect(), DocAddressing::Typeless);
         assert_eq!(t.to_string(), "Elasticsearch 8.12.0");
 
         assert!(Target::from_root(&json!({"version":{"number":"x"}})).is_none());

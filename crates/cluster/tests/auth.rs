@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use cluster::{Auth, AwsService, Client, ClientConfig, Compression, Method, SigV4Config};
+use cluster::{Auth, AwsService, Client, ClientConfig, Method, RequestCompression, SigV4Config};
 use sha2::{Digest, Sha256};
 use sigv4::{AwsCredentials, SigningInput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -85,7 +85,7 @@ async fn capture_server() -> (u16, mpsc::UnboundedReceiver<Captured>) {
 fn config(port: u16, auth: Auth) -> ClientConfig {
     let mut c = ClientConfig::new(format!("http://127.0.0.1:{port}"));
     c.auth = auth;
-    c.compression = Compression::Off;
+    c.compression = RequestCompression::Off;
     c
 }
 
@@ -129,7 +129,7 @@ async fn sigv4_signature_matches_the_received_request() {
             credentials: Some(credentials.clone()),
         });
         let mut cfg = config(port, auth);
-        cfg.compression = Compression::On; // the signature covers the compressed bytes
+        cfg.compression = RequestCompression::On; // the signature covers the compressed bytes
         let client = Client::new(cfg).unwrap();
         let body = serde_json::json!({ "query": { "match": { "msg": "x".repeat(2000) } } });
         client

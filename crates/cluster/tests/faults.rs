@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression, Refused,
-    RetryPolicy,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Refused,
+    RequestCompression, RetryPolicy,
 };
 use serde_json::{json, Value};
 use testkit::server::{Faults, ServerConfig, TestServer};
@@ -34,9 +34,9 @@ fn fast_retries(attempts: u32) -> RetryPolicy {
 async fn client_for(server: &TestServer, gzip: bool) -> Client {
     let mut c = ClientConfig::new(server.url());
     c.compression = if gzip {
-        Compression::On
+        RequestCompression::On
     } else {
-        Compression::Off
+        RequestCompression::Off
     };
     c.retry = fast_retries(20);
     c.request_timeout = Duration::from_secs(10);
@@ -182,7 +182,10 @@ async fn target_down_past_the_budget_is_an_error_and_recovers() {
 async fn typed_dialect_for_elasticsearch_6_and_rate_limit() {
     let server = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
     let client = client_for(&server, false).await;
-    assert_eq!(client.target().unwrap().dialect(), cluster::Dialect::Typed);
+    assert_eq!(
+        client.target().unwrap().dialect(),
+        cluster::DocAddressing::Typed
+    );
     let opts = BulkOptions {
         max_docs_per_sec: Some(400.0),
         ..BulkOptions::default()

@@ -1,4 +1,4 @@
-//! Automatic request compression: with `Compression::Auto` the client reads `http.compression`
+//! Automatic request compression: with `RequestCompression::Auto` the client reads `http.compression`
 //! from the target's cluster settings and gzips bulk bodies only when it is on. Checked on the
 //! project's test server (which counts the gzip bodies it receives) for several dialects, and on
 //! `osmem-server`.
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, Compression};
+use cluster::{BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, RequestCompression};
 use serde_json::{json, Value};
 use testkit::server::{ServerConfig, TestServer};
 
@@ -32,7 +32,7 @@ fn make_docs(index: &str, n: usize) -> (Vec<BulkDoc>, BTreeMap<String, Value>) {
         .unzip()
 }
 
-async fn connect(url: String, compression: Compression) -> Client {
+async fn connect(url: String, compression: RequestCompression) -> Client {
     let mut c = ClientConfig::new(url);
     c.compression = compression;
     c.request_timeout = Duration::from_secs(20);
@@ -77,7 +77,7 @@ async fn auto_mode_gzips_bulk_bodies_when_the_target_enables_compression() {
             http_compression: true,
             ..config
         });
-        let client = connect(server.url(), Compression::Auto).await;
+        let client = connect(server.url(), RequestCompression::Auto).await;
         assert!(client.gzip(), "{label}: compression not detected");
         let (docs, want) = make_docs("zipped", 650);
         send(&client, docs).await;
@@ -107,7 +107,7 @@ async fn auto_mode_sends_plain_bodies_when_compression_is_off() {
         http_compression: false,
         ..ServerConfig::opensearch("2.11.0")
     });
-    let client = connect(server.url(), Compression::Auto).await;
+    let client = connect(server.url(), RequestCompression::Auto).await;
     assert!(!client.gzip());
     let (docs, want) = make_docs("plain", 650);
     send(&client, docs).await;
@@ -122,7 +122,7 @@ async fn auto_mode_sends_plain_bodies_when_compression_is_off() {
     assert_same_documents(&server.documents("plain"), &want);
 
     // the explicit settings win over what the target reports
-    let on = connect(server.url(), Compression::On).await;
+    let on = connect(server.url(), RequestCompression::On).await;
     assert!(on.gzip());
     let (docs, want) = make_docs("forced", 150);
     send(&on, docs).await;
@@ -133,7 +133,7 @@ async fn auto_mode_sends_plain_bodies_when_compression_is_off() {
         http_compression: true,
         ..ServerConfig::opensearch("2.11.0")
     });
-    let off = connect(zipping.url(), Compression::Off).await;
+    let off = connect(zipping.url(), RequestCompression::Off).await;
     assert!(!off.gzip());
     send(&off, make_docs("off", 10).0).await;
     assert_eq!(zipping.stats().gzip_requests, 0);
@@ -149,12 +149,12 @@ async fn osmem_reports_no_compression_and_accepts_gzip() {
     else {
         return;
     };
-    let auto = connect(osmem.url(), Compression::Auto).await;
+    let auto = connect(osmem.url(), RequestCompression::Auto).await;
     assert!(!auto.gzip());
     let (docs_plain, mut want) = make_docs("osm", 120);
     send(&auto, docs_plain).await;
 
-    let on = connect(osmem.url(), Compression::On).await;
+    let on = connect(osmem.url(), RequestCompression::On).await;
     let (zipped, want_zipped) = make_docs("osm-gz", 250);
     send(&on, zipped).await;
     want.extend(want_zipped.into_iter().map(|(k, v)| (format!("gz/{k}"), v)));

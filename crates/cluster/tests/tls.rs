@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use cluster::{
-    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Compression,
-    Distribution, RetryPolicy,
+    BulkDoc, BulkOptions, BulkSender, Client, ClientConfig, ClusterError, Distribution,
+    RequestCompression, RetryPolicy,
 };
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -143,7 +143,7 @@ fn config(
         c.tls.client_key = Some(key.to_path_buf());
     }
     c.tls.insecure = insecure;
-    c.compression = Compression::Off;
+    c.compression = RequestCompression::Off;
     c.retry = RetryPolicy::none();
     c
 }

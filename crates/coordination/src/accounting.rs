@@ -107,7 +107,7 @@ pub fn check(items: &[Record]) -> Option<Mismatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Record, State, WorkItem};
+    use crate::record::{Record, RecordState, WorkItem};
 
     fn item(part: u32, covered: u64, docs: u64, skipped: u64, filtered: u64) -> Record {
         let mut r = Record::item(&WorkItem::whole("idx", part), 0, "w");
@@ -117,7 +117,7 @@ mod tests {
         if filtered > 0 {
             r.reasons.insert("filtered:program".into(), filtered);
         }
-        r.state = State::Done;
+        r.state = RecordState::Done;
         r
     }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{Kind, Record};
+use crate::record::{Record, RecordKind};
 use crate::Error;
 
 const CONTROL_ID: &str = "control";
@@ -67,7 +67,7 @@ impl Coordinator {
         loop {
             match retry(|| store.get(CONTROL_ID)).await? {
                 None => {
-                    let mut rec = Record::new(CONTROL_ID, Kind::Control, self.me());
+                    let mut rec = Record::new(CONTROL_ID, RecordKind::Control, self.me());
                     rec.data = serde_json::json!(value);
                     if retry(|| store.create(&rec)).await?.is_some() {
                         return Ok(());

@@ -11,7 +11,7 @@ use rand::Rng;
 use std::collections::BTreeMap;
 
 use crate::position::{cursor_display, Cursor, Position};
-use crate::record::{item_id, Kind, Record, Revision, State, WorkItem};
+use crate::record::{item_id, Record, RecordKind, RecordState, Revision, WorkItem};
 use crate::store::{system_now_ms, Store};
 use crate::Error;
 
@@ -300,8 +300,8 @@ impl Coordinator {
             .map(|it| Record::item(it, 0, self.me()))
             .collect();
         let created = retry(|| self.inner.store.create_many(&recs)).await?;
-        let mut done = Record::new(SETUP_ID, Kind::Phase, self.me());
-        done.state = State::Done;
+        let mut done = Record::new(SETUP_ID, RecordKind::Phase, self.me());
+        done.state = RecordState::Done;
         done.completed_at = Some(self.inner.store.now().await?);
         done.data = serde_json::json!({ "items": items.len() });
         retry(|| self.inner.store.create(&done)).await?;
@@ -312,7 +312,7 @@ impl Coordinator {
     pub async fn is_setup_done(&self) -> Result<bool, Error> {
         Ok(retry(|| self.inner.store.get(SETUP_ID))
             .await?
-            .is_some_and(|(r, _)| r.state == State::Done))
+            .is_some_and(|(r, _)| r.state == RecordState::Done))
     }
 
     /// The lease written to the store for an acquisition: without heartbeat the work
@@ -448,7 +448,7 @@ impl Coordinator {
 
     async fn mark_failed(&self, rec: Record, ver: Revision) -> Result<(), Error> {
         let mut new = rec;
-        new.state = State::Failed;
+        new.state = RecordState::Failed;
         new.holder = None;
         new.expiry = 0;
         let reason = new
@@ -570,7 +570,7 @@ impl Lease {
         let now = self.coord.inner.store.now().await?;
         self.guarded(|r| {
             p.apply(r);
-            r.state = State::Done;
+            r.state = RecordState::Done;
             r.expiry = 0;
             r.completed_at = Some(now);
         })
@@ -600,7 +600,7 @@ impl Lease {
             r.holder = None;
             r.expiry = 0;
             if fate == ItemFate::Failed {
-                r.state = State::Failed;
+                r.state = RecordState::Failed;
                 r.completed_at = Some(now);
                 r.last_error = Some(format!(
                     "gave up after {} attempts; last error: {reason}",
@@ -622,7 +622,7 @@ impl Lease {
         self.guarded(|r| {
             r.holder = None;
             r.expiry = 0;
-            r.state = State::Failed;
+            r.state = RecordState::Failed;
             r.completed_at = Some(now);
             r.last_error = Some(format!(
                 "failed at attempt {} without retry (a retry cannot succeed): {reason}",
@@ -727,7 +727,7 @@ impl Lease {
     async fn finish_parent(&mut self) -> Result<(), Error> {
         let now = self.coord.inner.store.now().await?;
         self.guarded(|r| {
-            r.state = State::Done;
+            r.state = RecordState::Done;
             r.expiry = 0;
             r.completed_at = Some(now);
         })
@@ -789,7 +789,7 @@ impl Lease {
                 Some((cur, v))
                     if cur.holder == self.rec.holder
                         && cur.attempts == self.rec.attempts
-                        && cur.state == State::Open =>
+                        && cur.state == RecordState::Open =>
                 {
                     version = v;
                 }

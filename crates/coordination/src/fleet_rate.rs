@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{backoff, retry, Coordinator};
-use crate::record::{Kind, Record};
+use crate::record::{Record, RecordKind};
 use crate::Error;
 
 /// Length of one budget window, store milliseconds.
@@ -102,7 +102,7 @@ impl Coordinator {
                     crate::coordinator::cas(store, &rec, ver).await?.is_some()
                 }
                 None => {
-                    let mut rec = Record::new(id.clone(), Kind::Control, self.me());
+                    let mut rec = Record::new(id.clone(), RecordKind::Control, self.me());
                     rec.data = data;
                     retry(|| store.create(&rec)).await?.is_some()
                 }

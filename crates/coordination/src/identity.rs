@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::coordinator::{retry, Coordinator};
-use crate::record::{Kind, Record, State};
+use crate::record::{Record, RecordKind, RecordState};
 use crate::Error;
 
 const IDENTITY_ID: &str = "migration";
@@ -49,8 +49,8 @@ impl Coordinator {
                     ours: identity_display(identity),
                 });
             }
-            let mut rec = Record::new(IDENTITY_ID, Kind::Migration, self.me());
-            rec.state = State::Done;
+            let mut rec = Record::new(IDENTITY_ID, RecordKind::Migration, self.me());
+            rec.state = RecordState::Done;
             rec.data = serde_json::to_value(identity).unwrap_or_default();
             rec.completed_at = Some(retry(|| store.now()).await?);
             if retry(|| store.create(&rec)).await?.is_some() {

@@ -3,7 +3,7 @@
 //! dies its lease expires and the next worker to call [`Coordinator::keeper_step`] takes over.
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{Kind, Record, State};
+use crate::record::{Record, RecordKind, RecordState};
 use crate::status::Status;
 use crate::Error;
 
@@ -32,12 +32,12 @@ impl Coordinator {
             let (rec, ver) = match retry(|| store.get(KEEPER_ID)).await? {
                 Some(x) => x,
                 None => {
-                    let rec = Record::new(KEEPER_ID, Kind::Keeper, self.me());
+                    let rec = Record::new(KEEPER_ID, RecordKind::Keeper, self.me());
                     retry(|| store.create(&rec)).await?;
                     continue;
                 }
             };
-            if rec.state == State::Done {
+            if rec.state == RecordState::Done {
                 return Ok(KeeperStep::Finished(Box::new(self.status().await?)));
             }
             let mine = rec.holder.as_deref() == Some(self.me());
@@ -51,7 +51,7 @@ impl Coordinator {
             let finished = status.setup_done && status.items.open() == 0;
             if finished {
                 // The migration's invariant, once, over every item (one read of them).
-                let items = retry(|| store.list(Kind::Item)).await?;
+                let items = retry(|| store.list(RecordKind::Item)).await?;
                 status.accounting = crate::accounting::check(&items);
                 if let Some(m) = &status.accounting {
                     tracing::error!("{}", m.message());
@@ -68,7 +68,7 @@ impl Coordinator {
             new.expiry = now + lease;
             new.data = serde_json::to_value(&status).unwrap_or_default();
             if finished {
-                new.state = State::Done;
+                new.state = RecordState::Done;
                 new.completed_at = Some(now);
             }
             if cas(store, &new, ver).await?.is_none() {
@@ -99,7 +99,7 @@ impl Coordinator {
     pub async fn resign_keeper(&self) -> Result<(), Error> {
         let store = self.inner.store.as_ref();
         if let Some((mut rec, ver)) = retry(|| store.get(KEEPER_ID)).await? {
-            if rec.holder.as_deref() == Some(self.me()) && rec.state == State::Open {
+            if rec.holder.as_deref() == Some(self.me()) && rec.state == RecordState::Open {
                 rec.holder = None;
                 rec.expiry = 0;
                 cas(store, &rec, ver).await?;

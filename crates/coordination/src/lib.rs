@@ -75,7 +75,7 @@ pub use keeper::KeeperStep;
 pub use latency::{Latencies, PoolStats};
 pub use phase::PhaseClaim;
 pub use position::{cursor_display, Cursor, Position};
-pub use record::{item_id, Kind, Record, Revision, State, WorkItem};
+pub use record::{item_id, Record, RecordKind, RecordState, Revision, WorkItem};
 pub use status::{Failure, GroupProgress, ItemCounts, LeaseStatus, PhaseStatus, Status};
 pub use store::{
     open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::coordinator::{cas, retry, Coordinator};
-use crate::record::{Kind, Record, State};
+use crate::record::{Record, RecordKind, RecordState};
 use crate::Error;
 
 /// Result of [`Coordinator::try_claim_phase`].
@@ -35,7 +35,7 @@ impl Coordinator {
         loop {
             let now = self.checked_now().await?;
             let Some((rec, ver)) = retry(|| store.get(&id)).await? else {
-                let mut rec = Record::new(&id, Kind::Phase, self.me());
+                let mut rec = Record::new(&id, RecordKind::Phase, self.me());
                 rec.holder = Some(self.me().to_string());
                 rec.expiry = now + cfg.phase_lease.as_millis() as i64;
                 rec.exponent = 1;
@@ -46,14 +46,14 @@ impl Coordinator {
                 continue;
             };
             match rec.state {
-                State::Done => return Ok(PhaseClaim::Done(rec.data)),
-                State::Failed => {
+                RecordState::Done => return Ok(PhaseClaim::Done(rec.data)),
+                RecordState::Failed => {
                     return Err(Error::PhaseFailed {
                         name: name.to_string(),
                         reason: rec.last_error.unwrap_or_default(),
                     })
                 }
-                State::Open => {}
+                RecordState::Open => {}
             }
             let mine = rec.holder.as_deref() == Some(self.me());
             if rec.expiry > now {
@@ -67,7 +67,7 @@ impl Coordinator {
             }
             let mut new = rec.clone();
             if rec.attempts >= cfg.max_attempts {
-                new.state = State::Failed;
+                new.state = RecordState::Failed;
                 new.holder = None;
                 new.last_error = Some(format!(
                     "gave up after {} attempts; last error: {}",
@@ -120,7 +120,7 @@ impl Coordinator {
     pub async fn complete_phase(&self, name: &str, result: Value) -> Result<(), Error> {
         let now = self.inner.store.now().await?;
         self.guarded_phase(name, |r| {
-            r.state = State::Done;
+            r.state = RecordState::Done;
             r.data = result.clone();
             r.completed_at = Some(now);
         })
@@ -146,7 +146,7 @@ impl Coordinator {
             let Some((rec, ver)) = retry(|| store.get(&id)).await? else {
                 break;
             };
-            if rec.holder.as_deref() != Some(self.me()) || rec.state != State::Open {
+            if rec.holder.as_deref() != Some(self.me()) || rec.state != RecordState::Open {
                 break;
             }
             let mut new = rec;

@@ -11,7 +11,7 @@ use crate::Error;
 /// What a record is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub enum RecordKind {
     /// A range of one partition (a shard, a key slot) to migrate.
     Item,
     /// A once-per-migration step ("snapshot", "metadata", …) that one worker does.
@@ -24,23 +24,23 @@ pub enum Kind {
     Migration,
 }
 
-impl Kind {
+impl RecordKind {
     /// Every kind (for backends that keep one set per kind).
-    pub const ALL: [Kind; 5] = [
-        Kind::Item,
-        Kind::Phase,
-        Kind::Control,
-        Kind::Keeper,
-        Kind::Migration,
+    pub const ALL: [RecordKind; 5] = [
+        RecordKind::Item,
+        RecordKind::Phase,
+        RecordKind::Control,
+        RecordKind::Keeper,
+        RecordKind::Migration,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Kind::Item => "item",
-            Kind::Phase => "phase",
-            Kind::Control => "control",
-            Kind::Keeper => "keeper",
-            Kind::Migration => "migration",
+            RecordKind::Item => "item",
+            RecordKind::Phase => "phase",
+            RecordKind::Control => "control",
+            RecordKind::Keeper => "keeper",
+            RecordKind::Migration => "migration",
         }
     }
 }
@@ -48,7 +48,7 @@ impl Kind {
 /// Life-cycle state of a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum State {
+pub enum RecordState {
     /// Not finished: never leased, leased, or with an expired/released lease.
     Open,
     /// Finished (for an item: every document of its range acknowledged or handed on).
@@ -57,12 +57,12 @@ pub enum State {
     Failed,
 }
 
-impl State {
+impl RecordState {
     pub fn as_str(self) -> &'static str {
         match self {
-            State::Open => "open",
-            State::Done => "done",
-            State::Failed => "failed",
+            RecordState::Open => "open",
+            RecordState::Done => "done",
+            RecordState::Failed => "failed",
         }
     }
 }
@@ -85,8 +85,8 @@ impl Revision {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub id: String,
-    pub kind: Kind,
-    pub state: State,
+    pub kind: RecordKind,
+    pub state: RecordState,
     /// Worker holding the lease, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
@@ -149,11 +149,11 @@ pub struct Record {
 
 impl Record {
     /// A new, open, never-leased record.
-    pub fn new(id: impl Into<String>, kind: Kind, creator: &str) -> Self {
+    pub fn new(id: impl Into<String>, kind: RecordKind, creator: &str) -> Self {
         Record {
             id: id.into(),
             kind,
-            state: State::Open,
+            state: RecordState::Open,
             holder: None,
             expiry: 0,
             exponent: 0,
@@ -179,7 +179,7 @@ impl Record {
 
     /// A new work item for `item`, never leased.
     pub fn item(item: &WorkItem, exponent: u32, creator: &str) -> Self {
-        let mut r = Record::new(item.id(), Kind::Item, creator);
+        let mut r = Record::new(item.id(), RecordKind::Item, creator);
         r.group = item.group.clone();
         r.part = item.part;
         r.after = item.after.clone();
@@ -192,7 +192,7 @@ impl Record {
 
     /// True for open work items: the only records the candidate query returns.
     pub fn is_candidate(&self) -> bool {
-        self.kind == Kind::Item && self.state == State::Open
+        self.kind == RecordKind::Item && self.state == RecordState::Open
     }
 
     pub fn work_item(&self) -> WorkItem {

@@ -11,7 +11,7 @@ use crate::control::Control;
 use crate::coordinator::{retry, Coordinator, SETUP_ID};
 use crate::identity::Identity;
 use crate::position::Cursor;
-use crate::record::{Kind, State};
+use crate::record::{RecordKind, RecordState};
 use crate::summary::is_leased;
 use crate::Error;
 
@@ -110,13 +110,13 @@ pub struct PhaseStatus {
     pub last_error: Option<String>,
 }
 
-fn count(c: &mut ItemCounts, state: State, leased: bool, n: usize) {
+fn count(c: &mut ItemCounts, state: RecordState, leased: bool, n: usize) {
     c.total += n;
     match (state, leased) {
-        (State::Done, _) => c.done += n,
-        (State::Failed, _) => c.failed += n,
-        (State::Open, true) => c.leased += n,
-        (State::Open, false) => c.waiting += n,
+        (RecordState::Done, _) => c.done += n,
+        (RecordState::Failed, _) => c.failed += n,
+        (RecordState::Open, true) => c.leased += n,
+        (RecordState::Open, false) => c.waiting += n,
     }
 }
 
@@ -146,18 +146,18 @@ impl Coordinator {
         let Ok(mut st) = serde_json::from_value::<Status>(keeper.data.clone()) else {
             return self.status().await;
         };
-        let done = keeper.state == State::Done;
+        let done = keeper.state == RecordState::Done;
         let age = now.saturating_sub(st.store_now);
         if !done && age > max_age.as_millis() as i64 {
             return self.status().await;
         }
-        let phases = retry(|| store.list(Kind::Phase)).await?;
+        let phases = retry(|| store.list(RecordKind::Phase)).await?;
         st.setup_done = phases
             .iter()
-            .any(|p| p.id == SETUP_ID && p.state == State::Done);
+            .any(|p| p.id == SETUP_ID && p.state == RecordState::Done);
         st.finished = done;
         st.control = self.control().await?;
-        st.keeper = (keeper.state == State::Open && keeper.expiry > now)
+        st.keeper = (keeper.state == RecordState::Open && keeper.expiry > now)
             .then(|| keeper.holder.clone().map(|h| (h, keeper.expiry)))
             .flatten();
         st.phases = phase_statuses(phases);
@@ -171,15 +171,15 @@ impl Coordinator {
     pub async fn status(&self) -> Result<Status, Error> {
         let store = self.inner.store.as_ref();
         let now = retry(|| store.now()).await?;
-        let phases = retry(|| store.list(Kind::Phase)).await?;
-        let keeper = retry(|| store.list(Kind::Keeper)).await?;
+        let phases = retry(|| store.list(RecordKind::Phase)).await?;
+        let keeper = retry(|| store.list(RecordKind::Keeper)).await?;
         let mut st = Status {
             identity: self.identity().await?,
             store_now: now,
             setup_done: phases
                 .iter()
-                .any(|p| p.id == SETUP_ID && p.state == State::Done),
-            finished: keeper.iter().any(|k| k.state == State::Done),
+                .any(|p| p.id == SETUP_ID && p.state == RecordState::Done),
+            finished: keeper.iter().any(|k| k.state == RecordState::Done),
             control: self.control().await?,
             items: ItemCounts::default(),
             docs_done: 0,
@@ -193,11 +193,11 @@ impl Coordinator {
             phases: Vec::new(),
             keeper: keeper
                 .iter()
-                .find(|k| k.state == State::Open && k.expiry > now)
+                .find(|k| k.state == RecordState::Open && k.expiry > now)
                 .and_then(|k| k.holder.clone().map(|h| (h, k.expiry))),
             accounting: keeper
                 .iter()
-                .find(|k| k.state == State::Done)
+                .find(|k| k.state == RecordState::Done)
                 .and_then(|k| k.data.get("accounting"))
                 .and_then(|v| serde_json::from_value(v.clone()).ok()),
         };
@@ -229,7 +229,7 @@ impl Coordinator {
                     docs_done: it.docs_done,
                 });
             }
-            if it.state == State::Failed {
+            if it.state == RecordState::Failed {
                 st.failures.push(Failure {
                     id: it.id.clone(),
                     group: it.group.clone(),

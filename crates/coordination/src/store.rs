@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::latency::{Latencies, PoolStats};
-use crate::record::{Kind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::summary::ItemSummary;
 use crate::Error;
 
@@ -70,14 +70,14 @@ pub trait Store: Send + Sync {
     }
 
     /// Every record of `kind` (for status and the keeper), in no particular order.
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error>;
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error>;
 
     /// The work items folded for status at store time `now`: totals per (group, state,
     /// leased) and the items leased now, FAILED or with reasons. This default reads every
     /// item; PostgreSQL (GROUP BY) and Redis (counters kept by every write) answer from
     /// aggregates, so status stays fast at fleet size.
     async fn item_summary(&self, now: i64) -> Result<ItemSummary, Error> {
-        Ok(ItemSummary::fold(now, self.list(Kind::Item).await?))
+        Ok(ItemSummary::fold(now, self.list(RecordKind::Item).await?))
     }
 
     /// Delete every record of this namespace (tests, benchmarks, starting over).

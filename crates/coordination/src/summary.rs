@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::record::{Record, State};
+use crate::record::{Record, RecordState};
 
 /// Items of one group in one state, and their totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,20 +49,20 @@ impl StateTotals {
 #[derive(Debug, Clone, Default)]
 pub struct ItemSummary {
     /// Totals keyed by (group, state, leased now).
-    pub totals: BTreeMap<(String, State, bool), StateTotals>,
+    pub totals: BTreeMap<(String, RecordState, bool), StateTotals>,
     /// Items leased now, FAILED, or with reasons, in no particular order.
     pub notable: Vec<Record>,
 }
 
 /// Open with a holder and a lease that ends after `now`.
 pub fn is_leased(r: &Record, now: i64) -> bool {
-    r.state == State::Open && r.holder.is_some() && r.expiry > now
+    r.state == RecordState::Open && r.holder.is_some() && r.expiry > now
 }
 
 /// The items status lists one by one, besides the leased ones: FAILED ones and those with
 /// refused or skipped documents by reason. Stores keep an index of these.
 pub fn is_listed(r: &Record) -> bool {
-    r.state == State::Failed || !r.reasons.is_empty()
+    r.state == RecordState::Failed || !r.reasons.is_empty()
 }
 
 impl ItemSummary {
@@ -87,20 +87,20 @@ impl ItemSummary {
     /// (group, open, not leased) to (group, open, leased).
     pub fn from_unsplit(
         now: i64,
-        unsplit: BTreeMap<(String, State), StateTotals>,
+        unsplit: BTreeMap<(String, RecordState), StateTotals>,
         notable: Vec<Record>,
     ) -> Self {
-        let mut totals: BTreeMap<(String, State, bool), StateTotals> = unsplit
+        let mut totals: BTreeMap<(String, RecordState, bool), StateTotals> = unsplit
             .into_iter()
             .map(|((g, st), t)| ((g, st, false), t))
             .collect();
         for r in notable.iter().filter(|r| is_leased(r, now)) {
             let share = StateTotals::of(r);
-            if let Some(t) = totals.get_mut(&(r.group.clone(), State::Open, false)) {
+            if let Some(t) = totals.get_mut(&(r.group.clone(), RecordState::Open, false)) {
                 t.sub(&share);
             }
             totals
-                .entry((r.group.clone(), State::Open, true))
+                .entry((r.group.clone(), RecordState::Open, true))
                 .or_default()
                 .add(&share);
         }
@@ -112,10 +112,16 @@ impl ItemSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Kind, Record};
+    use crate::record::{Record, RecordKind};
 
-    fn item(id: &str, group: &str, state: State, holder: Option<&str>, expiry: i64) -> Record {
-        let mut r = Record::new(id, Kind::Item, "t");
+    fn item(
+        id: &str,
+        group: &str,
+        state: RecordState,
+        holder: Option<&str>,
+        expiry: i64,
+    ) -> Record {
+        let mut r = Record::new(id, RecordKind::Item, "t");
         r.group = group.into();
         r.state = state;
         r.holder = holder.map(Into::into);
@@ -128,14 +134,14 @@ mod tests {
     fn counters_split_by_the_leased_items_match_the_fold() {
         let now = 1_000;
         let items = vec![
-            item("a", "g", State::Open, None, 0),
-            item("b", "g", State::Open, Some("w"), 2_000),
-            item("c", "g", State::Open, Some("w"), 500),
-            item("d", "g", State::Done, None, 0),
-            item("e", "h", State::Failed, None, 0),
+            item("a", "g", RecordState::Open, None, 0),
+            item("b", "g", RecordState::Open, Some("w"), 2_000),
+            item("c", "g", RecordState::Open, Some("w"), 500),
+            item("d", "g", RecordState::Done, None, 0),
+            item("e", "h", RecordState::Failed, None, 0),
         ];
         let folded = ItemSummary::fold(now, items.clone());
-        let mut unsplit: BTreeMap<(String, State), StateTotals> = BTreeMap::new();
+        let mut unsplit: BTreeMap<(String, RecordState), StateTotals> = BTreeMap::new();
         for r in &items {
             unsplit
                 .entry((r.group.clone(), r.state))
@@ -151,7 +157,7 @@ mod tests {
         let split = ItemSummary::from_unsplit(now, unsplit, notable);
         assert_eq!(split.totals, folded.totals);
         assert_eq!(
-            split.totals[&("g".to_string(), State::Open, false)].items,
+            split.totals[&("g".to_string(), RecordState::Open, false)].items,
             2,
             "never leased and expired"
         );

@@ -18,7 +18,7 @@ pub struct Budget {
 
 /// Memory held by one batch; released when dropped.
 #[derive(Debug)]
-pub struct Held(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct HeldMemory(#[allow(dead_code)] OwnedSemaphorePermit);
 
 impl Budget {
     pub fn new(bytes: usize) -> Budget {
@@ -31,11 +31,14 @@ impl Budget {
 
     /// Waits until `bytes` fit (a batch larger than the whole budget takes all of it), from
     /// a blocking thread inside the runtime. `None` when the budget was closed.
-    pub fn hold_blocking(&self, bytes: usize) -> Option<Held> {
+    pub fn hold_blocking(&self, bytes: usize) -> Option<HeldMemory> {
         let want = (bytes.div_ceil(UNIT) as u64).clamp(1, u64::from(self.units)) as u32;
         let sem = self.sem.clone();
         let handle = tokio::runtime::Handle::try_current().ok()?;
-        handle.block_on(sem.acquire_many_owned(want)).ok().map(Held)
+        handle
+            .block_on(sem.acquire_many_owned(want))
+            .ok()
+            .map(HeldMemory)
     }
 
     /// Bytes free now.

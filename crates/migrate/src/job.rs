@@ -36,7 +36,7 @@ use crate::failure_log::FailureLog;
 use crate::fleet_limit::{FleetLimiter, FleetLimits};
 use crate::metrics::Metrics;
 use crate::phases::{guarded_phase, PhaseError, PHASE_ITEMS};
-use crate::pipeline::Shared;
+use crate::pipeline::WorkerShared;
 use crate::sink::Sink;
 use crate::source::{Source, Totals};
 use crate::transform::Transform;
@@ -154,7 +154,7 @@ pub struct Job<S, K> {
     store: Arc<dyn Store>,
     opts: JobOptions,
     phases: Vec<(String, PhaseWork)>,
-    shared: Shared,
+    shared: WorkerShared,
     shutdown_tx: Option<watch::Sender<bool>>,
     totals: Arc<OnceLock<Totals>>,
 }
@@ -182,7 +182,7 @@ impl<S: Source, K: Sink> Job<S, K> {
                 sink,
             },
             store,
-            shared: Shared {
+            shared: WorkerShared {
                 metrics: Metrics::new(),
                 failures,
                 budget: Budget::new(opts.memory_budget),

@@ -85,7 +85,7 @@ pub async fn read_totals(coord: &Coordinator) -> Result<Option<Totals>, PhaseErr
     let id = format!("phase:{PHASE_ITEMS}");
     let rec = with_store_retries(|| coord.store().get(&id)).await?;
     Ok(rec
-        .filter(|(r, _)| r.state == coordination::State::Done)
+        .filter(|(r, _)| r.state == coordination::RecordState::Done)
         .and_then(|(r, _)| serde_json::from_value(r.data).ok()))
 }
 

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::budget::{Budget, Held};
+use crate::budget::{Budget, HeldMemory};
 use crate::document::{Read, Skip};
 use crate::error::{Severity, SinkError, SourceError};
 use crate::failure_log::{now_rfc3339, source_value, FailureLog, FailureRecord, Stage};
@@ -95,7 +95,7 @@ impl Default for PipelineOptions {
 
 /// What the item workers of one process share.
 #[derive(Clone)]
-pub struct Shared {
+pub struct WorkerShared {
     pub metrics: Arc<Metrics>,
     pub failures: Arc<FailureLog>,
     pub budget: Budget,
@@ -190,7 +190,7 @@ struct Chunk<B> {
     filtered: BTreeMap<String, u64>,
     /// Documents the sink's writer refused to frame.
     refusals: Vec<Refusal>,
-    held: Option<Held>,
+    held: Option<HeldMemory>,
     /// Documents framed into `batch` (what the sink must acknowledge or refuse, one by
     /// one; also what the fleet-wide limit charges).
     docs: u64,
@@ -229,7 +229,7 @@ pub async fn run_item<S, K, L>(
     lease: &mut L,
     plan: ItemPlan,
     opts: &PipelineOptions,
-    shared: &Shared,
+    shared: &WorkerShared,
 ) -> ItemReport
 where
     S: Source,

@@ -19,7 +19,7 @@ use crate::reshape::DocumentProgram;
 /// What is wrong with a transformer configuration.
 #[derive(Debug, thiserror::Error)]
 #[error("{origin}: {message}")]
-pub struct ConfigError {
+pub struct TransformerConfigError {
     /// Where the configuration came from (a flag, a file).
     pub origin: String,
     pub message: String,
@@ -33,8 +33,8 @@ pub fn parse(
     text: &str,
     origin: &str,
     base: &Path,
-) -> Result<Arc<dyn DocumentProgram>, ConfigError> {
-    let err = |message: String| ConfigError {
+) -> Result<Arc<dyn DocumentProgram>, TransformerConfigError> {
+    let err = |message: String| TransformerConfigError {
         origin: origin.to_string(),
         message,
     };

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::error::Severity;
 use crate::pipeline::{
-    run_item, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions, Shared,
+    run_item, ItemEnd, ItemLease, ItemPlan, LeaseError, PipelineOptions, WorkerShared,
 };
 use crate::sink::Sink;
 use crate::source::Source;
@@ -88,7 +88,7 @@ pub async fn run_worker<S: Source, K: Sink>(
     coord: &Coordinator,
     parts: &Parts<S, K>,
     opts: &WorkerOptions,
-    shared: &Shared,
+    shared: &WorkerShared,
 ) -> Result<WorkerExit, WorkerError> {
     let mut items = 0usize;
     let mut failures_in_a_row = 0u32;
@@ -140,11 +140,11 @@ pub async fn run_worker<S: Source, K: Sink>(
     }
 }
 
-fn shutting_down(shared: &Shared) -> bool {
+fn shutting_down(shared: &WorkerShared) -> bool {
     *shared.shutdown.borrow()
 }
 
-async fn sleep_unless_shutdown(d: Duration, shared: &Shared) {
+async fn sleep_unless_shutdown(d: Duration, shared: &WorkerShared) {
     let mut rx = shared.shutdown.clone();
     tokio::select! {
         _ = tokio::time::sleep(d) => {}
@@ -156,7 +156,7 @@ async fn sleep_unless_shutdown(d: Duration, shared: &Shared) {
 async fn wait_while_paused(
     coord: &Coordinator,
     poll: Duration,
-    shared: &Shared,
+    shared: &WorkerShared,
 ) -> Result<Control, WorkerError> {
     let mut said = false;
     loop {
@@ -192,7 +192,7 @@ async fn work_on<S: Source, K: Sink>(
     mut lease: Lease,
     parts: &Parts<S, K>,
     opts: &WorkerOptions,
-    shared: &Shared,
+    shared: &WorkerShared,
 ) -> Outcome {
     let item = lease.item();
     let base = lease.progress();

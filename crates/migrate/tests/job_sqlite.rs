@@ -421,7 +421,7 @@ async fn a_fatal_sink_error_stops_the_process_without_spending_attempts() {
     assert_eq!(st.items.leased, 0, "leases are given back");
     for it in control
         .store()
-        .list(coordination::Kind::Item)
+        .list(coordination::RecordKind::Item)
         .await
         .unwrap()
     {

@@ -3,7 +3,8 @@
 //! creation with bodies a modern target accepts, system templates are excluded.
 
 use migrate::metadata::{
-    plan, Action, Item, Kind, MultiTypeMode, Options, ProductVersion, SourceMetadata,
+    plan, Action, MetadataItem, MetadataKind, MultiTypeMode, Options, ProductVersion,
+    SourceMetadata,
 };
 use serde_json::Value;
 
@@ -37,7 +38,7 @@ fn names(v: &Value) -> Vec<String> {
     n
 }
 
-fn of_kind(items: &[Item], kind: Kind) -> Vec<String> {
+fn of_kind(items: &[MetadataItem], kind: MetadataKind) -> Vec<String> {
     let mut n: Vec<String> = items
         .iter()
         .filter(|i| i.kind == kind)
@@ -72,17 +73,17 @@ fn every_fixture_is_planned_completely() {
                 let items = plan(&source, target, &Options::default());
                 let ctx = format!("{repo}/{snap} → {target}");
                 assert_eq!(
-                    of_kind(&items, Kind::LegacyTemplate),
+                    of_kind(&items, MetadataKind::LegacyTemplate),
                     names(&exp["templates"]["legacy"]),
                     "{ctx}"
                 );
                 assert_eq!(
-                    of_kind(&items, Kind::ComponentTemplate),
+                    of_kind(&items, MetadataKind::ComponentTemplate),
                     names(&exp["templates"]["component"]),
                     "{ctx}"
                 );
                 assert_eq!(
-                    of_kind(&items, Kind::IndexTemplate),
+                    of_kind(&items, MetadataKind::IndexTemplate),
                     names(&exp["templates"]["index"]),
                     "{ctx}"
                 );
@@ -93,7 +94,7 @@ fn every_fixture_is_planned_completely() {
                     .cloned()
                     .collect();
                 indices.sort();
-                assert_eq!(of_kind(&items, Kind::Index), indices, "{ctx}");
+                assert_eq!(of_kind(&items, MetadataKind::Index), indices, "{ctx}");
                 for i in &items {
                     assert_ne!(i.action, Action::Error, "{ctx}: {i:#?}");
                     if i.action == Action::Create {
@@ -119,7 +120,7 @@ fn every_fixture_is_planned_completely() {
                 for (name, e) in exp["indices"].as_object().unwrap() {
                     let i = items
                         .iter()
-                        .find(|i| i.kind == Kind::Index && &i.name == name)
+                        .find(|i| i.kind == MetadataKind::Index && &i.name == name)
                         .unwrap();
                     assert_eq!(i.action, Action::Create, "{ctx}: {i:#?}");
                     let body = i.body.as_ref().unwrap();
@@ -166,11 +167,14 @@ fn user_templates_planned_system_ones_excluded() {
         v.sort();
         v
     };
-    assert_eq!(create(Kind::LegacyTemplate), Vec::<&str>::new());
-    assert_eq!(create(Kind::ComponentTemplate), ["posts_template"]);
-    assert_eq!(create(Kind::IndexTemplate), ["posts_index_template"]);
+    assert_eq!(create(MetadataKind::LegacyTemplate), Vec::<&str>::new());
+    assert_eq!(create(MetadataKind::ComponentTemplate), ["posts_template"]);
     assert_eq!(
-        create(Kind::Index),
+        create(MetadataKind::IndexTemplate),
+        ["posts_index_template"]
+    );
+    assert_eq!(
+        create(MetadataKind::Index),
         ["posts_2023_02_25", "posts_2024_01_01"]
     );
 
@@ -206,7 +210,7 @@ fn es56_two_types_merge_or_split() {
         ..Options::default()
     };
     let items = plan(source, ProductVersion::os(3, 8), &split);
-    let mut idx = of_kind(&items, Kind::Index);
+    let mut idx = of_kind(&items, MetadataKind::Index);
     idx.sort();
     assert_eq!(
         idx,
@@ -225,7 +229,10 @@ fn es56_two_types_merge_or_split() {
     };
     for target in [ProductVersion::os(3, 8), ProductVersion::es(6, 8)] {
         let items = plan(source, target, &all);
-        for i in items.iter().filter(|i| i.kind == Kind::LegacyTemplate) {
+        for i in items
+            .iter()
+            .filter(|i| i.kind == MetadataKind::LegacyTemplate)
+        {
             assert_eq!(i.action, Action::Create, "{i:#?}");
             let text = i.body.as_ref().unwrap().to_string();
             assert!(

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use cluster::{Client, ClientConfig, TemplateKind};
 use migrate::metadata::{
-    evaluate, is_system_template, migrate, Action, Allowlist, Kind, Options, Outcome, Report,
-    SourceMetadata,
+    evaluate, is_system_template, migrate, Action, Allowlist, MetadataKind, Options, Outcome,
+    Report, SourceMetadata,
 };
 use serde_json::Value;
 use testkit::server::{ServerConfig, TestServer};
@@ -133,25 +133,28 @@ fn contains(got: &Value, sent: &Value, path: &str) -> Result<(), String> {
 async fn target_state(c: &Client, report: &Report) -> BTreeMap<String, Value> {
     let mut state = BTreeMap::new();
     for item in &report.items {
-        let composable = matches!(item.kind, Kind::ComponentTemplate | Kind::IndexTemplate);
+        let composable = matches!(
+            item.kind,
+            MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate
+        );
         if composable && !report.target_version.supports_composable_templates() {
             continue;
         }
         let v = match item.kind {
-            Kind::Index => c.get_index(&item.name).await.expect("get index"),
-            Kind::LegacyTemplate => c
+            MetadataKind::Index => c.get_index(&item.name).await.expect("get index"),
+            MetadataKind::LegacyTemplate => c
                 .get_template(TemplateKind::Legacy, &item.name)
                 .await
                 .expect("get template"),
-            Kind::ComponentTemplate => c
+            MetadataKind::ComponentTemplate => c
                 .get_template(TemplateKind::Component, &item.name)
                 .await
                 .expect("get template"),
-            Kind::IndexTemplate => c
+            MetadataKind::IndexTemplate => c
                 .get_template(TemplateKind::Index, &item.name)
                 .await
                 .expect("get template"),
-            Kind::DataStream => Some(Value::Bool(
+            MetadataKind::DataStream => Some(Value::Bool(
                 c.data_stream_exists(&item.name)
                     .await
                     .expect("get data stream"),
@@ -219,7 +222,7 @@ async fn migrate_case(
         let item = first
             .items
             .iter()
-            .find(|i| i.kind == Kind::Index && &i.name == name)
+            .find(|i| i.kind == MetadataKind::Index && &i.name == name)
             .expect("index item");
         assert_eq!(item.action, Action::Create, "{ctx}: {item:#?}");
         let got = c
@@ -272,13 +275,13 @@ async fn migrate_case(
 
     // templates: exactly the selected ones exist
     for (kind, key) in [
-        (Kind::LegacyTemplate, "legacy"),
-        (Kind::ComponentTemplate, "component"),
-        (Kind::IndexTemplate, "index"),
+        (MetadataKind::LegacyTemplate, "legacy"),
+        (MetadataKind::ComponentTemplate, "component"),
+        (MetadataKind::IndexTemplate, "index"),
     ] {
         let tk = match kind {
-            Kind::LegacyTemplate => TemplateKind::Legacy,
-            Kind::ComponentTemplate => TemplateKind::Component,
+            MetadataKind::LegacyTemplate => TemplateKind::Legacy,
+            MetadataKind::ComponentTemplate => TemplateKind::Component,
             _ => TemplateKind::Index,
         };
         for name in sorted(&case.expected["templates"][key]) {
@@ -287,7 +290,8 @@ async fn migrate_case(
                 .iter()
                 .find(|i| i.kind == kind && i.name == name)
                 .expect("template item");
-            let supported = kind == Kind::LegacyTemplate || target.supports_composable_templates();
+            let supported =
+                kind == MetadataKind::LegacyTemplate || target.supports_composable_templates();
             let should = supported
                 && (all_templates
                     || !is_system_template(&name)

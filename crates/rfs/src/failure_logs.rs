@@ -22,7 +22,7 @@ const MAX_REASON: usize = 2000;
 
 /// One refused document, without its `_source`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Entry {
+pub struct FailureLogEntry {
     pub time: String,
     pub index: String,
     pub id: String,
@@ -38,7 +38,7 @@ pub struct Entry {
 #[derive(Debug)]
 pub struct FailureLogs {
     files: Vec<LogFile>,
-    newest: VecDeque<Entry>,
+    newest: VecDeque<FailureLogEntry>,
     keep: usize,
 }
 
@@ -93,8 +93,8 @@ impl FailureLogs {
 
     /// The newest entries, newest first (by position in the files, which are appended
     /// in time order; entries of different files are ordered by their `time`).
-    pub fn newest(&self) -> Vec<Entry> {
-        let mut v: Vec<Entry> = self.newest.iter().cloned().collect();
+    pub fn newest(&self) -> Vec<FailureLogEntry> {
+        let mut v: Vec<FailureLogEntry> = self.newest.iter().cloned().collect();
         v.reverse();
         // Stable: entries of one file keep their order when times are equal.
         v.sort_by(|a, b| b.time.cmp(&a.time));
@@ -203,7 +203,7 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
 
-fn parse(line: &[u8], file: usize) -> Option<Entry> {
+fn parse(line: &[u8], file: usize) -> Option<FailureLogEntry> {
     let v: Value = serde_json::from_slice(line).ok()?;
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let error_type = v.get("error_type")?.as_str()?.to_string();
@@ -216,7 +216,7 @@ fn parse(line: &[u8], file: usize) -> Option<Entry> {
         reason.truncate(cut);
         reason.push('…');
     }
-    Some(Entry {
+    Some(FailureLogEntry {
         time: s("time"),
         index: s("index"),
         id: s("id"),

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{demo, expected_documents, rfs, run, sqlite, wait_for, Reaped, SNAPSHOT};
-use dynamo::{assert_item, aws_env, json_av, s, Item, Sdk, SECRET};
+use dynamo::{assert_item, aws_env, json_av, s, Sdk, SdkItem, SECRET};
 use serde_json::Value;
 use testkit::server::{ServerConfig, TestServer};
 
@@ -210,7 +210,7 @@ fn snapshot_into_dynamodb() {
     let expected = expected_documents();
     // The demo's ids are unique across its indices: one item per document.
     assert_eq!(items.len(), expected.len());
-    let by_id: BTreeMap<String, &Item> = items
+    let by_id: BTreeMap<String, &SdkItem> = items
         .iter()
         .map(|i| match &i["_id"] {
             dynamo::Av::S(id) => (id.clone(), i),
@@ -219,7 +219,7 @@ fn snapshot_into_dynamodb() {
         .collect();
     assert_eq!(by_id.len(), expected.len());
     for ((index, id), source) in &expected {
-        let mut want: Item = source
+        let mut want: SdkItem = source
             .as_object()
             .unwrap()
             .iter()

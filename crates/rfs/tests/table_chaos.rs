@@ -303,7 +303,7 @@ fn table_fleet_on_redis_copies_every_row_exactly_once() {
 
 #[test]
 fn table_fleet_into_dynamodb_through_faults_writes_every_row_exactly_once() {
-    use dynamo::{assert_item, b, json_av, n, s, Av, Item, Sdk};
+    use dynamo::{assert_item, b, json_av, n, s, Av, Sdk, SdkItem};
     use testkit::dynamo_proxy::{DynamoFaultProxy, DynamoFaults};
 
     const ROWS: u64 = 4000;
@@ -417,7 +417,7 @@ fn table_fleet_into_dynamodb_through_faults_writes_every_row_exactly_once() {
     // Exactly once, attributes equal: read from dynalite directly with the AWS SDK,
     // compared with PostgreSQL's own text of each value.
     let sdk = Sdk::new(&dynalite.endpoint());
-    let mut items: std::collections::BTreeMap<String, Item> = Default::default();
+    let mut items: std::collections::BTreeMap<String, SdkItem> = Default::default();
     for item in sdk.scan("room_events") {
         let id = item["id"].as_s().unwrap().clone();
         assert!(items.insert(id.clone(), item).is_none(), "{id} twice");
@@ -435,7 +435,7 @@ fn table_fleet_into_dynamodb_through_faults_writes_every_row_exactly_once() {
         let mut got = items.remove(&id).unwrap_or_else(|| panic!("{id} missing"));
         let at = got["at"].as_s().unwrap().clone();
         got.insert("at".into(), n(micros(&at).to_string()));
-        let want: Item = [
+        let want: SdkItem = [
             ("id", s(id.clone())),
             ("room_id", s(r.get::<_, String>(1))),
             ("at", n(r.get::<_, i64>(2).to_string())),

@@ -11,7 +11,7 @@ mod table;
 use std::process::Output;
 
 use base64::Engine;
-use dynamo::{assert_item, aws_env, b, json_av, n, s, Av, Item, Sdk, SECRET};
+use dynamo::{assert_item, aws_env, b, json_av, n, s, Av, Sdk, SdkItem, SECRET};
 use serde_json::Value;
 use table::{micros, rfs, Pg};
 
@@ -38,7 +38,7 @@ fn text(out: &Output) -> String {
 }
 
 /// The items `every` should have become, built from PostgreSQL's own text of each value.
-fn expected(pg: &Pg) -> Vec<(String, Item)> {
+fn expected(pg: &Pg) -> Vec<(String, SdkItem)> {
     let rows = pg.query(
         "SELECT id, room::text, label, small, ratio::text, amount::text, ok, blob,
                 (extract(epoch FROM at) * 1000000)::int8, day::text, doc::text, raw::text,
@@ -51,7 +51,7 @@ fn expected(pg: &Pg) -> Vec<(String, Item)> {
             let id: i64 = r.get(0);
             let opt_s = |v: Option<String>| v.map_or(Av::Null(true), Av::S);
             let opt_n = |v: Option<String>| v.map_or(Av::Null(true), Av::N);
-            let mut item: Item = [
+            let mut item: SdkItem = [
                 ("id", n(id.to_string())),
                 ("room", s(r.get::<_, String>(1))),
                 ("label", opt_s(r.get(2))),
@@ -87,7 +87,7 @@ fn expected(pg: &Pg) -> Vec<(String, Item)> {
 }
 
 /// Every item of `table` against `want`, attribute by attribute; each key exactly once.
-fn assert_table(sdk: &Sdk, table: &str, want: &[(String, Item)]) {
+fn assert_table(sdk: &Sdk, table: &str, want: &[(String, SdkItem)]) {
     let items = sdk.scan(table);
     assert_eq!(items.len(), want.len(), "{table}: item count");
     let mut by_id = std::collections::BTreeMap::new();

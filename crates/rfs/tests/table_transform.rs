@@ -15,7 +15,7 @@ mod table;
 
 use std::process::Output;
 
-use dynamo::{assert_item, aws_env, n, s, Item, Sdk};
+use dynamo::{assert_item, aws_env, n, s, Sdk, SdkItem};
 use serde_json::json;
 use table::{rfs, Pg};
 use testkit::server::{ServerConfig, TestServer};
@@ -91,11 +91,11 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
     let out = run(&[&["table", "run"], &f[..], &["--create-table"]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let sdk = Sdk::new(&endpoint);
-    let want: Vec<(String, Item)> = want_rows
+    let want: Vec<(String, SdkItem)> = want_rows
         .iter()
         .map(|r| {
             let id: i64 = r.get(0);
-            let item: Item = [
+            let item: SdkItem = [
                 ("id".to_string(), n(id.to_string())),
                 ("title".to_string(), s(r.get::<_, String>(1))),
                 ("text".to_string(), s(r.get::<_, String>(2))),
@@ -105,10 +105,10 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
             (id.to_string(), item)
         })
         .collect();
-    let check = |table: &str, want: &[(String, Item)]| {
+    let check = |table: &str, want: &[(String, SdkItem)]| {
         let items = sdk.scan(table);
         assert_eq!(items.len(), want.len(), "{table}: item count");
-        let by_id: std::collections::BTreeMap<String, Item> = items
+        let by_id: std::collections::BTreeMap<String, SdkItem> = items
             .into_iter()
             .map(|i| (i["id"].as_n().unwrap().clone(), i))
             .collect();
@@ -145,7 +145,7 @@ fn columns_where_and_a_program_shape_rows_into_dynalite() {
     ]
     .concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let shaped: Vec<(String, Item)> = want
+    let shaped: Vec<(String, SdkItem)> = want
         .iter()
         .map(|(id, item)| {
             let mut item = item.clone();
@@ -267,12 +267,12 @@ fn table_verify_applies_the_program_into_dynalite() {
     let sdk = Sdk::new(&endpoint);
     let items = sdk.scan("shaped");
     assert_eq!(items.len(), want.len(), "item count");
-    let by_id: std::collections::BTreeMap<String, Item> = items
+    let by_id: std::collections::BTreeMap<String, SdkItem> = items
         .into_iter()
         .map(|i| (i["id"].as_n().unwrap().clone(), i))
         .collect();
     for (id, title, len) in &want {
-        let w: Item = [
+        let w: SdkItem = [
             ("id".to_string(), n(id.to_string())),
             ("title".to_string(), s(title.clone())),
             ("title_len".to_string(), n(len.to_string())),

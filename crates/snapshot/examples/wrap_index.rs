@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use snapshot::append::append_snapshot;
-use snapshot::envelope::Compression;
+use snapshot::envelope::EnvelopeCompression;
 use snapshot::shard_paths::ShardPathType;
 use snapshot::write::{write_repository, IndexSpec, ShardSource, SnapshotSpec, WriteOptions};
 use snapshot::TypeMapping;
@@ -42,9 +42,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             "--compression" => {
                 opts.compression = match args.next().as_deref() {
-                    Some("none") => Compression::None,
-                    Some("dfl") => Compression::Deflate,
-                    Some("zstd") => Compression::Zstd,
+                    Some("none") => EnvelopeCompression::None,
+                    Some("dfl") => EnvelopeCompression::Deflate,
+                    Some("zstd") => EnvelopeCompression::Zstd,
                     _ => return Err("--compression none|dfl|zstd".into()),
                 }
             }

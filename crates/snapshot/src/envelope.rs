@@ -28,7 +28,7 @@ pub mod codec {
 
 /// How the payload of an envelope is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
+pub enum EnvelopeCompression {
     None,
     /// `DFL\0` then a raw deflate stream.
     Deflate,
@@ -42,7 +42,7 @@ pub enum Compression {
 pub struct Envelope {
     pub codec: String,
     pub version: i32,
-    pub compression: Compression,
+    pub compression: EnvelopeCompression,
     pub content: Bytes,
 }
 
@@ -133,14 +133,14 @@ pub fn open(blob: &str, data: &[u8], expected_codec: &str) -> Result<Envelope> {
 }
 
 /// Removes a `DFL\0` / `ZSTD\0` compression header if present.
-pub fn decompress(blob: &str, payload: &[u8]) -> Result<(Compression, Bytes)> {
+pub fn decompress(blob: &str, payload: &[u8]) -> Result<(EnvelopeCompression, Bytes)> {
     if let Some(rest) = payload.strip_prefix(b"DFL\0") {
         let mut out = Vec::new();
         flate2::read::DeflateDecoder::new(rest)
             .take(MAX_DECOMPRESSED)
             .read_to_end(&mut out)
             .map_err(|e| Error::corrupt(blob, format!("DFL (raw deflate) payload: {e}")))?;
-        return Ok((Compression::Deflate, Bytes::from(out)));
+        return Ok((EnvelopeCompression::Deflate, Bytes::from(out)));
     }
     if payload.starts_with(b"ZSTD") {
         let rest = payload
@@ -152,14 +152,14 @@ pub fn decompress(blob: &str, payload: &[u8]) -> Result<(Compression, Bytes)> {
             .take(MAX_DECOMPRESSED)
             .read_to_end(&mut out)
             .map_err(|e| Error::corrupt(blob, format!("ZSTD payload: {e}")))?;
-        return Ok((Compression::Zstd, Bytes::from(out)));
+        return Ok((EnvelopeCompression::Zstd, Bytes::from(out)));
     }
-    Ok((Compression::None, Bytes::copy_from_slice(payload)))
+    Ok((EnvelopeCompression::None, Bytes::copy_from_slice(payload)))
 }
 
 /// Wraps `content` in an envelope with codec `codec`, compressing it as asked. Used by
 /// the repository writer ([`crate::write`]).
-pub fn seal(codec: &str, content: &[u8], compression: Compression) -> Vec<u8> {
+pub fn seal(codec: &str, content: &[u8], compression: EnvelopeCompression) -> Vec<u8> {
     let mut out = Vec::with_capacity(content.len() + 64);
     out.extend_from_slice(&CODEC_MAGIC.to_be_bytes());
     let mut n = codec.len() as u32;
@@ -174,15 +174,15 @@ pub fn seal(codec: &str, content: &[u8], compression: Compression) -> Vec<u8> {
     out.extend_from_slice(codec.as_bytes());
     out.extend_from_slice(&1i32.to_be_bytes());
     match compression {
-        Compression::None => out.extend_from_slice(content),
-        Compression::Deflate => {
+        EnvelopeCompression::None => out.extend_from_slice(content),
+        EnvelopeCompression::Deflate => {
             use std::io::Write;
             out.extend_from_slice(b"DFL\0");
             let mut enc = flate2::write::DeflateEncoder::new(&mut out, flate2::Compression::new(3));
             enc.write_all(content).expect("writing to a Vec");
             enc.finish().expect("writing to a Vec");
         }
-        Compression::Zstd => {
+        EnvelopeCompression::Zstd => {
             out.extend_from_slice(b"ZSTD\0");
             let z = zstd::bulk::compress(content, 3).expect("zstd compression of a buffer");
             out.extend_from_slice(&z);
@@ -202,7 +202,11 @@ mod tests {
     #[test]
     fn round_trips_every_compression_and_detects_damage() {
         let content = b":)\n\x05\xfa\x80a\x20\xfb".repeat(50);
-        for c in [Compression::None, Compression::Deflate, Compression::Zstd] {
+        for c in [
+            EnvelopeCompression::None,
+            EnvelopeCompression::Deflate,
+            EnvelopeCompression::Zstd,
+        ] {
             let sealed = seal(codec::SNAPSHOT, &content, c);
             let env = open("b", &sealed, codec::SNAPSHOT).unwrap();
             assert_eq!(env.compression, c);

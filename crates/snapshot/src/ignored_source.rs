@@ -24,7 +24,7 @@ pub const COALESCED_FROM_INDEX_VERSION: u64 = 9_039_000;
 
 /// How one stored `_ignored_source` value is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
+pub enum IgnoredSourceLayout {
     /// One value per stored field value: a little-endian int packing the name length and
     /// the parent offset, the UTF-8 name, the encoded value (8.15 up to the 9.x index
     /// version [`COALESCED_FROM_INDEX_VERSION`]).
@@ -35,26 +35,26 @@ pub enum Layout {
     Coalesced,
 }
 
-impl Layout {
+impl IgnoredSourceLayout {
     /// The layout an index writes, from its `index.version.created` id; `None` when the
     /// id is unknown (the layout is then recognised from the bytes).
-    pub fn for_index_version(id: Option<u64>) -> Option<Layout> {
+    pub fn for_index_version(id: Option<u64>) -> Option<IgnoredSourceLayout> {
         let id = id?;
         // OpenSearch ids carry a marker bit; OpenSearch has no `_ignored_source`.
         if id & (1 << 27) != 0 {
-            return Some(Layout::Singular);
+            return Some(IgnoredSourceLayout::Singular);
         }
         Some(if id >= COALESCED_FROM_INDEX_VERSION {
-            Layout::Coalesced
+            IgnoredSourceLayout::Coalesced
         } else {
-            Layout::Singular
+            IgnoredSourceLayout::Singular
         })
     }
 }
 
 /// One decoded value of `_ignored_source`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct IgnoredValue {
     /// The full dotted path of the field (or object) the value belongs to.
     pub name: String,
     /// Byte offset in `name` where the name relative to the parent object starts (0 for
@@ -64,7 +64,7 @@ pub struct Entry {
     pub value: Option<Value>,
 }
 
-impl Entry {
+impl IgnoredValue {
     /// The parent object's path (`""` for the root).
     pub fn parent(&self) -> &str {
         if self.parent_offset == 0 {
@@ -87,16 +87,22 @@ impl Entry {
 /// offset ends at a dot and that nothing trails, so bytes of one do not pass as the other.
 pub fn decode_stored(
     bytes: &[u8],
-    layout: Option<Layout>,
-    out: &mut Vec<Entry>,
+    layout: Option<IgnoredSourceLayout>,
+    out: &mut Vec<IgnoredValue>,
 ) -> Result<(), String> {
     let (first, second) = match layout {
-        Some(Layout::Coalesced) => (Layout::Coalesced, Layout::Singular),
-        _ => (Layout::Singular, Layout::Coalesced),
+        Some(IgnoredSourceLayout::Coalesced) => (
+            IgnoredSourceLayout::Coalesced,
+            IgnoredSourceLayout::Singular,
+        ),
+        _ => (
+            IgnoredSourceLayout::Singular,
+            IgnoredSourceLayout::Coalesced,
+        ),
     };
-    let decode = |l: Layout, out: &mut Vec<Entry>| match l {
-        Layout::Singular => decode_singular(bytes, out),
-        Layout::Coalesced => decode_coalesced(bytes, out),
+    let decode = |l: IgnoredSourceLayout, out: &mut Vec<IgnoredValue>| match l {
+        IgnoredSourceLayout::Singular => decode_singular(bytes, out),
+        IgnoredSourceLayout::Coalesced => decode_coalesced(bytes, out),
     };
     let before = out.len();
     let Err(e1) = decode(first, out) else {
@@ -111,7 +117,7 @@ pub fn decode_stored(
 
 const PARENT_OFFSET_FACTOR: u32 = 1 << 16;
 
-fn decode_singular(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
+fn decode_singular(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), String> {
     let Some(header) = bytes.get(..4) else {
         return Err(format!(
             "{} bytes, shorter than the 4-byte header",
@@ -135,7 +141,7 @@ fn decode_singular(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
     Ok(())
 }
 
-fn decode_coalesced(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
+fn decode_coalesced(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), String> {
     let mut r = Reader { bytes, pos: 0 };
     let count = r.vint()? as usize;
     // every value takes at least two bytes (its parent offset and its length)
@@ -167,7 +173,7 @@ fn decode_coalesced(bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), String> {
 }
 
 /// An entry from its name, its parent offset in UTF-16 units and its encoded value.
-fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<Entry, String> {
+fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<IgnoredValue, String> {
     if name.is_empty() {
         return Err("empty field name".into());
     }
@@ -177,7 +183,7 @@ fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<Entry, String>
             format!("parent offset {parent_units} does not end a parent path of {name:?}")
         })?;
     let value = decode_value(value).map_err(|e| format!("{name:?}: {e}"))?;
-    Ok(Entry {
+    Ok(IgnoredValue {
         name: name.to_string(),
         parent_offset,
         value,
@@ -400,7 +406,7 @@ impl<'a> Reader<'a> {
 
 /// Whether an entry holds the whole value of `path`: an entry for the path itself or
 /// for an object above it.
-pub fn covers(entries: &[Entry], path: &str) -> bool {
+pub fn covers(entries: &[IgnoredValue], path: &str) -> bool {
     entries.iter().any(|e| {
         path == e.name
             || (path.len() > e.name.len()
@@ -413,9 +419,9 @@ pub fn covers(entries: &[Entry], path: &str) -> bool {
 /// the entries of one path replace whatever doc values and stored fields gave for it;
 /// one value is written as it is, several become one array (arrays among them are
 /// flattened into it); a path whose entries are all void is removed.
-pub fn merge(root: &mut Map<String, Value>, entries: &[Entry]) {
+pub fn merge(root: &mut Map<String, Value>, entries: &[IgnoredValue]) {
     // group by path, in the order paths first appear
-    let mut groups: Vec<(&Entry, Vec<&Value>)> = Vec::new();
+    let mut groups: Vec<(&IgnoredValue, Vec<&Value>)> = Vec::new();
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for e in entries {
         let g = *index.entry(e.name.as_str()).or_insert_with(|| {
@@ -602,7 +608,7 @@ mod tests {
         let name = "größe.😀";
         let b = singular(name, 6, &typed(b'S', b"v"));
         let mut out = Vec::new();
-        decode_stored(&b, Some(Layout::Singular), &mut out).unwrap();
+        decode_stored(&b, Some(IgnoredSourceLayout::Singular), &mut out).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].name, name);
         assert_eq!(out[0].parent(), "größe");
@@ -621,7 +627,7 @@ mod tests {
             &[(2, &typed(b'I', &3i32.to_le_bytes())), (2, b"j[4,5]")],
         );
         let mut out = Vec::new();
-        decode_stored(&b, Some(Layout::Coalesced), &mut out).unwrap();
+        decode_stored(&b, Some(IgnoredSourceLayout::Coalesced), &mut out).unwrap();
         assert_eq!(out.len(), 2);
         assert!(out.iter().all(|e| e.name == "a.ü" && e.parent() == "a"));
         assert_eq!(out[1].value, Some(json!([4, 5])));
@@ -636,25 +642,30 @@ mod tests {
         let mut out = Vec::new();
         for n in 0..good.len() - 1 {
             // every truncation fails, for both layouts
-            assert!(decode_stored(&good[..n], Some(Layout::Singular), &mut out).is_err());
+            assert!(
+                decode_stored(&good[..n], Some(IgnoredSourceLayout::Singular), &mut out).is_err()
+            );
         }
         // parent offset not at a dot
-        assert!(
-            decode_stored(&singular("ab", 1, b"S1"), Some(Layout::Singular), &mut out).is_err()
-        );
+        assert!(decode_stored(
+            &singular("ab", 1, b"S1"),
+            Some(IgnoredSourceLayout::Singular),
+            &mut out
+        )
+        .is_err());
         // a count the bytes cannot hold
         let mut huge = Vec::new();
         vint(1 << 30, &mut huge);
-        assert!(decode_stored(&huge, Some(Layout::Coalesced), &mut out).is_err());
+        assert!(decode_stored(&huge, Some(IgnoredSourceLayout::Coalesced), &mut out).is_err());
         // a string length beyond the bytes
         let mut b = vec![1];
         vint(1 << 20, &mut b);
-        assert!(decode_stored(&b, Some(Layout::Coalesced), &mut out).is_err());
+        assert!(decode_stored(&b, Some(IgnoredSourceLayout::Coalesced), &mut out).is_err());
         // a value length beyond the bytes
         let mut v = coalesced("x", &[(0, b"S1")]);
         let len_at = v.len() - 3;
         v[len_at] = 0x7F;
-        assert!(decode_stored(&v, Some(Layout::Coalesced), &mut out).is_err());
+        assert!(decode_stored(&v, Some(IgnoredSourceLayout::Coalesced), &mut out).is_err());
         assert!(out.is_empty());
     }
 
@@ -662,15 +673,15 @@ mod tests {
         #[test]
         fn any_bytes_decode_or_fail(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48)) {
             let mut out = Vec::new();
-            for layout in [None, Some(Layout::Singular), Some(Layout::Coalesced)] {
+            for layout in [None, Some(IgnoredSourceLayout::Singular), Some(IgnoredSourceLayout::Coalesced)] {
                 let _ = decode_stored(&bytes, layout, &mut out);
             }
             let _ = decode_value(&bytes);
         }
     }
 
-    fn e(name: &str, parent_offset: usize, value: Option<Value>) -> Entry {
-        Entry {
+    fn e(name: &str, parent_offset: usize, value: Option<Value>) -> IgnoredValue {
+        IgnoredValue {
             name: name.into(),
             parent_offset,
             value,

@@ -57,7 +57,7 @@ pub use reader::{
     SkippedDocument, Step,
 };
 pub use rebuild::SourcePlan;
-pub use repository::{Layout, Repository, Shard, Snapshot, SnapshotIndex};
+pub use repository::{Repository, RepositoryLayout, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use shard_paths::ShardPathType;
 pub use uri::{open_blob_store, StoreOptions};

@@ -14,23 +14,23 @@ use serde::Serialize;
 
 use crate::document::{decode_id, normalize_source_in, split_uid, EsDocument};
 use crate::error::{Error, Result};
-use crate::ignored_source::{self, Layout};
+use crate::ignored_source::{self, IgnoredSourceLayout};
 use crate::rebuild::{self, Encoding, RebuiltFields, SourcePlan};
 use crate::repository::Shard;
 
 /// Soft-deletes field of Elasticsearch 6.5+/7+ and OpenSearch.
 pub const SOFT_DELETES_FIELD: &str = "__soft_deletes";
-/// At most this many skipped documents are held between two drains: [`Documents::step`]
+/// At most this many skipped documents are held between two drains: [`ShardDocuments::step`]
 /// says so when the list is full (nothing is lost); the plain iterator keeps no more
 /// (all are counted).
 const MAX_SKIPPED_KEPT: usize = 10_000;
 
-/// What [`Documents::step`] gives.
+/// What [`ShardDocuments::step`] gives.
 #[derive(Debug)]
 pub enum Step {
     /// The next document.
     Doc(EsDocument),
-    /// The skipped-documents list is full: take it ([`Documents::take_skipped`]) before
+    /// The skipped-documents list is full: take it ([`ShardDocuments::take_skipped`]) before
     /// the next step.
     SkipsFull,
 }
@@ -261,7 +261,7 @@ pub struct ShardReader {
     /// Where rebuilt `_source` fields come from (with `RebuildMode::Auto`).
     plan: Option<Arc<SourcePlan>>,
     /// How this index lays out `_ignored_source` (`None`: unknown creation version).
-    ignored_layout: Option<Layout>,
+    ignored_layout: Option<IgnoredSourceLayout>,
 }
 
 impl std::fmt::Debug for ShardReader {
@@ -322,7 +322,7 @@ impl ShardReader {
             }
         };
         let plan = (options.rebuild.mode == RebuildMode::Auto).then(|| Arc::new(md.source_plan()));
-        let ignored_layout = Layout::for_index_version(
+        let ignored_layout = IgnoredSourceLayout::for_index_version(
             md.setting("index.version.created")
                 .and_then(|s| s.parse::<u64>().ok()),
         );
@@ -406,8 +406,8 @@ impl ShardReader {
 
     /// The documents of `selection` (one set per segment), live or not, in doc-id order,
     /// as [`ShardReader::documents`] turns them into Elasticsearch documents.
-    pub fn selected_documents<'a>(&'a self, selection: &'a Selection) -> Documents<'a> {
-        Documents {
+    pub fn selected_documents<'a>(&'a self, selection: &'a Selection) -> ShardDocuments<'a> {
+        ShardDocuments {
             reader: self,
             inner: self.reader.selected(selection),
             visitor: Fields {
@@ -425,15 +425,15 @@ impl ShardReader {
 
     /// One walk over the documents of `walk` (live or not), in doc-id order: those also in
     /// `deliver` come out as [`ShardReader::selected_documents`] gives them; of the others
-    /// only the identity is kept ([`Documents::take_keys`], as [`ShardReader::keys`] gives
+    /// only the identity is kept ([`ShardDocuments::take_keys`], as [`ShardReader::keys`] gives
     /// it: documents without an `_id` passed over, an undecodable `_id` an error) — they
     /// are neither counted nor logged as skipped. Their stored-fields chunks are read once.
     pub fn documents_and_keys<'a>(
         &'a self,
         walk: &'a Selection,
         deliver: &'a Selection,
-    ) -> Documents<'a> {
-        Documents {
+    ) -> ShardDocuments<'a> {
+        ShardDocuments {
             deliver: Some(deliver),
             ..self.selected_documents(walk)
         }
@@ -505,7 +505,7 @@ impl ShardReader {
     }
 
     /// Live documents whose shard-global doc id is in `range`, in order.
-    pub fn documents(&self, range: Range<u64>) -> Result<Documents<'_>> {
+    pub fn documents(&self, range: Range<u64>) -> Result<ShardDocuments<'_>> {
         let inner = self
             .reader
             .documents(range)
@@ -513,7 +513,7 @@ impl ShardReader {
                 context: self.context.clone(),
                 source,
             })?;
-        Ok(Documents {
+        Ok(ShardDocuments {
             reader: self,
             inner,
             visitor: Fields {
@@ -725,7 +725,7 @@ fn key(
 }
 
 /// Iterator over the documents of a range of a shard. Stops after the first error.
-pub struct Documents<'a> {
+pub struct ShardDocuments<'a> {
     reader: &'a ShardReader,
     inner: lucene::Documents<'a>,
     visitor: Fields,
@@ -751,19 +751,19 @@ struct RebuildState {
     value: DocValue,
     fields: RebuiltFields,
     /// The decoded `_ignored_source` of the document being rebuilt.
-    entries: Vec<ignored_source::Entry>,
+    entries: Vec<ignored_source::IgnoredValue>,
 }
 
-impl Documents<'_> {
+impl ShardDocuments<'_> {
     /// Counts so far.
     pub fn stats(&self) -> &ShardStats {
         &self.stats
     }
 
     /// Skipped documents (other than nested children) since the last call. Read with
-    /// [`Documents::step`], every one is here (the list holds at most 10,000: `step` says
+    /// [`ShardDocuments::step`], every one is here (the list holds at most 10,000: `step` says
     /// when to take it); read as an iterator, at most 10,000 are kept between calls, all
-    /// are counted in [`Documents::stats`].
+    /// are counted in [`ShardDocuments::stats`].
     pub fn take_skipped(&mut self) -> Vec<SkippedDocument> {
         std::mem::take(&mut self.skipped)
     }
@@ -966,7 +966,7 @@ impl Documents<'_> {
     }
 }
 
-impl Iterator for Documents<'_> {
+impl Iterator for ShardDocuments<'_> {
     type Item = Result<EsDocument>;
 
     fn next(&mut self) -> Option<Result<EsDocument>> {
@@ -980,7 +980,7 @@ impl Iterator for Documents<'_> {
     }
 }
 
-impl Documents<'_> {
+impl ShardDocuments<'_> {
     /// The next document, or [`Step::SkipsFull`] when the skipped documents should be
     /// taken first; `None` at the end. Stops after the first error.
     pub fn step(&mut self) -> Option<Result<Step>> {

@@ -207,7 +207,10 @@ impl Repository {
         })
     }
 
-    fn read_snapshot_info(&self, entry: &SnapshotEntry) -> Result<(SnapshotInfo, Layout)> {
+    fn read_snapshot_info(
+        &self,
+        entry: &SnapshotEntry,
+    ) -> Result<(SnapshotInfo, RepositoryLayout)> {
         let store = &self.inner.store;
         let blob = format!("snap-{}.dat", entry.uuid);
         if !store.exists(&blob)? {
@@ -216,16 +219,16 @@ impl Repository {
             if store.exists(&legacy)? {
                 let bytes = lzf::maybe_decompress(&legacy, &store.read(&legacy)?)?;
                 let root: SnapshotInfoRoot = xcontent::decode(&legacy, &bytes)?;
-                return Ok((root.snapshot, Layout::Es1));
+                return Ok((root.snapshot, RepositoryLayout::Es1));
             }
         }
         let bytes = store.read(&blob)?;
         let env = envelope::open(&blob, &bytes, codec::SNAPSHOT)?;
         let root: SnapshotInfoRoot = xcontent::decode(&blob, &env.content)?;
         let layout = if self.inner.data.generation.is_none() {
-            Layout::Es2
+            RepositoryLayout::Es2
         } else {
-            Layout::Modern
+            RepositoryLayout::Modern
         };
         Ok((root.snapshot, layout))
     }
@@ -248,7 +251,7 @@ impl Repository {
 /// How a snapshot's blobs are laid out, by the Elasticsearch versions that wrote them
 /// (docs/specs/es-legacy.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
+pub enum RepositoryLayout {
     /// Elasticsearch 1.x: an `index` blob listing snapshots, JSON `snapshot-<name>`,
     /// `metadata-<name>` and per-index and per-shard `snapshot-<name>` blobs.
     Es1,
@@ -258,13 +261,13 @@ pub enum Layout {
     Modern,
 }
 
-impl Layout {
+impl RepositoryLayout {
     /// Which versions write this layout, for reports.
     pub fn family(self) -> &'static str {
         match self {
-            Layout::Es1 => "Elasticsearch 1.x layout",
-            Layout::Es2 => "Elasticsearch 2.x layout",
-            Layout::Modern => "Elasticsearch 5+/OpenSearch layout",
+            RepositoryLayout::Es1 => "Elasticsearch 1.x layout",
+            RepositoryLayout::Es2 => "Elasticsearch 2.x layout",
+            RepositoryLayout::Modern => "Elasticsearch 5+/OpenSearch layout",
         }
     }
 }
@@ -275,7 +278,7 @@ pub struct Snapshot {
     repo: Repository,
     entry: SnapshotEntry,
     info: SnapshotInfo,
-    layout: Layout,
+    layout: RepositoryLayout,
 }
 
 impl Snapshot {
@@ -294,7 +297,7 @@ impl Snapshot {
         &self.info
     }
     /// The layout of the snapshot's blobs (Elasticsearch 1.x, 2.x or later).
-    pub fn layout(&self) -> Layout {
+    pub fn layout(&self) -> RepositoryLayout {
         self.layout
     }
     /// The state from SnapshotInfo, else from repository data.

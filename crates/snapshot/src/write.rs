@@ -20,7 +20,7 @@ use lucene::Directory;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 
-use crate::envelope::{self, codec, Compression};
+use crate::envelope::{self, codec, EnvelopeCompression};
 use crate::error::{Error, Result};
 use crate::metadata::{FileInfo, TypeMapping};
 use crate::repository::Snapshot;
@@ -36,7 +36,7 @@ pub struct WriteOptions {
     /// Split files longer than this into `.partN` blobs (`None`: one blob per file).
     pub part_size: Option<u64>,
     /// Compression of every enveloped metadata blob.
-    pub compression: Compression,
+    pub compression: EnvelopeCompression,
     /// Store `segments_N` and `.si` files inline as `v__` entries, as ES 7.x does.
     pub inline_metadata_files: bool,
     /// Seed of the generated UUIDs (same inputs and seed → same repository).
@@ -57,7 +57,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             part_size: None,
-            compression: Compression::None,
+            compression: EnvelopeCompression::None,
             inline_metadata_files: true,
             seed: 42,
             shard_path_type: ShardPathType::Fixed,

@@ -205,7 +205,7 @@ pub fn write_legacy_repository(
                 &envelope::seal(
                     codec::SNAPSHOTS,
                     &xcontent::to_smile(&out),
-                    envelope::Compression::None,
+                    envelope::EnvelopeCompression::None,
                 ),
             )?;
         }
@@ -219,7 +219,11 @@ fn to_json(v: &Value) -> Vec<u8> {
 }
 
 fn seal(v: &Value, c: &str) -> Vec<u8> {
-    envelope::seal(c, &xcontent::to_smile(v), envelope::Compression::None)
+    envelope::seal(
+        c,
+        &xcontent::to_smile(v),
+        envelope::EnvelopeCompression::None,
+    )
 }
 
 /// Copies the files of `dir`'s latest commit into `__N` blobs of `shard_dir`. A file with

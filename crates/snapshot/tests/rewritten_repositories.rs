@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use snapshot::envelope::Compression;
+use snapshot::envelope::EnvelopeCompression;
 use snapshot::write::{write_repository, ShardSource, SnapshotSpec, WriteOptions};
 use snapshot::{Error, LocalStore, Repository, ShardReader};
 
@@ -49,7 +49,7 @@ fn blobs_named(root: &Path, pred: &dyn Fn(&str) -> bool) -> Vec<std::path::PathB
 #[test]
 fn compressed_metadata_reads_the_same() {
     for (name, dir, expected) in common::fixture_repositories("rewritten_compressed") {
-        for compression in [Compression::Deflate, Compression::Zstd] {
+        for compression in [EnvelopeCompression::Deflate, EnvelopeCompression::Zstd] {
             let out = rewrite(
                 &dir,
                 &WriteOptions {
@@ -57,7 +57,7 @@ fn compressed_metadata_reads_the_same() {
                     ..Default::default()
                 },
             );
-            let prefix: &[u8] = if compression == Compression::Deflate {
+            let prefix: &[u8] = if compression == EnvelopeCompression::Deflate {
                 b"DFL\0"
             } else {
                 b"ZSTD\0"

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{ItemError, OpType};
-use crate::version::{Dialect, Target};
+use crate::version::{DocAddressing, Target};
 
 /// What a bulk entry does with its document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -197,7 +197,7 @@ pub struct Unframed {
 #[derive(Debug, Clone)]
 pub struct BulkEncoder {
     op: OpType,
-    dialect: Dialect,
+    dialect: DocAddressing,
     /// ES 5 spells `_routing` and `_version`.
     underscored: bool,
     external_versioning: bool,
@@ -296,7 +296,7 @@ impl BulkEncoder {
         write_json_str(buf, keys.index);
         buf.extend_from_slice(b",\"_id\":");
         let id_at = write_json_str(buf, keys.id);
-        if self.dialect == Dialect::Typed {
+        if self.dialect == DocAddressing::Typed {
             buf.extend_from_slice(b",\"_type\":");
             write_json_str(buf, keys.doc_type.unwrap_or("_doc"));
         }

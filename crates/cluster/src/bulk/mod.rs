@@ -82,7 +82,7 @@ pub struct BulkOptions {
     pub refuse_exhausted_items: bool,
     pub max_docs_per_sec: Option<f64>,
     pub max_bytes_per_sec: Option<f64>,
-    /// gzip request bodies; `None` follows the client (`Compression` setting / detection).
+    /// gzip request bodies; `None` follows the client (`RequestCompression` setting / detection).
     pub gzip: Option<bool>,
     /// Ask the target to return only `status`, `error` and `_id` per item.
     pub filter_response: bool,

@@ -15,7 +15,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 
 use super::{is_certificate_error, redact, system_now_ms, Store};
-use crate::record::{Kind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::Error;
 
 const BACKEND: &str = "cluster";
@@ -223,7 +223,7 @@ impl ClusterStore {
             max_retry_after: Duration::from_secs(10),
         };
         config.request_timeout = config.request_timeout.min(Duration::from_secs(30));
-        config.compression = cluster::Compression::Off;
+        config.compression = cluster::RequestCompression::Off;
         let client = cluster::Client::new(config).map_err(client_err)?;
         let mut store = ClusterStore {
             client,
@@ -612,7 +612,7 @@ impl Store for ClusterStore {
             .and_then(Value::as_i64))
     }
 
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error> {
         self.refresh().await?;
         let mut out = Vec::new();
         let mut after: Option<Value> = None;

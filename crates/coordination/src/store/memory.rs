@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use rand::seq::SliceRandom;
 
 use super::{system_now_ms, Store};
-use crate::record::{Kind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::Error;
 
 /// Records in memory, behind one lock.
@@ -100,7 +100,7 @@ impl Store for MemoryStore {
             .min())
     }
 
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error> {
         Ok(self
             .lock()
             .values()

@@ -15,7 +15,7 @@ use rand::Rng;
 
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 use crate::latency::{Histogram, PoolStats};
-use crate::record::{Kind, Record, Revision, State};
+use crate::record::{Record, RecordKind, RecordState, Revision};
 use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
@@ -577,7 +577,7 @@ impl Store for PostgresStore {
 
     async fn item_summary(&self, now: i64) -> Result<ItemSummary, Error> {
         if !self.aggregates {
-            return Ok(ItemSummary::fold(now, self.list(Kind::Item).await?));
+            return Ok(ItemSummary::fold(now, self.list(RecordKind::Item).await?));
         }
         let mut c = self.client().await?;
         // One snapshot for both reads, so the totals and the listed items agree.
@@ -602,9 +602,9 @@ impl Store for PostgresStore {
             let group: String = r.get(0);
             let state: String = r.get(1);
             let state = match state.as_str() {
-                "open" => State::Open,
-                "done" => State::Done,
-                "failed" => State::Failed,
+                "open" => RecordState::Open,
+                "done" => RecordState::Done,
+                "failed" => RecordState::Failed,
                 other => {
                     return Err(Error::Corrupt {
                         id: format!("items of {group}"),
@@ -633,7 +633,7 @@ impl Store for PostgresStore {
         Ok(out)
     }
 
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error> {
         let c = self.client().await?;
         let rows = c
             .query(self.sql.list.as_str(), &[&kind.as_str()])

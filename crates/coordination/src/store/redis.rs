@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::{check_name, is_certificate_error, redact, take_query_param, Store};
 
 use crate::latency::Latencies;
-use crate::record::{Kind, Record, Revision, State};
+use crate::record::{Record, RecordKind, RecordState, Revision};
 use crate::summary::{is_listed, ItemSummary, StateTotals};
 use crate::Error;
 
@@ -245,7 +245,7 @@ impl RedisStore {
         let store = Self::connect(url).await?;
         let mut c = store.conn.clone();
         let mut exists = redis::cmd("EXISTS");
-        for kind in Kind::ALL {
+        for kind in RecordKind::ALL {
             exists.arg(format!("{}:k:{}", store.prefix, kind.as_str()));
         }
         let n: i64 = exists.query_async(&mut c).await.map_err(err)?;
@@ -325,8 +325,8 @@ fn agg_args(inv: &mut redis::ScriptInvocation<'_>, r: &Record) {
 }
 
 /// Status counters from the `{p}:agg` hash (`STATE|FIELD|GROUP` → value).
-fn parse_agg(flat: &[String]) -> Result<BTreeMap<(String, State), StateTotals>, Error> {
-    let mut out: BTreeMap<(String, State), StateTotals> = BTreeMap::new();
+fn parse_agg(flat: &[String]) -> Result<BTreeMap<(String, RecordState), StateTotals>, Error> {
+    let mut out: BTreeMap<(String, RecordState), StateTotals> = BTreeMap::new();
     for kv in flat.chunks_exact(2) {
         let bad = || Error::Corrupt {
             id: "status counters".into(),
@@ -338,9 +338,9 @@ fn parse_agg(flat: &[String]) -> Result<BTreeMap<(String, State), StateTotals>, 
             return Err(bad());
         };
         let state = match st {
-            "open" => State::Open,
-            "done" => State::Done,
-            "failed" => State::Failed,
+            "open" => RecordState::Open,
+            "done" => RecordState::Done,
+            "failed" => RecordState::Failed,
             _ => return Err(bad()),
         };
         let v: i64 = kv[1].parse().map_err(|_| bad())?;
@@ -514,7 +514,7 @@ impl Store for RedisStore {
         let covered = flat.first().map(String::as_str) == Some("1");
         if !covered {
             // Items written by an earlier version: no counters for them.
-            return Ok(ItemSummary::fold(now, self.list(Kind::Item).await?));
+            return Ok(ItemSummary::fold(now, self.list(RecordKind::Item).await?));
         }
         let n: usize = flat
             .get(1)
@@ -541,7 +541,7 @@ impl Store for RedisStore {
         Ok(parse_latencystats(&info))
     }
 
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error> {
         let mut c = self.conn.clone();
         let flat: Vec<String> = self
             .list
@@ -562,7 +562,12 @@ impl Store for RedisStore {
             .clear
             .prepare_invoke()
             .arg(&self.prefix)
-            .arg(Kind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>())
+            .arg(
+                RecordKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .invoke_async(&mut c)
             .await
             .map_err(err)?;
@@ -599,9 +604,9 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let m = parse_agg(&flat).unwrap();
-        let t = &m[&("logs|2024".to_string(), State::Open)];
+        let t = &m[&("logs|2024".to_string(), RecordState::Open)];
         assert_eq!((t.items, t.docs), (3, 70));
-        assert_eq!(m[&("x".to_string(), State::Done)].items, 1);
+        assert_eq!(m[&("x".to_string(), RecordState::Done)].items, 1);
         assert!(parse_agg(&["weird|n|x".to_string(), "1".to_string()]).is_err());
         assert!(parse_agg(&["open|n|x".to_string(), "many".to_string()]).is_err());
     }

@@ -11,7 +11,7 @@ use rand::Rng;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::{system_now_ms, Store};
-use crate::record::{Kind, Record, Revision};
+use crate::record::{Record, RecordKind, Revision};
 use crate::Error;
 
 const BACKEND: &str = "sqlite";
@@ -317,7 +317,7 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn list(&self, kind: Kind) -> Result<Vec<Record>, Error> {
+    async fn list(&self, kind: RecordKind) -> Result<Vec<Record>, Error> {
         self.with_conn(move |c| {
             let mut stmt =
                 c.prepare_cached("SELECT id, doc, version FROM records WHERE kind = ?1")?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use coordination::contention::{
     contention_items, double_grants, run_contention, ContentionConfig, Interval,
 };
-use coordination::{open_store, Coordinator, Kind, Record, State, Store};
+use coordination::{open_store, Coordinator, Record, RecordKind, RecordState, Store};
 
 use crate::suite::{config, Factory};
 
@@ -72,7 +72,7 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
     // coordinator does for every store call.
     let mut attempt = 0;
     let items = loop {
-        match store.list(Kind::Item).await {
+        match store.list(RecordKind::Item).await {
             Ok(items) => break items,
             Err(e) if e.is_transient() && attempt < 20 => {
                 attempt += 1;
@@ -89,7 +89,7 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
         reached += 1;
         loop {
             match (cur.state, cur.successors.as_slice()) {
-                (State::Failed, successors) => {
+                (RecordState::Failed, successors) => {
                     failed += 1;
                     assert!(cur.last_error.as_deref().unwrap_or("").contains("gave up"));
                     // An item can fail after it recorded its successor (its holder died
@@ -104,10 +104,10 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
                         None => break,
                     }
                 }
-                (State::Done, _) if (shard as usize).is_multiple_of(POISON_EVERY) => {
+                (RecordState::Done, _) if (shard as usize).is_multiple_of(POISON_EVERY) => {
                     panic!("poisoned item completed: {cur:?}")
                 }
-                (State::Done, []) => {
+                (RecordState::Done, []) => {
                     assert_eq!(
                         cur.cursor,
                         Some(coordination::Position::Doc(DOCS - 1)),
@@ -116,7 +116,7 @@ async fn check(store: &Arc<dyn Store>, intervals: &[Interval], chains: usize) {
                     );
                     break;
                 }
-                (State::Done, [s]) => {
+                (RecordState::Done, [s]) => {
                     let next = by_id
                         .get(s.as_str())
                         .unwrap_or_else(|| panic!("{} names missing successor {s}", cur.id));

@@ -369,7 +369,7 @@ async fn postgres_calls_time_out() {
     };
     let url = format!("{}?table=bounded&timeout=1", pg.url());
     let store = open_store(&url).await.unwrap();
-    let rec = coordination::Record::new("x", coordination::Kind::Item, "me");
+    let rec = coordination::Record::new("x", coordination::RecordKind::Item, "me");
     store.create(&rec).await.unwrap();
     let (locker, conn) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
         .await

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use coordination::{
     open_existing_store, Acquired, Config, Control, Coordinator, CrashPoint, Error, HandOff,
-    Identity, ItemFate, ItemSummary, KeeperStep, Kind, Lease, PhaseClaim, Position, Progress,
-    Record, State, Store, WorkItem,
+    Identity, ItemFate, ItemSummary, KeeperStep, Lease, PhaseClaim, Position, Progress, Record,
+    RecordKind, RecordState, Store, WorkItem,
 };
 
 pub type StoreFuture = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
@@ -246,7 +246,7 @@ async fn atomic_create(f: &Factory, ns: &str) {
     let mut mixed = many[..5].to_vec();
     mixed.push(rec("m30"));
     assert_eq!(store.create_many(&mixed).await.unwrap(), 1);
-    assert_eq!(store.list(Kind::Item).await.unwrap().len(), 32);
+    assert_eq!(store.list(RecordKind::Item).await.unwrap().len(), 32);
 }
 
 async fn compare_and_set(f: &Factory, ns: &str) {
@@ -307,10 +307,10 @@ async fn candidate_query(f: &Factory, ns: &str) {
     let mut expired = rec("expired");
     expired.expiry = now - 1000;
     let mut done = rec("done");
-    done.state = State::Done;
+    done.state = RecordState::Done;
     let mut failed = rec("failed");
-    failed.state = State::Failed;
-    let mut phase = Record::new("phase:x", Kind::Phase, "t");
+    failed.state = RecordState::Failed;
+    let mut phase = Record::new("phase:x", RecordKind::Phase, "t");
     phase.expiry = 0;
     recs.extend([leased, expired, done, failed, phase]);
     store.create_many(&recs).await.unwrap();
@@ -354,7 +354,7 @@ async fn setup_is_idempotent(f: &Factory, ns: &str) {
     assert_eq!(ra.unwrap() + rb.unwrap(), 50, "each item created once");
     assert_eq!(a.setup(&items).await.unwrap(), 0);
     assert!(b.is_setup_done().await.unwrap());
-    let listed = store.list(Kind::Item).await.unwrap();
+    let listed = store.list(RecordKind::Item).await.unwrap();
     assert_eq!(listed.len(), 50);
     assert!(listed.iter().any(|r| r.id == "logs__7__0"));
     let bad = WorkItem {
@@ -905,7 +905,7 @@ async fn finish_all(store: &Arc<dyn Store>, cfg: &Config, total: u64) {
 /// The items of one shard range form one chain of completed items from `first` to `last`.
 async fn assert_one_chain(store: &Arc<dyn Store>, index: &str, first: u64, last: u64) {
     let items: Vec<Record> = store
-        .list(Kind::Item)
+        .list(RecordKind::Item)
         .await
         .unwrap()
         .into_iter()
@@ -919,7 +919,7 @@ async fn assert_one_chain(store: &Arc<dyn Store>, index: &str, first: u64, last:
         .expect("root item");
     let mut visited = 1;
     loop {
-        assert_eq!(cur.state, State::Done, "{} not done: {cur:?}", cur.id);
+        assert_eq!(cur.state, RecordState::Done, "{} not done: {cur:?}", cur.id);
         match cur.successors.as_slice() {
             [] => {
                 assert_eq!(
@@ -986,7 +986,7 @@ async fn successor_protocol_with_crashes(f: &Factory, ns: &str) {
             assert_eq!(s.exponent, 1);
             assert_eq!(s.after, acked(399));
             let (parent, _) = store.get("idx__0__0").await.unwrap().unwrap();
-            assert_eq!(parent.state, State::Done);
+            assert_eq!(parent.state, RecordState::Done);
             assert_eq!(parent.successors, vec!["idx__0__400".to_string()]);
         }
         if point == Some(CrashPoint::AfterRecordSuccessor) {
@@ -1314,7 +1314,7 @@ async fn status_aggregates_match_the_items(f: &Factory, ns: &str) {
         async move {
             let now = store.now().await.unwrap();
             let agg = store.item_summary(now).await.unwrap();
-            let fold = ItemSummary::fold(now, store.list(Kind::Item).await.unwrap());
+            let fold = ItemSummary::fold(now, store.list(RecordKind::Item).await.unwrap());
             assert_eq!(agg.totals, fold.totals, "{what}");
             let ids = |s: &ItemSummary| {
                 let mut v: Vec<String> = s.notable.iter().map(|r| r.id.clone()).collect();

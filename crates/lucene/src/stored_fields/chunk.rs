@@ -9,7 +9,7 @@ use crate::compress::{lz4, DecompressError, Inflater, ZstdDecoder};
 use crate::data_input::Endian;
 use crate::error::{Error, Result};
 
-use super::format::{Compression, Format};
+use super::format::{ChunkCompression, StoredFieldsFormat};
 use super::packed::{packed_get, packed_len};
 
 /// Largest chunk size accepted from a file (Lucene's largest default is 480 KiB).
@@ -146,7 +146,7 @@ impl Chunk {
     pub fn load(
         &mut self,
         file: &str,
-        format: &Format,
+        format: &StoredFieldsFormat,
         chunk_size: u32,
         index: usize,
         raw: &[u8],
@@ -262,14 +262,14 @@ impl Chunk {
     /// Decompresses one compressor output from `input` into `data[start..start + len]`.
     fn decompress(
         &mut self,
-        format: &Format,
+        format: &StoredFieldsFormat,
         input: &mut Input<'_>,
         start: usize,
         len: usize,
     ) -> Result<()> {
         let wrap = |input: &Input<'_>, e: DecompressError| input.corrupt(e);
         match format.compression {
-            Compression::Lz4 => {
+            ChunkCompression::Lz4 => {
                 let used = lz4::decompress(
                     input.rest(),
                     &mut self.data,
@@ -279,7 +279,7 @@ impl Chunk {
                 .map_err(|e| wrap(input, e))?;
                 input.pos += used;
             }
-            Compression::Deflate => {
+            ChunkCompression::Deflate => {
                 let clen = input.vlen()?;
                 let src = input.bytes(clen)?;
                 let inflater = self.decoders.inflater.get_or_insert_with(Inflater::new);
@@ -287,7 +287,7 @@ impl Chunk {
                     .inflate(src, &mut self.data[start..start + len])
                     .map_err(|e| wrap(input, e))?;
             }
-            Compression::Zlib => {
+            ChunkCompression::Zlib => {
                 let clen = input.vlen()?;
                 let src = input.bytes(clen)?;
                 let inflater = self.decoders.inflater.get_or_insert_with(Inflater::new);
@@ -295,7 +295,7 @@ impl Chunk {
                     .inflate_zlib(src, &mut self.data[start..start + len])
                     .map_err(|e| wrap(input, e))?;
             }
-            Compression::Lz4Dict => {
+            ChunkCompression::Lz4Dict => {
                 let dict_len = input.vlen()?;
                 let block_len = input.vlen()?;
                 let dict_clen = input.vlen()?;
@@ -365,8 +365,8 @@ impl Chunk {
                 }
                 self.lz4_window = saved;
             }
-            Compression::DeflateDict => self.deflate_dict(input, start, len)?,
-            Compression::ZstdDict => {
+            ChunkCompression::DeflateDict => self.deflate_dict(input, start, len)?,
+            ChunkCompression::ZstdDict => {
                 let dict_len = input.vlen()?;
                 let block_len = input.vlen()?;
                 check_dict_layout(input, len, dict_len, block_len)?;
@@ -389,13 +389,13 @@ impl Chunk {
                     out += n;
                 }
             }
-            Compression::ZstdFrame => {
+            ChunkCompression::ZstdFrame => {
                 let clen = input.vlen()?;
                 let src = input.bytes(clen)?;
                 self.zstd_block(src, start..start, start..start + len)
                     .map_err(|e| wrap(input, e))?;
             }
-            Compression::ZstdNoDict => {
+            ChunkCompression::ZstdNoDict => {
                 let block_len = input.vlen()?;
                 if block_len == 0 {
                     return Err(input.corrupt("zstd block length 0"));

@@ -25,7 +25,7 @@ pub(crate) enum Container {
 
 /// How each chunk's payload is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Compression {
+pub(crate) enum ChunkCompression {
     /// LZ4 blocks, no dictionary (Lucene 5–8.6 `FAST`).
     Lz4,
     /// Raw DEFLATE with a length prefix (Lucene 5–8.6 `HIGH_COMPRESSION`).
@@ -47,18 +47,18 @@ pub(crate) enum Compression {
 
 /// Everything the reader needs to know about a `.fdt` format.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Format {
+pub(crate) struct StoredFieldsFormat {
     pub codec: String,
     pub version: i32,
     pub container: Container,
-    pub compression: Compression,
+    pub compression: ChunkCompression,
     pub mode: &'static str,
 }
 
-impl Format {
+impl StoredFieldsFormat {
     /// Identifies the format from the `.fdt` header's codec name and version.
-    pub fn detect(file: &str, codec: &str, version: i32) -> Result<Format> {
-        use Compression::*;
+    pub fn detect(file: &str, codec: &str, version: i32) -> Result<StoredFieldsFormat> {
+        use ChunkCompression::*;
         let (container, compression, mode, min, max) = match codec {
             "Lucene41StoredFieldsData" => {
                 if version == 0 {
@@ -128,7 +128,7 @@ impl Format {
                 format!("{codec} format version {version} (supported: {min}..={max})"),
             ));
         }
-        Ok(Format {
+        Ok(StoredFieldsFormat {
             codec: codec.to_string(),
             version,
             container,

@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 pub use chunk::{BlockKind, RawBlock};
 use chunk::{Chunk, MAX_CHUNK_SIZE};
 use fields_index::ChunkIndex;
-use format::{Container, Format};
+use format::{Container, StoredFieldsFormat};
 
 /// One stored value, borrowed from the decompressed chunk where it is bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,7 +65,7 @@ pub struct StoredFieldsReader {
     fdt: FileSlice,
     fdx: FileSlice,
     fdm: Option<FileSlice>,
-    format: Format,
+    format: StoredFieldsFormat,
     format_name: String,
     chunk_size: u32,
     max_doc: u32,
@@ -93,15 +93,15 @@ impl StoredFieldsReader {
         let head = fdt.read_bytes(0..fdt_len.min(512))?;
         let mut input = DataInput::new(&fdt_name, &head);
         let (codec, version) = codec_util::read_header(&mut input.clone())?;
-        let format = if Format::is_lucene4_codec(codec) {
+        let format = if StoredFieldsFormat::is_lucene4_codec(codec) {
             codec_util::read_header(&mut input)?;
-            Format::detect(&fdt_name, codec, version)?
+            StoredFieldsFormat::detect(&fdt_name, codec, version)?
         } else {
             // an unknown format is named as such before its header is parsed further
-            Format::detect(&fdt_name, codec, version)?;
+            StoredFieldsFormat::detect(&fdt_name, codec, version)?;
             let header = codec_util::read_index_header_any(&mut input)?;
             codec_util::check_id_suffix(&fdt_name, &header, segment_id, "")?;
-            Format::detect(&fdt_name, header.codec, header.version)?
+            StoredFieldsFormat::detect(&fdt_name, header.codec, header.version)?
         };
         let footer_len = if format.has_footer() { FOOTER_LEN } else { 0 };
         let footer_crc = if format.has_footer() {
@@ -406,7 +406,7 @@ fn open_fields_index(
     dir: &dyn Directory,
     segment: &str,
     segment_id: &[u8; 16],
-    format: &Format,
+    format: &StoredFieldsFormat,
     index_codec: &str,
     meta_version: i32,
     fdx: &FileSlice,

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// One alternative of a date mapping's `format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum DateFormat {
     /// `yyyy[-MM[-dd[THH[:mm[:ss[.fraction]]][offset]]]]`; strict: fixed digit counts.
     OptionalTime {
         strict: bool,
@@ -21,16 +21,16 @@ pub enum Format {
 
 /// The alternatives of a mapping's `format` (absent: the default); `Err` names the first
 /// one not understood.
-pub fn formats(format: Option<&str>) -> Result<Vec<Format>, String> {
+pub fn formats(format: Option<&str>) -> Result<Vec<DateFormat>, String> {
     let text = format.unwrap_or("strict_date_optional_time||epoch_millis");
     text.split("||")
         .map(|f| match f.trim() {
             "strict_date_optional_time" | "strict_date_optional_time_nanos" => {
-                Ok(Format::OptionalTime { strict: true })
+                Ok(DateFormat::OptionalTime { strict: true })
             }
-            "date_optional_time" => Ok(Format::OptionalTime { strict: false }),
-            "epoch_millis" => Ok(Format::EpochMillis),
-            "epoch_second" => Ok(Format::EpochSecond),
+            "date_optional_time" => Ok(DateFormat::OptionalTime { strict: false }),
+            "epoch_millis" => Ok(DateFormat::EpochMillis),
+            "epoch_second" => Ok(DateFormat::EpochSecond),
             other => Err(other.to_string()),
         })
         .collect()
@@ -38,16 +38,16 @@ pub fn formats(format: Option<&str>) -> Result<Vec<Format>, String> {
 
 /// `v` (a string or a number of a document) in epoch milliseconds, by the first of
 /// `formats` that reads it; `None` when none does.
-pub fn to_millis(v: &Value, formats: &[Format]) -> Option<i64> {
+pub fn to_millis(v: &Value, formats: &[DateFormat]) -> Option<i64> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
         _ => return None,
     };
     formats.iter().find_map(|f| match f {
-        Format::OptionalTime { strict } => optional_time(&text, *strict),
-        Format::EpochMillis => epoch(&text, 1),
-        Format::EpochSecond => epoch(&text, 1000),
+        DateFormat::OptionalTime { strict } => optional_time(&text, *strict),
+        DateFormat::EpochMillis => epoch(&text, 1),
+        DateFormat::EpochSecond => epoch(&text, 1000),
     })
 }
 

@@ -29,7 +29,7 @@ enum Kind {
     Whole,
     Boolean,
     /// Epoch milliseconds; the document's values read by these formats.
-    Date(Vec<dates::Format>),
+    Date(Vec<dates::DateFormat>),
     Float,
     Double,
     Ip,

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::build::{plan, Options};
 use super::error::MetadataError;
-use super::plan::{Action, Item, Kind, Outcome, Report};
+use super::plan::{Action, MetadataItem, MetadataKind, Outcome, Report};
 use super::source::SourceMetadata;
 use super::ProductVersion;
 
@@ -76,24 +76,24 @@ pub async fn migrate(
     Ok(report)
 }
 
-fn template_kind(kind: Kind) -> Option<TemplateKind> {
+fn template_kind(kind: MetadataKind) -> Option<TemplateKind> {
     match kind {
-        Kind::LegacyTemplate => Some(TemplateKind::Legacy),
-        Kind::ComponentTemplate => Some(TemplateKind::Component),
-        Kind::IndexTemplate => Some(TemplateKind::Index),
-        Kind::DataStream | Kind::Index => None,
+        MetadataKind::LegacyTemplate => Some(TemplateKind::Legacy),
+        MetadataKind::ComponentTemplate => Some(TemplateKind::Component),
+        MetadataKind::IndexTemplate => Some(TemplateKind::Index),
+        MetadataKind::DataStream | MetadataKind::Index => None,
     }
 }
 
-async fn exists(client: &Client, kind: Kind, name: &str) -> Result<bool, ClusterError> {
+async fn exists(client: &Client, kind: MetadataKind, name: &str) -> Result<bool, ClusterError> {
     match (template_kind(kind), kind) {
         (Some(k), _) => client.template_exists(k, name).await,
-        (None, Kind::DataStream) => client.data_stream_exists(name).await,
+        (None, MetadataKind::DataStream) => client.data_stream_exists(name).await,
         (None, _) => client.index_exists(name).await,
     }
 }
 
-async fn check_existing(items: &mut [Item], client: &Client) -> Result<(), MetadataError> {
+async fn check_existing(items: &mut [MetadataItem], client: &Client) -> Result<(), MetadataError> {
     for item in items.iter_mut() {
         if item.action != Action::Create {
             continue;
@@ -103,7 +103,7 @@ async fn check_existing(items: &mut [Item], client: &Client) -> Result<(), Metad
             .map_err(target_err)?
         {
             item.action = Action::SkipExists;
-            let what = if item.kind == Kind::Index {
+            let what = if item.kind == MetadataKind::Index {
                 "an index or alias with this name exists on the target; left untouched"
             } else {
                 "exists on the target; left untouched"
@@ -114,11 +114,11 @@ async fn check_existing(items: &mut [Item], client: &Client) -> Result<(), Metad
     // an index template needs each component it is composed of
     let components: Vec<(String, Action)> = items
         .iter()
-        .filter(|i| i.kind == Kind::ComponentTemplate)
+        .filter(|i| i.kind == MetadataKind::ComponentTemplate)
         .map(|i| (i.name.clone(), i.action))
         .collect();
     for item in items.iter_mut() {
-        if item.kind != Kind::IndexTemplate || item.action != Action::Create {
+        if item.kind != MetadataKind::IndexTemplate || item.action != Action::Create {
             continue;
         }
         let needs: Vec<String> = item
@@ -162,7 +162,7 @@ fn refused_setting(message: &str) -> Option<String> {
     Some(message[start..end].to_string())
 }
 
-async fn create(item: &mut Item, client: &Client) {
+async fn create(item: &mut MetadataItem, client: &Client) {
     let Some(mut body) = item.body.clone() else {
         return;
     };
@@ -170,7 +170,7 @@ async fn create(item: &mut Item, client: &Client) {
     let result = loop {
         let r = match (template_kind(item.kind), item.kind) {
             (Some(k), _) => client.put_template(k, &item.name, &body).await,
-            (None, Kind::DataStream) => client.create_data_stream(&item.name).await,
+            (None, MetadataKind::DataStream) => client.create_data_stream(&item.name).await,
             (None, _) => client.create_index(&item.name, &body).await,
         };
         match r {
@@ -178,7 +178,7 @@ async fn create(item: &mut Item, client: &Client) {
                 let msg = e.to_string();
                 let removed = refused_setting(&msg).and_then(|key| {
                     let settings = match item.kind {
-                        Kind::ComponentTemplate | Kind::IndexTemplate => {
+                        MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate => {
                             body.get_mut("template")?.get_mut("settings")?
                         }
                         _ => body.get_mut("settings")?,

@@ -10,7 +10,7 @@ use super::aliases;
 use super::convert::{self, ConvertOptions, Needs};
 use super::filter::{decide, is_system_index, is_system_template, Allowlist, Decision};
 use super::mappings::{self, MultiTypeMode};
-use super::plan::{Action, Item, Kind, Notes};
+use super::plan::{Action, MetadataItem, MetadataKind, Notes};
 use super::settings::{self, SettingsContext};
 use super::source::{DataStreamInfo, SourceIndex, SourceMetadata};
 use super::{Distribution, ProductVersion};
@@ -115,7 +115,11 @@ impl Options {
 /// Every item in creation order (legacy templates, component templates, index templates,
 /// indices), each `Create`, `SkipExcluded`, `SkipUnsupported` or `Error`; existence on
 /// the target is checked later.
-pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) -> Vec<Item> {
+pub fn plan(
+    source: &SourceMetadata,
+    target: ProductVersion,
+    options: &Options,
+) -> Vec<MetadataItem> {
     let cx = Cx {
         target,
         source: source.version,
@@ -148,7 +152,7 @@ pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) 
             .map(|(_, by)| by.as_str());
         items.push(component_template(name, t, cx, needed_by));
     }
-    let stream_items: Vec<Item> = source
+    let stream_items: Vec<MetadataItem> = source
         .data_streams
         .iter()
         .filter_map(|ds| data_stream_item(ds, &index_templates, cx))
@@ -164,19 +168,26 @@ pub fn plan(source: &SourceMetadata, target: ProductVersion, options: &Options) 
 }
 
 fn excluded_or_unsupported(
-    kind: Kind,
+    kind: MetadataKind,
     name: &str,
     list: &Allowlist,
     system: bool,
     target: ProductVersion,
-) -> Result<&'static str, Box<Item>> {
+) -> Result<&'static str, Box<MetadataItem>> {
     match decide(list, name, system) {
-        Decision::Exclude(why) => Err(Box::new(Item::new(kind, name, Action::SkipExcluded, why))),
+        Decision::Exclude(why) => Err(Box::new(MetadataItem::new(
+            kind,
+            name,
+            Action::SkipExcluded,
+            why,
+        ))),
         Decision::Include(why) => {
-            if matches!(kind, Kind::ComponentTemplate | Kind::IndexTemplate)
-                && !target.supports_composable_templates()
+            if matches!(
+                kind,
+                MetadataKind::ComponentTemplate | MetadataKind::IndexTemplate
+            ) && !target.supports_composable_templates()
             {
-                return Err(Box::new(Item::new(
+                return Err(Box::new(MetadataItem::new(
                     kind,
                     name,
                     Action::SkipUnsupported,
@@ -188,10 +199,16 @@ fn excluded_or_unsupported(
     }
 }
 
-fn finish(kind: Kind, name: &str, why: &str, body: Result<Value, String>, notes: Notes) -> Item {
+fn finish(
+    kind: MetadataKind,
+    name: &str,
+    why: &str,
+    body: Result<Value, String>,
+    notes: Notes,
+) -> MetadataItem {
     match body {
         Ok(body) if notes.blocked() => {
-            let mut item = Item::new(
+            let mut item = MetadataItem::new(
                 kind,
                 name,
                 Action::Blocked,
@@ -202,22 +219,22 @@ fn finish(kind: Kind, name: &str, why: &str, body: Result<Value, String>, notes:
             item
         }
         Ok(body) => {
-            let mut item = Item::new(kind, name, Action::Create, why);
+            let mut item = MetadataItem::new(kind, name, Action::Create, why);
             item.notes = notes;
             item.body = Some(body);
             item
         }
         Err(e) => {
-            let mut item = Item::new(kind, name, Action::Error, e);
+            let mut item = MetadataItem::new(kind, name, Action::Error, e);
             item.notes = notes;
             item
         }
     }
 }
 
-fn legacy_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
+fn legacy_template(name: &str, t: &Value, cx: Cx<'_>) -> MetadataItem {
     let why = match excluded_or_unsupported(
-        Kind::LegacyTemplate,
+        MetadataKind::LegacyTemplate,
         name,
         &cx.options.legacy_templates,
         is_system_template(name),
@@ -228,7 +245,7 @@ fn legacy_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
     };
     let mut notes = Notes::default();
     let body = legacy_template_body(t, cx, &mut notes);
-    finish(Kind::LegacyTemplate, name, why, body, notes)
+    finish(MetadataKind::LegacyTemplate, name, why, body, notes)
 }
 
 /// The `_template` body: patterns (5.x `template` string → `index_patterns`), order,
@@ -334,9 +351,9 @@ fn one_mapping(
     }
 }
 
-fn component_template(name: &str, t: &Value, cx: Cx<'_>, needed_by: Option<&str>) -> Item {
+fn component_template(name: &str, t: &Value, cx: Cx<'_>, needed_by: Option<&str>) -> MetadataItem {
     let listed = excluded_or_unsupported(
-        Kind::ComponentTemplate,
+        MetadataKind::ComponentTemplate,
         name,
         &cx.options.component_templates,
         is_system_template(name),
@@ -354,12 +371,12 @@ fn component_template(name: &str, t: &Value, cx: Cx<'_>, needed_by: Option<&str>
     };
     let mut notes = Notes::default();
     let body = composable_body(t, cx, &["template", "version", "_meta"], &mut notes);
-    finish(Kind::ComponentTemplate, name, &why, body, notes)
+    finish(MetadataKind::ComponentTemplate, name, &why, body, notes)
 }
 
-fn index_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
+fn index_template(name: &str, t: &Value, cx: Cx<'_>) -> MetadataItem {
     let why = match excluded_or_unsupported(
-        Kind::IndexTemplate,
+        MetadataKind::IndexTemplate,
         name,
         &cx.options.index_templates,
         is_system_template(name),
@@ -383,7 +400,7 @@ fn index_template(name: &str, t: &Value, cx: Cx<'_>) -> Item {
         ],
         &mut notes,
     );
-    finish(Kind::IndexTemplate, name, why, body, notes)
+    finish(MetadataKind::IndexTemplate, name, why, body, notes)
 }
 
 /// A component or index template body; keys outside `known` are dropped with a warning.
@@ -439,7 +456,11 @@ fn composable_body(
 
 /// The data stream itself, in `--data-streams data-streams` mode: created on the target
 /// (`PUT _data_stream/<name>`) from a migrated index template with a `data_stream` section.
-fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -> Option<Item> {
+fn data_stream_item(
+    ds: &DataStreamInfo,
+    index_templates: &[MetadataItem],
+    cx: Cx<'_>,
+) -> Option<MetadataItem> {
     let options = cx.options;
     if options.data_streams != DataStreamMode::DataStreams {
         return None;
@@ -447,11 +468,16 @@ fn data_stream_item(ds: &DataStreamInfo, index_templates: &[Item], cx: Cx<'_>) -
     let name = ds.name.as_str();
     let why = match decide(&options.indices, name, ds.system) {
         Decision::Exclude(why) => {
-            return Some(Item::new(Kind::DataStream, name, Action::SkipExcluded, why))
+            return Some(MetadataItem::new(
+                MetadataKind::DataStream,
+                name,
+                Action::SkipExcluded,
+                why,
+            ))
         }
         Decision::Include(why) => why,
     };
-    let mut item = Item::new(Kind::DataStream, name, Action::Create, why);
+    let mut item = MetadataItem::new(MetadataKind::DataStream, name, Action::Create, why);
     item.body = Some(json!({"timestamp_field": ds.timestamp_field, "backing_indices": ds.indices}));
     if !cx.target.supports_data_streams() {
         item.action = Action::Blocked;
@@ -585,12 +611,16 @@ pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, String> {
         .collect())
 }
 
-fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx<'_>) -> Vec<Item> {
+fn index_items(
+    index: &SourceIndex,
+    data_stream: Option<&DataStreamInfo>,
+    cx: Cx<'_>,
+) -> Vec<MetadataItem> {
     let (target, options) = (cx.target, cx.options);
     let name = index.name.as_str();
     if let (Some(ds), DataStreamMode::DataStreams) = (data_stream, options.data_streams) {
-        return vec![Item::new(
-            Kind::Index,
+        return vec![MetadataItem::new(
+            MetadataKind::Index,
             name,
             Action::SkipExcluded,
             format!(
@@ -614,7 +644,12 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
     };
     let why = match decision {
         Decision::Exclude(why) => {
-            return vec![Item::new(Kind::Index, name, Action::SkipExcluded, why)]
+            return vec![MetadataItem::new(
+                MetadataKind::Index,
+                name,
+                Action::SkipExcluded,
+                why,
+            )]
         }
         Decision::Include(why) => why,
     };
@@ -624,7 +659,7 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
         notes.warn("the source index was closed; it is created open");
     }
     let error = |e: String, notes: Notes| {
-        let mut item = Item::new(Kind::Index, name, Action::Error, e);
+        let mut item = MetadataItem::new(MetadataKind::Index, name, Action::Error, e);
         item.notes = notes;
         vec![item]
     };
@@ -699,7 +734,7 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
             let m = convert::convert_mapping(&m, &cx.convert(), &mut needs, &mut n);
             let m = mappings::for_target(m, &t, target, &mut n);
             let b = body(Some(m), needs, &mut n);
-            let mut item = finish(Kind::Index, &target_name, why, Ok(b), n);
+            let mut item = finish(MetadataKind::Index, &target_name, why, Ok(b), n);
             item.source_name = Some(name.to_string());
             items.push(item);
         }
@@ -712,10 +747,10 @@ fn index_items(index: &SourceIndex, data_stream: Option<&DataStreamInfo>, cx: Cx
             let b = body(m, needs, &mut notes);
             let target_name = options.naming.target(name);
             if target_name == name {
-                return vec![finish(Kind::Index, name, why, Ok(b), notes)];
+                return vec![finish(MetadataKind::Index, name, why, Ok(b), notes)];
             }
             notes.change(format!("{name} is created as {target_name}"));
-            let mut item = finish(Kind::Index, &target_name, why, Ok(b), notes);
+            let mut item = finish(MetadataKind::Index, &target_name, why, Ok(b), notes);
             item.source_name = Some(name.to_string());
             vec![item]
         }
@@ -793,7 +828,7 @@ mod tests {
         }
     }
 
-    fn find<'a>(items: &'a [Item], kind: Kind, name: &str) -> &'a Item {
+    fn find<'a>(items: &'a [MetadataItem], kind: MetadataKind, name: &str) -> &'a MetadataItem {
         items
             .iter()
             .find(|i| i.kind == kind && i.name == name)
@@ -803,19 +838,19 @@ mod tests {
     #[test]
     fn order_filters_and_dependencies() {
         let items = plan(&source(), ProductVersion::os(3, 8), &Options::default());
-        let kinds: Vec<Kind> = items.iter().map(|i| i.kind).collect();
+        let kinds: Vec<MetadataKind> = items.iter().map(|i| i.kind).collect();
         let mut sorted = kinds.clone();
         sorted.sort();
         assert_eq!(kinds, sorted, "creation order");
         assert_eq!(
-            find(&items, Kind::LegacyTemplate, ".ml-meta").action,
+            find(&items, MetadataKind::LegacyTemplate, ".ml-meta").action,
             Action::SkipExcluded
         );
         assert_eq!(
-            find(&items, Kind::IndexTemplate, "logs").action,
+            find(&items, MetadataKind::IndexTemplate, "logs").action,
             Action::SkipExcluded
         );
-        let ls = find(&items, Kind::ComponentTemplate, "logs-settings");
+        let ls = find(&items, MetadataKind::ComponentTemplate, "logs-settings");
         assert_eq!(ls.action, Action::Create, "pulled in by posts_it");
         assert!(ls.reasons[0].contains("required by index template posts_it"));
         assert_eq!(
@@ -823,7 +858,7 @@ mod tests {
             Some(json!({"template": {}})),
             "ILM setting dropped for OpenSearch"
         );
-        let it = find(&items, Kind::IndexTemplate, "posts_it");
+        let it = find(&items, MetadataKind::IndexTemplate, "posts_it");
         assert_eq!(
             it.body,
             Some(
@@ -836,7 +871,7 @@ mod tests {
             .iter()
             .any(|w| w.contains("allow_auto_create")));
         assert_eq!(
-            find(&items, Kind::Index, ".kibana").action,
+            find(&items, MetadataKind::Index, ".kibana").action,
             Action::SkipExcluded
         );
     }
@@ -844,7 +879,7 @@ mod tests {
     #[test]
     fn legacy_template_for_es6_and_os() {
         let items = plan(&source(), ProductVersion::os(2, 0), &Options::default());
-        let t = find(&items, Kind::LegacyTemplate, "posts");
+        let t = find(&items, MetadataKind::LegacyTemplate, "posts");
         assert_eq!(
             t.body,
             Some(
@@ -853,17 +888,17 @@ mod tests {
             )
         );
         let items = plan(&source(), ProductVersion::es(6, 8), &Options::default());
-        let t = find(&items, Kind::LegacyTemplate, "posts");
+        let t = find(&items, MetadataKind::LegacyTemplate, "posts");
         assert_eq!(
             t.body.as_ref().unwrap()["mappings"],
             json!({"_doc": {"properties": {"t": {"type": "keyword"}}}})
         );
         assert_eq!(
-            find(&items, Kind::IndexTemplate, "posts_it").action,
+            find(&items, MetadataKind::IndexTemplate, "posts_it").action,
             Action::SkipUnsupported
         );
         assert_eq!(
-            find(&items, Kind::ComponentTemplate, "posts_ct").action,
+            find(&items, MetadataKind::ComponentTemplate, "posts_ct").action,
             Action::SkipUnsupported
         );
     }
@@ -875,7 +910,7 @@ mod tests {
             ..Options::default()
         };
         let items = plan(&source(), ProductVersion::os(3, 8), &opts);
-        let i = find(&items, Kind::Index, "test_updates_deletes");
+        let i = find(&items, MetadataKind::Index, "test_updates_deletes");
         assert_eq!(i.action, Action::Create, "{i:#?}");
         assert_eq!(
             i.body,
@@ -905,8 +940,8 @@ mod tests {
             ..Options::default()
         };
         let items = plan(&source(), ProductVersion::es(6, 8), &opts);
-        let t1 = find(&items, Kind::Index, "test_updates_deletes_type1");
-        let t2 = find(&items, Kind::Index, "test_updates_deletes_type2");
+        let t1 = find(&items, MetadataKind::Index, "test_updates_deletes_type1");
+        let t2 = find(&items, MetadataKind::Index, "test_updates_deletes_type2");
         assert_eq!(t1.source_name.as_deref(), Some("test_updates_deletes"));
         assert_eq!(
             t1.body.as_ref().unwrap()["mappings"],
@@ -928,7 +963,7 @@ mod tests {
         let mut s = source();
         s.indices[0].metadata["mappings"] = json!([{"a": {"properties": {"x": {"type": "long"}}}}, {"b": {"properties": {"x": {"type": "keyword"}}}}]);
         let items = plan(&s, ProductVersion::os(3, 8), &Options::default());
-        let i = find(&items, Kind::Index, "test_updates_deletes");
+        let i = find(&items, MetadataKind::Index, "test_updates_deletes");
         assert_eq!(i.action, Action::Error);
         assert!(i.reasons[0].contains("field x"), "{:?}", i.reasons);
     }
@@ -941,17 +976,20 @@ mod tests {
             ..Options::default()
         };
         let items = plan(&source(), ProductVersion::os(3, 8), &opts);
-        assert_eq!(find(&items, Kind::Index, ".kibana").action, Action::Create);
         assert_eq!(
-            find(&items, Kind::Index, "test_updates_deletes").action,
-            Action::SkipExcluded
-        );
-        assert_eq!(
-            find(&items, Kind::LegacyTemplate, ".ml-meta").action,
+            find(&items, MetadataKind::Index, ".kibana").action,
             Action::Create
         );
         assert_eq!(
-            find(&items, Kind::LegacyTemplate, "posts").action,
+            find(&items, MetadataKind::Index, "test_updates_deletes").action,
+            Action::SkipExcluded
+        );
+        assert_eq!(
+            find(&items, MetadataKind::LegacyTemplate, ".ml-meta").action,
+            Action::Create
+        );
+        assert_eq!(
+            find(&items, MetadataKind::LegacyTemplate, "posts").action,
             Action::SkipExcluded
         );
     }
@@ -973,7 +1011,7 @@ mod tests {
         let backing = ".ds-logs-app-default-2024.01.01-000001";
         // No template with data_stream matches: an error naming both ways out.
         let items = plan(&s, ProductVersion::os(2, 19), &Options::default());
-        let ds = find(&items, Kind::DataStream, "logs-app-default");
+        let ds = find(&items, MetadataKind::DataStream, "logs-app-default");
         assert_eq!(ds.action, Action::Error);
         assert!(
             ds.reasons[0].contains("--data-streams indices"),
@@ -981,7 +1019,7 @@ mod tests {
             ds.reasons
         );
         assert_eq!(
-            find(&items, Kind::Index, backing).action,
+            find(&items, MetadataKind::Index, backing).action,
             Action::SkipExcluded
         );
         // With one, the stream is created after the templates, before the indices.
@@ -991,17 +1029,17 @@ mod tests {
         ));
         let items = plan(&s, ProductVersion::os(2, 19), &Options::default());
         assert_eq!(
-            find(&items, Kind::DataStream, "logs-app-default").action,
+            find(&items, MetadataKind::DataStream, "logs-app-default").action,
             Action::Create
         );
-        let kinds: Vec<Kind> = items.iter().map(|i| i.kind).collect();
+        let kinds: Vec<MetadataKind> = items.iter().map(|i| i.kind).collect();
         let mut sorted = kinds.clone();
         sorted.sort();
         assert_eq!(kinds, sorted, "creation order");
         // A target without data streams blocks it.
         let items = plan(&s, ProductVersion::es(7, 8), &Options::default());
         assert_eq!(
-            find(&items, Kind::DataStream, "logs-app-default").action,
+            find(&items, MetadataKind::DataStream, "logs-app-default").action,
             Action::Blocked
         );
         // As indices: the backing index with the stream's name as its write alias.
@@ -1010,8 +1048,8 @@ mod tests {
             ..Options::default()
         };
         let items = plan(&s, ProductVersion::es(7, 8), &opts);
-        assert!(items.iter().all(|i| i.kind != Kind::DataStream));
-        let b = find(&items, Kind::Index, backing);
+        assert!(items.iter().all(|i| i.kind != MetadataKind::DataStream));
+        let b = find(&items, MetadataKind::Index, backing);
         assert_eq!(b.action, Action::Create);
         assert_eq!(
             b.body.as_ref().unwrap()["aliases"]["logs-app-default"],
@@ -1033,11 +1071,11 @@ mod tests {
         s.legacy_templates[0].1 = json!({"order": 1});
         let items = plan(&s, ProductVersion::os(3, 8), &Options::default());
         assert_eq!(
-            find(&items, Kind::Index, "test_updates_deletes").action,
+            find(&items, MetadataKind::Index, "test_updates_deletes").action,
             Action::Error
         );
         assert_eq!(
-            find(&items, Kind::LegacyTemplate, "posts").action,
+            find(&items, MetadataKind::LegacyTemplate, "posts").action,
             Action::Error
         );
     }

@@ -1,5 +1,5 @@
 //! Errors that stop a metadata migration as a whole (one item's failure is reported in
-//! its [`Item`](super::Item) instead).
+//! its [`MetadataItem`](super::MetadataItem) instead).
 
 /// Why metadata migration could not run.
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! on the target, transformed for the target's version. Nothing that exists on the
 //! target is modified; every item is reported with its action, reasons and changes.
 //!
-//! The work is split in a pure part — [`plan`] turns [`SourceMetadata`] into [`Item`]s
+//! The work is split in a pure part — [`plan`] turns [`SourceMetadata`] into [`MetadataItem`]s
 //! with request bodies — and a part that talks to the target: [`evaluate`] checks what
 //! exists (GET/HEAD only), [`migrate`] also creates what is missing.
 //!
@@ -33,7 +33,7 @@ pub use convert::{Conversion, ConversionSeverity, ConvertOptions, KnnEngine};
 pub use error::MetadataError;
 pub use filter::{is_system_index, is_system_template, Allowlist};
 pub use mappings::MultiTypeMode;
-pub use plan::{Action, Item, Kind, Notes, Outcome, Report, Summary};
+pub use plan::{Action, MetadataItem, MetadataKind, Notes, Outcome, Report, Summary};
 pub use product::{Distribution, ProductVersion};
 pub use routing::DocumentRouting;
 pub use source::{DataStreamInfo, SourceIndex, SourceMetadata};

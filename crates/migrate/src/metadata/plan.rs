@@ -54,7 +54,7 @@ impl Notes {
 /// What kind of object an item is, in creation order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub enum MetadataKind {
     LegacyTemplate,
     ComponentTemplate,
     IndexTemplate,
@@ -63,14 +63,14 @@ pub enum Kind {
     Index,
 }
 
-impl Kind {
+impl MetadataKind {
     pub fn label(self) -> &'static str {
         match self {
-            Kind::LegacyTemplate => "legacy template",
-            Kind::ComponentTemplate => "component template",
-            Kind::IndexTemplate => "index template",
-            Kind::DataStream => "data stream",
-            Kind::Index => "index",
+            MetadataKind::LegacyTemplate => "legacy template",
+            MetadataKind::ComponentTemplate => "component template",
+            MetadataKind::IndexTemplate => "index template",
+            MetadataKind::DataStream => "data stream",
+            MetadataKind::Index => "index",
         }
     }
 }
@@ -121,8 +121,8 @@ pub enum Outcome {
 
 /// One template or index.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Item {
-    pub kind: Kind,
+pub struct MetadataItem {
+    pub kind: MetadataKind,
     /// Name on the target.
     pub name: String,
     /// Name in the snapshot when it differs (an index split per mapping type).
@@ -138,14 +138,14 @@ pub struct Item {
     pub body: Option<Value>,
 }
 
-impl Item {
+impl MetadataItem {
     pub fn new(
-        kind: Kind,
+        kind: MetadataKind,
         name: impl Into<String>,
         action: Action,
         reason: impl Into<String>,
     ) -> Self {
-        Item {
+        MetadataItem {
             kind,
             name: name.into(),
             source_name: None,
@@ -176,7 +176,7 @@ pub struct Report {
     pub mode: &'static str,
     pub source_version: Option<ProductVersion>,
     pub target_version: ProductVersion,
-    pub items: Vec<Item>,
+    pub items: Vec<MetadataItem>,
 }
 
 impl Report {
@@ -207,7 +207,7 @@ impl Report {
     }
 
     /// Items of one kind and action, by target name.
-    pub fn names(&self, kind: Kind, action: Action) -> Vec<&str> {
+    pub fn names(&self, kind: MetadataKind, action: Action) -> Vec<&str> {
         self.items
             .iter()
             .filter(|i| i.kind == kind && i.action == action)
@@ -323,11 +323,16 @@ mod tests {
 
     #[test]
     fn summary_table_and_json() {
-        let mut a = Item::new(Kind::Index, "posts", Action::Create, "not on the target");
+        let mut a = MetadataItem::new(
+            MetadataKind::Index,
+            "posts",
+            Action::Create,
+            "not on the target",
+        );
         a.notes.change("internal settings removed: index.uuid");
         a.notes.warnings.push("mapping type dropped".into());
-        let b = Item::new(
-            Kind::LegacyTemplate,
+        let b = MetadataItem::new(
+            MetadataKind::LegacyTemplate,
             ".ml-meta",
             Action::SkipExcluded,
             "system",
@@ -353,6 +358,6 @@ mod tests {
             "internal settings removed: index.uuid"
         );
         assert_eq!(j["summary"]["skip_excluded"], 1);
-        assert_eq!(r.names(Kind::Index, Action::Create), vec!["posts"]);
+        assert_eq!(r.names(MetadataKind::Index, Action::Create), vec!["posts"]);
     }
 }

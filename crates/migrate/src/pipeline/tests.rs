@@ -351,7 +351,7 @@ async fn go_with(
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("failures.jsonl");
     let (_tx, rx) = watch::channel(false);
-    let shared = Shared {
+    let shared = WorkerShared {
         metrics: Metrics::new(),
         failures: Arc::new(FailureLog::open(&path).unwrap()),
         budget: Budget::new(1 << 20),
@@ -1225,7 +1225,7 @@ async fn a_sink_that_claims_more_than_it_was_given_fails_the_item() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (_tx, rx) = watch::channel(false);
-    let shared = Shared {
+    let shared = WorkerShared {
         metrics: Metrics::new(),
         failures: Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap()),
         budget: Budget::new(1 << 20),

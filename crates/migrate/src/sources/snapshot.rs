@@ -487,7 +487,7 @@ fn new_bytes(old: &ShardReader, new: &ShardReader) -> u64 {
 /// `false` when `emit` asked to stop.
 pub(crate) fn emit_documents(
     group: &Arc<str>,
-    docs: &mut snapshot::reader::Documents<'_>,
+    docs: &mut snapshot::reader::ShardDocuments<'_>,
     emit: &mut dyn FnMut(Read) -> bool,
 ) -> Result<bool, SourceError> {
     let mut types = TypeNames::default();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use coordination::contention::{contention_items, double_grants, run_contention, ContentionConfig};
-use coordination::{open_store, Config, Coordinator, Kind};
+use coordination::{open_store, Config, Coordinator, RecordKind};
 
 use super::common::usize_in;
 
@@ -63,7 +63,7 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
     let store = open_store(&args.store).await?;
     if args.clear {
         store.clear().await?;
-    } else if !store.list(Kind::Item).await?.is_empty() {
+    } else if !store.list(RecordKind::Item).await?.is_empty() {
         anyhow::bail!(
             "the store already holds work items; pass --clear to delete them (use a namespace of its own)"
         );

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use coordination::contention::{contention_items, double_grants, Interval};
 use coordination::{
-    open_existing_store, open_store, Acquired, Config, Coordinator, Error, Kind, Position,
-    Progress, Store,
+    open_existing_store, open_store, Acquired, Config, Coordinator, Error, Position, Progress,
+    RecordKind, Store,
 };
 use rand::Rng;
 
@@ -199,7 +199,7 @@ async fn bench(args: Args) -> anyhow::Result<u8> {
     if args.clear {
         store.clear().await?;
     } else if store.earliest_open_expiry().await?.is_some()
-        || !store.list(Kind::Phase).await?.is_empty()
+        || !store.list(RecordKind::Phase).await?.is_empty()
     {
         anyhow::bail!(
             "the store already holds work items; pass --clear to delete them (use a namespace of its own)"

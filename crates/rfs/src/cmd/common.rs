@@ -723,9 +723,9 @@ impl Connection<'_> {
             c.request_timeout = Duration::from_secs(secs.clamp(1, 3600));
         }
         c.compression = match self.gzip {
-            Gzip::On => cluster::Compression::On,
-            Gzip::Off => cluster::Compression::Off,
-            Gzip::Auto => cluster::Compression::Auto,
+            Gzip::On => cluster::RequestCompression::On,
+            Gzip::Off => cluster::RequestCompression::Off,
+            Gzip::Auto => cluster::RequestCompression::Auto,
         };
         Ok(c)
     }

@@ -38,8 +38,8 @@ pub struct Args {
     pub index: Vec<String>,
     /// `jsonl`: one `{"_index","_id","_type"?,"_routing"?,"_source"}` object per line;
     /// `bulk`: action and source lines for `curl --data-binary @FILE …/_bulk` (no `_type`).
-    #[arg(long, env = "RFS_FORMAT", value_enum, default_value_t = Format::Jsonl)]
-    pub format: Format,
+    #[arg(long, env = "RFS_FORMAT", value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
     /// A directory (one `<index>.jsonl` / `<index>.bulk` file per index; an index name that
     /// is not a safe file name is cleaned and given a hash suffix) or `-` for stdout.
     #[arg(long, env = "RFS_OUT", default_value = "-", value_name = "DIR|-")]
@@ -64,7 +64,7 @@ pub struct Args {
 
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub enum ExportFormat {
     /// One JSON object per document.
     Jsonl,
     /// `_bulk` request bodies.
@@ -108,8 +108,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         };
         let settings = Settings {
             file_format: Some(match args.format {
-                Format::Jsonl => FileFormat::Jsonl,
-                Format::Bulk => FileFormat::Bulk,
+                ExportFormat::Jsonl => FileFormat::Jsonl,
+                ExportFormat::Bulk => FileFormat::Bulk,
             }),
             ..Settings::default()
         };

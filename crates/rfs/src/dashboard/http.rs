@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use super::assets;
-use super::sampler::{now_ms, Shared, WINDOW_MS};
+use super::sampler::{now_ms, DashboardState, WINDOW_MS};
 
 /// Header a control request must carry (any value; the page sends `dashboard`).
 pub const REQUEST_HEADER: &str = "x-rfs-request";
@@ -37,7 +37,7 @@ const MAX_BODY: usize = 1024;
 
 /// What the server knows and needs per request.
 pub struct Server {
-    pub shared: Arc<Shared>,
+    pub shared: Arc<DashboardState>,
     pub token: Option<String>,
     /// How the page names the store (no secrets).
     pub store: String,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use coordination::{Record, State};
+use coordination::{Record, RecordState};
 use serde_json::{json, Value};
 
 /// The items view of `records` (work items) at store time `now`, at most `cap` per list.
@@ -17,9 +17,9 @@ pub fn view(records: &[Record], now: i64, cap: usize) -> Value {
     let mut holders: BTreeMap<&str, usize> = BTreeMap::new();
     for r in records {
         match r.state {
-            State::Done => done += 1,
-            State::Failed => failed.push(r),
-            State::Open => match r.holder.as_deref() {
+            RecordState::Done => done += 1,
+            RecordState::Failed => failed.push(r),
+            RecordState::Open => match r.holder.as_deref() {
                 Some(h) if r.expiry > now => {
                     leased.push(r);
                     *holders.entry(h).or_insert(0) += 1;
@@ -73,30 +73,30 @@ pub fn view(records: &[Record], now: i64, cap: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coordination::{Kind, WorkItem};
+    use coordination::{RecordKind, WorkItem};
 
-    fn item(shard: u32, state: State, holder: Option<&str>, expiry: i64) -> Record {
+    fn item(shard: u32, state: RecordState, holder: Option<&str>, expiry: i64) -> Record {
         let mut r = Record::item(&WorkItem::whole("logs", shard), 0, "test");
         r.state = state;
         r.holder = holder.map(str::to_string);
         r.expiry = expiry;
         r.attempts = 1;
-        assert_eq!(r.kind, Kind::Item);
+        assert_eq!(r.kind, RecordKind::Item);
         r
     }
 
     #[test]
     fn items_by_state_with_holders_and_expiry() {
-        let mut failed = item(4, State::Failed, None, 0);
+        let mut failed = item(4, RecordState::Failed, None, 0);
         failed.last_error = Some("target said no".into());
         let records = vec![
-            item(0, State::Open, Some("w1"), 2000),
-            item(1, State::Open, Some("w2"), 1500),
-            item(2, State::Open, Some("w3"), 900), // expired: waiting
-            item(3, State::Open, None, 0),
+            item(0, RecordState::Open, Some("w1"), 2000),
+            item(1, RecordState::Open, Some("w2"), 1500),
+            item(2, RecordState::Open, Some("w3"), 900), // expired: waiting
+            item(3, RecordState::Open, None, 0),
             failed,
-            item(5, State::Done, None, 0),
-            item(6, State::Open, Some("w1"), 3000),
+            item(5, RecordState::Done, None, 0),
+            item(6, RecordState::Open, Some("w1"), 3000),
         ];
         let v = view(&records, 1000, 2);
         assert_eq!(v["leased_total"], 3);

@@ -50,7 +50,7 @@ pub async fn serve(opts: Options, open: Opener) -> anyhow::Result<()> {
              pause/resume/stop only from this host (give --serve-token to allow them elsewhere)"
         );
     }
-    let shared = Arc::new(sampler::Shared {
+    let shared = Arc::new(sampler::DashboardState {
         reading: RwLock::new(sampler::Reading::default()),
         coord: RwLock::new(None),
         wake: tokio::sync::Notify::new(),

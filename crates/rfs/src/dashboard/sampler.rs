@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use coordination::{Coordinator, Kind};
+use coordination::{Coordinator, RecordKind};
 use migrate::phases::read_totals;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -54,7 +54,7 @@ pub struct Reading {
 }
 
 /// State shared by the sampler and the HTTP handlers.
-pub struct Shared {
+pub struct DashboardState {
     pub reading: RwLock<Reading>,
     /// The open store, for control requests; `None` while it cannot be opened.
     pub coord: RwLock<Option<Coordinator>>,
@@ -72,7 +72,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// Reads the store every `shared.interval` until the process ends.
-pub async fn run(shared: Arc<Shared>, open: Opener, failure_logs: Vec<PathBuf>) {
+pub async fn run(shared: Arc<DashboardState>, open: Opener, failure_logs: Vec<PathBuf>) {
     let mut logs = Some(FailureLogs::new(&failure_logs, NEWEST_FAILURES));
     let mut rates = Rates::new(HORIZON_MS, WINDOW_MS, 20_000);
     let limit = (shared.interval * 3).max(Duration::from_secs(10));
@@ -138,7 +138,7 @@ struct Read {
 async fn read(coord: &Coordinator, rates: &mut Rates) -> anyhow::Result<Read> {
     let status = coord.status().await?;
     let totals = read_totals(coord).await?;
-    let records = coord.store().list(Kind::Item).await?;
+    let records = coord.store().list(RecordKind::Item).await?;
     let items = items::view(&records, status.store_now, ITEMS_PER_LIST);
     rates.push(status.store_now, status.docs_done, status.bytes_done);
     Ok(Read {
@@ -148,7 +148,12 @@ async fn read(coord: &Coordinator, rates: &mut Rates) -> anyhow::Result<Read> {
     })
 }
 
-fn publish(shared: &Shared, outcome: Result<Read, String>, failures: Option<Value>, rates: &Rates) {
+fn publish(
+    shared: &DashboardState,
+    outcome: Result<Read, String>,
+    failures: Option<Value>,
+    rates: &Rates,
+) {
     let now = now_ms();
     let Ok(mut r) = shared.reading.write() else {
         return;

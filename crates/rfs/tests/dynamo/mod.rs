@@ -32,7 +32,7 @@ pub struct Sdk {
 }
 
 /// An item as the SDK gives it.
-pub type Item = BTreeMap<String, Av>;
+pub type SdkItem = BTreeMap<String, Av>;
 
 impl Sdk {
     pub fn new(endpoint: &str) -> Sdk {
@@ -66,7 +66,7 @@ impl Sdk {
     /// Every item of `table` through a 4-segment parallel scan with consistent reads, in
     /// the order the scan gives them (an item per key: DynamoDB has no duplicates to show,
     /// the caller counts).
-    pub fn scan(&self, table: &str) -> Vec<Item> {
+    pub fn scan(&self, table: &str) -> Vec<SdkItem> {
         self.rt.block_on(async {
             let mut all = Vec::new();
             for segment in 0..4 {
@@ -123,7 +123,7 @@ impl Sdk {
         })
     }
 
-    pub fn put(&self, table: &str, item: Item) {
+    pub fn put(&self, table: &str, item: SdkItem) {
         self.rt
             .block_on(
                 self.client
@@ -135,7 +135,7 @@ impl Sdk {
             .unwrap_or_else(|e| panic!("put into {table}: {e:?}"));
     }
 
-    pub fn delete(&self, table: &str, key: Item) {
+    pub fn delete(&self, table: &str, key: SdkItem) {
         self.rt
             .block_on(
                 self.client
@@ -185,7 +185,7 @@ pub fn same(a: &Av, b: &Av) -> bool {
 }
 
 /// Attribute by attribute: the same names, each value the same.
-pub fn assert_item(id: &str, got: &Item, want: &Item) {
+pub fn assert_item(id: &str, got: &SdkItem, want: &SdkItem) {
     let names: std::collections::BTreeSet<&String> = got.keys().chain(want.keys()).collect();
     for name in names {
         match (got.get(name), want.get(name)) {

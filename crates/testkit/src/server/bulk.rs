@@ -74,7 +74,7 @@ impl IdValue<'_> {
 }
 
 /// One parsed item, before it is applied.
-struct Item {
+struct ParsedItem {
     action: &'static str,
     index: String,
     op: WriteOp,
@@ -139,7 +139,7 @@ pub(crate) fn bulk(
         ));
     }
     let discard = shared.config.discard_documents;
-    let mut items: Vec<Item> = Vec::new();
+    let mut items: Vec<ParsedItem> = Vec::new();
     let mut source_bytes = 0u64;
     let mut it = lines(&body);
     while let Some((n, range)) = it.next() {
@@ -301,7 +301,7 @@ pub(crate) fn bulk(
             },
             OpKind::Delete => {}
         }
-        items.push(Item {
+        items.push(ParsedItem {
             action: name,
             index,
             op: WriteOp {
@@ -496,7 +496,7 @@ fn object_field(
 fn write_response(
     took: u128,
     errors: bool,
-    items: &[Item],
+    items: &[ParsedItem],
     results: &[Result<Written, EsError>],
     dialect: &super::version::Dialect,
     sel: &Selection,

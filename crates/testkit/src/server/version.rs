@@ -6,6 +6,9 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The product a [`TestServer`](super::TestServer) reports in `GET /`.
+///
+/// Deliberately the server's own type, not `product::Distribution`: the test server shares no
+/// code with what it tests, so a mistake in `product` cannot hide itself in both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Distribution {
@@ -48,6 +51,9 @@ pub struct VersionError {
 }
 
 /// The dialect differences the server honours, derived from distribution and version.
+///
+/// The server's own reading of a version, not `product::ProductVersion` nor
+/// `cluster::DocAddressing`: the test server shares no code with what it tests.
 #[derive(Clone, Debug)]
 pub(crate) struct Dialect {
     pub distribution: Distribution,

@@ -467,25 +467,31 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_template"] if get => get_legacy_templates(c, "*"),
         ["_template", name] if get => get_legacy_templates(c, name),
         ["_template", name] if write => put_legacy_template(c, name),
-        ["_template", name] if m == Method::DELETE => delete_template(c, Kind::Legacy, name),
-        ["_component_template"] if get && composable => get_composable(c, Kind::Component, "*"),
+        ["_template", name] if m == Method::DELETE => {
+            delete_template(c, TemplateKind::Legacy, name)
+        }
+        ["_component_template"] if get && composable => {
+            get_composable(c, TemplateKind::Component, "*")
+        }
         ["_component_template", name] if get && composable => {
-            get_composable(c, Kind::Component, name)
+            get_composable(c, TemplateKind::Component, name)
         }
         ["_component_template", name] if write && composable => put_component_template(c, name),
         ["_component_template", name] if m == Method::DELETE && composable => {
-            delete_template(c, Kind::Component, name)
+            delete_template(c, TemplateKind::Component, name)
         }
         ["_data_stream", name] if m == Method::PUT && composable => {
             c.state().create_data_stream(name, &c.shared.dialect)?;
             c.ok(200, ack())
         }
         ["_data_stream", name] if get && composable => get_data_streams(c, name),
-        ["_index_template"] if get && composable => get_composable(c, Kind::Index, "*"),
-        ["_index_template", name] if get && composable => get_composable(c, Kind::Index, name),
+        ["_index_template"] if get && composable => get_composable(c, TemplateKind::Index, "*"),
+        ["_index_template", name] if get && composable => {
+            get_composable(c, TemplateKind::Index, name)
+        }
         ["_index_template", name] if write && composable => put_index_template(c, name),
         ["_index_template", name] if m == Method::DELETE && composable => {
-            delete_template(c, Kind::Index, name)
+            delete_template(c, TemplateKind::Index, name)
         }
         ["_snapshot"] if get => get_repositories(c, "*"),
         ["_snapshot", "_status"] if get => snapshot_status(c, None, None),

@@ -3,18 +3,20 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// Which of the three template APIs: the server's own copy of `product::TemplateKind` (the
+/// test server shares no code with what it tests).
 #[derive(Clone, Copy)]
-pub(super) enum Kind {
+pub(super) enum TemplateKind {
     Legacy,
     Component,
     Index,
 }
 
-pub(super) fn table(st: &mut State, k: Kind) -> &mut BTreeMap<String, Value> {
+pub(super) fn table(st: &mut State, k: TemplateKind) -> &mut BTreeMap<String, Value> {
     match k {
-        Kind::Legacy => &mut st.legacy_templates,
-        Kind::Component => &mut st.component_templates,
-        Kind::Index => &mut st.index_templates,
+        TemplateKind::Legacy => &mut st.legacy_templates,
+        TemplateKind::Component => &mut st.component_templates,
+        TemplateKind::Index => &mut st.index_templates,
     }
 }
 
@@ -158,10 +160,10 @@ pub(super) fn put_index_template(c: &Ctx<'_>, name: &str) -> Result<Resp, EsErro
     c.ok(200, ack())
 }
 
-pub(super) fn get_composable(c: &Ctx<'_>, k: Kind, name: &str) -> Result<Resp, EsError> {
+pub(super) fn get_composable(c: &Ctx<'_>, k: TemplateKind, name: &str) -> Result<Resp, EsError> {
     let mut st = c.state();
     let (list_key, item_key, what) = match k {
-        Kind::Component => (
+        TemplateKind::Component => (
             "component_templates",
             "component_template",
             "component template",
@@ -182,9 +184,9 @@ pub(super) fn get_composable(c: &Ctx<'_>, k: Kind, name: &str) -> Result<Resp, E
     c.ok(200, json!({ list_key: items }))
 }
 
-pub(super) fn delete_template(c: &Ctx<'_>, k: Kind, name: &str) -> Result<Resp, EsError> {
+pub(super) fn delete_template(c: &Ctx<'_>, k: TemplateKind, name: &str) -> Result<Resp, EsError> {
     let mut st = c.state();
-    if let Kind::Component = k {
+    if let TemplateKind::Component = k {
         let users: Vec<String> = st
             .index_templates
             .iter()
@@ -203,7 +205,7 @@ pub(super) fn delete_template(c: &Ctx<'_>, k: Kind, name: &str) -> Result<Resp, 
     }
     if table(&mut st, k).remove(name).is_none() {
         let kind = match k {
-            Kind::Legacy => "index_template_missing_exception",
+            TemplateKind::Legacy => "index_template_missing_exception",
             _ => "resource_not_found_exception",
         };
         return Err(EsError::new(
