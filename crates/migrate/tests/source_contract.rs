@@ -292,6 +292,18 @@ fn live_cluster_by_scroll_keeps_the_contract() {
     );
 }
 
+/// Every other version read by scroll: Elasticsearch 5.6 (typed, `hits.total` a number),
+/// 7.9 (typeless, `hits.total` an object) and OpenSearch 1.3.
+#[test]
+fn live_cluster_by_scroll_keeps_the_contract_on_5_7_and_opensearch_1() {
+    live_cluster_contract(
+        testkit::server::ServerConfig::elasticsearch("5.6.16"),
+        Some("doc"),
+    );
+    live_cluster_contract(testkit::server::ServerConfig::elasticsearch("7.9.3"), None);
+    live_cluster_contract(testkit::server::ServerConfig::opensearch("1.3.20"), None);
+}
+
 /// The contract over a live cluster holding `c-1` (230 documents) and `c-2` (57), of
 /// mapping type `doc_type` when the cluster has types. Then, for a scroll: a resume after
 /// the index changed fails its item by name rather than lose or double documents.

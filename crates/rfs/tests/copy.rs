@@ -409,6 +409,86 @@ fn an_expired_scroll_fails_its_item_which_is_retried() {
     assert_eq!(source.open_search_contexts(), 0);
 }
 
+/// Elasticsearch 5.6: one shard fails while two scrolls open (answered 200 with
+/// `_shards.failed: 1`, that shard's documents in neither the hits nor `hits.total`, as a
+/// real cluster answers): each item fails by that reason rather than end done with a fifth
+/// of its documents missing, and is read again; every document arrives once, exit 0.
+#[test]
+fn a_failed_shard_fails_its_scroll_item_which_is_retried() {
+    let source = TestServer::start(ServerConfig::elasticsearch("5.6.16"));
+    let want = load(&source, "logs", 1500);
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    source.set_faults(testkit::server::Faults {
+        scroll_shard_failures: 2,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--slices", "2", "--checkpoint-seconds", "0.1"];
+    let r = run(copy(
+        dir.path(),
+        &format!("{}/logs", source.url()),
+        &target.url(),
+        &extra,
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(
+        source.faults().scroll_shard_failures,
+        0,
+        "both failures were met"
+    );
+    assert!(r.all().contains("1 of 5 shards failed"), "{r}");
+    assert_eq!(http_documents(&target.url(), "logs"), want);
+    let st = common::status(dir.path());
+    assert_eq!(st["finished"], true, "{st}");
+    assert_eq!(st["items"]["done"], 2, "{st}");
+    assert_eq!(st["docs_done"], 1500, "{st}");
+    assert_eq!(st["docs_skipped"], 0, "{st}");
+    assert_eq!(source.open_search_contexts(), 0);
+}
+
+/// Elasticsearch 5.6: an index with two mapping types may hold one `_id` in both, which a
+/// typeless target index cannot keep apart: the copy refuses it by name before reading
+/// anything, instead of letting one document silently replace the other.
+#[test]
+fn a_multi_type_index_is_refused_by_name() {
+    let source = TestServer::start(ServerConfig::elasticsearch("5.6.16"));
+    let two = serde_json::json!({"mappings": {
+        "doc": {"properties": {"n": {"type": "long"}}},
+        "event": {"properties": {"at": {"type": "date"}}},
+    }});
+    let r = reqwest::blocking::Client::new()
+        .put(format!("{}/legacy", source.url()))
+        .json(&two)
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "{:?}", r.text());
+    load(&source, "legacy", 5);
+    load(&source, "single", 5);
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        dir.path(),
+        &format!("{}/legacy,single", source.url()),
+        &target.url(),
+        &[],
+    ));
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.all().contains("legacy [doc, event]"), "{r}");
+    assert!(r.all().contains("several mapping types"), "{r}");
+    assert!(!r.all().contains("single ["), "{r}");
+    assert_eq!(target.total_doc_count(), 0);
+    // The single-type index alone is copied.
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        dir.path(),
+        &format!("{}/single", source.url()),
+        &target.url(),
+        &[],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(http_documents(&target.url(), "single").len(), 5);
+}
+
 #[test]
 fn a_cluster_without_sliced_reads_is_refused_by_name() {
     let source = TestServer::start(ServerConfig::elasticsearch("2.4.6"));

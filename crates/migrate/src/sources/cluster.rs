@@ -134,6 +134,53 @@ struct Hit<'a> {
     sort: Vec<Value>,
 }
 
+/// Refuses the indices that hold several mapping types (created by Elasticsearch 5, read
+/// on 5.x or 6.x): documents of two types may share an `_id`, and written into one target
+/// index one of them would silently replace the other. The snapshot path keeps the types
+/// apart (`rfs run --multi-type split`); the live source refuses such an index by name.
+async fn refuse_multi_type(
+    client: &Client,
+    pattern: &str,
+    indices: &[(String, u64)],
+    what: &str,
+) -> Result<(), SourceError> {
+    let path = format!(
+        "/{}/_mapping",
+        cluster::encode_segment(pattern)
+            .replace("%2A", "*")
+            .replace("%2C", ",")
+    );
+    let r = client
+        .request(Method::GET, &path, None)
+        .await
+        .and_then(|r| r.error_for_status())
+        .map_err(|e| source_error(e, &format!("{what}: reading the mapping types")))?;
+    let all: Value = r
+        .json()
+        .map_err(|e| source_error(e, &format!("{what}: reading the mapping types")))?;
+    let several: Vec<String> = indices
+        .iter()
+        .filter_map(|(index, _)| {
+            let types: Vec<&str> = all
+                .get(index)?
+                .get("mappings")?
+                .as_object()?
+                .keys()
+                .map(String::as_str)
+                .filter(|t| *t != "_default_")
+                .collect();
+            (types.len() > 1).then(|| format!("{index} [{}]", types.join(", ")))
+        })
+        .collect();
+    if several.is_empty() {
+        return Ok(());
+    }
+    Err(SourceError::fatal(format!(
+        "{what}: {} hold several mapping types: documents of two types may share an _id, and one target index would keep only one of them, so the live source does not read such an index. Copy it from a snapshot with `rfs run --multi-type split` (one index per type), or name only single-type indices",
+        several.join("; ")
+    )))
+}
+
 impl ClusterSource {
     /// Connects through `client` (auth, TLS and SigV4 as configured), checks the version
     /// and lists the indices `pattern` names (open ones; hidden ones only when the pattern
@@ -184,6 +231,9 @@ impl ClusterSource {
         indices.sort();
         if indices.is_empty() {
             return Err(SourceError::fatal(format!("{what}: no index matches")));
+        }
+        if typed {
+            refuse_multi_type(&client, pattern, &indices, &what).await?;
         }
         Ok(ClusterSource {
             client,

@@ -122,6 +122,7 @@ fn main() -> anyhow::Result<()> {
             bulk_only: a.bulk_only,
             write_blocked: a.write_blocked.into_iter().collect::<BTreeSet<_>>(),
             expire_scrolls: 0,
+            scroll_shard_failures: 0,
         },
         ..ServerConfig::default()
     };

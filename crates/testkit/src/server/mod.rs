@@ -173,6 +173,11 @@ pub struct Faults {
     /// dropped and the request answered 404 `search_context_missing_exception`. Counts down
     /// as it is used (`GET /_testkit/faults` shows what is left).
     pub expire_scrolls: u64,
+    /// The next N searches that open a scroll lose a shard, as a real cluster answers when
+    /// one shard of the index fails: 200, `_shards.failed: 1` with its reason in
+    /// `_shards.failures`, and the documents of that shard (about one in five, by `_id`)
+    /// absent from the scroll and from `hits.total`. Counts down as it is used.
+    pub scroll_shard_failures: u64,
 }
 
 /// One request the server answered (or dropped).
@@ -298,6 +303,16 @@ impl Shared {
             return false;
         }
         f.expire_scrolls -= 1;
+        true
+    }
+
+    /// Uses one of [`Faults::scroll_shard_failures`], if any is left.
+    fn take_scroll_shard_failure(&self) -> bool {
+        let mut f = self.faults.write().unwrap_or_else(|e| e.into_inner());
+        if f.scroll_shard_failures == 0 {
+            return false;
+        }
+        f.scroll_shard_failures -= 1;
         true
     }
 

@@ -216,6 +216,11 @@ impl Index {
         if dialect.typed() {
             if let Some(t) = &op.type_name {
                 match &self.type_name {
+                    Some(existing) if existing != t && dialect.multi_type() => {
+                        return Err(EsError::bad_request(format!(
+                            "testkit server: index [{name}] holds documents of type [{existing}] only; a document of type [{t}] is not held (Elasticsearch 5 would keep it beside them)"
+                        )));
+                    }
                     Some(existing) if existing != t => {
                         return Err(EsError::bad_request(format!(
                             "Rejecting mapping update to [{name}] as the final mapping would have more than 1 type: [{existing}, {t}]"
@@ -615,6 +620,16 @@ pub(crate) fn check_mappings(
             }
             check_root_mapping(mappings, true, dialect)?;
             return Ok((json!({ "_doc": mappings }), Some("_doc".into())));
+        }
+        if m.len() > 1 && dialect.multi_type() {
+            // ES 5.x keeps every type of the index in its mapping. The server holds the
+            // documents of the first type only: a write of another type is refused
+            // (`Index::apply`), which a real 5.x would accept.
+            for body in m.values() {
+                check_root_mapping(body, true, dialect)?;
+            }
+            let first = m.keys().find(|t| *t != "_default_").cloned();
+            return Ok((mappings.clone(), first));
         }
         if m.len() > 1 {
             let names: Vec<&str> = m.keys().map(String::as_str).collect();

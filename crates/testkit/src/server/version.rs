@@ -94,6 +94,27 @@ impl Dialect {
         self.es() && self.major <= 6
     }
 
+    /// An index may hold several mapping types (ES 5.x; 6.0 refuses a second type).
+    pub fn multi_type(&self) -> bool {
+        self.es() && self.major == 5
+    }
+
+    /// The `track_total_hits` search option exists (ES 6.0+, OpenSearch).
+    pub fn track_total_hits(&self) -> bool {
+        !self.es() || self.major >= 6
+    }
+
+    /// The search validation of 7.0 applies: a scroll refuses `size: 0` (ES 7+, OpenSearch).
+    pub fn scroll_validation_7(&self) -> bool {
+        !self.es() || self.major >= 7
+    }
+
+    /// The clear-scroll body's `scroll_id` may be a single string, not only an array
+    /// (ES 5.5+, elastic/elasticsearch#24242; OpenSearch).
+    pub fn clear_scroll_string_id(&self) -> bool {
+        !self.es() || self.major > 5 || self.minor >= 5
+    }
+
     /// `_type` may still appear in `_bulk` metadata and `/idx/TYPE/ID` paths (ES ≤ 7, OpenSearch 1).
     pub fn accepts_types(&self) -> bool {
         if self.es() {

@@ -28,6 +28,12 @@ pub(super) fn open(
     keep: Duration,
     opts: PageOpts,
 ) -> Result<Resp, EsError> {
+    let mut hits = hits;
+    let lost_shard = c.shared.take_scroll_shard_failure();
+    if lost_shard {
+        // one shard of five failed: its documents are in neither the hits nor the total
+        hits.retain(|h| lost_shard_of(&h.id) != 0);
+    }
     let now = Instant::now();
     st.scrolls.retain(|_, s| s.expires > now);
     st.uuid_counter += 1;
@@ -42,12 +48,21 @@ pub(super) fn open(
             opts,
         },
     );
-    page(c, &mut st, &id)
+    page(c, &mut st, &id, lost_shard)
+}
+
+/// Which of five shards the fault [`Faults::scroll_shard_failures`] places a document in.
+fn lost_shard_of(id: &str) -> u64 {
+    let mut h: u64 = 0x8422_2325_cbf2_9ce4;
+    for b in id.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h >> 17) % 5
 }
 
 /// Answers the next page of a scroll context (`GET|POST /_search/scroll[/ID]`).
 pub(super) fn next(c: &Ctx<'_>, path_id: Option<&str>) -> Result<Resp, EsError> {
-    let (ids, keep) = request(c, path_id)?;
+    let (ids, keep) = request(c, path_id, Use::Next)?;
     let [id] = ids.as_slice() else {
         return Err(EsError::bad_request("Cannot parse scroll id"));
     };
@@ -64,12 +79,12 @@ pub(super) fn next(c: &Ctx<'_>, path_id: Option<&str>) -> Result<Resp, EsError> 
     if let Some(k) = keep {
         s.expires = now + k;
     }
-    page(c, &mut st, id)
+    page(c, &mut st, id, false)
 }
 
 /// Clears scroll contexts (`DELETE /_search/scroll[/IDS]`, `_all` for every one).
 pub(super) fn clear(c: &Ctx<'_>, path_ids: Option<&str>) -> Result<Resp, EsError> {
-    let (ids, _) = request(c, path_ids)?;
+    let (ids, _) = request(c, path_ids, Use::Clear)?;
     let mut st = c.state();
     let freed = if ids.iter().any(|i| i == "_all") {
         let n = st.scrolls.len();
@@ -88,7 +103,7 @@ pub(super) fn clear(c: &Ctx<'_>, path_ids: Option<&str>) -> Result<Resp, EsError
 }
 
 /// The next `size` hits of the context `id` (present), moving it on.
-fn page(c: &Ctx<'_>, st: &mut State, id: &str) -> Result<Resp, EsError> {
+fn page(c: &Ctx<'_>, st: &mut State, id: &str, lost_shard: bool) -> Result<Resp, EsError> {
     let s = st
         .scrolls
         .get_mut(id)
@@ -123,21 +138,43 @@ fn page(c: &Ctx<'_>, st: &mut State, id: &str) -> Result<Resp, EsError> {
     } else {
         json!(1.0)
     };
+    let shards = if lost_shard {
+        json!({"total": 5, "successful": 4, "skipped": 0, "failed": 1, "failures": [{
+            "shard": 0,
+            "index": s.hits.first().map(|h| h.index.as_str()),
+            "node": "testkit",
+            "reason": {"type": "node_disconnected_exception", "reason": "[testkit] disconnected"},
+        }]})
+    } else {
+        shards_header()
+    };
     c.ok(
         200,
         json!({
             "_scroll_id": id,
             "took": 1,
             "timed_out": false,
-            "_shards": shards_header(),
+            "_shards": shards,
             "hits": {"total": total, "max_score": max_score, "hits": page},
         }),
     )
 }
 
-/// The scroll ids and keep-alive a continuation or clear request names.
-fn request(c: &Ctx<'_>, path: Option<&str>) -> Result<(Vec<String>, Option<Duration>), EsError> {
-    let mut ids: Vec<String> = Vec::new();
+/// Which request names scroll ids: a continuation (one id, `scroll_id` a string in a JSON
+/// body) or a clear (any number, `scroll_id` an array — or a string since ES 5.5).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Next,
+    Clear,
+}
+
+/// The scroll ids and keep-alive a continuation or clear request names. As the real servers
+/// read them: the path or `scroll_id` parameter, replaced by the body's when it has one.
+fn request(
+    c: &Ctx<'_>,
+    path: Option<&str>,
+    what: Use,
+) -> Result<(Vec<String>, Option<Duration>), EsError> {
     let mut keep = c.q("scroll").map(str::to_string);
     let split = |s: &str| {
         s.split(',')
@@ -146,30 +183,18 @@ fn request(c: &Ctx<'_>, path: Option<&str>) -> Result<(Vec<String>, Option<Durat
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    if let Some(p) = path {
-        ids.extend(split(p));
-    }
-    if let Some(q) = c.q("scroll_id") {
-        ids.extend(split(q));
-    }
+    let mut ids: Vec<String> = path.or(c.q("scroll_id")).map(split).unwrap_or_default();
     let text = std::str::from_utf8(&c.body).unwrap_or("").trim();
     if !text.is_empty() {
         if text.starts_with('{') {
-            let body = c.json()?;
-            match body.get("scroll_id") {
-                None => {}
-                Some(Value::String(s)) => ids.extend(split(s)),
-                Some(Value::Array(a)) => {
-                    ids.extend(a.iter().filter_map(Value::as_str).map(str::to_string))
-                }
-                Some(_) => return Err(EsError::parse("[scroll_id] must be a string or an array")),
-            }
-            if let Some(k) = body.get("scroll").and_then(Value::as_str) {
-                keep = Some(k.to_string());
-            }
+            ids = body_ids(c, what, &mut keep)?;
         } else if c.shared.dialect.typed() {
-            // Elasticsearch 5 and 6 still take the bare id as the body.
-            ids.extend(split(text));
+            // Elasticsearch 5 and 6 still take the bare id (a clear: ids, comma-separated)
+            // as the body.
+            ids = match what {
+                Use::Next => vec![text.to_string()],
+                Use::Clear => split(text),
+            };
         } else {
             return Err(EsError::parse(
                 "request body is not valid JSON (a plain-text scroll id is not accepted since 7.0)",
@@ -177,14 +202,69 @@ fn request(c: &Ctx<'_>, path: Option<&str>) -> Result<(Vec<String>, Option<Durat
         }
     }
     if ids.is_empty() {
+        let missing = match what {
+            Use::Next => "scrollId is missing",
+            Use::Clear => "no scroll ids specified",
+        };
         return Err(EsError::new(
             400,
             "action_request_validation_exception",
-            "Validation Failed: 1: scrollId is missing;",
+            format!("Validation Failed: 1: {missing};"),
         ));
     }
     let keep = keep.as_deref().map(keep_alive).transpose()?;
     Ok((ids, keep))
+}
+
+/// The ids of a JSON body: `{"scroll_id": "…", "scroll": "1m"}` for a continuation,
+/// `{"scroll_id": ["…"]}` for a clear; any other key or form is refused, as the real
+/// servers refuse it.
+fn body_ids(c: &Ctx<'_>, what: Use, keep: &mut Option<String>) -> Result<Vec<String>, EsError> {
+    let body = c.json()?;
+    let Some(fields) = body.as_object() else {
+        return Err(EsError::bad_request(
+            "Malformed content, must start with an object",
+        ));
+    };
+    let wrong = |key: &str, token: &str| {
+        EsError::bad_request(format!(
+            "Unknown parameter [{key}] in request body or parameter is of the wrong type[{token}] "
+        ))
+    };
+    let token = |v: &Value| match v {
+        Value::String(_) => "VALUE_STRING",
+        Value::Array(_) => "START_ARRAY",
+        Value::Object(_) => "START_OBJECT",
+        Value::Number(_) => "VALUE_NUMBER",
+        Value::Bool(_) => "VALUE_BOOLEAN",
+        Value::Null => "VALUE_NULL",
+    };
+    let mut ids = Vec::new();
+    for (k, v) in fields {
+        match (what, k.as_str(), v) {
+            (Use::Next, "scroll_id", Value::String(s)) => ids = vec![s.clone()],
+            (Use::Next, "scroll", Value::String(s)) => *keep = Some(s.clone()),
+            (Use::Clear, "scroll_id", Value::Array(a)) => {
+                for i in a {
+                    match i {
+                        Value::String(s) => ids.push(s.clone()),
+                        _ => {
+                            return Err(EsError::bad_request(
+                                "scroll_id array element should only contain scroll_id",
+                            ))
+                        }
+                    }
+                }
+            }
+            (Use::Clear, "scroll_id", Value::String(s))
+                if c.shared.dialect.clear_scroll_string_id() =>
+            {
+                ids.push(s.clone())
+            }
+            _ => return Err(wrong(k, token(v))),
+        }
+    }
+    Ok(ids)
 }
 
 /// The context number inside a scroll id; a 400 for anything this server did not hand out.
@@ -198,19 +278,32 @@ fn context_number(id: &str) -> Result<u64, EsError> {
 
 /// The answer to a scroll id whose context is gone.
 fn missing(n: u64) -> EsError {
-    let cause = json!({
-        "type": "search_context_missing_exception",
-        "reason": format!("No search context found for id [{n}]"),
-    });
-    EsError::new(404, "search_phase_execution_exception", "all shards failed")
-        .with("phase", "query")
-        .with("grouped", true)
-        .with(
-            "failed_shards",
-            json!([{"shard": -1, "index": null, "reason": cause.clone()}]),
-        )
-        .with("root_cause", json!([cause.clone()]))
-        .with("caused_by", cause)
+    all_shards_failed(
+        404,
+        "search_context_missing_exception",
+        &format!("No search context found for id [{n}]"),
+    )
+}
+
+/// A search every shard of which failed with `kind`: `search_phase_execution_exception`
+/// with the shard's failure as its root cause and `status` taken from it, as the real
+/// servers answer an error raised on the shards (an expired context, a limit of an index
+/// setting).
+pub(super) fn all_shards_failed(status: u16, kind: &str, reason: &str) -> EsError {
+    let cause = json!({"type": kind, "reason": reason});
+    EsError::new(
+        status,
+        "search_phase_execution_exception",
+        "all shards failed",
+    )
+    .with("phase", "query")
+    .with("grouped", true)
+    .with(
+        "failed_shards",
+        json!([{"shard": -1, "index": null, "reason": cause.clone()}]),
+    )
+    .with("root_cause", json!([cause.clone()]))
+    .with("caused_by", cause)
 }
 
 #[cfg(test)]
@@ -422,6 +515,151 @@ mod tests {
         }
         let (status, v) = http.post("/s/_search", json!({"slice": {"id": 0, "max": 2}}));
         assert_eq!(status, 400, "{v}");
+    }
+
+    /// Elasticsearch 5.4 (before elastic/elasticsearch#24242): the request forms a real 5.x
+    /// refuses are refused — a clear by a string id, a continuation by an array, the
+    /// `track_total_hits` key (6.0+), more slices than `index.max_slices_per_scroll`, a
+    /// page over `index.max_result_window` — and those it accepts are accepted: a clear by
+    /// an array, a body id over the path's, `size: 0`, an index of two mapping types.
+    #[test]
+    fn es5_scroll_request_forms() {
+        let server = TestServer::start(ServerConfig::elasticsearch("5.4.3"));
+        let http = Http::new(&server);
+        http.load("s", 40, true);
+        let reason = |v: &Value| {
+            v["error"]["root_cause"][0]["reason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        };
+        let open = |body: Value| http.post("/s/_search?scroll=1m", body);
+        let (status, first) =
+            open(json!({"size": 10, "sort": ["_doc"], "slice": {"id": 0, "max": 1024}}));
+        assert_eq!(status, 200, "{first}");
+        assert!(first["hits"]["total"].is_u64(), "{first}");
+        let id = first["_scroll_id"].as_str().unwrap().to_string();
+        // continuation: the id a string, never an array; a body's id wins over the path's
+        let (status, v) = http.post(
+            "/_search/scroll",
+            json!({"scroll": "1m", "scroll_id": [id]}),
+        );
+        assert_eq!(status, 400, "{v}");
+        assert!(reason(&v).contains("wrong type[START_ARRAY]"), "{v}");
+        let (status, v) = http.post(
+            "/_search/scroll/bogus",
+            json!({"scroll": "1m", "scroll_id": id}),
+        );
+        assert_eq!(status, 200, "{v}");
+        let (status, v) = http.post(
+            "/_search/scroll",
+            json!({"scroll": "1m", "scroll_id": id, "size": 5}),
+        );
+        assert_eq!(status, 400, "{v}");
+        assert!(reason(&v).contains("Unknown parameter [size]"), "{v}");
+        // clear: an array; a string only from 5.5
+        let clear = |body: Value| {
+            http.send(
+                reqwest::Method::DELETE,
+                "/_search/scroll",
+                Some(body.to_string()),
+            )
+        };
+        let (status, v) = clear(json!({"scroll_id": id}));
+        assert_eq!(status, 400, "{v}");
+        assert!(reason(&v).contains("wrong type[VALUE_STRING]"), "{v}");
+        let (status, v) = clear(json!({"scroll_id": [id]}));
+        assert_eq!((status, v["num_freed"].as_u64()), (200, Some(1)), "{v}");
+        let (status, v) = clear(json!({"scroll_id": []}));
+        assert_eq!(status, 400, "{v}");
+        assert!(reason(&v).contains("no scroll ids specified"), "{v}");
+        // what a 5.x search refuses
+        let (status, v) = open(json!({"size": 10, "track_total_hits": true}));
+        assert_eq!(
+            (status, v["error"]["type"].as_str()),
+            (400, Some("parsing_exception")),
+            "{v}"
+        );
+        let (status, v) = open(json!({"size": 10, "slice": {"id": 0, "max": 1025}}));
+        assert_eq!(status, 400, "{v}");
+        assert_eq!(
+            v["error"]["type"], "search_phase_execution_exception",
+            "{v}"
+        );
+        assert!(
+            reason(&v).contains("The number of slices [1025] is too large"),
+            "{v}"
+        );
+        let (status, v) = open(json!({"size": 10_001}));
+        assert_eq!(status, 400, "{v}");
+        assert!(reason(&v).contains("Batch size is too large"), "{v}");
+        let (status, v) = open(json!({"size": 0}));
+        assert_eq!(status, 200, "{v}");
+        // an index of two mapping types: accepted by 5.x (not by 6.x)
+        let two = json!({"mappings": {"a": {"properties": {"x": {"type": "keyword"}}},
+                                      "b": {"properties": {"y": {"type": "long"}}}}});
+        let (status, v) = http.send(reqwest::Method::PUT, "/two", Some(two.to_string()));
+        assert_eq!(status, 200, "{v}");
+        let (_, m) = http.send(reqwest::Method::GET, "/two/_mapping", None);
+        let types: Vec<&String> = m["two"]["mappings"].as_object().unwrap().keys().collect();
+        assert_eq!(types, ["a", "b"], "{m}");
+        let es6 = TestServer::start(ServerConfig::elasticsearch("6.8.23"));
+        let (status, v) = Http::new(&es6).send(reqwest::Method::PUT, "/two", Some(two.to_string()));
+        assert_eq!(status, 400, "{v}");
+        // the shard-failure fault: 200, one shard failed, its documents in neither the
+        // hits nor the total
+        server.set_faults(Faults {
+            scroll_shard_failures: 1,
+            ..Faults::default()
+        });
+        let (status, v) = open(json!({"size": 100}));
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["_shards"]["failed"], 1, "{v}");
+        let total = v["hits"]["total"].as_u64().unwrap();
+        assert!(total < 40 && total > 20, "{v}");
+        assert_eq!(ids(&v).len() as u64, total);
+        let (_, v) = open(json!({"size": 100}));
+        assert_eq!(
+            (v["_shards"]["failed"].as_u64(), v["hits"]["total"].as_u64()),
+            (Some(0), Some(40)),
+            "{v}"
+        );
+    }
+
+    /// What 6.8 and 7.9 refuse that 5.x did not: `track_total_hits: false` in a scroll
+    /// (6.x on the shards, 7.x in validation), `size: 0` in a scroll (7.0+); a clear by a
+    /// string id is accepted.
+    #[test]
+    fn es6_and_es7_scroll_refusals() {
+        for (version, status_off) in [("6.8.23", 500), ("7.9.3", 400)] {
+            let server = TestServer::start(ServerConfig::elasticsearch(version));
+            let http = Http::new(&server);
+            http.load("s", 5, version.starts_with('6'));
+            let (status, v) = http.post(
+                "/s/_search?scroll=1m",
+                json!({"size": 2, "track_total_hits": false}),
+            );
+            assert_eq!(status, status_off, "{version}: {v}");
+            assert!(
+                v.to_string().contains("disabling [track_total_hits]"),
+                "{version}: {v}"
+            );
+            let (status, v) = http.post("/s/_search?scroll=1m", json!({"size": 0}));
+            assert_eq!(status == 400, version.starts_with('7'), "{version}: {v}");
+            let (status, v) = http.post("/s/_search?scroll=1m", json!({"size": 2}));
+            assert_eq!(status, 200, "{version}: {v}");
+            let id = v["_scroll_id"].as_str().unwrap();
+            let (status, v) = http.send(
+                reqwest::Method::DELETE,
+                "/_search/scroll",
+                Some(json!({"scroll_id": id}).to_string()),
+            );
+            assert_eq!(
+                (status, v["num_freed"].as_u64()),
+                (200, Some(1)),
+                "{version}: {v}"
+            );
+        }
     }
 
     /// A context not used for its keep-alive is gone; so is one the fault expires, once.

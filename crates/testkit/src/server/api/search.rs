@@ -120,6 +120,12 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
             }
         }
     }
+    if body.get("track_total_hits").is_some() && !c.shared.dialect.track_total_hits() {
+        // before 6.0 the search body has no such key
+        return Err(EsError::parse(
+            "Unknown key for a VALUE_BOOLEAN in [track_total_hits].",
+        ));
+    }
     let q = match body.get("query") {
         Some(v) => Query::parse(v)?,
         None => Query::All,
@@ -134,6 +140,13 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
     };
     let size = num("size", 10)?.max(0) as usize;
     let from = num("from", 0)?.max(0) as usize;
+    if from + size > 10_000 && c.q("scroll").is_some() {
+        return Err(super::scroll::all_shards_failed(
+            400,
+            "illegal_argument_exception",
+            &format!("Batch size is too large, size must be less than or equal to: [10000] but was [{}]. Scroll batch sizes cost as much memory as result windows so they are controlled by the [index.max_result_window] index level setting.", from + size),
+        ));
+    }
     if from + size > 10_000 {
         return Err(EsError::new(
             400,
@@ -164,7 +177,7 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
     };
     let pit = body.get("pit");
     if scroll.is_some() {
-        check_scroll_search(c, &body, from, pit.is_some())?;
+        check_scroll_search(c, &body, from, size, pit.is_some())?;
     }
     let slice = match body.get("slice") {
         None => None,
@@ -216,6 +229,23 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         Some(_) => Vec::new(),
         None => search_targets(c, st, idx, types)?,
     };
+    if let (Some((_, max)), Some(_)) = (slice, scroll) {
+        // `index.max_slices_per_scroll` (default 1024) of each index searched
+        for t in &targets {
+            let limit = st.indices[t]
+                .settings
+                .get("index.max_slices_per_scroll")
+                .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_u64()))
+                .unwrap_or(1024);
+            if max > limit {
+                return Err(super::scroll::all_shards_failed(
+                    400,
+                    "illegal_argument_exception",
+                    &format!("The number of slices [{max}] is too large. It must be less than [{limit}]. This limit can be set by changing the [index.max_slices_per_scroll] index level setting."),
+                ));
+            }
+        }
+    }
     let mut hits = match &pit_id {
         Some(id) => matching_in(
             st.pits[id]
@@ -324,7 +354,13 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
 }
 
 /// What the real servers refuse in a search that opens a scroll.
-fn check_scroll_search(c: &Ctx<'_>, body: &Value, from: usize, pit: bool) -> Result<(), EsError> {
+fn check_scroll_search(
+    c: &Ctx<'_>,
+    body: &Value,
+    from: usize,
+    size: usize,
+    pit: bool,
+) -> Result<(), EsError> {
     let invalid = |m: &str| {
         EsError::new(
             400,
@@ -343,10 +379,22 @@ fn check_scroll_search(c: &Ctx<'_>, body: &Value, from: usize, pit: bool) -> Res
     if body.get("search_after").is_some() {
         return Err(invalid("[search_after] cannot be used in a scroll context"));
     }
+    let d = &c.shared.dialect;
+    if size == 0 && d.scroll_validation_7() {
+        return Err(invalid("[size] cannot be [0] in a scroll context"));
+    }
     let no_total = body.get("track_total_hits") == Some(&Value::Bool(false))
         || c.q("track_total_hits") == Some("false");
-    if no_total && !c.shared.dialect.typed() {
+    if no_total && d.scroll_validation_7() {
         return Err(invalid(
+            "disabling [track_total_hits] is not allowed in a scroll context",
+        ));
+    }
+    if no_total && d.track_total_hits() {
+        // 6.x refuses it on the shards (a search context exception, no status of its own)
+        return Err(super::scroll::all_shards_failed(
+            500,
+            "search_context_exception",
             "disabling [track_total_hits] is not allowed in a scroll context",
         ));
     }
