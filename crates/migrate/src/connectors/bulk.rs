@@ -30,7 +30,18 @@ async fn lookup(
     Ok(OpenedLookup {
         lookup: Box::new(MgetLookup::new(client)),
         index,
+        identity: crate::job::identity_location(&sink_identity(url, settings)),
     })
+}
+
+/// What the sink names its target by in a migration's identity (before
+/// [`crate::job::identity_location`]): `Settings::sink_identity`, else the URL without
+/// credentials.
+fn sink_identity(url: &str, settings: &Settings) -> String {
+    settings
+        .sink_identity
+        .clone()
+        .unwrap_or_else(|| redact::url(url))
 }
 
 /// The client's configuration (credentials from the URL's userinfo) and the index the
@@ -105,12 +116,12 @@ async fn open(
         .map_err(|e| ConnectError::caused(url, e))?;
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
-    let identity = settings
-        .sink_identity
-        .clone()
-        .unwrap_or_else(|| redact::url(url));
     Ok(OpenedSink {
-        sink: BoxedSink::new(BulkSink::new(sender, settings.batch, identity)),
+        sink: BoxedSink::new(BulkSink::new(
+            sender,
+            settings.batch,
+            sink_identity(url, settings),
+        )),
         index,
     })
 }

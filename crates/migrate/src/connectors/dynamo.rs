@@ -29,6 +29,7 @@ async fn lookup(
         ..settings.clone()
     };
     let sink = connect(url, &settings, shape).await?;
+    let identity = crate::sink::Sink::identity(&sink);
     Ok(OpenedLookup {
         lookup: Box::new(DynamoLookup::new(
             sink.client().clone(),
@@ -38,6 +39,7 @@ async fn lookup(
             shape.key_column.is_none(),
         )),
         index: None,
+        identity,
     })
 }
 

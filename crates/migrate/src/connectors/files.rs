@@ -20,7 +20,9 @@ pub(super) const SINK: SinkConnector = SinkConnector {
 
 /// The directory's files (both formats) read once.
 async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectError> {
-    let dir = match location(url, settings)?.0 {
+    let output = location(url, settings)?.0;
+    let identity = output.identity();
+    let dir = match output {
         Output::Directory(dir) => dir,
         Output::Stdout => {
             return Err(ConnectError::new(
@@ -37,6 +39,7 @@ async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectE
     Ok(OpenedLookup {
         lookup: Box::new(files),
         index: None,
+        identity,
     })
 }
 

@@ -221,6 +221,9 @@ pub struct OpenedLookup {
     pub lookup: Box<dyn Lookup>,
     /// Every document went into this index (an index named in the sink URL).
     pub index: Option<String>,
+    /// The sink's name in a migration's identity, exactly as the sink opened on the same
+    /// URL and settings records it (`rfs verify --store` compares it).
+    pub identity: String,
 }
 
 impl OpenedLookup {
@@ -243,6 +246,12 @@ impl OpenedSink {
     pub fn transform(&self) -> Arc<dyn Transform> {
         Arc::new(IntoIndex(self.index.as_deref().map(Arc::from)))
     }
+}
+
+/// The transform of a sink URL that names `index` (every document into it), or of one
+/// that does not (`None`: each document keeps its index).
+pub fn into_index(index: Option<&str>) -> Arc<dyn Transform> {
+    Arc::new(IntoIndex(index.map(Arc::from)))
 }
 
 /// Every document into one index, or unchanged.
