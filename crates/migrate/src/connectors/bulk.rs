@@ -15,6 +15,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     schemes: &["http", "https"],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
+    identity: |url, settings| Ok(crate::job::identity_location(&sink_identity(url, settings))),
 };
 
 /// `_mget` on the cluster (into the URL's index when it names one).
@@ -30,7 +31,6 @@ async fn lookup(
     Ok(OpenedLookup {
         lookup: Box::new(MgetLookup::new(client)),
         index,
-        identity: crate::job::identity_location(&sink_identity(url, settings)),
     })
 }
 

@@ -16,13 +16,12 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     schemes: &["file", ""],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, _shape| Box::pin(lookup(url, settings)),
+    identity: |url, settings| Ok(location(url, settings)?.0.identity()),
 };
 
 /// The directory's files (both formats) read once.
 async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectError> {
-    let output = location(url, settings)?.0;
-    let identity = output.identity();
-    let dir = match output {
+    let dir = match location(url, settings)?.0 {
         Output::Directory(dir) => dir,
         Output::Stdout => {
             return Err(ConnectError::new(
@@ -39,7 +38,6 @@ async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectE
     Ok(OpenedLookup {
         lookup: Box::new(files),
         index: None,
-        identity,
     })
 }
 

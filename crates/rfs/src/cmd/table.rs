@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use migrate::connectors::{
-    open_lookup, open_sink, open_source_as, BoxedSink, BoxedSource, OpenedLookup, OpenedSource,
-    Settings, SourceShape,
+    open_lookup, open_sink, open_source_as, sink_identity, BoxedSink, BoxedSource, OpenedLookup,
+    OpenedSource, Settings, SourceShape,
 };
 use migrate::sinks::dynamo::{hints_of, DynamoSink};
 use migrate::sources::table::TableSource;
@@ -594,7 +594,8 @@ fn rename_to(group: &str, index: &str) -> Rename {
 
 async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let source = args.table.source(4).await?;
-    let opened = args.table.open_lookup(&source).await?;
+    let (url, settings) = args.table.registry_sink(Settings::default())?;
+    let identity = sink_identity(&url, &settings)?;
     // The store says whether the migration is over; verifying a running one finds rows
     // missing that are still on their way. Verifying never creates a store.
     match args.store.open_existing().await {
@@ -606,7 +607,7 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
                 &coord,
                 &args.store.redacted(),
                 &source,
-                &opened.identity,
+                &identity,
                 name,
                 program.as_deref(),
             )
@@ -624,6 +625,7 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         }
         Err(e) => tracing::warn!("{e:#}"),
     }
+    let opened = args.table.open_lookup(&source).await?;
     let group = source.group().to_string();
     // The program sees each row named as the run named it: the sink's index for a
     // cluster, the table's name otherwise (where an unprogrammed row goes).

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use migrate::connectors::{open_lookup, BoxedSource, Settings, SourceShape};
+use migrate::connectors::{open_lookup, sink_identity, BoxedSource, Settings, SourceShape};
 use migrate::lookup::{mget::MgetLookup, Lookup};
 use migrate::transform::Transform;
 use migrate::verify::{verify, Options, Sample};
@@ -152,6 +152,7 @@ async fn open_target(
 ) -> anyhow::Result<(Box<dyn Lookup>, Arc<dyn Transform>, String)> {
     match (&args.to, args.target.target.is_empty()) {
         (Some(to), _) => {
+            let identity = sink_identity(to, &Settings::default())?;
             let opened = open_lookup(to, &Settings::default(), shape)
                 .await
                 .context("opening the target")?;
@@ -162,7 +163,7 @@ async fn open_target(
                 );
             }
             let transform = opened.transform();
-            Ok((opened.lookup, transform, opened.identity))
+            Ok((opened.lookup, transform, identity))
         }
         (None, false) => Ok((
             Box::new(MgetLookup::new(args.target.connect().await?)),
