@@ -15,6 +15,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     schemes: &["http", "https"],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
+    identity: |url, settings| Ok(crate::job::identity_location(&sink_identity(url, settings))),
 };
 
 /// `_mget` on the cluster (into the URL's index when it names one).
@@ -31,6 +32,16 @@ async fn lookup(
         lookup: Box::new(MgetLookup::new(client)),
         index,
     })
+}
+
+/// What the sink names its target by in a migration's identity (before
+/// [`crate::job::identity_location`]): `Settings::sink_identity`, else the URL without
+/// credentials.
+fn sink_identity(url: &str, settings: &Settings) -> String {
+    settings
+        .sink_identity
+        .clone()
+        .unwrap_or_else(|| redact::url(url))
 }
 
 /// The client's configuration (credentials from the URL's userinfo) and the index the
@@ -105,12 +116,12 @@ async fn open(
         .map_err(|e| ConnectError::caused(url, e))?;
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
-    let identity = settings
-        .sink_identity
-        .clone()
-        .unwrap_or_else(|| redact::url(url));
     Ok(OpenedSink {
-        sink: BoxedSink::new(BulkSink::new(sender, settings.batch, identity)),
+        sink: BoxedSink::new(BulkSink::new(
+            sender,
+            settings.batch,
+            sink_identity(url, settings),
+        )),
         index,
     })
 }

@@ -15,7 +15,14 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     schemes: &["dynamodb"],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
+    identity: |url, _settings| Ok(parse(url)?.display()),
 };
+
+/// The URL parsed (its errors without secrets).
+fn parse(url: &str) -> Result<DynamoUrl, ConnectError> {
+    DynamoUrl::parse(url)
+        .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))
+}
 
 /// `BatchGetItem` on the table, documents converted as the sink converts them; the table
 /// must exist with the key the source's shape asks for (never created).
@@ -58,8 +65,7 @@ async fn connect(
     settings: &Settings,
     source: &SourceShape,
 ) -> Result<DynamoSink, ConnectError> {
-    let parsed = DynamoUrl::parse(url)
-        .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))?;
+    let parsed = parse(url)?;
     let options = DynamoSinkOptions {
         create_table: settings.create_table,
         key_column: Some(source.key_column.clone().unwrap_or_else(|| "_id".into())),

@@ -16,6 +16,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     schemes: &["file", ""],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, _shape| Box::pin(lookup(url, settings)),
+    identity: |url, settings| Ok(location(url, settings)?.0.identity()),
 };
 
 /// The directory's files (both formats) read once.

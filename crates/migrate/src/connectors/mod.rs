@@ -245,6 +245,12 @@ impl OpenedSink {
     }
 }
 
+/// The transform of a sink URL that names `index` (every document into it), or of one
+/// that does not (`None`: each document keeps its index).
+pub fn into_index(index: Option<&str>) -> Arc<dyn Transform> {
+    Arc::new(IntoIndex(index.map(Arc::from)))
+}
+
 /// Every document into one index, or unchanged.
 struct IntoIndex(Option<Arc<str>>);
 
@@ -279,6 +285,9 @@ pub struct SinkConnector {
     pub open: for<'a> fn(&'a str, &'a Settings, &'a OpenedSource) -> OpenFuture<'a, OpenedSink>,
     /// A lookup on what the sink wrote (verify), for documents of a source of that shape.
     pub lookup: for<'a> fn(&'a str, &'a Settings, &'a SourceShape) -> OpenFuture<'a, OpenedLookup>,
+    /// The sink's name in a migration's identity, exactly as the sink opened on the same
+    /// URL and settings records it (`Sink::identity`), without connecting.
+    pub identity: fn(&str, &Settings) -> Result<String, ConnectError>,
 }
 
 /// Every source, in the order they are asked.
@@ -413,6 +422,13 @@ pub async fn open_lookup(
     (sink_for(url)?.lookup)(url, settings, shape).await
 }
 
+/// The name the sink `url` names records in a migration's identity, as the sink opened
+/// with `settings` records it (`rfs verify --store`, `rfs table verify --store` compare
+/// it with the store's before looking anything up).
+pub fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
+    (sink_for(url)?.identity)(url, settings)
+}
+
 /// `key=value` parameters of a URL's query, percent-decoded, and the URL without them.
 pub(crate) fn split_query(url: &str) -> (String, Vec<(String, String)>) {
     let (base, frag) = url
@@ -495,6 +511,37 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("neither a snapshot repository"), "{e}");
+    }
+
+    #[test]
+    fn sink_identities_are_the_sinks_own_without_secrets() {
+        let s = Settings::default();
+        assert_eq!(
+            sink_identity("http://u:secret@Host:9200/", &s).unwrap(),
+            crate::job::identity_location("http://host:9200")
+        );
+        let named = Settings {
+            sink_identity: Some("https://h:9200/ev".into()),
+            ..Settings::default()
+        };
+        assert_eq!(
+            sink_identity("https://u:secret@h:9200/ev", &named).unwrap(),
+            crate::job::identity_location("https://h:9200/ev")
+        );
+        assert_eq!(
+            sink_identity("file:///tmp/out?format=bulk", &s).unwrap(),
+            "/tmp/out"
+        );
+        assert_eq!(sink_identity("out/dir", &s).unwrap(), "out/dir");
+        let d = "dynamodb://docs?region=r&endpoint=http%3A%2F%2Fh%3A1";
+        assert_eq!(
+            sink_identity(d, &s).unwrap(),
+            crate::sinks::dynamo::DynamoUrl::parse(d).unwrap().display()
+        );
+        let e = sink_identity("ftp://u:secret@h/x", &s)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("secret"), "{e}");
     }
 
     #[test]

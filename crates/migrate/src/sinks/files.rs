@@ -44,6 +44,16 @@ pub enum Output {
     Stdout,
 }
 
+impl Output {
+    /// The output's name in a migration's identity (the store records it).
+    pub fn identity(&self) -> String {
+        match self {
+            Output::Stdout => "stdout".into(),
+            Output::Directory(d) => d.display().to_string(),
+        }
+    }
+}
+
 /// Documents into files.
 pub struct FileSink {
     output: Output,
@@ -323,10 +333,7 @@ impl Sink for FileSink {
     }
 
     fn identity(&self) -> String {
-        match &self.output {
-            Output::Stdout => "stdout".into(),
-            Output::Directory(d) => d.display().to_string(),
-        }
+        self.output.identity()
     }
 }
 

@@ -214,3 +214,81 @@ fn a_target_shared_by_two_source_indices_is_left_to_the_per_target_check() {
     assert_eq!(v[2].target_count, Some(3));
     assert!(v.iter().all(SourceVerdict::ok));
 }
+
+/// `shard` read as a source whose plan's counts are estimates (JSON lines, a live
+/// cluster, a table): no per-source account, and nothing held against the estimate.
+struct Estimated(Shard);
+
+impl Source for Estimated {
+    fn identity(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Result<Plan, SourceError> {
+        self.0.plan()
+    }
+    fn read(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<(), SourceError> {
+        self.0.read(item, after, emit)
+    }
+}
+
+#[test]
+fn estimated_totals_are_not_held_against_what_was_read_and_the_report_says_so() {
+    let (tx, mut rx) = mpsc::channel(1000);
+    // The estimate (5) is below what is read (10 documents and a skip).
+    let shard = Estimated(Shard {
+        planned: 5,
+        docs: 10,
+        nested: 0,
+    });
+    read_expected(
+        &shard,
+        &Rename::default(),
+        Sample::PerIndex(0),
+        &HashSet::new(),
+        &tx,
+    )
+    .unwrap();
+    drop(tx);
+    let mut found = None;
+    while let Ok(msg) = rx.try_recv() {
+        if let Ok(Msg::Counts(counts, s, _)) = msg {
+            found = Some((counts, s));
+        }
+    }
+    let (counts, skipped) = found.unwrap();
+    assert!(!skipped.exact);
+    assert!(skipped.per_source.is_empty());
+    assert_eq!(counts.get("logs").copied(), Some(10));
+    let mut r = VerifyReport {
+        indices: vec![IndexVerdict {
+            index: "logs".into(),
+            expected: 10,
+            target_count: Some(10),
+            ..IndexVerdict::default()
+        }],
+        live: skipped.live,
+        snapshot_live: skipped.planned,
+        exact_totals: skipped.exact,
+        ..VerifyReport::default()
+    };
+    assert_eq!((r.live, r.snapshot_live), (11, 5));
+    let table = r.to_table();
+    assert!(r.ok(), "{table}");
+    assert!(table.contains("no exact live count"), "{table}");
+    assert!(!table.contains("the snapshot's shards hold"), "{table}");
+    // Had the totals been exact, reading more than they say is a mismatch.
+    r.exact_totals = true;
+    assert!(!r.ok());
+    assert!(r
+        .to_table()
+        .contains("more documents read than the snapshot holds"));
+    // A target count off is a mismatch either way.
+    r.exact_totals = false;
+    r.indices[0].target_count = Some(9);
+    assert!(!r.ok());
+}

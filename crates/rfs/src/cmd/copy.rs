@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use migrate::connectors::{open_sink, open_source, Settings};
+use migrate::connectors::{open_sink, open_source, OpenedSource, Settings};
 
 use super::common::{runtime, StoreArgs, WorkerArgs};
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
@@ -91,30 +91,65 @@ impl std::fmt::Debug for Ends {
     }
 }
 
+/// How a `--from` source is read, as `rfs copy` takes it: `rfs verify --from` opens its
+/// source with the same settings (through [`open_from`]), so both read the same
+/// documents and the source names itself alike in the store. The reading options that
+/// do not change what is read (a worker's pool size, work-item sizes) are added by copy.
+pub struct FromSpec {
+    pub snapshot: Option<String>,
+    pub store_options: snapshot::StoreOptions,
+    pub snapshot_options: migrate::sources::snapshot::SnapshotOptions,
+    pub item_bytes: Option<usize>,
+    pub slices: u32,
+}
+
+impl FromSpec {
+    pub fn settings(self) -> Settings {
+        Settings {
+            snapshot: self.snapshot,
+            snapshot_options: self.snapshot_options,
+            store_options: self.store_options,
+            jsonl: migrate::sources::jsonl::JsonlOptions {
+                chunk_bytes: self.item_bytes.map_or(64 << 20, |b| b as u64),
+                ..Default::default()
+            },
+            cluster: migrate::sources::cluster::ClusterSourceOptions {
+                slices: self.slices,
+                ..Default::default()
+            },
+            ..Settings::default()
+        }
+    }
+}
+
+/// Opens the source `from` names through the connector registry (copy's and verify's
+/// `--from`).
+pub async fn open_from(from: &str, settings: &Settings) -> anyhow::Result<OpenedSource> {
+    Ok(open_source(from, settings).await?)
+}
+
 impl Args {
     /// What the flags say about the parts.
     fn settings(&self) -> anyhow::Result<Settings> {
         let w = &self.worker;
-        Ok(Settings {
+        let from = FromSpec {
             snapshot: self.ends.snapshot.clone(),
-            snapshot_options: migrate::sources::snapshot::SnapshotOptions {
-                split_docs: Some(w.split_docs),
-                verify_checksums: !w.no_verify_checksums,
-                rebuild: Default::default(),
-            },
             store_options: snapshot::StoreOptions {
                 s3_region: self.ends.s3_region.clone(),
                 s3_endpoint: self.ends.s3_endpoint.clone(),
                 ..Default::default()
             },
-            jsonl: migrate::sources::jsonl::JsonlOptions {
-                chunk_bytes: self.ends.item_bytes.map_or(64 << 20, |b| b as u64),
-                ..Default::default()
+            snapshot_options: migrate::sources::snapshot::SnapshotOptions {
+                split_docs: Some(w.split_docs),
+                verify_checksums: !w.no_verify_checksums,
+                rebuild: Default::default(),
             },
-            cluster: migrate::sources::cluster::ClusterSourceOptions {
-                slices: self.ends.slices,
-                ..Default::default()
-            },
+            item_bytes: self.ends.item_bytes,
+            slices: self.ends.slices,
+        }
+        .settings();
+        let sink = w.sink_settings();
+        Ok(Settings {
             table: table::TableOptions {
                 pool_size: w.parallel() + 2,
                 ..Default::default()
@@ -126,7 +161,14 @@ impl Args {
                 insecure: self.ends.to_insecure,
             },
             create_table: self.ends.create_table,
-            ..w.sink_settings()
+            ..Settings {
+                snapshot: from.snapshot,
+                snapshot_options: from.snapshot_options,
+                store_options: from.store_options,
+                jsonl: from.jsonl,
+                cluster: from.cluster,
+                ..sink
+            }
         })
     }
 }
@@ -138,7 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
     let settings = args.settings()?;
-    let source = open_source(&args.ends.from, &settings).await?;
+    let source = open_from(&args.ends.from, &settings).await?;
     let sink = open_sink(&args.ends.to, &settings, &source).await?;
     let store = args.store.open().await?;
     tracing::info!(

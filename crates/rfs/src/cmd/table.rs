@@ -9,12 +9,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use migrate::connectors::{
-    open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Settings,
+    open_lookup, open_sink, open_source_as, sink_identity, BoxedSink, BoxedSource, OpenedLookup,
+    OpenedSource, Settings, SourceShape,
 };
-use migrate::lookup::dynamo::DynamoLookup;
-use migrate::lookup::files::FileLookup;
-use migrate::lookup::mget::MgetLookup;
-use migrate::lookup::Lookup;
 use migrate::sinks::dynamo::{hints_of, DynamoSink};
 use migrate::sources::table::TableSource;
 use migrate::transform::Rename;
@@ -310,21 +307,11 @@ impl TableArgs {
         source: &Arc<TableSource>,
         create_table: bool,
     ) -> anyhow::Result<BoxedSink> {
-        let mut settings = Settings {
+        let settings = Settings {
             create_table,
             ..worker.sink_settings()
         };
-        let mut connecting = None;
-        let url = match self.sink_url()? {
-            SinkUrl::Dynamo(u) => u.to_url(),
-            SinkUrl::Files(_) => self.sink.clone(),
-            SinkUrl::Bulk { base, index } => {
-                settings.tls = self.sink_tls();
-                settings.sink_identity = Some(format!("{}/{index}", redact::url(&base)));
-                connecting = Some(format!("connecting to the sink {}", redact::url(&base)));
-                self.sink.clone()
-            }
-        };
+        let (url, settings) = self.registry_sink(settings)?;
         let opened = OpenedSource {
             source: BoxedSource::new(source.clone()),
             kind: "table",
@@ -334,9 +321,52 @@ impl TableArgs {
             routed: None,
         };
         let sink = open_sink(&url, &settings, &opened).await;
-        Ok(match connecting {
+        Ok(match self.connecting()? {
             Some(c) => sink.context(c)?.sink,
             None => sink?.sink,
+        })
+    }
+
+    /// `--sink` as the connector registry takes it: the URL (a DynamoDB one with its
+    /// flags folded in) and `settings` with what the `--sink-*` flags add to an
+    /// `http(s)://` sink (TLS, and the identity stores recorded: `BASE/INDEX`, the index
+    /// decoded).
+    fn registry_sink(&self, mut settings: Settings) -> anyhow::Result<(String, Settings)> {
+        let url = match self.sink_url()? {
+            SinkUrl::Dynamo(u) => u.to_url(),
+            SinkUrl::Files(_) => self.sink.clone(),
+            SinkUrl::Bulk { base, index } => {
+                settings.tls = self.sink_tls();
+                settings.sink_identity = Some(format!("{}/{index}", redact::url(&base)));
+                self.sink.clone()
+            }
+        };
+        Ok((url, settings))
+    }
+
+    /// What an error connecting to an `http(s)://` sink says first.
+    fn connecting(&self) -> anyhow::Result<Option<String>> {
+        Ok(match self.sink_url()? {
+            SinkUrl::Bulk { base, .. } => {
+                Some(format!("connecting to the sink {}", redact::url(&base)))
+            }
+            _ => None,
+        })
+    }
+
+    /// A lookup on what `--sink` holds, through the connector registry (as `rfs verify
+    /// --to` opens one): `_mget`, the directory's files, or DynamoDB `BatchGetItem` with
+    /// the rows converted as the sink converts them (the table must exist).
+    async fn open_lookup(&self, source: &TableSource) -> anyhow::Result<OpenedLookup> {
+        let (url, settings) = self.registry_sink(Settings::default())?;
+        let shape = SourceShape {
+            key_column: Some(source.table().schema().key_column().name.clone()),
+            hints: hints_of(&source.columns()),
+        };
+        let opened = open_lookup(&url, &settings, &shape).await;
+        Ok(match self.connecting()? {
+            Some(c) => opened.context(c)?,
+            None => opened.with_context(|| format!("--sink {}", redact::url(&self.sink)))?,
         })
     }
 
@@ -428,30 +458,6 @@ impl TableArgs {
             .source
             .downcast::<TableSource>()
             .context("a postgres:// source opened as another kind of source")
-    }
-
-    fn client_config(&self, base: &str) -> anyhow::Result<cluster::ClientConfig> {
-        let mut u =
-            url::Url::parse(base).with_context(|| format!("--sink {}", redact::url(base)))?;
-        let user = u.username().to_string();
-        let password = u.password().map(|p| redact::percent_decode(p).into_owned());
-        let _ = u.set_username("");
-        let _ = u.set_password(None);
-        let mut c = cluster::ClientConfig::new(u.to_string().trim_end_matches('/'));
-        if !user.is_empty() {
-            c.auth = cluster::Auth::Basic {
-                username: redact::percent_decode(&user).into_owned(),
-                password: password.unwrap_or_default(),
-            };
-        }
-        c.tls = self.sink_tls();
-        Ok(c)
-    }
-
-    async fn client(&self, base: &str) -> anyhow::Result<cluster::Client> {
-        cluster::Client::connect(self.client_config(base)?)
-            .await
-            .with_context(|| format!("connecting to the sink {}", redact::url(base)))
     }
 }
 
@@ -588,7 +594,8 @@ fn rename_to(group: &str, index: &str) -> Rename {
 
 async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let source = args.table.source(4).await?;
-    let sink_url = args.table.sink_url()?;
+    let (url, settings) = args.table.registry_sink(Settings::default())?;
+    let identity = sink_identity(&url, &settings)?;
     // The store says whether the migration is over; verifying a running one finds rows
     // missing that are still on their way. Verifying never creates a store.
     match args.store.open_existing().await {
@@ -600,7 +607,7 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
                 &coord,
                 &args.store.redacted(),
                 &source,
-                &sink_url,
+                &identity,
                 name,
                 program.as_deref(),
             )
@@ -618,39 +625,13 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         }
         Err(e) => tracing::warn!("{e:#}"),
     }
+    let opened = args.table.open_lookup(&source).await?;
     let group = source.group().to_string();
     // The program sees each row named as the run named it: the sink's index for a
     // cluster, the table's name otherwise (where an unprogrammed row goes).
-    let named = match &sink_url {
-        SinkUrl::Bulk { index, .. } => index.clone(),
-        _ => group.clone(),
-    };
+    let named = opened.index.clone().unwrap_or_else(|| group.clone());
     let transform = args.transform.wrap(Arc::new(rename_to(&group, &named)))?;
-    let lookup: Box<dyn Lookup> = match sink_url {
-        SinkUrl::Bulk { base, .. } => Box::new(MgetLookup::new(args.table.client(&base).await?)),
-        SinkUrl::Dynamo(_) => {
-            // The table must exist and fit the mapping; verify never creates it.
-            let opened = args.table.open_sink(&args.worker, &source, false).await?;
-            let sink = opened
-                .downcast_ref::<DynamoSink>()
-                .context("a dynamodb:// sink opened as another kind of sink")?;
-            Box::new(DynamoLookup::new(
-                sink.client().clone(),
-                sink.table(),
-                sink.key().clone(),
-                sink.hints().clone(),
-                false,
-            ))
-        }
-        SinkUrl::Files(dir) => {
-            let dir2 = dir.clone();
-            let files = tokio::task::spawn_blocking(move || FileLookup::load(&dir2))
-                .await
-                .context("reading the sink's files")?
-                .with_context(|| format!("reading {}", dir.display()))?;
-            Box::new(files)
-        }
-    };
+    let lookup = opened.lookup;
     let seed = args.seed.unwrap_or_else(rand::random);
     let sample = if args.all {
         Sample::All
@@ -787,7 +768,7 @@ async fn check_identity(
     coord: &coordination::Coordinator,
     shown_store: &str,
     source: &TableSource,
-    sink: &SinkUrl,
+    target: &str,
     name: Option<&str>,
     program: Option<&str>,
 ) -> anyhow::Result<()> {
@@ -806,15 +787,8 @@ async fn check_identity(
     if stored.contains_key("migration") && name.is_none() {
         return Ok(());
     }
-    let target = match sink {
-        SinkUrl::Bulk { base, index } => {
-            migrate::job::identity_location(&format!("{}/{index}", redact::url(base)))
-        }
-        SinkUrl::Files(dir) => dir.display().to_string(),
-        SinkUrl::Dynamo(u) => u.display(),
-    };
     let ours = migrate::job::with_program(
-        migrate::job::identity_from(source.identity(), target, name),
+        migrate::job::identity_from(source.identity(), target.to_string(), name),
         program,
     );
     if stored != ours {

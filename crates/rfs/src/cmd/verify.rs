@@ -8,25 +8,51 @@
 //! returns no documents: its count, sampled ids and (where the mapping allows) doc values
 //! are compared, and the report says so. With `--to URL` instead of `--target`, the target
 //! is whatever sink the URL names (as `rfs copy --to` names it: a cluster, files, DynamoDB),
-//! looked up through the same port (`migrate::lookup`).
+//! looked up through the same port (`migrate::lookup`). With `--from URL` instead of a
+//! repository, the source is whatever `rfs copy --from` names (a repository, JSON lines, a
+//! live cluster, a table), opened the same way ([`super::copy::open_from`]), so verify
+//! reads the documents copy read.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use anyhow::Context;
 
-use migrate::connectors::{open_lookup, Settings, SourceShape};
+use migrate::connectors::{open_lookup, sink_identity, BoxedSource, Settings, SourceShape};
 use migrate::lookup::{mget::MgetLookup, Lookup};
+use migrate::transform::Transform;
 use migrate::verify::{verify, Options, Sample};
+use migrate::Source;
 
 use super::common::{runtime, usize_in, FilterArgs, SourceArgs, TargetArgs};
-use super::engine::open_snapshot;
+use super::copy::{open_from, FromSpec};
+use super::engine::{open_snapshot, repository_settings};
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("target", |a| a.required(false).default_value("").hide_default_value(true)))]
+#[command(mut_arg("snapshot", |a| a.required(false).default_value("").hide_default_value(true)))]
+#[command(mut_arg("repo", |a| a.required_unless_present_any(["repo_arg", "from"]).conflicts_with("from")))]
+#[command(mut_arg("repo_arg", |a| a.conflicts_with("from")))]
 pub struct Args {
     #[command(flatten)]
     pub source: SourceArgs,
+    /// The source the migration read, instead of a repository: as `rfs copy --from` names
+    /// it — a snapshot repository (with --snapshot or `#snapshot=NAME`), a directory or
+    /// prefix of `*.jsonl` files (`file:///DIR`, `s3://…`), a live cluster
+    /// (`http(s)://[user:pw@]host:9200/INDEX-PATTERN`) or a table
+    /// (`postgres://user:pw@host/db?table=T&key=COLUMN`). Read as copy reads it (no
+    /// routing, --index or --transform): each document is looked up in its own index, or
+    /// in the index the --to URL names. Where the source keeps no exact live count of its
+    /// own (all but a repository) the report says so and compares the target's counts
+    /// with what was read.
+    #[arg(
+        long,
+        env = "RFS_VERIFY_FROM",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub from: Option<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     /// The sink the migration wrote to, instead of --target: as `rfs copy --to` names it —
@@ -71,19 +97,21 @@ pub struct Args {
     #[arg(long, env = "RFS_JSON")]
     pub json: bool,
     /// The migration's coordination store (read only): the migration it holds is shown,
-    /// and must be the one verified (same repository, snapshot and target), else exit 2.
+    /// and must be the one verified (same source — repository and snapshot, or the
+    /// --from source — and target, as `rfs copy` or `rfs run` recorded it), else exit 2.
     #[arg(long, env = "RFS_STORE", value_name = "URL", hide_env_values = true)]
     pub store: Option<String>,
 }
 
-/// Shows the migration `store` holds and checks that it is the one being verified.
+/// Shows the migration `store` holds and checks that it is the one being verified: the
+/// identity `source` and `target` make, built as the job that ran recorded it
+/// ([`migrate::job::identity_from`] and [`migrate::job::with_program`]).
 async fn check_store(
     store: &str,
-    source: &migrate::sources::snapshot::SnapshotSource,
-    target: &str,
+    source: coordination::Identity,
+    target: String,
     program: Option<String>,
 ) -> anyhow::Result<()> {
-    use migrate::Source;
     let shown = redact::url(store);
     let opened = migrate::worker::with_store_retries(|| coordination::open_existing_store(store))
         .await
@@ -102,11 +130,7 @@ async fn check_store(
         return Ok(());
     }
     let ours = migrate::job::with_program(
-        migrate::job::identity_from(
-            source.identity(),
-            migrate::job::identity_location(target),
-            None,
-        ),
+        migrate::job::identity_from(source, target, None),
         program.as_deref(),
     );
     if stored != ours {
@@ -119,14 +143,60 @@ async fn check_store(
     Ok(())
 }
 
+/// Where to look documents up: the lookup, the transform between the source and it (all
+/// into the `--to` URL's index when it names one), and its name in a migration's identity.
+async fn open_target(
+    args: &Args,
+    shape: &SourceShape,
+    index_allowed: bool,
+) -> anyhow::Result<(Box<dyn Lookup>, Arc<dyn Transform>, String)> {
+    match (&args.to, args.target.target.is_empty()) {
+        (Some(to), _) => {
+            let identity = sink_identity(to, &Settings::default())?;
+            let opened = open_lookup(to, &Settings::default(), shape)
+                .await
+                .context("opening the target")?;
+            if let (Some(index), false) = (&opened.index, index_allowed) {
+                anyhow::bail!(
+                    "--to {}: verify takes the sink without an index ({index}): documents are looked up in the indices the snapshot routes them to",
+                    redact::url(to)
+                );
+            }
+            let transform = opened.transform();
+            Ok((opened.lookup, transform, identity))
+        }
+        (None, false) => Ok((
+            Box::new(MgetLookup::new(args.target.connect().await?)),
+            migrate::connectors::into_index(None),
+            migrate::job::identity_location(&args.target.target),
+        )),
+        (None, true) => anyhow::bail!(
+            "name the target: --target URL (a cluster) or --to URL (any sink, as rfs copy --to names it)"
+        ),
+    }
+}
+
+/// `--from` reads as `rfs copy` does: the flags that route or transform a snapshot's
+/// documents do not apply.
+fn refuse_routing(filter: &FilterArgs) -> anyhow::Result<()> {
+    let given = [
+        ("--index", !filter.index.is_empty()),
+        ("--rename", !filter.rename.is_empty()),
+        ("--type-route", !filter.type_route.is_empty()),
+        ("--index-prefix", !filter.index_prefix.is_empty()),
+        ("--index-suffix", !filter.index_suffix.is_empty()),
+        ("--transform", filter.transform.identity()?.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+        anyhow::bail!(
+            "{flag} does not apply with --from: verify reads the source as rfs copy does (each document into its own index, or the index the --to URL names); use --repo for a migration made by rfs run or rfs documents"
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
-        let m = open_snapshot(&args.source, &args.filter, None, None).await?;
-        if let Some(store) = &args.store {
-            let program = m.transform.program_identity();
-            let target = args.to.as_deref().unwrap_or(&args.target.target);
-            check_store(store, &m.source, target, program).await?;
-        }
         let mut refused = HashSet::new();
         // Skipped documents the logs record, once each (a retried item logs its skips
         // again): by source index, shard or slot, position and id.
@@ -145,24 +215,52 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for (index, ..) in skipped {
             *recorded_skips.entry(index).or_default() += 1;
         }
-        let lookup: Box<dyn Lookup> = match (&args.to, args.target.target.is_empty()) {
-            (Some(to), _) => {
-                let opened = open_lookup(to, &Settings::default(), &SourceShape::default())
-                    .await
-                    .context("opening the target")?;
-                if let Some(index) = &opened.index {
-                    anyhow::bail!(
-                        "--to {}: verify takes the sink without an index ({index}): documents are looked up in the indices the snapshot routes them to",
-                        redact::url(to)
-                    );
+        let (source, transform, lookup, target_identity, program) = match &args.from {
+            Some(from) => {
+                refuse_routing(&args.filter)?;
+                let snapshot = &args.source.snapshot;
+                let settings = FromSpec {
+                    snapshot: (!snapshot.is_empty()).then(|| snapshot.clone()),
+                    store_options: repository_settings(&args.source.repository).store_options,
+                    // As copy reads by default: shard files checked, `_source` rebuilt.
+                    snapshot_options: migrate::sources::snapshot::SnapshotOptions {
+                        verify_checksums: true,
+                        ..Default::default()
+                    },
+                    item_bytes: None,
+                    slices: 1,
                 }
-                opened.lookup
+                .settings();
+                let opened = open_from(from, &settings).await?;
+                let (lookup, transform, identity) =
+                    open_target(&args, &opened.shape(), true).await?;
+                (opened.source, transform, lookup, identity, None)
             }
-            (None, false) => Box::new(MgetLookup::new(args.target.connect().await?)),
-            (None, true) => anyhow::bail!(
-                "name the target: --target URL (a cluster) or --to URL (any sink, as rfs copy --to names it)"
-            ),
+            None => {
+                if args.source.snapshot.is_empty() {
+                    anyhow::bail!("name the snapshot: --snapshot NAME (or RFS_SNAPSHOT)");
+                }
+                let m = open_snapshot(&args.source, &args.filter, None, None).await?;
+                let (lookup, _, identity) =
+                    open_target(&args, &SourceShape::default(), false).await?;
+                let program = m.transform.program_identity();
+                (
+                    BoxedSource::new(m.source),
+                    m.transform,
+                    lookup,
+                    identity,
+                    program,
+                )
+            }
         };
+        if let Some(store) = &args.store {
+            check_store(store, source.identity(), target_identity, program).await?;
+        }
+        if !source.exact_totals() {
+            crate::say!(
+                "note: the source keeps no exact live count of its own: the target's counts are compared with the documents read"
+            );
+        }
         let sample = if args.all {
             Sample::All
         } else {
@@ -172,7 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             refused,
             ..Options::new(sample)
         };
-        let mut report = verify(m.source, m.transform, lookup.as_ref(), options).await?;
+        let mut report = verify(Arc::new(source), transform, lookup.as_ref(), options).await?;
         if !args.failure_log.is_empty() {
             report.check_recorded_skips(&recorded_skips);
         }
@@ -186,6 +284,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "skipped_listed": report.skipped_listed,
                     "filtered": report.filtered,
                     "snapshot_live": report.snapshot_live,
+                    "exact_totals": report.exact_totals,
                     "sources": report.sources,
                     "unrecorded_skips": report.unrecorded,
                     "indices": report.indices,
