@@ -135,6 +135,23 @@ fn json_lines_copied_to_a_cluster_verify_from_the_files_and_the_store() {
     // JSON lines keep no exact count of their own: said, and none claimed.
     assert!(r.all().contains("no exact live count"), "{r}");
     assert!(!r.all().contains("the snapshot's shards hold"), "{r}");
+    // Flags that route, transform or rebuild otherwise than copy did are refused by name,
+    // never ignored.
+    for flags in [
+        &["--rename", "alpha=gamma"][..],
+        &["--multi-type", "split"],
+        &["--rebuild-source", "off"],
+        &["--allow-partial-source"],
+        &["--prefer-recovery-source"],
+    ] {
+        let r = verify_from(&from, &target.url(), flags);
+        assert_ne!(r.code, Some(0), "{flags:?}: {r}");
+        assert!(
+            r.all()
+                .contains(&format!("{} does not apply with --from", flags[0])),
+            "{flags:?}: {r}"
+        );
+    }
 
     // (c) The store copy used: the migration it holds is this one.
     let store = sqlite(dir.path());

@@ -24,7 +24,9 @@ use migrate::transform::Transform;
 use migrate::verify::{verify, Options, Sample};
 use migrate::Source;
 
-use super::common::{runtime, usize_in, FilterArgs, SourceArgs, TargetArgs};
+use super::common::{
+    runtime, usize_in, FilterArgs, RebuildArgs, RebuildSource, SourceArgs, TargetArgs,
+};
 use super::copy::{open_from, FromSpec};
 use super::engine::{open_snapshot, repository_settings};
 use crate::exit;
@@ -177,12 +179,22 @@ async fn open_target(
 }
 
 /// `--from` reads as `rfs copy` does: the flags that route or transform a snapshot's
-/// documents do not apply.
-fn refuse_routing(filter: &FilterArgs) -> anyhow::Result<()> {
+/// documents, or rebuild a missing `_source` otherwise than copy's defaults, do not apply.
+fn refuse_routing(filter: &FilterArgs, rebuild: &RebuildArgs) -> anyhow::Result<()> {
     let given = [
+        (
+            "--rebuild-source",
+            rebuild.rebuild_source != RebuildSource::Auto,
+        ),
+        ("--allow-partial-source", rebuild.allow_partial_source),
+        ("--prefer-recovery-source", rebuild.prefer_recovery_source),
         ("--index", !filter.index.is_empty()),
         ("--rename", !filter.rename.is_empty()),
         ("--type-route", !filter.type_route.is_empty()),
+        (
+            "--multi-type",
+            matches!(filter.multi_type, super::common::MultiType::Split),
+        ),
         ("--index-prefix", !filter.index_prefix.is_empty()),
         ("--index-suffix", !filter.index_suffix.is_empty()),
         ("--transform", filter.transform.identity()?.is_some()),
@@ -217,7 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         let (source, transform, lookup, target_identity, program) = match &args.from {
             Some(from) => {
-                refuse_routing(&args.filter)?;
+                refuse_routing(&args.filter, &args.source.rebuild)?;
                 let snapshot = &args.source.snapshot;
                 let settings = FromSpec {
                     snapshot: (!snapshot.is_empty()).then(|| snapshot.clone()),
