@@ -17,21 +17,13 @@ use std::process::Output;
 
 use dynamo::{assert_item, aws_env, n, s, Sdk, SdkItem};
 use serde_json::json;
-use table::{rfs, Pg};
+use table::{rfs, text, Pg};
 use testkit::server::{ServerConfig, TestServer};
 
 fn run(args: &[&str]) -> Output {
     let mut c = rfs();
     aws_env(&mut c);
     c.args(args).output().expect("run rfs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

@@ -12,24 +12,12 @@ use std::process::Output;
 
 use dynamo::{aws_env, Av, Sdk};
 use serde_json::Value;
-use table::{read_files, rfs, Pg};
-
-fn sqlite(dir: &std::path::Path, name: &str) -> String {
-    format!("sqlite://{}", dir.join(name).display())
-}
+use table::{read_files, rfs, sqlite, text, Pg};
 
 fn run(args: &[&str]) -> Output {
     let mut c = rfs();
     aws_env(&mut c);
     c.args(args).output().expect("run rfs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn status(store: &str) -> Value {

@@ -15,6 +15,20 @@ pub fn rfs() -> Command {
     c
 }
 
+/// What a finished `rfs` printed, stdout then stderr, for assertions and their messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A SQLite store file `name` in `dir`, as a store URL.
+pub fn sqlite(dir: &Path, name: &str) -> String {
+    format!("sqlite://{}", dir.join(name).display())
+}
+
 pub fn run_ok(mut c: Command) -> Output {
     let out = c.output().expect("run rfs");
     assert!(
