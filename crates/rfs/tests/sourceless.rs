@@ -260,6 +260,24 @@ fn verify_many(repo: &Path, target: &str, extra: &[&str]) -> (Output, Value) {
     (out, v)
 }
 
+/// `m-00007` changed on `target` (`n` 8 instead of 7): `verify --all` exits 6 and names it
+/// different.
+fn a_changed_document_is_found_different(name: &str, target: &str, repo: &Path) {
+    let (st, d) = call(
+        "PUT",
+        &format!("{target}/many/_doc/m-00007?refresh=true"),
+        Some(serde_json::json!({"n": 8})),
+    );
+    assert_eq!(st, 200, "{name}: {d}");
+    let (out, v) = verify_many(repo, target, &["--all"]);
+    assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+    assert_eq!(
+        v["indices"][0]["different"],
+        serde_json::json!(["m-00007"]),
+        "{name}: {v:#}"
+    );
+}
+
 /// The repository `make` writes at a place of its own, migrated with `extra` (a run that
 /// must exit 0) into the test server and into `osmem-server`; then `check(name, target,
 /// repo)` for each. Nothing when osmem-server is not installed (skipped, as `test` says).
@@ -348,19 +366,7 @@ fn a_target_without_source_is_verified_by_count_ids_and_doc_values() {
 
             // a document whose value the target holds differently is found different (the
             // target keeps no `_source`, only its doc values can show it)
-            let (st, d) = call(
-                "PUT",
-                &format!("{target}/many/_doc/m-00007?refresh=true"),
-                Some(serde_json::json!({"n": 8})),
-            );
-            assert_eq!(st, 200, "{name}: {d}");
-            let (out, v) = verify_many(repo, target, &["--all"]);
-            assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
-            assert_eq!(
-                v["indices"][0]["different"],
-                serde_json::json!(["m-00007"]),
-                "{name}: {v:#}"
-            );
+            a_changed_document_is_found_different(name, target, repo);
             let (st, d) = call(
                 "PUT",
                 &format!("{target}/many/_doc/m-00007?refresh=true"),
@@ -417,19 +423,7 @@ fn target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them() 
             assert_eq!(v["without_source"], serde_json::json!([]), "{name}");
 
             // a changed document is found different
-            let (st, d) = call(
-                "PUT",
-                &format!("{target}/many/_doc/m-00007?refresh=true"),
-                Some(serde_json::json!({"n": 8})),
-            );
-            assert_eq!(st, 200, "{name}: {d}");
-            let (out, v) = verify_many(repo, target, &["--all"]);
-            assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
-            assert_eq!(
-                v["indices"][0]["different"],
-                serde_json::json!(["m-00007"]),
-                "{name}: {v:#}"
-            );
+            a_changed_document_is_found_different(name, target, repo);
         },
     );
 }

@@ -41,6 +41,14 @@ pub fn run_ok(mut c: Command) -> Output {
     out
 }
 
+/// PostgreSQL and dynalite started for `test`; `None` (the test skips, or fails under
+/// `CI=true`) when either is not installed.
+pub fn pg_and_dynalite(test: &str) -> Option<(Pg, testkit::services::Dynalite)> {
+    let pg = Pg::start(test)?;
+    let dynalite = testkit::services::Dynalite::start(test)?;
+    Some((pg, dynalite))
+}
+
 /// A PostgreSQL server and a client of our own on it.
 pub struct Pg {
     pub server: testkit::services::Postgres,
