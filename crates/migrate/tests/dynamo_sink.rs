@@ -21,7 +21,7 @@ use migrate::{
 use pacing::RetryPolicy;
 use sigv4::AwsCredentials;
 use testkit::dynamo_proxy::{DynamoFaultProxy, DynamoFaults};
-use testkit::dynamo_sdk::{self, assert_item, b, by_key, m, n, s, Av, Client, Item};
+use testkit::dynamo_sdk::{self, assert_item, b, by_key, m, n, s, Av, Client, SdkItem};
 use testkit::services::Dynalite;
 
 const SECRET: &str = "sink-test-SECRET-wJalrXUtnFEMI";
@@ -90,12 +90,12 @@ fn url(table: &str, endpoint: &str, extra: &str) -> DynamoUrl {
 }
 
 /// Every item of `table`, by `id`, through the SDK's scan (one item per key asserted).
-async fn scan(sdk: &Client, table: &str) -> BTreeMap<String, Item> {
+async fn scan(sdk: &Client, table: &str) -> BTreeMap<String, SdkItem> {
     by_key(dynamo_sdk::scan(sdk, table).await, "id")
 }
 
 /// One row with every type of the mapping, as JSON and as the item it must become.
-fn every_type_row() -> (String, Item) {
+fn every_type_row() -> (String, SdkItem) {
     let json = r#"{"id":"01J9ZK3V8Q6R2M4N5P7S9T0W1X","room_id":"0b6f3c1e-8a5e-4f0e-9d43-7c2a1b9e5f10","seq":42,"small":-7,"big_int":9223372036854775807,"ratio":1.25e-4,"amount":12345678901234567890.123456789012345678,"ok":true,"note":null,"payload":"AAEC/w==","empty_bytes":"","at":"2024-10-20T13:45:07.123456Z","data":{"kind":"message","text":"h\u00e9 \"quoted\"\n\tline \ud83d\ude00","tags":["a","b"],"meta":{"n":1.50,"deep":[[1],[2,[3]]],"none":null,"yes":false}},"list":[1,"two",false,null,{"x":[]}],"scalar_json":"just a string","empty_text":""}"#;
     let want = [
         ("id", s("01J9ZK3V8Q6R2M4N5P7S9T0W1X")),
@@ -157,7 +157,7 @@ fn row_id(i: u64) -> String {
 }
 
 /// Generated row `i`, as JSON and as the item it must become.
-fn row(i: u64) -> (String, Item) {
+fn row(i: u64) -> (String, SdkItem) {
     let id = row_id(i);
     let bytes: Vec<u8> = (0..(i % 40) as u8)
         .map(|k| k.wrapping_mul(37).wrapping_add(i as u8))

@@ -12,7 +12,7 @@ pub use aws_sdk_dynamodb::Client;
 use serde_json::Value;
 
 /// An item as the SDK gives it, attributes by name.
-pub type Item = BTreeMap<String, Av>;
+pub type SdkItem = BTreeMap<String, Av>;
 
 /// A client of `endpoint` with static credentials of its own (not the ones under test), in
 /// region `us-east-1`, with no profile or config file of the machine's user.
@@ -40,7 +40,7 @@ pub async fn client(endpoint: &str) -> Client {
 /// Every item of `table` through a 4-segment parallel scan with consistent reads, in the
 /// order the scan gives them. DynamoDB holds one item per key, so duplicates cannot show
 /// here: callers that key the items count them.
-pub async fn scan(client: &Client, table: &str) -> Vec<Item> {
+pub async fn scan(client: &Client, table: &str) -> Vec<SdkItem> {
     let mut all = Vec::new();
     for segment in 0..4 {
         let mut pages = client
@@ -62,7 +62,7 @@ pub async fn scan(client: &Client, table: &str) -> Vec<Item> {
 }
 
 /// `items` by the string attribute `key`, asserting that no key comes twice.
-pub fn by_key(items: Vec<Item>, key: &str) -> BTreeMap<String, Item> {
+pub fn by_key(items: Vec<SdkItem>, key: &str) -> BTreeMap<String, SdkItem> {
     let mut all = BTreeMap::new();
     for item in items {
         let id = item[key]
@@ -95,7 +95,7 @@ impl Sdk {
     }
 
     /// Every item of `table`, as [`scan`] reads them.
-    pub fn scan(&self, table: &str) -> Vec<Item> {
+    pub fn scan(&self, table: &str) -> Vec<SdkItem> {
         self.rt.block_on(scan(&self.client, table))
     }
 
@@ -132,7 +132,7 @@ impl Sdk {
         })
     }
 
-    pub fn put(&self, table: &str, item: Item) {
+    pub fn put(&self, table: &str, item: SdkItem) {
         self.rt
             .block_on(
                 self.client
@@ -144,7 +144,7 @@ impl Sdk {
             .unwrap_or_else(|e| panic!("put into {table}: {e:?}"));
     }
 
-    pub fn delete(&self, table: &str, key: Item) {
+    pub fn delete(&self, table: &str, key: SdkItem) {
         self.rt
             .block_on(
                 self.client
@@ -194,7 +194,7 @@ pub fn same(a: &Av, b: &Av) -> bool {
 }
 
 /// Attribute by attribute: the same names, each value the same.
-pub fn assert_item(id: &str, got: &Item, want: &Item) {
+pub fn assert_item(id: &str, got: &SdkItem, want: &SdkItem) {
     let names: BTreeSet<&String> = got.keys().chain(want.keys()).collect();
     for name in names {
         match (got.get(name), want.get(name)) {

@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-pub use testkit::dynamo_sdk::{assert_item, b, decimal, json_av, n, s, same, Av, Item, Sdk};
+pub use testkit::dynamo_sdk::{assert_item, b, decimal, json_av, n, s, same, Av, Sdk, SdkItem};
 
 pub const ACCESS_KEY: &str = "AKIDRFSTABLETEST";
 /// Must never show in anything rfs prints or writes.
