@@ -173,28 +173,10 @@ pub(crate) fn is_certificate_error(text: &str) -> bool {
 
 /// Remove query parameter `name` from `url`; returns the new URL and the value.
 pub(crate) fn take_query_param(url: &str, name: &str) -> Result<(String, Option<String>), Error> {
-    let mut u = url::Url::parse(url).map_err(|e| Error::BadUrl {
+    pgconn::take_param(url, name).map_err(|e| Error::BadUrl {
         url: redact(url),
         reason: e.to_string(),
-    })?;
-    let mut value = None;
-    let kept: Vec<(String, String)> = u
-        .query_pairs()
-        .filter_map(|(k, v)| {
-            if k == name {
-                value = Some(v.into_owned());
-                None
-            } else {
-                Some((k.into_owned(), v.into_owned()))
-            }
-        })
-        .collect();
-    if kept.is_empty() {
-        u.set_query(None);
-    } else {
-        u.query_pairs_mut().clear().extend_pairs(kept);
-    }
-    Ok((u.to_string(), value))
+    })
 }
 
 /// Checks a namespace name (table, key prefix): letters, digits and `_` only.

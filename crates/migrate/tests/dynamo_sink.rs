@@ -4,11 +4,11 @@
 //! read back with the official AWS SDK for Rust — an independent client — and compared
 //! attribute by attribute with values written out by hand here.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{AttributeValue as Av, BillingMode, KeyType, ScalarAttributeType};
+use aws_sdk_dynamodb::types::{BillingMode, KeyType, ScalarAttributeType};
 use bytes::Bytes;
 use coordination::{Config, Cursor, Position, WorkItem};
 use futures::StreamExt;
@@ -21,6 +21,7 @@ use migrate::{
 use pacing::RetryPolicy;
 use sigv4::AwsCredentials;
 use testkit::dynamo_proxy::{DynamoFaultProxy, DynamoFaults};
+use testkit::dynamo_sdk::{self, assert_item, b, by_key, m, n, s, Av, Client, SdkItem};
 use testkit::services::Dynalite;
 
 const SECRET: &str = "sink-test-SECRET-wJalrXUtnFEMI";
@@ -88,120 +89,13 @@ fn url(table: &str, endpoint: &str, extra: &str) -> DynamoUrl {
     .unwrap()
 }
 
-/// The official SDK, pointed at `endpoint` with static credentials.
-async fn sdk(endpoint: &str) -> aws_sdk_dynamodb::Client {
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https();
-    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "AKIDSDK",
-            "sdk-secret",
-            None,
-            None,
-            "test",
-        ))
-        .endpoint_url(endpoint)
-        .http_client(http)
-        .load()
-        .await;
-    aws_sdk_dynamodb::Client::new(&conf)
-}
-
-/// Every item of `table`, by `id`, through a 4-segment parallel scan of the SDK.
-async fn scan(
-    sdk: &aws_sdk_dynamodb::Client,
-    table: &str,
-) -> BTreeMap<String, BTreeMap<String, Av>> {
-    let mut all = BTreeMap::new();
-    for segment in 0..4 {
-        let mut pages = sdk
-            .scan()
-            .table_name(table)
-            .segment(segment)
-            .total_segments(4)
-            .consistent_read(true)
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            for item in page.unwrap().items.unwrap_or_default() {
-                let id = item["id"].as_s().unwrap().clone();
-                let item: BTreeMap<String, Av> = item.into_iter().collect();
-                assert!(all.insert(id, item).is_none(), "one item per key");
-            }
-        }
-    }
-    all
-}
-
-/// A decimal as (negative, significant digits, power of ten of the first digit), written
-/// here without the sink's code, so `1.50`, `15e-1` and `1.5` compare equal.
-fn decimal(text: &str) -> (bool, String, i64) {
-    let (neg, t) = match text.strip_prefix('-') {
-        Some(t) => (true, t),
-        None => (false, text),
-    };
-    let (mantissa, exp) = match t.find(['e', 'E']) {
-        Some(i) => (&t[..i], t[i + 1..].parse::<i64>().unwrap()),
-        None => (t, 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let all = format!("{int}{frac}");
-    let lead = all.len() - all.trim_start_matches('0').len();
-    let digits = all
-        .trim_start_matches('0')
-        .trim_end_matches('0')
-        .to_string();
-    if digits.is_empty() {
-        return (false, String::new(), 0);
-    }
-    (neg, digits, int.len() as i64 - lead as i64 - 1 + exp)
-}
-
-/// Equal as DynamoDB means it: numbers by value, the rest exactly.
-fn same(a: &Av, b: &Av) -> bool {
-    match (a, b) {
-        (Av::N(x), Av::N(y)) => decimal(x) == decimal(y),
-        (Av::M(x), Av::M(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
-        }
-        (Av::L(x), Av::L(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w)),
-        _ => a == b,
-    }
-}
-
-fn assert_item(id: &str, got: &BTreeMap<String, Av>, want: &BTreeMap<String, Av>) {
-    let names: BTreeSet<&String> = got.keys().chain(want.keys()).collect();
-    for name in names {
-        match (got.get(name), want.get(name)) {
-            (Some(g), Some(w)) => assert!(same(g, w), "{id}.{name}: got {g:?}, want {w:?}"),
-            (g, w) => panic!("{id}.{name}: got {g:?}, want {w:?}"),
-        }
-    }
-}
-
-fn s(v: &str) -> Av {
-    Av::S(v.into())
-}
-fn n(v: &str) -> Av {
-    Av::N(v.into())
-}
-fn m(pairs: &[(&str, Av)]) -> Av {
-    Av::M(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-    )
-}
-fn b(bytes: &[u8]) -> Av {
-    Av::B(aws_sdk_dynamodb::primitives::Blob::new(bytes))
+/// Every item of `table`, by `id`, through the SDK's scan (one item per key asserted).
+async fn scan(sdk: &Client, table: &str) -> BTreeMap<String, SdkItem> {
+    by_key(dynamo_sdk::scan(sdk, table).await, "id")
 }
 
 /// One row with every type of the mapping, as JSON and as the item it must become.
-fn every_type_row() -> (String, BTreeMap<String, Av>) {
+fn every_type_row() -> (String, SdkItem) {
     let json = r#"{"id":"01J9ZK3V8Q6R2M4N5P7S9T0W1X","room_id":"0b6f3c1e-8a5e-4f0e-9d43-7c2a1b9e5f10","seq":42,"small":-7,"big_int":9223372036854775807,"ratio":1.25e-4,"amount":12345678901234567890.123456789012345678,"ok":true,"note":null,"payload":"AAEC/w==","empty_bytes":"","at":"2024-10-20T13:45:07.123456Z","data":{"kind":"message","text":"h\u00e9 \"quoted\"\n\tline \ud83d\ude00","tags":["a","b"],"meta":{"n":1.50,"deep":[[1],[2,[3]]],"none":null,"yes":false}},"list":[1,"two",false,null,{"x":[]}],"scalar_json":"just a string","empty_text":""}"#;
     let want = [
         ("id", s("01J9ZK3V8Q6R2M4N5P7S9T0W1X")),
@@ -263,7 +157,7 @@ fn row_id(i: u64) -> String {
 }
 
 /// Generated row `i`, as JSON and as the item it must become.
-fn row(i: u64) -> (String, BTreeMap<String, Av>) {
+fn row(i: u64) -> (String, SdkItem) {
     let id = row_id(i);
     let bytes: Vec<u8> = (0..(i % 40) as u8)
         .map(|k| k.wrapping_mul(37).wrapping_add(i as u8))
@@ -393,7 +287,7 @@ async fn every_column_type_arrives_attribute_by_attribute() {
         "{local:?} {refused:?}"
     );
 
-    let sdk = sdk(&d.endpoint()).await;
+    let sdk = dynamo_sdk::client(&d.endpoint()).await;
     let table = sdk
         .describe_table()
         .table_name("room_events")
@@ -496,7 +390,7 @@ async fn through_the_fault_proxy_every_row_arrives_exactly_once() {
     assert!(stats.throttled > 0);
 
     // read from the server directly, not through the proxy
-    let got = scan(&sdk(&d.endpoint()).await, "room_events").await;
+    let got = scan(&dynamo_sdk::client(&d.endpoint()).await, "room_events").await;
     assert_eq!(got.len(), 2000);
     for (id, w) in &want {
         assert_item(id, &got[id], w);
@@ -629,7 +523,7 @@ async fn refused_rows_reach_the_failure_log_with_their_key_and_the_rest_is_writt
     .into();
     assert_eq!(logged, expected);
 
-    let got = scan(&sdk(&d.endpoint()).await, "room_events").await;
+    let got = scan(&dynamo_sdk::client(&d.endpoint()).await, "room_events").await;
     assert_eq!(got.len(), 300);
     for i in 0..300 {
         assert_item(&row_id(i), &got[&row_id(i)], &row(i).1);
@@ -643,7 +537,7 @@ async fn create_table_maps_keys_and_types_and_refuses_a_table_that_does_not_fit(
     else {
         return;
     };
-    let sdk = sdk(&d.endpoint()).await;
+    let sdk = dynamo_sdk::client(&d.endpoint()).await;
     // partition key room_id (text), sort key seq (a number column)
     let keyed = url(
         "by_room",
@@ -791,7 +685,7 @@ async fn deletes_by_id_and_last_write_wins_within_a_batch() {
         "{}",
         refused[0].reason
     );
-    let got = scan(&sdk(&d.endpoint()).await, "room_events").await;
+    let got = scan(&dynamo_sdk::client(&d.endpoint()).await, "room_events").await;
     assert_eq!(got.len(), 59);
     assert!(!got.contains_key(&row_id(6)));
     assert_eq!(got[&row_id(5)]["seq"], n("555"));

@@ -18,6 +18,7 @@ use migrate::connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, OpenedS
 use migrate::sinks::bulk::BatchLimits;
 use migrate::{Document, Op, Sink, SinkWriter};
 use serde_json::{json, Value};
+use testkit::dynamo_sdk::{self, json_of};
 use testkit::server::{ServerConfig, TestServer};
 
 const DOCS: usize = 50;
@@ -273,68 +274,18 @@ async fn file_sink_keeps_the_contract() {
     assert!(e.contains(&blocked.display().to_string()), "{e}");
 }
 
-/// An item's attribute as the JSON it was written from.
-fn json_of(v: &aws_sdk_dynamodb::types::AttributeValue) -> Value {
-    use aws_sdk_dynamodb::types::AttributeValue as Av;
-    match v {
-        Av::S(s) => Value::String(s.clone()),
-        Av::N(n) => serde_json::from_str(n).unwrap_or_else(|_| panic!("number {n}")),
-        Av::Bool(b) => Value::Bool(*b),
-        Av::Null(_) => Value::Null,
-        Av::L(l) => Value::Array(l.iter().map(json_of).collect()),
-        Av::M(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), json_of(v))).collect()),
-        other => panic!("unexpected attribute {other:?}"),
-    }
-}
-
-/// The official SDK, pointed at `endpoint` with static credentials.
-async fn sdk(endpoint: &str) -> aws_sdk_dynamodb::Client {
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https();
-    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "AKIDSDK",
-            "sdk-secret",
-            None,
-            None,
-            "test",
-        ))
-        .endpoint_url(endpoint)
-        .http_client(http)
-        .load()
-        .await;
-    aws_sdk_dynamodb::Client::new(&conf)
-}
-
 /// Every item of `table` by `_id`: its attributes but `_id` and `_index` (which must
 /// be the document's index), as JSON.
-async fn scan(sdk: &aws_sdk_dynamodb::Client, table: &str) -> BTreeMap<String, Value> {
+async fn scan(sdk: &dynamo_sdk::Client, table: &str) -> BTreeMap<String, Value> {
     let mut all = BTreeMap::new();
-    let mut start = None;
-    loop {
-        let page = sdk
-            .scan()
-            .table_name(table)
-            .consistent_read(true)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .unwrap();
-        for mut item in page.items.unwrap_or_default() {
-            let id = item.remove("_id").unwrap().as_s().unwrap().clone();
-            let index = item.remove("_index").unwrap();
-            assert_eq!(index.as_s().unwrap(), "contract");
-            let v = Value::Object(item.iter().map(|(k, v)| (k.clone(), json_of(v))).collect());
-            assert!(all.insert(id, v).is_none(), "one item per key");
-        }
-        start = page.last_evaluated_key;
-        if start.is_none() {
-            return all;
-        }
+    for mut item in dynamo_sdk::scan(sdk, table).await {
+        let id = item.remove("_id").unwrap().as_s().unwrap().clone();
+        let index = item.remove("_index").unwrap();
+        assert_eq!(index.as_s().unwrap(), "contract");
+        let v = Value::Object(item.iter().map(|(k, v)| (k.clone(), json_of(v))).collect());
+        assert!(all.insert(id, v).is_none(), "one item per key");
     }
+    all
 }
 
 #[test]
@@ -362,7 +313,7 @@ fn dynamodb_sink_keeps_the_contract() {
         };
         let url = format!("dynamodb://contract?region=us-east-1&endpoint={endpoint}");
         let sink = open_sink(&url, &s, &facts).await.unwrap().sink;
-        let client = sdk(&endpoint).await;
+        let client = dynamo_sdk::client(&endpoint).await;
         let held = || {
             let client = client.clone();
             std::thread::spawn(move || {

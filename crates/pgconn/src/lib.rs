@@ -95,9 +95,50 @@ pub fn describe(e: &tokio_postgres::Error) -> String {
     msg
 }
 
+/// Takes query parameter `name` out of `url`, for what tokio-postgres (or another client)
+/// does not know, such as `sslrootcert=`: the URL without it (and without `?` when nothing
+/// is left) and its value, the last one where it is given twice.
+pub fn take_param(url: &str, name: &str) -> Result<(String, Option<String>), url::ParseError> {
+    let mut u = url::Url::parse(url)?;
+    let mut value = None;
+    let kept: Vec<(String, String)> = u
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k == name {
+                value = Some(v.into_owned());
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    if kept.is_empty() {
+        u.set_query(None);
+    } else {
+        u.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    Ok((u.to_string(), value))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_param_is_taken_out_and_the_rest_kept() {
+        let (u, v) = take_param(
+            "postgres://u:p@h:5/db?sslrootcert=/ca%201.pem&sslmode=require",
+            "sslrootcert",
+        )
+        .unwrap();
+        assert_eq!(u, "postgres://u:p@h:5/db?sslmode=require");
+        assert_eq!(v.as_deref(), Some("/ca 1.pem"));
+        let (u, v) = take_param("postgres://h/db?table=a&table=b", "table").unwrap();
+        assert_eq!((u.as_str(), v.as_deref()), ("postgres://h/db", Some("b")));
+        let (u, v) = take_param("redis://h:1/0", "prefix").unwrap();
+        assert_eq!((u.as_str(), v), ("redis://h:1/0", None));
+        assert!(take_param("host=h dbname=d", "sslrootcert").is_err());
+    }
 
     #[test]
     fn modes_pick_the_connector() {

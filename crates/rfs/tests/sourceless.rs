@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use std::sync::Arc;
 
@@ -49,19 +50,16 @@ fn a_snapshot_without_source_migrates_rebuilt_documents_and_verifies() {
 
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let store = format!("sqlite://{}", tmp.path().join("state.db").display());
+    let log = tmp.path().join("failures.jsonl");
+    let log = log.to_str().unwrap();
     let run = |store: &str, extra: &[&str]| {
-        rfs()
-            .arg("run")
-            .arg("--repo")
-            .arg(&repo)
-            .args(["--snapshot", "snap", "--target", &server.url()])
-            .args(["--store", store, "--no-progress"])
-            .arg("--failure-log")
-            .arg(tmp.path().join("failures.jsonl"))
-            .args(extra)
-            .current_dir(tmp.path())
-            .output()
-            .unwrap()
+        run_snap(
+            &repo,
+            tmp.path(),
+            &server.url(),
+            store,
+            &[&["--failure-log", log], extra].concat(),
+        )
     };
 
     // Without --allow-partial-source the documents whose segment has an unrebuildable
@@ -109,14 +107,7 @@ fn a_snapshot_without_source_migrates_rebuilt_documents_and_verifies() {
     }
 
     // verify rebuilds the same way and finds every document equal
-    let out = rfs()
-        .arg("verify")
-        .arg("--repo")
-        .arg(&repo)
-        .args(["--snapshot", "snap", "--target", &server.url()])
-        .args(["--all", "--allow-partial-source"])
-        .output()
-        .unwrap();
+    let out = verify_text(&repo, &server.url(), &["--all", "--allow-partial-source"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
 
@@ -141,23 +132,18 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let log = tmp.path().join("failures.jsonl");
     let store = format!("sqlite://{}", tmp.path().join("state.db").display());
-    let out = rfs()
-        .arg("run")
-        .arg("--repo")
-        .arg(&repo)
-        .args(["--snapshot", "snap", "--target", &server.url()])
-        .args([
-            "--store",
-            &store,
-            "--no-progress",
+    let out = run_snap(
+        &repo,
+        tmp.path(),
+        &server.url(),
+        &store,
+        &[
             "--rebuild-source",
             "off",
-        ])
-        .arg("--failure-log")
-        .arg(&log)
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
+            "--failure-log",
+            log.to_str().unwrap(),
+        ],
+    );
     assert_eq!(out.status.code(), Some(7), "{}", show(&out));
     let records = migrate::FailureLog::read(&log).unwrap();
     assert_eq!(records.len() as u64, N, "{}", show(&out));
@@ -175,16 +161,7 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
     assert!(server.documents("many").is_empty());
 
     // verify counts the snapshot's live documents, all of them not expected
-    let out = rfs()
-        .arg("verify")
-        .arg("--repo")
-        .arg(&repo)
-        .args(["--snapshot", "snap", "--target", &server.url()])
-        .args(["--all", "--rebuild-source", "off", "--json"])
-        .output()
-        .unwrap();
-    let v: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
+    let (_, v) = verify_many(&repo, &server.url(), &["--all", "--rebuild-source", "off"]);
     assert_eq!(v["live"].as_u64(), Some(N), "{v:#}");
 }
 
@@ -241,34 +218,88 @@ fn call(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
     (status, r.json().unwrap_or(Value::Null))
 }
 
-fn migrate_many(repo: &Path, dir: &Path, target: &str, extra: &[&str]) {
-    let store = format!("sqlite://{}", dir.join("state.db").display());
-    let out = rfs()
+/// `rfs run` of snapshot `snap` of `repo` into `target`, with the store given, in `dir`.
+fn run_snap(repo: &Path, dir: &Path, target: &str, store: &str, extra: &[&str]) -> Output {
+    rfs()
         .arg("run")
         .arg("--repo")
         .arg(repo)
         .args(["--snapshot", "snap", "--target", target])
-        .args(["--store", &store, "--no-progress"])
+        .args(["--store", store, "--no-progress"])
         .args(extra)
         .current_dir(dir)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// A run into `target` with a store in `dir` that must exit 0; index `many` refreshed.
+fn migrate_many(repo: &Path, dir: &Path, target: &str, extra: &[&str]) {
+    let store = format!("sqlite://{}", dir.join("state.db").display());
+    let out = run_snap(repo, dir, target, &store, extra);
     assert_eq!(out.status.code(), Some(0), "{target}: {}", show(&out));
     call("POST", &format!("{target}/many/_refresh"), None);
 }
 
-fn verify_many(repo: &Path, target: &str, extra: &[&str]) -> (std::process::Output, Value) {
-    let out = rfs()
+/// `rfs verify` of snapshot `snap` of `repo` against `target`, with its text report.
+fn verify_text(repo: &Path, target: &str, extra: &[&str]) -> Output {
+    rfs()
         .arg("verify")
         .arg("--repo")
         .arg(repo)
-        .args(["--snapshot", "snap", "--target", target, "--json"])
+        .args(["--snapshot", "snap", "--target", target])
         .args(extra)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `rfs verify --json`: its output and the report.
+fn verify_many(repo: &Path, target: &str, extra: &[&str]) -> (Output, Value) {
+    let out = verify_text(repo, target, &[&["--json"], extra].concat());
     let v: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{target}: {e}: {}", show(&out)));
     (out, v)
+}
+
+/// `m-00007` changed on `target` (`n` 8 instead of 7): `verify --all` exits 6 and names it
+/// different.
+fn a_changed_document_is_found_different(name: &str, target: &str, repo: &Path) {
+    let (st, d) = call(
+        "PUT",
+        &format!("{target}/many/_doc/m-00007?refresh=true"),
+        Some(serde_json::json!({"n": 8})),
+    );
+    assert_eq!(st, 200, "{name}: {d}");
+    let (out, v) = verify_many(repo, target, &["--all"]);
+    assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+    assert_eq!(
+        v["indices"][0]["different"],
+        serde_json::json!(["m-00007"]),
+        "{name}: {v:#}"
+    );
+}
+
+/// The repository `make` writes at a place of its own, migrated with `extra` (a run that
+/// must exit 0) into the test server and into `osmem-server`; then `check(name, target,
+/// repo)` for each. Nothing when osmem-server is not installed (skipped, as `test` says).
+fn into_both_targets(
+    test: &str,
+    make: impl FnOnce(&Path),
+    extra: &[&str],
+    mut check: impl FnMut(&str, &str, &Path),
+) {
+    let Some(osmem) = testkit::services::Osmem::start(test) else {
+        return;
+    };
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    make(&repo);
+    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
+        let dir = tmp.path().join(name.replace(' ', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        migrate_many(&repo, &dir, &target, extra);
+        check(name, &target, &repo);
+    }
 }
 
 /// Issue 25, point 8: a migration of an index without `_source` keeps the mapping (the
@@ -281,111 +312,87 @@ fn verify_many(repo: &Path, target: &str, extra: &[&str]) -> (std::process::Outp
 #[test]
 fn a_target_without_source_is_verified_by_count_ids_and_doc_values() {
     const N: u64 = 10_500;
-    let Some(osmem) = testkit::services::Osmem::start(
+    into_both_targets(
         "a_target_without_source_is_verified_by_count_ids_and_doc_values",
-    ) else {
-        return;
-    };
-    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    many_without_source(&repo);
-    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
-        let dir = tmp.path().join(name.replace(' ', "-"));
-        std::fs::create_dir_all(&dir).unwrap();
-        migrate_many(&repo, &dir, &target, &[]);
-        // the target keeps the documents (counted, found by id) but not their `_source`
-        let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
-        assert_eq!(
-            m["many"]["mappings"]["_source"]["enabled"], false,
-            "{name}: {m}"
-        );
-        let (_, c) = call("GET", &format!("{target}/many/_count"), None);
-        assert_eq!(c["count"].as_u64(), Some(N), "{name}: {c}");
-        let (st, d) = call("GET", &format!("{target}/many/_doc/m-00042"), None);
-        assert_eq!((st, &d["found"]), (200, &Value::Bool(true)), "{name}: {d}");
-        assert!(d.get("_source").is_none(), "{name}: {d}");
+        many_without_source,
+        &[],
+        |name, target, repo| {
+            // the target keeps the documents (counted, found by id) but not their `_source`
+            let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
+            assert_eq!(
+                m["many"]["mappings"]["_source"]["enabled"], false,
+                "{name}: {m}"
+            );
+            let (_, c) = call("GET", &format!("{target}/many/_count"), None);
+            assert_eq!(c["count"].as_u64(), Some(N), "{name}: {c}");
+            let (st, d) = call("GET", &format!("{target}/many/_doc/m-00042"), None);
+            assert_eq!((st, &d["found"]), (200, &Value::Bool(true)), "{name}: {d}");
+            assert!(d.get("_source").is_none(), "{name}: {d}");
 
-        // default flags: a sample of 100, compared by id
-        let (out, v) = verify_many(&repo, &target, &[]);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
-        assert_eq!(v["ok"], true, "{name}: {v:#}");
-        assert_eq!(v["without_source"], serde_json::json!(["many"]), "{name}");
-        let i = &v["indices"][0];
-        assert_eq!(
-            i["compared_by"], "count, ids and doc values",
-            "{name}: {v:#}"
-        );
-        assert_eq!(
-            i["doc_value_fields"],
-            serde_json::json!(["n"]),
-            "{name}: {v:#}"
-        );
-        assert_eq!(i["compared"].as_u64(), Some(100), "{name}: {v:#}");
-        assert_eq!(i["target_count"].as_u64(), Some(N), "{name}: {v:#}");
-        assert_eq!(i["missing_count"].as_u64(), Some(0), "{name}: {v:#}");
-        assert_eq!(i["different_count"].as_u64(), Some(0), "{name}: {v:#}");
-        // the text report names the index
-        let out = rfs()
-            .arg("verify")
-            .arg("--repo")
-            .arg(&repo)
-            .args(["--snapshot", "snap", "--target", &target])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
-        assert!(
-            text.contains("ok (count, ids, doc values)"),
-            "{name}: {text}"
-        );
-        assert!(
-            text.contains("not compared whole: count and ids (and doc values where listed) only")
-                && text.contains(": many")
-                && text.contains("many: doc values compared for n"),
-            "{name}: {text}"
-        );
+            // default flags: a sample of 100, compared by id
+            let (out, v) = verify_many(repo, target, &[]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+            assert_eq!(v["ok"], true, "{name}: {v:#}");
+            assert_eq!(v["without_source"], serde_json::json!(["many"]), "{name}");
+            let i = &v["indices"][0];
+            assert_eq!(
+                i["compared_by"], "count, ids and doc values",
+                "{name}: {v:#}"
+            );
+            assert_eq!(
+                i["doc_value_fields"],
+                serde_json::json!(["n"]),
+                "{name}: {v:#}"
+            );
+            assert_eq!(i["compared"].as_u64(), Some(100), "{name}: {v:#}");
+            assert_eq!(i["target_count"].as_u64(), Some(N), "{name}: {v:#}");
+            assert_eq!(i["missing_count"].as_u64(), Some(0), "{name}: {v:#}");
+            assert_eq!(i["different_count"].as_u64(), Some(0), "{name}: {v:#}");
+            // the text report names the index
+            let out = verify_text(repo, target, &[]);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+            assert!(
+                text.contains("ok (count, ids, doc values)"),
+                "{name}: {text}"
+            );
+            assert!(
+                text.contains(
+                    "not compared whole: count and ids (and doc values where listed) only"
+                ) && text.contains(": many")
+                    && text.contains("many: doc values compared for n"),
+                "{name}: {text}"
+            );
 
-        // a document whose value the target holds differently is found different (the
-        // target keeps no `_source`, only its doc values can show it)
-        let (st, d) = call(
-            "PUT",
-            &format!("{target}/many/_doc/m-00007?refresh=true"),
-            Some(serde_json::json!({"n": 8})),
-        );
-        assert_eq!(st, 200, "{name}: {d}");
-        let (out, v) = verify_many(&repo, &target, &["--all"]);
-        assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
-        assert_eq!(
-            v["indices"][0]["different"],
-            serde_json::json!(["m-00007"]),
-            "{name}: {v:#}"
-        );
-        let (st, d) = call(
-            "PUT",
-            &format!("{target}/many/_doc/m-00007?refresh=true"),
-            Some(serde_json::json!({"n": 7})),
-        );
-        assert_eq!(st, 200, "{name}: {d}");
+            // a document whose value the target holds differently is found different (the
+            // target keeps no `_source`, only its doc values can show it)
+            a_changed_document_is_found_different(name, target, repo);
+            let (st, d) = call(
+                "PUT",
+                &format!("{target}/many/_doc/m-00007?refresh=true"),
+                Some(serde_json::json!({"n": 7})),
+            );
+            assert_eq!(st, 200, "{name}: {d}");
 
-        // a document the target lost is found missing, by count and by id
-        let (st, d) = call(
-            "DELETE",
-            &format!("{target}/many/_doc/m-00042?refresh=true"),
-            None,
-        );
-        assert_eq!(st, 200, "{name}: {d}");
-        let (out, v) = verify_many(&repo, &target, &["--all"]);
-        assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
-        let i = &v["indices"][0];
-        assert_eq!(i["compared"].as_u64(), Some(N), "{name}: {v:#}");
-        assert_eq!(
-            i["missing"],
-            serde_json::json!(["m-00042"]),
-            "{name}: {v:#}"
-        );
-        assert_eq!(i["target_count"].as_u64(), Some(N - 1), "{name}: {v:#}");
-    }
+            // a document the target lost is found missing, by count and by id
+            let (st, d) = call(
+                "DELETE",
+                &format!("{target}/many/_doc/m-00042?refresh=true"),
+                None,
+            );
+            assert_eq!(st, 200, "{name}: {d}");
+            let (out, v) = verify_many(repo, target, &["--all"]);
+            assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+            let i = &v["indices"][0];
+            assert_eq!(i["compared"].as_u64(), Some(N), "{name}: {v:#}");
+            assert_eq!(
+                i["missing"],
+                serde_json::json!(["m-00042"]),
+                "{name}: {v:#}"
+            );
+            assert_eq!(i["target_count"].as_u64(), Some(N - 1), "{name}: {v:#}");
+        },
+    );
 }
 
 /// `--target-source enable`: the target index stores `_source` (the documents rebuilt from
@@ -394,50 +401,31 @@ fn a_target_without_source_is_verified_by_count_ids_and_doc_values() {
 #[test]
 fn target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them() {
     const N: u64 = 10_500;
-    let Some(osmem) = testkit::services::Osmem::start(
+    into_both_targets(
         "target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them",
-    ) else {
-        return;
-    };
-    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    many_without_source(&repo);
-    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
-        let dir = tmp.path().join(name.replace(' ', "-"));
-        std::fs::create_dir_all(&dir).unwrap();
-        migrate_many(&repo, &dir, &target, &["--target-source", "enable"]);
-        let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
-        assert!(
-            m["many"]["mappings"].get("_source").is_none(),
-            "{name}: {m}"
-        );
-        for n in [0u64, 42, 10_499] {
-            let (_, d) = call("GET", &format!("{target}/many/_doc/m-{n:05}"), None);
-            assert_eq!(d["_source"], serde_json::json!({"n": n}), "{name}: {d}");
-        }
-        let (out, v) = verify_many(&repo, &target, &["--all"]);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
-        let i = &v["indices"][0];
-        assert_eq!(i["compared_by"], "documents", "{name}: {v:#}");
-        assert_eq!(i["compared"].as_u64(), Some(N), "{name}: {v:#}");
-        assert_eq!(v["without_source"], serde_json::json!([]), "{name}");
+        many_without_source,
+        &["--target-source", "enable"],
+        |name, target, repo| {
+            let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
+            assert!(
+                m["many"]["mappings"].get("_source").is_none(),
+                "{name}: {m}"
+            );
+            for n in [0u64, 42, 10_499] {
+                let (_, d) = call("GET", &format!("{target}/many/_doc/m-{n:05}"), None);
+                assert_eq!(d["_source"], serde_json::json!({"n": n}), "{name}: {d}");
+            }
+            let (out, v) = verify_many(repo, target, &["--all"]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+            let i = &v["indices"][0];
+            assert_eq!(i["compared_by"], "documents", "{name}: {v:#}");
+            assert_eq!(i["compared"].as_u64(), Some(N), "{name}: {v:#}");
+            assert_eq!(v["without_source"], serde_json::json!([]), "{name}");
 
-        // a changed document is found different
-        let (st, d) = call(
-            "PUT",
-            &format!("{target}/many/_doc/m-00007?refresh=true"),
-            Some(serde_json::json!({"n": 8})),
-        );
-        assert_eq!(st, 200, "{name}: {d}");
-        let (out, v) = verify_many(&repo, &target, &["--all"]);
-        assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
-        assert_eq!(
-            v["indices"][0]["different"],
-            serde_json::json!(["m-00007"]),
-            "{name}: {v:#}"
-        );
-    }
+            // a changed document is found different
+            a_changed_document_is_found_different(name, target, repo);
+        },
+    );
 }
 
 /// A target index without `_source` whose mapping has no field with doc values (`n` mapped
@@ -446,51 +434,34 @@ fn target_source_enable_stores_the_rebuilt_documents_and_verify_compares_them() 
 #[test]
 fn a_target_without_source_or_doc_values_is_verified_by_count_and_ids_only() {
     const N: u64 = 10_500;
-    let Some(osmem) = testkit::services::Osmem::start(
+    into_both_targets(
         "a_target_without_source_or_doc_values_is_verified_by_count_and_ids_only",
-    ) else {
-        return;
-    };
-    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    many_with_mapping(
-        &repo,
-        serde_json::json!({
-            "_source": {"enabled": false},
-            "properties": {"n": {"type": "long", "doc_values": false}}
-        }),
+        |repo| {
+            many_with_mapping(
+                repo,
+                serde_json::json!({
+                    "_source": {"enabled": false},
+                    "properties": {"n": {"type": "long", "doc_values": false}}
+                }),
+            )
+        },
+        &["--allow-partial-source"],
+        |name, target, repo| {
+            let (_, c) = call("GET", &format!("{target}/many/_count"), None);
+            assert_eq!(c["count"].as_u64(), Some(N), "{name}: {c}");
+            let (out, v) = verify_many(repo, target, &["--allow-partial-source"]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+            let i = &v["indices"][0];
+            assert_eq!(i["compared_by"], "count and ids only", "{name}: {v:#}");
+            assert_eq!(i["compared"].as_u64(), Some(100), "{name}: {v:#}");
+            assert!(i.get("doc_value_fields").is_none(), "{name}: {v:#}");
+            assert_eq!(v["without_source"], serde_json::json!(["many"]), "{name}");
+            let out = verify_text(repo, target, &["--allow-partial-source"]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("ok (count and ids only)"), "{name}: {text}");
+        },
     );
-    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
-        let dir = tmp.path().join(name.replace(' ', "-"));
-        std::fs::create_dir_all(&dir).unwrap();
-        migrate_many(&repo, &dir, &target, &["--allow-partial-source"]);
-        let (_, c) = call("GET", &format!("{target}/many/_count"), None);
-        assert_eq!(c["count"].as_u64(), Some(N), "{name}: {c}");
-        let (out, v) = verify_many(&repo, &target, &["--allow-partial-source"]);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
-        let i = &v["indices"][0];
-        assert_eq!(i["compared_by"], "count and ids only", "{name}: {v:#}");
-        assert_eq!(i["compared"].as_u64(), Some(100), "{name}: {v:#}");
-        assert!(i.get("doc_value_fields").is_none(), "{name}: {v:#}");
-        assert_eq!(v["without_source"], serde_json::json!(["many"]), "{name}");
-        let out = rfs()
-            .arg("verify")
-            .arg("--repo")
-            .arg(&repo)
-            .args([
-                "--snapshot",
-                "snap",
-                "--target",
-                &target,
-                "--allow-partial-source",
-            ])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("ok (count and ids only)"), "{name}: {text}");
-    }
 }
 
 /// Issue 25: on a target without `_source`, verify compares the doc values of `date`
@@ -502,14 +473,6 @@ fn a_target_without_source_or_doc_values_is_verified_by_count_and_ids_only() {
 /// document and the field.
 #[test]
 fn a_target_without_source_is_verified_by_date_float_double_and_ip_doc_values() {
-    let Some(osmem) = testkit::services::Osmem::start(
-        "a_target_without_source_is_verified_by_date_float_double_and_ip_doc_values",
-    ) else {
-        return;
-    };
-    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
     let mapping = serde_json::json!({
         "_source": {"enabled": false},
         "dynamic": false,
@@ -523,7 +486,6 @@ fn a_target_without_source_is_verified_by_date_float_double_and_ip_doc_values() 
             "addr": {"type": "ip"}
         }
     });
-    one_index_repository(&repo, "many", &data().join("l9-nosource"), mapping);
     // doc-3 as the target received it: its original values of the mapped fields
     let original: Value = std::fs::read_to_string(data().join("l9.sources.jsonl"))
         .unwrap()
@@ -538,87 +500,82 @@ fn a_target_without_source_is_verified_by_date_float_double_and_ip_doc_values() 
     }
     assert_eq!(doc3["when"], "2020-09-20T08:21:40.105Z");
 
-    for (name, target) in [("test server", server.url()), ("osmem", osmem.url())] {
-        let dir = tmp.path().join(name.replace(' ', "-"));
-        std::fs::create_dir_all(&dir).unwrap();
-        migrate_many(&repo, &dir, &target, &["--allow-partial-source"]);
-        let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
-        assert_eq!(
-            m["many"]["mappings"]["_source"]["enabled"], false,
-            "{name}: {m}"
-        );
-        let (out, v) = verify_many(&repo, &target, &["--all", "--allow-partial-source"]);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
-        let i = &v["indices"][0];
-        assert_eq!(
-            i["compared_by"], "count, ids and doc values",
-            "{name}: {v:#}"
-        );
-        let mut compared: Vec<&str> = i["doc_value_fields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f.as_str().unwrap())
-            .collect();
-        compared.sort();
-        assert_eq!(
-            compared,
-            ["addr", "count", "flag", "price", "ratio", "tag", "when"],
-            "{name}: {v:#}"
-        );
-        assert_eq!(i["compared"].as_u64(), Some(233), "{name}: {v:#}");
+    into_both_targets(
+        "a_target_without_source_is_verified_by_date_float_double_and_ip_doc_values",
+        |repo| one_index_repository(repo, "many", &data().join("l9-nosource"), mapping),
+        &["--allow-partial-source"],
+        |name, target, repo| {
+            let (_, m) = call("GET", &format!("{target}/many/_mapping"), None);
+            assert_eq!(
+                m["many"]["mappings"]["_source"]["enabled"], false,
+                "{name}: {m}"
+            );
+            let (out, v) = verify_many(repo, target, &["--all", "--allow-partial-source"]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+            let i = &v["indices"][0];
+            assert_eq!(
+                i["compared_by"], "count, ids and doc values",
+                "{name}: {v:#}"
+            );
+            let mut compared: Vec<&str> = i["doc_value_fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap())
+                .collect();
+            compared.sort();
+            assert_eq!(
+                compared,
+                ["addr", "count", "flag", "price", "ratio", "tag", "when"],
+                "{name}: {v:#}"
+            );
+            assert_eq!(i["compared"].as_u64(), Some(233), "{name}: {v:#}");
 
-        for (field, changed) in [
-            ("when", serde_json::json!("2020-09-20T08:21:40.106Z")),
-            ("ratio", serde_json::json!(103.7251)),
-            ("price", serde_json::json!(9568.6400001)),
-            ("addr", serde_json::json!("::2")),
-        ] {
-            let mut body = doc3.clone();
-            body.insert(field.into(), changed);
+            for (field, changed) in [
+                ("when", serde_json::json!("2020-09-20T08:21:40.106Z")),
+                ("ratio", serde_json::json!(103.7251)),
+                ("price", serde_json::json!(9568.6400001)),
+                ("addr", serde_json::json!("::2")),
+            ] {
+                let mut body = doc3.clone();
+                body.insert(field.into(), changed);
+                let (st, d) = call(
+                    "PUT",
+                    &format!("{target}/many/_doc/doc-3?refresh=true"),
+                    Some(Value::Object(body)),
+                );
+                assert_eq!(st, 200, "{name}: {d}");
+                let (out, v) = verify_many(repo, target, &["--all", "--allow-partial-source"]);
+                assert_eq!(out.status.code(), Some(6), "{name} {field}: {}", show(&out));
+                let i = &v["indices"][0];
+                assert_eq!(
+                    i["different"],
+                    serde_json::json!(["doc-3"]),
+                    "{name}: {v:#}"
+                );
+                assert_eq!(
+                    i["different_doc_values"],
+                    serde_json::json!([{"id": "doc-3", "field": field}]),
+                    "{name}: {v:#}"
+                );
+                let out = verify_text(repo, target, &["--all", "--allow-partial-source"]);
+                assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
+                assert!(
+                    String::from_utf8_lossy(&out.stdout)
+                        .contains(&format!("different doc-3 (doc values of {field})")),
+                    "{name}: {}",
+                    show(&out)
+                );
+            }
+            // the original values back: every document matches again
             let (st, d) = call(
                 "PUT",
                 &format!("{target}/many/_doc/doc-3?refresh=true"),
-                Some(Value::Object(body)),
+                Some(Value::Object(doc3.clone())),
             );
             assert_eq!(st, 200, "{name}: {d}");
-            let (out, v) = verify_many(&repo, &target, &["--all", "--allow-partial-source"]);
-            assert_eq!(out.status.code(), Some(6), "{name} {field}: {}", show(&out));
-            let i = &v["indices"][0];
-            assert_eq!(
-                i["different"],
-                serde_json::json!(["doc-3"]),
-                "{name}: {v:#}"
-            );
-            assert_eq!(
-                i["different_doc_values"],
-                serde_json::json!([{"id": "doc-3", "field": field}]),
-                "{name}: {v:#}"
-            );
-            let out = rfs()
-                .arg("verify")
-                .arg("--repo")
-                .arg(&repo)
-                .args(["--snapshot", "snap", "--target", &target])
-                .args(["--all", "--allow-partial-source"])
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
-            assert!(
-                String::from_utf8_lossy(&out.stdout)
-                    .contains(&format!("different doc-3 (doc values of {field})")),
-                "{name}: {}",
-                show(&out)
-            );
-        }
-        // the original values back: every document matches again
-        let (st, d) = call(
-            "PUT",
-            &format!("{target}/many/_doc/doc-3?refresh=true"),
-            Some(Value::Object(doc3.clone())),
-        );
-        assert_eq!(st, 200, "{name}: {d}");
-        let (out, _) = verify_many(&repo, &target, &["--all", "--allow-partial-source"]);
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
-    }
+            let (out, _) = verify_many(repo, target, &["--all", "--allow-partial-source"]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", show(&out));
+        },
+    );
 }

@@ -13,7 +13,7 @@ use std::process::Output;
 use base64::Engine;
 use dynamo::{assert_item, aws_env, b, json_av, n, s, Av, Sdk, SdkItem, SECRET};
 use serde_json::Value;
-use table::{micros, rfs, Pg};
+use table::{micros, pg_and_dynalite, rfs, text, Pg};
 
 const ROWS: i64 = 240;
 /// The key of a row too large for an item.
@@ -27,14 +27,6 @@ fn run(args: &[&str]) -> Output {
 
 fn code(out: &Output) -> Option<i32> {
     out.status.code()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The items `every` should have become, built from PostgreSQL's own text of each value.
@@ -116,10 +108,7 @@ fn no_secret(what: &str, t: &str) {
 #[test]
 fn postgres_table_into_dynalite_reads_back_equal_and_verify_finds_a_doctored_table() {
     let test = "postgres_table_into_dynalite_reads_back_equal_and_verify_finds_a_doctored_table";
-    let Some(pg) = Pg::start(test) else {
-        return;
-    };
-    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+    let Some((pg, dynalite)) = pg_and_dynalite(test) else {
         return;
     };
     pg.exec(&format!(

@@ -9,15 +9,7 @@ mod table;
 use std::collections::BTreeSet;
 
 use ::table::reader::PageRow;
-use table::{rfs, Pg};
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use table::{rfs, text, Pg};
 
 /// Reads every page of the whole table's one slot on `rt`, calling `between` after each
 /// page but the last with the pages read so far; returns the keys read and the proof.

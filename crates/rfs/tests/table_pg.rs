@@ -10,14 +10,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::Value;
-use table::{micros, read_files, read_raw_sources, rfs, run_ok, ulid, uuid_v7, Pg};
+use table::{micros, read_files, read_raw_sources, rfs, run_ok, sqlite, ulid, uuid_v7, Pg};
 use testkit::server::{ServerConfig, TestServer};
 
 const BASE_MS: u64 = 1_714_521_600_000; // 2024-05-01T00:00:00Z
-
-fn sqlite(dir: &std::path::Path, name: &str) -> String {
-    format!("sqlite://{}", dir.join(name).display())
-}
 
 /// Expected rows by id: the table's rows rendered here independently (PostgreSQL's own
 /// `to_jsonb`, with the timestamp columns as Unix microseconds).

@@ -17,7 +17,7 @@ use std::process::Output;
 
 use dynamo::{assert_item, aws_env, n, s, Sdk, SdkItem};
 use serde_json::json;
-use table::{rfs, Pg};
+use table::{pg_and_dynalite, rfs, text, Pg};
 use testkit::server::{ServerConfig, TestServer};
 
 fn run(args: &[&str]) -> Output {
@@ -26,21 +26,10 @@ fn run(args: &[&str]) -> Output {
     c.args(args).output().expect("run rfs")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 fn columns_where_and_a_program_shape_rows_into_dynalite() {
     let test = "columns_where_and_a_program_shape_rows_into_dynalite";
-    let Some(pg) = Pg::start(test) else {
-        return;
-    };
-    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+    let Some((pg, dynalite)) = pg_and_dynalite(test) else {
         return;
     };
     pg.exec(
@@ -226,10 +215,7 @@ fn posts(pg: &Pg) {
 #[test]
 fn table_verify_applies_the_program_into_dynalite() {
     let test = "table_verify_applies_the_program_into_dynalite";
-    let Some(pg) = Pg::start(test) else {
-        return;
-    };
-    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+    let Some((pg, dynalite)) = pg_and_dynalite(test) else {
         return;
     };
     posts(&pg);
@@ -447,10 +433,7 @@ fn table_verify_applies_the_program_into_a_bulk_target() {
 #[test]
 fn a_program_that_breaks_the_dynamodb_key_is_refused_per_row() {
     let test = "a_program_that_breaks_the_dynamodb_key_is_refused_per_row";
-    let Some(pg) = Pg::start(test) else {
-        return;
-    };
-    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+    let Some((pg, dynalite)) = pg_and_dynalite(test) else {
         return;
     };
     posts(&pg);

@@ -12,24 +12,12 @@ use std::process::Output;
 
 use dynamo::{aws_env, Av, Sdk};
 use serde_json::Value;
-use table::{read_files, rfs, Pg};
-
-fn sqlite(dir: &std::path::Path, name: &str) -> String {
-    format!("sqlite://{}", dir.join(name).display())
-}
+use table::{pg_and_dynalite, read_files, rfs, sqlite, text, Pg};
 
 fn run(args: &[&str]) -> Output {
     let mut c = rfs();
     aws_env(&mut c);
     c.args(args).output().expect("run rfs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn status(store: &str) -> Value {
@@ -361,10 +349,7 @@ fn pg_events(pg: &Pg, table: &str) -> BTreeMap<String, (String, String)> {
 #[test]
 fn a_key_mapping_that_is_not_unique_is_refused_or_its_collisions_counted() {
     let test = "a_key_mapping_that_is_not_unique_is_refused_or_its_collisions_counted";
-    let Some(pg) = Pg::start(test) else {
-        return;
-    };
-    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+    let Some((pg, dynalite)) = pg_and_dynalite(test) else {
         return;
     };
     pg.exec(
@@ -479,10 +464,7 @@ fn a_key_mapping_that_is_not_unique_is_refused_or_its_collisions_counted() {
 #[test]
 fn escape_heavy_rows_fit_dynamodb_requests() {
     let test = "escape_heavy_rows_fit_dynamodb_requests";
-    let Some(pg) = Pg::start(test) else {
-        return;
-    };
-    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+    let Some((pg, dynalite)) = pg_and_dynalite(test) else {
         return;
     };
     let proxy = testkit::dynamo_proxy::DynamoFaultProxy::start(
@@ -575,10 +557,7 @@ fn sink_counter(metrics: &str, name: &str) -> u64 {
 #[test]
 fn dynamodb_throttling_is_warned_counted_and_retried_as_long_as_the_lease_allows() {
     let test = "dynamodb_throttling_is_warned_counted_and_retried_as_long_as_the_lease_allows";
-    let Some(pg) = Pg::start(test) else {
-        return;
-    };
-    let Some(dynalite) = testkit::services::Dynalite::start(test) else {
+    let Some((pg, dynalite)) = pg_and_dynalite(test) else {
         return;
     };
     let proxy = testkit::dynamo_proxy::DynamoFaultProxy::start(

@@ -900,29 +900,11 @@ impl Drop for SlotRead<'_> {
     }
 }
 
-/// Removes query parameter `name` from a URL (tokio-postgres does not know it).
+/// Removes query parameter `name` from a URL (tokio-postgres does not know it); a key=value
+/// connection string is passed on as it is.
 fn take_param(url: &str, name: &str) -> Result<(String, Option<String>), String> {
     if !url.contains("://") {
-        // key=value connection strings are passed on as they are.
         return Ok((url.to_string(), None));
     }
-    let mut u = url::Url::parse(url).map_err(|e| e.to_string())?;
-    let mut value = None;
-    let kept: Vec<(String, String)> = u
-        .query_pairs()
-        .filter_map(|(k, v)| {
-            if k == name {
-                value = Some(v.into_owned());
-                None
-            } else {
-                Some((k.into_owned(), v.into_owned()))
-            }
-        })
-        .collect();
-    if kept.is_empty() {
-        u.set_query(None);
-    } else {
-        u.query_pairs_mut().clear().extend_pairs(kept);
-    }
-    Ok((u.to_string(), value))
+    pgconn::take_param(url, name).map_err(|e| e.to_string())
 }

@@ -15,6 +15,20 @@ pub fn rfs() -> Command {
     c
 }
 
+/// What a finished `rfs` printed, stdout then stderr, for assertions and their messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A SQLite store file `name` in `dir`, as a store URL.
+pub fn sqlite(dir: &Path, name: &str) -> String {
+    format!("sqlite://{}", dir.join(name).display())
+}
+
 pub fn run_ok(mut c: Command) -> Output {
     let out = c.output().expect("run rfs");
     assert!(
@@ -25,6 +39,14 @@ pub fn run_ok(mut c: Command) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// PostgreSQL and dynalite started for `test`; `None` (the test skips, or fails under
+/// `CI=true`) when either is not installed.
+pub fn pg_and_dynalite(test: &str) -> Option<(Pg, testkit::services::Dynalite)> {
+    let pg = Pg::start(test)?;
+    let dynalite = testkit::services::Dynalite::start(test)?;
+    Some((pg, dynalite))
 }
 
 /// A PostgreSQL server and a client of our own on it.
