@@ -177,27 +177,27 @@ fn row(i: u64) -> (String, SdkItem) {
     );
     let want = [
         ("id", s(&id)),
-        ("room_id", s(&format!("room-{}", i % 7))),
-        ("seq", n(&i.to_string())),
-        ("amount", n(&format!("{i}.{:02}", i % 100))),
+        ("room_id", s(format!("room-{}", i % 7))),
+        ("seq", n(i.to_string())),
+        ("amount", n(format!("{i}.{:02}", i % 100))),
         ("ok", Av::Bool(i.is_multiple_of(2))),
         (
             "note",
             if i.is_multiple_of(3) {
                 Av::Null(true)
             } else {
-                s(&format!("note {i}"))
+                s(format!("note {i}"))
             },
         ),
         ("payload", b(&bytes)),
         (
             "data",
             m(&[
-                ("i", n(&i.to_string())),
-                ("text", s(&format!("row {i}"))),
+                ("i", n(i.to_string())),
+                ("text", s(format!("row {i}"))),
                 (
                     "tags",
-                    Av::L(vec![s(&format!("t{}", i % 7)), Av::Null(true)]),
+                    Av::L(vec![s(format!("t{}", i % 7)), Av::Null(true)]),
                 ),
             ]),
         ),
