@@ -1205,7 +1205,14 @@ impl FakeGcs {
         let (out, err) = log_file(&log);
         let addr = format!("127.0.0.1:{}", self.port);
         let child = Command::new(&self.bin)
-            .args(["-scheme", "http", "-host", "127.0.0.1", "-backend", "memory"])
+            .args([
+                "-scheme",
+                "http",
+                "-host",
+                "127.0.0.1",
+                "-backend",
+                "memory",
+            ])
             .args(["-port", &self.port.to_string()])
             // The XML API (path-style `/BUCKET/OBJECT`, what object_store's client reads
             // with) answers only requests whose Host is the public host.

@@ -97,7 +97,10 @@ impl GcsArgs {
 impl std::fmt::Debug for GcsArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GcsArgs")
-            .field("gcs_endpoint", &self.gcs_endpoint.as_deref().map(redact::url))
+            .field(
+                "gcs_endpoint",
+                &self.gcs_endpoint.as_deref().map(redact::url),
+            )
             .field("gcs_service_account", &self.gcs_service_account)
             .finish()
     }
