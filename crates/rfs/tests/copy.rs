@@ -263,16 +263,34 @@ fn snapshot_from_gcs_into_bulk() {
     assert_target_holds(&target, &["books", "reviews"]);
     assert_clean_run(dir.path());
 
-    // A bucket that is not there: a failure naming it, nothing sent.
+    // A bucket that is not there: a failure naming it. The endpoint and a service-account
+    // file (tokens off, as an emulator's) come from the environment this time; the key
+    // never reaches the output.
     let dir = tempfile::tempdir().unwrap();
-    let r = run(copy(
+    let account = dir.path().join("account.json");
+    std::fs::write(
+        &account,
+        serde_json::json!({
+            "private_key": "PLANTED-PRIVATE-KEY",
+            "private_key_id": "PLANTED-KEY-ID",
+            "client_email": "rfs@example.invalid",
+            "disable_oauth": true,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut c = copy(
         dir.path(),
         "gs://no-such-bucket/repos/demo",
         &target.url(),
-        &["--snapshot", SNAPSHOT, "--gcs-endpoint", &gcs.endpoint()],
-    ));
+        &["--snapshot", SNAPSHOT],
+    );
+    c.env("RFS_GCS_ENDPOINT", gcs.endpoint())
+        .env("RFS_GCS_SERVICE_ACCOUNT", &account);
+    let r = run(c);
     assert_ne!(r.code, Some(0), "{r}");
     assert!(r.stderr.contains("gs://no-such-bucket/repos/demo"), "{r}");
+    assert!(!r.all().contains("PLANTED-"), "{r}");
 }
 
 #[test]

@@ -148,8 +148,14 @@ fn fake_gcs_serves_buckets_and_objects_by_both_apis() {
     // The XML API, path-style, as object_store reads it.
     let (status, body) = raw_http(port, "GET", "/repo/dir/a%20b%2Bc.dat", &[], b"").unwrap();
     assert_eq!((status, body.as_slice()), (200, &b"hello blob"[..]));
-    let (status, body) = raw_http(port, "GET", "/repo/up/x/y/z", &[("Range", "bytes=1-2")], b"")
-        .unwrap();
+    let (status, body) = raw_http(
+        port,
+        "GET",
+        "/repo/up/x/y/z",
+        &[("Range", "bytes=1-2")],
+        b"",
+    )
+    .unwrap();
     assert_eq!((status, body.as_slice()), (206, &b"ee"[..]));
     let (status, body) = raw_http(port, "GET", "/repo?list-type=2&prefix=dir/", &[], b"").unwrap();
     assert_eq!(status, 200);
