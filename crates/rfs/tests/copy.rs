@@ -1,7 +1,8 @@
 //! `rfs copy --from URL --to URL` through the connector registry, with real servers:
 //! `rfs export`'s JSON lines into the test server by 3 workers (one SIGKILLed mid-run and
 //! started again), the demo snapshot into DynamoDB (dynalite, read back with the AWS SDK),
-//! and a PostgreSQL table into `_bulk`; every document compared one by one.
+//! a PostgreSQL table into `_bulk`, and the demo snapshot and its JSON lines read from GCS
+//! (`gs://` on fake-gcs-server); every document compared one by one.
 
 mod common;
 mod dynamo;
@@ -11,7 +12,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{demo, expected_documents, rfs, run, sqlite, wait_for, Reaped, SNAPSHOT};
+use common::{
+    assert_target_holds, demo, expected_documents, rfs, run, sqlite, wait_for, Reaped, SNAPSHOT,
+};
 use dynamo::{assert_item, aws_env, json_av, s, Sdk, SdkItem, SECRET};
 use serde_json::Value;
 use testkit::server::{ServerConfig, TestServer};
@@ -229,6 +232,93 @@ fn snapshot_into_dynamodb() {
         want.insert("_index".into(), s(index.clone()));
         assert_item(id, by_id[id], &want);
     }
+}
+
+/// The run finished with every document delivered and nothing in the failure log.
+fn assert_clean_run(dir: &Path) {
+    let st = common::status(dir);
+    assert_eq!(st["finished"], true, "{st}");
+    assert_eq!(st["docs_skipped"], 0, "{st}");
+    assert_eq!(st["docs_refused"], 0, "{st}");
+    let failures = std::fs::read_to_string(dir.join("failures.jsonl")).unwrap_or_default();
+    assert!(failures.trim().is_empty(), "{failures}");
+}
+
+#[test]
+fn snapshot_from_gcs_into_bulk() {
+    let Some(gcs) = testkit::services::FakeGcs::start("copy_snapshot_from_gcs_into_bulk") else {
+        return;
+    };
+    gcs.create_bucket("snapshots");
+    gcs.put_dir("snapshots", "repos/demo", &demo());
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        dir.path(),
+        "gs://snapshots/repos/demo",
+        &target.url(),
+        &["--snapshot", SNAPSHOT, "--gcs-endpoint", &gcs.endpoint()],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_target_holds(&target, &["books", "reviews"]);
+    assert_clean_run(dir.path());
+
+    // A bucket that is not there: a failure naming it. The endpoint and a service-account
+    // file (tokens off, as an emulator's) come from the environment this time; the key
+    // never reaches the output.
+    let dir = tempfile::tempdir().unwrap();
+    let account = dir.path().join("account.json");
+    std::fs::write(
+        &account,
+        serde_json::json!({
+            "private_key": "PLANTED-PRIVATE-KEY",
+            "private_key_id": "PLANTED-KEY-ID",
+            "client_email": "rfs@example.invalid",
+            "disable_oauth": true,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut c = copy(
+        dir.path(),
+        "gs://no-such-bucket/repos/demo",
+        &target.url(),
+        &["--snapshot", SNAPSHOT],
+    );
+    c.env("RFS_GCS_ENDPOINT", gcs.endpoint())
+        .env("RFS_GCS_SERVICE_ACCOUNT", &account);
+    let r = run(c);
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.stderr.contains("gs://no-such-bucket/repos/demo"), "{r}");
+    assert!(!r.all().contains("PLANTED-"), "{r}");
+}
+
+#[test]
+fn lines_from_gcs_into_bulk() {
+    let Some(gcs) = testkit::services::FakeGcs::start("copy_lines_from_gcs_into_bulk") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines");
+    export_demo(&lines);
+    gcs.create_bucket("exports");
+    gcs.put_dir("exports", "demo/lines", &lines);
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    // The endpoint as Google's clients take it: STORAGE_EMULATOR_HOST, a bare host:port.
+    let mut c = copy(
+        dir.path(),
+        "gs://exports/demo/lines",
+        &target.url(),
+        &["--item-bytes", "65536"],
+    );
+    c.env(
+        "STORAGE_EMULATOR_HOST",
+        gcs.endpoint().trim_start_matches("http://"),
+    );
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_target_holds(&target, &["books", "reviews"]);
+    assert_clean_run(dir.path());
 }
 
 #[test]

@@ -1,6 +1,10 @@
 //! Repository locations: a path or `file:///…`, `s3://bucket/base_path`, `gs://bucket/base`,
 //! `az://container/base`. S3 settings come from options (CLI flags), the URI query
-//! (`?region=…&endpoint=…`), then the standard AWS environment variables.
+//! (`?region=…&endpoint=…`), then the standard AWS environment variables. GCS settings
+//! likewise: an endpoint from options, `?endpoint=`, then `STORAGE_EMULATOR_HOST`; the
+//! credentials from a service-account file (options, then `GOOGLE_SERVICE_ACCOUNT`…) or
+//! the usual Google sources. An endpoint with no service account is taken as an emulator
+//! (fake-gcs-server, …): its requests carry no token.
 
 use std::sync::Arc;
 
@@ -21,6 +25,11 @@ pub struct StoreOptions {
     pub s3_access_key_id: Option<String>,
     pub s3_secret_access_key: Option<String>,
     pub s3_session_token: Option<String>,
+    /// GCS-compatible endpoint (an emulator such as fake-gcs-server), e.g.
+    /// `http://127.0.0.1:4443`; a bare `host:port` is taken as `http://`.
+    pub gcs_endpoint: Option<String>,
+    /// Path of a GCS service-account JSON file (replaces the environment's credentials).
+    pub gcs_service_account: Option<String>,
     /// Read-ahead window for remote files (bytes); default 8 MiB.
     pub read_ahead: Option<u64>,
 }
@@ -30,6 +39,65 @@ fn split_bucket(rest: &str) -> (&str, &str) {
         Some((b, p)) => (b, p.trim_matches('/')),
         None => (rest, ""),
     }
+}
+
+/// An environment variable that is set and not empty.
+fn env_var(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.is_empty())
+}
+
+/// The GCS client builder for `bucket`. With an `endpoint`, object_store takes the base
+/// URL only from a service-account key (`gcs_base_url`): the given service-account file
+/// (else `GOOGLE_SERVICE_ACCOUNT`, `GOOGLE_SERVICE_ACCOUNT_PATH`) with that field added,
+/// else an anonymous key with `disable_oauth` (an emulator). Errors name the file, never
+/// its content.
+fn gcs_builder(
+    bucket: &str,
+    endpoint: Option<&str>,
+    service_account: Option<&str>,
+) -> std::result::Result<GoogleCloudStorageBuilder, String> {
+    let Some(endpoint) = endpoint else {
+        let b = match service_account {
+            Some(path) => GoogleCloudStorageBuilder::new().with_service_account_path(path),
+            None => GoogleCloudStorageBuilder::from_env(),
+        };
+        return Ok(b.with_bucket_name(bucket));
+    };
+    let base = if endpoint.contains("://") {
+        endpoint.trim_end_matches('/').to_string()
+    } else {
+        format!("http://{}", endpoint.trim_end_matches('/'))
+    };
+    let file = service_account
+        .map(str::to_string)
+        .or_else(|| env_var("GOOGLE_SERVICE_ACCOUNT"))
+        .or_else(|| env_var("GOOGLE_SERVICE_ACCOUNT_PATH"));
+    let mut key = match &file {
+        Some(path) => {
+            let bytes = std::fs::read(path)
+                .map_err(|e| format!("reading the GCS service account {path}: {e}"))?;
+            match serde_json::from_slice::<serde_json::Value>(&bytes) {
+                Ok(serde_json::Value::Object(m)) => m,
+                Ok(_) => return Err(format!("GCS service account {path}: not a JSON object")),
+                Err(e) => return Err(format!("GCS service account {path}: {e}")),
+            }
+        }
+        None => {
+            let mut m = serde_json::Map::new();
+            for field in ["private_key", "private_key_id", "client_email"] {
+                m.insert(field.into(), "".into());
+            }
+            m.insert("disable_oauth".into(), true.into());
+            m
+        }
+    };
+    key.insert("gcs_base_url".into(), base.clone().into());
+    Ok(GoogleCloudStorageBuilder::new()
+        .with_bucket_name(bucket)
+        .with_service_account_key(serde_json::Value::Object(key).to_string())
+        .with_client_options(
+            object_store::ClientOptions::new().with_allow_http(base.starts_with("http://")),
+        ))
 }
 
 /// Opens the blob store for repository location `uri`.
@@ -54,7 +122,7 @@ pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobSto
     let shown = format!("{scheme}://{bucket}/{base}");
     let store: Arc<dyn object_store::ObjectStore> = match scheme {
         "s3" => {
-            let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+            let env = env_var;
             let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
             let region = opts
                 .s3_region
@@ -94,12 +162,19 @@ pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobSto
                     .map_err(|e| Error::Config(format!("{shown}: {e}")))?,
             )
         }
-        "gs" | "gcs" => Arc::new(
-            GoogleCloudStorageBuilder::from_env()
-                .with_bucket_name(bucket)
-                .build()
-                .map_err(|e| Error::Config(format!("{shown}: {e}")))?,
-        ),
+        "gs" | "gcs" => {
+            let endpoint = opts
+                .gcs_endpoint
+                .clone()
+                .or_else(|| param("endpoint"))
+                .or_else(|| env_var("STORAGE_EMULATOR_HOST"));
+            Arc::new(
+                gcs_builder(bucket, endpoint.as_deref(), opts.gcs_service_account.as_deref())
+                    .map_err(|e| Error::Config(format!("{shown}: {e}")))?
+                    .build()
+                    .map_err(|e| Error::Config(format!("{shown}: {e}")))?,
+            )
+        }
         "az" | "azure" | "abfs" => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_container_name(bucket)
@@ -147,7 +222,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.location(), "s3://bucket/base/path");
+        let g = open_blob_store(
+            "gs://bucket/base?endpoint=http://127.0.0.1:1",
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(g.location(), "gs://bucket/base");
+        let g = open_blob_store(
+            "gs://bucket",
+            &StoreOptions {
+                gcs_endpoint: Some("127.0.0.1:1".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(g.location(), "gs://bucket/");
         assert!(open_blob_store("ftp://x/y", &Default::default()).is_err());
         assert!(open_blob_store("/definitely/not/here", &Default::default()).is_err());
+    }
+
+    #[test]
+    fn a_bad_gcs_service_account_is_named_without_its_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.json").display().to_string();
+        let opts = |path: &str| StoreOptions {
+            gcs_endpoint: Some("http://127.0.0.1:1".into()),
+            gcs_service_account: Some(path.into()),
+            ..Default::default()
+        };
+        let e = open_blob_store("gs://b/r", &opts(&missing))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(&missing) && e.contains("gs://b/r"), "{e}");
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, r#"{"private_key": "PRIVATE-KEY-TEXT", "#).unwrap();
+        let bad = bad.display().to_string();
+        let e = open_blob_store("gs://b/r", &opts(&bad))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(&bad) && !e.contains("PRIVATE-KEY-TEXT"), "{e}");
+        // A key file with an endpoint: its base URL added, its fields kept.
+        let good = dir.path().join("good.json");
+        std::fs::write(
+            &good,
+            r#"{"private_key": "x", "private_key_id": "y", "client_email": "z@e", "disable_oauth": true}"#,
+        )
+        .unwrap();
+        assert!(open_blob_store("gs://b/r", &opts(&good.display().to_string())).is_ok());
     }
 }

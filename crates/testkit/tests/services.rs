@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use testkit::services::{raw_http, Osmem, Postgres, Redis, S3rver};
+use testkit::services::{raw_http, FakeGcs, Osmem, Postgres, Redis, S3rver};
 
 /// Sends one Redis command (inline protocol) and returns the first reply line.
 fn redis_cmd(port: u16, cmd: &str) -> String {
@@ -130,4 +130,52 @@ fn s3rver_serves_buckets_and_objects() {
     drop(s3);
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
     assert!(!data.exists(), "s3rver temp dir not removed");
+}
+
+#[test]
+fn fake_gcs_serves_buckets_and_objects_by_both_apis() {
+    let Some(gcs) = FakeGcs::start("fake_gcs_serves_buckets_and_objects_by_both_apis") else {
+        return;
+    };
+    let port = gcs.port();
+    assert_eq!(gcs.endpoint(), format!("http://127.0.0.1:{port}"));
+    gcs.create_bucket("repo");
+    gcs.put_object("repo", "dir/a b+c.dat", b"hello blob");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("x/y")).unwrap();
+    std::fs::write(dir.path().join("x/y/z"), b"deep").unwrap();
+    gcs.put_dir("repo", "up", dir.path());
+    // The XML API, path-style, as object_store reads it.
+    let (status, body) = raw_http(port, "GET", "/repo/dir/a%20b%2Bc.dat", &[], b"").unwrap();
+    assert_eq!((status, body.as_slice()), (200, &b"hello blob"[..]));
+    let (status, body) = raw_http(
+        port,
+        "GET",
+        "/repo/up/x/y/z",
+        &[("Range", "bytes=1-2")],
+        b"",
+    )
+    .unwrap();
+    assert_eq!((status, body.as_slice()), (206, &b"ee"[..]));
+    let (status, body) = raw_http(port, "GET", "/repo?list-type=2&prefix=dir/", &[], b"").unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        String::from_utf8_lossy(&body).contains("<Key>dir/a b+c.dat</Key>"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    // The JSON API.
+    let (status, body) = raw_http(port, "GET", "/storage/v1/b/repo/o", &[], b"").unwrap();
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let mut names: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["dir/a b+c.dat", "up/x/y/z"]);
+    drop(gcs);
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
 }

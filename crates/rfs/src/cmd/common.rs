@@ -18,8 +18,10 @@ use migrate::metadata::{Allowlist, MultiTypeMode};
 #[derive(Clone, clap::Args)]
 pub struct RepositoryArgs {
     /// Snapshot repository: a path, `file:///path`, `s3://bucket/base_path[?region=R&endpoint=URL]`,
-    /// `gs://bucket/base_path` or `az://container/base_path`. S3 credentials come from the
-    /// flags below or the standard AWS environment variables (AWS_ACCESS_KEY_ID, …).
+    /// `gs://bucket/base_path[?endpoint=URL]` or `az://container/base_path`. S3 credentials
+    /// come from the flags below or the standard AWS environment variables
+    /// (AWS_ACCESS_KEY_ID, …); GCS ones from --gcs-service-account or the usual Google
+    /// sources (GOOGLE_SERVICE_ACCOUNT, GOOGLE_APPLICATION_CREDENTIALS, the metadata server).
     #[arg(
         long = "repo",
         env = "RFS_REPO",
@@ -59,6 +61,49 @@ pub struct RepositoryArgs {
         hide_env_values = true
     )]
     pub s3_secret_access_key: Option<String>,
+    #[command(flatten)]
+    pub gcs: GcsArgs,
+}
+
+/// How `gs://` locations are reached: the same flags for repositories and `rfs copy`.
+#[derive(Clone, Default, clap::Args)]
+pub struct GcsArgs {
+    /// GCS-compatible endpoint for `gs://` (an emulator such as fake-gcs-server:
+    /// `http://127.0.0.1:4443`; else `?endpoint=`, then STORAGE_EMULATOR_HOST). Without a
+    /// service account its requests carry no token.
+    #[arg(
+        long,
+        env = "RFS_GCS_ENDPOINT",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub gcs_endpoint: Option<String>,
+    /// GCS service-account JSON file for `gs://` (else GOOGLE_SERVICE_ACCOUNT, …).
+    #[arg(long, env = "RFS_GCS_SERVICE_ACCOUNT", value_name = "FILE")]
+    pub gcs_service_account: Option<String>,
+}
+
+impl GcsArgs {
+    /// These settings in `opts`.
+    pub fn apply(&self, opts: snapshot::StoreOptions) -> snapshot::StoreOptions {
+        snapshot::StoreOptions {
+            gcs_endpoint: self.gcs_endpoint.clone(),
+            gcs_service_account: self.gcs_service_account.clone(),
+            ..opts
+        }
+    }
+}
+
+impl std::fmt::Debug for GcsArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GcsArgs")
+            .field(
+                "gcs_endpoint",
+                &self.gcs_endpoint.as_deref().map(redact::url),
+            )
+            .field("gcs_service_account", &self.gcs_service_account)
+            .finish()
+    }
 }
 
 impl RepositoryArgs {
@@ -73,13 +118,13 @@ impl RepositoryArgs {
     /// Opens the blob store and reads the repository data.
     pub fn open(&self) -> anyhow::Result<snapshot::Repository> {
         let location = self.location()?;
-        let opts = snapshot::StoreOptions {
+        let opts = self.gcs.apply(snapshot::StoreOptions {
             s3_region: self.s3_region.clone(),
             s3_endpoint: self.s3_endpoint.clone(),
             s3_access_key_id: self.s3_access_key_id.clone(),
             s3_secret_access_key: self.s3_secret_access_key.clone(),
             ..Default::default()
-        };
+        });
         let shown = redact::url(location);
         let store: Arc<dyn snapshot::BlobStore> = snapshot::open_blob_store(location, &opts)
             .with_context(|| format!("opening repository {shown}"))?;
@@ -96,6 +141,7 @@ impl std::fmt::Debug for RepositoryArgs {
             .field("s3_endpoint", &self.s3_endpoint.as_deref().map(redact::url))
             .field("s3_access_key_id", &masked(&self.s3_access_key_id))
             .field("s3_secret_access_key", &masked(&self.s3_secret_access_key))
+            .field("gcs", &self.gcs)
             .finish()
     }
 }

@@ -23,7 +23,7 @@ pub struct Args {
 pub struct Ends {
     /// The source: a live cluster (`http(s)://[user:pw@]host:9200/INDEX-PATTERN`, read by
     /// sliced point in time on Elasticsearch 7.10+ / OpenSearch 2.4+, by sliced scroll on
-    /// Elasticsearch 5.0–7.9 / OpenSearch 1.x–2.3), a snapshot repository (a path, `file:///DIR`, `s3://bucket/base` with
+    /// Elasticsearch 5.0–7.9 / OpenSearch 1.x–2.3), a snapshot repository (a path, `file:///DIR`, `s3://bucket/base`, `gs://bucket/base` with
     /// --snapshot or `#snapshot=NAME`), a directory or prefix of `*.jsonl` files as
     /// `rfs export` writes them (told apart from a repository by its content), or a table
     /// (`postgres://user:pw@host/db?table=T&key=COLUMN[&slots=N]`).
@@ -55,6 +55,8 @@ pub struct Ends {
         hide_env_values = true
     )]
     pub s3_endpoint: Option<String>,
+    #[command(flatten)]
+    pub gcs: super::common::GcsArgs,
     /// JSON-lines sources: bytes of a file per work item (4096 to 2^40; default 64 MiB).
     /// Items are read by several workers at once, each resumable by byte offset.
     #[arg(long, env = "RFS_ITEM_BYTES", value_name = "N", value_parser = super::common::usize_in(4096, 1 << 40))]
@@ -82,6 +84,7 @@ impl std::fmt::Debug for Ends {
             .field("snapshot", &self.snapshot)
             .field("s3_region", &self.s3_region)
             .field("s3_endpoint", &self.s3_endpoint.as_deref().map(redact::url))
+            .field("gcs", &self.gcs)
             .field("item_bytes", &self.item_bytes)
             .field("slices", &self.slices)
             .field("create_table", &self.create_table)
@@ -134,11 +137,11 @@ impl Args {
         let w = &self.worker;
         let from = FromSpec {
             snapshot: self.ends.snapshot.clone(),
-            store_options: snapshot::StoreOptions {
+            store_options: self.ends.gcs.apply(snapshot::StoreOptions {
                 s3_region: self.ends.s3_region.clone(),
                 s3_endpoint: self.ends.s3_endpoint.clone(),
                 ..Default::default()
-            },
+            }),
             snapshot_options: migrate::sources::snapshot::SnapshotOptions {
                 split_docs: Some(w.split_docs),
                 verify_checksums: !w.no_verify_checksums,

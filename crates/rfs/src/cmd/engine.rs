@@ -36,13 +36,13 @@ pub struct SnapshotMigration {
 /// What the repository flags say about opening it.
 pub fn repository_settings(repo: &RepositoryArgs) -> Settings {
     Settings {
-        store_options: snapshot::StoreOptions {
+        store_options: repo.gcs.apply(snapshot::StoreOptions {
             s3_region: repo.s3_region.clone(),
             s3_endpoint: repo.s3_endpoint.clone(),
             s3_access_key_id: repo.s3_access_key_id.clone(),
             s3_secret_access_key: repo.s3_secret_access_key.clone(),
             ..Default::default()
-        },
+        }),
         ..Settings::default()
     }
 }
