@@ -123,6 +123,7 @@ fn main() -> anyhow::Result<()> {
             write_blocked: a.write_blocked.into_iter().collect::<BTreeSet<_>>(),
             expire_scrolls: 0,
             scroll_shard_failures: 0,
+            pit_shard_failures: 0,
         },
         ..ServerConfig::default()
     };

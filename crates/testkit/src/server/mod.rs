@@ -178,6 +178,11 @@ pub struct Faults {
     /// `_shards.failures`, and the documents of that shard (about one in five, by `_id`)
     /// absent from the scroll and from `hits.total`. Counts down as it is used.
     pub scroll_shard_failures: u64,
+    /// The next N searches through a point in time lose a shard the same way: each such
+    /// page is answered 200 with `_shards.failed: 1` and its reason, and the documents of
+    /// that shard (the same one in five, by `_id`) absent from the page and from
+    /// `hits.total`. Counts down as it is used.
+    pub pit_shard_failures: u64,
 }
 
 /// One request the server answered (or dropped).
@@ -313,6 +318,16 @@ impl Shared {
             return false;
         }
         f.scroll_shard_failures -= 1;
+        true
+    }
+
+    /// Uses one of [`Faults::pit_shard_failures`], if any is left.
+    fn take_pit_shard_failure(&self) -> bool {
+        let mut f = self.faults.write().unwrap_or_else(|e| e.into_inner());
+        if f.pit_shard_failures == 0 {
+            return false;
+        }
+        f.pit_shard_failures -= 1;
         true
     }
 

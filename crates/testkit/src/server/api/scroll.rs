@@ -51,8 +51,9 @@ pub(super) fn open(
     page(c, &mut st, &id, lost_shard)
 }
 
-/// Which of five shards the fault [`Faults::scroll_shard_failures`] places a document in.
-fn lost_shard_of(id: &str) -> u64 {
+/// Which of five shards the faults [`Faults::scroll_shard_failures`] and
+/// [`Faults::pit_shard_failures`] place a document in; shard 0 is the one that fails.
+pub(super) fn lost_shard_of(id: &str) -> u64 {
     let mut h: u64 = 0x8422_2325_cbf2_9ce4;
     for b in id.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -139,12 +140,7 @@ fn page(c: &Ctx<'_>, st: &mut State, id: &str, lost_shard: bool) -> Result<Resp,
         json!(1.0)
     };
     let shards = if lost_shard {
-        json!({"total": 5, "successful": 4, "skipped": 0, "failed": 1, "failures": [{
-            "shard": 0,
-            "index": s.hits.first().map(|h| h.index.as_str()),
-            "node": "testkit",
-            "reason": {"type": "node_disconnected_exception", "reason": "[testkit] disconnected"},
-        }]})
+        failed_shard_header(s.hits.first().map(|h| h.index.as_str()))
     } else {
         shards_header()
     };
@@ -158,6 +154,17 @@ fn page(c: &Ctx<'_>, st: &mut State, id: &str, lost_shard: bool) -> Result<Resp,
             "hits": {"total": total, "max_score": max_score, "hits": page},
         }),
     )
+}
+
+/// The `_shards` header of a search in which shard 0 of five failed (of `index`, when
+/// known), as a real cluster answers 200 with the other shards' hits.
+pub(super) fn failed_shard_header(index: Option<&str>) -> Value {
+    json!({"total": 5, "successful": 4, "skipped": 0, "failed": 1, "failures": [{
+        "shard": 0,
+        "index": index,
+        "node": "testkit",
+        "reason": {"type": "node_disconnected_exception", "reason": "[testkit] disconnected"},
+    }]})
 }
 
 /// Which request names scroll ids: a continuation (one id, `scroll_id` a string in a JSON
@@ -624,6 +631,66 @@ mod tests {
             (Some(0), Some(40)),
             "{v}"
         );
+    }
+
+    /// The shard-failure fault on a point in time (Elasticsearch 7.10 and OpenSearch 2.11):
+    /// the faulted page is answered 200 with one shard of five failed, its documents in
+    /// neither the page nor `hits.total`; the next page is whole again.
+    #[test]
+    fn a_pit_page_loses_a_shard_under_the_fault() {
+        for (config, open_path, key) in [
+            (
+                ServerConfig::elasticsearch("7.10.2"),
+                "/p/_pit?keep_alive=1m",
+                "id",
+            ),
+            (
+                ServerConfig::opensearch("2.11.0"),
+                "/p/_search/point_in_time?keep_alive=1m",
+                "pit_id",
+            ),
+        ] {
+            let server = TestServer::start(config);
+            let http = Http::new(&server);
+            http.load("p", 40, false);
+            let (status, v) = http.post(open_path, json!({}));
+            assert_eq!(status, 200, "{v}");
+            let pit = v[key].as_str().unwrap().to_string();
+            let search = || {
+                http.post(
+                    "/_search",
+                    json!({"size": 100, "sort": [{"_shard_doc": "asc"}],
+                           "pit": {"id": pit, "keep_alive": "1m"}, "track_total_hits": true}),
+                )
+            };
+            server.set_faults(Faults {
+                pit_shard_failures: 1,
+                ..Faults::default()
+            });
+            let (status, v) = search();
+            assert_eq!(status, 200, "{v}");
+            assert_eq!(v["_shards"]["failed"], 1, "{v}");
+            assert_eq!(v["_shards"]["failures"][0]["index"], "p", "{v}");
+            let total = v["hits"]["total"]["value"].as_u64().unwrap();
+            assert!(total < 40 && total > 20, "{v}");
+            assert_eq!(ids(&v).len() as u64, total);
+            assert_eq!(server.faults().pit_shard_failures, 0);
+            let (status, v) = search();
+            assert_eq!(status, 200, "{v}");
+            assert_eq!(
+                (v["_shards"]["failed"].as_u64(), ids(&v).len()),
+                (Some(0), 40),
+                "{v}"
+            );
+            // a search without a point in time is not touched by the fault
+            server.set_faults(Faults {
+                pit_shard_failures: 1,
+                ..Faults::default()
+            });
+            let (_, v) = http.post("/p/_search", json!({"size": 100}));
+            assert_eq!(ids(&v).len(), 40, "{v}");
+            assert_eq!(server.faults().pit_shard_failures, 1);
+        }
     }
 
     /// What 6.8 and 7.9 refuse that 5.x did not: `track_total_hits: false` in a scroll
