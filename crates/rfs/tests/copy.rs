@@ -536,6 +536,49 @@ fn a_failed_shard_fails_its_scroll_item_which_is_retried() {
     assert_eq!(source.open_search_contexts(), 0);
 }
 
+/// Elasticsearch 7.10 (point in time): one shard fails on the first page of both slices
+/// (answered 200 with `_shards.failed: 1`, that shard's documents in neither the hits nor
+/// `hits.total`; each slice fits one page, so the count cannot show them lost): each item
+/// fails by that reason rather than end done without them, and is read again; every
+/// document arrives once, exit 0.
+#[test]
+fn a_failed_shard_fails_its_pit_item_which_is_retried() {
+    let source = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let want = load(&source, "logs", 1500);
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    source.set_faults(testkit::server::Faults {
+        pit_shard_failures: 2,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--slices", "2", "--checkpoint-seconds", "0.1"];
+    let r = run(copy(
+        dir.path(),
+        &format!("{}/logs", source.url()),
+        &target.url(),
+        &extra,
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(
+        source.faults().pit_shard_failures,
+        0,
+        "both failures were met"
+    );
+    // Both failures are logged (the retries), naming the index and slice.
+    assert!(r.all().matches("1 of 5 shards failed").count() >= 2, "{r}");
+    assert!(r.all().contains("/logs slice "), "{r}");
+    assert!(r.all().contains("node_disconnected_exception"), "{r}");
+    assert_eq!(http_documents(&target.url(), "logs"), want);
+    let st = common::status(dir.path());
+    assert_eq!(st["finished"], true, "{st}");
+    assert_eq!(st["items"]["done"], 2, "{st}");
+    assert_eq!(st["items"]["failed"], 0, "{st}");
+    assert_eq!(st["docs_done"], 1500, "{st}");
+    assert_eq!(st["docs_skipped"], 0, "{st}");
+    assert_eq!(st["docs_refused"], 0, "{st}");
+    assert_eq!(source.open_search_contexts(), 0);
+}
+
 /// Elasticsearch 5.6: an index with two mapping types may hold one `_id` in both, which a
 /// typeless target index cannot keep apart: the copy refuses it by name before reading
 /// anything, instead of letting one document silently replace the other.
