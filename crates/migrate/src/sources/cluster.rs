@@ -6,6 +6,9 @@
 //! point in time with `search_after`, sorted by `_shard_doc`; a document's position is its
 //! `_shard_doc` value, so resuming is a `search_after` from the cursor (in a new point in time
 //! after a restart: the index must not change while it is copied, as for any live read).
+//! A page answered with a failed shard (`_shards.failed` > 0: 200, that shard's hits left
+//! out, and perhaps from `hits.total` too) fails its item, which is read again, by either
+//! reader.
 //!
 //! Older clusters (Elasticsearch 5.0–7.9, OpenSearch 1.x–2.3) are read by sliced scroll
 //! sorted by `_doc` (the `scroll` module), resumed by count: see there. Elasticsearch
@@ -106,6 +109,49 @@ struct Page<'a> {
     /// The point in time's id for the next page, where the cluster renews it.
     #[serde(default)]
     pit_id: Option<String>,
+    #[serde(rename = "_shards", default)]
+    shards: Option<Shards>,
+}
+
+/// The `_shards` header of a page: a shard that failed is answered 200 with the hits of
+/// the other shards, and its own missing from the page (and, on the first page, from
+/// `hits.total`, so the count cannot show them lost).
+#[derive(Deserialize)]
+struct Shards {
+    #[serde(default)]
+    failed: u64,
+    #[serde(default)]
+    total: u64,
+    #[serde(default)]
+    failures: Vec<Value>,
+}
+
+impl Shards {
+    /// Why the page is incomplete, when a shard failed.
+    fn failure(&self) -> Option<String> {
+        if self.failed == 0 {
+            return None;
+        }
+        let first = self.failures.first();
+        let reason = first
+            .and_then(|f| f.get("reason"))
+            .map(|r| match (r.get("type"), r.get("reason")) {
+                (Some(t), Some(why)) => format!(
+                    "{}: {}",
+                    t.as_str().unwrap_or("?"),
+                    why.as_str().unwrap_or("?")
+                ),
+                _ => r.to_string(),
+            })
+            .unwrap_or_else(|| "no reason given".into());
+        let shard = first
+            .and_then(|f| f.get("shard"))
+            .map_or_else(|| "?".into(), Value::to_string);
+        Some(format!(
+            "{} of {} shards failed (shard {shard}: {reason})",
+            self.failed, self.total
+        ))
+    }
 }
 
 #[derive(Deserialize)]
@@ -361,6 +407,14 @@ impl ClusterSource {
             };
             if let Some(id) = page.pit_id.take() {
                 pit = id;
+            }
+            if let Some(why) = page.shards.as_ref().and_then(Shards::failure) {
+                // The page lacks that shard's hits (and, on the first page, so may the
+                // count): given as they are, documents would be missing with nothing to
+                // count them. The item fails and is read again from its last checkpoint.
+                break Err(SourceError::item(format!(
+                    "{where_}: the point in time answered without some of its hits after {given} hits: {why}; the item is read again from its last checkpoint"
+                )));
             }
             if ask_total {
                 ask_total = false;

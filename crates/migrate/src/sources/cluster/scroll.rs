@@ -24,7 +24,7 @@ use coordination::{Cursor, Position, WorkItem};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{source_error, ClusterSource, Hits};
+use super::{source_error, ClusterSource, Hits, Shards};
 use crate::document::{Document, Op, Read, Skip};
 use crate::error::SourceError;
 
@@ -36,47 +36,6 @@ struct ScrollPage<'a> {
     shards: Option<Shards>,
     #[serde(borrow)]
     hits: Hits<'a>,
-}
-
-/// The `_shards` header of a page: a shard that failed is answered 200 with the hits of
-/// the other shards, and its own missing from the page (and, on the first page, from
-/// `hits.total`, so the count cannot show them lost).
-#[derive(Deserialize)]
-struct Shards {
-    #[serde(default)]
-    failed: u64,
-    #[serde(default)]
-    total: u64,
-    #[serde(default)]
-    failures: Vec<Value>,
-}
-
-impl Shards {
-    /// Why the page is incomplete, when a shard failed.
-    fn failure(&self) -> Option<String> {
-        if self.failed == 0 {
-            return None;
-        }
-        let first = self.failures.first();
-        let reason = first
-            .and_then(|f| f.get("reason"))
-            .map(|r| match (r.get("type"), r.get("reason")) {
-                (Some(t), Some(why)) => format!(
-                    "{}: {}",
-                    t.as_str().unwrap_or("?"),
-                    why.as_str().unwrap_or("?")
-                ),
-                _ => r.to_string(),
-            })
-            .unwrap_or_else(|| "no reason given".into());
-        let shard = first
-            .and_then(|f| f.get("shard"))
-            .map_or_else(|| "?".into(), Value::to_string);
-        Some(format!(
-            "{} of {} shards failed (shard {shard}: {reason})",
-            self.failed, self.total
-        ))
-    }
 }
 
 /// How far into its slice a scroll read is: hits given and their digest.
