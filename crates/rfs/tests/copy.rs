@@ -9,29 +9,15 @@ mod dynamo;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_target_holds, demo, expected_documents, rfs, run, sqlite, wait_for, Reaped, SNAPSHOT,
+    assert_target_holds, copy, demo, expected_documents, rfs, run, wait_for, Reaped, SNAPSHOT,
 };
 use dynamo::{assert_item, aws_env, json_av, s, Sdk, SdkItem, SECRET};
 use serde_json::Value;
 use testkit::server::{ServerConfig, TestServer};
-
-fn copy(dir: &Path, from: &str, to: &str, extra: &[&str]) -> Command {
-    let mut c = rfs();
-    c.arg("copy")
-        .args(["--from", from, "--to", to])
-        .arg("--store")
-        .arg(sqlite(dir))
-        .arg("--failure-log")
-        .arg(dir.join("failures.jsonl"))
-        .arg("--no-progress")
-        .args(extra)
-        .current_dir(dir);
-    c
-}
 
 /// `rfs export` of the demo into `out` (one `<index>.jsonl` per index).
 fn export_demo(out: &Path) {

@@ -14,19 +14,9 @@ use common::{demo, rfs, run, sqlite, Ran, LIVE, SNAPSHOT};
 use serde_json::{json, Value};
 use testkit::server::{ServerConfig, TestServer};
 
-/// `rfs copy --from --to` with the store in `dir`.
+/// `rfs copy --from --to` with the store in `dir`, run.
 fn copy(dir: &Path, from: &str, to: &str, extra: &[&str]) -> Ran {
-    let mut c = rfs();
-    c.arg("copy")
-        .args(["--from", from, "--to", to])
-        .arg("--store")
-        .arg(sqlite(dir))
-        .arg("--failure-log")
-        .arg(dir.join("failures.jsonl"))
-        .arg("--no-progress")
-        .args(extra)
-        .current_dir(dir);
-    run(c)
+    run(common::copy(dir, from, to, extra))
 }
 
 /// `rfs verify --from --to`, every document compared.

@@ -180,6 +180,14 @@ struct Hit<'a> {
     sort: Vec<Value>,
 }
 
+/// An index pattern as one path segment: encoded, but with its `*` and `,` kept (the
+/// cluster expands them).
+fn pattern_segment(pattern: &str) -> String {
+    cluster::encode_segment(pattern)
+        .replace("%2A", "*")
+        .replace("%2C", ",")
+}
+
 /// Refuses the indices that hold several mapping types (created by Elasticsearch 5, read
 /// on 5.x or 6.x): documents of two types may share an `_id`, and written into one target
 /// index one of them would silently replace the other. The snapshot path keeps the types
@@ -190,12 +198,7 @@ async fn refuse_multi_type(
     indices: &[(String, u64)],
     what: &str,
 ) -> Result<(), SourceError> {
-    let path = format!(
-        "/{}/_mapping",
-        cluster::encode_segment(pattern)
-            .replace("%2A", "*")
-            .replace("%2C", ",")
-    );
+    let path = format!("/{}/_mapping", pattern_segment(pattern));
     let r = client
         .request(Method::GET, &path, None)
         .await
@@ -255,9 +258,7 @@ impl ClusterSource {
         let typed = v.es_before(7);
         let path = format!(
             "/_cat/indices/{}?format=json&h=index,docs.count",
-            cluster::encode_segment(pattern)
-                .replace("%2A", "*")
-                .replace("%2C", ",")
+            pattern_segment(pattern)
         );
         let r = client
             .request(Method::GET, &path, None)

@@ -109,6 +109,21 @@ pub fn sqlite(dir: &Path) -> String {
     format!("sqlite://{}", dir.join("state.db").display())
 }
 
+/// `rfs copy --from --to` with the store and failure log in `dir` (run there).
+pub fn copy(dir: &Path, from: &str, to: &str, extra: &[&str]) -> Command {
+    let mut c = rfs();
+    c.arg("copy")
+        .args(["--from", from, "--to", to])
+        .arg("--store")
+        .arg(sqlite(dir))
+        .arg("--failure-log")
+        .arg(dir.join("failures.jsonl"))
+        .arg("--no-progress")
+        .args(extra)
+        .current_dir(dir);
+    c
+}
+
 /// `rfs documents` on `repo` into `target` with the store and failure log in `dir`.
 pub fn documents(repo: &Path, dir: &Path, target: &str, extra: &[&str]) -> Command {
     documents_with_store(repo, dir, &sqlite(dir), target, extra)
