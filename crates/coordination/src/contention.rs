@@ -128,6 +128,7 @@ pub fn contention_items(items: usize, docs_per_item: u64) -> Vec<WorkItem> {
             part: i as u32,
             after: None,
             until: Some(Position::Doc(docs_per_item)),
+            extent: None,
         })
         .collect()
 }

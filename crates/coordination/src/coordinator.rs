@@ -707,6 +707,7 @@ impl Lease {
             part: self.rec.part,
             after: self.rec.cursor.clone(),
             until: self.rec.until.clone(),
+            extent: self.rec.extent.clone(),
         };
         if !self.rec.successors.contains(&item.id()) {
             return Err(Error::Corrupt {

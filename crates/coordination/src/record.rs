@@ -113,6 +113,10 @@ pub struct Record {
     /// ... and strictly before this one (`None`: to the end of the partition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<Position>,
+    /// The source's own description of the partition, written when the plan is made (see
+    /// [`WorkItem::extent`]); successors inherit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extent: Option<serde_json::Value>,
     /// The last acknowledged position (checkpointed); starts at `after`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Cursor,
@@ -163,6 +167,7 @@ impl Record {
             part: 0,
             after: None,
             until: None,
+            extent: None,
             cursor: None,
             docs_done: 0,
             bytes_done: 0,
@@ -184,6 +189,7 @@ impl Record {
         r.part = item.part;
         r.after = item.after.clone();
         r.until = item.until.clone();
+        r.extent = item.extent.clone();
         r.cursor = item.after.clone();
         r.covered = Some(0);
         r.exponent = exponent;
@@ -201,6 +207,7 @@ impl Record {
             part: self.part,
             after: self.after.clone(),
             until: self.until.clone(),
+            extent: self.extent.clone(),
         }
     }
 
@@ -244,6 +251,13 @@ pub struct WorkItem {
     pub after: Cursor,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<Position>,
+    /// What the partition is, as the source decided it when the plan was made (a slice
+    /// of how many, a byte range of which file, a key range): the item's extent is read
+    /// from here by every worker, never recomputed from a worker's own flags. `None` for
+    /// sources whose partitions are fixed by the data itself (a snapshot's shards) and for
+    /// items written by an rfs that did not record it. Not part of the item id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extent: Option<serde_json::Value>,
 }
 
 impl WorkItem {
@@ -254,7 +268,14 @@ impl WorkItem {
             part,
             after: None,
             until: None,
+            extent: None,
         }
+    }
+
+    /// The same item with `extent` recorded.
+    pub fn with_extent(mut self, extent: serde_json::Value) -> Self {
+        self.extent = Some(extent);
+        self
     }
 
     /// `<group>__<part>__<start>`, see [`item_id`].
@@ -319,6 +340,7 @@ mod tests {
                 part: 3,
                 after: Some(Position::Doc(9)),
                 until: Some(Position::Doc(20)),
+                extent: None,
             },
             2,
             "w",

@@ -45,12 +45,14 @@ impl Source for Src {
                 part: 0,
                 after: None,
                 until: Some(Position::Doc(3000)),
+                extent: None,
             },
             WorkItem {
                 group: "ix".into(),
                 part: 0,
                 after: Some(Position::Doc(2999)),
                 until: None,
+                extent: None,
             },
         ];
         items.extend((1..SHARDS).map(|s| WorkItem::whole("ix", s)));

@@ -362,6 +362,7 @@ async fn setup_is_idempotent(f: &Factory, ns: &str) {
         part: 0,
         after: acked(9),
         until: Some(Position::Doc(10)),
+        extent: None,
     };
     assert!(matches!(a.setup(&[bad]).await, Err(Error::Invalid(_))));
 }
@@ -1036,6 +1037,7 @@ async fn split_ranges(f: &Factory, ns: &str) {
             part: 0,
             after: a.checked_sub(1).map(Position::Doc),
             until: Some(Position::Doc(b)),
+            extent: None,
         })
         .collect();
     c.setup(&items).await.unwrap();

@@ -262,6 +262,7 @@ fn item(after: Option<u64>, until: Option<u64>) -> WorkItem {
         part: 0,
         after: after.map(Position::Doc),
         until: until.map(Position::Doc),
+        extent: None,
     }
 }
 

@@ -331,6 +331,7 @@ impl Source for SnapshotSource {
                                 part: shard,
                                 after: from.checked_sub(1).map(Position::Doc),
                                 until: (to < max_doc).then_some(Position::Doc(to)),
+                                extent: None,
                             });
                             from = to;
                         }

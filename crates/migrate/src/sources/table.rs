@@ -341,6 +341,7 @@ impl Source for TableSource {
                 part: u32::try_from(i).unwrap_or(u32::MAX),
                 after: s.after.map(Position::Key),
                 until: s.until.map(Position::Key),
+                extent: None,
             })
             .collect();
         Ok(Plan { items, totals })
