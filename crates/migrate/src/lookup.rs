@@ -14,14 +14,16 @@ mod dates;
 pub mod doc_values;
 pub mod dynamo;
 pub mod files;
+mod id_scroll;
 pub mod mget;
 
 use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use serde_json::Value;
 
+use crate::verify::exact::{self, Exact, ExactError};
+use crate::verify::ids::IdRuns;
 use crate::verify::Compared;
 
 /// A lookup could not ask its target, or the answer made no sense; names the target.
@@ -53,6 +55,8 @@ pub enum LookupError {
     },
     #[error("{target}: {why}")]
     Answer { target: String, why: String },
+    #[error("a temporary file of ids: {0}")]
+    Spill(#[source] std::io::Error),
 }
 
 /// Why a document has no form to compare with what the target holds (reported as its
@@ -60,7 +64,7 @@ pub enum LookupError {
 #[derive(Debug, thiserror::Error)]
 pub enum ExpectedError {
     #[error("the document's JSON does not parse: {0}")]
-    Json(#[source] serde_json::Error),
+    Json(#[source] ExactError),
     #[error("the document cannot be an item ({kind}): {0}", kind = .0.error_type)]
     Item(#[source] ::dynamo::ConvertError),
     #[error("no item key ({kind}): {0}", kind = .0.error_type)]
@@ -83,8 +87,8 @@ pub enum Held {
     Absent,
     /// There; its content was not asked for (or the target keeps none to return).
     Present,
-    /// There, holding this (in the form [`Lookup::expected`] gives).
-    Holds(Value),
+    /// There, holding this (in the form [`Lookup::expected`] gives), numbers exact.
+    Holds(Exact),
     /// There, and the lookup compared it itself (an index without `_source`: doc values):
     /// different, the detail names what.
     Differs(String),
@@ -121,9 +125,17 @@ pub trait Lookup: Send + Sync {
     ) -> LookupFuture<'a, Vec<Held>>;
 
     /// What the target should hold for `doc` sent to `index`, to compare with a
-    /// [`Held::Holds`]: by default its `_source`, parsed.
-    fn expected(&self, _index: &str, doc: &Wanted) -> Result<Value, ExpectedError> {
-        serde_json::from_slice(&doc.source).map_err(ExpectedError::Json)
+    /// [`Held::Holds`]: by default its `_source`, read exactly (no number through a
+    /// float: see [`crate::verify::exact`]).
+    fn expected(&self, _index: &str, doc: &Wanted) -> Result<Exact, ExpectedError> {
+        Exact::parse(&doc.source).map_err(ExpectedError::Json)
+    }
+
+    /// Every id `index` holds on the target, ids only (no content), pushed into `into`;
+    /// `false` when this target cannot list its ids. An index that does not exist holds
+    /// none.
+    fn list_ids<'a>(&'a self, _index: &'a str, _into: &'a mut IdRuns) -> LookupFuture<'a, bool> {
+        Box::pin(async move { Ok(false) })
     }
 
     /// Documents `index` holds on the target; `None`: the target cannot tell.
@@ -133,25 +145,9 @@ pub trait Lookup: Send + Sync {
     fn describe(&self) -> String;
 }
 
-/// The first field that differs between what was expected and what the target holds, for
-/// the report.
-pub fn first_difference(expected: &Value, held: &Value) -> String {
-    match (expected, held) {
-        (Value::Object(e), Value::Object(s)) => {
-            for (k, v) in e {
-                match s.get(k) {
-                    None => return format!("field {k} missing"),
-                    Some(sv) if sv != v => return format!("field {k}: source {v}, target {sv}"),
-                    _ => {}
-                }
-            }
-            for k in s.keys() {
-                if !e.contains_key(k) {
-                    return format!("field {k} only in the target");
-                }
-            }
-            "equal".into()
-        }
-        _ => format!("source {expected}, target {held}"),
-    }
+/// The first field that differs between what was expected and what the target holds
+/// (exactly: numbers by decimal value, key order irrelevant), for the report; `None` when
+/// they are equal.
+pub fn first_difference(expected: &Exact, held: &Exact) -> Option<String> {
+    exact::difference(expected, held)
 }

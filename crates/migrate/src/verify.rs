@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use crate::document::{Op, Read};
 pub use crate::lookup::mget::keeps_source;
 use crate::lookup::{first_difference, Held, Keeps, Lookup, LookupError, Wanted};
+use ids::IdRuns;
 use crate::source::Source;
 use crate::transform::{Shaped, Transform};
 
@@ -93,6 +94,10 @@ pub struct IndexVerdict {
     /// The listed different ids with what differs (`ID: field F: source …, target …`).
     #[serde(skip)]
     pub differences: Vec<String>,
+    /// Every id of the index on the target against every id the source delivers to it
+    /// (`--ids all`): missing and extra ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ids: Option<ids::IdsVerdict>,
 }
 
 /// A document whose doc values on the target differ from the rebuilt document's.
@@ -108,6 +113,7 @@ impl IndexVerdict {
         (self.uncounted || self.target_count == Some(self.expected - self.refused))
             && self.missing_count == 0
             && self.different_count == 0
+            && self.ids.as_ref().is_none_or(ids::IdsVerdict::ok)
     }
 }
 
@@ -200,6 +206,10 @@ pub struct VerifyReport {
     /// (JSON lines, a live cluster, a table): `snapshot_live` is the plan's estimate and
     /// nothing is held against it; the per-target-index counts are still exact.
     pub exact_totals: bool,
+    /// Indices the source's pattern matches, by verify's own listing, that the migration
+    /// did not read (a live-cluster source: see [`listing`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<listing::LeftOut>,
 }
 
 /// What verify found for one work item of the source.
@@ -229,6 +239,7 @@ impl VerifyReport {
             && self.unrecorded.is_empty()
             && (!self.exact_totals || self.live <= self.snapshot_live)
             && self.sources.iter().all(SourceVerdict::ok)
+            && self.left_out.is_empty()
     }
 
     /// Compares the skips the migration's failure logs record (distinct documents per
@@ -347,6 +358,23 @@ impl VerifyReport {
             for id in &v.missing {
                 out.push_str(&format!("    missing   {id}\n"));
             }
+            if let Some(ids) = &v.ids {
+                out.push_str(&format!(
+                    "    ids: {} in the source, {} on the target: {} missing, {} extra\n",
+                    ids.source, ids.target, ids.missing_count, ids.extra_count
+                ));
+                for id in ids.missing.iter().filter(|id| !v.missing.contains(id)) {
+                    out.push_str(&format!("    missing   {id}\n"));
+                }
+                for id in &ids.extra {
+                    out.push_str(&format!("    extra     {id}\n"));
+                }
+                let shown = ids.missing.len() + ids.extra.len();
+                let all = ids.missing_count + ids.extra_count;
+                if all > shown as u64 {
+                    out.push_str(&format!("    … and {} more\n", all - shown as u64));
+                }
+            }
             for id in &v.different {
                 match v.different_doc_values.iter().find(|d| &d.id == id) {
                     Some(d) => {
@@ -432,6 +460,12 @@ impl VerifyReport {
                 "    MISMATCH {index}: the failure logs record {recorded} skipped documents, the snapshot has {found}\n"
             ));
         }
+        for l in &self.left_out {
+            out.push_str(&format!(
+                "    MISMATCH left out {}: the source's pattern matches it ({} documents) but the migration did not read it (exclude it in the pattern, `,-{}`, if meant)\n",
+                l.index, l.docs, l.index
+            ));
+        }
         out
     }
 }
@@ -461,8 +495,14 @@ struct Expected {
 
 enum Msg {
     Doc(Expected),
-    /// At the end: documents per target index, the skipped ones, and per item.
-    Counts(BTreeMap<Arc<str>, u64>, Skipped, Vec<ItemVerdict>),
+    /// At the end: documents per target index, the skipped ones, per item, and (`--ids
+    /// all`) the ids expected per target index.
+    Counts(
+        BTreeMap<Arc<str>, u64>,
+        Skipped,
+        Vec<ItemVerdict>,
+        BTreeMap<Arc<str>, IdRuns>,
+    ),
 }
 
 #[derive(Default)]
@@ -506,6 +546,13 @@ pub struct Options {
     pub refused: HashSet<(String, String)>,
     /// Ids listed per target index and kind of mismatch (the rest are counted).
     pub max_listed: usize,
+    /// Every id of each target index listed (ids only) and held against every id the
+    /// source delivers to it: every missing and every extra document found, whatever the
+    /// sample.
+    pub all_ids: bool,
+    /// Top-level fields holding a timestamp column (a table's `timestamp`/`timestamptz`):
+    /// compared as instants where both sides hold a timestamp ([`instants`]).
+    pub instants: std::collections::BTreeSet<String>,
 }
 
 impl Options {
@@ -514,6 +561,8 @@ impl Options {
             sample,
             refused: HashSet::new(),
             max_listed: LISTED,
+            all_ids: false,
+            instants: Default::default(),
         }
     }
 }
@@ -532,10 +581,13 @@ pub async fn verify<S: Source>(
     let refused = Arc::new(options.refused);
     let sample = options.sample;
     let listed = options.max_listed.max(1);
+    let all_ids = options.all_ids;
+    let instants = options.instants;
     let reader = {
         let refused = refused.clone();
         tokio::task::spawn_blocking(move || {
-            if let Err(e) = read_expected(&*source, &*transform, sample, &refused, &tx) {
+            if let Err(e) = read_expected(&*source, &*transform, sample, all_ids, &refused, &tx)
+            {
                 let _ = tx.blocking_send(Err(e));
             }
         })
@@ -560,21 +612,21 @@ pub async fn verify<S: Source>(
                     let batch = std::mem::take(list);
                     let v = verdicts.entry(target.clone()).or_default();
                     let keeps = prepared[&target].as_ref();
-                    check(lookup, &target, batch, keeps, v, &mut found, listed).await?;
+                    check(lookup, &target, batch, keeps, v, &mut found, listed, &instants).await?;
                 }
             }
-            Msg::Counts(c, s, items) => counts = Some((c, s, items)),
+            Msg::Counts(c, s, items, ids) => counts = Some((c, s, items, ids)),
         }
     }
     reader
         .await
         .map_err(|e| VerifyError::Other(format!("source reader: {e}")))?;
-    let (counts, skipped, mut items) =
+    let (counts, skipped, mut items, mut expected_ids) =
         counts.ok_or_else(|| VerifyError::Other("the source reader stopped early".into()))?;
     for (target, batch) in pending {
         let v = verdicts.entry(target.clone()).or_default();
         let keeps = prepared[&target].as_ref();
-        check(lookup, &target, batch, keeps, v, &mut found, listed).await?;
+        check(lookup, &target, batch, keeps, v, &mut found, listed, &instants).await?;
     }
     for (item, f) in items.iter_mut().zip(found) {
         item.found = f.found;
@@ -606,6 +658,7 @@ pub async fn verify<S: Source>(
             Some(s) => s.clone(),
             None => lookup.prepare(&target).await?,
         };
+        let exists = state.is_some();
         v.target_count = match state {
             Some(keeps) => {
                 v.compared_by = keeps.compared;
@@ -621,6 +674,23 @@ pub async fn verify<S: Source>(
             }
             None => None,
         };
+        if all_ids {
+            let want = expected_ids.remove(&target).unwrap_or_default();
+            let mut have = IdRuns::default();
+            if exists && !lookup.list_ids(&target, &mut have).await? {
+                return Err(VerifyError::Other(format!(
+                    "{}: this target cannot list the ids of {target} (--ids all)",
+                    lookup.describe()
+                )));
+            }
+            let compared = tokio::task::spawn_blocking(move || {
+                ids::compare(want.sorted()?, have.sorted()?, listed)
+            })
+            .await
+            .map_err(|e| VerifyError::Other(format!("comparing ids: {e}")))?
+            .map_err(LookupError::Spill)?;
+            v.ids = Some(compared);
+        }
         report.indices.push(v);
     }
     report.sources = source_verdicts(skipped.per_source, &report.indices);
@@ -675,6 +745,7 @@ fn source_verdicts(
 
 /// Looks `batch` up on `index` (`keeps` `None`: the index does not exist, every document
 /// is missing) and counts what was found, missing and different, per index and per item.
+#[allow(clippy::too_many_arguments)]
 async fn check(
     lookup: &dyn Lookup,
     index: &str,
@@ -683,6 +754,7 @@ async fn check(
     v: &mut IndexVerdict,
     items: &mut Vec<ItemVerdict>,
     listed: usize,
+    instants: &std::collections::BTreeSet<String>,
 ) -> Result<(), VerifyError> {
     if batch.is_empty() {
         return Ok(());
@@ -729,9 +801,11 @@ async fn check(
                 continue;
             }
             Held::Present => None,
-            Held::Holds(have) if compare => match lookup.expected(index, doc) {
-                Ok(want) if want == have => None,
-                Ok(want) => Some(first_difference(&want, &have)),
+            Held::Holds(mut have) if compare => match lookup.expected(index, doc) {
+                Ok(want) => {
+                    instants::align(instants, &want, &mut have);
+                    first_difference(&want, &have)
+                }
                 Err(e) => Some(e.to_string()),
             },
             Held::Holds(_) => None,
@@ -763,10 +837,13 @@ fn read_expected<S: Source>(
     source: &S,
     transform: &dyn Transform,
     sample: Sample,
+    all_ids: bool,
     refused: &HashSet<(String, String)>,
     tx: &mpsc::Sender<Result<Msg, VerifyError>>,
 ) -> Result<(), VerifyError> {
     let mut counts: BTreeMap<Arc<str>, u64> = BTreeMap::new();
+    let mut expected_ids: BTreeMap<Arc<str>, IdRuns> = BTreeMap::new();
+    let mut spill_error: Option<std::io::Error> = None;
     let mut reservoirs: BTreeMap<Arc<str>, Vec<Expected>> = BTreeMap::new();
     let mut skipped = Skipped::default();
     let mut rng = match sample {
@@ -885,6 +962,13 @@ fn read_expected<S: Source>(
                         per_source.refused += 1;
                         continue;
                     }
+                    if all_ids {
+                        let runs = expected_ids.entry(target.clone()).or_default();
+                        if let Err(e) = runs.push(doc.id.clone()) {
+                            spill_error = Some(e);
+                            return false;
+                        }
+                    }
                     let e = Expected {
                         target: target.clone(),
                         item: at,
@@ -921,6 +1005,9 @@ fn read_expected<S: Source>(
         );
         per_source.nested += nested;
         read?;
+        if let Some(e) = spill_error.take() {
+            return Err(LookupError::Spill(e).into());
+        }
         if hung_up {
             return Ok(());
         }
@@ -937,7 +1024,7 @@ fn read_expected<S: Source>(
     for i in &mut items {
         i.compared = 0;
     }
-    let _ = tx.blocking_send(Ok(Msg::Counts(counts, skipped, items)));
+    let _ = tx.blocking_send(Ok(Msg::Counts(counts, skipped, items, expected_ids)));
     Ok(())
 }
 
@@ -963,5 +1050,9 @@ impl Skipped {
     }
 }
 
+pub mod exact;
+pub mod ids;
+pub mod instants;
+pub mod listing;
 #[cfg(test)]
 mod tests;

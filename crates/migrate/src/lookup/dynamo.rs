@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::{ExpectedError, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use crate::verify::exact::Exact;
+use crate::verify::ids::IdRuns;
 
 /// Items of one DynamoDB table.
 pub struct DynamoLookup {
@@ -91,6 +93,46 @@ impl DynamoLookup {
     }
 }
 
+impl DynamoLookup {
+    /// The `_id` of every item whose `_index` is `index` (a projecting `Scan`, all pages,
+    /// consistent reads): documents only.
+    async fn ids_of_index(&self, index: &str, into: &mut IdRuns) -> Result<(), LookupError> {
+        let mut start: Option<Value> = None;
+        loop {
+            let mut body = json!({
+                "TableName": self.table,
+                "ConsistentRead": true,
+                "ProjectionExpression": "#d",
+                "FilterExpression": "#i = :v",
+                "ExpressionAttributeNames": {"#i": "_index", "#d": "_id"},
+                "ExpressionAttributeValues": {":v": {"S": index}},
+            });
+            if let Some(k) = start.take() {
+                body["ExclusiveStartKey"] = k;
+            }
+            let v = self
+                .client
+                .call_json("Scan", &body)
+                .await
+                .map_err(|e| self.error(e))?;
+            for item in v.get("Items").and_then(Value::as_array).into_iter().flatten() {
+                let id = item
+                    .pointer("/_id/S")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| LookupError::Answer {
+                        target: self.describe(),
+                        why: format!("an item of {index} without a string _id"),
+                    })?;
+                into.push(id.to_string()).map_err(LookupError::Spill)?;
+            }
+            match v.get("LastEvaluatedKey") {
+                Some(k) => start = Some(k.clone()),
+                None => return Ok(()),
+            }
+        }
+    }
+}
+
 impl Lookup for DynamoLookup {
     fn prepare<'a>(&'a self, _index: &'a str) -> LookupFuture<'a, Option<Keeps>> {
         // The table was checked when the lookup was opened.
@@ -147,7 +189,7 @@ impl Lookup for DynamoLookup {
                     continue;
                 };
                 let held = if content {
-                    Held::Holds(::dynamo::canonical_json(&item))
+                    Held::Holds(Exact::from_value(&::dynamo::canonical_json(&item)))
                 } else {
                     Held::Present
                 };
@@ -159,8 +201,20 @@ impl Lookup for DynamoLookup {
         })
     }
 
-    fn expected(&self, index: &str, doc: &Wanted) -> Result<Value, ExpectedError> {
-        self.item(index, doc).map(|i| ::dynamo::canonical_json(&i))
+    fn expected(&self, index: &str, doc: &Wanted) -> Result<Exact, ExpectedError> {
+        // The wire form holds numbers as strings (`{"N": "…"}`), canonical: exact.
+        self.item(index, doc)
+            .map(|i| Exact::from_value(&::dynamo::canonical_json(&i)))
+    }
+
+    fn list_ids<'a>(&'a self, index: &'a str, into: &'a mut IdRuns) -> LookupFuture<'a, bool> {
+        Box::pin(async move {
+            if !self.documents {
+                // A table's rows are items addressed by their key, not by `_id`.
+                return Ok(false);
+            }
+            self.ids_of_index(index, into).await.map(|()| true)
+        })
     }
 
     fn count<'a>(&'a self, index: &'a str) -> LookupFuture<'a, Option<u64>> {

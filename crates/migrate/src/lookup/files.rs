@@ -7,14 +7,18 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use crate::verify::exact::Exact;
+use crate::verify::ids::IdRuns;
 
 /// The documents of a directory the file sink wrote.
 pub struct FileLookup {
-    /// `_index` → `_id` → `_source`.
-    docs: HashMap<String, HashMap<String, Value>>,
+    /// `_index` → `_id` → `_source` as its JSON text (read exactly when compared: never
+    /// through a `serde_json::Value`, whose numbers are floats).
+    docs: HashMap<String, HashMap<String, Box<RawValue>>>,
     dir: PathBuf,
 }
 
@@ -36,7 +40,7 @@ impl FileLookup {
             }
         }
         files.sort();
-        let mut docs: HashMap<String, HashMap<String, Value>> = HashMap::new();
+        let mut docs: HashMap<String, HashMap<String, Box<RawValue>>> = HashMap::new();
         for path in files {
             let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
             let bulk = path.extension().is_some_and(|x| x == "bulk");
@@ -49,12 +53,25 @@ impl FileLookup {
     }
 }
 
+/// A JSON-lines line: its `_source` kept as text.
+#[derive(serde::Deserialize)]
+struct Line {
+    #[serde(rename = "_index")]
+    index: Option<String>,
+    #[serde(rename = "_id")]
+    id: Option<String>,
+    #[serde(rename = "_op")]
+    op: Option<String>,
+    #[serde(rename = "_source")]
+    source: Option<Box<RawValue>>,
+}
+
 /// One file's lines into `docs`.
 fn read_lines(
     path: &Path,
     text: &str,
     bulk: bool,
-    docs: &mut HashMap<String, HashMap<String, Value>>,
+    docs: &mut HashMap<String, HashMap<String, Box<RawValue>>>,
 ) -> Result<(), LookupError> {
     let bad = |line: usize, why: String| LookupError::File {
         path: path.display().to_string(),
@@ -66,7 +83,6 @@ fn read_lines(
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
     while let Some((n, line)) = lines.next() {
-        let v: Value = serde_json::from_str(line).map_err(|e| bad(n + 1, e.to_string()))?;
         let field = |v: &Value, name: &str| {
             v.get(name)
                 .and_then(Value::as_str)
@@ -74,6 +90,7 @@ fn read_lines(
                 .ok_or_else(|| bad(n + 1, format!("no {name}")))
         };
         if bulk {
+            let v: Value = serde_json::from_str(line).map_err(|e| bad(n + 1, e.to_string()))?;
             let Some((action, meta)) = v.as_object().and_then(|o| o.iter().next()) else {
                 return Err(bad(n + 1, "not a _bulk action line".into()));
             };
@@ -85,16 +102,22 @@ fn read_lines(
             let Some((m, source)) = lines.next() else {
                 return Err(bad(n + 1, format!("{action} without its source line")));
             };
-            let source: Value =
+            let source: Box<RawValue> =
                 serde_json::from_str(source).map_err(|e| bad(m + 1, e.to_string()))?;
             docs.entry(index).or_default().insert(id, source);
         } else {
-            let (index, id) = (field(&v, "_index")?, field(&v, "_id")?);
-            if v.get("_op").and_then(Value::as_str) == Some("delete") {
+            let l: Line = serde_json::from_str(line).map_err(|e| bad(n + 1, e.to_string()))?;
+            let index = l.index.ok_or_else(|| bad(n + 1, "no _index".into()))?;
+            let id = l.id.ok_or_else(|| bad(n + 1, "no _id".into()))?;
+            if l.op.as_deref() == Some("delete") {
                 docs.entry(index).or_default().remove(&id);
                 continue;
             }
-            let source = v.get("_source").cloned().unwrap_or(Value::Null);
+            let source = match l.source {
+                Some(s) => s,
+                None => RawValue::from_string("null".into())
+                    .map_err(|e| bad(n + 1, e.to_string()))?,
+            };
             docs.entry(index).or_default().insert(id, source);
         }
     }
@@ -118,10 +141,22 @@ impl Lookup for FileLookup {
                 .iter()
                 .map(|d| match held.and_then(|h| h.get(&d.id)) {
                     None => Held::Absent,
-                    Some(v) if content => Held::Holds(v.clone()),
+                    Some(v) if content => match Exact::from_raw(v) {
+                        Ok(v) => Held::Holds(v),
+                        Err(e) => Held::Differs(format!("the target's JSON: {e}")),
+                    },
                     Some(_) => Held::Present,
                 })
                 .collect())
+        })
+    }
+
+    fn list_ids<'a>(&'a self, index: &'a str, into: &'a mut IdRuns) -> LookupFuture<'a, bool> {
+        Box::pin(async move {
+            for id in self.docs.get(index).into_iter().flat_map(HashMap::keys) {
+                into.push(id.clone()).map_err(LookupError::Spill)?;
+            }
+            Ok(true)
         })
     }
 
@@ -179,7 +214,7 @@ mod tests {
         let held = rt.block_on(l.fetch("a", &docs, true)).unwrap();
         assert_eq!(
             held,
-            vec![Held::Holds(serde_json::json!({"x": 3})), Held::Absent]
+            vec![Held::Holds(Exact::parse(b"{\"x\": 3}").unwrap()), Held::Absent]
         );
         let docs = [want("7")];
         let held = rt.block_on(l.fetch("b", &docs, false)).unwrap();

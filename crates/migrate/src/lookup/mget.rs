@@ -9,9 +9,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use cluster::{encode_segment, Client, ClusterError, Method};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{doc_values, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use super::{doc_values, id_scroll, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use crate::verify::ids::IdRuns;
+use crate::verify::exact::Exact;
 use crate::verify::Compared;
 
 /// Documents of a cluster's indices.
@@ -92,6 +95,28 @@ impl Lookup for MgetLookup {
                         why,
                     },
                 })
+        })
+    }
+
+    fn list_ids<'a>(&'a self, index: &'a str, into: &'a mut IdRuns) -> LookupFuture<'a, bool> {
+        Box::pin(async move {
+            if !self
+                .client
+                .index_exists(index)
+                .await
+                .map_err(|e| self.error(e))?
+            {
+                return Ok(true);
+            }
+            match id_scroll::list(&self.client, index, into).await {
+                Ok(_) => Ok(true),
+                Err(id_scroll::ListError::Cluster(e)) => Err(self.error(e)),
+                Err(id_scroll::ListError::Answer(why)) => Err(LookupError::Answer {
+                    target: redact::url(self.client.base_url()),
+                    why,
+                }),
+                Err(id_scroll::ListError::Spill(e)) => Err(LookupError::Spill(e)),
+            }
         })
     }
 
@@ -202,12 +227,10 @@ async fn compare(
         .request(Method::POST, &path, Some(&json!({ "docs": docs })))
         .await?;
     let resp = resp.error_for_status()?;
-    let body: Value = resp.json()?;
-    let got = body
-        .get("docs")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    // Read with each `_source` kept as its JSON text: a `Value` would turn its numbers
+    // into floats (see [`crate::verify::exact`]).
+    let body: MgetAnswer = resp.json()?;
+    let got = body.docs;
     if got.len() != batch.len() {
         return Err(Failed::Answer(format!(
             "{path}: asked for {} documents, got {}",
@@ -217,16 +240,18 @@ async fn compare(
     }
     let mut out = Vec::with_capacity(batch.len());
     let mut found_ids: Vec<(usize, &Wanted)> = Vec::new();
-    for (at, (want, mut have)) in batch.iter().zip(got).enumerate() {
-        let found = have.get("found").and_then(Value::as_bool).unwrap_or(false);
-        if !found {
+    for (at, (want, have)) in batch.iter().zip(got).enumerate() {
+        if !have.found {
             out.push(Held::Absent);
         } else if by_id {
             found_ids.push((at, want));
             out.push(Held::Present);
         } else {
-            match have.get_mut("_source").map(Value::take) {
-                Some(s) => out.push(Held::Holds(s)),
+            match have.source {
+                Some(s) => match Exact::from_raw(&s) {
+                    Ok(s) => out.push(Held::Holds(s)),
+                    Err(e) => out.push(Held::Differs(format!("the target's _source: {e}"))),
+                },
                 None => out.push(Held::Differs("no _source returned".into())),
             }
         }
@@ -238,6 +263,22 @@ async fn compare(
         _ => {}
     }
     Ok(out)
+}
+
+/// An `_mget` answer, each `_source` as its JSON text.
+#[derive(serde::Deserialize)]
+struct MgetAnswer {
+    #[serde(default)]
+    docs: Vec<MgetDoc>,
+}
+
+#[derive(serde::Deserialize)]
+struct MgetDoc {
+    /// Absent on a per-document error: not found.
+    #[serde(default)]
+    found: bool,
+    #[serde(rename = "_source")]
+    source: Option<Box<RawValue>>,
 }
 
 /// Asks the doc values of `fields` for `found` (documents the target holds) and compares

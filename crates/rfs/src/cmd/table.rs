@@ -641,8 +641,17 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
             seed,
         }
     };
+    // Timestamp columns compare as instants where both sides hold one (dates, and any
+    // other text, exactly).
+    let instants = source
+        .columns()
+        .into_iter()
+        .filter(|(_, shape)| *shape == migrate::columns::ColumnShape::Time)
+        .map(|(name, _)| name)
+        .collect();
     let options = Options {
         max_listed: args.max_listed,
+        instants,
         ..Options::new(sample)
     };
     let r = verify(source, transform, lookup.as_ref(), options)

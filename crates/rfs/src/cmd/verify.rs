@@ -21,7 +21,7 @@ use anyhow::Context;
 use migrate::connectors::{open_lookup, sink_identity, BoxedSource, Settings, SourceShape};
 use migrate::lookup::{mget::MgetLookup, Lookup};
 use migrate::transform::Transform;
-use migrate::verify::{verify, Options, Sample};
+use migrate::verify::{listing, verify, Options, Sample};
 use migrate::Source;
 
 use super::common::{
@@ -85,6 +85,26 @@ pub struct Args {
     /// Compare every document instead of a sample.
     #[arg(long, env = "RFS_VERIFY_ALL")]
     pub all: bool,
+    /// `all`: list every id of each target index (ids only: a scroll with `_source`
+    /// off, the files' ids, a DynamoDB projecting Scan) and hold it against every id the
+    /// source delivers there; every missing and every extra document is counted (the
+    /// first --max-listed named), whatever the sample.
+    #[arg(
+        long,
+        env = "RFS_VERIFY_IDS",
+        value_name = "WHICH",
+        value_parser = clap::builder::PossibleValuesParser::new(["all"])
+    )]
+    pub ids: Option<String>,
+    /// Ids named per index and kind of mismatch (the rest are counted).
+    #[arg(
+        long,
+        env = "RFS_VERIFY_MAX_LISTED",
+        default_value_t = 100,
+        value_name = "N",
+        value_parser = usize_in(1, 1_000_000)
+    )]
+    pub max_listed: usize,
     /// Failure logs of the migration (every worker's): the documents they say the target
     /// refused are not expected on it, and the skipped documents they record must be the
     /// ones the snapshot has (repeatable or comma-separated).
@@ -227,6 +247,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for (index, ..) in skipped {
             *recorded_skips.entry(index).or_default() += 1;
         }
+        let mut left_out = Vec::new();
         let (source, transform, lookup, target_identity, program) = match &args.from {
             Some(from) => {
                 refuse_routing(&args.filter, &args.source.rebuild)?;
@@ -244,6 +265,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 }
                 .settings();
                 let opened = open_from(from, &settings).await?;
+                if opened.kind == "cluster" {
+                    // The indices the pattern matches, by verify's own request: any the
+                    // copy's source left out is named.
+                    let (client, pattern) = listing::cluster_of(from, &settings.source_tls)?;
+                    let matched = listing::matched_indices(&client, &pattern).await?;
+                    left_out = listing::left_out(&matched, &opened.groups);
+                }
                 let (lookup, transform, identity) =
                     open_target(&args, &opened.shape(), true).await?;
                 (opened.source, transform, lookup, identity, None)
@@ -280,9 +308,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         };
         let options = Options {
             refused,
+            max_listed: args.max_listed,
+            all_ids: args.ids.is_some(),
             ..Options::new(sample)
         };
         let mut report = verify(Arc::new(source), transform, lookup.as_ref(), options).await?;
+        report.left_out = left_out;
         if !args.failure_log.is_empty() {
             report.check_recorded_skips(&recorded_skips);
         }
@@ -301,6 +332,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "unrecorded_skips": report.unrecorded,
                     "indices": report.indices,
                     "without_source": report.without_source(),
+                    "left_out": report.left_out,
                 })
             );
         } else {
