@@ -22,9 +22,9 @@ use tokio::sync::mpsc;
 use crate::document::{Op, Read};
 pub use crate::lookup::mget::keeps_source;
 use crate::lookup::{first_difference, Held, Keeps, Lookup, LookupError, Wanted};
-use ids::IdRuns;
 use crate::source::Source;
 use crate::transform::{Shaped, Transform};
+use ids::IdRuns;
 
 /// How many documents to compare per index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -586,8 +586,7 @@ pub async fn verify<S: Source>(
     let reader = {
         let refused = refused.clone();
         tokio::task::spawn_blocking(move || {
-            if let Err(e) = read_expected(&*source, &*transform, sample, all_ids, &refused, &tx)
-            {
+            if let Err(e) = read_expected(&*source, &*transform, sample, all_ids, &refused, &tx) {
                 let _ = tx.blocking_send(Err(e));
             }
         })
@@ -612,7 +611,10 @@ pub async fn verify<S: Source>(
                     let batch = std::mem::take(list);
                     let v = verdicts.entry(target.clone()).or_default();
                     let keeps = prepared[&target].as_ref();
-                    check(lookup, &target, batch, keeps, v, &mut found, listed, &instants).await?;
+                    check(
+                        lookup, &target, batch, keeps, v, &mut found, listed, &instants,
+                    )
+                    .await?;
                 }
             }
             Msg::Counts(c, s, items, ids) => counts = Some((c, s, items, ids)),
@@ -626,7 +628,10 @@ pub async fn verify<S: Source>(
     for (target, batch) in pending {
         let v = verdicts.entry(target.clone()).or_default();
         let keeps = prepared[&target].as_ref();
-        check(lookup, &target, batch, keeps, v, &mut found, listed, &instants).await?;
+        check(
+            lookup, &target, batch, keeps, v, &mut found, listed, &instants,
+        )
+        .await?;
     }
     for (item, f) in items.iter_mut().zip(found) {
         item.found = f.found;

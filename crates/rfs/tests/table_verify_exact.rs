@@ -27,8 +27,15 @@ fn numbers_changed_beyond_the_16th_digit_in_files_are_named_by_key() {
     let store = sqlite(work.path(), "s.db");
     let sink = format!("file://{}", out.display());
     let args = |c: &mut std::process::Command| {
-        c.args(["--source", &pg.url(), "--table", "public.nums", "--key", "id"])
-            .args(["--slots", "2", "--sink", &sink, "--store", &store]);
+        c.args([
+            "--source",
+            &pg.url(),
+            "--table",
+            "public.nums",
+            "--key",
+            "id",
+        ])
+        .args(["--slots", "2", "--sink", &sink, "--store", &store]);
     };
     let mut c = rfs();
     c.args(["table", "run"]);
@@ -62,7 +69,10 @@ fn numbers_changed_beyond_the_16th_digit_in_files_are_named_by_key() {
         ),
         // Row 12's instant at another offset (equal), row 13's a microsecond later.
         ("\"2024-05-01T00:00:12Z\"", "\"2024-05-01T02:00:12+02:00\""),
-        ("\"2024-05-01T00:00:13Z\"", "\"2024-05-01T00:00:13.000001Z\""),
+        (
+            "\"2024-05-01T00:00:13Z\"",
+            "\"2024-05-01T00:00:13.000001Z\"",
+        ),
     ];
     let mut done = 0;
     for e in std::fs::read_dir(&out).unwrap() {
@@ -90,7 +100,9 @@ fn numbers_changed_beyond_the_16th_digit_in_files_are_named_by_key() {
         "{t}"
     );
     assert!(
-        t.contains(r#"  13: field at: source "2024-05-01T00:00:13Z", target "2024-05-01T00:00:13.000001Z""#),
+        t.contains(
+            r#"  13: field at: source "2024-05-01T00:00:13Z", target "2024-05-01T00:00:13.000001Z""#
+        ),
         "{t}"
     );
     assert!(!t.contains("  12:"), "{t}");

@@ -26,7 +26,9 @@ fn copy(dir: &Path, from: &str, to: &str, extra: &[&str]) -> Ran {
 
 fn verify_from(from: &str, to: &str, extra: &[&str]) -> Ran {
     let mut c = rfs();
-    c.arg("verify").args(["--from", from, "--to", to]).args(extra);
+    c.arg("verify")
+        .args(["--from", from, "--to", to])
+        .args(extra);
     run(c)
 }
 
@@ -61,7 +63,8 @@ fn write_long_numbers(dir: &Path, index: &str, n: usize) {
 
 #[test]
 fn a_long_number_changed_on_a_cluster_beyond_the_16th_digit_is_named() {
-    let Some(target) = Osmem::start("a_long_number_changed_on_a_cluster_beyond_the_16th_digit_is_named")
+    let Some(target) =
+        Osmem::start("a_long_number_changed_on_a_cluster_beyond_the_16th_digit_is_named")
     else {
         return;
     };
@@ -150,13 +153,19 @@ fn every_id_listed_names_one_missing_and_one_extra_document() {
     // One document deleted, one put that the source does not hold, over plain HTTP: the
     // count is the same, and no document is compared (--sample 0).
     let r = http()
-        .delete(format!("{}/alpha/_doc/alpha-0123?refresh=true", target.url()))
+        .delete(format!(
+            "{}/alpha/_doc/alpha-0123?refresh=true",
+            target.url()
+        ))
         .send()
         .unwrap();
     assert!(r.status().is_success(), "{:?}", r.text());
     send(
         reqwest::Method::PUT,
-        &format!("{}/alpha/_doc/not-from-the-source?refresh=true", target.url()),
+        &format!(
+            "{}/alpha/_doc/not-from-the-source?refresh=true",
+            target.url()
+        ),
         r#"{"n": -1}"#,
     );
     let r = verify_from(&from, &target.url(), &["--sample", "0"]);
@@ -176,7 +185,11 @@ fn every_id_listed_names_one_missing_and_one_extra_document() {
         "{r}"
     );
     // The JSON report carries the same.
-    let r = verify_from(&from, &target.url(), &["--ids", "all", "--sample", "0", "--json"]);
+    let r = verify_from(
+        &from,
+        &target.url(),
+        &["--ids", "all", "--sample", "0", "--json"],
+    );
     assert_eq!(r.code, Some(6), "{r}");
     let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
     let alpha = v["indices"]
@@ -227,11 +240,14 @@ fn an_index_the_pattern_matches_that_the_copy_left_out_is_named() {
     let r = verify_from(&from, &to, &["--all"]);
     assert_eq!(r.code, Some(6), "{r}");
     assert!(
-        r.stdout.contains("MISMATCH left out .logs-internal: the source's pattern matches it (1 documents)"),
+        r.stdout.contains(
+            "MISMATCH left out .logs-internal: the source's pattern matches it (1 documents)"
+        ),
         "{r}"
     );
     assert!(
-        r.stdout.contains("MISMATCH left out logs-h: the source's pattern matches it (2 documents)"),
+        r.stdout
+            .contains("MISMATCH left out logs-h: the source's pattern matches it (2 documents)"),
         "{r}"
     );
     // logs-a itself verifies.

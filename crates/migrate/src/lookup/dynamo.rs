@@ -115,7 +115,12 @@ impl DynamoLookup {
                 .call_json("Scan", &body)
                 .await
                 .map_err(|e| self.error(e))?;
-            for item in v.get("Items").and_then(Value::as_array).into_iter().flatten() {
+            for item in v
+                .get("Items")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let id = item
                     .pointer("/_id/S")
                     .and_then(Value::as_str)

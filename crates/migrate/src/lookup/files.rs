@@ -115,8 +115,9 @@ fn read_lines(
             }
             let source = match l.source {
                 Some(s) => s,
-                None => RawValue::from_string("null".into())
-                    .map_err(|e| bad(n + 1, e.to_string()))?,
+                None => {
+                    RawValue::from_string("null".into()).map_err(|e| bad(n + 1, e.to_string()))?
+                }
             };
             docs.entry(index).or_default().insert(id, source);
         }
@@ -214,7 +215,10 @@ mod tests {
         let held = rt.block_on(l.fetch("a", &docs, true)).unwrap();
         assert_eq!(
             held,
-            vec![Held::Holds(Exact::parse(b"{\"x\": 3}").unwrap()), Held::Absent]
+            vec![
+                Held::Holds(Exact::parse(b"{\"x\": 3}").unwrap()),
+                Held::Absent
+            ]
         );
         let docs = [want("7")];
         let held = rt.block_on(l.fetch("b", &docs, false)).unwrap();

@@ -59,7 +59,11 @@ impl From<ClusterError> for ListError {
 }
 
 /// Lists every id of `index` into `into`; returns how many were listed.
-pub(super) async fn list(client: &Client, index: &str, into: &mut IdRuns) -> Result<u64, ListError> {
+pub(super) async fn list(
+    client: &Client,
+    index: &str,
+    into: &mut IdRuns,
+) -> Result<u64, ListError> {
     let path = format!("/{}/_search?scroll={KEEP_ALIVE}", encode_segment(index));
     let body = json!({
         "size": PAGE,
@@ -109,9 +113,7 @@ async fn pages(
         }
         if total.is_none() {
             total = Some(exact_total(page.hits.total.as_ref()).ok_or_else(|| {
-                ListError::Answer(format!(
-                    "{index}: the id scroll gave no exact hits.total"
-                ))
+                ListError::Answer(format!("{index}: the id scroll gave no exact hits.total"))
             })?);
         }
         if page.scroll_id.is_some() {

@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{doc_values, id_scroll, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
-use crate::verify::ids::IdRuns;
 use crate::verify::exact::Exact;
+use crate::verify::ids::IdRuns;
 use crate::verify::Compared;
 
 /// Documents of a cluster's indices.

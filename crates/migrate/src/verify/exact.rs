@@ -187,7 +187,11 @@ impl Exact {
             }
             Some(b'[') => {
                 let a: Vec<&RawValue> = serde_json::from_str(text)?;
-                Exact::Array(a.into_iter().map(Exact::from_raw).collect::<Result<_, _>>()?)
+                Exact::Array(
+                    a.into_iter()
+                        .map(Exact::from_raw)
+                        .collect::<Result<_, _>>()?,
+                )
             }
             Some(b'"') => Exact::String(serde_json::from_str(text)?),
             Some(b't' | b'f') => Exact::Bool(serde_json::from_str(text)?),

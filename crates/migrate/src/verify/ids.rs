@@ -235,7 +235,9 @@ mod tests {
 
     #[test]
     fn runs_spilled_to_disk_merge_in_order_and_the_differences_are_found() {
-        let source: Vec<String> = (0..5000).map(|i| format!("doc-{}", (i * 7919) % 5000)).collect();
+        let source: Vec<String> = (0..5000)
+            .map(|i| format!("doc-{}", (i * 7919) % 5000))
+            .collect();
         let mut target: Vec<String> = source
             .iter()
             .filter(|id| *id != "doc-4321")
@@ -266,5 +268,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!((v.missing_count, v.missing.len(), v.target), (5000, 3, 0));
+    }
+
+    /// The cost per million documents (README): `cargo test -p migrate --lib --release
+    /// verify::ids -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn cost_per_million_ids() {
+        let n = 1_000_000u64;
+        let started = std::time::Instant::now();
+        let mut want = IdRuns::default();
+        let mut have = IdRuns::default();
+        for i in 0..n {
+            let id = format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            want.push(id.clone()).unwrap();
+            if i != 4321 {
+                have.push(id).unwrap();
+            }
+        }
+        let v = compare(want.sorted().unwrap(), have.sorted().unwrap(), 10).unwrap();
+        assert_eq!((v.source, v.missing_count), (n, 1));
+        let peak = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM"))
+                    .map(str::to_string)
+            });
+        println!("{n} ids per side: {:?}, peak {peak:?}", started.elapsed());
+        // Small runs: the same ids through the disk.
+        let started = std::time::Instant::now();
+        let mut want = IdRuns::with_limit(4 << 20);
+        let mut have = IdRuns::with_limit(4 << 20);
+        for i in 0..n {
+            let id = format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            want.push(id.clone()).unwrap();
+            have.push(id).unwrap();
+        }
+        let runs = want.runs_on_disk();
+        let v = compare(want.sorted().unwrap(), have.sorted().unwrap(), 10).unwrap();
+        assert!(v.ok());
+        println!(
+            "{n} ids per side in {runs} runs of 4 MiB: {:?}",
+            started.elapsed()
+        );
     }
 }

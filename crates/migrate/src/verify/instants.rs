@@ -22,9 +22,7 @@ pub fn nanos(text: &str) -> Option<i128> {
         *i += n;
         std::str::from_utf8(s).ok()?.parse().ok()
     };
-    let expect = |c: u8, i: &mut usize| -> Option<()> {
-        (b.get(*i) == Some(&c)).then(|| *i += 1)
-    };
+    let expect = |c: u8, i: &mut usize| -> Option<()> { (b.get(*i) == Some(&c)).then(|| *i += 1) };
     let y = num(4, &mut i)?;
     expect(b'-', &mut i)?;
     let mo = num(2, &mut i)?;
@@ -191,11 +189,17 @@ mod tests {
         align(&fields, &e, &mut h);
         assert_eq!(
             super::super::exact::difference(&e, &h).as_deref(),
-            Some(r#"field other: source "2024-05-01T00:00:00Z", target "2024-05-01T02:00:00+02:00""#)
+            Some(
+                r#"field other: source "2024-05-01T00:00:00Z", target "2024-05-01T02:00:00+02:00""#
+            )
         );
-        let mut h2 = Exact::parse(br#"{"at":"2024-05-01T00:00:01Z","dyn":{"S":"x"},"other":"2024-05-01T00:00:00Z"}"#).unwrap();
+        let mut h2 = Exact::parse(
+            br#"{"at":"2024-05-01T00:00:01Z","dyn":{"S":"x"},"other":"2024-05-01T00:00:00Z"}"#,
+        )
+        .unwrap();
         align(&fields, &e, &mut h2);
-        assert!(super::super::exact::difference(&e, &h2)
-            .is_some_and(|d| d.starts_with("field at:")));
+        assert!(
+            super::super::exact::difference(&e, &h2).is_some_and(|d| d.starts_with("field at:"))
+        );
     }
 }

@@ -45,10 +45,7 @@ struct CatRow {
 /// The client and the index pattern of a live-cluster source URL
 /// (`http(s)://[user:pw@]host:port[/base]/PATTERN`), read here rather than by the copy
 /// source's code.
-pub fn cluster_of(
-    url: &str,
-    tls: &cluster::TlsConfig,
-) -> Result<(Client, String), ListingError> {
+pub fn cluster_of(url: &str, tls: &cluster::TlsConfig) -> Result<(Client, String), ListingError> {
     let bad = |why: String| ListingError::Url {
         url: redact::url(url),
         why,

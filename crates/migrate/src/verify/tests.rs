@@ -90,6 +90,7 @@ fn account(shard: Shard, target_count: u64) -> VerifyReport {
         &shard,
         &Rename::default(),
         Sample::PerIndex(0),
+        false,
         &refused,
         &tx,
     )
@@ -97,7 +98,7 @@ fn account(shard: Shard, target_count: u64) -> VerifyReport {
     drop(tx);
     let mut skipped = None;
     while let Ok(msg) = rx.try_recv() {
-        if let Ok(Msg::Counts(_, s, _)) = msg {
+        if let Ok(Msg::Counts(_, s, _, _)) = msg {
             skipped = Some(s);
         }
     }
@@ -249,6 +250,7 @@ fn estimated_totals_are_not_held_against_what_was_read_and_the_report_says_so() 
         &shard,
         &Rename::default(),
         Sample::PerIndex(0),
+        false,
         &HashSet::new(),
         &tx,
     )
@@ -256,7 +258,7 @@ fn estimated_totals_are_not_held_against_what_was_read_and_the_report_says_so() 
     drop(tx);
     let mut found = None;
     while let Ok(msg) = rx.try_recv() {
-        if let Ok(Msg::Counts(counts, s, _)) = msg {
+        if let Ok(Msg::Counts(counts, s, _, _)) = msg {
             found = Some((counts, s));
         }
     }

@@ -96,13 +96,13 @@ pub struct Args {
         value_parser = clap::builder::PossibleValuesParser::new(["all"])
     )]
     pub ids: Option<String>,
-    /// Ids named per index and kind of mismatch (the rest are counted).
+    /// Ids named per index and kind of mismatch (1–100000; the rest are counted).
     #[arg(
         long,
-        env = "RFS_VERIFY_MAX_LISTED",
+        env = "RFS_MAX_LISTED",
         default_value_t = 100,
         value_name = "N",
-        value_parser = usize_in(1, 1_000_000)
+        value_parser = usize_in(1, 100_000)
     )]
     pub max_listed: usize,
     /// Failure logs of the migration (every worker's): the documents they say the target
