@@ -49,9 +49,9 @@ pub use error::{Error, Result};
 pub use index_version::IndexVersion;
 pub use lucene::VerifiedFiles;
 pub use metadata::{
-    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, ProductVersion, RepositoryData,
-    ShardFailure, ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind,
-    TypeMapping,
+    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, MountedSnapshot,
+    ProductVersion, RepositoryData, ShardFailure, ShardSnapshot, SnapshotInfo, SnapshotState,
+    SourceMode, TemplateKind, TypeMapping,
 };
 pub use object::ObjectStoreBlobs;
 pub use reader::{
