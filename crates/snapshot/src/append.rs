@@ -260,7 +260,8 @@ pub fn append_snapshot(dest: &Path, snap: &SnapshotSpec, opts: &WriteOptions) ->
     )?;
 
     // Repository data N+1: the new snapshot, its indices, their shard generations.
-    let v = crate::metadata::ProductVersion::from_id(u64::from(snap.version_id))
+    let v = crate::IndexVersion::from_id(u64::from(snap.version_id))
+        .map(crate::IndexVersion::release_floor)
         .unwrap_or(crate::metadata::ProductVersion::es(7, 10));
     let root = data
         .as_object_mut()

@@ -46,6 +46,17 @@ pub enum Error {
         /// The remote segment store repository, when recorded.
         remote: Option<String>,
     },
+    /// A searchable-snapshot (mounted) index whose data cannot be found: the snapshot
+    /// holds only empty commits for it, its documents are in the snapshot it was mounted
+    /// from, which this repository does not hold (or not readably).
+    #[error("index {index:?} of snapshot {snapshot:?} is a searchable-snapshot (mounted) index: this snapshot holds none of its documents, they are in {from}, and {reason}; restore that snapshot's index (or take a snapshot of a fully restored copy) instead")]
+    MountedIndex {
+        snapshot: String,
+        index: String,
+        /// Where its data is (the `index.store.snapshot.*` settings).
+        from: String,
+        reason: String,
+    },
     /// A repository location or option that cannot be used.
     #[error("{0}")]
     Config(String),
@@ -67,7 +78,8 @@ impl Error {
         match self {
             Error::Unsupported { .. }
             | Error::FailedShard { .. }
-            | Error::RemoteStoreShard { .. } => true,
+            | Error::RemoteStoreShard { .. }
+            | Error::MountedIndex { .. } => true,
             Error::Lucene { source, .. } => source.is_permanent(),
             Error::NotFound { .. }
             | Error::Backend { .. }

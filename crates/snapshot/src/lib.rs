@@ -25,6 +25,7 @@ pub mod document;
 pub mod envelope;
 pub mod error;
 pub mod ignored_source;
+pub mod index_version;
 pub mod json;
 mod lzf;
 pub mod metadata;
@@ -45,11 +46,12 @@ pub use blob::{BlobMeta, BlobStore, LocalStore};
 pub use delta::{DeleteKeys, DeltaStats, ShardDelta};
 pub use document::EsDocument;
 pub use error::{Error, Result};
+pub use index_version::IndexVersion;
 pub use lucene::VerifiedFiles;
 pub use metadata::{
-    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, ProductVersion, RepositoryData,
-    ShardFailure, ShardSnapshot, SnapshotInfo, SnapshotState, SourceMode, TemplateKind,
-    TypeMapping,
+    DataStream, FileInfo, GlobalMetadata, IndexMetadata, IndexMode, MountedSnapshot,
+    ProductVersion, RepositoryData, ShardFailure, ShardSnapshot, SnapshotInfo, SnapshotState,
+    SourceMode, TemplateKind, TypeMapping,
 };
 pub use object::ObjectStoreBlobs;
 pub use reader::{

@@ -69,6 +69,8 @@ impl fmt::Display for SnapshotState {
 
 pub use product::{ProductVersion, TemplateKind};
 
+use crate::index_version::IndexVersion;
+
 /// One snapshot as listed in repository data.
 #[derive(Debug, Clone, Serialize)]
 pub struct SnapshotEntry {
@@ -344,8 +346,12 @@ pub(crate) struct SnapshotInfoRoot {
 impl SnapshotInfo {
     /// Version of the cluster that took the snapshot.
     pub fn version(&self) -> Option<ProductVersion> {
+        self.index_version().map(IndexVersion::release_floor)
+    }
+    /// `version_id` as an index version (Elasticsearch 8.11+ writes an `IndexVersion` id).
+    pub fn index_version(&self) -> Option<IndexVersion> {
         self.version_id
-            .and_then(|id| ProductVersion::from_id(u64::from(id)))
+            .and_then(|id| IndexVersion::from_id(u64::from(id)))
     }
     /// Decoded state, if known.
     pub fn state(&self) -> Option<SnapshotState> {
@@ -390,23 +396,31 @@ pub struct DataStream {
     pub system: bool,
     /// Elasticsearch `index_mode` of the stream (`time_series`, `logsdb`), when set.
     pub index_mode: Option<String>,
+    /// Failure-store indices (`.fs-…`, Elasticsearch 8.15+ `failure_indices`, same shape
+    /// as `indices`; elastic/elasticsearch `server/src/main/java/org/elasticsearch/cluster/
+    /// metadata/DataStream.java`, `FAILURE_INDICES_FIELD`): documents whose ingestion
+    /// failed, kept beside the backing indices.
+    pub failure_indices: Vec<String>,
     /// The whole definition, for anything not lifted into a field.
     pub raw: Value,
 }
 
 impl DataStream {
     fn from_value(name: &str, v: &Value) -> DataStream {
-        let indices = v
-            .get("indices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|i| match i {
-                Value::String(n) => Some(n.clone()),
-                Value::Object(o) => o.get("index_name").and_then(str_of),
-                _ => None,
-            })
-            .collect();
+        let names = |key: &str| -> Vec<String> {
+            v.get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| match i {
+                    Value::String(n) => Some(n.clone()),
+                    Value::Object(o) => o.get("index_name").and_then(str_of),
+                    _ => None,
+                })
+                .collect()
+        };
+        let indices = names("indices");
+        let failure_indices = names("failure_indices");
         let timestamp_field = match v.get("timestamp_field") {
             Some(Value::String(f)) => f.clone(),
             Some(Value::Object(o)) => o
@@ -427,6 +441,7 @@ impl DataStream {
             hidden: flag("hidden"),
             system: flag("system"),
             index_mode: v.get("index_mode").and_then(str_of),
+            failure_indices,
             raw: v.clone(),
         }
     }
@@ -469,6 +484,13 @@ impl GlobalMetadata {
             data_streams,
             raw: md,
         })
+    }
+
+    /// The data stream whose failure store `index` is, if any.
+    pub fn failure_store_of(&self, index: &str) -> Option<&DataStream> {
+        self.data_streams
+            .values()
+            .find(|d| d.failure_indices.iter().any(|i| i == index))
     }
 
     /// The data stream `index` backs, if any.
@@ -541,6 +563,65 @@ pub fn flatten_settings(settings: &Value) -> Map<String, Value> {
     out
 }
 
+/// `index.store.type` of a searchable-snapshot (mounted) index.
+pub const MOUNTED_STORE_TYPE: &str = "snapshot";
+
+/// The settings Elasticsearch adds when it mounts an index from a snapshot (besides the
+/// `index.store.snapshot.*` ones): they make no sense on an ordinary index and are
+/// removed when the index is created as one (`buildIndexSettings` in
+/// `x-pack/plugin/searchable-snapshots/src/main/java/org/elasticsearch/xpack/searchablesnapshots/action/TransportMountSearchableSnapshotAction.java`,
+/// elastic/elasticsearch commit `fb3ff2f33bf75efc6b755c10bf95465c5c12e7bb`; the data tier
+/// preference is set by the same action from the mount's storage option).
+pub const MOUNTED_INDEX_SETTINGS: &[&str] = &[
+    "index.store.type",
+    "index.recovery.type",
+    "index.allocation.existing_shards_allocator",
+    "index.routing.allocation.disk.watermark.ignore",
+    "index.shard_limit.group",
+    "index.routing.allocation.include._tier_preference",
+];
+
+/// Where the data of a searchable-snapshot (mounted) index is: Elasticsearch 7.10+
+/// mounts an index of a snapshot as an index whose `index.store.type` is `snapshot`, and
+/// since 7.11 a snapshot of such an index holds an empty commit only (elastic/
+/// elasticsearch #66162, #68136), its documents staying in the snapshot it was mounted
+/// from, named by these settings (`index.store.snapshot.*`; the keys in
+/// `server/src/main/java/org/elasticsearch/snapshots/SearchableSnapshotsSettings.java`,
+/// commit `09910273100b77a365b9246f245f84d1d1fd4b94`, and `SearchableSnapshots.java`;
+/// `index_uuid` holds the repository's index id, the `indices/<id>` directory). ILM's
+/// cold (`full_copy`) and frozen (`shared_cache`, `partial: true`) phases make them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MountedSnapshot {
+    pub repository_name: Option<String>,
+    /// Recorded from 7.12 on, when the repository had a uuid.
+    pub repository_uuid: Option<String>,
+    pub snapshot_name: Option<String>,
+    pub snapshot_uuid: Option<String>,
+    /// The index's name in that snapshot (recorded from 7.11 on).
+    pub index_name: Option<String>,
+    /// The repository index id of the index in that snapshot.
+    pub index_id: Option<String>,
+    /// A partially mounted (frozen tier, `shared_cache`) index.
+    pub partial: bool,
+}
+
+impl fmt::Display for MountedSnapshot {
+    /// `index logs-1 of snapshot daily-1 (uuid …) in repository found (uuid …)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let q = |v: &Option<String>| v.as_deref().unwrap_or("?").to_string();
+        write!(
+            f,
+            "index {} (id {}) of snapshot {} (uuid {}) in repository {} (uuid {})",
+            q(&self.index_name),
+            q(&self.index_id),
+            q(&self.snapshot_name),
+            q(&self.snapshot_uuid),
+            q(&self.repository_name),
+            q(&self.repository_uuid),
+        )
+    }
+}
+
 impl IndexMetadata {
     pub(crate) fn from_value(blob: &str, v: Value) -> Result<Self> {
         let Value::Object(root) = v else {
@@ -607,11 +688,41 @@ impl IndexMetadata {
         self.settings.get(key).and_then(str_of)
     }
 
-    /// The version that created the index (`index.version.created`).
-    pub fn created_version(&self) -> Option<ProductVersion> {
+    /// For a searchable-snapshot (mounted) index (`index.store.type: snapshot`), the
+    /// snapshot that holds its data.
+    pub fn mounted_snapshot(&self) -> Option<MountedSnapshot> {
+        if self.setting("index.store.type").as_deref() != Some(MOUNTED_STORE_TYPE) {
+            return None;
+        }
+        let get = |k: &str| self.setting(&format!("index.store.snapshot.{k}"));
+        Some(MountedSnapshot {
+            repository_name: get("repository_name"),
+            repository_uuid: get("repository_uuid"),
+            snapshot_name: get("snapshot_name"),
+            snapshot_uuid: get("snapshot_uuid"),
+            index_name: get("index_name"),
+            index_id: get("index_uuid"),
+            partial: match self.settings.get("index.store.snapshot.partial") {
+                Some(Value::Bool(b)) => *b,
+                Some(v) => str_of(v).is_some_and(|p| p == "true"),
+                None => false,
+            },
+        })
+    }
+
+    /// The version id that created the index (`index.version.created`): compare it as an
+    /// id ([`IndexVersion::on_or_after`]) for anything Elasticsearch keys on index versions.
+    pub fn created_index_version(&self) -> Option<IndexVersion> {
         self.setting("index.version.created")
-            .and_then(|s| s.parse::<u64>().ok())
-            .and_then(ProductVersion::from_id)
+            .as_deref()
+            .and_then(IndexVersion::parse)
+    }
+
+    /// The earliest release that can have created the index (`index.version.created`; for
+    /// Elasticsearch 8.11+ ids the release line they belong to, see [`IndexVersion`]).
+    pub fn created_version(&self) -> Option<ProductVersion> {
+        self.created_index_version()
+            .map(IndexVersion::release_floor)
     }
 
     /// Whether the index uses soft deletes: the stored setting, else on for indices
@@ -640,6 +751,15 @@ impl IndexMetadata {
     /// How `_source` is kept: the `index.mapping.source.mode` setting (Elasticsearch
     /// 8.17+), else the mapping's `_source.mode` (8.4+) or `_source.enabled: false`, else
     /// the default of the index mode (synthetic for `time_series` and `logsdb`).
+    ///
+    /// Indices created from index version `SOURCE_MAPPER_MODE_ATTRIBUTE_NOOP` (9.x) on
+    /// ignore `_source.mode` in their mappings: Elasticsearch keeps the parameter but
+    /// gives it no effect (`SourceFieldMapper.PARSER` passes
+    /// `indexVersionCreated().onOrAfter(SOURCE_MAPPER_MODE_ATTRIBUTE_NOOP)` to its builder,
+    /// and `SourceFieldMapperTests` checks that `mode: synthetic`/`disabled` then leave
+    /// `_source` stored; elastic/elasticsearch
+    /// `server/src/main/java/org/elasticsearch/index/mapper/SourceFieldMapper.java`), so
+    /// neither does this reader.
     pub fn source_mode(&self) -> SourceMode {
         if let Some(m) = self
             .setting("index.mapping.source.mode")
@@ -647,7 +767,10 @@ impl IndexMetadata {
         {
             return m;
         }
-        for m in &self.mappings {
+        let mode_is_noop = self
+            .created_index_version()
+            .is_some_and(|v| v.on_or_after(IndexVersion::SOURCE_MAPPER_MODE_ATTRIBUTE_NOOP));
+        for m in self.mappings.iter().filter(|_| !mode_is_noop) {
             let Some(src) = m.mapping.get("_source") else {
                 continue;
             };

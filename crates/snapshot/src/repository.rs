@@ -11,8 +11,8 @@ use crate::envelope::{self, codec};
 use crate::error::{Error, Result};
 use crate::lzf;
 use crate::metadata::{
-    GlobalMetadata, IndexEntry, IndexMetadata, ProductVersion, RepositoryData, ShardSnapshot,
-    ShardSnapshots, SnapshotEntry, SnapshotInfo, SnapshotInfoRoot, SnapshotState,
+    GlobalMetadata, IndexEntry, IndexMetadata, MountedSnapshot, ProductVersion, RepositoryData,
+    ShardSnapshot, ShardSnapshots, SnapshotEntry, SnapshotInfo, SnapshotInfoRoot, SnapshotState,
 };
 use crate::shard::ShardDirectory;
 use crate::shard_paths::{self, ShardDirLocation, ShardPathType, ShardPathsName};
@@ -42,6 +42,34 @@ fn read_latest(store: &dyn BlobStore) -> Result<i64> {
         ));
     }
     Ok(n)
+}
+
+/// The newest major whose repositories this reader knows: a repository whose
+/// `min_version` (the oldest release able to read it; Elasticsearch writes `7.9.0`,
+/// `7.12.0`, … as it adds format features) names a later major uses a format written
+/// after this reader, and is refused rather than misread.
+pub const NEWEST_KNOWN_MAJOR: u32 = 9;
+
+/// Refuses repository data whose `min_version` is newer than this reader knows; an
+/// unreadable one is left alone (older writers put other text there).
+fn check_min_version(data: &RepositoryData) -> Result<()> {
+    let Some(min) = data.min_version.as_deref() else {
+        return Ok(());
+    };
+    let parsed = ProductVersion::parse(product::Distribution::Elasticsearch, min);
+    if let Some(v) = parsed.filter(|v| v.major > NEWEST_KNOWN_MAJOR) {
+        let blob = data
+            .generation
+            .map_or_else(|| "index".to_string(), |g| format!("index-{g}"));
+        return Err(Error::Unsupported {
+            blob,
+            what: format!(
+                "min_version {min}: the repository can only be read by {} or later, a format newer than this reader knows (up to {NEWEST_KNOWN_MAJOR}.x)",
+                v.number()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// An opened repository. Cheap to clone.
@@ -120,6 +148,7 @@ impl Repository {
                 })
             }
         };
+        check_min_version(&data)?;
         Ok(Repository {
             inner: Arc::new(Inner {
                 store,
@@ -304,10 +333,21 @@ impl Snapshot {
     pub fn state(&self) -> Option<SnapshotState> {
         self.info.state().or(self.entry.state)
     }
+    /// The version id of the cluster that took the snapshot: SnapshotInfo's `version_id`,
+    /// else repository data's `index_version` (Elasticsearch 8.11+, whose `version` is
+    /// then only an `8.11.0` marker).
+    pub fn index_version(&self) -> Option<crate::IndexVersion> {
+        self.info.index_version().or_else(|| {
+            self.entry
+                .index_version
+                .and_then(|id| u64::try_from(id).ok())
+                .and_then(crate::IndexVersion::from_id)
+        })
+    }
     /// Version of the cluster that took the snapshot.
     pub fn version(&self) -> Option<ProductVersion> {
-        self.info
-            .version()
+        self.index_version()
+            .map(crate::IndexVersion::release_floor)
             // Repository data records the number alone (OpenSearch writes its
             // Elasticsearch-compatible one there).
             .or_else(|| {
@@ -361,8 +401,102 @@ impl Snapshot {
         })
     }
 
-    /// Opens index `name` of this snapshot: reads its IndexMetadata.
+    /// Opens index `name` of this snapshot: reads its IndexMetadata. A searchable-snapshot
+    /// (mounted) index, whose shards this snapshot holds only as empty commits, is read
+    /// from the snapshot it was mounted from when this repository holds it (its name and
+    /// metadata stay the mounted index's; [`SnapshotIndex::mounted`] says where the data
+    /// comes from); otherwise it is an [`Error::MountedIndex`] naming both, never an
+    /// index of 0 documents.
     pub fn index(&self, name: &str) -> Result<SnapshotIndex> {
+        let index = self.index_as_stored(name)?;
+        match index.metadata.mounted_snapshot() {
+            Some(mounted) => self.resolve_mounted(index, mounted),
+            None => Ok(index),
+        }
+    }
+
+    /// The data of mounted index `index`: the index of the snapshot its
+    /// `index.store.snapshot.*` settings name, in this repository (same repository uuid
+    /// when both record one; the snapshot by uuid, the index by repository index id, else
+    /// by name).
+    fn resolve_mounted(
+        &self,
+        index: SnapshotIndex,
+        mounted: MountedSnapshot,
+    ) -> Result<SnapshotIndex> {
+        let refuse = |reason: String| Error::MountedIndex {
+            snapshot: self.entry.name.clone(),
+            index: index.metadata.name.clone(),
+            from: mounted.to_string(),
+            reason,
+        };
+        let data = self.repo.data();
+        match (&mounted.repository_uuid, &data.uuid) {
+            (Some(wanted), Some(ours)) if wanted != ours => {
+                return Err(refuse(format!(
+                    "that repository is not this one (whose uuid is {ours})"
+                )))
+            }
+            (Some(_), None) => {
+                return Err(refuse(
+                    "this repository records no uuid, so it cannot be the one the index was mounted from"
+                        .into(),
+                ))
+            }
+            _ => {}
+        }
+        let source = data
+            .snapshots
+            .iter()
+            .find(|s| match &mounted.snapshot_uuid {
+                Some(uuid) => &s.uuid == uuid,
+                None => mounted.snapshot_name.as_deref() == Some(s.name.as_str()),
+            });
+        let Some(source) = source else {
+            return Err(refuse("this repository does not hold that snapshot".into()));
+        };
+        if source.uuid == self.entry.uuid {
+            return Err(refuse("it names the snapshot it is in".into()));
+        }
+        let source = self.repo.snapshot(&source.name)?;
+        let source_name = mounted
+            .index_id
+            .as_ref()
+            .and_then(|id| data.indices.values().find(|e| &e.id == id))
+            .map(|e| e.name.clone())
+            .or_else(|| mounted.index_name.clone());
+        let Some(source_name) = source_name else {
+            return Err(refuse(
+                "the index id it names is not in this repository".into(),
+            ));
+        };
+        let from = source
+            .index_as_stored(&source_name)
+            .map_err(|e| refuse(format!("that index cannot be read: {e}")))?;
+        if from.metadata.mounted_snapshot().is_some() {
+            return Err(refuse("that index is itself a mounted index".into()));
+        }
+        if from.metadata.number_of_shards != index.metadata.number_of_shards {
+            return Err(refuse(format!(
+                "that index has {} shards, the mounted index {}",
+                from.metadata.number_of_shards, index.metadata.number_of_shards
+            )));
+        }
+        tracing::info!(
+            snapshot = %self.entry.name, index = %index.metadata.name,
+            "searchable-snapshot (mounted) index: its documents are read from {mounted}"
+        );
+        Ok(SnapshotIndex {
+            snapshot: from.snapshot,
+            entry: from.entry,
+            metadata: index.metadata,
+            mounted: Some(mounted),
+        })
+    }
+
+    /// Opens index `name` as this snapshot stores it, without following a mounted index
+    /// to the snapshot holding its data.
+    pub fn index_as_stored(&self, name: &str) -> Result<SnapshotIndex> {
         if !self.info.indices.is_empty() && !self.info.indices.iter().any(|i| i == name) {
             return Err(Error::NoSuchIndex {
                 snapshot: self.entry.name.clone(),
@@ -393,6 +527,7 @@ impl Snapshot {
             snapshot: self.clone(),
             entry,
             metadata,
+            mounted: None,
         })
     }
 }
@@ -400,14 +535,24 @@ impl Snapshot {
 /// One index of a snapshot, with its metadata. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct SnapshotIndex {
+    /// The snapshot and repository entry holding the shards (for a mounted index, those of
+    /// the snapshot it was mounted from).
     snapshot: Snapshot,
     entry: IndexEntry,
     metadata: IndexMetadata,
+    mounted: Option<MountedSnapshot>,
 }
 
 impl SnapshotIndex {
+    /// The index name (a mounted index's own name, also when its shards are read from
+    /// the snapshot it was mounted from).
     pub fn name(&self) -> &str {
-        &self.entry.name
+        &self.metadata.name
+    }
+    /// For a searchable-snapshot (mounted) index, the snapshot its shards are read from
+    /// ([`SnapshotIndex::snapshot`] is then that snapshot).
+    pub fn mounted(&self) -> Option<&MountedSnapshot> {
+        self.mounted.as_ref()
     }
     /// The repository index id (directory under `indices/`).
     pub fn id(&self) -> &str {

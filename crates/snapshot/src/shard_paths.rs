@@ -176,6 +176,15 @@ pub fn locate_recorded(path: &str, base_path: &str) -> ShardDirLocation {
 /// The name of a `snapshot_shard_paths` blob, split: `<index id>#<index name>#<shard
 /// count>#<path type>#<hash algorithm>`. Some OpenSearch versions prefix the index id
 /// with `snapshot_path_`.
+///
+/// The separator depends on the release: OpenSearch 2.17 and 2.18 write `.` between the
+/// fields (`SnapshotShardPaths.DELIMITER = "."`, opensearch-project/OpenSearch
+/// `server/src/main/java/org/opensearch/snapshots/SnapshotShardPaths.java` at commit
+/// `0f95c88e3d7205e6832c16877eb075c75216cf9e`; PR #16617 made OpenSearch itself parse
+/// such names from the end, as an index name may hold `.`), later releases `#` (the same
+/// file at commit `3aa54e593c43b596dabc5f0734e10a0a8f1322d3`). Both are read: with `.`,
+/// the index id (base 64, no `.`) is the first field and the last three are the numbers;
+/// the name is what lies between.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardPathsName {
     pub index_id: String,
@@ -191,19 +200,35 @@ impl ShardPathsName {
     /// Parses a blob name; `None` for names of another form.
     pub fn parse(blob: &str) -> Option<Self> {
         let parts: Vec<&str> = blob.split('#').collect();
-        if parts.len() != 5 {
+        let (id, name, count, ty, hash) = match parts.as_slice() {
+            [id, name, count, ty, hash] => (*id, *name, *count, *ty, *hash),
+            [_] => {
+                // `<id>.<name with dots>.<count>.<type>.<hash>` (OpenSearch 2.17–2.18).
+                let mut tail = blob.rsplitn(4, '.');
+                let hash = tail.next()?;
+                let ty = tail.next()?;
+                let count = tail.next()?;
+                let (id, name) = tail.next()?.split_once('.')?;
+                (id, name, count, ty, hash)
+            }
+            _ => return None,
+        };
+        let bare = id.strip_prefix("snapshot_path_").unwrap_or(id);
+        if bare.is_empty() || name.is_empty() {
             return None;
         }
-        let id = parts[0].strip_prefix("snapshot_path_").unwrap_or(parts[0]);
-        let listed = (id != parts[0]).then(|| blob.to_string());
-        Some(ShardPathsName {
-            listed,
-            index_id: id.to_string(),
-            index_name: parts[1].to_string(),
-            shard_count: parts[2].parse().ok()?,
-            path_type: ShardPathType::from_code(parts[3].parse().ok()?)?,
-            hash: PathHashAlgorithm::from_code(parts[4].parse().ok()?)?,
-        })
+        let mut out = ShardPathsName {
+            listed: None,
+            index_id: bare.to_string(),
+            index_name: name.to_string(),
+            shard_count: count.parse().ok()?,
+            path_type: ShardPathType::from_code(ty.parse().ok()?)?,
+            hash: PathHashAlgorithm::from_code(hash.parse().ok()?)?,
+        };
+        if out.blob_name() != blob {
+            out.listed = Some(blob.to_string());
+        }
+        Some(out)
     }
 
     /// The name as it was listed (with the `snapshot_path_` prefix when it had one).
@@ -214,10 +239,16 @@ impl ShardPathsName {
         }
     }
 
-    /// The blob name OpenSearch writes.
+    /// The blob name OpenSearch 2.19+ writes (fields separated by `#`).
     pub fn blob_name(&self) -> String {
+        self.blob_name_with('#')
+    }
+
+    /// The blob name with `separator` between the fields (`.` for OpenSearch 2.17–2.18).
+    pub fn blob_name_with(&self, separator: char) -> String {
+        let s = separator;
         format!(
-            "{}#{}#{}#{}#{}",
+            "{}{s}{}{s}{}{s}{}{s}{}",
             self.index_id,
             self.index_name,
             self.shard_count,
@@ -312,7 +343,8 @@ mod tests {
             "abc#logs#3#2#1"
         );
         assert!(ShardPathsName::parse("abc#logs#3#7#1").is_none());
-        assert!(ShardPathsName::parse("abc.logs.3.1.1").is_none());
+        assert!(ShardPathsName::parse("abc.logs.3.7.1").is_none());
+        assert!(ShardPathsName::parse("abc.3.1.1").is_none());
         let paths = parse_recorded_paths(
             "p",
             br#"{"indexId":"abc","indexName":"logs","number_of_shards":1,"shard_path_type":1,"shard_path_hash_algorithm":1,"paths":["h/indices/abc/0/"]}"#,

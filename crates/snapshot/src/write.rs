@@ -51,6 +51,10 @@ pub struct WriteOptions {
     /// the bucket root, the repository is written under `<dest>/<base_path>`, and
     /// HASHED_PREFIX shard directories under `<dest>/<hash>/<base_path>/…`.
     pub base_path: String,
+    /// The separator between the fields of `snapshot_shard_paths/` blob names: `#` (what
+    /// OpenSearch writes since 2.19) or `.` (OpenSearch 2.17–2.18); see
+    /// [`ShardPathsName`].
+    pub shard_paths_separator: char,
 }
 
 impl Default for WriteOptions {
@@ -63,6 +67,7 @@ impl Default for WriteOptions {
             shard_path_type: ShardPathType::Fixed,
             record_shard_paths: true,
             base_path: String::new(),
+            shard_paths_separator: '#',
         }
     }
 }
@@ -135,6 +140,9 @@ pub struct SnapshotSpec {
     /// Elasticsearch 8.11+: the `IndexVersion` id written beside `version` in the
     /// repository data (whose `version` then reads "8.11.0").
     pub index_version: Option<u32>,
+    /// Elasticsearch 8.15+ failure stores: data stream name → its failure-store indices
+    /// (`.fs-…`, indices of the snapshot), written as the stream's `failure_indices`.
+    pub failure_indices: BTreeMap<String, Vec<String>>,
 }
 
 impl SnapshotSpec {
@@ -149,6 +157,7 @@ impl SnapshotSpec {
             index_templates: BTreeMap::new(),
             data_streams: Vec::new(),
             index_version: None,
+            failure_indices: BTreeMap::new(),
         }
     }
 
@@ -173,9 +182,15 @@ impl SnapshotSpec {
                 })
                 .collect(),
             index_version: None,
+            failure_indices: global
+                .data_streams
+                .values()
+                .filter(|d| !d.failure_indices.is_empty())
+                .map(|d| (d.name.clone(), d.failure_indices.clone()))
+                .collect(),
         };
         for name in snap.index_names() {
-            let index = snap.index(&name)?;
+            let index = snap.index_as_stored(&name)?;
             let md = index.metadata();
             let mut shards = Vec::new();
             for s in 0..index.number_of_shards() {
@@ -548,21 +563,26 @@ pub fn write_repository(
             .data_streams
             .iter()
             .map(|d| {
-                let indices: Vec<Value> = d
-                    .indices
-                    .iter()
-                    .map(|i| {
-                        let uuid = index_ids.get(i).map(|(_, u)| u.clone()).unwrap_or_default();
-                        json!({"index_name": i, "index_uuid": uuid})
-                    })
-                    .collect();
-                (
-                    d.name.clone(),
-                    json!({"name": d.name, "timestamp_field": {"name": d.timestamp_field},
-                           "indices": indices, "generation": d.indices.len(),
-                           "hidden": false, "replicated": false, "system": false,
-                           "allow_custom_routing": false}),
-                )
+                let refs = |names: &[String]| -> Vec<Value> {
+                    names
+                        .iter()
+                        .map(|i| {
+                            let uuid = index_ids.get(i).map(|(_, u)| u.clone()).unwrap_or_default();
+                            json!({"index_name": i, "index_uuid": uuid})
+                        })
+                        .collect()
+                };
+                let mut ds = json!({"name": d.name, "timestamp_field": {"name": d.timestamp_field},
+                       "indices": refs(&d.indices), "generation": d.indices.len(),
+                       "hidden": false, "replicated": false, "system": false,
+                       "allow_custom_routing": false});
+                // Elasticsearch 8.15+: the failure store's indices beside the backing ones
+                // (`failure_store`, `failure_indices` in DataStream.toXContent).
+                if let Some(failures) = snap.failure_indices.get(&d.name) {
+                    ds["failure_store"] = json!(true);
+                    ds["failure_indices"] = json!(refs(failures));
+                }
+                (d.name.clone(), ds)
             })
             .collect();
         let global = json!({"meta-data": {
@@ -577,7 +597,8 @@ pub fn write_repository(
             &format!("meta-{uuid}.dat"),
             &seal(&global, codec::METADATA, opts),
         )?;
-        let v = crate::metadata::ProductVersion::from_id(u64::from(snap.version_id))
+        let v = crate::IndexVersion::from_id(u64::from(snap.version_id))
+            .map(crate::IndexVersion::release_floor)
             .unwrap_or(crate::metadata::ProductVersion::es(7, 10));
         let mut entry = json!({
             "name": snap.name, "uuid": uuid, "state": if failures.is_empty() { 1 } else { 3 },
@@ -649,7 +670,8 @@ pub fn write_repository(
     }
     let last = snapshots
         .last()
-        .and_then(|s| crate::metadata::ProductVersion::from_id(u64::from(s.version_id)));
+        .and_then(|s| crate::IndexVersion::from_id(u64::from(s.version_id)))
+        .map(crate::IndexVersion::release_floor);
     let mut data = json!({
         "snapshots": repo_snapshots,
         "indices": indices,
@@ -706,7 +728,11 @@ fn write_shard_paths(
     });
     put(
         repo_root,
-        &format!("{}/{}", shard_paths::SHARD_PATHS_DIR, name.blob_name()),
+        &format!(
+            "{}/{}",
+            shard_paths::SHARD_PATHS_DIR,
+            name.blob_name_with(opts.shard_paths_separator)
+        ),
         &serde_json::to_vec(&body).expect("JSON"),
     )
 }
@@ -726,4 +752,37 @@ pub(crate) struct ShardSnapshotOut<'a> {
 pub(crate) struct ShardSnapshotsOut<'a> {
     pub(crate) files: Vec<&'a FileInfo>,
     pub(crate) snapshots: Map<String, Value>,
+}
+
+/// Writes into directory `dir` (created if absent) a Lucene commit holding no segments,
+/// `segments_1` in the Lucene 8.6–10 format (format 10, written by 9.12.0): what a
+/// searchable-snapshot (mounted) index leaves in a snapshot of it, since Elasticsearch
+/// snapshots such a shard as an empty commit and keeps its data only in the snapshot it
+/// was mounted from (`emptyIndexCommit` in
+/// `x-pack/plugin/searchable-snapshots/src/main/java/org/elasticsearch/xpack/searchablesnapshots/SearchableSnapshotsUtils.java`,
+/// elastic/elasticsearch). The layout (index header, version vints, created major,
+/// version, counter, segment count, user data, CRC footer) is the one
+/// `lucene::commit` reads.
+pub fn write_empty_commit(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x3FD7_6C17u32.to_be_bytes());
+    b.push(8);
+    b.extend_from_slice(b"segments");
+    b.extend_from_slice(&10i32.to_be_bytes());
+    b.extend_from_slice(&[7u8; 16]); // commit id
+    b.push(1);
+    b.push(b'1'); // suffix: the generation in base 36
+    b.extend_from_slice(&[9, 12, 0]); // Lucene 9.12.0
+    b.push(9); // index created major
+    b.extend_from_slice(&1i64.to_be_bytes()); // segment infos version
+    b.push(0); // counter (vlong)
+    b.extend_from_slice(&0i32.to_be_bytes()); // no segments
+    b.push(0); // no user data
+    b.extend_from_slice(&0xC028_93E8u32.to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes());
+    let crc = crc32fast::hash(&b);
+    b.extend_from_slice(&u64::from(crc).to_be_bytes());
+    let path = dir.join("segments_1");
+    std::fs::write(&path, b).map_err(|e| io(&path, e))
 }

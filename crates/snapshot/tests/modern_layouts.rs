@@ -289,8 +289,9 @@ fn elasticsearch_8_metadata_is_read() {
 
     let snap = repo.snapshot(SNAPSHOT).unwrap();
     let v = snap.version().unwrap();
-    assert_eq!((v.major, v.minor, v.is_os()), (8, 11, false));
-    assert!(snapshot::ProductVersion::is_index_version_id(8_512_000));
+    // 8_512_000 is the index version 8.15 writes (IndexVersions.csv, see index_version.rs).
+    assert_eq!((v.major, v.minor, v.is_os()), (8, 15, false));
+    assert!(snap.index_version().unwrap().is_detached());
     assert_eq!(snap.info().data_streams, vec![DATA_STREAM]);
     let global = snap.global_metadata().unwrap();
     let ds = &global.data_streams[DATA_STREAM];
