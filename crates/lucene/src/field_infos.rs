@@ -35,6 +35,39 @@ pub struct FieldInfo {
     /// Whether the field is declared as the soft-deletes field (7.4+ formats).
     pub soft_deletes: bool,
     pub attributes: BTreeMap<String, String>,
+    /// Dimension of the field's vectors (0: the field has no vectors; Lucene90/94 formats).
+    pub vector_dimension: u32,
+    /// How the vectors are encoded (Lucene90FieldInfos: always float32).
+    pub vector_encoding: VectorEncoding,
+    /// Ordinal of the vector similarity function (Lucene's `VectorSimilarityFunction`).
+    pub vector_similarity: u8,
+}
+
+/// Encoding of a field's vectors (Lucene's `VectorEncoding`, by ordinal: `BYTE` = 0,
+/// `FLOAT32` = 1; read in `Lucene94FieldInfosFormat`, apache/lucene).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VectorEncoding {
+    Byte,
+    Float32,
+}
+
+impl VectorEncoding {
+    /// From the ordinal Lucene writes (field infos byte, flat vectors meta int).
+    pub fn from_ordinal(ord: i32) -> Option<VectorEncoding> {
+        match ord {
+            0 => Some(VectorEncoding::Byte),
+            1 => Some(VectorEncoding::Float32),
+            _ => None,
+        }
+    }
+
+    /// Bytes per dimension.
+    pub fn bytes_per_dimension(self) -> u32 {
+        match self {
+            VectorEncoding::Byte => 1,
+            VectorEncoding::Float32 => 4,
+        }
+    }
 }
 
 /// All fields of a segment, looked up by number or name.
@@ -242,18 +275,25 @@ pub fn parse_field_infos(
                 input.read_vint()?; // bytes per dimension
             }
         }
-        match family {
-            Family::L90 => {
-                input.read_vint()?; // vector dimension
-                input.read_u8()?; // vector similarity
+        let (vector_dimension, vector_encoding, vector_similarity) = match family {
+            Family::L90 | Family::L94 => {
+                let dim = input.read_vint()?;
+                let encoding = if family == Family::L94 {
+                    let e = input.read_u8()?;
+                    VectorEncoding::from_ordinal(i32::from(e)).ok_or_else(|| {
+                        input.corrupt(format!("field {name:?}: invalid vector encoding {e}"))
+                    })?
+                } else {
+                    VectorEncoding::Float32
+                };
+                let similarity = input.read_u8()?;
+                let dim = u32::try_from(dim).map_err(|_| {
+                    input.corrupt(format!("field {name:?}: negative vector dimension {dim}"))
+                })?;
+                (dim, encoding, similarity)
             }
-            Family::L94 => {
-                input.read_vint()?; // vector dimension
-                input.read_u8()?; // vector encoding
-                input.read_u8()?; // vector similarity
-            }
-            _ => {}
-        }
+            _ => (0, VectorEncoding::Float32, 0),
+        };
         fields.push(FieldInfo {
             name,
             number: number as u32,
@@ -262,6 +302,9 @@ pub fn parse_field_infos(
             doc_values_skip_index,
             soft_deletes,
             attributes,
+            vector_dimension,
+            vector_encoding,
+            vector_similarity,
         });
     }
     if input.remaining() != 0 {
@@ -335,6 +378,9 @@ fn parse_field_infos_4x(
             doc_values_skip_index: false,
             soft_deletes: false,
             attributes,
+            vector_dimension: 0,
+            vector_encoding: VectorEncoding::Float32,
+            vector_similarity: 0,
         });
     }
     if input.remaining() != 0 {

@@ -1,6 +1,7 @@
 //! A read-only reader of Lucene 4.2–10 indexes, limited to what a migration needs: commits
 //! and segments, compound files, field infos, live docs, soft deletes, stored fields and
-//! doc values (forward per field, or a NUMERIC field's values by doc id such as `_seq_no`).
+//! doc values (forward per field, or a NUMERIC field's values by doc id such as `_seq_no`)
+//! and vectors (each document's original vector, [`vectors`]).
 //!
 //! It knows nothing about Elasticsearch: it hands every stored field of every live
 //! document to a visitor. Files come from a [`Directory`] — local, in memory, or a
@@ -41,6 +42,7 @@ pub mod names;
 mod reader;
 pub mod segment_info;
 pub mod stored_fields;
+pub mod vectors;
 pub mod version;
 
 pub use commit::{CommitInfo, SegmentCommitInfo};
@@ -51,7 +53,7 @@ pub use directory::{
 pub use doc_set::{DocSet, Selection};
 pub use doc_values::{read_numeric_values, DocValue, DocValuesReader, FieldValues, NumericValues};
 pub use error::{Error, Result};
-pub use field_infos::{DocValuesType, FieldInfo, FieldInfos};
+pub use field_infos::{DocValuesType, FieldInfo, FieldInfos, VectorEncoding};
 pub use local_file::LocalFile;
 pub use reader::{Documents, IndexReader, OpenOptions, SegmentReader, StoredFieldVisitor};
 pub use segment_info::SegmentInfo;

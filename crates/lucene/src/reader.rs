@@ -482,6 +482,20 @@ impl SegmentReader {
         )
     }
 
+    /// The segment's vector fields (see [`crate::vectors`]). With checksums on, a field's
+    /// `.vec` is checked whole before its first vector (once per verified set).
+    pub fn vectors(&self) -> Result<crate::vectors::SegmentVectors> {
+        crate::vectors::open_segment_vectors(
+            self.dir.as_ref(),
+            self.name(),
+            &self.commit_info.id,
+            &self.fnm_name,
+            &self.field_infos,
+            self.info.max_doc,
+            self.verify_checksums.then(|| self.verified.clone()),
+        )
+    }
+
     /// Segment name (`_0`).
     pub fn name(&self) -> &str {
         &self.commit_info.name

@@ -11,12 +11,12 @@
 //! 65 536 doc ids, each sparse (a list of 16-bit ids), dense (a 1024-word bitset,
 //! optionally preceded by a rank table) or all.
 
-mod disi;
+pub(crate) mod disi;
 mod field;
 mod lucene4;
 mod meta;
 mod numeric;
-mod region;
+pub(crate) mod region;
 mod values;
 
 pub use field::{DocValue, FieldValues};
