@@ -30,7 +30,13 @@ fn send(method: reqwest::Method, url: String, body: Option<Value>) -> Value {
 }
 
 /// Writes `docs` with `action` (`index` or `create`) into `index` through `_bulk`.
-fn bulk(server: &TestServer, index: &str, action: &str, docs: &BTreeMap<String, Value>, typed: bool) {
+fn bulk(
+    server: &TestServer,
+    index: &str,
+    action: &str,
+    docs: &BTreeMap<String, Value>,
+    typed: bool,
+) {
     let mut body = String::new();
     for (id, source) in docs {
         let mut meta = json!({action: {"_index": index, "_id": id}});
@@ -101,19 +107,31 @@ fn source_with_a_stream() -> Source {
     send(
         reqwest::Method::PUT,
         format!("{url}/_component_template/logs-app-mappings"),
-        Some(json!({"template": {"mappings": {"properties": {"@timestamp": {"type": "date"}, "msg": {"type": "keyword"}}}}})),
+        Some(
+            json!({"template": {"mappings": {"properties": {"@timestamp": {"type": "date"}, "msg": {"type": "keyword"}}}}}),
+        ),
     );
     send(
         reqwest::Method::PUT,
         format!("{url}/_index_template/logs-app-template"),
-        Some(json!({"index_patterns": ["logs-app*"], "data_stream": {}, "priority": 200,
+        Some(
+            json!({"index_patterns": ["logs-app*"], "data_stream": {}, "priority": 200,
                     "composed_of": ["logs-app-mappings"],
-                    "template": {"settings": {"index": {"number_of_shards": 1}}}})),
+                    "template": {"settings": {"index": {"number_of_shards": 1}}}}),
+        ),
     );
-    send(reqwest::Method::PUT, format!("{url}/_data_stream/logs-app"), None);
+    send(
+        reqwest::Method::PUT,
+        format!("{url}/_data_stream/logs-app"),
+        None,
+    );
     let first = docs("log", 0..30);
     bulk(&server, "logs-app", "create", &first, false);
-    send(reqwest::Method::POST, format!("{url}/logs-app/_rollover"), None);
+    send(
+        reqwest::Method::POST,
+        format!("{url}/logs-app/_rollover"),
+        None,
+    );
     let second = docs("log", 30..50);
     bulk(&server, "logs-app", "create", &second, false);
     let streams = server.data_streams();
@@ -129,7 +147,11 @@ fn source_with_a_stream() -> Source {
     bulk(&server, ".tasks-x", "index", &docs("task", 0..5), false);
     let mut logs = first;
     logs.extend(second);
-    Source { server, books, logs }
+    Source {
+        server,
+        books,
+        logs,
+    }
 }
 
 /// `--from …/books,logs-app`: every document of `books` and of the data stream (both
@@ -153,9 +175,14 @@ fn a_named_data_stream_is_copied_into_a_data_stream() {
         format!("{}/_data_stream/logs-app", target.url()),
         None,
     );
-    assert_eq!(ds["data_streams"][0]["template"], "logs-app-template", "{ds}");
+    assert_eq!(
+        ds["data_streams"][0]["template"], "logs-app-template",
+        "{ds}"
+    );
     assert!(target.index_templates().contains_key("logs-app-template"));
-    assert!(target.component_templates().contains_key("logs-app-mappings"));
+    assert!(target
+        .component_templates()
+        .contains_key("logs-app-mappings"));
     // Only what the pattern names: no hidden or dot index, no source backing index by name.
     let mut names = target.index_names();
     names.retain(|n| !n.starts_with(".ds-logs-app-"));
@@ -191,7 +218,10 @@ fn a_wildcard_leaves_hidden_and_dot_indices_out_loudly() {
     assert_eq!(read_back(&target.url(), "books"), src.books);
     assert_eq!(read_back(&target.url(), "logs-app"), src.logs);
     assert!(target.data_streams().contains_key("logs-app"));
-    assert!(!target.index_names().iter().any(|n| n == "hidden-1" || n == ".tasks-x"));
+    assert!(!target
+        .index_names()
+        .iter()
+        .any(|n| n == "hidden-1" || n == ".tasks-x"));
     // Named, the hidden index is copied.
     let dir = tempfile::tempdir().unwrap();
     let from = format!("{}/hidden-1", src.server.url());

@@ -146,7 +146,8 @@ async fn create_streams(
     use crate::metadata::{self, Action, Allowlist, Options, Outcome};
     let streams = live.data_streams();
     let source = stream_metadata(live.version().clone(), streams);
-    let list = |names: Vec<&String>| Allowlist::parse(&names).map_err(|e| ConnectError::new(url, e));
+    let list =
+        |names: Vec<&String>| Allowlist::parse(&names).map_err(|e| ConnectError::new(url, e));
     let options = Options {
         indices: list(streams.iter().map(|s| &s.name).collect())?,
         index_templates: list(source.index_templates.iter().map(|(n, _)| n).collect())?,

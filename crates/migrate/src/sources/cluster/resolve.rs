@@ -242,7 +242,10 @@ pub(super) async fn resolve(
             // dot-named one only when named, or by a dot wildcard).
             if let Some(why) = parts.leave_out(&s.name, false, false) {
                 for b in &s.backing_indices {
-                    left_out.insert(b.clone(), format!("backing index of data stream {}: {why}", s.name));
+                    left_out.insert(
+                        b.clone(),
+                        format!("backing index of data stream {}: {why}", s.name),
+                    );
                 }
                 continue;
             }
@@ -378,9 +381,8 @@ async fn doc_counts(
             batch.join(",")
         );
         let v = get_json(client, &path, &format!("{what}: counting documents")).await?;
-        let rows: Vec<Row> = serde_json::from_value(v).map_err(|e| {
-            SourceError::fatal(format!("{what}: counting documents: {e}"))
-        })?;
+        let rows: Vec<Row> = serde_json::from_value(v)
+            .map_err(|e| SourceError::fatal(format!("{what}: counting documents: {e}")))?;
         for r in rows {
             out.insert(r.index, r.docs.and_then(|d| d.parse().ok()).unwrap_or(0));
         }
@@ -403,7 +405,10 @@ async fn stream_definition(
     let ds = ds
         .get("data_streams")
         .and_then(Value::as_array)
-        .and_then(|a| a.iter().find(|d| d.get("name").and_then(Value::as_str) == Some(name)))
+        .and_then(|a| {
+            a.iter()
+                .find(|d| d.get("name").and_then(Value::as_str) == Some(name))
+        })
         .ok_or_else(|| SourceError::fatal(format!("{w}: not in the data stream answer")))?;
     let timestamp_field = ds
         .pointer("/timestamp_field/name")
@@ -471,8 +476,14 @@ mod tests {
         let p = Parts::of("books,.secret,logs-*,-x*,_all");
         assert_eq!(p.leave_out("books", true, false), None);
         assert_eq!(p.leave_out(".secret", true, false), None);
-        assert!(p.leave_out("hidden-1", true, false).unwrap().contains("hidden index"));
-        assert!(p.leave_out(".kibana", false, false).unwrap().contains("dot-prefixed"));
+        assert!(p
+            .leave_out("hidden-1", true, false)
+            .unwrap()
+            .contains("hidden index"));
+        assert!(p
+            .leave_out(".kibana", false, false)
+            .unwrap()
+            .contains("dot-prefixed"));
         assert!(p.leave_out("old", false, true).unwrap().contains("closed"));
         assert_eq!(p.leave_out("logs-a", false, false), None);
         let dot = Parts::of(".ds-*");

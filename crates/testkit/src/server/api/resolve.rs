@@ -83,8 +83,7 @@ pub(super) fn resolve_index(c: &Ctx<'_>, expr: &str) -> Result<Resp, EsError> {
             }
             continue;
         }
-        if st.indices.contains_key(part) || st.data_streams.contains_key(part) || is_alias(part)
-        {
+        if st.indices.contains_key(part) || st.data_streams.contains_key(part) || is_alias(part) {
             add(part, &mut names);
         } else {
             return Err(EsError::index_not_found(part));
