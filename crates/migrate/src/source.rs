@@ -136,6 +136,13 @@ pub trait Source: Send + Sync + 'static {
         false
     }
 
+    /// What the source was asked for but does not read, each with why (`index: reason`):
+    /// a live cluster's hidden or dot-named indices reached by a wildcard. Logged when the
+    /// source opens and repeated in the command's summary; empty by default.
+    fn left_out(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     fn read_counting_nested(
         &self,
         item: &WorkItem,

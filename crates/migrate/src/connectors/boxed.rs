@@ -54,6 +54,10 @@ impl Source for BoxedSource {
         self.0.exact_totals()
     }
 
+    fn left_out(&self) -> Vec<String> {
+        self.0.left_out()
+    }
+
     fn read_counting_nested(
         &self,
         item: &WorkItem,

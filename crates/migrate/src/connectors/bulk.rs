@@ -9,6 +9,7 @@ use super::{
 };
 use crate::lookup::mget::MgetLookup;
 use crate::sinks::bulk::BulkSink;
+use crate::sources::cluster::{stream_metadata, ClusterSource};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "bulk",
@@ -108,22 +109,80 @@ pub(crate) fn configured(
 async fn open(
     url: &str,
     settings: &Settings,
-    _source: &OpenedSource,
+    source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
     let (config, index) = configured(url, settings)?;
     let client = cluster::Client::connect(config)
         .await
         .map_err(|e| ConnectError::caused(url, e))?;
+    // A live cluster's data streams stay data streams (unless the URL names one index
+    // for everything): created first, then written with `create`.
+    let streams = match (&index, source.source.downcast::<ClusterSource>()) {
+        (None, Some(live)) if !live.data_streams().is_empty() => {
+            create_streams(url, &client, &live).await?
+        }
+        _ => Vec::new(),
+    };
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
     Ok(OpenedSink {
-        sink: BoxedSink::new(BulkSink::new(
-            sender,
-            settings.batch,
-            sink_identity(url, settings),
-        )),
+        sink: BoxedSink::new(
+            BulkSink::new(sender, settings.batch, sink_identity(url, settings))
+                .with_create_only(streams),
+        ),
         index,
     })
+}
+
+/// Creates the live source's data streams on the target as the snapshot path does
+/// (`metadata::migrate`: their component and index templates converted for the target,
+/// then `PUT _data_stream`; what exists is left alone). Any item refused or BLOCKED (a
+/// target without data streams) stops the copy before a document is sent, naming it.
+async fn create_streams(
+    url: &str,
+    client: &cluster::Client,
+    live: &ClusterSource,
+) -> Result<Vec<String>, ConnectError> {
+    use crate::metadata::{self, Action, Allowlist, Options, Outcome};
+    let streams = live.data_streams();
+    let source = stream_metadata(live.version().clone(), streams);
+    let list =
+        |names: Vec<&String>| Allowlist::parse(&names).map_err(|e| ConnectError::new(url, e));
+    let options = Options {
+        indices: list(streams.iter().map(|s| &s.name).collect())?,
+        index_templates: list(source.index_templates.iter().map(|(n, _)| n).collect())?,
+        component_templates: list(source.component_templates.iter().map(|(n, _)| n).collect())?,
+        ..Options::default()
+    };
+    let report = metadata::migrate(&source, client, &options)
+        .await
+        .map_err(|e| ConnectError::new(url, format!("creating the data streams: {e}")))?;
+    let failed: Vec<String> = report
+        .items
+        .iter()
+        .filter(|i| {
+            matches!(i.action, Action::Error | Action::Blocked) || i.outcome == Outcome::Failed
+        })
+        .map(|i| format!("{} {}: {}", i.kind.label(), i.name, i.reasons.join("; ")))
+        .collect();
+    if !failed.is_empty() {
+        return Err(ConnectError::new(
+            url,
+            format!(
+                "the source's data streams cannot be created on the target: {}",
+                failed.join(" | ")
+            ),
+        ));
+    }
+    for i in &report.items {
+        tracing::info!(
+            "target: {} {}: {}",
+            i.kind.label(),
+            i.name,
+            i.action.label()
+        );
+    }
+    Ok(streams.iter().map(|s| s.name.clone()).collect())
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ pub struct BulkSink {
     sender: BulkSender,
     limits: BatchLimits,
     target: String,
+    /// Target indices that are data streams: their documents are sent with `create`.
+    create_only: std::sync::Arc<std::collections::BTreeSet<String>>,
 }
 
 impl BulkSink {
@@ -25,7 +27,15 @@ impl BulkSink {
                 max_bytes: limits.max_bytes.max(1),
             },
             target,
+            create_only: Default::default(),
         }
+    }
+
+    /// Documents written as `index` into these (data streams, which take only `create`)
+    /// are sent as `create`; one already there counts as delivered.
+    pub fn with_create_only(mut self, indices: impl IntoIterator<Item = String>) -> Self {
+        self.create_only = std::sync::Arc::new(indices.into_iter().collect());
+        self
     }
 
     pub fn sender(&self) -> &BulkSender {
@@ -40,6 +50,7 @@ pub struct BulkWriter {
     body: Option<BulkBody>,
     /// Bytes and documents of the last full batch.
     last: (usize, usize),
+    create_only: std::sync::Arc<std::collections::BTreeSet<String>>,
 }
 
 impl SinkWriter for BulkWriter {
@@ -57,6 +68,7 @@ impl SinkWriter for BulkWriter {
             )
         });
         let action = match doc.op {
+            Op::Index if self.create_only.contains(&*doc.index) => BulkAction::Create,
             Op::Index => BulkAction::Write,
             Op::Delete => BulkAction::Delete,
             Op::Create => BulkAction::Create,
@@ -107,6 +119,7 @@ impl Sink for BulkSink {
             limits: self.limits,
             body: None,
             last: (0, 0),
+            create_only: self.create_only.clone(),
         }
     }
 

@@ -48,7 +48,10 @@ impl Default for ClusterSourceOptions {
     }
 }
 
+mod resolve;
 mod scroll;
+
+pub use resolve::{stream_metadata, LeftOut, LiveStream};
 
 /// How the cluster's documents are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +81,12 @@ pub struct ClusterSource {
     location: String,
     pattern: String,
     indices: Vec<(String, u64)>,
+    /// Backing index → its data stream, whose name its documents carry.
+    stream_of: BTreeMap<String, std::sync::Arc<str>>,
+    /// The data streams read, and what the pattern reached but leaves out.
+    streams: Vec<LiveStream>,
+    left_out: Vec<LeftOut>,
+    version: cluster::ProductVersion,
     opts: ClusterSourceOptions,
     runtime: tokio::runtime::Handle,
     /// Test hook: a reader bug that forgets the hit with this id.
@@ -93,13 +102,6 @@ fn source_error(e: ClusterError, what: &str) -> SourceError {
         SourceError::item(m)
     };
     error.caused_by(e)
-}
-
-#[derive(Deserialize)]
-struct CatIndex {
-    index: String,
-    #[serde(rename = "docs.count", default)]
-    docs: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -232,8 +234,9 @@ async fn refuse_multi_type(
 
 impl ClusterSource {
     /// Connects through `client` (auth, TLS and SigV4 as configured), checks the version
-    /// and lists the indices `pattern` names (open ones; hidden ones only when the pattern
-    /// starts with `.`). Call within a Tokio runtime.
+    /// and resolves the indices `pattern` names (the `resolve` module: every index named,
+    /// data streams to their backing indices; what a wildcard reaches but is hidden,
+    /// dot-named or closed is left out with a WARN). Call within a Tokio runtime.
     pub async fn open(
         client: Client,
         location: String,
@@ -256,28 +259,19 @@ impl ClusterSource {
             )));
         };
         let typed = v.es_before(7);
-        let path = format!(
-            "/_cat/indices/{}?format=json&h=index,docs.count",
-            pattern_segment(pattern)
-        );
-        let r = client
-            .request(Method::GET, &path, None)
-            .await
-            .and_then(|r| r.error_for_status())
-            .map_err(|e| source_error(e, &what))?;
-        let mut indices: Vec<(String, u64)> = r
-            .json::<Vec<CatIndex>>()
-            .map_err(|e| source_error(e, &what))?
-            .into_iter()
-            .filter(|i| pattern.starts_with('.') || !i.index.starts_with('.'))
-            .map(|i| {
-                let docs = i.docs.and_then(|d| d.parse().ok()).unwrap_or(0);
-                (i.index, docs)
-            })
-            .collect();
-        indices.sort();
+        let resolved = resolve::resolve(&client, v, pattern, &what).await?;
+        let stream_of = resolved.stream_names();
+        let indices = resolved.indices;
         if indices.is_empty() {
-            return Err(SourceError::fatal(format!("{what}: no index matches")));
+            let left: Vec<String> = resolved.left_out.iter().map(|l| l.index.clone()).collect();
+            return Err(SourceError::fatal(if left.is_empty() {
+                format!("{what}: no index matches")
+            } else {
+                format!(
+                    "{what}: no index to read: the pattern reaches only indices left out ({}; see the WARN lines)",
+                    left.join(", ")
+                )
+            }));
         }
         if typed {
             refuse_multi_type(&client, pattern, &indices, &what).await?;
@@ -289,6 +283,10 @@ impl ClusterSource {
             location,
             pattern: pattern.to_string(),
             indices,
+            stream_of,
+            streams: resolved.streams,
+            left_out: resolved.left_out,
+            version: v.clone(),
             opts: ClusterSourceOptions {
                 slices: opts.slices.max(1),
                 page_size: opts.page_size.clamp(1, 10_000),
@@ -303,6 +301,22 @@ impl ClusterSource {
     /// The indices read, with their document counts when listed.
     pub fn indices(&self) -> &[(String, u64)] {
         &self.indices
+    }
+
+    /// The data streams among them (their backing indices are read, their documents carry
+    /// the stream's name), with the templates a target needs to create them.
+    pub fn data_streams(&self) -> &[LiveStream] {
+        &self.streams
+    }
+
+    /// The cluster's version (for converting the streams' templates).
+    pub fn version(&self) -> &cluster::ProductVersion {
+        &self.version
+    }
+
+    /// What the pattern reached but is not read, and why (each logged as a WARN at open).
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.left_out
     }
 
     async fn open_pit(&self, api: PitApi, index: &str) -> Result<String, SourceError> {
@@ -511,6 +525,13 @@ impl Source for ClusterSource {
         ])
     }
 
+    fn left_out(&self) -> Vec<String> {
+        self.left_out
+            .iter()
+            .map(|l| format!("{}: {}", l.index, l.why))
+            .collect()
+    }
+
     fn plan(&self) -> Result<Plan, SourceError> {
         let mut plan = Plan::default();
         let mut totals = Totals::default();
@@ -538,6 +559,21 @@ impl Source for ClusterSource {
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError> {
+        // A backing index's documents carry their data stream's name.
+        let mut renamed;
+        let emit: &mut dyn FnMut(Read) -> bool = match self.stream_of.get(&item.group) {
+            None => emit,
+            Some(stream) => {
+                renamed = |mut r: Read| {
+                    match &mut r {
+                        Read::Doc(d) => d.index = stream.clone(),
+                        Read::Skip(s) => s.index = stream.clone(),
+                    }
+                    emit(r)
+                };
+                &mut renamed
+            }
+        };
         match self.reader {
             Reader::Pit(api) => self.read_pages(api, item, after, emit),
             Reader::Scroll => self.read_scroll(item, after, emit),

@@ -193,6 +193,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         store = %args.store.redacted(),
         "copy worker ready"
     );
+    let left_out = migrate::source::Source::left_out(&source.source);
     let spec = JobSpec::new(
         source.source,
         sink.transform(),
@@ -202,5 +203,9 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         args.worker.job_options(true),
     );
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
-    finish(&report, Role::Run)
+    let code = finish(&report, Role::Run);
+    for l in &left_out {
+        crate::say!("left out of the copy (the pattern reached it): {l}");
+    }
+    code
 }

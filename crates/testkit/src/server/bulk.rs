@@ -629,6 +629,20 @@ pub(crate) fn apply_one(
     // fast path: a concrete index (no allocation); else a data stream, an alias, or a
     // new index
     if !st.indices.contains_key(index.as_str()) {
+        if !st.data_streams.contains_key(index.as_str())
+            && st.write_target(index)?.is_none()
+            && shared.config.auto_create_index
+            && st.stream_template_for(index, &shared.dialect)
+        {
+            // A write to a new name that an index template with a `data_stream` section
+            // matches creates the data stream (and only `create` may do so).
+            if !matches!(op.kind, super::state::OpKind::Create) {
+                return Err(EsError::bad_request(format!(
+                    "only write ops with an op_type of create are allowed in data streams (data stream [{index}])"
+                )));
+            }
+            st.create_data_stream(index, &shared.dialect)?;
+        }
         st.check_data_stream_write(index, &op)?;
         match st.write_target(index)? {
             Some(t) => *index = t,

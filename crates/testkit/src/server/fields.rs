@@ -412,6 +412,8 @@ pub(crate) fn check_setting(key: &str, d: &Dialect) -> Result<(), EsError> {
                 ("index.routing_path", (8, 7)),
                 ("index.time_series.", (8, 7)),
                 ("index.mapping.source.mode", (8, 17)),
+                // hidden indices came with 7.7 (elastic/elasticsearch#50452)
+                ("index.hidden", (7, 7)),
             ]
             .iter()
             .any(|(k, since)| key.starts_with(k) && !at_least(d, *since));

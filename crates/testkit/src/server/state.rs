@@ -686,6 +686,29 @@ pub(crate) fn check_index_name(name: &str) -> Result<(), EsError> {
     Ok(())
 }
 
+/// A data stream's backing index name: `.ds-<stream>-<yyyy.MM.dd>-<generation, 6 digits>`
+/// on Elasticsearch 7.11+ (the date of creation, UTC), `.ds-<stream>-<generation>` before
+/// and on OpenSearch (see `Dialect::dated_backing_indices`).
+pub(crate) fn backing_index_name(stream: &str, generation: u64, dialect: &Dialect) -> String {
+    if !dialect.dated_backing_indices() {
+        return format!(".ds-{stream}-{generation:06}");
+    }
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // days since 1970-01-01 → civil date (proleptic Gregorian, H. Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(".ds-{stream}-{year:04}.{month:02}.{day:02}-{generation:06}")
+}
+
 /// `*`-only glob matching, as index patterns use. The test server keeps its own matcher
 /// rather than the product's `migrate::wildcard`: it must not depend on the code it tests.
 pub(crate) fn glob(pattern: &str, name: &str) -> bool {
@@ -848,6 +871,27 @@ impl State {
     /// Names of concrete indices an expression (comma list, `*` wildcards, aliases, `_all`) covers.
     /// Missing concrete names are an error unless `lenient`.
     pub fn resolve(&self, expr: &str, lenient: bool) -> Result<Vec<String>, EsError> {
+        self.resolve_expanding(expr, lenient, false)
+    }
+
+    /// Whether a wildcard `pattern` reaches index `name`: a hidden index (`index.hidden`,
+    /// and in this server every dot-prefixed name) only with `expand_wildcards=hidden`
+    /// (`all`), or when both the pattern and the name start with `.` (Elasticsearch's
+    /// `IndexAbstractionResolver.isVisibleDueToImplicitHidden`).
+    pub fn wildcard_reaches(&self, pattern: &str, name: &str, idx: &Index, hidden: bool) -> bool {
+        let is_hidden = name.starts_with('.')
+            || idx.settings.get("index.hidden").and_then(Value::as_str) == Some("true");
+        let visible = !is_hidden || hidden || (pattern.starts_with('.') && name.starts_with('.'));
+        visible && glob(pattern, name)
+    }
+
+    /// [`State::resolve`] with `expand_wildcards` including `hidden` when `hidden`.
+    pub fn resolve_expanding(
+        &self,
+        expr: &str,
+        lenient: bool,
+        hidden: bool,
+    ) -> Result<Vec<String>, EsError> {
         let mut out: Vec<String> = Vec::new();
         let push = |n: &String, out: &mut Vec<String>| {
             if !out.contains(n) {
@@ -862,8 +906,9 @@ impl State {
             if part == "_all" || part.contains('*') {
                 let pat = if part == "_all" { "*" } else { part };
                 for (name, idx) in &self.indices {
-                    let hidden = name.starts_with('.') && !pat.starts_with('.');
-                    if (!hidden && glob(pat, name)) || idx.aliases.keys().any(|a| glob(pat, a)) {
+                    if self.wildcard_reaches(pat, name, idx, hidden)
+                        || idx.aliases.keys().any(|a| glob(pat, a))
+                    {
                         push(name, &mut out);
                     }
                 }
@@ -958,11 +1003,7 @@ impl State {
             .and_then(Value::as_str)
             .unwrap_or("@timestamp")
             .to_string();
-        let (settings, mappings, _) = self.template_defaults(name);
-        let backing = format!(".ds-{name}-000001");
-        let body = json!({"settings": settings, "mappings": mappings,
-                          "aliases": {name: {"is_write_index": true}}});
-        self.create_index(&backing, &body, dialect, None)?;
+        let backing = self.create_backing_index(name, 1, dialect)?;
         self.data_streams.insert(
             name.to_string(),
             DataStreamState {
@@ -972,6 +1013,70 @@ impl State {
             },
         );
         Ok(())
+    }
+
+    /// A data stream's backing index of `generation`, from the stream's templates: hidden
+    /// (`index.hidden`, as every backing index is), the stream's write index.
+    fn create_backing_index(
+        &mut self,
+        stream: &str,
+        generation: u64,
+        dialect: &Dialect,
+    ) -> Result<String, EsError> {
+        let (mut settings, mappings, _) = self.template_defaults(stream);
+        if dialect.hidden_indices() {
+            merge(&mut settings, &json!({"index": {"hidden": "true"}}));
+        }
+        let backing = backing_index_name(stream, generation, dialect);
+        let body = json!({"settings": settings, "mappings": mappings,
+                          "aliases": {stream: {"is_write_index": true}}});
+        self.create_index(&backing, &body, dialect, None)?;
+        Ok(backing)
+    }
+
+    /// `POST <stream>/_rollover` on a data stream: a new backing index of the next
+    /// generation becomes the write index; the old ones stay (searched, not written).
+    pub fn rollover_data_stream(
+        &mut self,
+        name: &str,
+        dialect: &Dialect,
+    ) -> Result<(String, String), EsError> {
+        let Some(ds) = self.data_streams.get(name) else {
+            return Err(EsError::bad_request(format!(
+                "testkit: rollover is implemented for data streams only, and [{name}] is none"
+            )));
+        };
+        let old = ds.indices.last().cloned().unwrap_or_default();
+        let generation = ds.indices.len() as u64 + 1;
+        if let Some(i) = self.indices.get_mut(&old) {
+            i.aliases
+                .insert(name.to_string(), json!({"is_write_index": false}));
+        }
+        let new = self.create_backing_index(name, generation, dialect)?;
+        if let Some(ds) = self.data_streams.get_mut(name) {
+            ds.indices.push(new.clone());
+        }
+        Ok((old, new))
+    }
+
+    /// The data stream `index` backs, if any.
+    pub fn stream_of(&self, index: &str) -> Option<&str> {
+        self.data_streams
+            .iter()
+            .find(|(_, d)| d.indices.iter().any(|i| i == index))
+            .map(|(n, _)| n.as_str())
+    }
+
+    /// The index template with a `data_stream` section a new name `name` would match (the
+    /// highest priority one matching must have the section), when the dialect has streams.
+    pub fn stream_template_for(&self, name: &str, dialect: &Dialect) -> bool {
+        dialect.data_streams()
+            && self
+                .index_templates
+                .values()
+                .filter(|t| patterns_of(t).iter().any(|p| glob(p, name)))
+                .max_by_key(|t| t.get("priority").and_then(Value::as_i64).unwrap_or(0))
+                .is_some_and(|t| t.get("data_stream").is_some_and(Value::is_object))
     }
 
     /// A write to data stream `name`: only `create`, with the timestamp field.

@@ -129,6 +129,35 @@ impl Dialect {
         !self.es() || self.major > 7 || (self.major == 7 && self.minor >= 8)
     }
 
+    /// Data streams (`PUT/GET _data_stream`, `.ds-` backing indices): ES ≥ 7.9, OpenSearch
+    /// (every version: forked from 7.10.2).
+    pub fn data_streams(&self) -> bool {
+        !self.es() || self.major > 7 || (self.major == 7 && self.minor >= 9)
+    }
+
+    /// `GET _resolve/index/<expr>`: ES ≥ 7.9 (elastic/elasticsearch rest-api-spec test
+    /// `indices.resolve_index/10_basic_resolve.yml`: "resolve index introduced in 7.9"),
+    /// OpenSearch 1.0+ (opensearch-project/documentation-website
+    /// `_api-reference/index-apis/resolve.md`: "Introduced 1.0"). Before, the path is read
+    /// as a document GET on an index named `_resolve` (404 `index_not_found_exception`).
+    pub fn resolve_index(&self) -> bool {
+        self.data_streams()
+    }
+
+    /// Hidden indices (`index.hidden`, `expand_wildcards=hidden`): ES ≥ 7.7, OpenSearch.
+    /// Before, `hidden` is no `expand_wildcards` value (400) and `all` is open + closed.
+    pub fn hidden_indices(&self) -> bool {
+        !self.es() || self.major > 7 || (self.major == 7 && self.minor >= 7)
+    }
+
+    /// Backing indices named `.ds-<stream>-<yyyy.MM.dd>-<generation>` (ES ≥ 7.11,
+    /// elastic/elasticsearch `DataStream.getDefaultBackingIndexName` with the node
+    /// version); before, and on OpenSearch (opensearch-project/OpenSearch `DataStream.java`:
+    /// `.ds-%s-%06d`), without the date.
+    pub fn dated_backing_indices(&self) -> bool {
+        self.es() && (self.major > 7 || (self.major == 7 && self.minor >= 11))
+    }
+
     /// Point in time as Elasticsearch has it (ES ≥ 7.10): `POST /IDX/_pit`, `DELETE /_pit`,
     /// the id as `id`.
     pub fn es_pit(&self) -> bool {

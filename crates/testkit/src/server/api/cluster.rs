@@ -184,8 +184,9 @@ pub(super) fn collect_cluster_updates(
 }
 
 pub(super) fn cat_indices(c: &Ctx<'_>, idx: Option<&str>) -> Result<Resp, EsError> {
+    let hidden = super::resolve::expand_hidden(c)?;
     let st = c.state();
-    let targets = st.resolve(idx.unwrap_or("_all"), false)?;
+    let targets = st.resolve_expanding(idx.unwrap_or("_all"), false, hidden)?;
     let rows: Vec<Value> = targets
         .iter()
         .map(|n| {

@@ -145,9 +145,10 @@ pub(super) fn put_mapping(c: &Ctx<'_>, idx: &str, t: Option<&str>) -> Result<Res
 }
 
 pub(super) fn get_settings(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
+    let hidden = super::resolve::expand_hidden(c)?;
     let st = c.state();
     let out: Map<String, Value> = st
-        .resolve(idx, false)?
+        .resolve_expanding(idx, false, hidden)?
         .into_iter()
         .map(|n| {
             let s = settings_json(c, &st.indices[&n].settings);

@@ -37,6 +37,7 @@ mod aliases;
 mod cluster;
 mod documents;
 mod indices;
+mod resolve;
 mod scroll;
 mod search;
 mod snapshots;
@@ -479,6 +480,12 @@ async fn route(c: &Ctx<'_>, segs: &[&str]) -> Result<Resp, EsError> {
         ["_component_template", name] if write && composable => put_component_template(c, name),
         ["_component_template", name] if m == Method::DELETE && composable => {
             delete_template(c, TemplateKind::Component, name)
+        }
+        ["_resolve", "index", expr] if get && c.shared.dialect.resolve_index() => {
+            resolve::resolve_index(c, expr)
+        }
+        [name, "_rollover"] if m == Method::POST && c.shared.dialect.data_streams() => {
+            resolve::rollover(c, name)
         }
         ["_data_stream", name] if m == Method::PUT && composable => {
             c.state().create_data_stream(name, &c.shared.dialect)?;
