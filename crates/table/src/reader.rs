@@ -22,6 +22,31 @@ use crate::schema::{Column, ColumnKind, Schema};
 use crate::slots::{Bounds, Slot};
 use crate::value::{key_text, Raw, Renderer};
 
+/// The settings every session reading the source starts with, whatever the server, the
+/// database or the role set (`ALTER DATABASE … SET`): the text of a value read as text
+/// depends on them, so workers on replicas with other defaults would write other values.
+///
+/// - `extra_float_digits=3`: floats (in arrays, geometric types, …) in their shortest
+///   exact form, never rounded to 15 digits (PostgreSQL 12 and later; `0.30000000000000004`).
+/// - `DateStyle=ISO,MDY`: dates and times in ISO 8601 (`2024-04-30 21:30:00+00`);
+///   `MDY` only orders ambiguous input, which rfs never sends.
+/// - `TimeZone=UTC`: timestamptz texts (in arrays, ranges) in UTC.
+/// - `IntervalStyle=postgres`: `1 day 02:00:00`.
+/// - `bytea_output=hex`: bytea inside arrays and records as `\x…`.
+/// - `lc_monetary=C`: money without a locale's currency symbol or separators.
+///
+/// Not pinned: `search_path` (it resolves `--table` and `--where` as the user means them;
+/// it only changes how `regclass`-like values name objects). Verified after connecting
+/// ([`Table::open`] fails when a pooler dropped them).
+pub const PINNED_SETTINGS: &[(&str, &str)] = &[
+    ("extra_float_digits", "3"),
+    ("DateStyle", "ISO,MDY"),
+    ("TimeZone", "UTC"),
+    ("IntervalStyle", "postgres"),
+    ("bytea_output", "hex"),
+    ("lc_monetary", "C"),
+];
+
 /// How the table is read.
 #[derive(Debug, Clone)]
 pub struct TableOptions {
@@ -92,6 +117,8 @@ pub struct Table {
     pool: Pool,
     schema: Schema,
     renderer: Renderer,
+    /// Each column's name in the documents (`None`: read, not written), as `schema.columns`.
+    names: Vec<Option<String>>,
     opts: TableOptions,
     /// `SELECT <columns> FROM <table>`.
     select: String,
@@ -125,6 +152,12 @@ impl Table {
         options.push_str(&format!(
             " -c default_transaction_read_only=on -c statement_timeout={timeout_ms}"
         ));
+        // Last, so that they win over the URL's `options=` too; a startup option also wins
+        // over ALTER DATABASE / ALTER ROLE settings (PostgreSQL's GUC source order: client
+        // over database and role).
+        for (name, value) in PINNED_SETTINGS {
+            options.push_str(&format!(" -c {name}={value}"));
+        }
         config.options(options.trim());
         if config.get_application_name().is_none() {
             config.application_name("rfs");
@@ -161,15 +194,18 @@ impl Table {
                 estimated_rows: 0,
                 estimated_bytes: 0,
             }),
+            names: Vec::new(),
             opts,
             select: String::new(),
             key_sql: String::new(),
             key_type: String::new(),
             shown_url,
         };
+        t.check_session().await?;
         t.schema = t.introspect(&name, key).await?;
         let names = t.project()?;
         t.renderer = Renderer::with_names(&t.schema, &names);
+        t.names = names;
         let cols: Vec<String> = t
             .schema
             .columns
@@ -254,6 +290,28 @@ impl Table {
         &self.schema
     }
 
+    /// Each column of [`Table::schema`] with its name in the documents (after `--columns`);
+    /// columns read but not written (the key, when not listed) are left out.
+    pub fn written_columns(&self) -> impl Iterator<Item = (&Column, &str)> {
+        self.schema
+            .columns
+            .iter()
+            .zip(&self.names)
+            .filter_map(|(c, n)| Some((c, n.as_deref()?)))
+    }
+
+    /// The column written under `name` in the documents.
+    pub fn column_written_as(&self, name: &str) -> Option<&Column> {
+        self.written_columns()
+            .find(|(_, n)| *n == name)
+            .map(|(c, _)| c)
+    }
+
+    /// The key column's name in the documents (`None`: it is read, not written).
+    pub fn key_written_as(&self) -> Option<&str> {
+        self.names.get(self.schema.key).and_then(|n| n.as_deref())
+    }
+
     /// How the table is read (`--columns`, `--where`, pages).
     pub fn options(&self) -> &TableOptions {
         &self.opts
@@ -291,12 +349,12 @@ impl Table {
         let cols = self
             .query(
                 "reading the columns",
-                "SELECT a.attname::text, a.attnum::int4,
-                        COALESCE(NULLIF(t.typbasetype, 0), a.atttypid)::int8,
-                        format_type(COALESCE(NULLIF(t.typbasetype, 0), a.atttypid), a.atttypmod),
+                "SELECT a.attname::text, a.attnum::int4, a.atttypid::int8,
+                        format_type(a.atttypid, a.atttypmod),
                         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid
                                 AND i.indisunique AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum
-                                AND i.indpred IS NULL)
+                                AND i.indpred IS NULL),
+                        a.atttypmod, t.typtype = 'd' OR t.typcategory = 'A'
                  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
                  WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped
                  ORDER BY a.attnum",
@@ -307,9 +365,14 @@ impl Table {
         let mut key_at = None;
         for c in &cols {
             let name: String = c.get(0);
-            let type_oid: i64 = c.get(2);
-            let sql_type: String = c.get(3);
+            let mut type_oid: i64 = c.get(2);
+            let mut sql_type: String = c.get(3);
             let unique: bool = c.get(4);
+            if c.get::<_, bool>(6) {
+                // A domain (of any depth) or an array (of domains, perhaps): read and
+                // rendered as what it is made of.
+                (type_oid, sql_type) = self.base_type(type_oid, c.get(5)).await?;
+            }
             if name == key {
                 if !unique {
                     return Err(TableError::Config(format!(
@@ -368,6 +431,100 @@ impl Table {
             estimated_rows,
             estimated_bytes: bytes.max(0) as u64,
         })
+    }
+
+    /// The session has the [`PINNED_SETTINGS`] (a pooler may drop startup options).
+    async fn check_session(&self) -> Result<(), TableError> {
+        let names: Vec<String> = PINNED_SETTINGS.iter().map(|(n, _)| n.to_string()).collect();
+        let rows = self
+            .query(
+                "reading the session's settings",
+                "SELECT current_setting(n) FROM unnest($1::text[]) WITH ORDINALITY AS s(n, i) ORDER BY i",
+                &[&names],
+            )
+            .await?;
+        let norm = |v: &str| v.replace(' ', "").to_ascii_lowercase();
+        for ((name, want), row) in PINNED_SETTINGS.iter().zip(&rows) {
+            let got: String = row.get(0);
+            if norm(&got) != norm(want) {
+                return Err(TableError::Config(format!(
+                    "source {}: the session has {name}={got}, not the {want} it asked for at connect (a connection pooler dropping startup options?): values read as text would follow the server's settings",
+                    self.shown_url
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The type a domain stands for, through any number of domains over domains, and an
+    /// array of domains as the array of their base type (`int4` for a domain over a
+    /// domain over `int4`, `int4[]` for an array of it), with the type as SQL. A typmod
+    /// (`varchar(10)`) is the outermost one given.
+    async fn base_type(&self, oid: i64, typmod: i32) -> Result<(i64, String), TableError> {
+        let (oid, typmod) = self.resolve_type(oid, typmod, 0).await?;
+        let rows = self
+            .query(
+                "reading a column's type",
+                "SELECT format_type($1::int8::oid, $2::int4)",
+                &[&oid, &typmod],
+            )
+            .await?;
+        let shown = rows.first().map(|r| r.get::<_, String>(0));
+        Ok((oid, shown.unwrap_or_default()))
+    }
+
+    async fn resolve_type(
+        &self,
+        mut oid: i64,
+        mut typmod: i32,
+        depth: usize,
+    ) -> Result<(i64, i32), TableError> {
+        // Domains cannot form a cycle; the bound only keeps a broken catalog from looping.
+        for _ in 0..64 {
+            let rows = self
+                .query(
+                    "reading a column's type",
+                    "SELECT typtype::text, typbasetype::int8, typtypmod, typelem::int8,
+                            typlen::int4, typcategory::text
+                     FROM pg_type WHERE oid = $1::int8::oid",
+                    &[&oid],
+                )
+                .await?;
+            let Some(t) = rows.first() else {
+                return Ok((oid, typmod));
+            };
+            let (typtype, base, domain_mod): (String, i64, i32) = (t.get(0), t.get(1), t.get(2));
+            let (elem, len, category): (i64, i32, String) = (t.get(3), t.get(4), t.get(5));
+            if typtype == "d" && base != 0 {
+                if typmod == -1 {
+                    typmod = domain_mod;
+                }
+                oid = base;
+                continue;
+            }
+            // A true array (varlena with an element type): its element resolved, the array
+            // of that. Fixed-length types with an element (point, name) are not arrays.
+            if category == "A" && elem != 0 && len == -1 && depth < 8 {
+                let (elem_base, elem_mod) =
+                    Box::pin(self.resolve_type(elem, typmod, depth + 1)).await?;
+                if elem_base != elem {
+                    let rows = self
+                        .query(
+                            "reading a column's type",
+                            "SELECT typarray::int8 FROM pg_type WHERE oid = $1::int8::oid",
+                            &[&elem_base],
+                        )
+                        .await?;
+                    if let Some(array) = rows.first().map(|r| r.get::<_, i64>(0)) {
+                        if array != 0 {
+                            return Ok((array, elem_mod));
+                        }
+                    }
+                }
+            }
+            return Ok((oid, typmod));
+        }
+        Ok((oid, typmod))
     }
 
     /// A connection of the pool.

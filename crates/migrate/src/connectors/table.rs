@@ -93,7 +93,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
     .await
     .map_err(|e| ConnectError::caused(url, e))?;
     Ok(OpenedSource {
-        key_column: Some(source.table().schema().key_column().name.clone()),
+        key_column: Some(source.key_attribute()),
         hints: hints_of(&source.columns()),
         groups: vec![source.group().to_string()],
         kind: "table",

@@ -35,6 +35,7 @@ use crate::columns::{ColumnShape, ColumnShapes};
 use crate::document::{Document, Op, Read, Skip};
 use crate::error::SourceError;
 use crate::source::{GroupTotals, Plan, Source, Totals};
+use crate::transform::{Shaped, Transform, Unroutable};
 
 fn shape(kind: &ColumnKind) -> ColumnShape {
     match kind.json_shape() {
@@ -108,13 +109,21 @@ impl TableSource {
         }
         let mut bounds = Bounds::default();
         let mut time_limits = (None, None);
-        for (given, key_out, ms_out) in [
-            (&opts.from, &mut bounds.from, &mut time_limits.0),
-            (&opts.until, &mut bounds.until, &mut time_limits.1),
+        for (given, key_out, ms_out, upper) in [
+            (&opts.from, &mut bounds.from, &mut time_limits.0, false),
+            (&opts.until, &mut bounds.until, &mut time_limits.1, true),
         ] {
             let Some(v) = given else { continue };
             match (time_key, table::slots::parse_time(v)) {
                 (Some(tk), Ok(ms)) => {
+                    // A date key stands for a whole day: a limit inside a day takes that
+                    // day in (`--until 2024-05-01T12:00Z` keeps the rows of May 1st, some
+                    // of whose time is before it; `--from` rounds down by itself).
+                    let ms = if upper && tk == TimeKey::Date {
+                        ceil_to(ms, 86_400_000)
+                    } else {
+                        ms
+                    };
                     *key_out = Some(tk.lowest(ms));
                     *ms_out = Some(ms);
                 }
@@ -143,18 +152,28 @@ impl TableSource {
         &self.table
     }
 
+    /// The name the key column has in the documents: its `--columns` name, or its own when
+    /// it is not written (then no attribute of the rows is it, unless another column is
+    /// written under its name). The default DynamoDB partition key.
+    pub fn key_attribute(&self) -> String {
+        self.table
+            .key_written_as()
+            .unwrap_or(&self.table.schema().key_column().name)
+            .to_string()
+    }
+
     /// The limits every read applies.
     pub fn bounds(&self) -> &Bounds {
         &self.bounds
     }
 
-    /// Each column's shape, for sinks that build typed items.
+    /// Each written column's shape, by its name in the documents (after `--columns`
+    /// renames: `body=raw` makes `raw` the shape of `body`), for sinks that build typed
+    /// items.
     pub fn columns(&self) -> ColumnShapes {
         self.table
-            .schema()
-            .columns
-            .iter()
-            .map(|c| (c.name.clone(), shape(&c.kind)))
+            .written_columns()
+            .map(|(c, name)| (name.to_string(), shape(&c.kind)))
             .collect()
     }
 
@@ -267,6 +286,14 @@ async fn check_time_keys(table: &Table, tk: TimeKey, kind: &ColumnKind) -> Resul
         }
     }
     Ok(())
+}
+
+/// `ms` rounded up to a multiple of `unit`.
+fn ceil_to(ms: i64, unit: i64) -> i64 {
+    match ms.rem_euclid(unit) {
+        0 => ms,
+        r => ms.saturating_add(unit - r),
+    }
 }
 
 fn key_of(p: &Option<Position>, what: &str) -> Result<Option<String>, SourceError> {
@@ -442,15 +469,31 @@ impl Source for TableSource {
             );
         }
         if let Some(s) = proof.mismatch() {
-            return Err(SourceError::coverage(format!(
-                "table {} slot {}: {} rows were read after {}, but count(*) in the same snapshot says {}: rows were {} (a --where that is not deterministic, or a key that does not compare as its text?); the item fails rather than end as done",
+            // In one snapshot a deterministic predicate counts what the pages read; with a
+            // `--where` a difference means it is not (random(), clock_timestamp()): an
+            // attempt that happens to agree proves nothing, so no attempt is made again.
+            let volatile = self.table.options().filter.is_some();
+            return Err(SourceError {
+                severity: if volatile {
+                    crate::error::Severity::Permanent
+                } else {
+                    crate::error::Severity::Item
+                },
+                ..SourceError::coverage(format!(
+                "table {} slot {}: {} rows were read after {}, but count(*) in the same snapshot says {}: rows were {} {}",
                 self.group,
                 item.part,
                 s.read,
                 s.from.as_deref().unwrap_or("the start"),
                 s.counted,
                 if s.read < s.counted { "lost" } else { "read beyond the count" },
-            )));
+                if volatile {
+                    "the --where predicate gives other rows to each statement (random(), clock_timestamp(), …): the item fails for good, since an attempt whose counts happen to agree proves nothing; make the predicate deterministic"
+                } else {
+                    "(a key that does not compare as its text?); the item fails rather than end as done"
+                },
+            ))
+            });
         }
         // The slot open above holds the rows whose key is NULL (they sort last): each is
         // skipped, counted and logged; pages never return them.
@@ -506,4 +549,108 @@ pub const NULL_KEYS_DONE: &str = "\u{ffff} NULL keys skipped";
 /// increase as text too.
 pub fn null_key_position(n: u64) -> String {
     format!("{NULL_KEYS_DONE} {n:020}")
+}
+
+/// What identifies a row where it is written, besides its `_id`: the values of the DynamoDB
+/// key attributes as the sink would write them (`None`: the row has none that can be read).
+pub type KeyOf = Arc<dyn Fn(&Document) -> Option<String> + Send + Sync>;
+
+/// A program in front of the table's rows must not change what a row is written under:
+/// its `_id` (a cluster's or the files' id) and the sink's key (`key_of`, DynamoDB). Rows
+/// are unique by the key the run checked (the key column; the key mapping, proved unique
+/// in the catalog), but a program's output is not: two rows given one key would overwrite
+/// each other, in different batches where no sink can see it. So a row whose outputs
+/// change that key, or that yields two documents under one key, is skipped with reason
+/// `key_changed` (failure log, exit 7), never delivered. `--allow-key-collisions` lets a
+/// program compute keys; then overwrites across batches are not seen (README).
+pub struct KeyGuard {
+    inner: Arc<dyn Transform>,
+    key_of: Option<KeyOf>,
+}
+
+impl KeyGuard {
+    pub fn new(inner: Arc<dyn Transform>, key_of: Option<KeyOf>) -> KeyGuard {
+        KeyGuard { inner, key_of }
+    }
+
+    /// Why the outputs of a row of id `id` and key `key` overwrite other rows' (`None`: they
+    /// do not).
+    fn changed(&self, id: &str, key: &Option<String>, outputs: &[Document]) -> Option<String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for d in outputs {
+            if d.id != id {
+                return Some(format!(
+                    "the program changed the id {id:?} to {:?}: rows of one id would overwrite each other (--allow-key-collisions writes anyway)",
+                    d.id
+                ));
+            }
+            let out_key = match &self.key_of {
+                Some(k) => {
+                    let out_key = k(d);
+                    if out_key != *key {
+                        return Some(format!(
+                            "the program changed the row's key {} to {}: rows of one key would overwrite each other (--allow-key-collisions writes anyway)",
+                            key.as_deref().unwrap_or("(none)"),
+                            out_key.as_deref().unwrap_or("(none)")
+                        ));
+                    }
+                    String::new()
+                }
+                None => d.index.to_string(),
+            };
+            if !seen.insert(out_key) {
+                return Some(format!(
+                    "the program yields two documents under the key of row {id:?}: one would overwrite the other"
+                ));
+            }
+        }
+        None
+    }
+}
+
+impl Transform for KeyGuard {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        self.inner.apply(doc)
+    }
+
+    fn reshapes(&self) -> bool {
+        // Always the checked path: `apply` has no way to refuse a document.
+        true
+    }
+
+    fn program_identity(&self) -> Option<String> {
+        self.inner.program_identity()
+    }
+
+    fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
+        let id = doc.id.clone();
+        let key = self.key_of.as_ref().and_then(|k| k(&doc));
+        let kept = Skip::of(doc.clone(), "key_changed", String::new());
+        let start = out.len();
+        let shaped = self.inner.apply_all(doc, out)?;
+        if let Some(why) = self.changed(&id, &key, &out[start..]) {
+            out.truncate(start);
+            return Err(Box::new(Skip {
+                detail: why,
+                ..kept
+            }));
+        }
+        Ok(shaped)
+    }
+}
+
+/// The [`KeyOf`] of a DynamoDB sink: the key attributes `attrs` of the item a document
+/// becomes (converted as the sink converts it, with `hints`).
+pub fn dynamo_key_of(hints: dynamo::ColumnHints, attrs: Vec<String>) -> KeyOf {
+    Arc::new(move |doc: &Document| {
+        let item = dynamo::row_to_item(&doc.source, &hints).ok()?;
+        let parts: Vec<String> = attrs
+            .iter()
+            .map(|a| match item.get(a) {
+                Some(v) => format!("{a}={v:?}"),
+                None => format!("{a} absent"),
+            })
+            .collect();
+        Some(parts.join(", "))
+    })
 }

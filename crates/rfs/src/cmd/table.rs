@@ -13,7 +13,7 @@ use migrate::connectors::{
     OpenedSource, Settings, SourceShape,
 };
 use migrate::sinks::dynamo::{hints_of, DynamoSink};
-use migrate::sources::table::TableSource;
+use migrate::sources::table::{dynamo_key_of, KeyGuard, TableSource};
 use migrate::transform::Rename;
 use migrate::verify::{verify, Options, Sample, VerifyReport};
 use migrate::Naming;
@@ -105,7 +105,9 @@ pub struct TableArgs {
     /// unique in the table. Without it such a mapping is refused before a row is read,
     /// because rows of one key overwrite each other. With it, each row overwritten inside
     /// one batch is refused as key_collision (failure log, exit code 7); an overwrite
-    /// across batches cannot be seen and is not counted.
+    /// across batches cannot be seen and is not counted. Any sink: a --transform program
+    /// may change a row's `_id` or key attributes (without this flag such a row is
+    /// skipped as key_changed).
     #[arg(long, env = "RFS_ALLOW_KEY_COLLISIONS")]
     pub allow_key_collisions: bool,
     /// Only these columns, in this order; `COLUMN=NAME` writes a column under another
@@ -285,7 +287,6 @@ impl TableArgs {
                     ("--create-table", self.create_table),
                     ("--partition-key", self.partition_key.is_some()),
                     ("--sort-key", self.sort_key.is_some()),
-                    ("--allow-key-collisions", self.allow_key_collisions),
                 ] {
                     if set {
                         anyhow::bail!("{flag} applies to a dynamodb:// sink only");
@@ -315,7 +316,7 @@ impl TableArgs {
         let opened = OpenedSource {
             source: BoxedSource::new(source.clone()),
             kind: "table",
-            key_column: Some(source.table().schema().key_column().name.clone()),
+            key_column: Some(source.key_attribute()),
             hints: hints_of(&source.columns()),
             groups: vec![source.group().to_string()],
             routed: None,
@@ -360,7 +361,7 @@ impl TableArgs {
     async fn open_lookup(&self, source: &TableSource) -> anyhow::Result<OpenedLookup> {
         let (url, settings) = self.registry_sink(Settings::default())?;
         let shape = SourceShape {
-            key_column: Some(source.table().schema().key_column().name.clone()),
+            key_column: Some(source.key_attribute()),
             hints: hints_of(&source.columns()),
         };
         let opened = open_lookup(&url, &settings, &shape).await;
@@ -380,25 +381,62 @@ impl TableArgs {
         }
     }
 
-    /// A DynamoDB key mapping must be unique in the table (a unique index or primary key
-    /// over some of its columns), or rows of one key overwrite each other; refused before
-    /// a row is read unless `--allow-key-collisions`.
+    /// A DynamoDB key mapping must be unique in the table, or rows of one key overwrite
+    /// each other; refused before a row is read unless `--allow-key-collisions`. The key
+    /// attributes are names in the rows as written (after `--columns`), so what is checked
+    /// is the column written under each: `--columns id=event_id,tenant=id` puts `tenant`
+    /// in attribute `id`. The default partition key is the key column's written name.
     async fn check_key_unique(
         &self,
         url: &migrate::sinks::dynamo::DynamoUrl,
         source: &TableSource,
     ) -> anyhow::Result<()> {
-        let key_column = source.table().schema().key_column().name.clone();
-        let partition = url.partition_key.clone().unwrap_or(key_column);
-        let mut columns = vec![partition.as_str()];
-        if let Some(s) = &url.sort_key {
-            columns.push(s);
+        let table = source.table();
+        let partition = url
+            .partition_key
+            .clone()
+            .unwrap_or_else(|| source.key_attribute());
+        let attrs: Vec<(&str, &str)> = std::iter::once(("partition key", partition.as_str()))
+            .chain(url.sort_key.as_deref().map(|s| ("sort key", s)))
+            .collect();
+        let mut columns = Vec::new();
+        let mut shown = Vec::new();
+        let mut absent = Vec::new();
+        for (role, attr) in &attrs {
+            match table.column_written_as(attr) {
+                Some(c) if c.name == *attr => {
+                    shown.push(format!("{role} {attr}"));
+                    columns.push(c.name.as_str());
+                }
+                Some(c) => {
+                    shown.push(format!("{role} {attr} (column {})", c.name));
+                    columns.push(c.name.as_str());
+                }
+                None => {
+                    shown.push(format!("{role} {attr}"));
+                    absent.push(*attr);
+                }
+            }
         }
-        let shown = match &url.sort_key {
-            Some(s) => format!("partition key {partition}, sort key {s}"),
-            None => format!("partition key {partition}"),
-        };
-        match source.table().unique_over(&columns).await? {
+        let shown = shown.join(", ");
+        let written: Vec<&str> = table.written_columns().map(|(_, n)| n).collect();
+        if !absent.is_empty() {
+            if self.allow_key_collisions {
+                tracing::warn!(
+                    table = %source.group(),
+                    "the DynamoDB key ({shown}) names attributes no column is written as ({}): rows without them are refused as missing_key, a program that sets them may give rows one key (--allow-key-collisions)",
+                    absent.join(", ")
+                );
+                return Ok(());
+            }
+            anyhow::bail!(
+                "the DynamoDB key ({shown}) names {} that no column of table {} is written as (written: {}): list the column in --columns, or map the key with --partition-key/--sort-key",
+                absent.join(", "),
+                source.group(),
+                written.join(", ")
+            );
+        }
+        match table.unique_over(&columns).await? {
             None => anyhow::bail!(
                 "the DynamoDB key mapping ({shown}) names a column that table {} does not have",
                 source.group()
@@ -412,11 +450,38 @@ impl TableArgs {
                 Ok(())
             }
             Some(false) => anyhow::bail!(
-                "the DynamoDB key ({shown}) is not unique in table {}: no unique index or primary key covers it, so rows with equal keys would overwrite each other and be lost. Map a unique key (e.g. add --sort-key {}), or pass --allow-key-collisions to write anyway",
+                "the DynamoDB key ({shown}) is not unique in table {}: no unique index or primary key covers {}, so rows with equal keys would overwrite each other and be lost. Map a unique key (e.g. add --sort-key {}), or pass --allow-key-collisions to write anyway",
                 source.group(),
-                source.table().schema().key_column().name
+                columns.join(", "),
+                source.key_attribute()
             ),
         }
+    }
+
+    /// The program (if any) in front of `then`, guarded so that it cannot change what a
+    /// row is written under (its `_id`; for DynamoDB its key attributes): see
+    /// [`KeyGuard`]. `--allow-key-collisions` lets it.
+    fn guarded(
+        &self,
+        transform: &super::transform::TransformArgs,
+        source: &TableSource,
+        then: Arc<dyn migrate::transform::Transform>,
+    ) -> anyhow::Result<Arc<dyn migrate::transform::Transform>> {
+        if transform.identity()?.is_none() || self.allow_key_collisions {
+            return transform.wrap(then);
+        }
+        let key_of = match self.sink_url()? {
+            SinkUrl::Dynamo(url) => {
+                let partition = url
+                    .partition_key
+                    .clone()
+                    .unwrap_or_else(|| source.key_attribute());
+                let attrs = std::iter::once(partition).chain(url.sort_key).collect();
+                Some(dynamo_key_of(hints_of(&source.columns()), attrs))
+            }
+            _ => None,
+        };
+        Ok(Arc::new(KeyGuard::new(transform.wrap(then)?, key_of)))
     }
 
     /// Connects to the table and builds the source, through the connector registry: the
@@ -548,12 +613,20 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     let spec = match args.table.sink_url()? {
         SinkUrl::Bulk { index, .. } => {
             let sink = args.table.open_sink(&args.worker, &source, false).await?;
-            let transform = args.transform.wrap(Arc::new(rename_to(&group, &index)))?;
+            let transform = args.table.guarded(
+                &args.transform,
+                &source,
+                Arc::new(rename_to(&group, &index)),
+            )?;
             JobSpec::new(boxed, transform, sink, store, failures, opts)
         }
         SinkUrl::Files(_) => {
             let sink = args.table.open_sink(&args.worker, &source, false).await?;
-            let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
+            let transform = args.table.guarded(
+                &args.transform,
+                &source,
+                Arc::new(rename_to(&group, &group)),
+            )?;
             JobSpec::new(boxed, transform, sink, store, failures, opts)
         }
         SinkUrl::Dynamo(url) => {
@@ -566,7 +639,11 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 .open_sink(&args.worker, &source, args.table.create_table)
                 .await?;
             let counters = sink.downcast_ref::<DynamoSink>().map(DynamoSink::counters);
-            let transform = args.transform.wrap(Arc::new(rename_to(&group, &group)))?;
+            let transform = args.table.guarded(
+                &args.transform,
+                &source,
+                Arc::new(rename_to(&group, &group)),
+            )?;
             let mut spec = JobSpec::new(boxed, transform, sink, store, failures, opts);
             spec.sink_counters = counters;
             spec
@@ -630,7 +707,11 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     // The program sees each row named as the run named it: the sink's index for a
     // cluster, the table's name otherwise (where an unprogrammed row goes).
     let named = opened.index.clone().unwrap_or_else(|| group.clone());
-    let transform = args.transform.wrap(Arc::new(rename_to(&group, &named)))?;
+    let transform = args.table.guarded(
+        &args.transform,
+        &source,
+        Arc::new(rename_to(&group, &named)),
+    )?;
     let lookup = opened.lookup;
     let seed = args.seed.unwrap_or_else(rand::random);
     let sample = if args.all {
