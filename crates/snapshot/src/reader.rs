@@ -50,6 +50,9 @@ pub enum SkipReason {
     /// No `_source`, and some mapped fields of its segment cannot be rebuilt (not stored,
     /// no doc values); `--allow-partial-source` sends the rest.
     PartialSource,
+    /// `_source` lacks a mapped vector field (left out by the index, see
+    /// [`crate::vectors`]) whose vector files are in a format the reader does not know.
+    VectorUnreadable,
 }
 
 impl SkipReason {
@@ -60,6 +63,7 @@ impl SkipReason {
             SkipReason::BadSource => "bad_source",
             SkipReason::BadId => "bad_id",
             SkipReason::PartialSource => "partial_source",
+            SkipReason::VectorUnreadable => "vector_unreadable",
         }
     }
 }
@@ -95,6 +99,10 @@ pub struct ShardStats {
     pub recovery_source: u64,
     /// Documents skipped because their `_source` could only be rebuilt in part.
     pub partial_source: u64,
+    /// Documents skipped because a vector left out of `_source` could not be read back.
+    pub vector_unreadable: u64,
+    /// Documents produced with vectors put back into `_source` (included in `documents`).
+    pub vectors_restored: u64,
 }
 
 impl ShardStats {
@@ -109,10 +117,16 @@ impl ShardStats {
         self.rebuilt += other.rebuilt;
         self.recovery_source += other.recovery_source;
         self.partial_source += other.partial_source;
+        self.vector_unreadable += other.vector_unreadable;
+        self.vectors_restored += other.vectors_restored;
     }
     /// Documents skipped for any reason but nesting.
     pub fn skipped_not_nested(&self) -> u64 {
-        self.without_source + self.bad_source + self.bad_id + self.partial_source
+        self.without_source
+            + self.bad_source
+            + self.bad_id
+            + self.partial_source
+            + self.vector_unreadable
     }
 }
 
@@ -262,6 +276,8 @@ pub struct ShardReader {
     plan: Option<Arc<SourcePlan>>,
     /// How this index lays out `_ignored_source` (`None`: unknown creation version).
     ignored_layout: Option<IgnoredSourceLayout>,
+    /// The index's vector fields, put back where `_source` lacks them.
+    vector_plan: Option<Arc<crate::vectors::VectorPlan>>,
 }
 
 impl std::fmt::Debug for ShardReader {
@@ -335,6 +351,7 @@ impl ShardReader {
             rebuild: options.rebuild,
             plan,
             ignored_layout,
+            vector_plan: crate::vectors::VectorPlan::from_metadata(md).map(Arc::new),
         })
     }
 
@@ -373,6 +390,15 @@ impl ShardReader {
             }
         }
         n
+    }
+
+    /// The segment (index in [`IndexReader::segments`]) and segment-local doc id of
+    /// shard-global `doc`.
+    fn locate(&self, doc: u64) -> (usize, u32) {
+        let segments = self.reader.segments();
+        let i = segments.partition_point(|s| s.doc_base() + u64::from(s.max_doc()) <= doc);
+        let local = segments.get(i).map_or(0, |s| (doc - s.doc_base()) as u32);
+        (i, local)
     }
 
     /// The Lucene reader.
@@ -420,6 +446,7 @@ impl ShardReader {
             deliver: None,
             keys: Vec::new(),
             rebuild: RebuildState::default(),
+            vectors: Default::default(),
         }
     }
 
@@ -526,6 +553,7 @@ impl ShardReader {
             deliver: None,
             keys: Vec::new(),
             rebuild: RebuildState::default(),
+            vectors: Default::default(),
         })
     }
 }
@@ -737,6 +765,7 @@ pub struct ShardDocuments<'a> {
     deliver: Option<&'a Selection>,
     keys: Vec<DocKey>,
     rebuild: RebuildState,
+    vectors: crate::vectors::VectorState,
 }
 
 /// Doc-values cursors of the segment being read, for rebuilding `_source`.
@@ -927,6 +956,37 @@ impl ShardDocuments<'_> {
         )))
     }
 
+    /// `source` with the vectors `_source` lacks put back (see [`crate::vectors`]).
+    fn restore_vectors(
+        &mut self,
+        global: u64,
+        children: &[u32],
+        source: bytes::Bytes,
+    ) -> lucene::Result<std::result::Result<bytes::Bytes, String>> {
+        let Some(plan) = self.reader.vector_plan.as_deref() else {
+            return Ok(Ok(source));
+        };
+        let (seg_index, local) = self.reader.locate(global);
+        let Some(seg) = self.reader.reader.segments().get(seg_index) else {
+            return Ok(Ok(source));
+        };
+        let before = source.as_ptr();
+        let out = self.vectors.restore(
+            plan,
+            &self.reader.index,
+            seg,
+            seg_index,
+            local,
+            children,
+            source,
+        )?;
+        // an unchanged source comes back as the same bytes
+        if matches!(&out, Ok(s) if s.as_ptr() != before) {
+            self.stats.vectors_restored += 1;
+        }
+        Ok(out)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn skip(
         &mut self,
@@ -946,6 +1006,7 @@ impl ShardDocuments<'_> {
             SkipReason::BadSource => self.stats.bad_source += 1,
             SkipReason::BadId => self.stats.bad_id += 1,
             SkipReason::PartialSource => self.stats.partial_source += 1,
+            SkipReason::VectorUnreadable => self.stats.vector_unreadable += 1,
         }
         tracing::warn!(
             index = %self.reader.index,
@@ -1014,6 +1075,14 @@ impl ShardDocuments<'_> {
             let stored_id = self.visitor.id.take();
             let routing = self.visitor.routing.take();
             let identity = self.reader.types.identity(uid, stored_id);
+            // a root document: the nested children walked since the last one are its own
+            let children =
+                if self.reader.vector_plan.is_some() && (identity.is_some() || has_source) {
+                    let (seg_index, _) = self.reader.locate(doc);
+                    self.vectors.take_children(seg_index)
+                } else {
+                    Vec::new()
+                };
             if self
                 .deliver
                 .is_some_and(|deliver| !self.reader.contains(deliver, doc))
@@ -1033,6 +1102,10 @@ impl ShardDocuments<'_> {
             let (doc_type, id) = match identity {
                 Some(identity) => identity,
                 None if !has_source => {
+                    if self.reader.vector_plan.is_some() {
+                        let (seg_index, local) = self.reader.locate(doc);
+                        self.vectors.note_child(seg_index, local);
+                    }
                     self.skip(doc, None, None, None, SkipReason::Nested, String::new());
                     continue;
                 }
@@ -1067,6 +1140,27 @@ impl ShardDocuments<'_> {
                 Err(e) => {
                     self.skip(doc, Some(id), doc_type, routing, SkipReason::BadSource, e);
                     continue;
+                }
+            };
+            let source = match self.restore_vectors(doc, &children, source) {
+                Ok(Ok(s)) => s,
+                Ok(Err(why)) => {
+                    self.skip(
+                        doc,
+                        Some(id),
+                        doc_type,
+                        routing,
+                        SkipReason::VectorUnreadable,
+                        why,
+                    );
+                    continue;
+                }
+                Err(source) => {
+                    self.done = true;
+                    return Some(Err(Error::Lucene {
+                        context: self.reader.context.clone(),
+                        source,
+                    }));
                 }
             };
             self.stats.documents += 1;
