@@ -148,6 +148,9 @@ pub struct SegmentSummary {
     /// file and format; `None` when they can, or the segment has none. Probed only for
     /// segments written before Lucene 7 (one `.dvm` read), whose formats the crate lacks.
     pub doc_values_unsupported: Option<String>,
+    /// Vector fields and where their vectors are read from (see [`crate::vectors`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vector_fields: Vec<crate::vectors::VectorFieldSummary>,
 }
 
 /// The names of the segment's fields that have doc values.
@@ -527,6 +530,7 @@ impl ShardReader {
                 has_source_field: s.field_infos().by_name("_source").is_some(),
                 doc_values_fields: doc_values_fields(s),
                 doc_values_unsupported: doc_values_unsupported(s),
+                vector_fields: crate::vectors::summarize(s),
             })
             .collect()
     }

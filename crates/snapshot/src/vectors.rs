@@ -587,6 +587,59 @@ impl Obj {
     }
 }
 
+/// One vector field of a segment, for `rfs inspect`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct VectorFieldSummary {
+    pub field: String,
+    /// The per-field vector format (`Lucene99HnswVectorsFormat`, …).
+    pub format: String,
+    /// `float32` or `byte`.
+    pub encoding: &'static str,
+    pub dimension: u32,
+    /// Vectors in the segment (deleted documents' included); `None` when unreadable.
+    pub vectors: Option<u32>,
+    /// The file the vectors are read from.
+    pub file: String,
+    /// Why they cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+/// The vector fields of `seg` and where they are read from; a segment whose vector
+/// metadata cannot be read gives one entry naming the error.
+pub fn summarize(seg: &SegmentReader) -> Vec<VectorFieldSummary> {
+    if !seg.field_infos().iter().any(|f| f.vector_dimension > 0) {
+        return Vec::new();
+    }
+    match seg.vectors() {
+        Ok(v) => v
+            .fields()
+            .iter()
+            .map(|f| VectorFieldSummary {
+                field: f.name.clone(),
+                format: f.format.clone(),
+                encoding: match f.encoding {
+                    VectorEncoding::Float32 => "float32",
+                    VectorEncoding::Byte => "byte",
+                },
+                dimension: f.dimension,
+                vectors: f.count(),
+                file: f.data_file.clone(),
+                unreadable: f.unreadable().map(str::to_string),
+            })
+            .collect(),
+        Err(e) => vec![VectorFieldSummary {
+            field: "*".into(),
+            format: String::new(),
+            encoding: "",
+            dimension: 0,
+            vectors: None,
+            file: e.file().to_string(),
+            unreadable: Some(e.to_string()),
+        }],
+    }
+}
+
 /// Shared plan handle.
 pub type SharedPlan = Arc<VectorPlan>;
 

@@ -236,3 +236,57 @@ fn unknown_vector_format_is_never_silent() {
         assert_eq!(bits(g), bits(&want), "kept {id}");
     }
 }
+
+#[test]
+fn segments_list_vector_fields_and_where_they_are_read_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repository(
+        tmp.path(),
+        &[
+            (
+                "es92",
+                "es",
+                es_mapping(),
+                vec![("index.version.created", "9039000")],
+            ),
+            (
+                "opaque",
+                "es-opaque",
+                es_mapping(),
+                vec![("index.version.created", "9039000")],
+            ),
+        ],
+    );
+    let snap = repo.snapshot("snap").unwrap();
+    for (index, emb_format) in [
+        ("es92", "Lucene99HnswVectorsFormat"),
+        ("opaque", "RfsOpaqueVectorsFormat"),
+    ] {
+        let shard = snap.index(index).unwrap().open_shard(0).unwrap();
+        let reader = ShardReader::open(&shard).unwrap();
+        for seg in reader.segments() {
+            let mut names: Vec<&str> = seg.vector_fields.iter().map(|f| f.field.as_str()).collect();
+            names.sort();
+            assert_eq!(names, ["emb", "obj.bv", "parts.pv"], "{index} {}", seg.name);
+            let field = |n: &str| seg.vector_fields.iter().find(|f| f.field == n).unwrap();
+            let emb = field("emb");
+            assert_eq!(
+                (emb.format.as_str(), emb.encoding, emb.dimension),
+                (emb_format, "float32", 4)
+            );
+            assert!(
+                emb.file.contains(&format!("_{emb_format}_0.vec")),
+                "{}",
+                emb.file
+            );
+            assert_eq!(emb.unreadable.is_some(), index == "opaque");
+            assert_eq!(emb.vectors.is_some(), index == "es92");
+            let bv = field("obj.bv");
+            assert_eq!(
+                (bv.encoding, bv.dimension, bv.unreadable.as_deref()),
+                ("byte", 3, None)
+            );
+            assert!(bv.vectors.unwrap() > 0);
+        }
+    }
+}
