@@ -2,7 +2,7 @@
 //!
 //! Elasticsearch 9.2 leaves `dense_vector` values out of the stored `_source` of new indices
 //! (`index.mapping.exclude_source_vectors`, default from index version
-//! `EXCLUDE_SOURCE_VECTORS_DEFAULT` = 9_035_0_00; elastic/elasticsearch #131907,
+//! `EXCLUDE_SOURCE_VECTORS_DEFAULT` = 9_035_000; elastic/elasticsearch #131907,
 //! `server/src/main/java/org/elasticsearch/index/IndexSettings.java` /
 //! `IndexVersions.java`), and OpenSearch 3.0's k-NN plugin does the same for `knn_vector`
 //! fields (`index.knn.derived_source.enabled`, on by default for k-NN indices from 3.0;
@@ -72,7 +72,7 @@ pub struct VectorPlan {
 
 /// Elasticsearch index version from which `index.mapping.exclude_source_vectors` defaults
 /// to true (`IndexVersions.EXCLUDE_SOURCE_VECTORS_DEFAULT`).
-pub const EXCLUDE_SOURCE_VECTORS_DEFAULT: u64 = 9_035_0_00;
+pub const EXCLUDE_SOURCE_VECTORS_DEFAULT: u64 = 9_035_000;
 
 /// Bit 27 of a version id marks OpenSearch.
 const OPENSEARCH_ID_BIT: u64 = 0x0800_0000;
@@ -690,10 +690,10 @@ mod tests {
 
     #[test]
     fn version_rule() {
-        assert!(!es_excludes_vectors_by_default(9_034_0_00));
-        assert!(es_excludes_vectors_by_default(9_035_0_00));
-        assert!(es_excludes_vectors_by_default(9_039_0_00));
-        assert!(!es_excludes_vectors_by_default(8_525_0_00));
+        assert!(!es_excludes_vectors_by_default(9_034_000));
+        assert!(es_excludes_vectors_by_default(9_035_000));
+        assert!(es_excludes_vectors_by_default(9_039_000));
+        assert!(!es_excludes_vectors_by_default(8_525_000));
         assert!(!es_excludes_vectors_by_default(136_267_827)); // OpenSearch 2.x
     }
 }

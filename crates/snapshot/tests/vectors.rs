@@ -44,7 +44,10 @@ fn os_mapping() -> Value {
 /// OpenSearch 3.0.0's version id (bit 27 marks OpenSearch).
 const OS_3_0: u64 = 3_00_00_99 | 0x0800_0000;
 
-fn repository(tmp: &Path, indices: &[(&str, &str, Value, Vec<(&str, &str)>)]) -> Repository {
+/// An index of the test repository: name, fixture folder, mapping, settings.
+type IndexDef<'a> = (&'a str, &'a str, Value, Vec<(&'a str, &'a str)>);
+
+fn repository(tmp: &Path, indices: &[IndexDef<'_>]) -> Repository {
     let mut spec = SnapshotSpec::new("snap");
     for (name, dir, mapping, settings) in indices {
         let lucene = lucene::FsDirectory::open(data().join(dir)).unwrap();
