@@ -161,7 +161,7 @@ impl IndexVersion {
             .rev()
             .find(|(_, id)| *id / 1_000_000 == self.major())
             .map(|((major, minor, _), _)| ProductVersion::es(*major, *minor))
-            .unwrap_or(ProductVersion::es(self.major(), 0))
+            .unwrap_or_else(|| ProductVersion::es(self.major(), 0))
     }
 }
 

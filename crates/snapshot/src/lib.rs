@@ -36,6 +36,7 @@ pub mod repository;
 pub mod shard;
 pub mod shard_paths;
 pub mod uri;
+pub mod vectors;
 #[cfg(feature = "test-util")]
 pub mod write;
 #[cfg(feature = "test-util")]

@@ -50,6 +50,9 @@ pub enum SkipReason {
     /// No `_source`, and some mapped fields of its segment cannot be rebuilt (not stored,
     /// no doc values); `--allow-partial-source` sends the rest.
     PartialSource,
+    /// `_source` lacks a mapped vector field (left out by the index, see
+    /// [`crate::vectors`]) whose vector files are in a format the reader does not know.
+    VectorUnreadable,
 }
 
 impl SkipReason {
@@ -60,6 +63,7 @@ impl SkipReason {
             SkipReason::BadSource => "bad_source",
             SkipReason::BadId => "bad_id",
             SkipReason::PartialSource => "partial_source",
+            SkipReason::VectorUnreadable => "vector_unreadable",
         }
     }
 }
@@ -95,6 +99,10 @@ pub struct ShardStats {
     pub recovery_source: u64,
     /// Documents skipped because their `_source` could only be rebuilt in part.
     pub partial_source: u64,
+    /// Documents skipped because a vector left out of `_source` could not be read back.
+    pub vector_unreadable: u64,
+    /// Documents produced with vectors put back into `_source` (included in `documents`).
+    pub vectors_restored: u64,
 }
 
 impl ShardStats {
@@ -109,10 +117,16 @@ impl ShardStats {
         self.rebuilt += other.rebuilt;
         self.recovery_source += other.recovery_source;
         self.partial_source += other.partial_source;
+        self.vector_unreadable += other.vector_unreadable;
+        self.vectors_restored += other.vectors_restored;
     }
     /// Documents skipped for any reason but nesting.
     pub fn skipped_not_nested(&self) -> u64 {
-        self.without_source + self.bad_source + self.bad_id + self.partial_source
+        self.without_source
+            + self.bad_source
+            + self.bad_id
+            + self.partial_source
+            + self.vector_unreadable
     }
 }
 
@@ -134,6 +148,9 @@ pub struct SegmentSummary {
     /// file and format; `None` when they can, or the segment has none. Probed only for
     /// segments written before Lucene 7 (one `.dvm` read), whose formats the crate lacks.
     pub doc_values_unsupported: Option<String>,
+    /// Vector fields and where their vectors are read from (see [`crate::vectors`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vector_fields: Vec<crate::vectors::VectorFieldSummary>,
 }
 
 /// The names of the segment's fields that have doc values.
@@ -262,6 +279,8 @@ pub struct ShardReader {
     plan: Option<Arc<SourcePlan>>,
     /// How this index lays out `_ignored_source` (`None`: unknown creation version).
     ignored_layout: Option<IgnoredSourceLayout>,
+    /// The index's vector fields, put back where `_source` lacks them.
+    vector_plan: Option<Arc<crate::vectors::VectorPlan>>,
 }
 
 impl std::fmt::Debug for ShardReader {
@@ -335,6 +354,7 @@ impl ShardReader {
             rebuild: options.rebuild,
             plan,
             ignored_layout,
+            vector_plan: crate::vectors::VectorPlan::from_metadata(md).map(Arc::new),
         })
     }
 
@@ -373,6 +393,15 @@ impl ShardReader {
             }
         }
         n
+    }
+
+    /// The segment (index in [`IndexReader::segments`]) and segment-local doc id of
+    /// shard-global `doc`.
+    fn locate(&self, doc: u64) -> (usize, u32) {
+        let segments = self.reader.segments();
+        let i = segments.partition_point(|s| s.doc_base() + u64::from(s.max_doc()) <= doc);
+        let local = segments.get(i).map_or(0, |s| (doc - s.doc_base()) as u32);
+        (i, local)
     }
 
     /// The Lucene reader.
@@ -420,6 +449,7 @@ impl ShardReader {
             deliver: None,
             keys: Vec::new(),
             rebuild: RebuildState::default(),
+            vectors: Default::default(),
         }
     }
 
@@ -500,6 +530,7 @@ impl ShardReader {
                 has_source_field: s.field_infos().by_name("_source").is_some(),
                 doc_values_fields: doc_values_fields(s),
                 doc_values_unsupported: doc_values_unsupported(s),
+                vector_fields: crate::vectors::summarize(s),
             })
             .collect()
     }
@@ -526,6 +557,7 @@ impl ShardReader {
             deliver: None,
             keys: Vec::new(),
             rebuild: RebuildState::default(),
+            vectors: Default::default(),
         })
     }
 }
@@ -737,6 +769,7 @@ pub struct ShardDocuments<'a> {
     deliver: Option<&'a Selection>,
     keys: Vec<DocKey>,
     rebuild: RebuildState,
+    vectors: crate::vectors::VectorState,
 }
 
 /// Doc-values cursors of the segment being read, for rebuilding `_source`.
@@ -927,6 +960,37 @@ impl ShardDocuments<'_> {
         )))
     }
 
+    /// `source` with the vectors `_source` lacks put back (see [`crate::vectors`]).
+    fn restore_vectors(
+        &mut self,
+        global: u64,
+        children: &[u32],
+        source: bytes::Bytes,
+    ) -> lucene::Result<std::result::Result<bytes::Bytes, String>> {
+        let Some(plan) = self.reader.vector_plan.as_deref() else {
+            return Ok(Ok(source));
+        };
+        let (seg_index, local) = self.reader.locate(global);
+        let Some(seg) = self.reader.reader.segments().get(seg_index) else {
+            return Ok(Ok(source));
+        };
+        let before = source.as_ptr();
+        let out = self.vectors.restore(
+            plan,
+            &self.reader.index,
+            seg,
+            seg_index,
+            local,
+            children,
+            source,
+        )?;
+        // an unchanged source comes back as the same bytes
+        if matches!(&out, Ok(s) if s.as_ptr() != before) {
+            self.stats.vectors_restored += 1;
+        }
+        Ok(out)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn skip(
         &mut self,
@@ -946,6 +1010,7 @@ impl ShardDocuments<'_> {
             SkipReason::BadSource => self.stats.bad_source += 1,
             SkipReason::BadId => self.stats.bad_id += 1,
             SkipReason::PartialSource => self.stats.partial_source += 1,
+            SkipReason::VectorUnreadable => self.stats.vector_unreadable += 1,
         }
         tracing::warn!(
             index = %self.reader.index,
@@ -1014,6 +1079,14 @@ impl ShardDocuments<'_> {
             let stored_id = self.visitor.id.take();
             let routing = self.visitor.routing.take();
             let identity = self.reader.types.identity(uid, stored_id);
+            // a root document: the nested children walked since the last one are its own
+            let children =
+                if self.reader.vector_plan.is_some() && (identity.is_some() || has_source) {
+                    let (seg_index, _) = self.reader.locate(doc);
+                    self.vectors.take_children(seg_index)
+                } else {
+                    Vec::new()
+                };
             if self
                 .deliver
                 .is_some_and(|deliver| !self.reader.contains(deliver, doc))
@@ -1033,6 +1106,10 @@ impl ShardDocuments<'_> {
             let (doc_type, id) = match identity {
                 Some(identity) => identity,
                 None if !has_source => {
+                    if self.reader.vector_plan.is_some() {
+                        let (seg_index, local) = self.reader.locate(doc);
+                        self.vectors.note_child(seg_index, local);
+                    }
                     self.skip(doc, None, None, None, SkipReason::Nested, String::new());
                     continue;
                 }
@@ -1067,6 +1144,27 @@ impl ShardDocuments<'_> {
                 Err(e) => {
                     self.skip(doc, Some(id), doc_type, routing, SkipReason::BadSource, e);
                     continue;
+                }
+            };
+            let source = match self.restore_vectors(doc, &children, source) {
+                Ok(Ok(s)) => s,
+                Ok(Err(why)) => {
+                    self.skip(
+                        doc,
+                        Some(id),
+                        doc_type,
+                        routing,
+                        SkipReason::VectorUnreadable,
+                        why,
+                    );
+                    continue;
+                }
+                Err(source) => {
+                    self.done = true;
+                    return Some(Err(Error::Lucene {
+                        context: self.reader.context.clone(),
+                        source,
+                    }));
                 }
             };
             self.stats.documents += 1;

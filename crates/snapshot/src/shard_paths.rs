@@ -239,7 +239,7 @@ impl ShardPathsName {
         }
     }
 
-    /// The blob name OpenSearch 2.19+ writes (fields separated by `#`).
+    /// The blob name later OpenSearch releases write (fields separated by `#`).
     pub fn blob_name(&self) -> String {
         self.blob_name_with('#')
     }

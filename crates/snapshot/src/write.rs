@@ -52,7 +52,7 @@ pub struct WriteOptions {
     /// HASHED_PREFIX shard directories under `<dest>/<hash>/<base_path>/…`.
     pub base_path: String,
     /// The separator between the fields of `snapshot_shard_paths/` blob names: `#` (what
-    /// OpenSearch writes since 2.19) or `.` (OpenSearch 2.17–2.18); see
+    /// later OpenSearch releases write) or `.` (OpenSearch 2.17–2.18); see
     /// [`ShardPathsName`].
     pub shard_paths_separator: char,
 }

@@ -31,7 +31,7 @@
 
 use crate::codec_util::{self, ID_LEN};
 use crate::data_input::{DataInput, Endian};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::field_infos::{FieldInfos, VectorEncoding};
 
 pub const META_CODEC: &str = "Lucene99FlatVectorsFormatMeta";

@@ -1,0 +1,699 @@
+//! Vectors put back into `_source`.
+//!
+//! Elasticsearch 9.2 leaves `dense_vector` values out of the stored `_source` of new indices
+//! (`index.mapping.exclude_source_vectors`, default from index version
+//! `EXCLUDE_SOURCE_VECTORS_DEFAULT` = 9_035_000; elastic/elasticsearch #131907,
+//! `server/src/main/java/org/elasticsearch/index/IndexSettings.java` /
+//! `IndexVersions.java`), and OpenSearch 3.0's k-NN plugin does the same for `knn_vector`
+//! fields (`index.knn.derived_source.enabled`, on by default for k-NN indices from 3.0;
+//! opensearch-project/k-NN `src/main/java/org/opensearch/knn/index/KNNSettings.java`),
+//! leaving the number `1` where the vector was. The vectors then live only in the segment's
+//! vector files, read by [`lucene::vectors`].
+//!
+//! For every document of an index whose mapping has vector fields, a mapped vector field
+//! that the document's `_source` lacks (or holds as OpenSearch's mask `1`) is filled from
+//! the vector files when they hold a vector for the document: at the field's path, as the
+//! mapping's element type (float, byte, bit: bytes as signed numbers). Cosine fields of
+//! Elasticsearch are stored normalised, with the original length in the NUMERIC doc value
+//! `<field>._magnitude` (float bits; absent when the length was 1): the vector given back is
+//! the stored one times that length, as Elasticsearch's own `DenormalizedCosineFloatVectorValues`
+//! does (elastic/elasticsearch `server/src/main/java/org/elasticsearch/index/mapper/vectors/DenseVectorFieldMapper.java`).
+//! Vectors of `nested` objects are put back into the nested array's objects, child document
+//! k of the block to array element k, when the mapping has one nested level only.
+//!
+//! Never silent: where vectors were left out (settings and version) or the mask is there,
+//! and the field's vector files are in a format the reader does not know (or the nested
+//! layout cannot be matched), the document is refused as `vector_unreadable`, naming the
+//! index, field, format and file. The rest of the document is kept byte for byte: only
+//! the objects on the changed paths are rewritten, in their key order.
+
+use std::sync::Arc;
+
+use lucene::vectors::{Vector, VectorCursor};
+use lucene::{DocValue, FieldValues, SegmentReader, VectorEncoding};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::metadata::IndexMetadata;
+
+/// The element type a mapping gives a vector field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    Float,
+    Byte,
+    /// Packed bits (Elasticsearch `element_type: bit`, OpenSearch `data_type: binary`),
+    /// stored as bytes.
+    Bit,
+}
+
+/// One vector field of the mapping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappedVector {
+    /// Full dotted path, which is also the Lucene field name.
+    pub path: String,
+    pub element: Element,
+    /// Elasticsearch `similarity: cosine` on floats: stored normalised.
+    pub es_cosine: bool,
+    /// The `nested` object path it lies under, if any.
+    pub nested: Option<String>,
+    /// OpenSearch `knn_vector` (its derived source leaves a mask `1`).
+    pub opensearch: bool,
+}
+
+/// The vector fields of an index and whether the index left them out of `_source`.
+#[derive(Debug, Clone, Default)]
+pub struct VectorPlan {
+    pub fields: Vec<MappedVector>,
+    /// Settings and creation version say vectors were left out of `_source`.
+    pub excluded: bool,
+    /// Every `nested` path of the mapping.
+    pub nested_paths: Vec<String>,
+}
+
+/// Elasticsearch index version from which `index.mapping.exclude_source_vectors` defaults
+/// to true (`IndexVersions.EXCLUDE_SOURCE_VECTORS_DEFAULT`).
+pub const EXCLUDE_SOURCE_VECTORS_DEFAULT: u64 = 9_035_000;
+
+/// Bit 27 of a version id marks OpenSearch.
+const OPENSEARCH_ID_BIT: u64 = 0x0800_0000;
+
+/// Whether an Elasticsearch index created with version id `created` leaves vectors out of
+/// `_source` when the setting is not given.
+// MERGE(snapfid): use crate::index_version::IndexVersion once that type lands on main.
+pub fn es_excludes_vectors_by_default(created: u64) -> bool {
+    created & OPENSEARCH_ID_BIT == 0 && created >= EXCLUDE_SOURCE_VECTORS_DEFAULT
+}
+
+impl VectorPlan {
+    /// The plan of an index: its mapped vector fields; `None` when it has none.
+    pub fn from_metadata(md: &IndexMetadata) -> Option<VectorPlan> {
+        let mut plan = VectorPlan::default();
+        for m in &md.mappings {
+            if let Some(p) = m.mapping.get("properties").and_then(Value::as_object) {
+                walk(p, "", None, &mut plan);
+            }
+        }
+        if plan.fields.is_empty() {
+            return None;
+        }
+        plan.fields.sort_by(|a, b| a.path.cmp(&b.path));
+        plan.fields.dedup_by(|a, b| a.path == b.path);
+        let setting = |k: &str| md.setting(k).map(|v| v == "true");
+        let created = md
+            .setting("index.version.created")
+            .and_then(|s| s.parse::<u64>().ok());
+        let os = created.is_some_and(|c| c & OPENSEARCH_ID_BIT != 0);
+        plan.excluded = if os {
+            setting("index.knn.derived_source.enabled").unwrap_or_else(|| {
+                // on by default for k-NN indices created by 3.0+
+                setting("index.knn") == Some(true)
+                    && created.is_some_and(|c| (c & !OPENSEARCH_ID_BIT) >= 3_00_00_99)
+            })
+        } else {
+            setting("index.mapping.exclude_source_vectors")
+                .unwrap_or_else(|| created.is_some_and(es_excludes_vectors_by_default))
+        };
+        Some(plan)
+    }
+}
+
+fn walk(
+    props: &serde_json::Map<String, Value>,
+    prefix: &str,
+    nested: Option<&str>,
+    plan: &mut VectorPlan,
+) {
+    for (name, def) in props {
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        let ty = def.get("type").and_then(Value::as_str);
+        match ty {
+            Some("dense_vector") => {
+                let element = match def.get("element_type").and_then(Value::as_str) {
+                    Some("byte") => Element::Byte,
+                    Some("bit") => Element::Bit,
+                    _ => Element::Float,
+                };
+                let es_cosine = element == Element::Float
+                    && def.get("similarity").and_then(Value::as_str) == Some("cosine");
+                plan.fields.push(MappedVector {
+                    path,
+                    element,
+                    es_cosine,
+                    nested: nested.map(str::to_string),
+                    opensearch: false,
+                });
+            }
+            Some("knn_vector") => {
+                let element = match def.get("data_type").and_then(Value::as_str) {
+                    Some("byte") => Element::Byte,
+                    Some("binary") => Element::Bit,
+                    _ => Element::Float,
+                };
+                plan.fields.push(MappedVector {
+                    path,
+                    element,
+                    es_cosine: false,
+                    nested: nested.map(str::to_string),
+                    opensearch: true,
+                });
+            }
+            _ => {
+                if let Some(p) = def.get("properties").and_then(Value::as_object) {
+                    if ty == Some("nested") {
+                        plan.nested_paths.push(path.clone());
+                        walk(p, &path, Some(&path), plan);
+                    } else {
+                        walk(p, &path, nested, plan);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One planned field in the segment being read.
+struct SegField {
+    plan: usize,
+    /// The field's vectors, or why they cannot be read (index, field, format, file).
+    cursor: Result<VectorCursor, String>,
+    magnitude: Option<FieldValues>,
+}
+
+/// Per-reader state: the cursors of the segment being read, and the nested children
+/// walked since the last root document.
+#[derive(Default)]
+pub(crate) struct VectorState {
+    segment: Option<usize>,
+    fields: Vec<SegField>,
+    /// Nested children walked since the last root document, and their segment.
+    children: Vec<u32>,
+    children_segment: Option<usize>,
+    value: DocValue,
+}
+
+/// A document the vectors could not be put back into.
+pub(crate) type Refusal = String;
+
+impl VectorState {
+    fn enter(
+        &mut self,
+        plan: &VectorPlan,
+        index: &str,
+        seg: &SegmentReader,
+        seg_index: usize,
+    ) -> lucene::Result<()> {
+        if self.segment == Some(seg_index) {
+            return Ok(());
+        }
+        self.segment = Some(seg_index);
+        self.fields.clear();
+        if !plan
+            .fields
+            .iter()
+            .any(|f| seg.field_infos().by_name(&f.path).is_some())
+        {
+            return Ok(());
+        }
+        let vectors = seg.vectors()?;
+        let mut dv = None;
+        for (i, f) in plan.fields.iter().enumerate() {
+            let Some(vf) = vectors.field(&f.path) else {
+                continue;
+            };
+            let cursor = match vf.cursor() {
+                Ok(c) => Ok(c),
+                Err(e) if e.is_permanent() => Err(format!(
+                    "index {index}: vector field {:?} (format {:?}, file {}): {e}",
+                    f.path, vf.format, vf.data_file
+                )),
+                Err(e) => return Err(e),
+            };
+            let magnitude = if f.es_cosine && vf.encoding == VectorEncoding::Float32 {
+                let dv = dv.get_or_insert_with(|| seg.doc_values());
+                dv.field(&format!("{}._magnitude", f.path))?
+            } else {
+                None
+            };
+            self.fields.push(SegField {
+                plan: i,
+                cursor,
+                magnitude,
+            });
+        }
+        Ok(())
+    }
+
+    /// Notes a nested child document (no `_id`) of segment `seg_index`.
+    pub(crate) fn note_child(&mut self, seg_index: usize, local: u32) {
+        if self.children_segment != Some(seg_index) {
+            self.children_segment = Some(seg_index);
+            self.children.clear();
+        }
+        self.children.push(local);
+    }
+
+    /// The nested children noted since the last root document (of segment `seg_index`),
+    /// which belong to the root document now read; the list starts over.
+    pub(crate) fn take_children(&mut self, seg_index: usize) -> Vec<u32> {
+        let same = self.children_segment == Some(seg_index);
+        let children = std::mem::take(&mut self.children);
+        if same {
+            children
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// `source` (JSON) with the vectors of the document `local` of segment `seg` (whose
+    /// nested children are `children`) put back where `_source` lacks them; or why that
+    /// cannot be done.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn restore(
+        &mut self,
+        plan: &VectorPlan,
+        index: &str,
+        seg: &SegmentReader,
+        seg_index: usize,
+        local: u32,
+        children: &[u32],
+        source: bytes::Bytes,
+    ) -> lucene::Result<Result<bytes::Bytes, Refusal>> {
+        self.enter(plan, index, seg, seg_index)?;
+        if self.fields.is_empty() {
+            return Ok(Ok(source));
+        }
+        let Ok(mut root) = serde_json::from_slice::<Obj>(&source) else {
+            return Ok(Ok(source)); // not an object: nothing to put a vector into
+        };
+        let mut changed = false;
+        for sf in &mut self.fields {
+            let f = &plan.fields[sf.plan];
+            match &f.nested {
+                None => {
+                    let current = root.get(&f.path);
+                    let mask = f.opensearch && current.as_deref().is_some_and(is_mask);
+                    if current.is_some() && !mask {
+                        continue;
+                    }
+                    let cursor = match &mut sf.cursor {
+                        Ok(c) => c,
+                        Err(why) if plan.excluded || mask => return Ok(Err(why.clone())),
+                        Err(_) => continue,
+                    };
+                    let Some(v) = cursor.vector(local)? else {
+                        if mask {
+                            return Ok(Err(format!(
+                                "index {index}: field {:?} holds the derived-source mask 1 but the vector files have no vector for the document",
+                                f.path
+                            )));
+                        }
+                        continue;
+                    };
+                    let json = vector_json(f, v, sf.magnitude.as_mut(), local, &mut self.value)?;
+                    root.set(&f.path, json);
+                    changed = true;
+                }
+                Some(np) => {
+                    match restore_nested(
+                        plan,
+                        f,
+                        sf,
+                        np,
+                        index,
+                        children,
+                        &mut root,
+                        &mut self.value,
+                    )? {
+                        Ok(c) => changed |= c,
+                        Err(why) => return Ok(Err(why)),
+                    }
+                }
+            }
+        }
+        Ok(Ok(if changed {
+            bytes::Bytes::from(root.write())
+        } else {
+            source
+        }))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn restore_nested(
+    plan: &VectorPlan,
+    f: &MappedVector,
+    sf: &mut SegField,
+    nested_path: &str,
+    index: &str,
+    children: &[u32],
+    root: &mut Obj,
+    value: &mut DocValue,
+) -> lucene::Result<Result<bool, Refusal>> {
+    let rel = &f.path[nested_path.len() + 1..];
+    // each child's vector, read once in doc order
+    let mut vectors: Vec<Option<Box<RawValue>>> = Vec::with_capacity(children.len());
+    match &mut sf.cursor {
+        Ok(c) => {
+            for &child in children {
+                vectors.push(match c.vector(child)? {
+                    Some(v) => Some(vector_json(f, v, sf.magnitude.as_mut(), child, value)?),
+                    None => None,
+                });
+            }
+        }
+        Err(why) => {
+            if plan.excluded && !children.is_empty() {
+                return Ok(Err(why.clone()));
+            }
+            return Ok(Ok(false));
+        }
+    }
+    if vectors.iter().all(Option::is_none) {
+        return Ok(Ok(false));
+    }
+    let refuse = |what: &str| {
+        Ok(Err(format!(
+            "index {index}: nested vector field {:?}: {what}",
+            f.path
+        )))
+    };
+    if plan.nested_paths.len() != 1 {
+        return refuse(
+            "vectors of nested objects are put back only for mappings with one nested path",
+        );
+    }
+    let Some(raw) = root.get(nested_path) else {
+        return refuse("the nested objects are not in _source");
+    };
+    let items: Vec<Box<RawValue>> = match serde_json::from_str::<Vec<Box<RawValue>>>(raw.get()) {
+        Ok(items) => items,
+        // a single object instead of an array
+        Err(_) => vec![raw],
+    };
+    if items.len() != children.len() {
+        return refuse(&format!(
+            "{} nested objects in _source but {} child documents",
+            items.len(),
+            children.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(items.len());
+    let mut changed = false;
+    for (item, vector) in items.iter().zip(vectors) {
+        let Ok(mut obj) = serde_json::from_str::<Obj>(item.get()) else {
+            out.push(item.get().to_string());
+            continue;
+        };
+        let current = obj.get(rel);
+        let mask = f.opensearch && current.as_deref().is_some_and(is_mask);
+        if current.is_none() || mask {
+            if let Some(json) = vector {
+                obj.set(rel, json);
+                changed = true;
+            } else if mask {
+                return refuse(
+                    "a nested object holds the mask 1 but its child document has no vector",
+                );
+            }
+        }
+        out.push(obj.write());
+    }
+    if changed {
+        let text = format!("[{}]", out.join(","));
+        root.set(nested_path, raw_of(text));
+    }
+    Ok(Ok(changed))
+}
+
+/// OpenSearch derived source's placeholder.
+fn is_mask(raw: &RawValue) -> bool {
+    raw.get().trim() == "1"
+}
+
+fn raw_of(text: String) -> Box<RawValue> {
+    RawValue::from_string(text).expect("valid JSON written by this module")
+}
+
+/// A vector as the mapping's JSON: floats (denormalised for Elasticsearch cosine fields),
+/// or bytes as signed numbers.
+fn vector_json(
+    f: &MappedVector,
+    v: Vector<'_>,
+    magnitude: Option<&mut FieldValues>,
+    doc: u32,
+    value: &mut DocValue,
+) -> lucene::Result<Box<RawValue>> {
+    let mut text = String::with_capacity(v.raw.len() * 4 + 2);
+    text.push('[');
+    match (f.element, v.encoding) {
+        (Element::Float, VectorEncoding::Float32) => {
+            let mut scale = None;
+            if let Some(m) = magnitude {
+                if m.read(doc, value)? {
+                    if let Some(&bits) = value.numbers.first() {
+                        scale = Some(f32::from_bits(bits as u32));
+                    }
+                }
+            }
+            for (i, x) in v.to_f32().into_iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                let x = scale.map_or(x, |s| x * s);
+                push_float(&mut text, x);
+            }
+        }
+        _ => {
+            for (i, b) in v.raw.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(&(*b as i8).to_string());
+            }
+        }
+    }
+    text.push(']');
+    Ok(raw_of(text))
+}
+
+/// A float with the fewest digits that read back as the same float (Java's
+/// `Float.toString` digits); non-finite values (which Lucene refuses to index) as null.
+fn push_float(out: &mut String, x: f32) {
+    if !x.is_finite() {
+        out.push_str("null");
+    } else if x == x.trunc() && x.abs() < 1e15 {
+        out.push_str(&format!("{x:.1}"));
+    } else {
+        out.push_str(&format!("{x}"));
+    }
+}
+
+/// A JSON object with its members in source order, each kept as its original text.
+struct Obj(Vec<(String, Box<RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Obj {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Obj, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Obj;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Obj, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, Box<RawValue>>()? {
+                    out.push((k, v));
+                }
+                Ok(Obj(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Obj {
+    /// The value at dotted `path`, following objects and dotted keys.
+    fn get(&self, path: &str) -> Option<Box<RawValue>> {
+        if let Some((_, v)) = self.0.iter().rev().find(|(k, _)| k == path) {
+            return Some(v.clone());
+        }
+        for (k, v) in &self.0 {
+            if let Some(rest) = path
+                .strip_prefix(k.as_str())
+                .and_then(|r| r.strip_prefix('.'))
+            {
+                if let Ok(child) = serde_json::from_str::<Obj>(v.get()) {
+                    if let Some(found) = child.get(rest) {
+                        return Some(found);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Sets dotted `path` to `value`: replaces the value where the path exists (through
+    /// objects or a dotted key), else adds it (as nested objects under the first missing
+    /// name).
+    fn set(&mut self, path: &str, value: Box<RawValue>) {
+        if let Some(slot) = self.0.iter_mut().rev().find(|(k, _)| k == path) {
+            slot.1 = value;
+            return;
+        }
+        for i in 0..self.0.len() {
+            let k = self.0[i].0.clone();
+            if let Some(rest) = path
+                .strip_prefix(k.as_str())
+                .and_then(|r| r.strip_prefix('.'))
+            {
+                if let Ok(mut child) = serde_json::from_str::<Obj>(self.0[i].1.get()) {
+                    child.set(rest, value);
+                    self.0[i].1 = raw_of(child.write());
+                    return;
+                }
+            }
+        }
+        let (first, rest) = match path.split_once('.') {
+            Some((a, b)) => (a, Some(b)),
+            None => (path, None),
+        };
+        let v = match rest {
+            None => value,
+            Some(rest) => {
+                let mut child = Obj(Vec::new());
+                child.set(rest, value);
+                raw_of(child.write())
+            }
+        };
+        self.0.push((first.to_string(), v));
+    }
+
+    fn write(&self) -> String {
+        let mut s = String::from("{");
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&serde_json::to_string(k).expect("a string serializes"));
+            s.push(':');
+            s.push_str(v.get());
+        }
+        s.push('}');
+        s
+    }
+}
+
+/// One vector field of a segment, for `rfs inspect`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct VectorFieldSummary {
+    pub field: String,
+    /// The per-field vector format (`Lucene99HnswVectorsFormat`, …).
+    pub format: String,
+    /// `float32` or `byte`.
+    pub encoding: &'static str,
+    pub dimension: u32,
+    /// Vectors in the segment (deleted documents' included); `None` when unreadable.
+    pub vectors: Option<u32>,
+    /// The file the vectors are read from.
+    pub file: String,
+    /// Why they cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+/// The vector fields of `seg` and where they are read from; a segment whose vector
+/// metadata cannot be read gives one entry naming the error.
+pub fn summarize(seg: &SegmentReader) -> Vec<VectorFieldSummary> {
+    if !seg.field_infos().iter().any(|f| f.vector_dimension > 0) {
+        return Vec::new();
+    }
+    match seg.vectors() {
+        Ok(v) => v
+            .fields()
+            .iter()
+            .map(|f| VectorFieldSummary {
+                field: f.name.clone(),
+                format: f.format.clone(),
+                encoding: match f.encoding {
+                    VectorEncoding::Float32 => "float32",
+                    VectorEncoding::Byte => "byte",
+                },
+                dimension: f.dimension,
+                vectors: f.count(),
+                file: f.data_file.clone(),
+                unreadable: f.unreadable().map(str::to_string),
+            })
+            .collect(),
+        Err(e) => vec![VectorFieldSummary {
+            field: "*".into(),
+            format: String::new(),
+            encoding: "",
+            dimension: 0,
+            vectors: None,
+            file: e.file().to_string(),
+            unreadable: Some(e.to_string()),
+        }],
+    }
+}
+
+/// Shared plan handle.
+pub type SharedPlan = Arc<VectorPlan>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(s: &str) -> Obj {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn set_keeps_other_members_as_written() {
+        let mut o = obj(r#"{"b":1.50,"a":{"x":"y","v":1},"c":[1,2]}"#);
+        o.set("a.v", raw_of("[1.0,2.0]".into()));
+        assert_eq!(
+            o.write(),
+            r#"{"b":1.50,"a":{"x":"y","v":[1.0,2.0]},"c":[1,2]}"#
+        );
+        o.set("d.e", raw_of("[3]".into()));
+        assert_eq!(
+            o.write(),
+            r#"{"b":1.50,"a":{"x":"y","v":[1.0,2.0]},"c":[1,2],"d":{"e":[3]}}"#
+        );
+        let mut o = obj(r#"{"a.v":1}"#);
+        o.set("a.v", raw_of("[0.5]".into()));
+        assert_eq!(o.write(), r#"{"a.v":[0.5]}"#);
+    }
+
+    #[test]
+    fn get_through_objects_and_dotted_keys() {
+        let o = obj(r#"{"a":{"v":1},"b.w":[1]}"#);
+        assert!(o.get("a.v").is_some());
+        assert!(o.get("b.w").is_some());
+        assert!(o.get("a.x").is_none());
+        assert!(o.get("c").is_none());
+    }
+
+    #[test]
+    fn floats_print_shortest() {
+        let mut s = String::new();
+        for x in [0.2f32, -0.1, 1.0, 3.4028235e38, 1e-45, -0.0] {
+            push_float(&mut s, x);
+            s.push(' ');
+        }
+        assert_eq!(s, "0.2 -0.1 1.0 340282350000000000000000000000000000000 0.000000000000000000000000000000000000000000001 -0.0 ");
+    }
+
+    #[test]
+    fn version_rule() {
+        assert!(!es_excludes_vectors_by_default(9_034_000));
+        assert!(es_excludes_vectors_by_default(9_035_000));
+        assert!(es_excludes_vectors_by_default(9_039_000));
+        assert!(!es_excludes_vectors_by_default(8_525_000));
+        assert!(!es_excludes_vectors_by_default(136_267_827)); // OpenSearch 2.x
+    }
+}
