@@ -34,6 +34,7 @@ use lucene::{DocValue, FieldValues, SegmentReader, VectorEncoding};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::index_version::IndexVersion;
 use crate::metadata::IndexMetadata;
 
 /// The element type a mapping gives a vector field.
@@ -70,18 +71,15 @@ pub struct VectorPlan {
     pub nested_paths: Vec<String>,
 }
 
-/// Elasticsearch index version from which `index.mapping.exclude_source_vectors` defaults
-/// to true (`IndexVersions.EXCLUDE_SOURCE_VECTORS_DEFAULT`).
-pub const EXCLUDE_SOURCE_VECTORS_DEFAULT: u64 = 9_035_000;
-
 /// Bit 27 of a version id marks OpenSearch.
 const OPENSEARCH_ID_BIT: u64 = 0x0800_0000;
 
 /// Whether an Elasticsearch index created with version id `created` leaves vectors out of
-/// `_source` when the setting is not given.
-// MERGE(snapfid): use crate::index_version::IndexVersion once that type lands on main.
+/// `_source` when the setting is not given (from
+/// [`IndexVersion::EXCLUDE_SOURCE_VECTORS_DEFAULT`] on, compared as ids).
 pub fn es_excludes_vectors_by_default(created: u64) -> bool {
-    created & OPENSEARCH_ID_BIT == 0 && created >= EXCLUDE_SOURCE_VECTORS_DEFAULT
+    IndexVersion::from_id(created)
+        .is_some_and(|v| v.on_or_after(IndexVersion::EXCLUDE_SOURCE_VECTORS_DEFAULT))
 }
 
 impl VectorPlan {

@@ -700,10 +700,11 @@ fn index_items(
             if write { " (its write index)" } else { "" }
         ));
     }
-    let types = match mappings::typed(meta.get("mappings").unwrap_or(&Value::Null)) {
+    let mut types = match mappings::typed(meta.get("mappings").unwrap_or(&Value::Null)) {
         Ok(t) => mappings::without_default(t, &mut notes),
         Err(e) => return error(e, notes),
     };
+    drop_noop_source_mode(meta, &mut types, &mut notes);
     let body = |mapping: Option<Value>, needs: Needs, notes: &mut Notes| {
         let mut settings = base_settings.clone();
         convert::convert_settings(&mut settings, &cx.convert(), needs, notes);
@@ -755,6 +756,40 @@ fn index_items(
             vec![item]
         }
         Err(e) => error(e, notes),
+    }
+}
+
+/// Indices created from index version `SOURCE_MAPPER_MODE_ATTRIBUTE_NOOP` (Elasticsearch
+/// 9.x) on keep `_source.mode` in their mappings without effect (`SourceFieldMapper`,
+/// see `snapshot::IndexMetadata::source_mode`): the source kept `_source`, so the
+/// parameter is dropped rather than made to take effect on the target.
+fn drop_noop_source_mode(meta: &Value, types: &mut [(String, Value)], notes: &mut Notes) {
+    let created = meta
+        .get("settings")
+        .and_then(|s| s.get("index.version.created"))
+        .and_then(|v| match v {
+            Value::String(s) => snapshot::IndexVersion::parse(s),
+            other => other.as_u64().and_then(snapshot::IndexVersion::from_id),
+        });
+    let Some(created) = created
+        .filter(|v| v.on_or_after(snapshot::IndexVersion::SOURCE_MAPPER_MODE_ATTRIBUTE_NOOP))
+    else {
+        return;
+    };
+    for (_, m) in types.iter_mut() {
+        let Some(Value::Object(src)) = m.get_mut("_source") else {
+            continue;
+        };
+        if let Some(mode) = src.remove("mode") {
+            notes.change(format!(
+                "_source.mode {mode} dropped: the index (created by {created}) ignores it and stores _source"
+            ));
+            if src.is_empty() {
+                if let Some(o) = m.as_object_mut() {
+                    o.remove("_source");
+                }
+            }
+        }
     }
 }
 
@@ -1078,5 +1113,29 @@ mod tests {
             find(&items, MetadataKind::LegacyTemplate, "posts").action,
             Action::Error
         );
+    }
+
+    /// `_source.mode` of a 9.x index created after `SOURCE_MAPPER_MODE_ATTRIBUTE_NOOP` had
+    /// no effect there, so it is dropped with a note; earlier indices keep it.
+    #[test]
+    fn noop_source_mode_is_dropped_for_recent_indices_only() {
+        let mapping = json!({"_source": {"mode": "synthetic"}, "properties": {}});
+        for (created, kept) in [
+            (json!("9039000"), false),
+            (json!("9007000"), false),
+            (json!("9006000"), true),
+            (json!("8521000"), true),
+            (json!(9_039_000), false),
+        ] {
+            let meta = json!({"settings": {"index.version.created": created}});
+            let mut types = vec![("_doc".to_string(), mapping.clone())];
+            let mut notes = Notes::default();
+            drop_noop_source_mode(&meta, &mut types, &mut notes);
+            assert_eq!(types[0].1 == mapping, kept, "{created}: {types:?}");
+            assert_eq!(notes.transformations.is_empty(), kept, "{created}");
+            if !kept {
+                assert_eq!(types[0].1, json!({"properties": {}}));
+            }
+        }
     }
 }

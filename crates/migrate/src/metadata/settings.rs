@@ -81,7 +81,21 @@ pub fn transform(settings: &Value, ctx: &SettingsContext, notes: &mut Notes) -> 
     let mut out = Map::new();
     let mut internal = Vec::new();
     let mut blocks = Vec::new();
+    // A searchable-snapshot (mounted) index is created as an ordinary index holding the
+    // documents of the snapshot it was mounted from: the settings of the mount go.
+    let mounted = flat.get("index.store.type").and_then(Value::as_str)
+        == Some(snapshot::metadata::MOUNTED_STORE_TYPE);
+    let mut mount_settings = Vec::new();
     for (key, value) in flat {
+        if mounted && snapshot::metadata::MOUNTED_INDEX_SETTINGS.contains(&key.as_str()) {
+            mount_settings.push(format!(
+                "{key}={}",
+                value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_string)
+            ));
+            continue;
+        }
         if INTERNAL_EXACT.contains(&key.as_str())
             || INTERNAL_PREFIXES.iter().any(|p| key.starts_with(p))
         {
@@ -134,6 +148,12 @@ pub fn transform(settings: &Value, ctx: &SettingsContext, notes: &mut Notes) -> 
             }
         }
         out.insert(key, value);
+    }
+    if mounted {
+        notes.change(format!(
+            "searchable-snapshot (mounted) index: created as an ordinary index holding the documents of the snapshot it was mounted from; settings of the mount removed: {}",
+            mount_settings.join(", ")
+        ));
     }
     if !internal.is_empty() {
         notes.change(format!(
@@ -369,5 +389,53 @@ mod tests {
         assert!(es6.contains_key("index.lifecycle.name"));
         assert!(es6.contains_key("index.mapper.dynamic"));
         assert!(!es6.contains_key("index.mapping.single_type"));
+    }
+
+    /// The settings Elasticsearch's mount action adds (TransportMountSearchableSnapshotAction
+    /// `buildIndexSettings`) are removed with a note: the index is created as an ordinary one.
+    #[test]
+    fn mounted_index_settings_are_removed_with_a_note() {
+        let src = json!({
+            "index.number_of_shards": "1",
+            "index.refresh_interval": "5s",
+            "index.store.type": "snapshot",
+            "index.store.snapshot.repository_name": "found-snapshots",
+            "index.store.snapshot.repository_uuid": "r-uuid",
+            "index.store.snapshot.snapshot_name": "daily-1",
+            "index.store.snapshot.snapshot_uuid": "s-uuid",
+            "index.store.snapshot.index_name": "logs-1",
+            "index.store.snapshot.index_uuid": "i-id",
+            "index.store.snapshot.partial": "true",
+            "index.recovery.type": "snapshot_prewarm",
+            "index.allocation.existing_shards_allocator": "searchable_snapshot_allocator",
+            "index.routing.allocation.disk.watermark.ignore": "true",
+            "index.shard_limit.group": "frozen",
+            "index.routing.allocation.include._tier_preference": "data_frozen",
+            "index.blocks.write": "true"
+        });
+        for target in [ProductVersion::os(2, 19), ProductVersion::es(8, 15)] {
+            let mut notes = Notes::default();
+            let out = transform(&src, &ctx(target), &mut notes);
+            assert_eq!(
+                Value::Object(out),
+                json!({"index.number_of_shards": "1", "index.refresh_interval": "5s"}),
+                "{target}"
+            );
+            let note = notes
+                .transformations
+                .iter()
+                .find(|t| t.contains("searchable-snapshot (mounted) index"))
+                .unwrap_or_else(|| panic!("{target}: {notes:?}"));
+            assert!(note.contains("index.store.type=snapshot"), "{note}");
+            assert!(note.contains("_tier_preference=data_frozen"), "{note}");
+        }
+        // An ordinary index keeps its store type.
+        let mut notes = Notes::default();
+        let out = transform(
+            &json!({"index.store.type": "niofs"}),
+            &ctx(ProductVersion::os(2, 19)),
+            &mut notes,
+        );
+        assert_eq!(out["index.store.type"], "niofs");
     }
 }

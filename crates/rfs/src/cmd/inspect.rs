@@ -101,7 +101,8 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
             .snapshot(&entry.name)
             .with_context(|| format!("snapshot {}", entry.name))?;
         let info = snap.info();
-        let templates = match snap.global_metadata() {
+        let global = snap.global_metadata();
+        let templates = match &global {
             Ok(g) => json!({
                 "legacy": names(g.templates(TemplateKind::Legacy)),
                 "component": names(g.templates(TemplateKind::Component)),
@@ -111,13 +112,21 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
         };
         let mut indices = Vec::new();
         for name in snap.index_names() {
-            indices.push(inspect_index(&snap, &name));
+            let mut i = inspect_index(&snap, &name);
+            // Failure-store indices (Elasticsearch 8.15+ `.fs-…`) are listed with the data
+            // stream whose failed documents they hold.
+            if let Some(ds) = global.as_ref().ok().and_then(|g| g.failure_store_of(&name)) {
+                i["failure_store_of"] = json!(ds.name);
+            }
+            indices.push(i);
         }
         snapshots.push(json!({
             "name": snap.name(),
             "uuid": snap.uuid(),
             "state": snap.state().map(|s| s.as_str()),
-            "version": snap.version().map(|v| v.number()),
+            "version": snap.index_version().map(version_text)
+                .or_else(|| snap.version().map(|v| v.number())),
+            "index_version": snap.index_version().map(|v| v.id()),
             "distribution": snap.version().map(|v| v.distribution),
             "layout": snap.layout().family(),
             "start_time": info.start_time,
@@ -138,6 +147,15 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
         "errors": count_errors(&snapshots),
         "snapshots": snapshots,
     }))
+}
+
+/// A version id as a release number (`7.10.2`) where it encodes one; an Elasticsearch
+/// 8.11+ index version as its release line and id (`8.15 (index version 8512000)`).
+fn version_text(v: snapshot::IndexVersion) -> String {
+    match v.release() {
+        Some(r) => r.number(),
+        None => v.to_string(),
+    }
 }
 
 fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
@@ -243,7 +261,9 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
         "name": name,
         "id": index.id(),
         "number_of_shards": index.number_of_shards(),
-        "created_version": md.created_version().map(|v| v.number()),
+        "created_version": md.created_index_version().map(version_text),
+        "created_index_version": md.created_index_version().map(|v| v.id()),
+        "mounted_from": index.mounted().map(|m| m.to_string()),
         "soft_deletes": md.soft_deletes_enabled(),
         "mapping_types": mapping_types,
         "aliases": aliases,
@@ -373,6 +393,16 @@ fn print_text(report: &Value) {
                 join(&i["lucene_versions"]),
                 join(&i["stored_fields"]),
             );
+            if let Some(ds) = i["failure_store_of"].as_str() {
+                println!(
+                    "    failure store of data stream {ds}: documents whose ingestion failed; migrated as an ordinary index when listed (--index), not into the data stream"
+                );
+            }
+            if let Some(m) = i["mounted_from"].as_str() {
+                println!(
+                    "    searchable-snapshot (mounted) index: its documents are read from {m}"
+                );
+            }
             let r = &i["source_rebuild"];
             if r.is_object() {
                 println!(
