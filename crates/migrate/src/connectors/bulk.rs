@@ -145,7 +145,7 @@ async fn create_streams(
 ) -> Result<Vec<String>, ConnectError> {
     use crate::metadata::{self, Action, Allowlist, Options, Outcome};
     let streams = live.data_streams();
-    let source = stream_metadata(live.version().clone(), streams);
+    let source = stream_metadata(*live.version(), streams);
     let list =
         |names: Vec<&String>| Allowlist::parse(&names).map_err(|e| ConnectError::new(url, e));
     let options = Options {

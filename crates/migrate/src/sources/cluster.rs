@@ -286,7 +286,7 @@ impl ClusterSource {
             stream_of,
             streams: resolved.streams,
             left_out: resolved.left_out,
-            version: v.clone(),
+            version: *v,
             opts: ClusterSourceOptions {
                 slices: opts.slices.max(1),
                 page_size: opts.page_size.clamp(1, 10_000),
