@@ -522,14 +522,14 @@ fn a_failed_shard_fails_its_scroll_item_which_is_retried() {
     assert_eq!(source.open_search_contexts(), 0);
 }
 
-/// Elasticsearch 7.10 (point in time): one shard fails on the first page of both slices
+/// Elasticsearch 7.17 (point in time): one shard fails on the first page of both slices
 /// (answered 200 with `_shards.failed: 1`, that shard's documents in neither the hits nor
 /// `hits.total`; each slice fits one page, so the count cannot show them lost): each item
 /// fails by that reason rather than end done without them, and is read again; every
 /// document arrives once, exit 0.
 #[test]
 fn a_failed_shard_fails_its_pit_item_which_is_retried() {
-    let source = TestServer::start(ServerConfig::elasticsearch("7.10.2"));
+    let source = TestServer::start(ServerConfig::elasticsearch("7.17.9"));
     let want = load(&source, "logs", 1500);
     let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
     source.set_faults(testkit::server::Faults {

@@ -2,24 +2,30 @@
 //! Elasticsearch or OpenSearch cluster. Each index is cut into `slices` work items (a sliced
 //! read: `slice: {id, max}`, one item per slice).
 //!
-//! Clusters with points in time (Elasticsearch ≥ 7.10, OpenSearch ≥ 2.4) are read through a
-//! point in time with `search_after`, sorted by `_shard_doc`; a document's position is its
-//! `_shard_doc` value, so resuming is a `search_after` from the cursor (in a new point in time
-//! after a restart: the index must not change while it is copied, as for any live read).
-//! A page answered with a failed shard (`_shards.failed` > 0: 200, that shard's hits left
-//! out, and perhaps from `hits.total` too) fails its item, which is read again, by either
-//! reader.
+//! The plan records each item's extent (`WorkItem::extent`, an [`Extent`]): how it is read
+//! (point in time or scroll), which slice of how many, and for a point in time the one the
+//! plan opened for the index. A worker reads the extent and never recomputes it from its
+//! own flags: `--slices` given to a worker of an existing migration is ignored with a WARN
+//! (the plan's value wins). Items planned by an older rfs have no extent: they are read as
+//! that rfs read them (slices from the flags, a bare `_shard_doc` cursor), with a WARN.
 //!
-//! Older clusters (Elasticsearch 5.0–7.9, OpenSearch 1.x–2.3) are read by sliced scroll
-//! sorted by `_doc` (the `scroll` module), resumed by count: see there. Elasticsearch
-//! before 5.0 has no sliced scroll and is refused with that reason.
+//! Clusters that can slice a point in time and sort on `_shard_doc` (Elasticsearch ≥ 7.15,
+//! OpenSearch ≥ 3.3) are read through a point in time (the `pit` module: one per index,
+//! shared by its slices, resumed inside it or proved by digest in a new one, each slice's
+//! hits held against a count under the same point in time). Others (Elasticsearch
+//! 5.0–7.14, OpenSearch 1.x–3.2) are read by sliced scroll sorted by `_doc` (the `scroll`
+//! module), resumed by count and digest. A page with a failed shard or `timed_out: true`
+//! fails its item, which is read again, by either reader. Elasticsearch before 5.0 has no
+//! sliced scroll and is refused with that reason. See docs/live-source.md.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use bytes::Bytes;
 use cluster::{Client, ClusterError, Method};
 use coordination::{Cursor, Position, WorkItem};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -49,9 +55,32 @@ impl Default for ClusterSourceOptions {
 }
 
 mod resolve;
+mod pit;
 mod scroll;
 
 pub use resolve::{stream_metadata, LeftOut, LiveStream};
+
+/// What the plan records of an item (`WorkItem::extent`): everything that decides which
+/// documents it covers, so that no worker recomputes it from its own flags.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Extent {
+    /// How the item is read.
+    reader: ReaderKind,
+    /// The slice: `slice` of `slices` (`slices` 1: the whole index, no `slice` sent).
+    slice: u32,
+    slices: u32,
+    /// A point-in-time read: the point in time the plan opened for the index, shared by
+    /// its slices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pit: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ReaderKind {
+    Pit,
+    Scroll,
+}
 
 /// How the cluster's documents are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +117,14 @@ pub struct ClusterSource {
     left_out: Vec<LeftOut>,
     version: cluster::ProductVersion,
     opts: ClusterSourceOptions,
+    /// The cluster's point-in-time API, where it has one (for items planned by an older
+    /// rfs, which read every such cluster through a point in time).
+    pit_api: Option<PitApi>,
+    /// Per plan's point in time, the slices read to their end in this process.
+    ended_slices: Mutex<BTreeMap<String, BTreeSet<u32>>>,
+    /// WARNs said once per process.
+    warned_slices: AtomicBool,
+    warned_legacy: AtomicBool,
     runtime: tokio::runtime::Handle,
     /// Test hook: a reader bug that forgets the hit with this id.
     #[cfg(test)]
@@ -113,6 +150,9 @@ struct Page<'a> {
     pit_id: Option<String>,
     #[serde(rename = "_shards", default)]
     shards: Option<Shards>,
+    /// A shard ran out of the search timeout: its hits are missing, `_shards.failed` 0.
+    #[serde(default)]
+    timed_out: bool,
 }
 
 /// The `_shards` header of a page: a shard that failed is answered 200 with the hits of
@@ -246,9 +286,19 @@ impl ClusterSource {
         let what = format!("{location}/{pattern}");
         let target = client.detect().await.map_err(|e| source_error(e, &what))?;
         let v = &target.version;
-        let reader = if v.at_least_es(7, 10) {
-            Reader::Pit(PitApi::Elasticsearch)
+        let pit_api = if v.at_least_es(7, 10) {
+            Some(PitApi::Elasticsearch)
         } else if v.at_least_os(2, 4) {
+            Some(PitApi::OpenSearch)
+        } else {
+            None
+        };
+        // A point in time is read only where it can be sliced and sorted on `_shard_doc`:
+        // Elasticsearch 7.15 (slicing, elastic/elasticsearch#74457; `_shard_doc` from 7.12,
+        // #66093), OpenSearch 3.3. Elsewhere slices of one view need a scroll.
+        let reader = if v.at_least_es(7, 15) {
+            Reader::Pit(PitApi::Elasticsearch)
+        } else if v.at_least_os(3, 3) {
             Reader::Pit(PitApi::OpenSearch)
         } else if v.is_os() || v.at_least_es(5, 0) {
             Reader::Scroll
@@ -292,6 +342,10 @@ impl ClusterSource {
                 page_size: opts.page_size.clamp(1, 10_000),
                 keep_alive: opts.keep_alive,
             },
+            pit_api,
+            ended_slices: Mutex::new(BTreeMap::new()),
+            warned_slices: AtomicBool::new(false),
+            warned_legacy: AtomicBool::new(false),
             runtime: tokio::runtime::Handle::current(),
             #[cfg(test)]
             forget_id: None,
@@ -356,10 +410,12 @@ impl ClusterSource {
         }
     }
 
-    /// Reads the slice page by page. Only the requests run inside `block_on`: `emit`
-    /// may block on the runtime itself (the pipeline waits for memory and for batches in
-    /// flight), which must not happen within another `block_on`.
-    fn read_pages(
+    /// Reads an item planned by an older rfs (no extent) as that rfs did: slice `part` of
+    /// `--slices`, resumed by a bare `_shard_doc` in a new point in time. Only for such
+    /// items (see [`ClusterSource::read`]). Only the requests run inside `block_on`:
+    /// `emit` may block on the runtime itself (the pipeline waits for memory and for
+    /// batches in flight), which must not happen within another `block_on`.
+    fn read_pages_legacy(
         &self,
         api: PitApi,
         item: &WorkItem,
@@ -536,8 +592,25 @@ impl Source for ClusterSource {
         let mut plan = Plan::default();
         let mut totals = Totals::default();
         for (index, docs) in &self.indices {
+            let (reader, pit) = match self.reader {
+                Reader::Pit(api) => (
+                    ReaderKind::Pit,
+                    Some(self.runtime.block_on(self.open_pit(api, index))?),
+                ),
+                Reader::Scroll => (ReaderKind::Scroll, None),
+            };
             for part in 0..self.opts.slices {
-                plan.items.push(WorkItem::whole(index.clone(), part));
+                let extent = Extent {
+                    reader,
+                    slice: part,
+                    slices: self.opts.slices,
+                    pit: pit.clone(),
+                };
+                let extent = serde_json::to_value(&extent).map_err(|e| {
+                    SourceError::fatal(format!("{}/{index}: the item's extent: {e}", self.location))
+                })?;
+                plan.items
+                    .push(WorkItem::whole(index.clone(), part).with_extent(extent));
             }
             totals.add(
                 index,
@@ -574,9 +647,57 @@ impl Source for ClusterSource {
                 &mut renamed
             }
         };
-        match self.reader {
-            Reader::Pit(api) => self.read_pages(api, item, after, emit),
-            Reader::Scroll => self.read_scroll(item, after, emit),
+        let where_ = || format!("{}/{} slice {}", self.location, item.group, item.part);
+        let Some(value) = &item.extent else {
+            return self.read_legacy(item, after, emit);
+        };
+        let extent: Extent = serde_json::from_value(value.clone()).map_err(|e| {
+            SourceError::permanent(format!(
+                "{}: the plan's extent {value} is not a slice of a live cluster: {e}",
+                where_()
+            ))
+        })?;
+        if extent.slices != self.opts.slices && !self.warned_slices.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{}: --slices {} differs from the plan of this migration, which cut {} into {} slices: the plan's value wins (to cut the indices anew, start a new migration in another --store)",
+                self.location,
+                self.opts.slices,
+                item.group,
+                extent.slices
+            );
+        }
+        match (extent.reader, self.pit_api) {
+            (ReaderKind::Scroll, _) => {
+                self.read_scroll(item, (extent.slice, extent.slices), after, emit)
+            }
+            (ReaderKind::Pit, Some(api)) => self.read_pit(api, item, &extent, after, emit),
+            (ReaderKind::Pit, None) => Err(SourceError::permanent(format!(
+                "{}: the plan reads this item through a point in time, which the cluster (now) does not have",
+                where_()
+            ))),
+        }
+    }
+}
+
+impl ClusterSource {
+    /// An item without extent, planned by an older rfs: read as it read it.
+    fn read_legacy(
+        &self,
+        item: &WorkItem,
+        after: &Cursor,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<(), SourceError> {
+        if !self.warned_legacy.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{}/{}: work items planned by an older rfs (no extent recorded): read as slice N of --slices {} and resumed as that rfs did; this migration's plan cannot be checked, so the same --slices must be given to every worker",
+                self.location,
+                item.group,
+                self.opts.slices
+            );
+        }
+        match self.pit_api {
+            Some(api) => self.read_pages_legacy(api, item, after, emit),
+            None => self.read_scroll(item, (item.part, self.opts.slices), after, emit),
         }
     }
 }
@@ -590,13 +711,222 @@ mod tests {
     /// a reader that forgets one hit fails its item instead of ending it as done.
     #[test]
     fn a_slice_read_whole_proves_its_hits_against_the_count() {
-        whole_reads_prove_their_hits(ServerConfig::opensearch("2.11.0"), None);
+        whole_reads_prove_their_hits(ServerConfig::opensearch("3.3.0"), None);
     }
 
     /// The same by scroll (Elasticsearch 6.8), the documents keeping their mapping type.
     #[test]
     fn a_slice_read_whole_by_scroll_proves_its_hits_against_the_count() {
         whole_reads_prove_their_hits(ServerConfig::elasticsearch("6.8.23"), Some("doc"));
+    }
+
+    /// A runtime and a source over `server`'s index `p` of 150 documents.
+    fn source_of(
+        server: &TestServer,
+        doc_type: Option<&str>,
+        slices: u32,
+    ) -> (tokio::runtime::Runtime, ClusterSource) {
+        let mut body = String::new();
+        for i in 0..150 {
+            let t = doc_type.map_or(String::new(), |t| format!(",\"_type\":\"{t}\""));
+            body.push_str(&format!(
+                "{{\"index\":{{\"_index\":\"p\",\"_id\":\"{i}\"{t}}}}}\n{{\"n\":{i}}}\n"
+            ));
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let source = rt.block_on(async {
+            let client = Client::new(cluster::ClientConfig::new(server.url())).unwrap();
+            let r = client
+                .request_bytes(
+                    Method::POST,
+                    "/_bulk?refresh=true",
+                    Bytes::from(body),
+                    "application/x-ndjson",
+                )
+                .await
+                .unwrap();
+            assert!(r.is_success());
+            ClusterSource::open(
+                client,
+                server.url(),
+                "p",
+                ClusterSourceOptions {
+                    slices,
+                    page_size: 11,
+                    keep_alive: "1m".into(),
+                },
+            )
+            .await
+            .unwrap()
+        });
+        (rt, source)
+    }
+
+    /// Reads `item` from `after`, giving up after `stop_after` hits: the ids and the last
+    /// position given.
+    fn read_some(
+        s: &ClusterSource,
+        item: &WorkItem,
+        after: &Cursor,
+        stop_after: usize,
+    ) -> Result<(Vec<String>, Cursor), SourceError> {
+        let mut ids = Vec::new();
+        let mut last = None;
+        s.read(item, after, &mut |r| {
+            if let Read::Doc(d) = r {
+                ids.push(d.id);
+                last = Some(d.position);
+            }
+            ids.len() < stop_after
+        })
+        .map(|()| (ids, last))
+    }
+
+    fn delete(rt: &tokio::runtime::Runtime, server: &TestServer, path: &str, body: Option<Value>) {
+        rt.block_on(async {
+            let client = Client::new(cluster::ClientConfig::new(server.url())).unwrap();
+            let r = client
+                .request(Method::DELETE, path, body.as_ref())
+                .await
+                .unwrap();
+            assert!(r.is_success(), "{path}: {}", r.status);
+        });
+    }
+
+    /// Case 5 of issue #36: a read resumed after a cursor also ends by holding what it
+    /// walked (passed and given) against the slice's count under the same point in time;
+    /// a reader that forgets a hit after the resume fails its item. (Before, only reads of
+    /// a whole slice were counted.)
+    #[test]
+    fn a_resumed_read_proves_its_hits_against_the_count() {
+        let server = TestServer::start(ServerConfig::elasticsearch("8.11.3"));
+        let (rt, mut source) = source_of(&server, None, 2);
+        let items = source.plan().unwrap().items;
+        let (all, _) = read_some(&source, &items[0], &None, usize::MAX).unwrap();
+        assert!(all.len() > 50, "{}", all.len());
+        let (first, cursor) = read_some(&source, &items[0], &None, 20).unwrap();
+        assert_eq!(first[..], all[..20]);
+        // The whole resumed rest, as a reader that works.
+        let (rest, _) = read_some(&source, &items[0], &cursor, usize::MAX).unwrap();
+        assert_eq!(rest[..], all[20..]);
+        // A reader that forgets a hit after the cursor.
+        source.forget_id = Some(all[40].clone());
+        let e = read_some(&source, &items[0], &cursor, usize::MAX).unwrap_err();
+        assert!(e.coverage, "{e}");
+        assert!(e.message.contains("hits were lost"), "{e}");
+        drop(rt);
+    }
+
+    /// Case 2 of issue #36: a resume continues in the point in time of the plan, where a
+    /// document deleted since keeps its place and no later one moves; when that point in
+    /// time is gone, the read starts over in a new one and passes over the hits given,
+    /// proved by their digest: the same documents (nothing changed) continue; a deleted
+    /// one fails the item instead of losing the document after the cursor.
+    #[test]
+    fn a_resume_continues_in_the_plan_point_in_time_or_proves_where_it_is() {
+        let server = TestServer::start(ServerConfig::elasticsearch("8.11.3"));
+        let (rt, source) = source_of(&server, None, 1);
+        let items = source.plan().unwrap().items;
+        let (all, _) = read_some(&source, &items[0], &None, usize::MAX).unwrap();
+        assert_eq!(all.len(), 150);
+        // (The whole read closed the plan's point in time, the only slice having ended;
+        // a new plan opens another.)
+        let items = source.plan().unwrap().items;
+        let (first, cursor) = read_some(&source, &items[0], &None, 30).unwrap();
+        assert_eq!(first[..], all[..30]);
+        // A document already given is deleted: the plan's point in time still holds it.
+        delete(
+            &rt,
+            &server,
+            &format!("/p/_doc/{}?refresh=true", all[0]),
+            None,
+        );
+        let (rest, _) = read_some(&source, &items[0], &cursor, usize::MAX).unwrap();
+        assert_eq!(rest[..], all[30..]);
+        // Nothing changed since the cursor, the plan's point in time is gone: proved and
+        // continued in a new one.
+        let server = TestServer::start(ServerConfig::elasticsearch("8.11.3"));
+        let (rt, source) = source_of(&server, None, 1);
+        let items = source.plan().unwrap().items;
+        let (first, cursor) = read_some(&source, &items[0], &None, 30).unwrap();
+        let pit = items[0].extent.as_ref().unwrap()["pit"].clone();
+        delete(&rt, &server, "/_pit", Some(json!({ "id": pit })));
+        let (rest, _) = read_some(&source, &items[0], &cursor, usize::MAX).unwrap();
+        let mut both = first.clone();
+        both.extend(rest);
+        assert_eq!(both.len(), 150);
+        assert_eq!(both.iter().collect::<BTreeSet<_>>().len(), 150);
+        // Gone again, and a document given deleted: the new view cannot be proved.
+        let items = source.plan().unwrap().items;
+        let (first, cursor) = read_some(&source, &items[0], &None, 30).unwrap();
+        let pit = items[0].extent.as_ref().unwrap()["pit"].clone();
+        delete(&rt, &server, "/_pit", Some(json!({ "id": pit })));
+        delete(
+            &rt,
+            &server,
+            &format!("/p/_doc/{}?refresh=true", first[3]),
+            None,
+        );
+        let e = read_some(&source, &items[0], &cursor, usize::MAX).unwrap_err();
+        assert!(!e.coverage, "{e}");
+        assert!(e.message.contains("the index changed since"), "{e}");
+        drop(rt);
+    }
+
+    /// Items planned by an older rfs (no extent) are read as it read them: slice `part`
+    /// of the worker's `--slices`.
+    #[test]
+    fn items_without_extent_are_read_as_before() {
+        let server = TestServer::start(ServerConfig::elasticsearch("8.11.3"));
+        let (rt, source) = source_of(&server, None, 3);
+        let mut all = BTreeSet::new();
+        for part in 0..3 {
+            let item = WorkItem::whole("p", part);
+            let (ids, _) = read_some(&source, &item, &None, usize::MAX).unwrap();
+            all.extend(ids);
+        }
+        assert_eq!(all.len(), 150);
+        drop(rt);
+    }
+
+    /// The plan records each item's extent; a worker with other `--slices` reads the
+    /// plan's.
+    #[test]
+    fn the_plan_records_each_extent_and_a_worker_reads_it() {
+        let server = TestServer::start(ServerConfig::elasticsearch("8.11.3"));
+        let (rt, planner) = source_of(&server, None, 3);
+        let items = planner.plan().unwrap().items;
+        let e: Extent = serde_json::from_value(items[2].extent.clone().unwrap()).unwrap();
+        assert_eq!((e.reader, e.slice, e.slices), (ReaderKind::Pit, 2, 3));
+        assert!(e.pit.is_some());
+        let worker = rt.block_on(async {
+            let client = Client::new(cluster::ClientConfig::new(server.url())).unwrap();
+            ClusterSource::open(
+                client,
+                server.url(),
+                "p",
+                ClusterSourceOptions {
+                    slices: 16,
+                    page_size: 11,
+                    keep_alive: "1m".into(),
+                },
+            )
+            .await
+            .unwrap()
+        });
+        let mut all = BTreeSet::new();
+        for item in &items {
+            let (ids, _) = read_some(&worker, item, &None, usize::MAX).unwrap();
+            all.extend(ids);
+        }
+        assert_eq!(all.len(), 150);
+        // Every slice ended: the plan's point in time is closed.
+        assert_eq!(server.open_search_contexts(), 0);
+        drop(rt);
     }
 
     fn whole_reads_prove_their_hits(config: ServerConfig, doc_type: Option<&str>) {

@@ -124,6 +124,7 @@ fn main() -> anyhow::Result<()> {
             expire_scrolls: 0,
             scroll_shard_failures: 0,
             pit_shard_failures: 0,
+            timed_out_pages: 0,
         },
         ..ServerConfig::default()
     };

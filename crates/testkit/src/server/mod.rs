@@ -183,6 +183,12 @@ pub struct Faults {
     /// that shard (the same one in five, by `_id`) absent from the page and from
     /// `hits.total`. Counts down as it is used.
     pub pit_shard_failures: u64,
+    /// The next N searches through a point in time time out on a shard, as a cluster with
+    /// a search timeout (`search.default_search_timeout` or the request's `timeout`)
+    /// answers: 200, `timed_out: true` and `_shards.failed: 0`, the documents that shard
+    /// had not reached (the same one in five, by `_id`) absent from the page and from
+    /// `hits.total`. Counts down as it is used.
+    pub timed_out_pages: u64,
 }
 
 /// One request the server answered (or dropped).
@@ -328,6 +334,16 @@ impl Shared {
             return false;
         }
         f.pit_shard_failures -= 1;
+        true
+    }
+
+    /// Uses one of [`Faults::timed_out_pages`], if any is left.
+    fn take_timed_out_page(&self) -> bool {
+        let mut f = self.faults.write().unwrap_or_else(|e| e.into_inner());
+        if f.timed_out_pages == 0 {
+            return false;
+        }
+        f.timed_out_pages -= 1;
         true
     }
 

@@ -97,6 +97,12 @@ pub(crate) struct State {
 #[derive(Debug)]
 pub(crate) struct Pit {
     pub indices: Vec<(String, BTreeMap<String, Doc>)>,
+    /// Per index (as `indices`), each document's `_shard_doc` in this point in time: its
+    /// rank among the index's live documents when the point in time was opened (the
+    /// index's number in the high 32 bits). As a real cluster's (the shard's ordinal and
+    /// the Lucene doc id), it is stable within one point in time only: a point in time
+    /// opened after a delete (or a merge) numbers the later documents anew.
+    pub shard_doc: Vec<BTreeMap<String, i64>>,
     pub expires: std::time::Instant,
 }
 

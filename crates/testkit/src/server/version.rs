@@ -170,6 +170,30 @@ impl Dialect {
         !self.es() && (self.major > 2 || (self.major == 2 && self.minor >= 4))
     }
 
+    /// `slice` in a point-in-time search: ES ≥ 7.15 (elastic/elasticsearch#74457, backport
+    /// #75162), OpenSearch ≥ 3.3 (its `SearchService` then says "outside of a scroll
+    /// context or PIT context"). Before, every shard refuses it: "`slice` cannot be used
+    /// outside of a scroll context" (`SearchService.parseSource`).
+    pub fn pit_slicing(&self) -> bool {
+        if self.es() {
+            self.major > 7 || (self.major == 7 && self.minor >= 15)
+        } else {
+            self.major > 3 || (self.major == 3 && self.minor >= 3)
+        }
+    }
+
+    /// The `_shard_doc` sort field: ES ≥ 7.12 (elastic/elasticsearch#66093, backport
+    /// #66588; made the implicit point-in-time tiebreaker by #68833), OpenSearch 3.x
+    /// (`org.opensearch.search.sort.ShardDocSortBuilder`); OpenSearch 2.x has none
+    /// (opensearch-project/data-prepper#3374: "2.5+ it is not supported").
+    pub fn shard_doc(&self) -> bool {
+        if self.es() {
+            self.major > 7 || (self.major == 7 && self.minor >= 12)
+        } else {
+            self.major >= 3
+        }
+    }
+
     /// `X-elastic-product: Elasticsearch` header: ES ≥ 7.14.
     pub fn product_header(&self) -> bool {
         self.es() && (self.major > 7 || (self.major == 7 && self.minor >= 14))

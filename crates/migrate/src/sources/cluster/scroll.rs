@@ -34,15 +34,18 @@ struct ScrollPage<'a> {
     scroll_id: Option<String>,
     #[serde(rename = "_shards", default)]
     shards: Option<Shards>,
+    /// A shard ran out of the search timeout: its hits are missing with no failure said.
+    #[serde(default)]
+    timed_out: bool,
     #[serde(borrow)]
     hits: Hits<'a>,
 }
 
 /// How far into its slice a scroll read is: hits given and their digest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Mark {
-    count: u64,
-    digest: u64,
+pub(super) struct Mark {
+    pub(super) count: u64,
+    pub(super) digest: u64,
 }
 
 impl Mark {
@@ -50,7 +53,7 @@ impl Mark {
         Position::Key(format!("{:020}-{:016x}", self.count, self.digest))
     }
 
-    fn parse(key: &str) -> Option<Mark> {
+    pub(super) fn parse(key: &str) -> Option<Mark> {
         let (count, digest) = key.split_once('-')?;
         if count.len() != 20 || digest.len() != 16 {
             return None;
@@ -62,7 +65,7 @@ impl Mark {
     }
 
     /// One more hit: the digest is a sum of mixed hashes, so the order does not matter.
-    fn add(&mut self, index: &str, id: &str) {
+    pub(super) fn add(&mut self, index: &str, id: &str) {
         self.count += 1;
         self.digest = self.digest.wrapping_add(hash(index, id));
     }
@@ -99,6 +102,7 @@ impl ClusterSource {
     pub(super) fn read_scroll(
         &self,
         item: &WorkItem,
+        (slice, slices): (u32, u32),
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError> {
@@ -126,8 +130,8 @@ impl ClusterSource {
             "size": self.opts.page_size,
             "sort": ["_doc"],
         });
-        if self.opts.slices > 1 {
-            body["slice"] = json!({"id": item.part, "max": self.opts.slices});
+        if slices > 1 {
+            body["slice"] = json!({"id": slice, "max": slices});
         }
         let path = format!(
             "/{}/_search?scroll={}",
@@ -206,6 +210,12 @@ impl ClusterSource {
                     )))
                 }
                 None => {}
+            }
+            if page.timed_out {
+                return Err(SourceError::item(format!(
+                    "{where_}: the scroll page timed out on a shard after {} hits (its hits are missing from the page); the item is read again from its last checkpoint",
+                    mark.count
+                )));
             }
             if let Some(why) = page.shards.as_ref().and_then(Shards::failure) {
                 // The page lacks that shard's hits: given as they are, documents would be

@@ -640,12 +640,12 @@ mod tests {
     fn a_pit_page_loses_a_shard_under_the_fault() {
         for (config, open_path, key) in [
             (
-                ServerConfig::elasticsearch("7.10.2"),
+                ServerConfig::elasticsearch("7.17.9"),
                 "/p/_pit?keep_alive=1m",
                 "id",
             ),
             (
-                ServerConfig::opensearch("2.11.0"),
+                ServerConfig::opensearch("3.3.0"),
                 "/p/_search/point_in_time?keep_alive=1m",
                 "pit_id",
             ),

@@ -46,24 +46,32 @@ pub(super) fn matching<'a>(
 ) -> Vec<Hit<'a>> {
     let sets = targets
         .iter()
-        .filter_map(|name| st.indices.get(name).map(|i| (name.as_str(), &i.docs)))
+        .filter_map(|name| st.indices.get(name).map(|i| (name.as_str(), &i.docs, None)))
         .collect();
     matching_in(sets, q, keys)
 }
 
+/// The documents of one index to search: live, or as a point in time holds them (then
+/// with each document's `_shard_doc` in that point in time).
+type DocSet<'a> = (
+    &'a str,
+    &'a BTreeMap<String, crate::server::state::Doc>,
+    Option<&'a BTreeMap<String, i64>>,
+);
+
 /// Hits among documents of `(index, documents)` sets (live indices or a point in time).
-fn matching_in<'a>(
-    sets: Vec<(&'a str, &'a BTreeMap<String, crate::server::state::Doc>)>,
-    q: &Query,
-    keys: &[SortKey],
-) -> Vec<Hit<'a>> {
+fn matching_in<'a>(sets: Vec<DocSet<'a>>, q: &Query, keys: &[SortKey]) -> Vec<Hit<'a>> {
     let mut hits = Vec::new();
     let lazy = matches!(q, Query::All)
         && keys
             .iter()
             .all(|k| matches!(k.field.as_str(), "_doc" | "_shard_doc" | "_score"));
-    for (name, docs) in sets {
+    for (name, docs, shard_doc) in sets {
         for (id, doc) in docs {
+            // In a point in time, `_doc` and `_shard_doc` are the document's number there.
+            let seq = shard_doc
+                .and_then(|m| m.get(id).copied())
+                .unwrap_or(doc.seq_no);
             let source = match lazy {
                 true => Value::Null,
                 false => source_value(&doc.source),
@@ -71,7 +79,7 @@ fn matching_in<'a>(
             if q.matches(id, &source) {
                 let sort = keys
                     .iter()
-                    .map(|k| query::sort_value(id, &source, k, doc.seq_no))
+                    .map(|k| query::sort_value(id, &source, k, seq))
                     .collect();
                 hits.push(Hit {
                     index: name,
@@ -190,6 +198,27 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
         }
         Some(v) => Some(parse_slice(v)?),
     };
+    let d = &c.shared.dialect;
+    if slice.is_some() && pit.is_some() && !d.pit_slicing() {
+        // Before point-in-time slicing every shard refused a slice outside a scroll
+        // (elastic/elasticsearch `SearchService.parseSource` before #74457; the same in
+        // OpenSearch's before it accepted a PIT context). `SearchException` carries no
+        // status of its own: 500 as derived.
+        return Err(super::scroll::all_shards_failed(
+            500,
+            "search_exception",
+            "`slice` cannot be used outside of a scroll context",
+        ));
+    }
+    if keys.iter().any(|k| k.field == "_shard_doc") && !d.shard_doc() {
+        // No such field before it was added (see `Dialect::shard_doc`): a sort on an
+        // unmapped field fails on every shard.
+        return Err(super::scroll::all_shards_failed(
+            400,
+            "query_shard_exception",
+            "No mapping found for [_shard_doc] in order to sort on",
+        ));
+    }
     let mut guard = c.state();
     let pit_id = match pit {
         None => None,
@@ -212,10 +241,12 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
                 None => None,
             };
             let Some(found) = guard.pits.get_mut(id) else {
-                return Err(EsError::new(
+                // Expired or closed: every shard misses its reader context, and the
+                // search fails as a whole, 404 (`SearchContextMissingException`).
+                return Err(super::scroll::all_shards_failed(
                     404,
                     "search_context_missing_exception",
-                    format!("No search context found for id [{id}]"),
+                    &format!("No search context found for id [{id}]"),
                 ));
             };
             if let Some(k) = keep {
@@ -251,7 +282,8 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
             st.pits[id]
                 .indices
                 .iter()
-                .map(|(n, d)| (n.as_str(), d))
+                .zip(&st.pits[id].shard_doc)
+                .map(|((n, d), r)| (n.as_str(), d, Some(r)))
                 .collect(),
             &q,
             &keys,
@@ -264,7 +296,10 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
     // The fault: shard 0 of five fails for this page of a point in time; its hits are in
     // neither the page nor the total.
     let lost_shard = pit_id.is_some() && c.shared.take_pit_shard_failure();
-    if lost_shard {
+    // The fault: a shard times out; its hits are in neither the page nor the total, and
+    // nothing but `timed_out` says so.
+    let timed_out = pit_id.is_some() && !lost_shard && c.shared.take_timed_out_page();
+    if lost_shard || timed_out {
         hits.retain(|h| super::scroll::lost_shard_of(h.id) != 0);
     }
     if let Some(after) = body.get("search_after").and_then(Value::as_array) {
@@ -349,7 +384,7 @@ pub(super) fn search(c: &Ctx<'_>, idx: &str, types: Option<&str>) -> Result<Resp
     hits_obj.insert("hits".into(), Value::Array(page));
     let mut out = json!({
         "took": 1,
-        "timed_out": false,
+        "timed_out": timed_out,
         "_shards": if lost_shard {
             let index = pit_id.as_ref().and_then(|id| st.pits[id].indices.first());
             super::scroll::failed_shard_header(index.map(|(n, _)| n.as_str()))
@@ -550,9 +585,23 @@ pub(super) fn open_pit(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
         .and_then(keep_alive)?;
     let mut st = c.state();
     let targets = st.resolve(idx, c.flag("ignore_unavailable").unwrap_or(false))?;
-    let indices = targets
+    let indices: Vec<(String, BTreeMap<String, crate::server::state::Doc>)> = targets
         .iter()
         .filter_map(|n| st.indices.get(n).map(|i| (n.clone(), i.docs.clone())))
+        .collect();
+    let shard_doc = indices
+        .iter()
+        .enumerate()
+        .map(|(k, (_, docs))| {
+            let mut order: Vec<(&String, i64)> =
+                docs.iter().map(|(id, d)| (id, d.seq_no)).collect();
+            order.sort_by_key(|(id, seq)| (*seq, (*id).clone()));
+            order
+                .into_iter()
+                .enumerate()
+                .map(|(rank, (id, _))| (id.clone(), ((k as i64) << 32) | rank as i64))
+                .collect()
+        })
         .collect();
     st.uuid_counter += 1;
     use base64::Engine;
@@ -565,6 +614,7 @@ pub(super) fn open_pit(c: &Ctx<'_>, idx: &str) -> Result<Resp, EsError> {
         id.clone(),
         crate::server::state::Pit {
             indices,
+            shard_doc,
             expires: std::time::Instant::now() + keep,
         },
     );
