@@ -48,16 +48,21 @@ const RUNNER: &str = r#"
     }
     return v;
   }
+  // Keys are defined as own properties, never assigned: an assignment of `__proto__`
+  // would set the object's prototype and the field would vanish from the output.
+  function put(o, k, x) {
+    Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+  }
   function toPlain(v) {
     if (v instanceof Map) {
       const o = {};
-      for (const [k, x] of v) o[String(k)] = toPlain(x);
+      for (const [k, x] of v) put(o, String(k), toPlain(x));
       return o;
     }
     if (Array.isArray(v)) return v.map(toPlain);
     if (v !== null && typeof v === "object") {
       const o = {};
-      for (const k of Object.keys(v)) o[k] = toPlain(v[k]);
+      for (const k of Object.keys(v)) put(o, k, toPlain(v[k]));
       return o;
     }
     return v;
@@ -431,6 +436,36 @@ function main(context) {
         .join()
         .unwrap();
         assert_eq!(n, 0, "filtered");
+    }
+
+    /// Keys that mean something to JavaScript objects (`__proto__`, `constructor`), at the
+    /// top and nested, through a transform that passes the document on and one that
+    /// builds a new plain object from it: every key comes back exactly.
+    #[test]
+    fn every_key_round_trips_exactly() {
+        let source = r#"{"__proto__":{"x":1},"constructor":"c","toString":2,"a":{"__proto__":[1,{"__proto__":null}],"constructor":{"prototype":3}},"hasOwnProperty":false}"#;
+        let want: serde_json::Value = serde_json::from_str(source).unwrap();
+        for script in [
+            "(() => (docs) => docs)();",
+            // A copy made with plain objects, as a user's transform may build it.
+            r#"(() => (docs) => docs.map(d => {
+                const plain = (v) => v instanceof Map
+                    ? Object.fromEntries([...v].map(([k, x]) => [k, plain(x)]))
+                    : Array.isArray(v) ? v.map(plain) : v;
+                const m = new Map(d);
+                m.set("document", plain(d.get("document")));
+                return m;
+            }))();"#,
+        ] {
+            let p = JsProgram::new(script.into(), "{}".into()).unwrap();
+            let mut out = Vec::new();
+            let mut d = doc();
+            d.source = bytes::Bytes::from(source.as_bytes().to_vec());
+            p.reshape(&d, &mut out).unwrap();
+            assert_eq!(out.len(), 1, "{script}");
+            let got: serde_json::Value = serde_json::from_slice(&out[0].source).unwrap();
+            assert_eq!(got, want, "{script}");
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Sink: a DynamoDB table, `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=A][&sort-key=A]`.
 //! A table's rows become items keyed by the key column; documents (snapshots, JSON
-//! lines) become items of their `_source` fields plus `_id` (the partition key unless
-//! `partition-key` names another attribute) and `_index`.
+//! lines) become items of their `_source` fields plus `_index` (the partition key) and
+//! `_id` (the sort key), unless `partition-key`/`sort-key` name others; a table keyed by
+//! `_id` without `_index` is refused for documents (two indices' documents of one id would
+//! overwrite each other).
 
 use super::{
     BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
@@ -68,7 +70,10 @@ async fn connect(
     let parsed = parse(url)?;
     let options = DynamoSinkOptions {
         create_table: settings.create_table,
-        key_column: Some(source.key_column.clone().unwrap_or_else(|| "_id".into())),
+        // Documents: partition key `_index`, sort key `_id` (documents of several indices
+        // share a table); a table's rows: its key column.
+        key_column: Some(source.key_column.clone().unwrap_or_else(|| "_index".into())),
+        sort_column: source.key_column.is_none().then(|| "_id".into()),
         hints: source.hints.clone(),
         document_fields: source.key_column.is_none(),
         max_in_flight: settings.max_in_flight.max(1),

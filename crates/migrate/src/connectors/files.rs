@@ -56,12 +56,25 @@ fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), Conn
         let format = settings.file_format.unwrap_or(FileFormat::Jsonl);
         let output = if url == "-" {
             Output::Stdout
+        } else if url.trim().is_empty() {
+            return Err(ConnectError::new(
+                url,
+                "an empty path names no directory: give a directory (or file:///DIR, or - for stdout)",
+            ));
         } else {
             Output::Directory(PathBuf::from(url))
         };
         return Ok((output, format));
     }
     let (base, params) = split_query(url);
+    // `file://` with nothing after it would be the root directory: never meant.
+    let path = base.split_once("://").map_or("", |(_, p)| p);
+    if path.is_empty() || path == "localhost" {
+        return Err(ConnectError::new(
+            url,
+            "file:// names no directory: give file:///DIR (three slashes, an absolute path) or a directory path",
+        ));
+    }
     let mut format = FileFormat::Jsonl;
     for (k, v) in params {
         match (k.as_str(), v.as_str()) {
@@ -88,7 +101,9 @@ fn files(
     settings: &Settings,
 ) -> Result<OpenedSink, ConnectError> {
     // The sink's errors name the directory.
-    let mut sink = FileSink::new(output, format, settings.batch).map_err(ConnectError::of)?;
+    let mut sink = FileSink::new(output, format, settings.batch)
+        .map_err(ConnectError::of)?
+        .with_rates(settings.max_docs_per_sec, settings.max_bytes_per_sec);
     if let Some(tag) = &settings.file_tag {
         sink = sink.with_tag(tag);
     }

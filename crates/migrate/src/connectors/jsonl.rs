@@ -1,10 +1,11 @@
-//! Source: `*.jsonl` files (what `rfs export` writes) in a directory or an object-store
-//! prefix — the same URLs as a snapshot repository, told apart by content.
+//! Source: JSON-lines files (what `rfs export` writes: `*.jsonl`, `*.ndjson`, compressed
+//! `.gz`/`.zst`, in a local directory's sub-directories too) in a directory or an
+//! object-store prefix — the same URLs as a snapshot repository, told apart by content.
 
 use std::sync::Arc;
 
 use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
-use crate::sources::jsonl::{jsonl_files, JsonlSource};
+use crate::sources::jsonl::{holds_lines, JsonlSource};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "jsonl",
@@ -22,8 +23,7 @@ fn holds(url: &str, settings: &Settings) -> bool {
     let Ok(store) = ::snapshot::open_blob_store(location(url), &settings.store_options) else {
         return false;
     };
-    !super::snapshot::is_repository(store.as_ref())
-        && jsonl_files(store.as_ref()).is_ok_and(|f| !f.is_empty())
+    !super::snapshot::is_repository(store.as_ref()) && holds_lines(store.as_ref())
 }
 
 async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {

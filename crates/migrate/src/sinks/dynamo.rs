@@ -241,6 +241,9 @@ pub struct DynamoSinkOptions {
     pub create_table: bool,
     /// The source's key column: the partition key unless the URL names another.
     pub key_column: Option<String>,
+    /// The sort key unless the URL names a partition key (documents: `_id`, under the
+    /// partition key `_index`).
+    pub sort_column: Option<String>,
     /// Column kinds of the source (binary columns, number columns).
     pub hints: ColumnHints,
     /// `None`: the usual AWS way (environment, then profile).
@@ -270,6 +273,7 @@ impl Default for DynamoSinkOptions {
         DynamoSinkOptions {
             create_table: false,
             key_column: None,
+            sort_column: None,
             hints: ColumnHints::new(),
             credentials: None,
             max_in_flight: dynamo::client::DEFAULT_MAX_IN_FLIGHT,
@@ -336,7 +340,16 @@ impl DynamoSink {
             ..ClientConfig::new(region, credentials)
         })
         .map_err(|e| fatal(e.to_string()))?;
-        let wanted = key_mapping(url, &options.key_column, &options.hints);
+        let wanted = key_mapping(
+            url,
+            &options.key_column,
+            &options.sort_column,
+            &options.hints,
+        );
+        // Refused before a table is created or a document read.
+        if let (true, Some(w)) = (options.document_fields, &wanted) {
+            check_document_key(w).map_err(fatal)?;
+        }
         let table = match client
             .describe_table(&url.table)
             .await
@@ -371,6 +384,9 @@ impl DynamoSink {
         };
         if let Some(w) = &wanted {
             check_key(&table.key, w).map_err(fatal)?;
+        }
+        if options.document_fields {
+            check_document_key(&table.key).map_err(fatal)?;
         }
         let rate = |r: Option<f64>| {
             r.filter(|r| r.is_finite() && *r > 0.0)
@@ -444,20 +460,39 @@ impl DynamoSink {
 }
 
 /// The key the URL and the source ask for, typed by the hints; `None` when neither names one.
+/// The source's sort column applies only when the URL names no partition key.
 fn key_mapping(
     url: &DynamoUrl,
     key_column: &Option<String>,
+    sort_column: &Option<String>,
     hints: &ColumnHints,
 ) -> Option<KeySchema> {
     let attr = |name: &String| KeyAttribute {
         name: name.clone(),
         key_type: hints.get(name).map_or(dynamo::KeyType::S, |k| k.key_type()),
     };
-    let partition = url.partition_key.as_ref().or(key_column.as_ref())?;
+    let (partition, sort) = match &url.partition_key {
+        Some(p) => (p, url.sort_key.as_ref()),
+        None => (key_column.as_ref()?, sort_column.as_ref()),
+    };
     Some(KeySchema {
         partition: attr(partition),
-        sort: url.sort_key.as_ref().map(attr),
+        sort: sort.map(attr),
     })
+}
+
+/// Documents of several indices share a table only if `_index` is part of its key: a key
+/// of `_id` without `_index` would let a document of one index overwrite the one of
+/// another index with the same id, across batches, where no collision can be seen.
+fn check_document_key(table: &KeySchema) -> Result<(), String> {
+    let names: Vec<&str> = table.attributes().map(|a| a.name.as_str()).collect();
+    if names.contains(&"_id") && !names.contains(&"_index") {
+        return Err(format!(
+            "the table is keyed by {} without _index: documents of two indices with one _id would overwrite each other; documents are keyed by _index (partition key) and _id (sort key): write to a new table (--create-table makes it so) or one keyed that way",
+            names.join(" and ")
+        ));
+    }
+    Ok(())
 }
 
 /// The existing table's key must be the one asked for (names and types).
@@ -515,21 +550,30 @@ pub struct DynamoWriter {
 impl DynamoWriter {
     fn frame(&self, doc: &Document) -> Result<WriteRequest, ConvertError> {
         let m = &self.mapping;
+        let has_source = doc.source.iter().any(|b| !b.is_ascii_whitespace());
+        // A document's item: its `_source` fields (none for a delete without one), `_id`
+        // and `_index`; its key is read from it like a row's.
+        let document = || -> Result<dynamo::Item, ConvertError> {
+            let mut item = if has_source {
+                dynamo::row_to_item(&doc.source, &m.hints)?
+            } else {
+                dynamo::Item::new()
+            };
+            item.insert("_id".into(), dynamo::AttributeValue::S(doc.id.clone()));
+            item.insert(
+                "_index".into(),
+                dynamo::AttributeValue::S(doc.index.to_string()),
+            );
+            Ok(item)
+        };
         match doc.op {
-            Op::Index if m.document_fields => {
-                let mut item = dynamo::row_to_item(&doc.source, &m.hints)?;
-                item.insert("_id".into(), dynamo::AttributeValue::S(doc.id.clone()));
-                item.insert(
-                    "_index".into(),
-                    dynamo::AttributeValue::S(doc.index.to_string()),
-                );
-                WriteRequest::put(&item, &m.key)
-            }
+            Op::Index if m.document_fields => WriteRequest::put(&document()?, &m.key),
+            Op::Delete if m.document_fields => WriteRequest::delete(&document()?, &m.key),
             Op::Index => {
                 let item = dynamo::row_to_item(&doc.source, &m.hints)?;
                 WriteRequest::put(&item, &m.key)
             }
-            Op::Delete if doc.source.iter().any(|b| !b.is_ascii_whitespace()) => {
+            Op::Delete if has_source => {
                 let item = dynamo::row_to_item(&doc.source, &m.hints)?;
                 WriteRequest::delete(&item, &m.key)
             }
@@ -827,23 +871,43 @@ mod tests {
     fn the_key_mapping_comes_from_the_url_then_the_key_column() {
         let hints: ColumnHints = [("n".to_string(), dynamo::ColumnHint::Number)].into();
         let url: DynamoUrl = "dynamodb://tab?partition-key=n&sort-key=s".parse().unwrap();
-        let k = key_mapping(&url, &Some("id".into()), &hints).unwrap();
+        let k = key_mapping(&url, &Some("id".into()), &None, &hints).unwrap();
         assert_eq!(k.partition.name, "n");
         assert_eq!(k.partition.key_type, dynamo::KeyType::N);
         assert_eq!(k.sort.as_ref().unwrap().key_type, dynamo::KeyType::S);
         let plain: DynamoUrl = "dynamodb://tab".parse().unwrap();
         assert_eq!(
-            key_mapping(&plain, &Some("id".into()), &hints)
+            key_mapping(&plain, &Some("id".into()), &None, &hints)
                 .unwrap()
                 .partition
                 .name,
             "id"
         );
-        assert!(key_mapping(&plain, &None, &hints).is_none());
+        assert!(key_mapping(&plain, &None, &None, &hints).is_none());
+        // Documents: `_index` then `_id`, unless the URL names the key.
+        let docs =
+            key_mapping(&plain, &Some("_index".into()), &Some("_id".into()), &hints).unwrap();
+        assert_eq!(docs.partition.name, "_index");
+        assert_eq!(docs.sort.as_ref().unwrap().name, "_id");
+        assert!(check_document_key(&docs).is_ok());
+        let named = key_mapping(&url, &Some("_index".into()), &Some("_id".into()), &hints).unwrap();
+        assert_eq!(
+            (
+                named.partition.name.as_str(),
+                named.sort.unwrap().name.as_str()
+            ),
+            ("n", "s")
+        );
+        let by_id: DynamoUrl = "dynamodb://tab?partition-key=_id".parse().unwrap();
+        let by_id =
+            key_mapping(&by_id, &Some("_index".into()), &Some("_id".into()), &hints).unwrap();
+        assert!(by_id.sort.is_none());
+        let e = check_document_key(&by_id).unwrap_err();
+        assert!(e.contains("keyed by _id without _index"), "{e}");
 
-        let table = key_mapping(&url, &None, &hints).unwrap();
+        let table = key_mapping(&url, &None, &None, &hints).unwrap();
         assert!(check_key(&table, &table).is_ok());
-        let other = key_mapping(&plain, &Some("id".into()), &hints).unwrap();
+        let other = key_mapping(&plain, &Some("id".into()), &None, &hints).unwrap();
         let e = check_key(&table, &other).unwrap_err();
         assert!(
             e.contains("partition key n (N), sort key s (S)") && e.contains("partition key id (S)"),

@@ -66,6 +66,9 @@ pub struct FileSink {
     /// With a tag, files are `<index>.<tag>.<ext>` opened for appending (table workers:
     /// each process its own file, a restarted one never truncates what was written).
     tag: Option<String>,
+    /// Documents and bytes (of `_source`) per second at most, through this sink.
+    docs_rate: Option<pacing::RateLimiter>,
+    bytes_rate: Option<pacing::RateLimiter>,
 }
 
 impl FileSink {
@@ -85,7 +88,21 @@ impl FileSink {
             files: Mutex::new(HashMap::new()),
             created: Mutex::new(BTreeMap::new()),
             tag: None,
+            docs_rate: None,
+            bytes_rate: None,
         })
+    }
+
+    /// At most `docs` documents and `bytes` bytes of `_source` per second (`--max-docs-per-sec`,
+    /// `--max-bytes-per-sec`) through this sink, all its writers together.
+    pub fn with_rates(mut self, docs: Option<f64>, bytes: Option<f64>) -> Self {
+        let rate = |r: Option<f64>| {
+            r.filter(|r| r.is_finite() && *r > 0.0)
+                .map(pacing::RateLimiter::new)
+        };
+        self.docs_rate = rate(docs);
+        self.bytes_rate = rate(bytes);
+        self
     }
 
     /// Files named `<index>.<tag>.<ext>`, appended to rather than truncated: processes
@@ -301,6 +318,12 @@ impl Sink for FileSink {
             bytes,
             source_bytes,
         } = batch;
+        if let Some(r) = &self.docs_rate {
+            r.acquire(docs as f64).await;
+        }
+        if let Some(r) = &self.bytes_rate {
+            r.acquire(source_bytes as f64).await;
+        }
         let write_err =
             |what: &str, e: std::io::Error| SinkError::fatal(format!("writing {what}: {e}"));
         match &self.output {

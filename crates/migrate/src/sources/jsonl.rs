@@ -1,21 +1,37 @@
 //! The JSON-lines source: what `rfs export` (and the file sink) writes, one
 //! `{"_index","_id","_type"?,"_routing"?,"_source"}` object per line (deletes:
-//! `{"_op":"delete","_index","_id"}`), in the `*.jsonl` files of a directory or an object
-//! store prefix (any [`snapshot::BlobStore`]: local, S3, …).
+//! `{"_op":"delete","_index","_id"}`), in the files of a directory or an object store
+//! prefix (any [`snapshot::BlobStore`]: local, S3, …): `*.jsonl` and `*.ndjson` (any
+//! case), compressed `*.jsonl.gz` / `*.jsonl.zst` (and `.ndjson.*`), and, in a local
+//! directory, those of its sub-directories (named by their path from the root). Any other
+//! file is named in a warning as not read.
 //!
-//! Partitions are byte ranges of one file ([`JsonlOptions::chunk_bytes`] each): an item
-//! reads the lines that *begin* inside its range (the last one may run past its end).
-//! A line's position is the byte offset where it begins, so resuming after a cursor is a
-//! ranged read from there. A line that is not such an object is a skip (`bad_line`), one
+//! Partitions of a plain file are byte ranges of it ([`JsonlOptions::chunk_bytes`] each):
+//! an item reads the lines that *begin* inside its range (the last one may run past its
+//! end). A compressed file cannot be cut into byte ranges: it is one item, read as a
+//! stream from its start. A line's position is the byte offset where it begins (in the
+//! decompressed stream for a compressed file), so resuming after a cursor is a ranged
+//! read from there (a compressed file is read again from its start and the lines up to
+//! the cursor passed over). A line that is not such an object is a skip (`bad_line`), one
 //! without `_source` a skip (`no_source`), one longer than
 //! [`JsonlOptions::max_line_bytes`] a skip (`line_too_long`) that is never buffered whole.
+//!
+//! The plan records each item's extent ([`Extent`] in [`WorkItem::extent`]): the file,
+//! its byte range, the file's length and a digest of its last bytes. A worker reads the
+//! range recorded there, never one recomputed from its own `--item-bytes`; when a read
+//! reaches the range's end it proves, by a second route, that it read the range whole
+//! (the lines counted from the newlines of the bytes fetched were each walked, the walk
+//! reached the recorded end) and that the file is the one planned (same length, same
+//! last bytes). A shortfall or a changed file fails the item, never finishes it.
 
 use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use coordination::{Cursor, Position, WorkItem};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use snapshot::BlobStore;
 
@@ -26,7 +42,8 @@ use crate::source::{GroupTotals, Plan, Source, Totals};
 /// Options of the JSON-lines source.
 #[derive(Debug, Clone)]
 pub struct JsonlOptions {
-    /// Bytes of a file per work item (the last item of a file may be shorter).
+    /// Bytes of a file per work item (the last item of a file may be shorter). Used when
+    /// the plan is made; items of an existing plan keep the ranges recorded in it.
     pub chunk_bytes: u64,
     /// Bytes fetched per ranged read.
     pub read_bytes: u64,
@@ -44,36 +61,164 @@ impl Default for JsonlOptions {
     }
 }
 
-/// Documents of the `*.jsonl` files at the root of a blob store.
+/// How a file's bytes are stored, told by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    /// How the file `name` is read, by its (case-insensitive) ending; `None`: not a file of
+    /// JSON lines.
+    pub fn of(name: &str) -> Option<Compression> {
+        let lower = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+        let (stem, compression) = if let Some(s) = lower.strip_suffix(".gz") {
+            (s, Compression::Gzip)
+        } else if let Some(s) = lower
+            .strip_suffix(".zst")
+            .or_else(|| lower.strip_suffix(".zstd"))
+        {
+            (s, Compression::Zstd)
+        } else {
+            (lower.as_str(), Compression::None)
+        };
+        (stem.ends_with(".jsonl") || stem.ends_with(".ndjson")).then_some(compression)
+    }
+}
+
+/// What the plan records of one item ([`WorkItem::extent`]): every worker reads this,
+/// whatever its own flags say.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extent {
+    /// The file (its path from the root).
+    pub file: String,
+    /// The lines beginning in `start..end` (bytes of the file; for a compressed file the
+    /// whole file, `0..file_len`).
+    pub start: u64,
+    pub end: u64,
+    /// The file's length when the plan was made.
+    pub file_len: u64,
+    /// A digest of the file's last bytes when the plan was made ([`TAIL_BYTES`]).
+    pub tail: String,
+    /// The `--item-bytes` the plan was made with.
+    pub item_bytes: u64,
+    #[serde(default)]
+    pub compression: Compression,
+}
+
+/// Bytes at the end of a file whose digest the plan records.
+pub const TAIL_BYTES: u64 = 4096;
+
+/// Documents of the JSON-lines files of a blob store.
 pub struct JsonlSource {
     store: Arc<dyn BlobStore>,
     files: Vec<(String, u64)>,
     opts: JsonlOptions,
+    /// Warned once: an item's recorded `--item-bytes` differs from this worker's.
+    warned_flags: AtomicBool,
+    /// Warned once: an item without an extent (planned by an older rfs).
+    warned_old: AtomicBool,
     /// Test hook: a walker bug that forgets the line beginning at this offset.
     #[cfg(test)]
     forget_line_at: Option<u64>,
 }
 
-/// The files of `store` this source reads: `*.jsonl` at its root, by name.
+/// Sub-directories walked below the root at most.
+const MAX_DEPTH: usize = 16;
+
+/// The files of `store` this source reads, by name: `*.jsonl`, `*.ndjson` and their `.gz`
+/// and `.zst` forms at its root and, for a local directory, in its sub-directories. Files
+/// of other names are named in a warning (never passed over without a word).
 pub fn jsonl_files(store: &dyn BlobStore) -> Result<Vec<(String, u64)>, SourceError> {
-    let mut files: Vec<(String, u64)> = store
-        .list("", "")
-        .map_err(|e| SourceError::fatal(format!("listing {}: {e}", store.location())))?
-        .into_iter()
-        .filter(|b| b.name.ends_with(".jsonl"))
-        .map(|b| (b.name, b.len))
-        .collect();
-    files.sort();
+    let (files, others) = lines_files(store)?;
+    if !files.is_empty() && !others.is_empty() {
+        let shown: Vec<&str> = others.iter().take(20).map(String::as_str).collect();
+        tracing::warn!(
+            location = %redact::url(&store.location()),
+            not_read = others.len(),
+            "{}: {} file(s) that are not JSON lines are not read (*.jsonl, *.ndjson, with .gz or .zst): {}{}",
+            redact::url(&store.location()),
+            others.len(),
+            shown.join(", "),
+            if others.len() > shown.len() { ", …" } else { "" }
+        );
+    }
     Ok(files)
 }
 
+/// Whether `store` holds a file this source reads (no warning about the others).
+pub fn holds_lines(store: &dyn BlobStore) -> bool {
+    lines_files(store).is_ok_and(|(files, _)| !files.is_empty())
+}
+
+/// The files read and the names of the others.
+fn lines_files(store: &dyn BlobStore) -> Result<(Vec<(String, u64)>, Vec<String>), SourceError> {
+    let listing = |dir: &str| {
+        store.list(dir, "").map_err(|e| {
+            SourceError::fatal(format!(
+                "listing {}/{dir}: {e}",
+                redact::url(&store.location())
+            ))
+        })
+    };
+    let mut files = Vec::new();
+    let mut others = Vec::new();
+    // A local directory's sub-directories (an object store's listing shows none).
+    let root = std::path::PathBuf::from(store.location());
+    let local = !store.location().contains("://") && root.is_dir();
+    let mut dirs = vec![(String::new(), 0usize)];
+    while let Some((dir, depth)) = dirs.pop() {
+        for b in listing(&dir)? {
+            let name = snapshot::blob::join(&dir, &b.name);
+            if Compression::of(&name).is_some() {
+                files.push((name, b.len));
+            } else {
+                others.push(name);
+            }
+        }
+        if !local {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(root.join(&dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            // Symbolic links are not followed (no cycles, nothing outside the root).
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                others.push(format!("{dir}/{}", name.to_string_lossy()));
+                continue;
+            };
+            if !is_dir || name.starts_with('.') {
+                continue;
+            }
+            let sub = snapshot::blob::join(&dir, name);
+            if depth + 1 > MAX_DEPTH {
+                return Err(SourceError::fatal(format!(
+                    "{}/{sub}: directories nested deeper than {MAX_DEPTH} are not read",
+                    store.location()
+                )));
+            }
+            dirs.push((sub, depth + 1));
+        }
+    }
+    files.sort();
+    others.sort();
+    Ok((files, others))
+}
+
 impl JsonlSource {
-    /// The `*.jsonl` files at the root of `store`; an error when there is none.
+    /// The JSON-lines files of `store`; an error when there is none.
     pub fn open(store: Arc<dyn BlobStore>, opts: JsonlOptions) -> Result<Self, SourceError> {
         let files = jsonl_files(store.as_ref())?;
         if files.is_empty() {
             return Err(SourceError::fatal(format!(
-                "{}: no *.jsonl file to read",
+                "{}: no *.jsonl, *.ndjson, *.jsonl.gz or *.jsonl.zst file to read",
                 store.location()
             )));
         }
@@ -86,6 +231,8 @@ impl JsonlSource {
             store,
             files,
             opts,
+            warned_flags: AtomicBool::new(false),
+            warned_old: AtomicBool::new(false),
             #[cfg(test)]
             forget_line_at: None,
         })
@@ -108,6 +255,116 @@ impl JsonlSource {
                 ))
             })
     }
+
+    fn place(&self, name: &str) -> String {
+        format!("{}/{name}", self.store.location())
+    }
+
+    /// A digest of the last [`TAIL_BYTES`] of a file `len` bytes long.
+    fn tail_digest(&self, name: &str, len: u64) -> Result<String, SourceError> {
+        use sha2::Digest;
+        let from = len.saturating_sub(TAIL_BYTES);
+        let bytes = if len == 0 {
+            Bytes::new()
+        } else {
+            self.store.read_range(name, from..len).map_err(|e| {
+                SourceError::item(format!(
+                    "{}: reading bytes {from}..{len}: {e}",
+                    self.place(name)
+                ))
+            })?
+        };
+        let d = sha2::Sha256::digest(&bytes);
+        Ok(d[..16].iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// The item's extent: as the plan recorded it, or (an item planned by an rfs that did
+    /// not record it) recomputed from this worker's `--item-bytes`, with a warning.
+    fn extent_of(&self, item: &WorkItem) -> Result<(Extent, bool), SourceError> {
+        let place = self.place(&item.group);
+        if let Some(v) = &item.extent {
+            let e: Extent = serde_json::from_value(v.clone()).map_err(|e| {
+                SourceError::permanent(format!(
+                    "{place}: item {}: the plan's extent is not one this rfs reads: {e}",
+                    item.id()
+                ))
+            })?;
+            if e.file != item.group || e.start > e.end || e.end > e.file_len {
+                return Err(SourceError::permanent(format!(
+                    "{place}: item {}: the plan's extent ({}, bytes {}..{} of {}) does not fit the item",
+                    item.id(),
+                    e.file,
+                    e.start,
+                    e.end,
+                    e.file_len
+                )));
+            }
+            if e.compression == Compression::None
+                && e.item_bytes != self.opts.chunk_bytes
+                && !self.warned_flags.swap(true, Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    plan = e.item_bytes,
+                    flag = self.opts.chunk_bytes,
+                    "--item-bytes {} is ignored: the plan was made with {} bytes per item and the plan's value wins (items keep the byte ranges recorded in the store)",
+                    self.opts.chunk_bytes,
+                    e.item_bytes
+                );
+            }
+            return Ok((e, true));
+        }
+        if !self.warned_old.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                item = %item.id(),
+                item_bytes = self.opts.chunk_bytes,
+                "{place}: the plan records no byte range for its items (made by an older rfs): ranges are recomputed from this worker's --item-bytes {}, which must be the value the plan was made with",
+                self.opts.chunk_bytes
+            );
+        }
+        let len = self.len_of(&item.group)?;
+        let compression = Compression::of(&item.group).unwrap_or_default();
+        let (start, end) = if compression == Compression::None {
+            let start = u64::from(item.part).saturating_mul(self.opts.chunk_bytes);
+            (start, start.saturating_add(self.opts.chunk_bytes).min(len))
+        } else {
+            (0, len)
+        };
+        Ok((
+            Extent {
+                file: item.group.clone(),
+                start,
+                end,
+                file_len: len,
+                tail: String::new(),
+                item_bytes: self.opts.chunk_bytes,
+                compression,
+            },
+            false,
+        ))
+    }
+
+    /// The file must be the one planned: the same length now as when the plan was made
+    /// (listed when this worker opened, and again now) and the same last bytes.
+    fn check_unchanged(&self, e: &Extent) -> Result<(), SourceError> {
+        let listed = self.len_of(&e.file)?;
+        let now = self.store.len(&e.file).map_err(|err| {
+            SourceError::item(format!("{}: its length: {err}", self.place(&e.file)))
+        })?;
+        if listed != e.file_len || now != e.file_len {
+            return Err(SourceError::coverage(format!(
+                "{}: the file changed since the plan was made ({} bytes then, {now} now): its items cannot be proven read whole; the item fails rather than end as done",
+                self.place(&e.file),
+                e.file_len
+            )));
+        }
+        if self.tail_digest(&e.file, e.file_len)? != e.tail {
+            return Err(SourceError::coverage(format!(
+                "{}: the file changed since the plan was made (its last {TAIL_BYTES} bytes differ): its items cannot be proven read whole; the item fails rather than end as done",
+                self.place(&e.file)
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Source for JsonlSource {
@@ -125,18 +382,47 @@ impl Source for JsonlSource {
         let mut plan = Plan::default();
         let mut totals = Totals::default();
         for (name, len) in &self.files {
-            let parts = len.div_ceil(self.opts.chunk_bytes);
-            let parts = u32::try_from(parts).map_err(|_| {
-                SourceError::fatal(format!(
-                    "{}/{name}: {len} bytes make too many items of {} bytes",
-                    self.store.location(),
-                    self.opts.chunk_bytes
-                ))
-            })?;
-            for part in 0..parts {
-                plan.items.push(WorkItem::whole(name.clone(), part));
-            }
-            let docs = estimate_lines(self.store.as_ref(), name, *len);
+            let compression = Compression::of(name).unwrap_or_default();
+            let tail = self.tail_digest(name, *len)?;
+            let extent = |part: u32, start: u64, end: u64| {
+                let e = Extent {
+                    file: name.clone(),
+                    start,
+                    end,
+                    file_len: *len,
+                    tail: tail.clone(),
+                    item_bytes: self.opts.chunk_bytes,
+                    compression,
+                };
+                serde_json::to_value(&e)
+                    .map(|v| WorkItem::whole(name.clone(), part).with_extent(v))
+                    .map_err(|e| SourceError::fatal(format!("{}: {e}", self.place(name))))
+            };
+            let parts = if compression == Compression::None {
+                let parts = len.div_ceil(self.opts.chunk_bytes);
+                let parts = u32::try_from(parts).map_err(|_| {
+                    SourceError::fatal(format!(
+                        "{}/{name}: {len} bytes make too many items of {} bytes",
+                        self.store.location(),
+                        self.opts.chunk_bytes
+                    ))
+                })?;
+                for part in 0..parts {
+                    let start = u64::from(part) * self.opts.chunk_bytes;
+                    let end = start.saturating_add(self.opts.chunk_bytes).min(*len);
+                    plan.items.push(extent(part, start, end)?);
+                }
+                parts
+            } else {
+                // A compressed file is one stream: one item, read from its start.
+                plan.items.push(extent(0, 0, *len)?);
+                1
+            };
+            let docs = if compression == Compression::None {
+                estimate_lines(self.store.as_ref(), name, *len)
+            } else {
+                0
+            };
             totals.add(
                 name,
                 GroupTotals {
@@ -158,8 +444,15 @@ impl Source for JsonlSource {
         after: &Cursor,
         emit: &mut dyn FnMut(Read) -> bool,
     ) -> Result<(), SourceError> {
+        let (extent, recorded) = self.extent_of(item)?;
         let len = self.len_of(&item.group)?;
-        let start = u64::from(item.part).saturating_mul(self.opts.chunk_bytes);
+        if recorded && len != extent.file_len {
+            return Err(SourceError::coverage(format!(
+                "{}: the file changed since the plan was made ({} bytes then, {len} now): its items cannot be proven read whole; the item fails rather than end as done",
+                self.place(&item.group),
+                extent.file_len
+            )));
+        }
         let offset = |p: &Cursor| match p {
             None => Ok(None),
             Some(Position::Doc(p)) => Ok(Some(*p)),
@@ -169,18 +462,46 @@ impl Source for JsonlSource {
                 item.group
             ))),
         };
-        // A successor item (after a lease ran out) starts after its predecessor's cursor.
-        let mut end = start.saturating_add(self.opts.chunk_bytes).min(len);
-        if let Some(u) = offset(&item.until)? {
-            end = end.min(u);
-        }
-        let from = [offset(&item.after)?, offset(after)?]
+        let after = [offset(&item.after)?, offset(after)?]
             .into_iter()
             .flatten()
-            .fold(start, |f, p| f.max(p.saturating_add(1)));
+            .max();
+        let until = offset(&item.until)?;
+        let done = if extent.compression == Compression::None {
+            self.read_range(item, &extent, len, after, until, emit)?
+        } else {
+            self.read_stream(item, &extent, after, until, emit)?
+        };
+        // The read reached its end: the file must be the one planned.
+        if done && recorded {
+            self.check_unchanged(&extent)?;
+        }
+        Ok(())
+    }
+}
+
+impl JsonlSource {
+    /// The lines beginning in the extent's byte range after `after` (and before `until`);
+    /// `true` when the read reached the range's end (and proved it walked every line).
+    fn read_range(
+        &self,
+        item: &WorkItem,
+        extent: &Extent,
+        len: u64,
+        after: Option<u64>,
+        until: Option<u64>,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<bool, SourceError> {
+        let start = extent.start;
+        // A successor item (after a lease ran out) starts after its predecessor's cursor.
+        let mut end = extent.end.min(len);
+        if let Some(u) = until {
+            end = end.min(u);
+        }
+        let from = after.map_or(start, |p| start.max(p.saturating_add(1)));
         let mut lines = Lines::new(self, &item.group, len, from..end);
         let Some(mut at) = lines.first_line_at_or_after(from)? else {
-            return Ok(());
+            return Ok(true);
         };
         let group: Arc<str> = Arc::from(item.group.as_str());
         // Lines walked: given (documents and skips) and blank.
@@ -191,56 +512,232 @@ impl Source for JsonlSource {
             if self.forget_line_at == Some(at) {
                 match next {
                     Some(n) => at = n,
-                    None => break,
+                    None => at = len,
                 }
                 continue;
             }
-            let read = match line {
-                Line::Blank => {
-                    blank += 1;
-                    None
-                }
-                Line::TooLong(n) => Some(Read::Skip(Skip {
-                    position: Position::Doc(at),
-                    index: group.clone(),
-                    id: None,
-                    doc_type: None,
-                    routing: None,
-                    reason: "line_too_long",
-                    detail: format!(
-                        "{}/{} at byte {at}: a line of {n} bytes or more (at most {})",
-                        self.store.location(),
-                        item.group,
-                        self.opts.max_line_bytes
-                    ),
-                    source: None,
-                })),
-                Line::Text(text) => Some(parse_line(&text, at, &group, || {
-                    format!("{}/{} at byte {at}", self.store.location(), item.group)
-                })),
-            };
+            let read = self.line_read(line, at, &group);
             if let Some(r) = read {
                 given += 1;
                 if !emit(r) {
-                    return Ok(());
+                    return Ok(false);
                 }
+            } else {
+                blank += 1;
             }
             match next {
                 Some(n) => at = n,
-                None => break,
+                None => at = len,
             }
+        }
+        let place = self.place(&item.group);
+        // The walk reached the range's recorded end (or the file's).
+        if at < end {
+            return Err(SourceError::coverage(format!(
+                "{place}: bytes {from}..{end}: the walk stopped at byte {at}, short of the range's end; the item fails rather than end as done"
+            )));
         }
         // Coverage: the lines beginning in the range, counted from its newlines as the
         // windows were fetched, were each walked — given as a document or a skip, or blank.
         let starts = lines.starts();
         if given + blank != starts {
             return Err(SourceError::coverage(format!(
-                "{}/{}: bytes {from}..{end} begin {starts} lines, but {given} were given and {blank} are blank: lines were lost on the way; the item fails rather than end as done",
-                self.store.location(),
-                item.group
+                "{place}: bytes {from}..{end} begin {starts} lines, but {given} were given and {blank} are blank: lines were lost on the way; the item fails rather than end as done"
             )));
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// What one line gives: a document or a skip; `None` for a blank line.
+    fn line_read(&self, line: Line, at: u64, group: &Arc<str>) -> Option<Read> {
+        match line {
+            Line::Blank => None,
+            Line::TooLong(n) => Some(Read::Skip(Skip {
+                position: Position::Doc(at),
+                index: group.clone(),
+                id: None,
+                doc_type: None,
+                routing: None,
+                reason: "line_too_long",
+                detail: format!(
+                    "{}/{} at byte {at}: a line of {n} bytes or more (at most {})",
+                    self.store.location(),
+                    group,
+                    self.opts.max_line_bytes
+                ),
+                source: None,
+            })),
+            Line::Text(text) => Some(parse_line(&text, at, group, || {
+                format!("{}/{} at byte {at}", self.store.location(), group)
+            })),
+        }
+    }
+
+    /// A compressed file, as one stream from its start: the lines after `after` (and
+    /// before `until`), positions being offsets in the decompressed stream; `true` when
+    /// the read reached the stream's end (and proved it walked every line).
+    fn read_stream(
+        &self,
+        item: &WorkItem,
+        extent: &Extent,
+        after: Option<u64>,
+        until: Option<u64>,
+        emit: &mut dyn FnMut(Read) -> bool,
+    ) -> Result<bool, SourceError> {
+        let place = self.place(&item.group);
+        let io = |e: std::io::Error| {
+            SourceError::item(format!("{place}: reading the compressed stream: {e}"))
+        };
+        let blob = BlobReader {
+            source: self,
+            name: &item.group,
+            at: 0,
+            len: extent.file_len,
+            buf: Bytes::new(),
+        };
+        let decoded: Box<dyn std::io::Read + '_> = match extent.compression {
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(blob)),
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(blob).map_err(io)?),
+            Compression::None => Box::new(blob),
+        };
+        let counted = NewlineCounter {
+            inner: decoded,
+            newlines: 0,
+            bytes: 0,
+            last: None,
+        };
+        let cap = usize::try_from(self.opts.read_bytes.min(4 << 20)).unwrap_or(4 << 20);
+        let mut r = std::io::BufReader::with_capacity(cap.max(1), counted);
+        let group: Arc<str> = Arc::from(item.group.as_str());
+        let max = self.opts.max_line_bytes;
+        // Lines walked: passed over (up to the cursor), given, blank.
+        let (mut walked, mut at) = (0u64, 0u64);
+        if let Some(u) = until {
+            return Err(SourceError::permanent(format!(
+                "{place}: a compressed file is read as one item: it cannot end at byte {u}"
+            )));
+        }
+        loop {
+            let mut text = Vec::new();
+            let mut n = 0usize;
+            let mut ended = false;
+            loop {
+                let held = r.fill_buf().map_err(io)?;
+                if held.is_empty() {
+                    break;
+                }
+                let (chunk, newline) = match held.iter().position(|&c| c == b'\n') {
+                    Some(i) => (&held[..i], true),
+                    None => (held, false),
+                };
+                if n + chunk.len() <= max {
+                    text.extend_from_slice(chunk);
+                } else {
+                    text = Vec::new();
+                }
+                n += chunk.len();
+                let used = chunk.len() + usize::from(newline);
+                r.consume(used);
+                if newline {
+                    ended = true;
+                    break;
+                }
+            }
+            if n == 0 && !ended {
+                break;
+            }
+            let line_at = at;
+            at += n as u64 + u64::from(ended);
+            walked += 1;
+            if after.is_some_and(|a| line_at <= a) {
+                continue;
+            }
+            let line = if n > max {
+                Line::TooLong(n)
+            } else if text.iter().all(|c| c.is_ascii_whitespace()) {
+                Line::Blank
+            } else {
+                Line::Text(text)
+            };
+            if let Some(read) = self.line_read(line, line_at, &group) {
+                if !emit(read) {
+                    return Ok(false);
+                }
+            }
+        }
+        // Coverage: the stream's lines, counted from its newlines as it was decompressed,
+        // were each walked (passed over up to the cursor, given, or blank).
+        let counted = r.get_ref();
+        let lines = counted.newlines + u64::from(counted.last.is_some_and(|c| c != b'\n'));
+        if walked != lines || counted.bytes != at {
+            return Err(SourceError::coverage(format!(
+                "{place}: the decompressed stream ({} bytes) holds {lines} lines, but {walked} were walked up to byte {at}: lines were lost on the way; the item fails rather than end as done",
+                counted.bytes
+            )));
+        }
+        Ok(true)
+    }
+}
+
+/// A blob read front to back by ranged reads (the compressed stream under a decoder).
+struct BlobReader<'a> {
+    source: &'a JsonlSource,
+    name: &'a str,
+    at: u64,
+    len: u64,
+    buf: Bytes,
+}
+
+impl std::io::Read for BlobReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.buf.is_empty() {
+            if self.at >= self.len {
+                return Ok(0);
+            }
+            let to = self
+                .at
+                .saturating_add(self.source.opts.read_bytes)
+                .min(self.len);
+            let b = self
+                .source
+                .store
+                .read_range(self.name, self.at..to)
+                .map_err(|e| std::io::Error::other(format!("bytes {}..{to}: {e}", self.at)))?;
+            if b.is_empty() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("bytes {}..{to} came back empty (the file shrank?)", self.at),
+                ));
+            }
+            self.at += b.len() as u64;
+            self.buf = b;
+        }
+        let n = out.len().min(self.buf.len());
+        out[..n].copy_from_slice(&self.buf[..n]);
+        self.buf = self.buf.slice(n..);
+        Ok(n)
+    }
+}
+
+/// Counts the newlines and bytes that pass through it (the second route of a stream's
+/// coverage check).
+struct NewlineCounter<R> {
+    inner: R,
+    newlines: u64,
+    bytes: u64,
+    last: Option<u8>,
+}
+
+impl<R: std::io::Read> std::io::Read for NewlineCounter<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(out)?;
+        let got = &out[..n];
+        self.newlines += got.iter().filter(|&&c| c == b'\n').count() as u64;
+        self.bytes += n as u64;
+        if let Some(&c) = got.last() {
+            self.last = Some(c);
+        }
+        Ok(n)
     }
 }
 

@@ -24,9 +24,11 @@ pub struct Ends {
     /// The source: a live cluster (`http(s)://[user:pw@]host:9200/INDEX-PATTERN`, read by
     /// sliced point in time on Elasticsearch 7.10+ / OpenSearch 2.4+, by sliced scroll on
     /// Elasticsearch 5.0–7.9 / OpenSearch 1.x–2.3), a snapshot repository (a path, `file:///DIR`, `s3://bucket/base`, `gs://bucket/base` with
-    /// --snapshot or `#snapshot=NAME`), a directory or prefix of `*.jsonl` files as
-    /// `rfs export` writes them (told apart from a repository by its content), or a table
-    /// (`postgres://user:pw@host/db?table=T&key=COLUMN[&slots=N]`).
+    /// --snapshot or `#snapshot=NAME`), a directory or prefix of JSON-lines files as
+    /// `rfs export` writes them (`*.jsonl`, `*.ndjson`, `.gz`/`.zst` compressed, in
+    /// sub-directories too; told apart from a repository by its content), or a table
+    /// (`postgres://user:pw@host/db?table=T` + `&key=COLUMN` + `[&slots=N]`; `key` names
+    /// the key column).
     #[arg(
         long,
         env = "RFS_COPY_FROM",
@@ -37,9 +39,9 @@ pub struct Ends {
     /// The sink: a cluster (`http(s)://[user:pw@]host:9200[/INDEX]`, every document into
     /// INDEX when given), files (`file:///DIR[?format=jsonl|bulk]`, one file per index and
     /// process), or DynamoDB (`dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=A]`:
-    /// one item per document, keyed by `_id` — or a table's key column — with `_index`
-    /// kept as an attribute).
-    #[arg(long, env = "RFS_COPY_TO", value_name = "URL", hide_env_values = true)]
+    /// one item per document, keyed by `_index` (partition key) and `_id` (sort key) — a
+    /// table's rows by its key column).
+    #[arg(long, env = "RFS_COPY_TO", value_name = "URL", hide_env_values = true, value_parser = sink_url)]
     pub to: String,
     /// The snapshot of a repository source.
     #[arg(long, env = "RFS_SNAPSHOT", value_name = "NAME")]
@@ -57,8 +59,10 @@ pub struct Ends {
     pub s3_endpoint: Option<String>,
     #[command(flatten)]
     pub gcs: super::common::GcsArgs,
-    /// JSON-lines sources: bytes of a file per work item (4096 to 2^40; default 64 MiB).
-    /// Items are read by several workers at once, each resumable by byte offset.
+    /// JSON-lines sources: bytes of a file per work item (4096 to 2^40; default 64 MiB),
+    /// when the plan is made: a plan already in the store keeps its own (a warning says so).
+    /// Items are read by several workers at once, each resumable by byte offset; a
+    /// compressed file is one item.
     #[arg(long, env = "RFS_ITEM_BYTES", value_name = "N", value_parser = super::common::usize_in(4096, 1 << 40))]
     pub item_bytes: Option<usize>,
     /// Live-cluster sources: work items (slices of a point in time, or of a scroll before
@@ -92,6 +96,22 @@ impl std::fmt::Debug for Ends {
             .field("to_insecure", &self.to_insecure)
             .finish()
     }
+}
+
+/// `--to`: a URL that names where to write; `file://` with no path (which would be the root
+/// directory) or an empty value is a usage error.
+fn sink_url(v: &str) -> Result<String, String> {
+    let path = v
+        .split_once("://")
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("file"))
+        .map(|(_, rest)| rest.split(['?', '#']).next().unwrap_or(""));
+    if v.trim().is_empty() || matches!(path, Some("" | "localhost")) {
+        return Err(
+            "names no directory: give file:///DIR (three slashes, an absolute path), a directory path, or another sink URL"
+                .into(),
+        );
+    }
+    Ok(v.to_string())
 }
 
 /// How a `--from` source is read, as `rfs copy` takes it: `rfs verify --from` opens its
