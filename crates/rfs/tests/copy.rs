@@ -193,7 +193,10 @@ fn snapshot_into_dynamodb() {
     let sdk = Sdk::new(&d.endpoint());
     assert_eq!(
         sdk.key_schema("docs"),
-        vec![("_id".to_string(), "HASH".to_string(), "S".to_string())]
+        vec![
+            ("_index".to_string(), "HASH".to_string(), "S".to_string()),
+            ("_id".to_string(), "RANGE".to_string(), "S".to_string())
+        ]
     );
     let items = sdk.scan("docs");
     let expected = expected_documents();

@@ -54,8 +54,8 @@ impl Default for ClusterSourceOptions {
     }
 }
 
-mod resolve;
 mod pit;
+mod resolve;
 mod scroll;
 
 pub use resolve::{stream_metadata, LeftOut, LiveStream};
