@@ -10,7 +10,6 @@
 //!   that the copy left out (a dot-named one, a hidden one) is named, exit 6; excluded in
 //!   the pattern, it is not.
 
-#[allow(dead_code)]
 mod common;
 
 use std::path::Path;

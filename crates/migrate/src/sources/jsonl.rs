@@ -155,8 +155,11 @@ pub fn holds_lines(store: &dyn BlobStore) -> bool {
     lines_files(store).is_ok_and(|(files, _)| !files.is_empty())
 }
 
+/// The files read (name and length) and the names of the files left unread.
+type LinesFiles = (Vec<(String, u64)>, Vec<String>);
+
 /// The files read and the names of the others.
-fn lines_files(store: &dyn BlobStore) -> Result<(Vec<(String, u64)>, Vec<String>), SourceError> {
+fn lines_files(store: &dyn BlobStore) -> Result<LinesFiles, SourceError> {
     let listing = |dir: &str| {
         store.list(dir, "").map_err(|e| {
             SourceError::fatal(format!(
