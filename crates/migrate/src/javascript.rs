@@ -446,9 +446,9 @@ function main(context) {
         let source = r#"{"__proto__":{"x":1},"constructor":"c","toString":2,"a":{"__proto__":[1,{"__proto__":null}],"constructor":{"prototype":3}},"hasOwnProperty":false}"#;
         let want: serde_json::Value = serde_json::from_str(source).unwrap();
         for script in [
-            "(() => (docs) => docs)();",
+            "(() => (c) => (docs) => docs)();",
             // A copy made with plain objects, as a user's transform may build it.
-            r#"(() => (docs) => docs.map(d => {
+            r#"(() => (c) => (docs) => docs.map(d => {
                 const plain = (v) => v instanceof Map
                     ? Object.fromEntries([...v].map(([k, x]) => [k, plain(x)]))
                     : Array.isArray(v) ? v.map(plain) : v;

@@ -289,7 +289,9 @@ fn mounted_index_without_its_snapshot_is_refused_by_name() {
             &lone,
             NIGHTLY,
             "partial-logs-1",
-            "does not hold that snapshot",
+            // The writer gives `lone` a repository uuid of its own, so the mount's
+            // repository (another uuid) is the reason named.
+            "is not this one",
         ),
         (&other, "nightly-2", "elsewhere-logs-1", "is not this one"),
     ] {
