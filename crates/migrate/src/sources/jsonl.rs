@@ -186,9 +186,12 @@ fn lines_files(store: &dyn BlobStore) -> Result<LinesFiles, SourceError> {
         if !local {
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(root.join(&dir)) else {
-            continue;
-        };
+        let entries = std::fs::read_dir(root.join(&dir)).map_err(|e| {
+            SourceError::fatal(format!(
+                "{}/{dir}: cannot list the directory: {e}",
+                store.location()
+            ))
+        })?;
         for entry in entries.flatten() {
             // Symbolic links are not followed (no cycles, nothing outside the root).
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
@@ -197,7 +200,12 @@ fn lines_files(store: &dyn BlobStore) -> Result<LinesFiles, SourceError> {
                 others.push(format!("{dir}/{}", name.to_string_lossy()));
                 continue;
             };
-            if !is_dir || name.starts_with('.') {
+            if !is_dir {
+                continue;
+            }
+            if name.starts_with('.') {
+                // A hidden directory is not read, and said so with the other unread names.
+                others.push(snapshot::blob::join(&dir, name));
                 continue;
             }
             let sub = snapshot::blob::join(&dir, name);
