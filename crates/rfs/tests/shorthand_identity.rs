@@ -3,9 +3,12 @@
 //! connector registry, and a store written by an earlier binary must still resume. Each
 //! test runs the real binary, reads the store's migration back with `rfs status --json`
 //! and compares it, key by key, with the literal identity the earlier binary recorded.
-//! (`export` and `redrive` keep their state in memory: they record none.)
+//! (`export` and `redrive` keep their state in memory: they record none.) `rfs copy`'s
+//! identities are pinned too, one per kind of source, so that moving the connectors
+//! between crates cannot change what a store written today resumes.
 
 mod common;
+mod dynamo;
 mod table;
 
 use serde_json::{json, Value};
@@ -120,4 +123,117 @@ fn table_run_records_the_identity_stores_hold() {
             "row {i}"
         );
     }
+}
+
+/// `rfs copy` for each kind of source (a snapshot, JSON lines, a live cluster, a table)
+/// into files, a cluster and DynamoDB: the identity each records, as this binary wrote it.
+#[test]
+fn copy_records_the_identities_stores_hold() {
+    let work = tempfile::tempdir().unwrap();
+    let canonical = std::fs::canonicalize(common::demo())
+        .unwrap()
+        .display()
+        .to_string();
+    let lines = work.path().join("lines");
+    let lines_url = format!("file://{}", lines.display());
+
+    // A snapshot into files.
+    let dir = tempfile::tempdir().unwrap();
+    let from = format!("file://{}", common::demo().display());
+    let r = common::run(common::copy(
+        dir.path(),
+        &from,
+        &lines_url,
+        &["--snapshot", common::SNAPSHOT],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(
+        migration_of(&common::sqlite(dir.path())),
+        json!({
+            "kind": "snapshot",
+            "repository": canonical,
+            "snapshot": common::SNAPSHOT,
+            "target": lines.display().to_string(),
+        }),
+        "snapshot into files"
+    );
+
+    // Those JSON lines into a cluster (credentials and the trailing slash left out).
+    let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let target = with_userinfo(&server.url(), "/");
+    let r = common::run(common::copy(
+        dir.path(),
+        &lines.display().to_string(),
+        &target,
+        &[],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(!r.all().contains("secret"), "{r}");
+    assert_eq!(
+        migration_of(&common::sqlite(dir.path())),
+        json!({
+            "kind": "jsonl",
+            "location": lines.display().to_string(),
+            "target": server.url(),
+        }),
+        "JSON lines into a cluster"
+    );
+
+    // That cluster's index into files.
+    let dir = tempfile::tempdir().unwrap();
+    let out = work.path().join("from-cluster");
+    let r = common::run(common::copy(
+        dir.path(),
+        &with_userinfo(&server.url(), "/books"),
+        &format!("file://{}", out.display()),
+        &[],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(
+        migration_of(&common::sqlite(dir.path())),
+        json!({
+            "kind": "cluster",
+            "cluster": server.url(),
+            "indices": "books",
+            "target": out.display().to_string(),
+        }),
+        "a live cluster into files"
+    );
+
+    // A table into DynamoDB.
+    let Some(pg) = table::Pg::start("copy_records_the_identities_stores_hold") else {
+        return;
+    };
+    let Some(d) = testkit::services::Dynalite::start("copy_records_the_identities_stores_hold")
+    else {
+        return;
+    };
+    pg.exec(
+        "CREATE TABLE id_rows (id bigint PRIMARY KEY, body text NOT NULL);
+         INSERT INTO id_rows SELECT i, 'row ' || i FROM generate_series(1, 50) AS i;",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let from = format!("{}?table=id_rows&key=id&slots=3", pg.url());
+    let to = format!(
+        "dynamodb://id_rows?region={}&endpoint={}",
+        d.region(),
+        d.endpoint()
+    );
+    let mut c = common::copy(dir.path(), &from, &to, &["--create-table"]);
+    dynamo::aws_env(&mut c);
+    let r = common::run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(
+        migration_of(&common::sqlite(dir.path())),
+        json!({
+            "kind": "table",
+            "source": pg.url(),
+            "table": "public.id_rows",
+            "key": "id",
+            "slots": "slots:3",
+            "target": to,
+        }),
+        "a table into DynamoDB"
+    );
 }
