@@ -22,6 +22,8 @@ use crate::source::{TotalCount, Totals};
 
 /// The reason key under which an item counts the nested children its reads passed over.
 pub const NESTED_REASON: &str = "nested:children";
+/// The prefix of nested-children reason keys (not documents: neither delivered nor not).
+pub const NESTED_PREFIX: &str = "nested:";
 
 /// Fills in what a plan's counts are where the source did not say: a full snapshot's are
 /// its live Lucene documents (nested children included). A delta's counts are upper
@@ -125,7 +127,8 @@ pub fn check(totals: &Totals, per_group: &BTreeMap<String, GroupProgress>) -> Ve
                     .sum()
             };
             let accounted = p.docs_done + p.docs_refused + p.docs_skipped + of("filtered:");
-            let nested = p.reasons.get(NESTED_REASON).copied().unwrap_or(0);
+            // `nested:other` too, should an item's reasons have overflowed.
+            let nested = of(NESTED_PREFIX);
             // A group with no item at all (an empty file) is done.
             let items_done = p.items.done == p.items.total;
             let verdict = match t.count {
@@ -133,9 +136,7 @@ pub fn check(totals: &Totals, per_group: &BTreeMap<String, GroupProgress>) -> Ve
                 _ if t.delta.is_some() => Verdict::Unchecked,
                 _ if !items_done => Verdict::Pending,
                 Some(TotalCount::Exact) if accounted == t.docs => Verdict::Proved,
-                Some(TotalCount::LiveWithNested) if accounted + nested == t.docs => {
-                    Verdict::Proved
-                }
+                Some(TotalCount::LiveWithNested) if accounted + nested == t.docs => Verdict::Proved,
                 Some(TotalCount::Estimated) if accounted == t.docs => Verdict::MatchesEstimate,
                 Some(TotalCount::PerItem) => Verdict::Proved,
                 Some(_) => Verdict::Differs,

@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::budget::{Budget, HeldMemory};
+use crate::coverage::NESTED_REASON;
 use crate::document::{Read, Skip};
 use crate::error::{Severity, SinkError, SourceError};
 use crate::failure_log::{now_rfc3339, source_value, FailureLog, FailureRecord, Stage};
@@ -27,7 +28,6 @@ use crate::fleet_limit::FleetLimiter;
 use crate::low_water::{Acked, LowWaterMark};
 use crate::metrics::Metrics;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
-use crate::coverage::NESTED_REASON;
 use crate::source::Source;
 use crate::transform::{Shaped, Transform};
 
@@ -758,7 +758,7 @@ impl<W: SinkWriter> Reader<'_, W> {
         let mut nested = 0u64;
         let reshapes = self.transform.reshapes();
         let mut outputs = Vec::new();
-        let result = source.read_counting_nested(item, after, &mut |read| {
+        let mut emit = |read: Read| {
             if self.halt.load(Ordering::Relaxed) {
                 return false;
             }
@@ -845,7 +845,8 @@ impl<W: SinkWriter> Reader<'_, W> {
                 }
             }
             true
-        }, &mut nested);
+        };
+        let result = source.read_counting_nested(item, after, &mut emit, &mut nested);
         if hung_up || self.halt.load(Ordering::Relaxed) {
             return;
         }

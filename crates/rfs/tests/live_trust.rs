@@ -372,7 +372,14 @@ fn documents_written_after_the_plan_are_outside_its_exact_total() {
     let want = load(&source, "logs", 1000);
     let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let dir = tempfile::tempdir().unwrap();
-    copy_part_way(dir.path(), &source, &target, "logs", &["--slices", "2"], 200);
+    copy_part_way(
+        dir.path(),
+        &source,
+        &target,
+        "logs",
+        &["--slices", "2"],
+        200,
+    );
     put(&source, "logs", &late(20));
     let r = run(copy(
         dir.path(),
@@ -466,7 +473,14 @@ fn a_resume_in_a_new_point_in_time_short_of_the_exact_total_is_no_success() {
     let mut want = load(&source, "logs", 2000);
     let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let dir = tempfile::tempdir().unwrap();
-    copy_part_way(dir.path(), &source, &target, "logs", &["--slices", "1"], 300);
+    copy_part_way(
+        dir.path(),
+        &source,
+        &target,
+        "logs",
+        &["--slices", "1"],
+        300,
+    );
     assert!(source.expire_search_contexts() > 0);
     let gone = "logs-01999";
     assert!(!http_documents(&target.url(), "logs").contains_key(gone));
@@ -479,7 +493,12 @@ fn a_resume_in_a_new_point_in_time_short_of_the_exact_total_is_no_success() {
         &["--slices", "1", "--checkpoint-seconds", "0.1"],
     ));
     assert_ne!(r.code, Some(0), "{r}");
-    assert!(r.all().contains("the source's total differs: logs: 1999 accounted for, the source holds 2000"), "{r}");
+    assert!(
+        r.all().contains(
+            "the source's total differs: logs: 1999 accounted for, the source holds 2000"
+        ),
+        "{r}"
+    );
     // Nothing else is missing or doubled.
     assert_same(&http_documents(&target.url(), "logs"), &want);
     let st = common::status(dir.path());
@@ -487,7 +506,10 @@ fn a_resume_in_a_new_point_in_time_short_of_the_exact_total_is_no_success() {
     assert_eq!(st["totals_differ"][0]["count"], "exact", "{st}");
     let text = status_text(dir.path());
     assert!(!text.contains("every document delivered"), "{text}");
-    assert!(text.contains("TOTAL DIFFERS: logs: 1999 accounted for, the source holds 2000"), "{text}");
+    assert!(
+        text.contains("TOTAL DIFFERS: logs: 1999 accounted for, the source holds 2000"),
+        "{text}"
+    );
 }
 
 /// Flags a worker of the adversarial runs shares: short leases (items are handed to
@@ -525,7 +547,14 @@ fn successors_a_killed_worker_other_flags_and_writes_during_the_copy_deliver_the
         &target.url(),
         &[
             &SHORT_LEASES[..],
-            &["--slices", "3", "--max-docs-per-sec", "300", "--max-batch-docs", "20"],
+            &[
+                "--slices",
+                "3",
+                "--max-docs-per-sec",
+                "300",
+                "--max-batch-docs",
+                "20",
+            ],
         ]
         .concat(),
     );
@@ -536,13 +565,18 @@ fn successors_a_killed_worker_other_flags_and_writes_during_the_copy_deliver_the
     });
     remove(&source, "logs", &["logs-00000", "logs-01500", "logs-02999"]);
     let mut changed = BTreeMap::new();
-    changed.insert("logs-00001".to_string(), serde_json::json!({"changed": true}));
+    changed.insert(
+        "logs-00001".to_string(),
+        serde_json::json!({"changed": true}),
+    );
     put(&source, "logs", &changed);
     put(&source, "logs", &late(10));
     // Long enough for hand-offs to successors (three quarters of 2 s) to happen.
-    wait_for("more documents on the target", Duration::from_secs(60), || {
-        target.total_doc_count() >= 900
-    });
+    wait_for(
+        "more documents on the target",
+        Duration::from_secs(60),
+        || target.total_doc_count() >= 900,
+    );
     let victim = first.0.as_mut().unwrap();
     victim.kill().unwrap();
     victim.wait().unwrap();
@@ -553,7 +587,14 @@ fn successors_a_killed_worker_other_flags_and_writes_during_the_copy_deliver_the
         &target.url(),
         &[
             &SHORT_LEASES[..],
-            &["--slices", "7", "--max-batch-docs", "100", "--parallel", "2"],
+            &[
+                "--slices",
+                "7",
+                "--max-batch-docs",
+                "100",
+                "--parallel",
+                "2",
+            ],
         ]
         .concat(),
     ));
@@ -565,7 +606,10 @@ fn successors_a_killed_worker_other_flags_and_writes_during_the_copy_deliver_the
         "successors were made: {st}"
     );
     assert_eq!(st["source_totals"], "proved", "{st}");
-    assert_eq!(st["per_index"]["logs"]["source_total"]["docs"], 3000, "{st}");
+    assert_eq!(
+        st["per_index"]["logs"]["source_total"]["docs"], 3000,
+        "{st}"
+    );
 }
 
 /// The point in time lost while an item reads it (as when the node holding it restarts),

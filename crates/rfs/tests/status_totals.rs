@@ -74,7 +74,8 @@ fn status_holds_a_snapshot_copy_against_its_live_counts_nested_children_included
 
     let status = |json: bool| {
         let mut c = rfs();
-        c.args(["status", "--store", &store]).current_dir(tmp.path());
+        c.args(["status", "--store", &store])
+            .current_dir(tmp.path());
         if json {
             c.arg("--json");
         }

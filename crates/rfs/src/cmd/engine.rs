@@ -391,7 +391,10 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
     for c in migrate::coverage::check(&report.totals, &status.per_group) {
         if c.verdict == migrate::coverage::Verdict::Differs {
             if c.count == Some(migrate::TotalCount::Exact) && c.accounted < c.total {
-                anyhow::bail!("the source's total differs: {}; see `rfs status`", c.describe());
+                anyhow::bail!(
+                    "the source's total differs: {}; see `rfs status`",
+                    c.describe()
+                );
             }
             tracing::warn!("the source's total differs: {}", c.describe());
         }

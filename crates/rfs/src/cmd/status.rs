@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use migrate::coverage::{Verdict, NESTED_REASON};
+use migrate::coverage::{Verdict, NESTED_PREFIX};
 use migrate::phases::read_totals;
 use migrate::Totals;
 use serde_json::{json, Value};
@@ -162,18 +162,12 @@ pub(crate) fn render_json(
     let (filtered_by_reason, undelivered_by_reason): (BTreeMap<_, _>, BTreeMap<_, _>) = s
         .reasons
         .iter()
-        .filter(|(k, _)| k.as_str() != NESTED_REASON)
+        .filter(|(k, _)| !k.starts_with(NESTED_PREFIX))
         .map(|(k, v)| (k.clone(), *v))
         .partition(|(k, _)| k.starts_with("filtered:"));
     // Each index held against the source's own total, as the plan recorded it.
     let coverage = totals.map(|t| migrate::coverage::check(t, &s.per_group));
-    let coverage_of = |name: &str| {
-        coverage
-            .iter()
-            .flatten()
-            .find(|c| c.group == name)
-            .cloned()
-    };
+    let coverage_of = |name: &str| coverage.iter().flatten().find(|c| c.group == name).cloned();
     let filtered: u64 = filtered_by_reason.values().sum();
     let accounted = s.docs_done + s.docs_refused + s.docs_skipped + filtered;
     let remaining = live.map(|l| l.saturating_sub(accounted));

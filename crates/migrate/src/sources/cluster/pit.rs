@@ -383,7 +383,12 @@ impl ClusterSource {
     /// The exact count of the hits of `pit` (of one slice, or all): `size: 0`,
     /// `track_total_hits: true` (a `relation: eq` total; a timed-out or partial answer is
     /// no count).
-    fn pit_count(&self, what: &str, pit: &str, slice: Option<(u32, u32)>) -> Result<u64, SourceError> {
+    fn pit_count(
+        &self,
+        what: &str,
+        pit: &str,
+        slice: Option<(u32, u32)>,
+    ) -> Result<u64, SourceError> {
         let mut body = json!({
             "size": 0,
             "track_total_hits": true,
