@@ -87,6 +87,11 @@ pub struct GroupProgress {
     pub bytes_done: u64,
     pub docs_refused: u64,
     pub docs_skipped: u64,
+    /// The group's counts by reason (`filtered:…`, `nested:children`, …), from its items
+    /// that have any: what the group's delivered + refused + skipped + filtered (+ nested)
+    /// adds up with, to hold against the source's own total.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, u64>,
 }
 
 /// One held lease.
@@ -216,8 +221,10 @@ impl Coordinator {
             st.docs_skipped += t.skipped;
         }
         for it in &summary.notable {
+            let g = st.per_group.entry(it.group.clone()).or_default();
             for (reason, n) in &it.reasons {
                 *st.reasons.entry(reason.clone()).or_default() += n;
+                *g.reasons.entry(reason.clone()).or_default() += n;
             }
             if is_leased(it, now) {
                 st.leases.push(LeaseStatus {

@@ -341,12 +341,14 @@ impl<S: Source, K: Sink> Job<S, K> {
     /// work items, and everyone gets the totals.
     async fn items_phase(&self, coord: &Coordinator) -> Result<Totals, JobError> {
         let source = self.parts.source.clone();
+        let exact = source.exact_totals();
         let value = guarded_phase(coord, PHASE_ITEMS, || async move {
             let plan = tokio::task::spawn_blocking(move || source.plan())
                 .await
                 .map_err(|e| PhaseError::Other(format!("planning work items: {e}")))??;
             let mut totals = plan.totals;
             totals.items = plan.items.len();
+            crate::coverage::default_counts(&mut totals, exact);
             let created = with_store_retries(|| coord.setup(&plan.items)).await?;
             tracing::info!(
                 items = plan.items.len(),

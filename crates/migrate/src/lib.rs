@@ -23,6 +23,7 @@
 pub mod budget;
 pub mod columns;
 pub mod connectors;
+pub mod coverage;
 pub mod document;
 pub mod error;
 pub mod failure_log;
@@ -60,6 +61,6 @@ pub use job::{Job, JobEnd, JobError, JobOptions, JobReport};
 pub use metrics::Metrics;
 pub use pipeline::PipelineOptions;
 pub use sink::{BatchLimits, Delivered, Refusal, Sink, SinkWriter};
-pub use source::{DeltaTotals, GroupTotals, Plan, Source, Totals};
+pub use source::{DeltaTotals, GroupTotals, Plan, Source, TotalCount, Totals};
 pub use transform::{Naming, RenameError, Transform};
 pub use worker::{WorkerExit, WorkerOptions};

@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::budget::{Budget, HeldMemory};
+use crate::coverage::NESTED_REASON;
 use crate::document::{Read, Skip};
 use crate::error::{Severity, SinkError, SourceError};
 use crate::failure_log::{now_rfc3339, source_value, FailureLog, FailureRecord, Stage};
@@ -207,6 +208,10 @@ struct Chunk<B> {
     /// Of the exploded inputs this chunk completes, the outputs earlier chunks counted as
     /// `ahead`.
     behind: u64,
+    /// The source's nested children the read passed over (a snapshot shard's), sent with
+    /// the last chunk of a read that reached the item's end: counted as
+    /// `nested:children`, not a document of its own, for `rfs status`'s total.
+    nested: u64,
 }
 
 impl<B> Chunk<B> {
@@ -676,6 +681,9 @@ fn account<B>(
         filtered += n;
         *reasons.entry(format!("filtered:{reason}")).or_default() += n;
     }
+    if chunk.nested > 0 {
+        *reasons.entry(NESTED_REASON.to_string()).or_default() += chunk.nested;
+    }
     metrics.docs_filtered.fetch_add(filtered, Ordering::Relaxed);
     metrics
         .docs_sent
@@ -726,6 +734,7 @@ struct Pending {
     exploded: u64,
     ahead: u64,
     behind: u64,
+    nested: u64,
 }
 
 impl<W: SinkWriter> Reader<'_, W> {
@@ -743,11 +752,13 @@ impl<W: SinkWriter> Reader<'_, W> {
             exploded: 0,
             ahead: 0,
             behind: 0,
+            nested: 0,
         };
         let mut hung_up = false;
+        let mut nested = 0u64;
         let reshapes = self.transform.reshapes();
         let mut outputs = Vec::new();
-        let result = source.read(item, after, &mut |read| {
+        let mut emit = |read: Read| {
             if self.halt.load(Ordering::Relaxed) {
                 return false;
             }
@@ -834,7 +845,8 @@ impl<W: SinkWriter> Reader<'_, W> {
                 }
             }
             true
-        });
+        };
+        let result = source.read_counting_nested(item, after, &mut emit, &mut nested);
         if hung_up || self.halt.load(Ordering::Relaxed) {
             return;
         }
@@ -845,7 +857,10 @@ impl<W: SinkWriter> Reader<'_, W> {
             }
             Ok(()) => {
                 let last = self.writer.finish();
-                if last.is_some() || pending.last.is_some() {
+                // Only a read that reached the item's end knows its nested children
+                // (counted from where it started: a resumed read's are a lower bound).
+                pending.nested = nested;
+                if last.is_some() || pending.last.is_some() || nested > 0 {
                     self.send(&mut pending, last);
                 }
             }
@@ -855,7 +870,7 @@ impl<W: SinkWriter> Reader<'_, W> {
     /// Sends what is pending as one chunk; `false` when the pipeline hung up.
     fn send(&self, pending: &mut Pending, batch: Option<W::Batch>) -> bool {
         let last = pending.last.take();
-        if last.is_none() && batch.is_none() {
+        if last.is_none() && batch.is_none() && pending.nested == 0 {
             return true;
         }
         let held = match &batch {
@@ -877,6 +892,7 @@ impl<W: SinkWriter> Reader<'_, W> {
             exploded: std::mem::take(&mut pending.exploded),
             ahead: std::mem::take(&mut pending.ahead),
             behind: std::mem::take(&mut pending.behind),
+            nested: std::mem::take(&mut pending.nested),
         };
         pending.filtered_n = 0;
         self.tx.blocking_send(Ok(chunk)).is_ok()

@@ -57,6 +57,32 @@ pub struct GroupTotals {
     /// `index + delete_at_most`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<DeltaTotals>,
+    /// What `docs` is, as the source counted it when the plan was made: what `rfs status`
+    /// and the end of a run hold the items' counts against (see `crate::coverage`).
+    /// `None`: a plan of an rfs that did not say (nothing is checked against `docs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<TotalCount>,
+}
+
+/// How a group's planned document count was taken, and so what it proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TotalCount {
+    /// The source's own exact count of the documents it hands over (a live cluster's
+    /// `_count` under the plan's point in time): delivered + refused + skipped + filtered
+    /// must equal it.
+    Exact,
+    /// A snapshot's live Lucene documents (live-docs bitsets and segment infos), which
+    /// include nested children: the reader passes over those (`nested:children` counts)
+    /// and delivered + refused + skipped + filtered + nested must equal it.
+    LiveWithNested,
+    /// An estimate (a live cluster read without a point in time, whose `_count` is taken
+    /// at another moment than the reads): compared, and named an estimate.
+    Estimated,
+    /// Not known when the plan is made (JSON lines: the lines of a byte range; a table's
+    /// slot): each item proves its own count when it ends (its last line at the range's
+    /// end; the slot's `count(*)`), so a finished item is proof; `docs` is an estimate.
+    PerItem,
 }
 
 /// What a delta sends of one group, and what it leaves alone.

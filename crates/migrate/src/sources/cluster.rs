@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 
 use crate::document::{Document, Op, Read, Skip};
 use crate::error::SourceError;
-use crate::source::{GroupTotals, Plan, Source, Totals};
+use crate::source::{GroupTotals, Plan, Source, TotalCount, Totals};
 
 /// Options of the cluster source.
 #[derive(Debug, Clone)]
@@ -373,6 +373,22 @@ impl ClusterSource {
         &self.left_out
     }
 
+    /// The index's document count now (`GET /IDX/_count`): the total of a plan read by
+    /// scroll, whose views are taken later, so an estimate.
+    fn count_now(&self, index: &str) -> Result<u64, SourceError> {
+        let what = format!("{}/{index}: counting its documents", self.location);
+        let path = format!("/{}/_count", cluster::encode_segment(index));
+        let v: Value = self
+            .runtime
+            .block_on(self.client.request(Method::GET, &path, None))
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.json())
+            .map_err(|e| source_error(e, &what))?;
+        v.get("count")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| SourceError::item(format!("{what}: no `count` in the answer")))
+    }
+
     async fn open_pit(&self, api: PitApi, index: &str) -> Result<String, SourceError> {
         let what = format!("{}/{index}: opening a point in time", self.location);
         let ix = cluster::encode_segment(index);
@@ -591,13 +607,22 @@ impl Source for ClusterSource {
     fn plan(&self) -> Result<Plan, SourceError> {
         let mut plan = Plan::default();
         let mut totals = Totals::default();
-        for (index, docs) in &self.indices {
-            let (reader, pit) = match self.reader {
-                Reader::Pit(api) => (
-                    ReaderKind::Pit,
-                    Some(self.runtime.block_on(self.open_pit(api, index))?),
+        for (index, _listed) in &self.indices {
+            // The index's own total, by a route apart from the reads: the count under the
+            // point in time the slices read (exact: documents written later are in neither),
+            // else a count at plan time (an estimate: the scroll's view is taken later).
+            let (reader, pit, docs, count) = match self.reader {
+                Reader::Pit(api) => {
+                    let pit = self.runtime.block_on(self.open_pit(api, index))?;
+                    let n = self.count_in_pit(index, &pit)?;
+                    (ReaderKind::Pit, Some(pit), n, TotalCount::Exact)
+                }
+                Reader::Scroll => (
+                    ReaderKind::Scroll,
+                    None,
+                    self.count_now(index)?,
+                    TotalCount::Estimated,
                 ),
-                Reader::Scroll => (ReaderKind::Scroll, None),
             };
             for part in 0..self.opts.slices {
                 let extent = Extent {
@@ -616,7 +641,8 @@ impl Source for ClusterSource {
                 index,
                 GroupTotals {
                     parts: self.opts.slices,
-                    docs: *docs,
+                    docs,
+                    count: Some(count),
                     ..GroupTotals::default()
                 },
             );

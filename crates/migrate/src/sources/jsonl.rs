@@ -37,7 +37,7 @@ use snapshot::BlobStore;
 
 use crate::document::{Document, Op, Read, Skip};
 use crate::error::SourceError;
-use crate::source::{GroupTotals, Plan, Source, Totals};
+use crate::source::{GroupTotals, Plan, Source, TotalCount, Totals};
 
 /// Options of the JSON-lines source.
 #[derive(Debug, Clone)]
@@ -440,6 +440,8 @@ impl Source for JsonlSource {
                     parts,
                     docs,
                     bytes: *len,
+                    // Lines are known only as items read them: each proves its own.
+                    count: Some(TotalCount::PerItem),
                     ..GroupTotals::default()
                 },
             );

@@ -358,6 +358,7 @@ impl Source for TableSource {
                 bytes: schema.estimated_bytes,
                 broken: BTreeMap::new(),
                 delta: None,
+                count: Some(crate::source::TotalCount::PerItem),
             },
         );
         let items = slots

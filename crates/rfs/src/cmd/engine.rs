@@ -384,6 +384,21 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
         // counted twice). Never a success, whatever the other figures say.
         anyhow::bail!("{}; see `rfs status`", m.message());
     }
+    // Each index against the source's own total: fewer than an exact one is never a
+    // success; an estimate, a snapshot's live count (nested children of resumed reads
+    // are not counted) or more than an exact one (a read that started over in a new point
+    // in time sees documents written since) is said.
+    for c in migrate::coverage::check(&report.totals, &status.per_group) {
+        if c.verdict == migrate::coverage::Verdict::Differs {
+            if c.count == Some(migrate::TotalCount::Exact) && c.accounted < c.total {
+                anyhow::bail!(
+                    "the source's total differs: {}; see `rfs status`",
+                    c.describe()
+                );
+            }
+            tracing::warn!("the source's total differs: {}", c.describe());
+        }
+    }
     crate::say!(
         "migration finished: {} documents delivered, {} refused by the target, {} skipped, in {} work items ({} delivered by this process)",
         status.docs_done,
@@ -413,7 +428,7 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
         for (reason, n) in status
             .reasons
             .iter()
-            .filter(|(k, _)| !k.starts_with("filtered:"))
+            .filter(|(k, _)| !k.starts_with("filtered:") && !k.starts_with("nested:"))
         {
             crate::say!("  {n} {reason}");
         }

@@ -176,6 +176,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for (reason, n) in &status.reasons {
             if reason.starts_with("filtered:") {
                 crate::say!("  {n} {reason} (left out by the transform)");
+            } else if reason.starts_with("nested:") {
+                crate::say!("  {n} {reason} (inside their parents' _source)");
             } else {
                 crate::say!("  {n} {reason} (see {})", args.failure_log.display());
             }

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use migrate::coverage::{Verdict, NESTED_PREFIX};
 use migrate::phases::read_totals;
 use migrate::Totals;
 use serde_json::{json, Value};
@@ -161,8 +162,12 @@ pub(crate) fn render_json(
     let (filtered_by_reason, undelivered_by_reason): (BTreeMap<_, _>, BTreeMap<_, _>) = s
         .reasons
         .iter()
+        .filter(|(k, _)| !k.starts_with(NESTED_PREFIX))
         .map(|(k, v)| (k.clone(), *v))
         .partition(|(k, _)| k.starts_with("filtered:"));
+    // Each index held against the source's own total, as the plan recorded it.
+    let coverage = totals.map(|t| migrate::coverage::check(t, &s.per_group));
+    let coverage_of = |name: &str| coverage.iter().flatten().find(|c| c.group == name).cloned();
     let filtered: u64 = filtered_by_reason.values().sum();
     let accounted = s.docs_done + s.docs_refused + s.docs_skipped + filtered;
     let remaining = live.map(|l| l.saturating_sub(accounted));
@@ -179,6 +184,7 @@ pub(crate) fn render_json(
     for name in names {
         let p = s.per_group.get(name).cloned().unwrap_or_default();
         let t = totals.and_then(|t| t.groups.get(name));
+        let c = coverage_of(name);
         per_index.insert(
             name.clone(),
             json!({
@@ -191,6 +197,14 @@ pub(crate) fn render_json(
                 "shards": t.map(|t| t.parts),
                 "broken_shards": t.map(|t| t.broken.clone()),
                 "delta": t.and_then(|t| t.delta.clone()),
+                "source_total": c.as_ref().map(|c| json!({
+                    "docs": c.total,
+                    "count": c.count,
+                    "accounted": c.accounted,
+                    "nested": c.nested,
+                    "verdict": c.verdict,
+                    "message": c.describe(),
+                })),
             }),
         );
     }
@@ -255,6 +269,15 @@ pub(crate) fn render_json(
         "per_index": per_index,
         "leases": s.leases,
         "delta": delta,
+        // Against the source's own totals: `proved` (exact totals, or each item's count
+        // proved), `estimated` (equal to estimates), `differs` (named in `totals_differ`),
+        // `pending`, `unchecked` (no total recorded).
+        "source_totals": coverage.as_ref().map(|c| source_totals_verdict(c)),
+        "totals_differ": coverage.iter().flatten()
+            .filter(|c| c.verdict == Verdict::Differs)
+            .map(|c| json!({"index": c.group, "count": c.count, "total": c.total,
+                "accounted": c.accounted, "nested": c.nested, "message": c.describe()}))
+            .collect::<Vec<_>>(),
         "accounting_mismatch": s.accounting.as_ref().map(|m| json!({
             "message": m.message(),
             "items": m.items,
@@ -263,6 +286,22 @@ pub(crate) fn render_json(
             "wrong_items": m.wrong_items,
         })),
     })
+}
+
+/// One word for the migration against the source's totals: the worst of its indices.
+fn source_totals_verdict(c: &[migrate::coverage::GroupCoverage]) -> &'static str {
+    let has = |v: Verdict| c.iter().any(|g| g.verdict == v);
+    if has(Verdict::Differs) {
+        "differs"
+    } else if has(Verdict::Pending) {
+        "pending"
+    } else if has(Verdict::Unchecked) {
+        "unchecked"
+    } else if has(Verdict::MatchesEstimate) {
+        "estimated"
+    } else {
+        "proved"
+    }
 }
 
 fn render_text(v: &Value) -> String {
@@ -279,7 +318,14 @@ fn render_text(v: &Value) -> String {
         failed_items,
     ) {
         (false, _, _) => "running".to_string(),
-        (true, 0, 0) => "FINISHED: every document delivered".to_string(),
+        // Every item's counts add up: still, every document only when they also equal
+        // the source's own totals.
+        (true, 0, 0) => match v["source_totals"].as_str() {
+            Some("differs") => "FINISHED, BUT THE SOURCE'S TOTALS DO NOT MATCH (see below): not proved that every document was delivered".to_string(),
+            Some("estimated") => "FINISHED: every document delivered (against the source's estimated totals)".to_string(),
+            Some("proved") => "FINISHED: every document delivered".to_string(),
+            _ => "FINISHED: every document delivered (by the items' own counts; no source total recorded)".to_string(),
+        },
         (true, nd, 0) => format!("FINISHED WITH {nd} DOCUMENTS NOT DELIVERED"),
         (true, 0, f) => format!("FINISHED WITH {f} FAILED WORK ITEMS"),
         (true, nd, f) => {
@@ -307,6 +353,12 @@ fn render_text(v: &Value) -> String {
     ));
     if let Some(m) = v["accounting_mismatch"]["message"].as_str() {
         out.push_str(&format!("ACCOUNTING: {m}\n"));
+    }
+    for d in v["totals_differ"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "TOTAL DIFFERS: {}\n",
+            d["message"].as_str().unwrap_or("?")
+        ));
     }
     for p in v["phases"].as_array().into_iter().flatten() {
         out.push_str(&format!(

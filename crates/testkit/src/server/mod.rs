@@ -178,12 +178,12 @@ pub struct Faults {
     /// `_shards.failures`, and the documents of that shard (about one in five, by `_id`)
     /// absent from the scroll and from `hits.total`. Counts down as it is used.
     pub scroll_shard_failures: u64,
-    /// The next N searches through a point in time lose a shard the same way: each such
+    /// The next N pages (searches of `size` ≠ 0) of a point in time lose a shard the same way: each such
     /// page is answered 200 with `_shards.failed: 1` and its reason, and the documents of
     /// that shard (the same one in five, by `_id`) absent from the page and from
     /// `hits.total`. Counts down as it is used.
     pub pit_shard_failures: u64,
-    /// The next N searches through a point in time time out on a shard, as a cluster with
+    /// The next N pages (searches of `size` ≠ 0) of a point in time time out on a shard, as a cluster with
     /// a search timeout (`search.default_search_timeout` or the request's `timeout`)
     /// answers: 200, `timed_out: true` and `_shards.failed: 0`, the documents that shard
     /// had not reached (the same one in five, by `_id`) absent from the page and from
@@ -651,6 +651,17 @@ impl TestServer {
         let now = Instant::now();
         st.pits.values().filter(|p| p.expires > now).count()
             + st.scrolls.values().filter(|s| s.expires > now).count()
+    }
+
+    /// Ends every point in time and scroll context now, as their keep-alive running out
+    /// (or a node holding them restarting) does: later searches of them answer 404.
+    /// Returns how many were open.
+    pub fn expire_search_contexts(&self) -> usize {
+        let mut st = self.shared.state();
+        let n = st.pits.len() + st.scrolls.len();
+        st.pits.clear();
+        st.scrolls.clear();
+        n
     }
 
     /// Requests that could have changed data (see [`RequestRecord::is_write`]).

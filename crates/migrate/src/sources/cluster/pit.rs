@@ -33,10 +33,13 @@ use serde_json::{json, Value};
 use super::scroll::Mark;
 use super::{source_error, ClusterSource, Extent, Page, PitApi, Shards};
 use crate::document::{Document, Op, Read, Skip};
-use crate::error::SourceError;
+use crate::error::{Severity, SourceError};
 
 /// How many times one read starts over in a new point in time before it fails.
 const REOPENINGS: u32 = 3;
+
+/// How many times the plan asks for an index's count before the plan fails.
+const PLAN_COUNT_ATTEMPTS: u32 = 5;
 
 /// Where a point-in-time read is: hits given (with their digest) and the last hit's
 /// `_shard_doc`, of the plan's point in time or of the read's own.
@@ -344,16 +347,57 @@ impl ClusterSource {
         pit: &str,
         walked: u64,
     ) -> Result<(), SourceError> {
+        let slice = (extent.slices > 1).then_some((extent.slice, extent.slices));
+        let what = format!("{where_}: counting the slice's hits");
+        let n = self.pit_count(&what, pit, slice)?;
+        if n == walked {
+            return Ok(());
+        }
+        Err(SourceError::coverage(format!(
+            "{where_}: the point in time holds {n} hits for the slice, but {walked} were read: hits were lost on the way; the item fails rather than end as done"
+        )))
+    }
+
+    /// The index's total for the plan: the hits of its point in time (the view every
+    /// slice reads), counted exactly.
+    pub(super) fn count_in_pit(&self, index: &str, pit: &str) -> Result<u64, SourceError> {
+        let what = format!(
+            "{}/{index}: counting the documents of the plan's point in time",
+            self.location
+        );
+        // A count that timed out or lost a shard is asked again (as a page would be).
+        let mut attempt = 1;
+        loop {
+            match self.pit_count(&what, pit, None) {
+                Ok(n) => return Ok(n),
+                Err(e) if attempt < PLAN_COUNT_ATTEMPTS && e.severity != Severity::Fatal => {
+                    tracing::warn!("{}; asking again", e.message);
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(200 * u64::from(attempt)));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The exact count of the hits of `pit` (of one slice, or all): `size: 0`,
+    /// `track_total_hits: true` (a `relation: eq` total; a timed-out or partial answer is
+    /// no count).
+    fn pit_count(
+        &self,
+        what: &str,
+        pit: &str,
+        slice: Option<(u32, u32)>,
+    ) -> Result<u64, SourceError> {
         let mut body = json!({
             "size": 0,
             "track_total_hits": true,
             "pit": {"id": pit, "keep_alive": self.opts.keep_alive},
         });
-        if extent.slices > 1 {
-            body["slice"] = json!({"id": extent.slice, "max": extent.slices});
+        if let Some((id, max)) = slice {
+            body["slice"] = json!({"id": id, "max": max});
         }
-        let what = format!("{where_}: counting the slice's hits");
-        let bytes = match self.pit_search(&what, &body)? {
+        let bytes = match self.pit_search(what, &body)? {
             Answer::Page(b) => b,
             Answer::Gone => {
                 return Err(SourceError::item(format!(
@@ -368,21 +412,16 @@ impl ClusterSource {
                 "{what}: the count timed out or lost a shard; the item is read again"
             )));
         }
-        let exact = page
-            .hits
+        page.hits
             .total
             .as_ref()
             .filter(|t| t.get("relation").and_then(Value::as_str) == Some("eq"))
-            .and_then(|t| t.get("value").and_then(Value::as_u64));
-        match exact {
-            Some(n) if n == walked => Ok(()),
-            Some(n) => Err(SourceError::coverage(format!(
-                "{where_}: the point in time holds {n} hits for the slice, but {walked} were read: hits were lost on the way; the item fails rather than end as done"
-            ))),
-            None => Err(SourceError::item(format!(
-                "{what}: no exact hits.total in the answer; the item is read again"
-            ))),
-        }
+            .and_then(|t| t.get("value").and_then(Value::as_u64))
+            .ok_or_else(|| {
+                SourceError::item(format!(
+                    "{what}: no exact hits.total in the answer; the item is read again"
+                ))
+            })
     }
 
     /// A slice of the plan's point in time was read to its end here: when every slice of
