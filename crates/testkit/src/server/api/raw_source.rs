@@ -34,7 +34,7 @@ pub(super) fn raw_source(b: &Bytes) -> Value {
 }
 
 fn unhex(h: &[u8]) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     h.chunks(2)
