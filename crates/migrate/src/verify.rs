@@ -92,7 +92,7 @@ pub struct IndexVerdict {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub uncounted: bool,
     /// The listed different ids with what differs (`ID: field F: source …, target …`).
-    #[serde(skip)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
     /// Every id of the index on the target against every id the source delivers to it
     /// (`--ids all`): missing and extra ones.
@@ -380,7 +380,13 @@ impl VerifyReport {
                     Some(d) => {
                         out.push_str(&format!("    different {id} (doc values of {})\n", d.field))
                     }
-                    None => out.push_str(&format!("    different {id}\n")),
+                    None => match v.differences.iter().find_map(|d| {
+                        d.strip_prefix(id.as_str())
+                            .and_then(|rest| rest.strip_prefix(": "))
+                    }) {
+                        Some(what) => out.push_str(&format!("    different {id}: {what}\n")),
+                        None => out.push_str(&format!("    different {id}\n")),
+                    },
                 }
             }
         }

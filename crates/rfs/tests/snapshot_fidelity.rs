@@ -284,7 +284,38 @@ fn mounted_index_without_its_snapshot_is_refused_by_name() {
     )
     .unwrap();
 
+    // 3. It was mounted from a snapshot of this very repository (its uuid) that has since
+    // been deleted (ILM's snapshot gone, the nightly backup still naming it).
+    let gone = repository_with_source(tmp.path(), "restored-logs-1-b", false);
+    let r = Repository::open(Arc::new(LocalStore::open(&gone).unwrap())).unwrap();
+    let own_uuid = r.data().uuid.clone().unwrap();
+    let index_id = r.data().indices[SOURCE_INDEX].id.clone();
+    append_snapshot(
+        &gone,
+        &spec(
+            "nightly-3",
+            vec![mounted_index(
+                tmp.path(),
+                "deleted-logs-1",
+                mount_settings(
+                    &own_uuid,
+                    ("ilm-cold-logs-0", "ZGVsZXRlZC1zbmFwc2hvdA"),
+                    (SOURCE_INDEX, &index_id),
+                    true,
+                ),
+            )],
+        ),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+
     for (repo, snapshot, index, why) in [
+        (
+            &gone,
+            "nightly-3",
+            "deleted-logs-1",
+            "does not hold that snapshot",
+        ),
         (
             &lone,
             NIGHTLY,
@@ -312,7 +343,7 @@ fn mounted_index_without_its_snapshot_is_refused_by_name() {
             "{line}"
         );
         assert!(
-            line.contains(SOURCE_SNAPSHOT) && line.contains(why),
+            line.contains("ilm-cold-logs-") && line.contains(why),
             "{line}"
         );
 

@@ -78,7 +78,9 @@ fn a_snapshot_exported_to_files_verifies_and_a_changed_line_is_named() {
     let r = verify(&to);
     assert_eq!(r.code, Some(6), "{r}");
     assert!(
-        r.stdout.contains(&format!("    different {changed_id}\n")),
+        r.stdout.contains(&format!(
+            "    different {changed_id}: field tampered only in the target\n"
+        )),
         "{r}"
     );
     assert!(r.all().contains("MISMATCH"), "{r}");
@@ -154,7 +156,12 @@ fn a_snapshot_copied_into_dynamodb_verifies_and_a_changed_item_is_named() {
     sdk.put("docs", item);
     let r = verify(&to);
     assert_eq!(r.code, Some(6), "{r}");
-    assert!(r.stdout.contains(&format!("    different {id}\n")), "{r}");
+    assert!(
+        r.stdout.contains(&format!(
+            "    different {id}: field tampered only in the target\n"
+        )),
+        "{r}"
+    );
     let line = r.stdout.lines().find(|l| l.starts_with("reviews")).unwrap();
     assert!(line.ends_with("MISMATCH"), "{line}");
     let line = r.stdout.lines().find(|l| l.starts_with("books")).unwrap();

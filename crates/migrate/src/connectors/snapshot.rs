@@ -156,17 +156,19 @@ fn chosen(
         let metadata =
             crate::metadata::SourceMetadata::from_snapshot(snap).map_err(ConnectError::of)?;
         let routing = crate::metadata::DocumentRouting::new(&metadata, options);
-        let indices: Vec<String> = all.into_iter().filter(|n| routing.includes(n)).collect();
+        let mut indices: Vec<String> = all.into_iter().filter(|n| routing.includes(n)).collect();
+        failure_stores(snap, options.indices.is_empty(), &mut indices, strict);
         let routes: Arc<dyn crate::transform::Transform> =
             Arc::new(crate::transform::Routes::new(&routing, &indices));
         return Ok((indices, Some((metadata, routes, routing))));
     }
     let patterns = &settings.index_patterns;
     let allow = crate::metadata::Allowlist::parse(patterns).map_err(ConnectError::of)?;
-    let indices: Vec<String> = all
+    let mut indices: Vec<String> = all
         .into_iter()
         .filter(|n| allow.is_empty() || allow.matches(n))
         .collect();
+    failure_stores(snap, allow.is_empty(), &mut indices, strict);
     if strict && indices.is_empty() && !patterns.is_empty() {
         return Err(ConnectError::message(format!(
             "no index of snapshot {} matches {patterns:?}",
@@ -174,6 +176,49 @@ fn chosen(
         )));
     }
     Ok((indices, None))
+}
+
+/// Failure-store indices (`.fs-…`, Elasticsearch 8.15+, listed as a data stream's
+/// `failure_indices`) hold the documents the stream refused at ingestion, wrapped with
+/// the error (elastic.co docs, "Failure store": "a secondary set of indices inside a data
+/// stream, dedicated to storing failed documents"; searched apart with the `::failures`
+/// selector, never with the stream's own data). Without a list of indices (`unlisted`)
+/// they are left out; a list that names one migrates it as an ordinary index of that
+/// name. Either way each one is named: `warn` (the snapshot being read, not a delta's
+/// earlier one) logs a WARN for each left out whose data stream is read or when no list
+/// was given, and an INFO for each migrated.
+fn failure_stores(
+    snap: &::snapshot::Snapshot,
+    unlisted: bool,
+    indices: &mut Vec<String>,
+    warn: bool,
+) {
+    let Ok(global) = snap.global_metadata() else {
+        return;
+    };
+    for ds in global.data_streams.values() {
+        for name in &ds.failure_indices {
+            if unlisted {
+                indices.retain(|i| i != name);
+            }
+            if !warn {
+                continue;
+            }
+            if indices.contains(name) {
+                tracing::info!(
+                    index = %name,
+                    "failure store of data stream {}: migrated as an ordinary index of this name (its documents are the ones the stream refused, not written into the stream)",
+                    ds.name
+                );
+            } else if unlisted || ds.indices.iter().any(|b| indices.contains(b)) {
+                tracing::warn!(
+                    index = %name,
+                    "left out: the failure store of data stream {} (documents the stream refused at ingestion, not part of its data); list it (--index '{name}') to migrate it as an ordinary index",
+                    ds.name
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]

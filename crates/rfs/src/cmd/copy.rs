@@ -72,6 +72,12 @@ pub struct Ends {
     /// DynamoDB sinks: create the table when it does not exist (on-demand billing).
     #[arg(long, env = "RFS_CREATE_TABLE")]
     pub create_table: bool,
+    /// A table source into DynamoDB: write even when the key mapping (`partition-key`,
+    /// `sort-key` of the URL) is not unique in the table, as `rfs table run
+    /// --allow-key-collisions` (rows overwritten inside a batch are refused as
+    /// key_collision; across batches they cannot be seen).
+    #[arg(long, env = "RFS_ALLOW_KEY_COLLISIONS")]
+    pub allow_key_collisions: bool,
     /// PEM CA certificate(s) to trust for an https sink.
     #[arg(long, env = "RFS_TO_CA", value_name = "FILE")]
     pub to_ca: Option<PathBuf>,
@@ -92,6 +98,7 @@ impl std::fmt::Debug for Ends {
             .field("item_bytes", &self.item_bytes)
             .field("slices", &self.slices)
             .field("create_table", &self.create_table)
+            .field("allow_key_collisions", &self.allow_key_collisions)
             .field("to_ca", &self.to_ca)
             .field("to_insecure", &self.to_insecure)
             .finish()
@@ -196,6 +203,26 @@ impl Args {
     }
 }
 
+/// A table's rows into DynamoDB: the key mapping must be unique in the table, checked
+/// before anything is created or read, as `rfs table run` checks it (the same function).
+/// Files and clusters write a row under its `_id`, the key column, which the table
+/// source already requires to have a unique index of its own; `copy` runs no program
+/// that could change it.
+async fn table_key_unique(ends: &Ends, source: &OpenedSource) -> anyhow::Result<()> {
+    let Some(table) = source
+        .source
+        .downcast::<migrate::sources::table::TableSource>()
+    else {
+        return Ok(());
+    };
+    if !migrate::connectors::scheme(&ends.to).eq_ignore_ascii_case("dynamodb") {
+        return Ok(());
+    }
+    let url = migrate::sinks::dynamo::DynamoUrl::parse(&ends.to)
+        .map_err(|e| anyhow::anyhow!("{}", redact::text(&e.to_string())))?;
+    super::table::check_key_unique(&url, &table, ends.allow_key_collisions).await
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(run_async(args))
 }
@@ -204,6 +231,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
     let settings = args.settings()?;
     let source = open_from(&args.ends.from, &settings).await?;
+    table_key_unique(&args.ends, &source).await?;
     let sink = open_sink(&args.ends.to, &settings, &source).await?;
     let store = args.store.open().await?;
     tracing::info!(

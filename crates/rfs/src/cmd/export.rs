@@ -28,7 +28,8 @@ pub struct Args {
     #[command(flatten)]
     pub rebuild: super::common::RebuildArgs,
     /// Indices to export, as in `rfs migrate`: exact names, `*`/`?` wildcards or
-    /// `regex:PATTERN`; repeatable or comma-separated. Default: all.
+    /// `regex:PATTERN`; repeatable or comma-separated. Default: all but data-stream
+    /// failure stores (`.fs-…`, named in a WARN).
     #[arg(
         long = "index",
         env = "RFS_INDEX",

@@ -395,7 +395,7 @@ fn print_text(report: &Value) {
             );
             if let Some(ds) = i["failure_store_of"].as_str() {
                 println!(
-                    "    failure store of data stream {ds}: documents whose ingestion failed; migrated as an ordinary index when listed (--index), not into the data stream"
+                    "    failure store of data stream {ds}: documents the stream refused at ingestion; left out unless listed (--index), then migrated as an ordinary index of this name, not into the data stream"
                 );
             }
             if let Some(m) = i["mounted_from"].as_str() {

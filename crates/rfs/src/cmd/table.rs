@@ -381,81 +381,13 @@ impl TableArgs {
         }
     }
 
-    /// A DynamoDB key mapping must be unique in the table, or rows of one key overwrite
-    /// each other; refused before a row is read unless `--allow-key-collisions`. The key
-    /// attributes are names in the rows as written (after `--columns`), so what is checked
-    /// is the column written under each: `--columns id=event_id,tenant=id` puts `tenant`
-    /// in attribute `id`. The default partition key is the key column's written name.
+    /// See [`check_key_unique`].
     async fn check_key_unique(
         &self,
         url: &migrate::sinks::dynamo::DynamoUrl,
         source: &TableSource,
     ) -> anyhow::Result<()> {
-        let table = source.table();
-        let partition = url
-            .partition_key
-            .clone()
-            .unwrap_or_else(|| source.key_attribute());
-        let attrs: Vec<(&str, &str)> = std::iter::once(("partition key", partition.as_str()))
-            .chain(url.sort_key.as_deref().map(|s| ("sort key", s)))
-            .collect();
-        let mut columns = Vec::new();
-        let mut shown = Vec::new();
-        let mut absent = Vec::new();
-        for (role, attr) in &attrs {
-            match table.column_written_as(attr) {
-                Some(c) if c.name == *attr => {
-                    shown.push(format!("{role} {attr}"));
-                    columns.push(c.name.as_str());
-                }
-                Some(c) => {
-                    shown.push(format!("{role} {attr} (column {})", c.name));
-                    columns.push(c.name.as_str());
-                }
-                None => {
-                    shown.push(format!("{role} {attr}"));
-                    absent.push(*attr);
-                }
-            }
-        }
-        let shown = shown.join(", ");
-        let written: Vec<&str> = table.written_columns().map(|(_, n)| n).collect();
-        if !absent.is_empty() {
-            if self.allow_key_collisions {
-                tracing::warn!(
-                    table = %source.group(),
-                    "the DynamoDB key ({shown}) names attributes no column is written as ({}): rows without them are refused as missing_key, a program that sets them may give rows one key (--allow-key-collisions)",
-                    absent.join(", ")
-                );
-                return Ok(());
-            }
-            anyhow::bail!(
-                "the DynamoDB key ({shown}) names {} that no column of table {} is written as (written: {}): list the column in --columns, or map the key with --partition-key/--sort-key",
-                absent.join(", "),
-                source.group(),
-                written.join(", ")
-            );
-        }
-        match table.unique_over(&columns).await? {
-            None => anyhow::bail!(
-                "the DynamoDB key mapping ({shown}) names a column that table {} does not have",
-                source.group()
-            ),
-            Some(true) => Ok(()),
-            Some(false) if self.allow_key_collisions => {
-                tracing::warn!(
-                    table = %source.group(),
-                    "the DynamoDB key ({shown}) is not unique in the table: rows of one key overwrite each other; those overwritten inside one batch are refused as key_collision, those across batches cannot be seen (--allow-key-collisions)"
-                );
-                Ok(())
-            }
-            Some(false) => anyhow::bail!(
-                "the DynamoDB key ({shown}) is not unique in table {}: no unique index or primary key covers {}, so rows with equal keys would overwrite each other and be lost. Map a unique key (e.g. add --sort-key {}), or pass --allow-key-collisions to write anyway",
-                source.group(),
-                columns.join(", "),
-                source.key_attribute()
-            ),
-        }
+        check_key_unique(url, source, self.allow_key_collisions).await
     }
 
     /// The program (if any) in front of `then`, guarded so that it cannot change what a
@@ -889,6 +821,84 @@ async fn check_identity(
         .into());
     }
     Ok(())
+}
+
+/// A DynamoDB key mapping must be unique in the table, or rows of one key overwrite
+/// each other; refused before a row is read unless `--allow-key-collisions`. The key
+/// attributes are names in the rows as written (after `--columns`), so what is checked
+/// is the column written under each: `--columns id=event_id,tenant=id` puts `tenant`
+/// in attribute `id`. The default partition key is the key column's written name.
+/// `rfs copy` from a table into DynamoDB checks the same, through this function.
+pub async fn check_key_unique(
+    url: &migrate::sinks::dynamo::DynamoUrl,
+    source: &TableSource,
+    allow_key_collisions: bool,
+) -> anyhow::Result<()> {
+    let table = source.table();
+    let partition = url
+        .partition_key
+        .clone()
+        .unwrap_or_else(|| source.key_attribute());
+    let attrs: Vec<(&str, &str)> = std::iter::once(("partition key", partition.as_str()))
+        .chain(url.sort_key.as_deref().map(|s| ("sort key", s)))
+        .collect();
+    let mut columns = Vec::new();
+    let mut shown = Vec::new();
+    let mut absent = Vec::new();
+    for (role, attr) in &attrs {
+        match table.column_written_as(attr) {
+            Some(c) if c.name == *attr => {
+                shown.push(format!("{role} {attr}"));
+                columns.push(c.name.as_str());
+            }
+            Some(c) => {
+                shown.push(format!("{role} {attr} (column {})", c.name));
+                columns.push(c.name.as_str());
+            }
+            None => {
+                shown.push(format!("{role} {attr}"));
+                absent.push(*attr);
+            }
+        }
+    }
+    let shown = shown.join(", ");
+    let written: Vec<&str> = table.written_columns().map(|(_, n)| n).collect();
+    if !absent.is_empty() {
+        if allow_key_collisions {
+            tracing::warn!(
+                table = %source.group(),
+                "the DynamoDB key ({shown}) names attributes no column is written as ({}): rows without them are refused as missing_key, a program that sets them may give rows one key (--allow-key-collisions)",
+                absent.join(", ")
+            );
+            return Ok(());
+        }
+        anyhow::bail!(
+            "the DynamoDB key ({shown}) names {} that no column of table {} is written as (written: {}): list the column in --columns, or map the key with --partition-key/--sort-key",
+            absent.join(", "),
+            source.group(),
+            written.join(", ")
+        );
+    }
+    match table.unique_over(&columns).await? {
+        None => anyhow::bail!(
+            "the DynamoDB key mapping ({shown}) names a column that table {} does not have",
+            source.group()
+        ),
+        Some(true) => Ok(()),
+        Some(false) if allow_key_collisions => {
+            tracing::warn!(
+                table = %source.group(),
+                "the DynamoDB key ({shown}) is not unique in the table: rows of one key overwrite each other; those overwritten inside one batch are refused as key_collision, those across batches cannot be seen (--allow-key-collisions)"
+            );
+            Ok(())
+        }
+        Some(false) => anyhow::bail!(
+            "the DynamoDB key ({shown}) is not unique in table {}: no unique index or primary key covers {}, so rows with equal keys would overwrite each other and be lost. Map a unique key (e.g. add --sort-key {}), or pass --allow-key-collisions to write anyway",
+            source.group(),
+            columns.join(", "),
+            source.key_attribute()
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -223,7 +223,7 @@ pub(super) fn doc_json(
             }
             m.insert("found".into(), json!(true));
             if index.source_enabled() {
-                m.insert("_source".into(), source_value(&d.source));
+                m.insert("_source".into(), super::raw_source::raw_source(&d.source));
             }
             Ok((Value::Object(m), true))
         }

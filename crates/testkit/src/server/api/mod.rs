@@ -37,6 +37,7 @@ mod aliases;
 mod cluster;
 mod documents;
 mod indices;
+mod raw_source;
 mod resolve;
 mod scroll;
 mod search;
@@ -171,7 +172,8 @@ fn respond(shared: &Shared, status: u16, body: Vec<u8>) -> Resp {
 }
 
 fn json_resp(shared: &Shared, status: u16, v: &Value) -> Resp {
-    respond(shared, status, serde_json::to_vec(v).unwrap_or_default())
+    let body = raw_source::splice(serde_json::to_vec(v).unwrap_or_default());
+    respond(shared, status, body)
 }
 
 fn error_resp(shared: &Shared, e: &EsError) -> Resp {
@@ -398,7 +400,11 @@ impl Ctx<'_> {
     /// filtered, as with the real servers).
     fn ok(&self, status: u16, v: Value) -> Result<Resp, EsError> {
         let v = match self.filter_path() {
-            Some(f) => f.apply(v),
+            Some(f) => {
+                let mut v = v;
+                raw_source::parse_all(&mut v);
+                f.apply(v)
+            }
             None => v,
         };
         Ok(json_resp(self.shared, status, &v))

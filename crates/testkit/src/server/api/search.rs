@@ -502,7 +502,10 @@ pub(super) fn render_hit(
     }
     let kept = st.indices.get(h.index).is_none_or(|i| i.source_enabled());
     if o.with_source && kept {
-        m.insert("_source".into(), source.clone());
+        m.insert(
+            "_source".into(),
+            super::raw_source::raw_source(&h.doc.source),
+        );
     }
     if let Some(i) = st.indices.get(h.index).filter(|_| !o.doc_values.is_empty()) {
         let f = crate::server::doc_values::hit_fields(
