@@ -217,11 +217,57 @@ fn documents_of_two_indices_sharing_ids_keep_an_item_each_in_dynamodb() {
 /// in a warning as not read.
 #[test]
 fn files_beside_jsonl_are_all_copied() {
-    use std::io::Write;
     let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let dir = tempfile::tempdir().unwrap();
     let from = dir.path().join("lines");
-    std::fs::create_dir_all(from.join("more/deeper")).unwrap();
+    let want = write_lines_tree(&from);
+    let r = run(copy(
+        dir.path(),
+        &from.display().to_string(),
+        &target.url(),
+        &["--item-bytes", "4096"],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.all().contains("notes.txt"), "{r}");
+    assert_target_holds_exactly(&target, &want);
+}
+
+/// The same tree under a prefix of an object store (fake-gcs-server): objects under
+/// deeper prefixes (`…/more/f.jsonl`, `…/more/deeper/g.jsonl.gz`) are read like a local
+/// directory's sub-directories. Before, only the objects directly under the prefix were
+/// read (50 of 70 documents, exit 0).
+#[test]
+fn lines_under_deeper_prefixes_of_an_object_store_are_all_copied() {
+    let Some(gcs) = testkit::services::FakeGcs::start("lines_under_deeper_prefixes") else {
+        return;
+    };
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("lines");
+    let want = write_lines_tree(&tree);
+    gcs.create_bucket("exports");
+    gcs.put_dir("exports", "runs/lines", &tree);
+    let mut c = copy(
+        dir.path(),
+        "gs://exports/runs/lines",
+        &target.url(),
+        &["--item-bytes", "4096"],
+    );
+    c.env(
+        "STORAGE_EMULATOR_HOST",
+        gcs.endpoint().trim_start_matches("http://"),
+    );
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.all().contains("notes.txt"), "{r}");
+    assert_target_holds_exactly(&target, &want);
+}
+
+/// JSON lines in every form `rfs export` and its neighbours write, in `root` and two levels
+/// of sub-directories, plus a `notes.txt` that is not read: 70 documents, and what each holds.
+fn write_lines_tree(root: &std::path::Path) -> BTreeMap<(String, String), Value> {
+    use std::io::Write;
+    std::fs::create_dir_all(root.join("more/deeper")).unwrap();
     let mut want = BTreeMap::new();
     for (name, index) in [
         ("a.jsonl", "a"),
@@ -243,19 +289,16 @@ fn files_beside_jsonl_are_all_copied() {
         } else {
             text.into_bytes()
         };
-        std::fs::write(from.join(name), bytes).unwrap();
+        std::fs::write(root.join(name), bytes).unwrap();
     }
-    std::fs::write(from.join("notes.txt"), "not lines").unwrap();
-    let r = run(copy(
-        dir.path(),
-        &from.display().to_string(),
-        &target.url(),
-        &["--item-bytes", "4096"],
-    ));
-    assert_eq!(r.code, Some(0), "{r}");
-    assert!(r.all().contains("notes.txt"), "{r}");
-    assert_eq!(target.total_doc_count(), 70);
-    for ((index, id), source) in &want {
+    std::fs::write(root.join("notes.txt"), "not lines").unwrap();
+    want
+}
+
+/// The target holds exactly `want`: the same count, each document byte-compared as JSON.
+fn assert_target_holds_exactly(target: &TestServer, want: &BTreeMap<(String, String), Value>) {
+    assert_eq!(target.total_doc_count(), want.len() as u64);
+    for ((index, id), source) in want {
         let held = target
             .document_bytes(index, id)
             .unwrap_or_else(|| panic!("{index}/{id} missing"));

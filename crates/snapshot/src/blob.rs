@@ -30,6 +30,10 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     /// Blobs directly inside directory `dir` (`""` for the root) whose names start with
     /// `name_prefix`. Sub-directories are not listed.
     fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>>;
+    /// The names of the sub-directories directly inside `dir` (an object store's common
+    /// prefixes under `dir/`), sorted. A local directory's symbolic links are not followed,
+    /// and an entry whose name is not UTF-8 is an error naming the directory.
+    fn list_dirs(&self, dir: &str) -> Result<Vec<String>>;
     /// Length of a blob; [`Error::NotFound`] if it does not exist.
     fn len(&self, name: &str) -> Result<u64>;
     /// The whole blob.
@@ -187,6 +191,36 @@ impl BlobStore for LocalStore {
             }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn list_dirs(&self, dir: &str) -> Result<Vec<String>> {
+        let path = self.path(dir)?;
+        let entries = match std::fs::read_dir(&path) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.io_error(dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| self.io_error(dir, e))?;
+            // A name that is not UTF-8 cannot be named as a blob (`list` passes over such
+            // files): an error here, so that a walk of the tree cannot miss it unsaid.
+            let name = entry.file_name().into_string().map_err(|name| {
+                self.io_error(
+                    dir,
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("a name that is not UTF-8: {name:?}"),
+                    ),
+                )
+            })?;
+            // `file_type` does not follow a symbolic link: no cycles, nothing outside.
+            if entry.file_type().map_err(|e| self.io_error(dir, e))?.is_dir() {
+                out.push(name);
+            }
+        }
+        out.sort();
         Ok(out)
     }
 

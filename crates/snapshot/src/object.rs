@@ -196,6 +196,26 @@ impl ObjectStoreBlobs {
     }
 }
 
+impl ObjectStoreBlobs {
+    /// One level of `dir` (`""`: the base path): its objects and its common prefixes.
+    fn listing(&self, dir: &str) -> Result<object_store::ListResult> {
+        let inner = &self.inner;
+        let store = inner.store.clone();
+        let prefix = if dir.is_empty() && inner.base.is_empty() {
+            None
+        } else if dir.is_empty() {
+            Some(ObjPath::parse(&inner.base).unwrap_or_else(|_| ObjPath::from(inner.base.as_str())))
+        } else {
+            Some(inner.key(dir))
+        };
+        inner
+            .block(dir, async move {
+                store.list_with_delimiter(prefix.as_ref()).await
+            })?
+            .map_err(|e| inner.error(dir, e))
+    }
+}
+
 impl BlobStore for ObjectStoreBlobs {
     fn location(&self) -> String {
         self.inner.url.clone()
@@ -218,20 +238,7 @@ impl BlobStore for ObjectStoreBlobs {
     }
 
     fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>> {
-        let inner = &self.inner;
-        let store = inner.store.clone();
-        let prefix = if dir.is_empty() && inner.base.is_empty() {
-            None
-        } else if dir.is_empty() {
-            Some(ObjPath::parse(&inner.base).unwrap_or_else(|_| ObjPath::from(inner.base.as_str())))
-        } else {
-            Some(inner.key(dir))
-        };
-        let listing = inner
-            .block(dir, async move {
-                store.list_with_delimiter(prefix.as_ref()).await
-            })?
-            .map_err(|e| inner.error(dir, e))?;
+        let listing = self.listing(dir)?;
         let mut out: Vec<BlobMeta> = listing
             .objects
             .into_iter()
@@ -242,6 +249,17 @@ impl BlobStore for ObjectStoreBlobs {
             })
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn list_dirs(&self, dir: &str) -> Result<Vec<String>> {
+        let listing = self.listing(dir)?;
+        let mut out: Vec<String> = listing
+            .common_prefixes
+            .into_iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect();
+        out.sort();
         Ok(out)
     }
 

@@ -170,9 +170,7 @@ fn lines_files(store: &dyn BlobStore) -> Result<LinesFiles, SourceError> {
     };
     let mut files = Vec::new();
     let mut others = Vec::new();
-    // A local directory's sub-directories (an object store's listing shows none).
-    let root = std::path::PathBuf::from(store.location());
-    let local = !store.location().contains("://") && root.is_dir();
+    // Sub-directories (an object store's common prefixes) are walked the same way.
     let mut dirs = vec![(String::new(), 0usize)];
     while let Some((dir, depth)) = dirs.pop() {
         for b in listing(&dir)? {
@@ -183,36 +181,23 @@ fn lines_files(store: &dyn BlobStore) -> Result<LinesFiles, SourceError> {
                 others.push(name);
             }
         }
-        if !local {
-            continue;
-        }
-        let entries = std::fs::read_dir(root.join(&dir)).map_err(|e| {
+        let subs = store.list_dirs(&dir).map_err(|e| {
             SourceError::fatal(format!(
                 "{}/{dir}: cannot list the directory: {e}",
-                store.location()
+                redact::url(&store.location())
             ))
         })?;
-        for entry in entries.flatten() {
-            // Symbolic links are not followed (no cycles, nothing outside the root).
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                others.push(format!("{dir}/{}", name.to_string_lossy()));
-                continue;
-            };
-            if !is_dir {
-                continue;
-            }
+        for name in subs {
+            let sub = snapshot::blob::join(&dir, &name);
             if name.starts_with('.') {
                 // A hidden directory is not read, and said so with the other unread names.
-                others.push(snapshot::blob::join(&dir, name));
+                others.push(sub);
                 continue;
             }
-            let sub = snapshot::blob::join(&dir, name);
             if depth + 1 > MAX_DEPTH {
                 return Err(SourceError::fatal(format!(
                     "{}/{sub}: directories nested deeper than {MAX_DEPTH} are not read",
-                    store.location()
+                    redact::url(&store.location())
                 )));
             }
             dirs.push((sub, depth + 1));
