@@ -322,8 +322,8 @@ impl VectorState {
                 // no child documents: no nested vector to put back
                 Some(_) if children.is_empty() => {}
                 Some(np) => {
-                    let objects = objects
-                        .get_or_insert_with(|| nested_objects(&root, &plan.nested_paths));
+                    let objects =
+                        objects.get_or_insert_with(|| nested_objects(&root, &plan.nested_paths));
                     match restore_nested(
                         plan,
                         f,

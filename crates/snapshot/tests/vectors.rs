@@ -368,10 +368,18 @@ fn nested_vectors_at_any_depth_land_at_their_path_and_position() {
                 assert!(items.len() <= n);
                 for (k, item) in items.iter().enumerate() {
                     let at = format!("{path}/{k}");
-                    assert_eq!(bits(&g.pointer(&at).cloned().unwrap()), bits(item), "{index} {id} {at}");
+                    assert_eq!(
+                        bits(&g.pointer(&at).cloned().unwrap()),
+                        bits(item),
+                        "{index} {id} {at}"
+                    );
                     for (j, sub) in item["sub"].as_array().into_iter().flatten().enumerate() {
                         let at = format!("{path}/{k}/sub/{j}/sv");
-                        assert_eq!(bits(g.pointer(&at).unwrap()), bits(&sub["sv"]), "{index} {id} {at}");
+                        assert_eq!(
+                            bits(g.pointer(&at).unwrap()),
+                            bits(&sub["sv"]),
+                            "{index} {id} {at}"
+                        );
                         deep += 1;
                     }
                 }
