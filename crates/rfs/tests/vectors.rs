@@ -37,8 +37,11 @@ fn es_mapping() -> Value {
     }})
 }
 
-/// A repository (snapshot `snap`) of one-shard indices: (name, fixture folder, settings).
-fn repository(repo: &Path, indices: &[(&str, &str, &[(&str, &str)])]) {
+/// An index of the test repository: name, fixture folder, settings.
+type IndexDef<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// A repository (snapshot `snap`) of one-shard indices.
+fn repository(repo: &Path, indices: &[IndexDef<'_>]) {
     let mut spec = SnapshotSpec::new("snap");
     for (name, dir, settings) in indices {
         spec.indices.push(IndexSpec {

@@ -380,7 +380,7 @@ fn nested_objects(root: &Obj, nested_paths: &[String]) -> Vec<(String, Vec<Step>
                 format!("{prefix}.{k}")
             };
             loc.push(Step::Key(k.clone()));
-            if nested_paths.iter().any(|p| *p == path) {
+            if nested_paths.contains(&path) {
                 let one = |item: &RawValue, loc: &mut Vec<Step>, out: &mut Vec<_>| {
                     if let Ok(o) = serde_json::from_str::<Obj>(item.get()) {
                         walk_obj(&o, &path, nested_paths, loc, out);
