@@ -1,6 +1,7 @@
 //! Vectors read per CPU-second: every live vector of every vector field of an index, read
-//! `ROUNDS` times with the crate's vector reader (compare with
-//! `MakeVectors bench <dir> <rounds>`, Lucene's own `FloatVectorValues`/`ByteVectorValues`).
+//! `ROUNDS` times with the crate's vector reader, float vectors decoded into floats (compare
+//! with `MakeVectors bench <dir> <rounds>`, Lucene's own `FloatVectorValues` /
+//! `ByteVectorValues`; both print the same checksum; scripts/bench-vectors runs both).
 //!
 //!     cargo run --release -p lucene --example vectors_bench -- <index dir> [rounds]
 
@@ -30,7 +31,9 @@ fn main() -> lucene::Result<()> {
     };
     let reader = IndexReader::open(Arc::new(FsDirectory::open(&dir)?), &opts)?;
     let t0 = cpu_seconds();
-    let (mut vectors, mut sum) = (0u64, 0u64);
+    let (mut vectors, mut sum) = (0u64, 0i64);
+    // each float vector decoded into one reused buffer, as Lucene reads into its own
+    let mut floats: Vec<f32> = Vec::new();
     for _ in 0..rounds {
         for seg in reader.segments() {
             for field in seg.vectors()?.fields() {
@@ -40,7 +43,21 @@ fn main() -> lucene::Result<()> {
                         continue;
                     }
                     if let Some(v) = c.vector(doc)? {
-                        sum = sum.wrapping_add(u64::from(v.raw[0]));
+                        // the checksum of MakeVectors bench: the first element's float
+                        // bits, or its signed byte
+                        let first = match v.encoding {
+                            lucene::VectorEncoding::Float32 => {
+                                floats.clear();
+                                floats.extend(
+                                    v.raw
+                                        .chunks_exact(4)
+                                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                                );
+                                i64::from(floats.first().map_or(0, |f| f.to_bits() as i32))
+                            }
+                            lucene::VectorEncoding::Byte => i64::from(v.raw[0] as i8),
+                        };
+                        sum = sum.wrapping_add(first);
                         vectors += 1;
                     }
                 }

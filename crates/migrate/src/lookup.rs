@@ -105,6 +105,8 @@ pub struct Keeps {
     /// Fields of a comparable type whose doc values are not compared, with why (a date
     /// format not understood): for them, count and ids only.
     pub doc_values_left_out: Vec<String>,
+    /// Vector fields of the target's mapping, compared by float32 bits / bytes.
+    pub vector_fields: Vec<crate::verify::vectors::VectorPath>,
 }
 
 pub type LookupFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LookupError>> + Send + 'a>>;

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::document::{Op, Read};
 pub use crate::lookup::mget::keeps_source;
-use crate::lookup::{first_difference, Held, Keeps, Lookup, LookupError, Wanted};
+use crate::lookup::{Held, Keeps, Lookup, LookupError, Wanted};
 use crate::source::Source;
 use crate::transform::{Shaped, Transform};
 use ids::IdRuns;
@@ -375,7 +375,7 @@ impl VerifyReport {
                     out.push_str(&format!("    … and {} more\n", all - shown as u64));
                 }
             }
-            for id in &v.different {
+            for (i, id) in v.different.iter().enumerate() {
                 match v.different_doc_values.iter().find(|d| &d.id == id) {
                     Some(d) => {
                         out.push_str(&format!("    different {id} (doc values of {})\n", d.field))
@@ -387,6 +387,10 @@ impl VerifyReport {
                         Some(what) => out.push_str(&format!("    different {id}: {what}\n")),
                         None => out.push_str(&format!("    different {id}\n")),
                     },
+                }
+                // what differs (`ID: field F: source …, target …`), listed in the same order
+                if let Some(d) = v.differences.get(i) {
+                    out.push_str(&format!("      {d}\n"));
                 }
             }
         }
@@ -815,7 +819,7 @@ async fn check(
             Held::Holds(mut have) if compare => match lookup.expected(index, doc) {
                 Ok(want) => {
                     instants::align(instants, &want, &mut have);
-                    first_difference(&want, &have)
+                    vectors::difference(&want, &have, keeps.map_or(&[][..], |k| &k.vector_fields))
                 }
                 Err(e) => Some(e.to_string()),
             },
@@ -1067,3 +1071,4 @@ pub mod instants;
 pub mod listing;
 #[cfg(test)]
 mod tests;
+pub mod vectors;

@@ -18,8 +18,10 @@
 //! `<field>._magnitude` (float bits; absent when the length was 1): the vector given back is
 //! the stored one times that length, as Elasticsearch's own `DenormalizedCosineFloatVectorValues`
 //! does (elastic/elasticsearch `server/src/main/java/org/elasticsearch/index/mapper/vectors/DenseVectorFieldMapper.java`).
-//! Vectors of `nested` objects are put back into the nested array's objects, child document
-//! k of the block to array element k, when the mapping has one nested level only.
+//! Vectors of `nested` objects, at any depth, are put back into their objects: child
+//! document k of the block to the k-th nested object of `_source` in the order
+//! Elasticsearch indexes them (see [`nested_objects`]); a count that does not match is a
+//! refusal, never a guess.
 //!
 //! Never silent: where vectors were left out (settings and version) or the mask is there,
 //! and the field's vector files are in a format the reader does not know (or the nested
@@ -288,6 +290,8 @@ impl VectorState {
             return Ok(Ok(source)); // not an object: nothing to put a vector into
         };
         let mut changed = false;
+        // the nested objects in document order, found once (vectors put back do not move them)
+        let mut objects: Option<Vec<(String, Vec<Step>)>> = None;
         for sf in &mut self.fields {
             let f = &plan.fields[sf.plan];
             match &f.nested {
@@ -315,7 +319,11 @@ impl VectorState {
                     root.set(&f.path, json);
                     changed = true;
                 }
+                // no child documents: no nested vector to put back
+                Some(_) if children.is_empty() => {}
                 Some(np) => {
+                    let objects =
+                        objects.get_or_insert_with(|| nested_objects(&root, &plan.nested_paths));
                     match restore_nested(
                         plan,
                         f,
@@ -323,6 +331,7 @@ impl VectorState {
                         np,
                         index,
                         children,
+                        objects,
                         &mut root,
                         &mut self.value,
                     )? {
@@ -340,6 +349,157 @@ impl VectorState {
     }
 }
 
+/// One step from a `_source` value to a nested object in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The nested objects of `_source` in the order Elasticsearch (and OpenSearch, forked from
+/// 7.10) indexes their documents: each nested object's own nested objects first, then the
+/// object, siblings in source order, the root document last ("we preserve the order of the
+/// children while ensuring that parents appear after them": `ParseContext.postParse` /
+/// `reorderParent`, elastic/elasticsearch
+/// `server/src/main/java/org/elasticsearch/index/mapper/ParseContext.java`, 7.x; the same
+/// rule in 8.x `DocumentParserContext`). Each entry: the nested path and where the object
+/// is. Members that are not objects (null, a value Elasticsearch would have refused) make
+/// no document.
+fn nested_objects(root: &Obj, nested_paths: &[String]) -> Vec<(String, Vec<Step>)> {
+    fn walk_obj(
+        obj: &Obj,
+        prefix: &str,
+        nested_paths: &[String],
+        loc: &mut Vec<Step>,
+        out: &mut Vec<(String, Vec<Step>)>,
+    ) {
+        for (k, v) in &obj.0 {
+            let path = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            loc.push(Step::Key(k.clone()));
+            if nested_paths.contains(&path) {
+                let one = |item: &RawValue, loc: &mut Vec<Step>, out: &mut Vec<_>| {
+                    if let Ok(o) = serde_json::from_str::<Obj>(item.get()) {
+                        walk_obj(&o, &path, nested_paths, loc, out);
+                        out.push((path.clone(), loc.clone()));
+                    }
+                };
+                match serde_json::from_str::<Vec<Box<RawValue>>>(v.get()) {
+                    Ok(items) => {
+                        for (i, item) in items.iter().enumerate() {
+                            loc.push(Step::Index(i));
+                            one(item, loc, out);
+                            loc.pop();
+                        }
+                    }
+                    Err(_) => one(v, loc, out),
+                }
+            } else {
+                walk_value(v, &path, nested_paths, loc, out);
+            }
+            loc.pop();
+        }
+    }
+    fn walk_value(
+        v: &RawValue,
+        path: &str,
+        nested_paths: &[String],
+        loc: &mut Vec<Step>,
+        out: &mut Vec<(String, Vec<Step>)>,
+    ) {
+        let text = v.get().trim_start();
+        if text.starts_with('{') {
+            if let Ok(o) = serde_json::from_str::<Obj>(text) {
+                walk_obj(&o, path, nested_paths, loc, out);
+            }
+        } else if text.starts_with('[') {
+            if let Ok(items) = serde_json::from_str::<Vec<Box<RawValue>>>(text) {
+                for (i, item) in items.iter().enumerate() {
+                    loc.push(Step::Index(i));
+                    walk_value(item, path, nested_paths, loc, out);
+                    loc.pop();
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk_obj(root, "", nested_paths, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The object at `loc` below `obj`.
+fn obj_at(obj: &Obj, loc: &[Step]) -> Option<Obj> {
+    let Some((Step::Key(k), rest)) = loc.split_first() else {
+        return None;
+    };
+    let (_, v) = obj.0.iter().rev().find(|(key, _)| key == k)?;
+    let mut text = v.clone();
+    let mut rest = rest;
+    loop {
+        match rest.split_first() {
+            None => return serde_json::from_str::<Obj>(text.get()).ok(),
+            Some((Step::Index(i), r)) => {
+                let items = serde_json::from_str::<Vec<Box<RawValue>>>(text.get()).ok()?;
+                text = items.into_iter().nth(*i)?;
+                rest = r;
+            }
+            Some((Step::Key(_), _)) => {
+                return obj_at(&serde_json::from_str::<Obj>(text.get()).ok()?, rest)
+            }
+        }
+    }
+}
+
+/// Sets dotted `rel` to `value` in the object at `loc` below `obj`, rewriting only the
+/// values on the way.
+fn set_at(obj: &mut Obj, loc: &[Step], rel: &str, value: Box<RawValue>) -> bool {
+    fn in_value(text: &RawValue, loc: &[Step], rel: &str, value: Box<RawValue>) -> Option<String> {
+        match loc.split_first() {
+            None => {
+                let mut o = serde_json::from_str::<Obj>(text.get()).ok()?;
+                o.set(rel, value);
+                Some(o.write())
+            }
+            Some((Step::Index(i), rest)) => {
+                let mut items = serde_json::from_str::<Vec<Box<RawValue>>>(text.get()).ok()?;
+                let item = items.get_mut(*i)?;
+                *item = raw_of(in_value(item, rest, rel, value)?);
+                let parts: Vec<&str> = items.iter().map(|i| i.get()).collect();
+                Some(format!("[{}]", parts.join(",")))
+            }
+            Some((Step::Key(_), _)) => {
+                let mut o = serde_json::from_str::<Obj>(text.get()).ok()?;
+                set_at(&mut o, loc, rel, value).then(|| o.write())
+            }
+        }
+    }
+    match loc.split_first() {
+        None => {
+            obj.set(rel, value);
+            true
+        }
+        Some((Step::Key(k), rest)) => {
+            let Some(slot) = obj.0.iter_mut().rev().find(|(key, _)| key == k) else {
+                return false;
+            };
+            match in_value(&slot.1, rest, rel, value) {
+                Some(text) => {
+                    slot.1 = raw_of(text);
+                    true
+                }
+                None => false,
+            }
+        }
+        Some((Step::Index(_), _)) => false,
+    }
+}
+
+/// Puts the vectors of one nested vector field back: child document k of the block holds
+/// the vector of the k-th nested object in [`nested_objects`] order; the field's own
+/// nested path picks its objects.
 #[allow(clippy::too_many_arguments)]
 fn restore_nested(
     plan: &VectorPlan,
@@ -348,81 +508,76 @@ fn restore_nested(
     nested_path: &str,
     index: &str,
     children: &[u32],
+    objects: &[(String, Vec<Step>)],
     root: &mut Obj,
     value: &mut DocValue,
 ) -> lucene::Result<Result<bool, Refusal>> {
     let rel = &f.path[nested_path.len() + 1..];
-    // each child's vector, read once in doc order
-    let mut vectors: Vec<Option<Box<RawValue>>> = Vec::with_capacity(children.len());
-    match &mut sf.cursor {
-        Ok(c) => {
-            for &child in children {
-                vectors.push(match c.vector(child)? {
-                    Some(v) => Some(vector_json(f, v, sf.magnitude.as_mut(), child, value)?),
-                    None => None,
-                });
-            }
-        }
+    let refuse = |what: String| {
+        Ok(Err(format!(
+            "index {index}: nested vector field {:?}: {what}",
+            f.path
+        )))
+    };
+    let cursor = match &mut sf.cursor {
+        Ok(c) => c,
         Err(why) => {
             if plan.excluded && !children.is_empty() {
                 return Ok(Err(why.clone()));
             }
             return Ok(Ok(false));
         }
+    };
+    // each child's vector of this field, read once in doc order
+    let mut vectors: Vec<Option<Box<RawValue>>> = Vec::with_capacity(children.len());
+    for &child in children {
+        vectors.push(match cursor.vector(child)? {
+            Some(v) => Some(vector_json(f, v, sf.magnitude.as_mut(), child, value)?),
+            None => None,
+        });
     }
     if vectors.iter().all(Option::is_none) {
         return Ok(Ok(false));
     }
-    let refuse = |what: &str| {
-        Ok(Err(format!(
-            "index {index}: nested vector field {:?}: {what}",
-            f.path
-        )))
-    };
-    if plan.nested_paths.len() != 1 {
-        return refuse(
-            "vectors of nested objects are put back only for mappings with one nested path",
-        );
-    }
-    let Some(raw) = root.get(nested_path) else {
-        return refuse("the nested objects are not in _source");
-    };
-    let items: Vec<Box<RawValue>> = match serde_json::from_str::<Vec<Box<RawValue>>>(raw.get()) {
-        Ok(items) => items,
-        // a single object instead of an array
-        Err(_) => vec![raw],
-    };
-    if items.len() != children.len() {
-        return refuse(&format!(
+    if objects.len() != children.len() {
+        return refuse(format!(
             "{} nested objects in _source but {} child documents",
-            items.len(),
+            objects.len(),
             children.len()
         ));
     }
-    let mut out = Vec::with_capacity(items.len());
     let mut changed = false;
-    for (item, vector) in items.iter().zip(vectors) {
-        let Ok(mut obj) = serde_json::from_str::<Obj>(item.get()) else {
-            out.push(item.get().to_string());
+    for ((path, loc), vector) in objects.iter().zip(vectors) {
+        if path != nested_path {
+            if vector.is_some() {
+                return refuse(format!(
+                    "a child document of nested path {path} holds a vector of this field"
+                ));
+            }
             continue;
+        }
+        let Some(obj) = obj_at(root, loc) else {
+            return refuse(format!("nested object of {path} not found in _source"));
         };
         let current = obj.get(rel);
         let mask = f.opensearch && current.as_deref().is_some_and(is_mask);
-        if current.is_none() || mask {
-            if let Some(json) = vector {
-                obj.set(rel, json);
-                changed = true;
-            } else if mask {
-                return refuse(
-                    "a nested object holds the mask 1 but its child document has no vector",
-                );
-            }
+        if current.is_some() && !mask {
+            continue;
         }
-        out.push(obj.write());
-    }
-    if changed {
-        let text = format!("[{}]", out.join(","));
-        root.set(nested_path, raw_of(text));
+        match vector {
+            Some(json) => {
+                if !set_at(root, loc, rel, json) {
+                    return refuse(format!("nested object of {path} not found in _source"));
+                }
+                changed = true;
+            }
+            None if mask => {
+                return refuse(
+                    "a nested object holds the mask 1 but its child document has no vector".into(),
+                )
+            }
+            None => {}
+        }
     }
     Ok(Ok(changed))
 }

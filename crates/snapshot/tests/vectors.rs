@@ -24,9 +24,15 @@ fn es_mapping() -> Value {
         "title": {"type": "text"},
         "emb": {"type": "dense_vector", "dims": 4, "similarity": "cosine", "index": true},
         "obj": {"properties": {"k": {"type": "long"},
-            "bv": {"type": "dense_vector", "dims": 3, "element_type": "byte", "similarity": "l2_norm"}}},
+            "bv": {"type": "dense_vector", "dims": 3, "element_type": "byte", "similarity": "l2_norm"},
+            "links": {"type": "nested", "properties": {"j": {"type": "long"},
+                "lv": {"type": "dense_vector", "dims": 2, "similarity": "l2_norm"}}}}},
         "parts": {"type": "nested", "properties": {"n": {"type": "long"},
-            "pv": {"type": "dense_vector", "dims": 2, "similarity": "l2_norm"}}}
+            "pv": {"type": "dense_vector", "dims": 2, "similarity": "l2_norm"},
+            "sub": {"type": "nested", "properties": {"m": {"type": "long"},
+                "sv": {"type": "dense_vector", "dims": 3, "similarity": "l2_norm"}}}}},
+        "tags": {"type": "nested", "properties": {"t": {"type": "long"},
+            "tv": {"type": "dense_vector", "dims": 3, "element_type": "byte", "similarity": "l2_norm"}}}
     }})
 }
 
@@ -35,9 +41,15 @@ fn os_mapping() -> Value {
         "title": {"type": "text"},
         "emb": {"type": "knn_vector", "dimension": 4},
         "obj": {"properties": {"k": {"type": "long"},
-            "bv": {"type": "knn_vector", "dimension": 3, "data_type": "byte"}}},
+            "bv": {"type": "knn_vector", "dimension": 3, "data_type": "byte"},
+            "links": {"type": "nested", "properties": {"j": {"type": "long"},
+                "lv": {"type": "knn_vector", "dimension": 2}}}}},
         "parts": {"type": "nested", "properties": {"n": {"type": "long"},
-            "pv": {"type": "knn_vector", "dimension": 2}}}
+            "pv": {"type": "knn_vector", "dimension": 2},
+            "sub": {"type": "nested", "properties": {"m": {"type": "long"},
+                "sv": {"type": "knn_vector", "dimension": 3}}}}},
+        "tags": {"type": "nested", "properties": {"t": {"type": "long"},
+            "tv": {"type": "knn_vector", "dimension": 3, "data_type": "byte"}}}
     }})
 }
 
@@ -169,7 +181,14 @@ fn opensearch_3_derived_source_mask_is_replaced() {
     assert!(skipped.is_empty(), "{skipped:?}");
     assert_same("os3", &got, &sent("os"));
     let text = got.values().map(Value::to_string).collect::<String>();
-    for mask in ["\"emb\":1", "\"bv\":1", "\"pv\":1"] {
+    for mask in [
+        "\"emb\":1",
+        "\"bv\":1",
+        "\"pv\":1",
+        "\"sv\":1",
+        "\"lv\":1",
+        "\"tv\":1",
+    ] {
         assert!(!text.contains(mask), "a mask was passed on: {mask}");
     }
 }
@@ -270,7 +289,19 @@ fn segments_list_vector_fields_and_where_they_are_read_from() {
         for seg in reader.segments() {
             let mut names: Vec<&str> = seg.vector_fields.iter().map(|f| f.field.as_str()).collect();
             names.sort();
-            assert_eq!(names, ["emb", "obj.bv", "parts.pv"], "{index} {}", seg.name);
+            assert_eq!(
+                names,
+                [
+                    "emb",
+                    "obj.bv",
+                    "obj.links.lv",
+                    "parts.pv",
+                    "parts.sub.sv",
+                    "tags.tv"
+                ],
+                "{index} {}",
+                seg.name
+            );
             let field = |n: &str| seg.vector_fields.iter().find(|f| f.field == n).unwrap();
             let emb = field("emb");
             assert_eq!(
@@ -291,5 +322,70 @@ fn segments_list_vector_fields_and_where_they_are_read_from() {
             );
             assert!(bv.vectors.unwrap() > 0);
         }
+    }
+}
+
+/// Nested vectors at every depth: two levels (`parts.sub.sv` inside `parts`), nested under
+/// a plain object (`obj.links.lv`), and two nested fields side by side (`parts`, `tags`).
+/// Each child document's vector lands in its own object: the k-th nested object of
+/// `_source` in the order Elasticsearch indexes them (an object's nested objects first).
+#[test]
+fn nested_vectors_at_any_depth_land_at_their_path_and_position() {
+    let tmp = tempfile::tempdir().unwrap();
+    let os = OS_3_0.to_string();
+    let repo = repository(
+        tmp.path(),
+        &[
+            (
+                "es92",
+                "es",
+                es_mapping(),
+                vec![("index.version.created", "9039000")],
+            ),
+            (
+                "os3",
+                "os",
+                os_mapping(),
+                vec![
+                    ("index.version.created", os.as_str()),
+                    ("index.knn", "true"),
+                ],
+            ),
+        ],
+    );
+    for (index, kind) in [("es92", "es"), ("os3", "os")] {
+        let (got, skipped, _) = read(&repo, index);
+        assert!(skipped.is_empty(), "{index}: {skipped:?}");
+        let want = sent(kind);
+        let mut deep = 0;
+        for (id, w) in &want {
+            let g = &got[id];
+            for (path, n) in [("/parts", 2), ("/obj/links", 2), ("/tags", 2)] {
+                let Some(items) = w.pointer(path).and_then(Value::as_array) else {
+                    assert!(g.pointer(path).is_none(), "{index} {id} {path}");
+                    continue;
+                };
+                assert!(items.len() <= n);
+                for (k, item) in items.iter().enumerate() {
+                    let at = format!("{path}/{k}");
+                    assert_eq!(
+                        bits(&g.pointer(&at).cloned().unwrap()),
+                        bits(item),
+                        "{index} {id} {at}"
+                    );
+                    for (j, sub) in item["sub"].as_array().into_iter().flatten().enumerate() {
+                        let at = format!("{path}/{k}/sub/{j}/sv");
+                        assert_eq!(
+                            bits(g.pointer(&at).unwrap()),
+                            bits(&sub["sv"]),
+                            "{index} {id} {at}"
+                        );
+                        deep += 1;
+                    }
+                }
+            }
+        }
+        assert!(deep >= 10, "{index}: {deep} two-level vectors compared");
+        assert_same(index, &got, &want);
     }
 }

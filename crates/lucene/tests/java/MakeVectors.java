@@ -1,12 +1,14 @@
 // Writes small Lucene indexes with vector fields and dumps what Lucene itself reads from them:
 // the golden output of crates/lucene/tests/vectors.rs. One source for Lucene 9.9.1 and 10.5.0:
 // compiled against 9.9.1; vector formats are looked up by name (SPI) and the vector-values
-// API that changed in Lucene 10 is reached by reflection.
+// API that changed in Lucene 10 is reached by reflection in `dump` (never in `bench`, which
+// calls the 9.9 API directly and runs on 9.9.1 only).
 //
 //   MakeVectors make <outDir> <floatFormat> <quantFormat> <byteFormat> [seed]
 //   MakeVectors opaque <outDir>            (a field under a format name no reader knows)
 //   MakeVectors dump <indexDir> <out.jsonl|->
-//   MakeVectors bench <indexDir> <rounds>  (vectors read per CPU-second)
+//   MakeVectors bench <indexDir> <rounds>  (vectors read per CPU-second; Lucene 9.9.1 jar only)
+//   MakeVectors bigmake <outDir> <docs> <dim>  (the index of scripts/bench-vectors)
 //   MakeVectors es <outDir> <es|os|es-opaque> [docs]  (a shard whose _source lacks its vectors;
 //                                     prints the documents as sent, JSON lines, to stdout)
 //
@@ -65,6 +67,7 @@ public class MakeVectors {
       case "opaque" -> make(Paths.get(a[1]), null, null, null, 7L, new Opaque());
       case "dump" -> dump(Paths.get(a[1]), a[2]);
       case "bench" -> bench(Paths.get(a[1]), Integer.parseInt(a[2]));
+      case "bigmake" -> bigmake(Paths.get(a[1]), Integer.parseInt(a[2]), Integer.parseInt(a[3]));
       case "es" -> es(Paths.get(a[1]), a[2], a.length > 3 ? Integer.parseInt(a[3]) : 60);
       default -> throw new IllegalArgumentException(a[0]);
     }
@@ -181,7 +184,9 @@ public class MakeVectors {
    * "emb._magnitude" when it is not 1, as DenseVectorFieldMapper does; every 4th doc has
    * none), "obj.bv" byte dim 3 (every doc), "parts.pv" float dim 2 in nested objects (every
    * 5th doc has two; children first, then the parent, as Elasticsearch indexes nested
-   * documents). Doc 7 keeps its "emb" in _source (a different value than the files hold).
+   * documents), "parts.sub.sv" float dim 3 one level deeper (0-2 per part),
+   * "obj.links.lv" float dim 2 in nested objects under a plain object (every 4th doc),
+   * "tags.tv" byte dim 3 in a second root nested field (every 6th doc). Doc 7 keeps its "emb" in _source (a different value than the files hold).
    * Ids 11 and 23 are deleted (not in es-opaque). Standard output: {"_id":…,"_source":…} with the vectors as a
    * client sent them (after the cosine round trip Elasticsearch itself gives back).
    */
@@ -201,6 +206,7 @@ public class MakeVectors {
     IndexWriterConfig cfg = new IndexWriterConfig().setCodec(codec).setMergePolicy(NoMergePolicy.INSTANCE)
         .setMaxBufferedDocs(1000).setRAMBufferSizeMB(64).setUseCompoundFile(false);
     Random r = new Random(99);
+    Random deep = new Random(98); // the deeper nested vectors: r's draws stay as they were
     java.util.TreeMap<String, String> sent = new java.util.TreeMap<>();
     VectorSimilarityFunction cos = os ? VectorSimilarityFunction.EUCLIDEAN : VectorSimilarityFunction.COSINE;
     try (FSDirectory dir = FSDirectory.open(out); IndexWriter w = new IndexWriter(dir, cfg)) {
@@ -241,23 +247,64 @@ public class MakeVectors {
         }
         byte[] bv = bytes(r, 3, i);
         d.add(new KnnByteVectorField("obj.bv", bv, VectorSimilarityFunction.EUCLIDEAN));
-        stored.append(",\"obj\":{\"k\":" + i + (os ? ",\"bv\":1" : "") + "}");
-        orig.append(",\"obj\":{\"k\":" + i + ",\"bv\":" + json(bv) + "}");
         List<Document> block = new ArrayList<>();
+        // nested below a plain object: obj.links (every 4th doc, one or two)
+        StringBuilder sl = new StringBuilder(), ol = new StringBuilder();
+        if (i % 4 == 0) {
+          sl.append(",\"links\":[");
+          ol.append(",\"links\":[");
+          for (int j = 0; j < 1 + (i / 4) % 2; j++) {
+            float[] lv = floats(deep, 2, -1);
+            block.add(child("obj.links", "obj.links.lv", lv));
+            sl.append(j > 0 ? "," : "").append("{\"j\":" + j + (os ? ",\"lv\":1" : "") + "}");
+            ol.append(j > 0 ? "," : "").append("{\"j\":" + j + ",\"lv\":" + json(lv) + "}");
+          }
+          sl.append(']');
+          ol.append(']');
+        }
+        stored.append(",\"obj\":{\"k\":" + i + (os ? ",\"bv\":1" : "") + sl + "}");
+        orig.append(",\"obj\":{\"k\":" + i + ",\"bv\":" + json(bv) + ol + "}");
         if (i % 5 == 0) {
           StringBuilder sp = new StringBuilder(",\"parts\":[");
           StringBuilder op = new StringBuilder(",\"parts\":[");
           for (int c = 0; c < 2; c++) {
             float[] pv = floats(r, 2, -1);
-            Document child = new Document();
-            child.add(new StringField("_nested_path", "parts", Field.Store.NO));
-            child.add(new KnnFloatVectorField("parts.pv", pv, VectorSimilarityFunction.EUCLIDEAN));
-            block.add(child);
-            sp.append(c > 0 ? "," : "").append("{\"n\":" + c + (os ? ",\"pv\":1" : "") + "}");
-            op.append(c > 0 ? "," : "").append("{\"n\":" + c + ",\"pv\":" + json(pv) + "}");
+            // two levels: parts.sub inside each part (0, 1 or 2), its documents before the part's
+            StringBuilder ss = new StringBuilder(), os_ = new StringBuilder();
+            int subs = (i / 5 + c) % 3;
+            if (subs > 0) {
+              ss.append(",\"sub\":[");
+              os_.append(",\"sub\":[");
+              for (int j = 0; j < subs; j++) {
+                float[] sv = floats(deep, 3, -1);
+                block.add(child("parts.sub", "parts.sub.sv", sv));
+                ss.append(j > 0 ? "," : "").append("{\"m\":" + j + (os ? ",\"sv\":1" : "") + "}");
+                os_.append(j > 0 ? "," : "").append("{\"m\":" + j + ",\"sv\":" + json(sv) + "}");
+              }
+              ss.append(']');
+              os_.append(']');
+            }
+            block.add(child("parts", "parts.pv", pv));
+            sp.append(c > 0 ? "," : "").append("{\"n\":" + c + (os ? ",\"pv\":1" : "") + ss + "}");
+            op.append(c > 0 ? "," : "").append("{\"n\":" + c + ",\"pv\":" + json(pv) + os_ + "}");
           }
           stored.append(sp).append(']');
           orig.append(op).append(']');
+        }
+        // a second nested field after parts: tags (every 6th doc, two byte vectors)
+        if (i % 6 == 0) {
+          StringBuilder st = new StringBuilder(",\"tags\":["), ot = new StringBuilder(",\"tags\":[");
+          for (int j = 0; j < 2; j++) {
+            byte[] tv = bytes(deep, 3, -1);
+            Document child = new Document();
+            child.add(new StringField("_nested_path", "tags", Field.Store.NO));
+            child.add(new KnnByteVectorField("tags.tv", tv, VectorSimilarityFunction.EUCLIDEAN));
+            block.add(child);
+            st.append(j > 0 ? "," : "").append("{\"t\":" + j + (os ? ",\"tv\":1" : "") + "}");
+            ot.append(j > 0 ? "," : "").append("{\"t\":" + j + ",\"tv\":" + json(tv) + "}");
+          }
+          stored.append(st).append(']');
+          orig.append(ot).append(']');
         }
         stored.append('}');
         orig.append('}');
@@ -277,6 +324,14 @@ public class MakeVectors {
     for (var e : sent.entrySet()) {
       System.out.println("{\"_id\":\"" + e.getKey() + "\",\"_source\":" + e.getValue() + "}");
     }
+  }
+
+  /** A nested child document of `path` with one float vector. */
+  static Document child(String path, String field, float[] v) {
+    Document child = new Document();
+    child.add(new StringField("_nested_path", path, Field.Store.NO));
+    child.add(new KnnFloatVectorField(field, v, VectorSimilarityFunction.EUCLIDEAN));
+    return child;
   }
 
   static final char[] HEX = "0123456789abcdef".toCharArray();
@@ -345,24 +400,14 @@ public class MakeVectors {
     }
   }
 
-  /** Reads every live vector of every field `rounds` times; prints vectors per CPU-second. */
+  /**
+   * Reads every live vector of every field `rounds` times with Lucene 9.9's own
+   * FloatVectorValues / ByteVectorValues (direct calls: run with the 9.9.1 jar); prints
+   * vectors per CPU-second of this thread and a checksum (the first element of each vector:
+   * float bits or signed byte) that the Rust side (examples/vectors_bench.rs) prints alike.
+   */
   static void bench(Path index, int rounds) throws Exception {
     var bean = ManagementFactory.getThreadMXBean();
-    Method iterator = null, index_ = null, fvAt = null, bvAt = null, fvCur = null, bvCur = null;
-    Class<?> fvv = Class.forName("org.apache.lucene.index.FloatVectorValues");
-    Class<?> bvv = Class.forName("org.apache.lucene.index.ByteVectorValues");
-    boolean lucene10;
-    try {
-      iterator = Class.forName("org.apache.lucene.index.KnnVectorValues").getMethod("iterator");
-      index_ = Class.forName("org.apache.lucene.index.KnnVectorValues$DocIndexIterator").getMethod("index");
-      fvAt = fvv.getMethod("vectorValue", int.class);
-      bvAt = bvv.getMethod("vectorValue", int.class);
-      lucene10 = true;
-    } catch (ClassNotFoundException e) {
-      fvCur = fvv.getMethod("vectorValue");
-      bvCur = bvv.getMethod("vectorValue");
-      lucene10 = false;
-    }
     long vectors = 0, sum = 0;
     long t0 = bean.getCurrentThreadCpuTime();
     try (FSDirectory dir = FSDirectory.open(index); DirectoryReader reader = DirectoryReader.open(dir)) {
@@ -372,23 +417,50 @@ public class MakeVectors {
           Bits live = leaf.getLiveDocs();
           for (FieldInfo fi : leaf.getFieldInfos()) {
             if (fi.getVectorDimension() == 0) continue;
-            boolean isFloat = fi.getVectorEncoding() == VectorEncoding.FLOAT32;
-            Object values = isFloat ? leaf.getFloatVectorValues(fi.name) : leaf.getByteVectorValues(fi.name);
-            DocIdSetIterator it = lucene10 ? (DocIdSetIterator) iterator.invoke(values) : (DocIdSetIterator) values;
-            for (int doc = it.nextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = it.nextDoc()) {
-              if (live != null && !live.get(doc)) continue;
-              Object v = lucene10
-                  ? (isFloat ? fvAt : bvAt).invoke(values, (Integer) index_.invoke(it))
-                  : (isFloat ? fvCur : bvCur).invoke(values);
-              sum += isFloat ? Float.floatToRawIntBits(((float[]) v)[0]) : ((byte[]) v)[0];
-              vectors++;
+            if (fi.getVectorEncoding() == VectorEncoding.FLOAT32) {
+              org.apache.lucene.index.FloatVectorValues values = leaf.getFloatVectorValues(fi.name);
+              for (int doc = values.nextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = values.nextDoc()) {
+                if (live != null && !live.get(doc)) continue;
+                sum += Float.floatToRawIntBits(values.vectorValue()[0]);
+                vectors++;
+              }
+            } else {
+              org.apache.lucene.index.ByteVectorValues values = leaf.getByteVectorValues(fi.name);
+              for (int doc = values.nextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = values.nextDoc()) {
+                if (live != null && !live.get(doc)) continue;
+                sum += values.vectorValue()[0];
+                vectors++;
+              }
             }
           }
         }
       }
     }
     double cpu = (bean.getCurrentThreadCpuTime() - t0) / 1e9;
-    System.out.printf("lucene %s: %d vectors in %.3f CPU-s = %.0f vectors/CPU-s (checksum %d)%n",
+    System.out.printf("java lucene %s: %d vectors in %.3f CPU-s = %.0f vectors/CPU-s (checksum %d)%n",
         org.apache.lucene.util.Version.LATEST, vectors, cpu, vectors / cpu, sum);
+  }
+
+  /**
+   * A bench index: `docs` documents with a float vector "emb" and a byte vector "bvec" of
+   * `dim` dimensions (Lucene99HnswVectorsFormat), a segment every 50,000 documents, every
+   * 100th document deleted.
+   */
+  static void bigmake(Path out, int docs, int dim) throws Exception {
+    IndexWriterConfig cfg = new IndexWriterConfig().setMergePolicy(NoMergePolicy.INSTANCE)
+        .setMaxBufferedDocs(50_000).setRAMBufferSizeMB(1024).setUseCompoundFile(false);
+    Random r = new Random(5);
+    try (FSDirectory dir = FSDirectory.open(out); IndexWriter w = new IndexWriter(dir, cfg)) {
+      for (int id = 0; id < docs; id++) {
+        Document d = new Document();
+        d.add(new StringField("_id", Integer.toString(id), Field.Store.YES));
+        d.add(new KnnFloatVectorField("emb", floats(r, dim, id), VectorSimilarityFunction.EUCLIDEAN));
+        d.add(new KnnByteVectorField("bvec", bytes(r, dim, id), VectorSimilarityFunction.EUCLIDEAN));
+        w.addDocument(d);
+        if (id % 100 == 99) w.deleteDocuments(new Term("_id", Integer.toString(id - 50)));
+      }
+      w.commit();
+    }
+    Files.deleteIfExists(out.resolve("write.lock"));
   }
 }

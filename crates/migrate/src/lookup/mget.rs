@@ -32,6 +32,8 @@ struct OnTarget {
     doc_values: Arc<Vec<doc_values::Field>>,
     /// Fields left out of that comparison, with why.
     left_out: Arc<Vec<String>>,
+    /// Vector fields, compared element by element (see [`crate::verify::vectors`]).
+    vectors: Arc<Vec<crate::verify::vectors::VectorPath>>,
 }
 
 impl MgetLookup {
@@ -69,6 +71,7 @@ impl Lookup for MgetLookup {
                 compared: o.compared,
                 doc_value_fields: o.doc_values.iter().map(|f| f.path.clone()).collect(),
                 doc_values_left_out: o.left_out.to_vec(),
+                vector_fields: o.vectors.to_vec(),
             });
             self.indices
                 .lock()
@@ -164,6 +167,7 @@ async fn refresh(client: &Client, index: &str) -> Result<Option<OnTarget>, Clust
             compared: Compared::Documents,
             doc_values: Arc::default(),
             left_out: Arc::default(),
+            vectors: Arc::new(crate::verify::vectors::fields(&body)),
         }));
     }
     let fields = doc_values::fields(&body);
@@ -176,6 +180,7 @@ async fn refresh(client: &Client, index: &str) -> Result<Option<OnTarget>, Clust
         },
         doc_values: Arc::new(fields),
         left_out: Arc::new(left_out),
+        vectors: Arc::default(),
     }))
 }
 

@@ -938,8 +938,19 @@ fn dense_to_knn(
             }
         });
     let mut warnings: Vec<String> = Vec::new();
+    // Element types: float, byte, bit (8.15+), bfloat16 (Elasticsearch 9; elastic.co "Dense vector
+    // field type", mapping-reference/dense-vector). OpenSearch knn_vector data_type: float,
+    // byte (2.9+ lucene, 2.17+ faiss), binary (2.16+ faiss, hamming) (docs.opensearch.org
+    // "k-NN vector" and "Memory-optimized vectors" pages).
     let (data_type, space) = match element.as_str() {
         "float" => ("float", space_of(&similarity)),
+        "bfloat16" => {
+            // every bfloat16 is a float32 (its upper 16 bits): nothing is lost
+            warnings.push(
+                "bfloat16 elements → float (each value kept exactly; twice the memory)".into(),
+            );
+            ("float", space_of(&similarity))
+        }
         "byte" => ("byte", space_of(&similarity)),
         "bit" => ("binary", Some("hamming")),
         other => {
@@ -1040,6 +1051,11 @@ fn dense_to_knn(
                 "flat" | "int8_flat" | "int4_flat" | "bbq_flat" => warnings.push(format!(
                     "index_options {kind} (brute force) → an HNSW graph, so that kNN queries keep working"
                 )),
+                // Elasticsearch 9.2+ disk-based IVF (elastic.co dense-vector page,
+                // `index_options.type`): no OpenSearch counterpart of its own
+                "bbq_disk" => warnings.push(
+                    "index_options bbq_disk (disk-based IVF, binary quantized) → an HNSW graph of full-precision vectors (more memory)".into(),
+                ),
                 other => warnings.push(format!("index_options type {other} unknown: plain HNSW")),
             }
         }
@@ -1108,14 +1124,21 @@ fn knn_for_target(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: 
         .and_then(Value::as_str)
         .unwrap_or("float")
         .to_string();
+    let top_space = f
+        .get("space_type")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     if let Some(Value::Object(method)) = f.get_mut("method") {
         let engine = method
             .get("engine")
             .and_then(Value::as_str)
             .and_then(KnnEngine::parse);
+        // OpenSearch 2.17+ also takes space_type at the field's top level
+        // (docs.opensearch.org "k-NN vector": `space_type` beside `method`).
         let space = method
             .get("space_type")
             .and_then(Value::as_str)
+            .or(top_space.as_deref())
             .unwrap_or("l2")
             .to_string();
         let current_ok = match engine {
@@ -1256,8 +1279,33 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
                         io.insert(k.into(), v.clone());
                     }
                 }
-                if p.contains_key("encoder") {
-                    warnings.push("the encoder (quantization) is not carried over".into());
+                // lucene's scalar quantizer (`encoder: sq`, OpenSearch 2.16+: int8 per
+                // dimension) is Elasticsearch's int8_hnsw (8.12+); faiss encoders (fp16,
+                // pq) have no Elasticsearch counterpart (docs.opensearch.org "Lucene scalar
+                // quantization"; elastic.co dense-vector `index_options`).
+                let encoder = p
+                    .get("encoder")
+                    .and_then(|e| e.get("name"))
+                    .and_then(Value::as_str);
+                let engine = method
+                    .as_ref()
+                    .and_then(|m| m.get("engine"))
+                    .and_then(Value::as_str);
+                match encoder {
+                    None => {}
+                    Some("sq") if engine == Some("lucene") && t.at_least_es(8, 12) && element == "float" => {
+                        io.insert("type".into(), json!("int8_hnsw"));
+                        if let Some(ci) = p
+                            .get("encoder")
+                            .and_then(|e| e.get("parameters"))
+                            .and_then(|x| x.get("confidence_interval"))
+                        {
+                            io.insert("confidence_interval".into(), ci.clone());
+                        }
+                    }
+                    Some(other) => warnings.push(format!(
+                        "the encoder {other} (quantization) is not carried over: full-precision HNSW"
+                    )),
                 }
             }
             out.insert("index_options".into(), Value::Object(io));

@@ -73,6 +73,9 @@ fn count_errors(snapshots: &[Value]) -> u64 {
             for u in i["unsupported"].as_array().into_iter().flatten() {
                 n += u64::from(u["blocks"] == true);
             }
+            for v in i["vector_fields"].as_array().into_iter().flatten() {
+                n += u64::from(v["read_from"] == "unreadable");
+            }
             for sh in i["shards"].as_array().into_iter().flatten() {
                 n += u64::from(sh.get("error").is_some());
             }
@@ -178,6 +181,7 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
     let mut dv_segments = 0u64;
     let mut dv_fields = BTreeSet::new();
     let mut shards = Vec::new();
+    let mut vector_segments: Vec<snapshot::vectors::VectorFieldSummary> = Vec::new();
     for s in 0..index.number_of_shards() {
         if let Some(reason) = index.shard_failure(s) {
             shards.push(json!({"shard": s, "failed": reason}));
@@ -211,6 +215,7 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
                         dv_segments += 1;
                         dv_fields.extend(seg.doc_values_fields.iter().cloned());
                     }
+                    vector_segments.extend(seg.vector_fields.iter().cloned());
                 }
                 shards.push(json!({
                     "shard": s,
@@ -274,6 +279,7 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
         "stored_fields": stored,
         "source_present": source_present,
         "source_rebuild": source_rebuild,
+        "vector_fields": super::inspect_vectors::vector_fields(name, md, &vector_segments),
         "unsupported": unsupported,
         "shards": shards,
     })
@@ -418,6 +424,7 @@ fn print_text(report: &Value) {
                     );
                 }
             }
+            super::inspect_vectors::print(i);
             for u in i["unsupported"].as_array().unwrap_or(&empty) {
                 let what = u["what"].as_str().unwrap_or("");
                 match u["consequence"].as_str() {

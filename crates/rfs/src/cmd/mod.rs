@@ -10,6 +10,7 @@ pub mod documents;
 pub mod engine;
 pub mod export;
 pub mod inspect;
+pub mod inspect_vectors;
 pub mod lucene;
 pub mod metadata;
 pub mod redrive;

@@ -297,7 +297,7 @@ fn dense_vector_blockers() {
             "no OpenSearch space type",
         ),
         (
-            json!({"type": "dense_vector", "dims": 4, "element_type": "bfloat16"}),
+            json!({"type": "dense_vector", "dims": 4, "element_type": "float16"}),
             "no OpenSearch equivalent",
         ),
     ] {
@@ -940,4 +940,312 @@ fn bare_mappings_and_nested_paths() {
         "{paths:?}"
     );
     assert_eq!(c.body["settings"]["index.knn"], "true");
+}
+
+// ------------------------------------------------ vector mappings, case by case (issue 41)
+//
+// Reviewed against elastic.co "Dense vector field type"
+// (reference/elasticsearch/mapping-reference/dense-vector: element_type float/byte/bit/
+// bfloat16, similarity l2_norm/dot_product/cosine/max_inner_product — l2_norm the only one
+// for bit, as Hamming distance — index_options hnsw/int8_hnsw/int4_hnsw/bbq_hnsw/flat/
+// int8_flat/int4_flat/bbq_flat/bbq_disk) and docs.opensearch.org "k-NN vector", "Spaces"
+// (mappings/supported-field-types/knn-spaces: l1, l2, linf, cosinesimil, innerproduct,
+// hamming) and "Lucene scalar quantization" (encoder sq, lucene engine, 2.16+).
+
+/// One `dense_vector` with `similarity` to OpenSearch 2.19: the space type, and whether
+/// the note is a warning.
+fn similarity_to_os(similarity: &str) -> (Value, ConversionSeverity) {
+    let c = run(
+        props(json!({"v": {"type": "dense_vector", "dims": 4, "similarity": similarity}})),
+        ES8,
+        ProductVersion::os(2, 19),
+    );
+    assert!(!c.blocked(), "{similarity}: {:?}", c.notes.blockers);
+    (
+        field(&c, "v")["method"]["space_type"].clone(),
+        c.notes.conversions[0].severity,
+    )
+}
+
+#[test]
+fn similarity_cosine_is_cosinesimil() {
+    assert_eq!(
+        similarity_to_os("cosine"),
+        (json!("cosinesimil"), ConversionSeverity::Change)
+    );
+}
+
+#[test]
+fn similarity_l2_norm_is_l2() {
+    assert_eq!(
+        similarity_to_os("l2_norm"),
+        (json!("l2"), ConversionSeverity::Change)
+    );
+}
+
+#[test]
+fn similarity_dot_product_is_innerproduct_with_a_warning() {
+    // Elasticsearch's dot_product scores unit vectors as (1 + dot) / 2; OpenSearch's
+    // innerproduct scores differently: the same ranking, other score values.
+    assert_eq!(
+        similarity_to_os("dot_product"),
+        (json!("innerproduct"), ConversionSeverity::Warning)
+    );
+}
+
+#[test]
+fn similarity_max_inner_product_is_innerproduct_with_a_warning() {
+    assert_eq!(
+        similarity_to_os("max_inner_product"),
+        (json!("innerproduct"), ConversionSeverity::Warning)
+    );
+}
+
+/// A `knn_vector` whose method has `space_type` to Elasticsearch 8.15: its similarity.
+fn space_to_es(space: &str, data_type: Option<&str>) -> Converted {
+    let mut f = json!({"type": "knn_vector", "dimension": 16,
+        "method": {"name": "hnsw", "engine": "faiss", "space_type": space}});
+    if let Some(d) = data_type {
+        f["data_type"] = json!(d);
+    }
+    run(props(json!({"v": f})), ProductVersion::os(2, 19), ES8)
+}
+
+#[test]
+fn space_cosinesimil_is_cosine() {
+    let c = space_to_es("cosinesimil", None);
+    assert_eq!(field(&c, "v")["similarity"], "cosine");
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Change);
+}
+
+#[test]
+fn space_l2_is_l2_norm() {
+    let c = space_to_es("l2", None);
+    assert_eq!(field(&c, "v")["similarity"], "l2_norm");
+}
+
+#[test]
+fn space_innerproduct_is_max_inner_product_from_8_11() {
+    let c = space_to_es("innerproduct", None);
+    assert_eq!(field(&c, "v")["similarity"], "max_inner_product");
+}
+
+#[test]
+fn space_hamming_on_binary_is_a_bit_vector_with_l2_norm() {
+    let c = space_to_es("hamming", Some("binary"));
+    assert_eq!(field(&c, "v")["element_type"], "bit");
+    assert_eq!(field(&c, "v")["similarity"], "l2_norm");
+    // Elasticsearch before 8.15 has no bit vectors: refused, named
+    let c = run(
+        props(
+            json!({"v": {"type": "knn_vector", "dimension": 16, "data_type": "binary",
+            "method": {"name": "hnsw", "engine": "faiss", "space_type": "hamming"}}}),
+        ),
+        ProductVersion::os(2, 19),
+        ProductVersion::es(8, 14),
+    );
+    assert!(c.blocked());
+    assert!(
+        c.notes.blockers[0].contains("data_type binary"),
+        "{:?}",
+        c.notes.blockers
+    );
+}
+
+#[test]
+fn space_l1_and_linf_are_refused_by_name() {
+    for space in ["l1", "linf"] {
+        let c = space_to_es(space, None);
+        assert!(c.blocked(), "{space}");
+        assert!(
+            c.notes.blockers[0].contains(&format!(
+                "space type {space} has no Elasticsearch similarity"
+            )),
+            "{:?}",
+            c.notes.blockers
+        );
+    }
+}
+
+#[test]
+fn byte_knn_vector_is_a_byte_dense_vector() {
+    let c = space_to_es("l2", Some("byte"));
+    assert_eq!(field(&c, "v")["element_type"], "byte");
+}
+
+#[test]
+fn index_options_hnsw_carries_m_and_ef_construction() {
+    let c = run(
+        props(
+            json!({"v": {"type": "dense_vector", "dims": 4, "similarity": "l2_norm",
+            "index_options": {"type": "hnsw", "m": 32, "ef_construction": 200}}}),
+        ),
+        ES8,
+        ProductVersion::os(2, 19),
+    );
+    assert_eq!(
+        field(&c, "v")["method"],
+        json!({"name": "hnsw", "engine": "lucene", "space_type": "l2",
+            "parameters": {"m": 32, "ef_construction": 200}})
+    );
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Change);
+}
+
+#[test]
+fn index_options_int8_hnsw_is_lucene_sq_from_opensearch_2_16() {
+    let c = run(
+        props(
+            json!({"v": {"type": "dense_vector", "dims": 4, "similarity": "cosine",
+            "index_options": {"type": "int8_hnsw"}}}),
+        ),
+        ES8,
+        ProductVersion::os(2, 16),
+    );
+    assert_eq!(
+        field(&c, "v")["method"]["parameters"]["encoder"],
+        json!({"name": "sq"})
+    );
+    assert_eq!(field(&c, "v")["method"]["engine"], "lucene");
+}
+
+#[test]
+fn index_options_bbq_hnsw_warns_full_precision() {
+    let c = run(
+        props(
+            json!({"v": {"type": "dense_vector", "dims": 384, "similarity": "cosine",
+            "index_options": {"type": "bbq_hnsw", "m": 16}}}),
+        ),
+        ProductVersion::es(9, 1),
+        ProductVersion::os(3, 0),
+    );
+    assert_eq!(field(&c, "v")["method"]["name"], "hnsw");
+    assert_eq!(field(&c, "v")["method"]["parameters"], json!({"m": 16}));
+    assert!(
+        c.notes
+            .warnings
+            .iter()
+            .any(|w| w.contains("bbq_hnsw") && w.contains("full-precision")),
+        "{:?}",
+        c.notes.warnings
+    );
+}
+
+#[test]
+fn index_options_flat_becomes_a_graph_with_a_warning() {
+    let c = run(
+        props(
+            json!({"v": {"type": "dense_vector", "dims": 4, "similarity": "cosine",
+            "index_options": {"type": "flat"}}}),
+        ),
+        ES8,
+        ProductVersion::os(2, 19),
+    );
+    assert_eq!(field(&c, "v")["method"]["name"], "hnsw");
+    assert!(c
+        .notes
+        .warnings
+        .iter()
+        .any(|w| w.contains("index_options flat (brute force)")));
+}
+
+#[test]
+fn index_options_bbq_disk_is_named_in_its_warning() {
+    let c = run(
+        props(
+            json!({"v": {"type": "dense_vector", "dims": 64, "similarity": "l2_norm",
+            "index_options": {"type": "bbq_disk"}}}),
+        ),
+        ProductVersion::es(9, 2),
+        ProductVersion::os(3, 0),
+    );
+    assert!(!c.blocked());
+    assert!(
+        c.notes
+            .warnings
+            .iter()
+            .any(|w| w.contains("bbq_disk (disk-based IVF")),
+        "{:?}",
+        c.notes.warnings
+    );
+}
+
+#[test]
+fn bfloat16_elements_become_float_with_a_warning() {
+    let c = run(
+        props(
+            json!({"v": {"type": "dense_vector", "dims": 4, "element_type": "bfloat16", "similarity": "l2_norm"}}),
+        ),
+        ProductVersion::es(9, 2),
+        ProductVersion::os(3, 0),
+    );
+    assert!(!c.blocked(), "{:?}", c.notes.blockers);
+    assert_eq!(
+        field(&c, "v")["data_type"],
+        Value::Null,
+        "float is the default"
+    );
+    assert_eq!(field(&c, "v")["type"], "knn_vector");
+    assert!(c
+        .notes
+        .warnings
+        .iter()
+        .any(|w| w.contains("bfloat16 elements → float")));
+}
+
+#[test]
+fn lucene_sq_encoder_is_int8_hnsw_on_elasticsearch() {
+    let sq = props(json!({"v": {"type": "knn_vector", "dimension": 8,
+        "method": {"name": "hnsw", "engine": "lucene", "space_type": "l2",
+            "parameters": {"m": 16, "encoder": {"name": "sq", "parameters": {"confidence_interval": 0.95}}}}}}));
+    let c = run(sq.clone(), ProductVersion::os(2, 19), ES8);
+    assert_eq!(
+        field(&c, "v")["index_options"],
+        json!({"type": "int8_hnsw", "m": 16, "confidence_interval": 0.95})
+    );
+    assert_eq!(c.notes.conversions[0].severity, ConversionSeverity::Change);
+    // before 8.12 there is no int8_hnsw: plain hnsw, with a warning naming the encoder
+    let c = run(sq, ProductVersion::os(2, 19), ProductVersion::es(8, 11));
+    assert_eq!(
+        field(&c, "v")["index_options"],
+        json!({"type": "hnsw", "m": 16})
+    );
+    assert!(
+        c.notes.warnings.iter().any(|w| w.contains("encoder sq")),
+        "{:?}",
+        c.notes.warnings
+    );
+    // a faiss encoder has no counterpart
+    let c = run(
+        props(json!({"v": {"type": "knn_vector", "dimension": 8,
+            "method": {"name": "hnsw", "engine": "faiss", "space_type": "l2",
+                "parameters": {"encoder": {"name": "sq", "parameters": {"type": "fp16"}}}}}})),
+        ProductVersion::os(2, 19),
+        ES8,
+    );
+    assert_eq!(field(&c, "v")["index_options"], json!({"type": "hnsw"}));
+    assert!(c
+        .notes
+        .warnings
+        .iter()
+        .any(|w| w.contains("not carried over")));
+}
+
+#[test]
+fn top_level_space_type_decides_the_engine_on_older_opensearch() {
+    // faiss has cosinesimil from 2.19 only: given at the top level, it is seen
+    let c = run(
+        props(
+            json!({"v": {"type": "knn_vector", "dimension": 4, "space_type": "cosinesimil",
+            "method": {"name": "hnsw", "engine": "faiss"}}}),
+        ),
+        ProductVersion::os(2, 19),
+        ProductVersion::os(2, 17),
+    );
+    assert_eq!(
+        field(&c, "v")["method"]["engine"],
+        "lucene",
+        "{:?}",
+        c.notes
+    );
+    assert_eq!(rules(&c), ["knn_engine_by_target"]);
 }
