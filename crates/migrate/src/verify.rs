@@ -375,7 +375,7 @@ impl VerifyReport {
                     out.push_str(&format!("    … and {} more\n", all - shown as u64));
                 }
             }
-            for (i, id) in v.different.iter().enumerate() {
+            for id in &v.different {
                 match v.different_doc_values.iter().find(|d| &d.id == id) {
                     Some(d) => {
                         out.push_str(&format!("    different {id} (doc values of {})\n", d.field))
@@ -387,10 +387,6 @@ impl VerifyReport {
                         Some(what) => out.push_str(&format!("    different {id}: {what}\n")),
                         None => out.push_str(&format!("    different {id}\n")),
                     },
-                }
-                // what differs (`ID: field F: source …, target …`), listed in the same order
-                if let Some(d) = v.differences.get(i) {
-                    out.push_str(&format!("      {d}\n"));
                 }
             }
         }

@@ -20,8 +20,11 @@
 //!   `0024eeaec627406aced6d49e7d424164e1ca3955`;
 //! - the id each release writes (`8.11.0,8500003` … `8.17.2,8521000`):
 //!   `server/src/main/resources/org/elasticsearch/index/IndexVersions.csv` at commit
-//!   `000a4933ca38250d4ede5ff255cdd9c50a72c8f4`. Releases after 8.17.2 and every 9.x
-//!   release were not in the version read, so for those ids only the major is known.
+//!   `000a4933ca38250d4ede5ff255cdd9c50a72c8f4`; the releases after it (8.18.0 … 8.19.19,
+//!   9.0.0 … 9.3.7) from the same file in a mirror of that repository,
+//!   `mamh-java/elastic-elasticsearch` at commit
+//!   `19c9f614d5ef07786d0cbbe7f397bae03bd6dc62`. Ids past the last release listed there
+//!   are shown with their major only.
 
 use std::fmt;
 
@@ -49,6 +52,17 @@ const DETACHED_RELEASES: &[((u32, u32, u32), u32)] = &[
     ((8, 15, 0), 8_512_000),
     ((8, 16, 0), 8_518_000),
     ((8, 17, 0), 8_521_000),
+    ((8, 18, 0), 8_525_000),
+    ((8, 19, 0), 8_536_000),
+    ((8, 19, 9), 8_537_000),
+    ((9, 0, 0), 9_009_000),
+    ((9, 1, 0), 9_033_000),
+    ((9, 1, 9), 9_033_001),
+    ((9, 2, 0), 9_039_001),
+    ((9, 2, 2), 9_039_002),
+    ((9, 2, 3), 9_039_003),
+    ((9, 3, 0), 9_060_000),
+    ((9, 3, 3), 9_060_001),
 ];
 
 impl IndexVersion {
@@ -225,13 +239,29 @@ mod tests {
             assert!(v(id).is_detached());
             assert_eq!(v(id).release(), None);
         }
+        for (id, line) in [
+            (8_525_000, (8, 18)),
+            (8_536_000, (8, 19)),
+            (8_537_000, (8, 19)),
+            (9_009_000, (9, 0)),
+            (9_033_001, (9, 1)),
+            (9_035_000, (9, 2)),
+            (9_039_000, (9, 2)),
+            (9_039_003, (9, 2)),
+            (9_060_001, (9, 3)),
+        ] {
+            let got = v(id).release_line().unwrap();
+            assert_eq!((got.major, got.minor), line, "{id}");
+        }
         assert_eq!(v(8_512_000).to_string(), "8.15 (index version 8512000)");
+        assert_eq!(v(9_039_000).to_string(), "9.2 (index version 9039000)");
         // Past the table: the major only, never a made-up minor.
-        assert_eq!(v(8_536_000).release_line(), None);
-        assert_eq!(v(8_536_000).release_floor(), ProductVersion::es(8, 17));
-        assert_eq!(v(9_039_000).to_string(), "9.x (index version 9039000)");
-        assert_eq!(v(9_039_000).release_floor(), ProductVersion::es(9, 0));
-        assert_eq!(v(9_039_000).major(), 9);
+        assert_eq!(v(8_540_000).release_line(), None);
+        assert_eq!(v(8_540_000).to_string(), "8.x (index version 8540000)");
+        assert_eq!(v(8_540_000).release_floor(), ProductVersion::es(8, 19));
+        assert_eq!(v(9_070_000).to_string(), "9.x (index version 9070000)");
+        assert_eq!(v(9_070_000).release_floor(), ProductVersion::es(9, 3));
+        assert_eq!(v(9_070_000).major(), 9);
     }
 
     #[test]

@@ -52,16 +52,16 @@ fn index_version_ids_are_read_with_their_release_line() {
         index(tmp.path(), "es813", 8_503_000),
         index(tmp.path(), "es815", 8_512_000),
         index(tmp.path(), "es817", 8_521_000),
-        index(tmp.path(), "es8late", 8_536_000),
+        index(tmp.path(), "es8late", 8_540_000),
         index(tmp.path(), "es9", 9_039_000),
     ];
     write_repository(&repo_dir, &[spec], &WriteOptions::default()).unwrap();
     let repo = Repository::open(Arc::new(LocalStore::open(&repo_dir).unwrap())).unwrap();
     let snap = repo.snapshot("nightly").unwrap();
 
-    // The snapshot: a 9.x cluster, not "9.3.90".
+    // The snapshot: a 9.2 cluster (the line that writes 9_039_0xx), not "9.3.90".
     let v = snap.version().unwrap();
-    assert_eq!((v.major, v.minor, v.patch), (9, 0, 0), "{v}");
+    assert_eq!((v.major, v.minor, v.patch), (9, 2, 0), "{v}");
     assert_eq!(snap.index_version().unwrap().id(), 9_039_000);
 
     for (name, release, shown) in [
@@ -72,8 +72,8 @@ fn index_version_ids_are_read_with_their_release_line() {
         ("es815", (8, 15, 0), "8.15 (index version 8512000)"),
         ("es817", (8, 17, 0), "8.17 (index version 8521000)"),
         // Past the releases read: the major and the last known line as a floor.
-        ("es8late", (8, 17, 0), "8.x (index version 8536000)"),
-        ("es9", (9, 0, 0), "9.x (index version 9039000)"),
+        ("es8late", (8, 19, 0), "8.x (index version 8540000)"),
+        ("es9", (9, 2, 0), "9.2 (index version 9039000)"),
     ] {
         let md = snap.index(name).unwrap().metadata().clone();
         let created = md.created_version().unwrap();
