@@ -30,7 +30,7 @@ use cluster::Method;
 use coordination::{Cursor, Position, WorkItem};
 use serde_json::{json, Value};
 
-use super::scroll::Mark;
+use super::scroll::{push_digits, Mark};
 use super::{source_error, ClusterSource, Extent, Page, PitApi, Shards};
 use crate::document::{Document, Op, Read, Skip};
 use crate::error::{Severity, SourceError};
@@ -51,14 +51,15 @@ pub(super) struct PitMark {
 }
 
 impl PitMark {
+    /// `{count:020}-{digest:016x}-{s|o}{shard_doc:020}`, written without `format!` (one per
+    /// document read).
     pub(super) fn position(self) -> Position {
-        Position::Key(format!(
-            "{:020}-{:016x}-{}{:020}",
-            self.mark.count,
-            self.mark.digest,
-            if self.shared { 's' } else { 'o' },
-            self.shard_doc
-        ))
+        let mut key = String::with_capacity(58);
+        self.mark.write(&mut key);
+        key.push('-');
+        key.push(if self.shared { 's' } else { 'o' });
+        push_digits(&mut key, self.shard_doc);
+        Position::Key(key)
     }
 
     pub(super) fn parse(key: &str) -> Option<PitMark> {
@@ -459,6 +460,9 @@ mod tests {
                     unreachable!()
                 };
                 assert_eq!(PitMark::parse(&k), Some(p), "{k}");
+                let mark = format!("{:020}-{:016x}", m.count, m.digest);
+                let side = if shared { 's' } else { 'o' };
+                assert_eq!(k, format!("{mark}-{side}{doc:020}"));
             }
             let p = PitMark {
                 mark: m,

@@ -50,7 +50,19 @@ pub(super) struct Mark {
 
 impl Mark {
     fn position(self) -> Position {
-        Position::Key(format!("{:020}-{:016x}", self.count, self.digest))
+        let mut key = String::with_capacity(37);
+        self.write(&mut key);
+        Position::Key(key)
+    }
+
+    /// The count in 20 decimal digits, `-`, the digest in 16 hex digits (as
+    /// `{:020}-{:016x}` would, without the formatting machinery: one per document).
+    pub(super) fn write(self, key: &mut String) {
+        push_digits(key, self.count);
+        key.push('-');
+        for shift in (0..16).rev() {
+            key.push(char::from(HEX[((self.digest >> (shift * 4)) & 0xf) as usize]));
+        }
     }
 
     pub(super) fn parse(key: &str) -> Option<Mark> {
@@ -69,6 +81,20 @@ impl Mark {
         self.count += 1;
         self.digest = self.digest.wrapping_add(hash(index, id));
     }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `v` in 20 decimal digits, zero-padded (`u64::MAX` has 20).
+pub(super) fn push_digits(key: &mut String, mut v: u64) {
+    let mut digits = [b'0'; 20];
+    let mut i = digits.len();
+    while v > 0 && i > 0 {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    key.extend(digits.iter().map(|&d| char::from(d)));
 }
 
 /// FNV-1a over `index`, a separator and `id`, then a splitmix64 finish: stable across
@@ -326,6 +352,11 @@ mod tests {
         assert_eq!(a, b);
         b.add("i", "w");
         assert_ne!(a.digest, b.digest);
+        for (count, digest) in [(0, 0), (1, 0xabc), (u64::MAX, u64::MAX), (1234567890, 1 << 63)] {
+            let mut key = String::new();
+            Mark { count, digest }.write(&mut key);
+            assert_eq!(key, format!("{count:020}-{digest:016x}"));
+        }
         assert_eq!(Mark::parse("12"), None);
         assert_eq!(Mark::parse("00000000000000000001-zzzzzzzzzzzzzzzz"), None);
     }
