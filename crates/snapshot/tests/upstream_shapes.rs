@@ -6,6 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use std::io::Write;
+
+use serde_json::{json, Value};
 use snapshot::{IndexVersion, LocalStore, Repository};
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -74,4 +77,181 @@ fn numeric_version_and_min_version_of_8_10_repository_data_are_read() {
     let mut names = snap.index_names();
     names.sort();
     assert_eq!(names, ["posts_2023_02_25", "posts_2024_01_01"]);
+}
+
+/// Lucene's codec magic and its bitwise complement, the footer magic
+/// (`CodecUtil.writeHeader`/`writeFooter`, used by `ChecksumBlobStoreFormat.serialize`).
+const CODEC_MAGIC: u32 = 0x3fd7_6c17;
+
+/// A metadata blob built by hand as elastic/elasticsearch
+/// `server/src/main/java/org/elasticsearch/repositories/blobstore/ChecksumBlobStoreFormat.java`
+/// (`serialize`, commit `17f5ad26593855cc20b009f8cd784950e2325667`) writes it: Lucene
+/// header (magic, codec name as a vint-prefixed string, version 1), then the SMILE body,
+/// through the compressor when the repository compresses — `DFL\0` and a raw (no zlib
+/// wrapper) deflate stream, `Deflater(3, nowrap=true)` with sync flush, per
+/// `server/src/main/java/org/elasticsearch/common/compress/DeflateCompressor.java`
+/// (commit `8c5229dd1c917ba95be0e6053c98e7d34280f399`) — then the footer: the magic's
+/// complement, algorithm 0, and the CRC-32 of every byte before the checksum as a long.
+fn metadata_blob(codec: &str, smile: &[u8], deflate: bool) -> Vec<u8> {
+    let mut out = CODEC_MAGIC.to_be_bytes().to_vec();
+    assert!(codec.len() < 0x80);
+    out.push(codec.len() as u8);
+    out.extend_from_slice(codec.as_bytes());
+    out.extend_from_slice(&1u32.to_be_bytes());
+    if deflate {
+        out.extend_from_slice(b"DFL\0");
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(3));
+        enc.write_all(smile).unwrap();
+        enc.flush().unwrap(); // the sync flush DeflaterOutputStream(syncFlush=true) does
+        out.extend_from_slice(&enc.finish().unwrap());
+    } else {
+        out.extend_from_slice(smile);
+    }
+    out.extend_from_slice(&(!CODEC_MAGIC).to_be_bytes());
+    out.extend_from_slice(&0u32.to_be_bytes());
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&u64::from(crc).to_be_bytes());
+    out
+}
+
+const META: &str = "meta-7_1RHMshSc6c0cuzX1NCDg.dat";
+
+/// The fixture's global metadata as a JSON value (read through rfs's envelope reader,
+/// which the real fixtures already cover).
+fn fixture_global_metadata(repo_dir: &Path) -> Value {
+    let bytes = std::fs::read(repo_dir.join(META)).unwrap();
+    let env = snapshot::envelope::open(META, &bytes, "metadata").unwrap();
+    assert_eq!(
+        env.compression,
+        snapshot::envelope::EnvelopeCompression::None
+    );
+    snapshot::xcontent::decode_value(META, &env.content).unwrap()
+}
+
+/// A `DFL\0`-compressed metadata blob (the repository setting `compress: true`): the
+/// fixture's `meta-*.dat`, same content, rewritten compressed in the upstream shape
+/// (see [`metadata_blob`]), reads back to the same global metadata.
+#[test]
+fn deflate_compressed_metadata_blob_in_the_upstream_shape_is_read() {
+    let Some((_tmp, repo_dir)) =
+        fixture_copy("deflate_compressed_metadata_blob_in_the_upstream_shape_is_read")
+    else {
+        return;
+    };
+    let before = open(&repo_dir)
+        .unwrap()
+        .snapshot("global_state_snapshot")
+        .unwrap()
+        .global_metadata()
+        .unwrap();
+    let value = fixture_global_metadata(&repo_dir);
+    let blob = metadata_blob("metadata", &snapshot::xcontent::to_smile(&value), true);
+    assert_eq!(&blob[17..21], b"DFL\0");
+    std::fs::write(repo_dir.join(META), &blob).unwrap();
+    let after = open(&repo_dir)
+        .unwrap()
+        .snapshot("global_state_snapshot")
+        .unwrap()
+        .global_metadata()
+        .unwrap();
+    assert_eq!(after.raw, before.raw);
+    assert!(!after.raw.is_empty());
+    assert_eq!(after.persistent_settings, before.persistent_settings);
+
+    // a flipped byte in the compressed body fails the footer's checksum, by blob name
+    let mut bad = blob.clone();
+    bad[24] ^= 0x01;
+    std::fs::write(repo_dir.join(META), &bad).unwrap();
+    let err = open(&repo_dir)
+        .unwrap()
+        .snapshot("global_state_snapshot")
+        .unwrap()
+        .global_metadata()
+        .unwrap_err();
+    assert!(err.to_string().contains(META), "{err}");
+}
+
+/// A data stream with a failure store as Elasticsearch 8.15+ writes it in the global
+/// metadata: `DataStream.toXContent` in elastic/elasticsearch
+/// `server/src/main/java/org/elasticsearch/cluster/metadata/DataStream.java` (commit
+/// `6c9947922a9de6c1c952462ce8b3949344f510c5`) writes `name`, `timestamp_field`
+/// `{name}`, `indices` (each an `Index`: `index_name`, `index_uuid`), `generation`,
+/// `hidden`, `replicated`, `system`, `allow_custom_routing`, then `failure_store`,
+/// `failure_indices` (same shape as `indices`, only when not empty) and
+/// `failure_rollover_on_write`, and `rollover_on_write`; the streams sit under the
+/// `data_stream` custom as `{"data_stream": {name: …}, "data_stream_aliases": {}}`.
+/// Written compressed (`DFL\0`), as a repository with `compress: true` holds it.
+#[test]
+fn data_stream_failure_indices_in_the_upstream_shape_are_read() {
+    let Some((_tmp, repo_dir)) =
+        fixture_copy("data_stream_failure_indices_in_the_upstream_shape_are_read")
+    else {
+        return;
+    };
+    let mut value = fixture_global_metadata(&repo_dir);
+    let stream = json!({
+        "name": "logs-app-default",
+        "timestamp_field": {"name": "@timestamp"},
+        "indices": [
+            {"index_name": ".ds-logs-app-default-2024.06.01-000001", "index_uuid": "aW5kZXgtdXVpZC0wMDAx"},
+            {"index_name": ".ds-logs-app-default-2024.06.02-000003", "index_uuid": "aW5kZXgtdXVpZC0wMDAz"}
+        ],
+        "generation": 3,
+        "hidden": false,
+        "replicated": false,
+        "system": false,
+        "allow_custom_routing": false,
+        "failure_store": true,
+        "failure_indices": [
+            {"index_name": ".fs-logs-app-default-2024.06.01-000002", "index_uuid": "aW5kZXgtdXVpZC0wMDAy"}
+        ],
+        "failure_rollover_on_write": false,
+        "rollover_on_write": false
+    });
+    value["meta-data"]["data_stream"] = json!({
+        "data_stream": {"logs-app-default": stream},
+        "data_stream_aliases": {}
+    });
+    let blob = metadata_blob("metadata", &snapshot::xcontent::to_smile(&value), true);
+    std::fs::write(repo_dir.join(META), blob).unwrap();
+
+    let md = open(&repo_dir)
+        .unwrap()
+        .snapshot("global_state_snapshot")
+        .unwrap()
+        .global_metadata()
+        .unwrap();
+    assert_eq!(md.data_streams.len(), 1);
+    let ds = &md.data_streams["logs-app-default"];
+    assert_eq!(ds.name, "logs-app-default");
+    assert_eq!(ds.timestamp_field, "@timestamp");
+    assert_eq!(
+        ds.indices,
+        [
+            ".ds-logs-app-default-2024.06.01-000001",
+            ".ds-logs-app-default-2024.06.02-000003"
+        ]
+    );
+    assert_eq!(
+        ds.failure_indices,
+        [".fs-logs-app-default-2024.06.01-000002"]
+    );
+    assert_eq!(ds.generation, Some(3));
+    assert_eq!(
+        ds.write_index(),
+        Some(".ds-logs-app-default-2024.06.02-000003")
+    );
+    assert_eq!(
+        md.failure_store_of(".fs-logs-app-default-2024.06.01-000002")
+            .map(|d| d.name.as_str()),
+        Some("logs-app-default")
+    );
+    assert!(md
+        .data_stream_of(".fs-logs-app-default-2024.06.01-000002")
+        .is_none());
+    assert_eq!(
+        md.data_stream_of(".ds-logs-app-default-2024.06.01-000001")
+            .map(|d| d.name.as_str()),
+        Some("logs-app-default")
+    );
 }
