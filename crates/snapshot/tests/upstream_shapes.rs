@@ -255,3 +255,128 @@ fn data_stream_failure_indices_in_the_upstream_shape_are_read() {
         Some("logs-app-default")
     );
 }
+
+/// Every document of `index` in the fixture's snapshot, `_id` → source.
+fn documents(repo_dir: &Path, index: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let repo = open(repo_dir).unwrap();
+    let ix = repo
+        .snapshot("global_state_snapshot")
+        .unwrap()
+        .index(index)
+        .unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for s in 0..ix.number_of_shards() {
+        let shard = ix.open_shard(s).unwrap();
+        let reader = snapshot::ShardReader::open(&shard).unwrap();
+        for d in reader.documents(0..reader.max_doc()).unwrap() {
+            let d = d.unwrap();
+            out.insert(d.id.clone(), d.source.to_vec());
+        }
+    }
+    out
+}
+
+/// Sets `part_size` on every `FileInfo` (an object with `name`, `physical_name`,
+/// `length`) under `v` whose file is longer than `part`; returns (name, length) of each.
+fn split_file_infos(v: &mut Value, part: u64, out: &mut Vec<(String, u64)>) {
+    match v {
+        Value::Object(o) => {
+            let len = o.get("length").and_then(Value::as_u64);
+            if let (Some(name), Some(true), Some(len)) = (
+                o.get("name").and_then(Value::as_str).map(str::to_string),
+                o.get("physical_name").map(Value::is_string),
+                len,
+            ) {
+                if len > part {
+                    o.insert("part_size".into(), json!(part));
+                    out.push((name, len));
+                }
+                return;
+            }
+            for x in o.values_mut() {
+                split_file_infos(x, part, out);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| split_file_infos(x, part, out)),
+        _ => {}
+    }
+}
+
+/// Files stored in parts: `BlobStoreIndexShardSnapshot.FileInfo` in elastic/elasticsearch
+/// `server/src/main/java/org/elasticsearch/index/snapshots/blobstore/BlobStoreIndexShardSnapshot.java`
+/// (commit `fbbbe77130f8094bdafd10934d13fc3e18e66012`) writes `part_size` (bytes) beside
+/// `name`/`physical_name`/`length`/`checksum` when the repository has `chunk_size`; the
+/// file is then `ceil(length / part_size)` blobs `<name>.part0`, `<name>.part1`, …, each
+/// `part_size` long but the last (`partName`, `partBytes`). Here shard 0 of
+/// `posts_2024_01_01` is rewritten so: its `snap-*.dat` and `index-<uuid>` name a
+/// 700-byte part size and the blobs are cut accordingly; every document reads back the
+/// same.
+#[test]
+fn files_stored_in_parts_in_the_upstream_shape_are_read() {
+    let Some((_tmp, repo_dir)) =
+        fixture_copy("files_stored_in_parts_in_the_upstream_shape_are_read")
+    else {
+        return;
+    };
+    let index = "posts_2024_01_01";
+    let before = documents(&repo_dir, index);
+    assert!(!before.is_empty());
+
+    const PART: u64 = 700;
+    let shard_dir = repo_dir.join("indices/TKzEIy9ASTq-FuWhogYPHw/0");
+    let mut split = Vec::new();
+    for (blob, codec) in [
+        ("snap-7_1RHMshSc6c0cuzX1NCDg.dat", "snapshot"),
+        ("index-guSEIbPOR8SI_i1M0mOHLQ", "snapshots"),
+    ] {
+        let bytes = std::fs::read(shard_dir.join(blob)).unwrap();
+        let env = snapshot::envelope::open(blob, &bytes, codec).unwrap();
+        assert_eq!(env.version, 1);
+        let mut v = snapshot::xcontent::decode_value(blob, &env.content).unwrap();
+        let mut found = Vec::new();
+        split_file_infos(&mut v, PART, &mut found);
+        assert!(
+            !found.is_empty(),
+            "{blob}: no file longer than {PART} bytes"
+        );
+        split.extend(found);
+        let sealed = metadata_blob(codec, &snapshot::xcontent::to_smile(&v), false);
+        std::fs::write(shard_dir.join(blob), sealed).unwrap();
+    }
+    split.sort();
+    split.dedup();
+    let mut parts_written = 0;
+    for (name, len) in &split {
+        let data = std::fs::read(shard_dir.join(name)).unwrap();
+        assert_eq!(data.len() as u64, *len);
+        for (i, chunk) in data.chunks(PART as usize).enumerate() {
+            std::fs::write(shard_dir.join(format!("{name}.part{i}")), chunk).unwrap();
+            parts_written += 1;
+        }
+        std::fs::remove_file(shard_dir.join(name)).unwrap();
+    }
+    assert!(parts_written >= 3, "{split:?}");
+
+    assert_eq!(documents(&repo_dir, index), before);
+
+    // a missing part is an error naming it, not a short file
+    let (name, _) = &split[0];
+    std::fs::remove_file(shard_dir.join(format!("{name}.part1"))).unwrap();
+    let repo = open(&repo_dir).unwrap();
+    let ix = repo
+        .snapshot("global_state_snapshot")
+        .unwrap()
+        .index(index)
+        .unwrap();
+    let err = ix
+        .open_shard(0)
+        .and_then(|s| {
+            let r = snapshot::ShardReader::open(&s)?;
+            for d in r.documents(0..r.max_doc())? {
+                d?;
+            }
+            Ok(())
+        })
+        .expect_err("a part is missing");
+    assert!(err.to_string().contains(name.as_str()), "{err}");
+}
