@@ -380,3 +380,80 @@ fn files_stored_in_parts_in_the_upstream_shape_are_read() {
         .expect_err("a part is missing");
     assert!(err.to_string().contains(name.as_str()), "{err}");
 }
+
+/// Rewrites the root `snap-*.dat` of the fixture: `edit` gets its `snapshot` object.
+fn edit_snapshot_info(repo_dir: &Path, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+    let blob = "snap-7_1RHMshSc6c0cuzX1NCDg.dat";
+    let bytes = std::fs::read(repo_dir.join(blob)).unwrap();
+    let env = snapshot::envelope::open(blob, &bytes, "snapshot").unwrap();
+    let mut v = snapshot::xcontent::decode_value(blob, &env.content).unwrap();
+    edit(v["snapshot"].as_object_mut().unwrap());
+    let sealed = metadata_blob("snapshot", &snapshot::xcontent::to_smile(&v), true);
+    std::fs::write(repo_dir.join(blob), sealed).unwrap();
+}
+
+/// A PARTIAL snapshot as the upstream writer records it: `SnapshotInfo.toXContentInternal`
+/// in elastic/elasticsearch `server/src/main/java/org/elasticsearch/snapshots/SnapshotInfo.java`
+/// (commit `08ff29be56f380c13794c2c82f488eaea777e0ed`) writes `state` by name
+/// (`"PARTIAL"`), `total_shards`, `successful_shards` and a `failures` array of
+/// `SnapshotShardFailure.toXContent` objects — `index`, `index_uuid`, `shard_id`,
+/// `reason` (null in some old snapshots, which the parser accepts), `node_id` when
+/// known, `status` as a `RestStatus` name (`server/src/main/java/org/elasticsearch/
+/// snapshots/SnapshotShardFailure.java`, commit `2e58e7a14ed0aa67cb7c36c760f91c9233232c16`).
+/// The failed shard is refused by name with its reason; the other index reads whole.
+#[test]
+fn partial_snapshot_in_the_upstream_shape_refuses_the_failed_shard_by_name() {
+    let Some((_tmp, repo_dir)) =
+        fixture_copy("partial_snapshot_in_the_upstream_shape_refuses_the_failed_shard_by_name")
+    else {
+        return;
+    };
+    let intact = documents(&repo_dir, "posts_2023_02_25");
+    assert!(!intact.is_empty());
+    for reason in [
+        json!("IndexShardSnapshotFailedException[disk full]"),
+        Value::Null,
+    ] {
+        let r = reason.clone();
+        edit_snapshot_info(&repo_dir, move |s| {
+            assert_eq!(s["total_shards"], json!(2), "the fixture moved");
+            s.insert("state".into(), json!("PARTIAL"));
+            s.insert("successful_shards".into(), json!(1));
+            s.insert(
+                "failures".into(),
+                json!([{
+                    "index": "posts_2024_01_01",
+                    "index_uuid": "c2hhcmQtZmFpbGVkLXV1aWQ",
+                    "shard_id": 0,
+                    "reason": r,
+                    "node_id": "bm9kZS0xLWlkLWZvci10ZXN0",
+                    "status": "INTERNAL_SERVER_ERROR"
+                }]),
+            );
+        });
+        let repo = open(&repo_dir).unwrap();
+        let snap = repo.snapshot("global_state_snapshot").unwrap();
+        assert_eq!(snap.state(), Some(snapshot::SnapshotState::Partial));
+        assert_eq!(snap.info().failures.len(), 1);
+        let ix = snap.index("posts_2024_01_01").unwrap();
+        match ix.open_shard(0) {
+            Err(snapshot::Error::FailedShard {
+                snapshot,
+                index,
+                shard,
+                reason: why,
+            }) => {
+                assert_eq!(snapshot, "global_state_snapshot");
+                assert_eq!(index, "posts_2024_01_01");
+                assert_eq!(shard, 0);
+                match reason.as_str() {
+                    Some(text) => assert_eq!(why, text),
+                    None => assert_eq!(why, "no reason recorded"),
+                }
+            }
+            Err(other) => panic!("expected FailedShard, got {other}"),
+            Ok(_) => panic!("the failed shard was opened"),
+        }
+        assert_eq!(documents(&repo_dir, "posts_2023_02_25"), intact);
+    }
+}
