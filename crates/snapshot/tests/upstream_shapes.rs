@@ -457,3 +457,73 @@ fn partial_snapshot_in_the_upstream_shape_refuses_the_failed_shard_by_name() {
         assert_eq!(documents(&repo_dir, "posts_2023_02_25"), intact);
     }
 }
+
+/// An OpenSearch remote-store shallow copy: the shard directory holds
+/// `shallow-snap-<uuid>.dat` (codec `snapshot`, `SHALLOW_SNAPSHOT_PREFIX`, format
+/// `REMOTE_STORE_SHARD_SHALLOW_COPY_SNAPSHOT_FORMAT` in opensearch-project/OpenSearch
+/// `server/src/main/java/org/opensearch/repositories/blobstore/BlobStoreRepository.java`,
+/// the stored version `find_files` lists at commit
+/// `75b27a5a940345d3c8f31c4f70fdfdec3e2979bb`) instead of `snap-<uuid>.dat`; its body is
+/// `RemoteStoreShardShallowCopySnapshot.toXContent` (`server/src/main/java/org/opensearch/
+/// index/snapshots/blobstore/RemoteStoreShardShallowCopySnapshot.java`, commit
+/// `910532dd3a81e5f92614ec81e2e1b0450aea3ed8`): `version` ("1": no path type),
+/// `name`, `index_version`, `start_time`, `time`, `number_of_files`, `total_size`,
+/// `index_uuid`, `remote_store_repository`, `commit_generation`, `primary_term`,
+/// `remote_store_repository_base_path` and `file_names`. The segments are in the remote
+/// store, so the shard is refused by name, with the remote repository named, never read
+/// as empty.
+#[test]
+fn remote_store_shallow_copy_in_the_upstream_shape_is_refused_by_name() {
+    let Some((_tmp, repo_dir)) =
+        fixture_copy("remote_store_shallow_copy_in_the_upstream_shape_is_refused_by_name")
+    else {
+        return;
+    };
+    let shard_dir = repo_dir.join("indices/TKzEIy9ASTq-FuWhogYPHw/0");
+    std::fs::remove_file(shard_dir.join("snap-7_1RHMshSc6c0cuzX1NCDg.dat")).unwrap();
+    let body = json!({
+        "version": "1",
+        "name": "global_state_snapshot",
+        "index_version": 4,
+        "start_time": 1_717_200_000_000_i64,
+        "time": 120,
+        "number_of_files": 5,
+        "total_size": 20_480,
+        "index_uuid": "cmVtb3RlLWluZGV4LXV1aWQ",
+        "remote_store_repository": "remote-segments",
+        "commit_generation": 4,
+        "primary_term": 1,
+        "remote_store_repository_base_path": "segments-base",
+        "file_names": ["_0.cfe", "_0.cfs", "_0.si", "segments_4"]
+    });
+    std::fs::write(
+        shard_dir.join("shallow-snap-7_1RHMshSc6c0cuzX1NCDg.dat"),
+        metadata_blob("snapshot", &snapshot::xcontent::to_smile(&body), true),
+    )
+    .unwrap();
+    edit_snapshot_info(&repo_dir, |s| {
+        s.insert("remote_store_index_shallow_copy".into(), json!(true));
+    });
+
+    let repo = open(&repo_dir).unwrap();
+    let snap = repo.snapshot("global_state_snapshot").unwrap();
+    assert_eq!(snap.info().remote_store_index_shallow_copy, Some(true));
+    let ix = snap.index("posts_2024_01_01").unwrap();
+    match ix.open_shard(0) {
+        Err(snapshot::Error::RemoteStoreShard {
+            snapshot,
+            index,
+            shard,
+            remote,
+        }) => {
+            assert_eq!(snapshot, "global_state_snapshot");
+            assert_eq!(index, "posts_2024_01_01");
+            assert_eq!(shard, 0);
+            assert_eq!(remote.as_deref(), Some("remote-segments"));
+        }
+        Err(other) => panic!("expected RemoteStoreShard, got {other}"),
+        Ok(_) => panic!("a shallow copy was opened"),
+    }
+    // the index whose shard is a full copy still reads
+    assert!(!documents(&repo_dir, "posts_2023_02_25").is_empty());
+}
