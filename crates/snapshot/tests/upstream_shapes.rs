@@ -93,20 +93,25 @@ const CODEC_MAGIC: u32 = 0x3fd7_6c17;
 /// (commit `8c5229dd1c917ba95be0e6053c98e7d34280f399`) — then the footer: the magic's
 /// complement, algorithm 0, and the CRC-32 of every byte before the checksum as a long.
 fn metadata_blob(codec: &str, smile: &[u8], deflate: bool) -> Vec<u8> {
+    if !deflate {
+        return envelope_by_hand(codec, smile);
+    }
+    let mut payload = b"DFL\0".to_vec();
+    let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(3));
+    enc.write_all(smile).unwrap();
+    enc.flush().unwrap(); // the sync flush DeflaterOutputStream(syncFlush=true) does
+    payload.extend_from_slice(&enc.finish().unwrap());
+    envelope_by_hand(codec, &payload)
+}
+
+/// Lucene header, `payload` as is, Lucene footer with the CRC-32 (see [`metadata_blob`]).
+fn envelope_by_hand(codec: &str, payload: &[u8]) -> Vec<u8> {
     let mut out = CODEC_MAGIC.to_be_bytes().to_vec();
     assert!(codec.len() < 0x80);
     out.push(codec.len() as u8);
     out.extend_from_slice(codec.as_bytes());
     out.extend_from_slice(&1u32.to_be_bytes());
-    if deflate {
-        out.extend_from_slice(b"DFL\0");
-        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(3));
-        enc.write_all(smile).unwrap();
-        enc.flush().unwrap(); // the sync flush DeflaterOutputStream(syncFlush=true) does
-        out.extend_from_slice(&enc.finish().unwrap());
-    } else {
-        out.extend_from_slice(smile);
-    }
+    out.extend_from_slice(payload);
     out.extend_from_slice(&(!CODEC_MAGIC).to_be_bytes());
     out.extend_from_slice(&0u32.to_be_bytes());
     let crc = crc32fast::hash(&out);
@@ -526,4 +531,53 @@ fn remote_store_shallow_copy_in_the_upstream_shape_is_refused_by_name() {
     }
     // the index whose shard is a full copy still reads
     assert!(!documents(&repo_dir, "posts_2023_02_25").is_empty());
+}
+
+/// An OpenSearch repository with `compression_type: zstd` (2.10+): the body of every
+/// metadata blob is `ZSTD\0` then a zstd stream at level 3, as `ZstdCompressor`
+/// (`threadLocalOutputStream`) writes it in opensearch-project/OpenSearch
+/// `libs/compress/src/main/java/org/opensearch/compress/ZstdCompressor.java` (commit
+/// `adb3e0138b3e3d2ec330a0e37c6476d8ab60c855`): a streaming frame, without the content
+/// size in its header. The fixture's root `snap-*.dat` and `meta-*.dat` rewritten so read
+/// back the same.
+#[test]
+fn zstd_compressed_metadata_blobs_in_the_upstream_shape_are_read() {
+    let Some((_tmp, repo_dir)) =
+        fixture_copy("zstd_compressed_metadata_blobs_in_the_upstream_shape_are_read")
+    else {
+        return;
+    };
+    let before = {
+        let repo = open(&repo_dir).unwrap();
+        let snap = repo.snapshot("global_state_snapshot").unwrap();
+        (
+            snap.global_metadata().unwrap().raw,
+            snap.index_names(),
+            snap.info().version_id,
+        )
+    };
+    for (blob, codec) in [
+        (META, "metadata"),
+        ("snap-7_1RHMshSc6c0cuzX1NCDg.dat", "snapshot"),
+    ] {
+        let bytes = std::fs::read(repo_dir.join(blob)).unwrap();
+        let env = snapshot::envelope::open(blob, &bytes, codec).unwrap();
+        let mut payload = b"ZSTD\0".to_vec();
+        let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        enc.write_all(&env.content).unwrap();
+        payload.extend_from_slice(&enc.finish().unwrap());
+        // a streaming frame: Frame_Header_Descriptor without Frame_Content_Size
+        assert_eq!(&payload[5..9], &[0x28, 0xb5, 0x2f, 0xfd]);
+        assert_eq!(payload[9] & 0xc0, 0, "no content size");
+        std::fs::write(repo_dir.join(blob), envelope_by_hand(codec, &payload)).unwrap();
+    }
+    let repo = open(&repo_dir).unwrap();
+    let snap = repo.snapshot("global_state_snapshot").unwrap();
+    let after = (
+        snap.global_metadata().unwrap().raw,
+        snap.index_names(),
+        snap.info().version_id,
+    );
+    assert_eq!(after, before);
+    assert_eq!(before.2, Some(7_10_02_99));
 }
