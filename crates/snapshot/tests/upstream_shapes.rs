@@ -581,3 +581,80 @@ fn zstd_compressed_metadata_blobs_in_the_upstream_shape_are_read() {
     assert_eq!(after, before);
     assert_eq!(before.2, Some(7_10_02_99));
 }
+
+/// OpenSearch hashed shard paths on a real repository: the fixture's index
+/// `posts_2024_01_01` (id `TKzEIy9ASTq-FuWhogYPHw`) marked `shard_path_type: 1`
+/// (HASHED_PREFIX) in its `index-1` entry — the spot the opensearch-migrations reader
+/// reads it from; OpenSearch's own `RepositoryData` writer of that field was not found in
+/// the stored sources (docs/specs/opensearch-shard-paths.md §1) — and its shard directory
+/// moved under the hash component (FNV-1a composite, checked against OpenSearch's own test
+/// vectors in `shard_paths::tests`). Then, as a cluster with
+/// `cluster.snapshot.shard.path.prefix` writes it, moved again under an unrecorded prefix
+/// and found only through the `snapshot_shard_paths/<id>#<name>#<shards>#<type>#<hash>`
+/// blob, plain JSON in the shape of `SnapshotShardPaths.toXContent` (`indexId`,
+/// `indexName`, `number_of_shards`, `shard_path_type`, `shard_path_hash_algorithm`,
+/// `paths` relative to the bucket root with a trailing `/`), read in
+/// opensearch-project/OpenSearch
+/// `server/src/main/java/org/opensearch/snapshots/SnapshotShardPaths.java` at commit
+/// `3aa54e593c43b596dabc5f0734e10a0a8f1322d3` (written through `ConfigBlobStoreFormat`,
+/// no checksum envelope, per `BlobStoreRepository.java` as stored).
+#[test]
+fn hashed_shard_paths_on_a_real_repository_are_read() {
+    use snapshot::shard_paths::{shard_dir, ShardDirLocation, ShardPathType};
+    let Some((_tmp, repo_dir)) = fixture_copy("hashed_shard_paths_on_a_real_repository_are_read")
+    else {
+        return;
+    };
+    let index = "posts_2024_01_01";
+    let id = "TKzEIy9ASTq-FuWhogYPHw";
+    let before = documents(&repo_dir, index);
+
+    let text = std::fs::read_to_string(repo_dir.join("index-1")).unwrap();
+    let marked = text.replacen(
+        &format!(r#""{index}":{{"id":"{id}","#),
+        &format!(r#""{index}":{{"id":"{id}","shard_path_type":1,"#),
+        1,
+    );
+    assert_ne!(marked, text, "the fixture moved");
+    std::fs::write(repo_dir.join("index-1"), marked).unwrap();
+    let ShardDirLocation::InRepository(hashed) = shard_dir(ShardPathType::HashedPrefix, id, 0, "")
+    else {
+        panic!("an fs repository has no base path");
+    };
+    assert!(hashed.ends_with(&format!("/indices/{id}/0")), "{hashed}");
+    let fixed = repo_dir.join(format!("indices/{id}/0"));
+    std::fs::create_dir_all(repo_dir.join(&hashed).parent().unwrap()).unwrap();
+    std::fs::rename(&fixed, repo_dir.join(&hashed)).unwrap();
+    assert_eq!(documents(&repo_dir, index), before);
+
+    // An unrecorded node-level prefix: only the recorded path finds the shard.
+    let prefixed = format!("snapshot-prefix/{hashed}");
+    std::fs::create_dir_all(repo_dir.join(&prefixed).parent().unwrap()).unwrap();
+    std::fs::rename(repo_dir.join(&hashed), repo_dir.join(&prefixed)).unwrap();
+    assert!(open(&repo_dir)
+        .unwrap()
+        .snapshot("global_state_snapshot")
+        .unwrap()
+        .index(index)
+        .unwrap()
+        .open_shard(0)
+        .is_err());
+    let paths_dir = repo_dir.join("snapshot_shard_paths");
+    std::fs::create_dir_all(&paths_dir).unwrap();
+    let body = json!({
+        "indexId": id,
+        "indexName": index,
+        "number_of_shards": 1,
+        "shard_path_type": 1,
+        "shard_path_hash_algorithm": 1,
+        "paths": [format!("{prefixed}/")]
+    });
+    std::fs::write(
+        paths_dir.join(format!("{id}#{index}#1#1#1")),
+        serde_json::to_vec(&body).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(documents(&repo_dir, index), before);
+    // the other index keeps the fixed layout
+    assert!(!documents(&repo_dir, "posts_2023_02_25").is_empty());
+}
