@@ -216,7 +216,11 @@ impl BlobStore for LocalStore {
                 )
             })?;
             // `file_type` does not follow a symbolic link: no cycles, nothing outside.
-            if entry.file_type().map_err(|e| self.io_error(dir, e))?.is_dir() {
+            if entry
+                .file_type()
+                .map_err(|e| self.io_error(dir, e))?
+                .is_dir()
+            {
                 out.push(name);
             }
         }

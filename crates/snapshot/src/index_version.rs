@@ -161,7 +161,7 @@ impl IndexVersion {
 
     /// The earliest release that can have written this id, for the checks that are kept
     /// per release (mapping types, soft deletes, …): the release itself, else its release
-    /// line, else the last line known to write ids of this major (8.17 for later 8.x
+    /// line, else the last line known to write ids of this major (8.19 for later 8.x
     /// ids), else the major's first release (`9.0` for any 9.x id).
     pub fn release_floor(self) -> ProductVersion {
         if let Some(v) = self.release() {

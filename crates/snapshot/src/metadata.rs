@@ -83,7 +83,7 @@ pub struct SnapshotEntry {
     /// Repository index id → index-metadata identifier (7.9+).
     pub index_metadata_lookup: BTreeMap<String, String>,
     /// The `IndexVersion` id of the cluster that took it (Elasticsearch 8.11+, beside
-    /// `version`).
+    /// `version`; 8.9–8.10 write the id as `version` itself, read here).
     pub index_version: Option<i64>,
     /// Start and end in epoch milliseconds (Elasticsearch 7.14+).
     pub start_time_millis: Option<i64>,
@@ -147,6 +147,20 @@ fn str_of(v: &Value) -> Option<String> {
     }
 }
 
+/// `min_version` as text: a release string (`"7.12.0"`), or, as Elasticsearch 8.10+ may
+/// write it, a numeric `IndexVersion` id, given as the earliest release that writes it
+/// (elastic/elasticsearch `RepositoryData.java`, `snapshotsToXContent`, commit
+/// `00eda34f0b61b0ef189b825eca5f011c4a159081`).
+fn min_version_of(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => Some(match n.as_u64().and_then(IndexVersion::from_id) {
+            Some(iv) => iv.release_floor().number(),
+            None => n.to_string(),
+        }),
+        other => str_of(other),
+    }
+}
+
 fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
     v.and_then(Value::as_object)
         .map(|o| {
@@ -169,7 +183,7 @@ impl RepositoryData {
             .ok_or_else(|| Error::corrupt(blob, "repository data is not a JSON object"))?;
         let mut data = RepositoryData {
             generation,
-            min_version: root.get("min_version").and_then(str_of),
+            min_version: root.get("min_version").and_then(min_version_of),
             uuid: root.get("uuid").and_then(str_of),
             cluster_id: root.get("cluster_id").and_then(str_of),
             index_metadata_identifiers: string_map(root.get("index_metadata_identifiers")),
@@ -207,9 +221,13 @@ impl RepositoryData {
                             .get("state")
                             .and_then(Value::as_i64)
                             .and_then(SnapshotState::from_code),
-                        version: o.get("version").and_then(str_of),
+                        // 8.9–8.10 write `version` as the numeric IndexVersion id.
+                        version: o.get("version").filter(|v| v.is_string()).and_then(str_of),
                         index_metadata_lookup: string_map(o.get("index_metadata_lookup")),
-                        index_version: o.get("index_version").and_then(Value::as_i64),
+                        index_version: o
+                            .get("index_version")
+                            .or_else(|| o.get("version").filter(|v| v.is_number()))
+                            .and_then(Value::as_i64),
                         start_time_millis: o.get("start_time_millis").and_then(Value::as_i64),
                         end_time_millis: o.get("end_time_millis").and_then(Value::as_i64),
                     }

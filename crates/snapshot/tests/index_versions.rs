@@ -107,5 +107,5 @@ fn index_version_ids_are_read_with_their_release_line() {
         .unwrap();
     assert!(late8.before(IndexVersion::EXCLUDE_SOURCE_VECTORS_DEFAULT));
     assert!(late8.on_or_after(IndexVersion::FIRST_DETACHED));
-    assert_eq!(ProductVersion::es(8, 17), late8.release_floor());
+    assert_eq!(ProductVersion::es(8, 19), late8.release_floor());
 }
