@@ -169,6 +169,23 @@ pub struct Ctx<'a> {
     pub source: Option<ProductVersion>,
     pub target: ProductVersion,
     pub options: &'a ConvertOptions,
+    /// The source index (or template) has `index.knn: true`: OpenSearch builds an
+    /// approximate-kNN graph for its `knn_vector` fields, those without a `method` too
+    /// (with the default method); see [`knn_index_enabled`].
+    pub source_knn: bool,
+}
+
+/// Whether settings (flat or nested, `index.` prefix or not) say `index.knn: true`. With
+/// it, OpenSearch indexes every `knn_vector` field for approximate search, a field without
+/// `method` with the default one (HNSW, space_type `l2` unless the field's top-level
+/// `space_type` says otherwise); without it (false or absent) the vectors are kept for
+/// exact search (script scoring) only (docs.opensearch.org
+/// mappings/supported-field-types/knn-vector, example "map my_vector as a knn_vector"
+/// without method; vector-search/settings, `index.knn`; knn-methods-engines, defaults).
+pub fn knn_index_enabled(settings: &Value) -> bool {
+    super::settings::flatten(settings)
+        .get("index.knn")
+        .is_some_and(|v| matches!(v, Value::Bool(true)) || v.as_str() == Some("true"))
 }
 
 /// A converted index body (`settings`, `mappings`, `aliases`, as given) and its notes.
@@ -193,11 +210,6 @@ pub fn convert_index(
     target: ProductVersion,
     options: &ConvertOptions,
 ) -> Converted {
-    let ctx = Ctx {
-        source,
-        target,
-        options,
-    };
     let mut notes = Notes::default();
     let is_body = body
         .as_object()
@@ -209,6 +221,12 @@ pub fn convert_index(
         (m, s, rest)
     } else {
         (Some(body.clone()), None, Map::new())
+    };
+    let ctx = Ctx {
+        source,
+        target,
+        options,
+        source_knn: settings.as_ref().is_some_and(knn_index_enabled),
     };
     let mut needs = Needs::default();
     let mapping = mapping.map(|m| convert_mapping(&m, &ctx, &mut needs, &mut notes));
@@ -1207,6 +1225,9 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
     out.insert("type".into(), json!("dense_vector"));
     out.insert("dims".into(), json!(dims));
     let mut warnings = Vec::new();
+    // A field without `method` in an `index.knn: true` index has OpenSearch's default
+    // graph (HNSW, full precision): indexed here too, with the similarity of its space.
+    let default_graph = method.is_none() && ctx.source_knn && t.major >= 8;
     if t.major < 8 {
         if dims > 2048 {
             block(
@@ -1268,8 +1289,9 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
                 return;
             }
         };
-        out.insert("index".into(), json!(method.is_some()));
-        if method.is_some() {
+        let graph = method.is_some() || default_graph;
+        out.insert("index".into(), json!(graph));
+        if graph {
             out.insert("similarity".into(), json!(similarity));
             let mut io = Map::new();
             io.insert("type".into(), json!("hnsw"));
@@ -1314,6 +1336,11 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
     *f = out;
     let mut note =
         format!("knn_vector → dense_vector: dimension {dims} → dims, space_type {space}");
+    if default_graph {
+        note.push_str(
+            " (no method: index.knn is true, OpenSearch's default HNSW graph → index_options hnsw)",
+        );
+    }
     if !warnings.is_empty() {
         note.push_str("; ");
         note.push_str(&warnings.join("; "));
