@@ -1338,3 +1338,45 @@ fn indexed_dense_vector_sets_index_knn_on_opensearch() {
     assert_eq!(c.body["settings"]["index.knn"], "true");
     assert_eq!(c.body["settings"]["index.number_of_shards"], "1");
 }
+
+/// The rule table and docs/conversions.md say what the vector conversions do: the cases
+/// tested above (bfloat16, bbq_disk, encoder sq → int8_hnsw, top-level space_type, a
+/// `knn_vector` without method in an `index.knn: true` index).
+#[test]
+fn vector_rules_describe_what_the_code_does() {
+    let does = |id: &str| {
+        RULES
+            .iter()
+            .find(|r| r.id == id)
+            .map(|r| r.does)
+            .unwrap_or_default()
+    };
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conversions.md"),
+    )
+    .expect("docs/conversions.md");
+    for (id, words) in [
+        (
+            "dense_vector_to_knn_vector",
+            &["bfloat16 → float", "bbq_disk", "encoder sq"][..],
+        ),
+        (
+            "knn_vector_to_dense_vector",
+            &["int8_hnsw", "top-level", "index.knn: true", "index: false"][..],
+        ),
+        ("knn_engine_by_target", &["top-level"][..]),
+    ] {
+        for w in words {
+            assert!(does(id).contains(w), "rule {id} does not mention {w}");
+        }
+    }
+    for w in [
+        "`bfloat16`",
+        "`bbq_disk`",
+        "`type: int8_hnsw`",
+        "top-level",
+        "`index.knn: true`, OpenSearch builds",
+    ] {
+        assert!(doc.contains(w), "docs/conversions.md does not mention {w}");
+    }
+}
