@@ -70,6 +70,8 @@ struct Cx<'a> {
     options: &'a Options,
     /// The item being converted has `index.knn: true` (set per index or template).
     source_knn: bool,
+    /// Its `index.knn.space_type` (OpenSearch 1.x–2.x).
+    source_space_type: Option<&'static str>,
 }
 
 impl<'a> Cx<'a> {
@@ -79,6 +81,7 @@ impl<'a> Cx<'a> {
             target: self.target,
             options: &self.options.convert,
             source_knn: self.source_knn,
+            source_space_type: self.source_space_type,
         }
     }
 
@@ -86,6 +89,7 @@ impl<'a> Cx<'a> {
     fn with_settings(self, settings: Option<&Value>) -> Self {
         Cx {
             source_knn: settings.is_some_and(convert::knn_index_enabled),
+            source_space_type: settings.and_then(convert::knn_index_space_type),
             ..self
         }
     }
@@ -136,6 +140,7 @@ pub fn plan(
         source: source.version,
         options,
         source_knn: false,
+        source_space_type: None,
     };
     let mut items = Vec::new();
     for (name, t) in &source.legacy_templates {
@@ -545,6 +550,7 @@ pub fn convert_definition(
         source,
         options,
         source_knn: false,
+        source_space_type: None,
     };
     let Value::Object(top) = body else {
         return Err("the definition is not a JSON object".into());

@@ -1380,3 +1380,35 @@ fn vector_rules_describe_what_the_code_does() {
         assert!(doc.contains(w), "docs/conversions.md does not mention {w}");
     }
 }
+
+/// OpenSearch 1.x–2.x took the space of a `knn_vector` without method from the index
+/// setting `index.knn.space_type` (k-NN KNNSettings; removed in 3.0): its similarity is
+/// that space's, the field's own `space_type` still wins, a method's default stays l2.
+#[test]
+fn knn_vector_without_method_takes_the_index_space_type() {
+    let body = |field: Value| {
+        json!({"settings": {"index.knn": "true", "index.knn.space_type": "cosinesimil"},
+               "mappings": {"properties": {"v": field}}})
+    };
+    let similarity = |field: Value| {
+        let c = run(body(field), ProductVersion::os(2, 11), ES8);
+        field_of(&c)
+    };
+    fn field_of(c: &Converted) -> Value {
+        field(c, "v")["similarity"].clone()
+    }
+    assert_eq!(
+        similarity(json!({"type": "knn_vector", "dimension": 3})),
+        "cosine"
+    );
+    assert_eq!(
+        similarity(json!({"type": "knn_vector", "dimension": 3, "space_type": "innerproduct"})),
+        "max_inner_product"
+    );
+    assert_eq!(
+        similarity(
+            json!({"type": "knn_vector", "dimension": 3, "method": {"name": "hnsw", "engine": "lucene"}})
+        ),
+        "l2_norm"
+    );
+}
