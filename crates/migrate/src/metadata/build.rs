@@ -68,6 +68,10 @@ struct Cx<'a> {
     target: ProductVersion,
     source: Option<ProductVersion>,
     options: &'a Options,
+    /// The item being converted has `index.knn: true` (set per index or template).
+    source_knn: bool,
+    /// Its `index.knn.space_type` (OpenSearch 1.x–2.x).
+    source_space_type: Option<&'static str>,
 }
 
 impl<'a> Cx<'a> {
@@ -76,6 +80,17 @@ impl<'a> Cx<'a> {
             source: self.source,
             target: self.target,
             options: &self.options.convert,
+            source_knn: self.source_knn,
+            source_space_type: self.source_space_type,
+        }
+    }
+
+    /// The same, for an item with these (source) settings.
+    fn with_settings(self, settings: Option<&Value>) -> Self {
+        Cx {
+            source_knn: settings.is_some_and(convert::knn_index_enabled),
+            source_space_type: settings.and_then(convert::knn_index_space_type),
+            ..self
         }
     }
 }
@@ -124,6 +139,8 @@ pub fn plan(
         target,
         source: source.version,
         options,
+        source_knn: false,
+        source_space_type: None,
     };
     let mut items = Vec::new();
     for (name, t) in &source.legacy_templates {
@@ -285,6 +302,7 @@ fn template_parts(
     into: &mut Map<String, Value>,
 ) -> Result<(), String> {
     let target = cx.target;
+    let cx = cx.with_settings(t.get("settings"));
     let mut needs = Needs::default();
     let mut mapping_out = None;
     if let Some(m) = t.get("mappings") {
@@ -531,6 +549,8 @@ pub fn convert_definition(
         target,
         source,
         options,
+        source_knn: false,
+        source_space_type: None,
     };
     let Value::Object(top) = body else {
         return Err("the definition is not a JSON object".into());
@@ -555,6 +575,7 @@ pub fn convert_definition(
     } else {
         (Some(Value::Object(unwrapped)), None, None)
     };
+    let cx = cx.with_settings(settings_in.as_ref());
     let mut notes = Notes::default();
     let mut needs = Needs::default();
     let mut out = Map::new();
@@ -654,6 +675,7 @@ fn index_items(
         Decision::Include(why) => why,
     };
     let meta = &index.metadata;
+    let cx = cx.with_settings(meta.get("settings"));
     let mut notes = Notes::default();
     if meta.get("state").and_then(Value::as_str) == Some("close") {
         notes.warn("the source index was closed; it is created open");
@@ -1137,5 +1159,48 @@ mod tests {
                 assert_eq!(types[0].1, json!({"properties": {}}));
             }
         }
+    }
+
+    /// The index's own `index.knn` reaches the mapping conversion: a `knn_vector` without
+    /// `method` is indexed on Elasticsearch only where the source index had `index.knn: true`.
+    #[test]
+    fn knn_vector_without_method_follows_the_index_setting() {
+        let index = |name: &str, knn: &str| SourceIndex {
+            name: name.into(),
+            metadata: json!({
+                "settings": {"index.number_of_shards": "1", "index.knn": knn},
+                "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3}}}
+            }),
+        };
+        let src = SourceMetadata {
+            version: Some(ProductVersion::os(2, 19)),
+            legacy_templates: Vec::new(),
+            component_templates: Vec::new(),
+            index_templates: vec![(
+                "vt".into(),
+                json!({"index_patterns": ["v*"], "template": {"settings": {"index": {"knn": true}},
+                    "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3}}}}}),
+            )],
+            indices: vec![index("graph", "true"), index("exact", "false")],
+            data_streams: Vec::new(),
+        };
+        let items = plan(&src, ProductVersion::es(8, 15), &Options::default());
+        let v = |kind, name| {
+            let body = find(&items, kind, name).body.clone().unwrap();
+            let body = if kind == MetadataKind::IndexTemplate {
+                body["template"].clone()
+            } else {
+                body
+            };
+            body["mappings"]["properties"]["v"].clone()
+        };
+        let indexed = json!({"type": "dense_vector", "dims": 3, "index": true,
+            "similarity": "l2_norm", "index_options": {"type": "hnsw"}});
+        assert_eq!(v(MetadataKind::Index, "graph"), indexed);
+        assert_eq!(v(MetadataKind::IndexTemplate, "vt"), indexed);
+        assert_eq!(
+            v(MetadataKind::Index, "exact"),
+            json!({"type": "dense_vector", "dims": 3, "index": false})
+        );
     }
 }

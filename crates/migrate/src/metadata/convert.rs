@@ -64,10 +64,10 @@ pub struct Rule {
 /// The rule table. The converter matches by field type, parameter or setting, then by
 /// target (and source) version; `docs/conversions.md` lists the same rules with evidence.
 pub const RULES: &[Rule] = &[
-    Rule { id: "dense_vector_to_knn_vector", converts: "dense_vector", when: "Elasticsearch 7+ → OpenSearch", does: "knn_vector: dims → dimension, element_type → data_type, similarity → space_type, index_options (m, ef_construction) → method parameters, engine by target version; index.knn: true when a graph is built" },
+    Rule { id: "dense_vector_to_knn_vector", converts: "dense_vector", when: "Elasticsearch 7+ → OpenSearch", does: "knn_vector: dims → dimension, element_type → data_type (bfloat16 → float, warning), similarity → space_type, index_options (m, ef_construction) → method parameters, int8_hnsw → lucene encoder sq (OpenSearch 2.16+), other quantized, flat and bbq_disk types → full-precision HNSW (warning), engine by target version; index.knn: true when a graph is built" },
     Rule { id: "dense_vector_to_es7", converts: "dense_vector", when: "Elasticsearch 8+ → Elasticsearch 7", does: "dense_vector with dims only: Elasticsearch 7 does not index vectors for kNN" },
-    Rule { id: "knn_vector_to_dense_vector", converts: "knn_vector", when: "OpenSearch → Elasticsearch 7+", does: "dense_vector: dimension → dims, data_type → element_type, space_type → similarity, method parameters → index_options" },
-    Rule { id: "knn_engine_by_target", converts: "knn_vector method.engine", when: "OpenSearch → OpenSearch", does: "nmslib (refused for new indices by 3.0+) → faiss or lucene; lucene below 2.2 → nmslib; byte/binary data types need lucene 2.9+ / faiss 2.16+" },
+    Rule { id: "knn_vector_to_dense_vector", converts: "knn_vector", when: "OpenSearch → Elasticsearch 7+", does: "dense_vector: dimension → dims, data_type → element_type, space_type (the method's, else the field's top-level one, else index.knn.space_type for a field without method; l2 by default) → similarity, method parameters → index_options (lucene encoder sq → int8_hnsw on Elasticsearch 8.12+, other encoders dropped with a warning); indexed when there is a method or the source index has index.knn: true (OpenSearch's default HNSW graph), else index: false" },
+    Rule { id: "knn_engine_by_target", converts: "knn_vector method.engine", when: "OpenSearch → OpenSearch", does: "nmslib (refused for new indices by 3.0+) → faiss or lucene; lucene below 2.2 → nmslib; byte/binary data types need lucene 2.9+ / faiss 2.16+; the space is the method's space_type, else the field's top-level one (OpenSearch 2.17+)" },
     Rule { id: "knn_memory_parameters", converts: "knn_vector mode, compression_level", when: "OpenSearch 2.17+ → OpenSearch < 2.17", does: "removed (the vectors are kept in full precision)" },
     Rule { id: "flattened_to_flat_object", converts: "flattened", when: "Elasticsearch 7.3+ → OpenSearch 2.7+", does: "flat_object (parameters it lacks removed)" },
     Rule { id: "flat_object_to_flattened", converts: "flat_object", when: "OpenSearch 2.7+ → Elasticsearch 7.3+", does: "flattened" },
@@ -169,6 +169,46 @@ pub struct Ctx<'a> {
     pub source: Option<ProductVersion>,
     pub target: ProductVersion,
     pub options: &'a ConvertOptions,
+    /// The source index (or template) has `index.knn: true`: OpenSearch builds an
+    /// approximate-kNN graph for its `knn_vector` fields, those without a `method` too
+    /// (with the default method); see [`knn_index_enabled`].
+    pub source_knn: bool,
+    /// The source's `index.knn.space_type` (OpenSearch 1.x–2.x; removed in 3.0): the space
+    /// of a `knn_vector` without `method` or `space_type` of its own; see
+    /// [`knn_index_space_type`].
+    pub source_space_type: Option<&'static str>,
+}
+
+/// The index setting `index.knn.space_type` of OpenSearch 1.x–2.x (k-NN plugin
+/// `KNNSettings.KNN_SPACE_TYPE`, opensearch-project/k-NN; listed as removed in 3.0 in the
+/// 3.0 breaking changes) when it names a space the plugin knows: the space of fields built
+/// without a method.
+pub fn knn_index_space_type(settings: &Value) -> Option<&'static str> {
+    const SPACES: [&str; 7] = [
+        "l2",
+        "l1",
+        "linf",
+        "cosinesimil",
+        "innerproduct",
+        "hamming",
+        "hammingbit",
+    ];
+    let flat = super::settings::flatten(settings);
+    let v = flat.get("index.knn.space_type")?.as_str()?;
+    SPACES.into_iter().find(|s| *s == v)
+}
+
+/// Whether settings (flat or nested, `index.` prefix or not) say `index.knn: true`. With
+/// it, OpenSearch indexes every `knn_vector` field for approximate search, a field without
+/// `method` with the default one (HNSW, space_type `l2` unless the field's top-level
+/// `space_type` says otherwise); without it (false or absent) the vectors are kept for
+/// exact search (script scoring) only (docs.opensearch.org
+/// mappings/supported-field-types/knn-vector, example "map my_vector as a knn_vector"
+/// without method; vector-search/settings, `index.knn`; knn-methods-engines, defaults).
+pub fn knn_index_enabled(settings: &Value) -> bool {
+    super::settings::flatten(settings)
+        .get("index.knn")
+        .is_some_and(|v| matches!(v, Value::Bool(true)) || v.as_str() == Some("true"))
 }
 
 /// A converted index body (`settings`, `mappings`, `aliases`, as given) and its notes.
@@ -193,11 +233,6 @@ pub fn convert_index(
     target: ProductVersion,
     options: &ConvertOptions,
 ) -> Converted {
-    let ctx = Ctx {
-        source,
-        target,
-        options,
-    };
     let mut notes = Notes::default();
     let is_body = body
         .as_object()
@@ -209,6 +244,13 @@ pub fn convert_index(
         (m, s, rest)
     } else {
         (Some(body.clone()), None, Map::new())
+    };
+    let ctx = Ctx {
+        source,
+        target,
+        options,
+        source_knn: settings.as_ref().is_some_and(knn_index_enabled),
+        source_space_type: settings.as_ref().and_then(knn_index_space_type),
     };
     let mut needs = Needs::default();
     let mapping = mapping.map(|m| convert_mapping(&m, &ctx, &mut needs, &mut notes));
@@ -1201,12 +1243,16 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
         .and_then(|m| m.get("space_type"))
         .or_else(|| f.get("space_type"))
         .and_then(Value::as_str)
+        .or(ctx.source_space_type.filter(|_| method.is_none()))
         .unwrap_or("l2")
         .to_string();
     let mut out = Map::new();
     out.insert("type".into(), json!("dense_vector"));
     out.insert("dims".into(), json!(dims));
     let mut warnings = Vec::new();
+    // A field without `method` in an `index.knn: true` index has OpenSearch's default
+    // graph (HNSW, full precision): indexed here too, with the similarity of its space.
+    let default_graph = method.is_none() && ctx.source_knn && t.major >= 8;
     if t.major < 8 {
         if dims > 2048 {
             block(
@@ -1268,8 +1314,9 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
                 return;
             }
         };
-        out.insert("index".into(), json!(method.is_some()));
-        if method.is_some() {
+        let graph = method.is_some() || default_graph;
+        out.insert("index".into(), json!(graph));
+        if graph {
             out.insert("similarity".into(), json!(similarity));
             let mut io = Map::new();
             io.insert("type".into(), json!("hnsw"));
@@ -1314,6 +1361,11 @@ fn knn_to_dense(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: &m
     *f = out;
     let mut note =
         format!("knn_vector → dense_vector: dimension {dims} → dims, space_type {space}");
+    if default_graph {
+        note.push_str(
+            " (no method: index.knn is true, OpenSearch's default HNSW graph → index_options hnsw)",
+        );
+    }
     if !warnings.is_empty() {
         note.push_str("; ");
         note.push_str(&warnings.join("; "));

@@ -1249,3 +1249,166 @@ fn top_level_space_type_decides_the_engine_on_older_opensearch() {
     );
     assert_eq!(rules(&c), ["knn_engine_by_target"]);
 }
+
+// ------------------------------------- knn_vector without method, index.knn of the source
+
+/// OpenSearch builds its default graph (HNSW, space l2) for a `knn_vector` without `method`
+/// when the index has `index.knn: true` (docs.opensearch.org knn-vector, first example):
+/// the Elasticsearch field is indexed, with the similarity of that space.
+#[test]
+fn knn_vector_without_method_in_knn_index_is_indexed() {
+    for knn in [json!(true), json!("true")] {
+        let c = run(
+            json!({"settings": {"index": {"knn": knn}},
+                   "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3}}}}),
+            ProductVersion::os(2, 19),
+            ES8,
+        );
+        assert_eq!(
+            field(&c, "v"),
+            json!({"type": "dense_vector", "dims": 3, "index": true, "similarity": "l2_norm",
+                   "index_options": {"type": "hnsw"}})
+        );
+        assert_eq!(rules(&c), ["knn_vector_to_dense_vector", "knn_settings"]);
+        assert!(c.notes.conversions[0].note.contains("no method"));
+    }
+    // The field's top-level space_type (OpenSearch 2.17+) gives the similarity; flat settings.
+    let c = run(
+        json!({"settings": {"index.knn": "true"},
+               "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3, "space_type": "cosinesimil"}}}}),
+        ProductVersion::os(3, 1),
+        ES8,
+    );
+    assert_eq!(
+        field(&c, "v"),
+        json!({"type": "dense_vector", "dims": 3, "index": true, "similarity": "cosine",
+               "index_options": {"type": "hnsw"}})
+    );
+}
+
+/// Without `index.knn: true` (false or absent) OpenSearch searches the field exactly only:
+/// the Elasticsearch field stays unindexed.
+#[test]
+fn knn_vector_without_method_outside_knn_index_is_not_indexed() {
+    for settings in [
+        json!({"index": {"knn": false}}),
+        json!({"index": {"number_of_shards": "1"}}),
+    ] {
+        let c = run(
+            json!({"settings": settings,
+                   "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3}}}}),
+            ProductVersion::os(2, 19),
+            ES8,
+        );
+        assert_eq!(
+            field(&c, "v"),
+            json!({"type": "dense_vector", "dims": 3, "index": false})
+        );
+    }
+    // A bare mapping (no settings known): as before, not indexed.
+    let c = run(
+        props(json!({"v": {"type": "knn_vector", "dimension": 3}})),
+        ProductVersion::os(2, 19),
+        ES8,
+    );
+    assert_eq!(
+        field(&c, "v"),
+        json!({"type": "dense_vector", "dims": 3, "index": false})
+    );
+    // Elasticsearch 7 has no kNN index either way.
+    let c = run(
+        json!({"settings": {"index.knn": true},
+               "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3}}}}),
+        ProductVersion::os(2, 19),
+        ProductVersion::es(7, 17),
+    );
+    assert_eq!(field(&c, "v"), json!({"type": "dense_vector", "dims": 3}));
+}
+
+/// The reverse: an indexed Elasticsearch dense_vector makes the OpenSearch target's
+/// settings say `index.knn: true`, over a source that said false.
+#[test]
+fn indexed_dense_vector_sets_index_knn_on_opensearch() {
+    let c = run(
+        json!({"settings": {"index": {"knn": false, "number_of_shards": "1"}},
+               "mappings": {"properties": {"v": {"type": "dense_vector", "dims": 3, "index": true, "similarity": "l2_norm"}}}}),
+        ES8,
+        ProductVersion::os(2, 19),
+    );
+    assert_eq!(c.body["settings"]["index.knn"], "true");
+    assert_eq!(c.body["settings"]["index.number_of_shards"], "1");
+}
+
+/// The rule table and docs/conversions.md say what the vector conversions do: the cases
+/// tested above (bfloat16, bbq_disk, encoder sq → int8_hnsw, top-level space_type, a
+/// `knn_vector` without method in an `index.knn: true` index).
+#[test]
+fn vector_rules_describe_what_the_code_does() {
+    let does = |id: &str| {
+        RULES
+            .iter()
+            .find(|r| r.id == id)
+            .map(|r| r.does)
+            .unwrap_or_default()
+    };
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conversions.md"),
+    )
+    .expect("docs/conversions.md");
+    for (id, words) in [
+        (
+            "dense_vector_to_knn_vector",
+            &["bfloat16 → float", "bbq_disk", "encoder sq"][..],
+        ),
+        (
+            "knn_vector_to_dense_vector",
+            &["int8_hnsw", "top-level", "index.knn: true", "index: false"][..],
+        ),
+        ("knn_engine_by_target", &["top-level"][..]),
+    ] {
+        for w in words {
+            assert!(does(id).contains(w), "rule {id} does not mention {w}");
+        }
+    }
+    for w in [
+        "`bfloat16`",
+        "`bbq_disk`",
+        "`type: int8_hnsw`",
+        "top-level",
+        "`index.knn: true`, OpenSearch builds",
+    ] {
+        assert!(doc.contains(w), "docs/conversions.md does not mention {w}");
+    }
+}
+
+/// OpenSearch 1.x–2.x took the space of a `knn_vector` without method from the index
+/// setting `index.knn.space_type` (k-NN KNNSettings; removed in 3.0): its similarity is
+/// that space's, the field's own `space_type` still wins, a method's default stays l2.
+#[test]
+fn knn_vector_without_method_takes_the_index_space_type() {
+    let body = |field: Value| {
+        json!({"settings": {"index.knn": "true", "index.knn.space_type": "cosinesimil"},
+               "mappings": {"properties": {"v": field}}})
+    };
+    let similarity = |field: Value| {
+        let c = run(body(field), ProductVersion::os(2, 11), ES8);
+        field_of(&c)
+    };
+    fn field_of(c: &Converted) -> Value {
+        field(c, "v")["similarity"].clone()
+    }
+    assert_eq!(
+        similarity(json!({"type": "knn_vector", "dimension": 3})),
+        "cosine"
+    );
+    assert_eq!(
+        similarity(json!({"type": "knn_vector", "dimension": 3, "space_type": "innerproduct"})),
+        "max_inner_product"
+    );
+    assert_eq!(
+        similarity(
+            json!({"type": "knn_vector", "dimension": 3, "method": {"name": "hnsw", "engine": "lucene"}})
+        ),
+        "l2_norm"
+    );
+}
