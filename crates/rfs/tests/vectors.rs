@@ -279,7 +279,10 @@ fn verify_compares_vectors_and_names_a_changed_element() {
         let out = verify(&repo, &target, &[]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(6), "{name}: {}", show(&out));
-        assert!(text.contains("    different v003: field emb[1]: "), "{name}: {text}");
+        assert!(
+            text.contains("    different v003: field emb[1]: "),
+            "{name}: {text}"
+        );
         assert!(
             text.contains("v003: field emb[1]: source "),
             "{name}: {text}"

@@ -61,7 +61,9 @@ impl Mark {
         push_digits(key, self.count);
         key.push('-');
         for shift in (0..16).rev() {
-            key.push(char::from(HEX[((self.digest >> (shift * 4)) & 0xf) as usize]));
+            key.push(char::from(
+                HEX[((self.digest >> (shift * 4)) & 0xf) as usize],
+            ));
         }
     }
 
@@ -352,7 +354,12 @@ mod tests {
         assert_eq!(a, b);
         b.add("i", "w");
         assert_ne!(a.digest, b.digest);
-        for (count, digest) in [(0, 0), (1, 0xabc), (u64::MAX, u64::MAX), (1234567890, 1 << 63)] {
+        for (count, digest) in [
+            (0, 0),
+            (1, 0xabc),
+            (u64::MAX, u64::MAX),
+            (1234567890, 1 << 63),
+        ] {
             let mut key = String::new();
             Mark { count, digest }.write(&mut key);
             assert_eq!(key, format!("{count:020}-{digest:016x}"));
