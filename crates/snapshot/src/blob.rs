@@ -131,6 +131,15 @@ impl LocalStore {
         Ok(self.root.join(name))
     }
 
+    /// The entries of directory `dir`; `None` when it does not exist.
+    fn entries(&self, dir: &str) -> Result<Option<std::fs::ReadDir>> {
+        match std::fs::read_dir(self.path(dir)?) {
+            Ok(e) => Ok(Some(e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_error(dir, e)),
+        }
+    }
+
     fn io_error(&self, name: &str, e: io::Error) -> Error {
         if e.kind() == io::ErrorKind::NotFound {
             Error::NotFound {
@@ -167,11 +176,8 @@ impl BlobStore for LocalStore {
     }
 
     fn list(&self, dir: &str, name_prefix: &str) -> Result<Vec<BlobMeta>> {
-        let path = self.path(dir)?;
-        let entries = match std::fs::read_dir(&path) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(self.io_error(dir, e)),
+        let Some(entries) = self.entries(dir)? else {
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
         for entry in entries {
@@ -195,11 +201,8 @@ impl BlobStore for LocalStore {
     }
 
     fn list_dirs(&self, dir: &str) -> Result<Vec<String>> {
-        let path = self.path(dir)?;
-        let entries = match std::fs::read_dir(&path) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(self.io_error(dir, e)),
+        let Some(entries) = self.entries(dir)? else {
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
         for entry in entries {
