@@ -762,11 +762,18 @@ impl<W: SinkWriter> Reader<'_, W> {
             if self.halt.load(Ordering::Relaxed) {
                 return false;
             }
-            let position = read.position().clone();
             let mut full = None;
-            match read {
-                Read::Skip(s) => pending.skips.push((Stage::Source, s)),
+            // The input's position, acknowledged with the chunk that ends it: moved out of
+            // a document the sink takes (sinks never read it; one String per document
+            // read from a live cluster), cloned only where the input is kept or reshaped.
+            let position = match read {
+                Read::Skip(s) => {
+                    let position = s.position.clone();
+                    pending.skips.push((Stage::Source, s));
+                    position
+                }
                 Read::Doc(d) if reshapes => {
+                    let position = d.position.clone();
                     match self.transform.apply_all(d, &mut outputs) {
                         Err(skip) => pending.skips.push((Stage::Transform, *skip)),
                         Ok(Shaped::Filtered(reason)) => {
@@ -809,20 +816,29 @@ impl<W: SinkWriter> Reader<'_, W> {
                             pending.behind += sent;
                         }
                     }
+                    position
                 }
                 Read::Doc(mut d) => match self.transform.apply(&mut d) {
-                    Err(u) => pending
-                        .skips
-                        .push((Stage::Transform, Skip::of(d, u.reason, u.detail))),
-                    Ok(()) => match self.writer.push(d) {
-                        Ok(batch) => {
-                            pending.docs += 1;
-                            full = batch
+                    Err(u) => {
+                        let position = d.position.clone();
+                        pending
+                            .skips
+                            .push((Stage::Transform, Skip::of(d, u.reason, u.detail)));
+                        position
+                    }
+                    Ok(()) => {
+                        let position = std::mem::replace(&mut d.position, Position::Doc(0));
+                        match self.writer.push(d) {
+                            Ok(batch) => {
+                                pending.docs += 1;
+                                full = batch
+                            }
+                            Err(refusal) => pending.refusals.push(*refusal),
                         }
-                        Err(refusal) => pending.refusals.push(*refusal),
-                    },
+                        position
+                    }
                 },
-            }
+            };
             pending.last = Some(position);
             pending.inputs += 1;
             let too_many = pending.skips.len() + pending.refusals.len() + pending.filtered_n

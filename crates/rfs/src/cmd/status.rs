@@ -1,5 +1,5 @@
 //! `rfs status`: fleet-wide progress read from the coordination store — items by state,
-//! documents and bytes done out of the snapshot's totals, rate and ETA, refused documents
+//! documents (a table's rows) and bytes done out of the source's totals, rate and ETA, refused documents
 //! (fleet-wide from the store; by type from the failure logs given), failed items,
 //! and progress per index. `--watch` redraws every few seconds; `--json` prints one object;
 //! `--serve ADDR` serves a live web page of the same (see `crate::dashboard`).
@@ -304,7 +304,65 @@ fn source_totals_verdict(c: &[migrate::coverage::GroupCoverage]) -> &'static str
     }
 }
 
+/// What the text calls the things a migration moves, by the kind its identity records: a
+/// table's rows in slots, a snapshot's documents in shards, other sources' documents.
+struct Words {
+    /// "documents" / "rows", and the same in capitals for the alarm lines.
+    unit: &'static str,
+    unit_caps: &'static str,
+    /// "items" / "slots", one of them, and the capitals of the alarm lines.
+    items: &'static str,
+    item: &'static str,
+    items_caps: &'static str,
+    /// "index" / "table": the per-group table's header.
+    group: &'static str,
+    /// "live docs" / "rows (est.)": the per-group total's header.
+    total: &'static str,
+    /// How the source's size is named after the bytes sent.
+    holds: &'static str,
+}
+
+impl Words {
+    fn of(v: &Value) -> Words {
+        match v["migration"]["kind"].as_str() {
+            Some("table") => Words {
+                unit: "rows",
+                unit_caps: "ROWS",
+                items: "slots",
+                item: "slot",
+                items_caps: "SLOTS",
+                group: "table",
+                total: "rows (est.)",
+                holds: "the table holds about",
+            },
+            Some(kind) if kind != "snapshot" => Words {
+                unit: "documents",
+                unit_caps: "DOCUMENTS",
+                items: "items",
+                item: "item",
+                items_caps: "WORK ITEMS",
+                group: "index",
+                total: "source docs",
+                holds: "the source holds",
+            },
+            // Snapshots (and identities written before they named a kind).
+            _ => Words {
+                unit: "documents",
+                unit_caps: "DOCUMENTS",
+                items: "items",
+                item: "item",
+                items_caps: "WORK ITEMS",
+                group: "index",
+                total: "live docs",
+                holds: "the snapshot holds",
+            },
+        }
+    }
+}
+
 fn render_text(v: &Value) -> String {
+    let w = Words::of(v);
+    let unit = w.unit;
     let n = |k: &str| v.get(k).and_then(Value::as_u64);
     let items = &v["items"];
     let i = |k: &str| items.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -321,15 +379,19 @@ fn render_text(v: &Value) -> String {
         // Every item's counts add up: still, every document only when they also equal
         // the source's own totals.
         (true, 0, 0) => match v["source_totals"].as_str() {
-            Some("differs") => "FINISHED, BUT THE SOURCE'S TOTALS DO NOT MATCH (see below): not proved that every document was delivered".to_string(),
-            Some("estimated") => "FINISHED: every document delivered (against the source's estimated totals)".to_string(),
-            Some("proved") => "FINISHED: every document delivered".to_string(),
-            _ => "FINISHED: every document delivered (by the items' own counts; no source total recorded)".to_string(),
+            Some("differs") => format!("FINISHED, BUT THE SOURCE'S TOTALS DO NOT MATCH (see below): not proved that every {} was delivered", singular(unit)),
+            Some("estimated") => format!("FINISHED: every {} delivered (against the source's estimated totals)", singular(unit)),
+            Some("proved") => format!("FINISHED: every {} delivered", singular(unit)),
+            _ => format!("FINISHED: every {} delivered (by the {}' own counts; no source total recorded)", singular(unit), w.items),
         },
-        (true, nd, 0) => format!("FINISHED WITH {nd} DOCUMENTS NOT DELIVERED"),
-        (true, 0, f) => format!("FINISHED WITH {f} FAILED WORK ITEMS"),
+        (true, nd, 0) => format!("FINISHED WITH {nd} {} NOT DELIVERED", w.unit_caps),
+        (true, 0, f) => format!("FINISHED WITH {f} FAILED {}", w.items_caps),
         (true, nd, f) => {
-            format!("FINISHED WITH {f} FAILED WORK ITEMS AND {nd} DOCUMENTS NOT DELIVERED")
+            format!(
+                "FINISHED WITH {f} FAILED {} AND {nd} {} NOT DELIVERED",
+                w.items_caps,
+                w.unit_caps
+            )
         }
     };
     let state = if v["accounting_mismatch"].is_object() {
@@ -368,7 +430,8 @@ fn render_text(v: &Value) -> String {
         ));
     }
     out.push_str(&format!(
-        "items: {} total, {} done, {} leased, {} waiting, {} FAILED\n",
+        "{}: {} total, {} done, {} leased, {} waiting, {} FAILED\n",
+        w.items,
         i("total"),
         i("done"),
         i("leased"),
@@ -385,14 +448,14 @@ fn render_text(v: &Value) -> String {
     let is_delta = v.get("delta").is_some_and(|d| !d.is_null());
     match n("live_docs") {
         Some(planned) if is_delta => out.push_str(&format!(
-            "documents: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} operations of at most {planned}\n"
+            "{unit}: {docs} delivered, {refused} refused, {skipped} skipped: {accounted} operations of at most {planned}\n"
         )),
         Some(live) if live > 0 => out.push_str(&format!(
-            "documents: {docs} of {live} delivered ({:.1} %), {refused} refused, {skipped} skipped ({accounted} of {live} accounted for)\n",
+            "{unit}: {docs} of {live} delivered ({:.1} %), {refused} refused, {skipped} skipped ({accounted} of {live} accounted for)\n",
             100.0 * docs as f64 / live as f64
         )),
         _ => out.push_str(&format!(
-            "documents: {docs} delivered, {refused} refused, {skipped} skipped\n"
+            "{unit}: {docs} delivered, {refused} refused, {skipped} skipped\n"
         )),
     }
     if let Some(d) = v.get("delta").filter(|d| !d.is_null()) {
@@ -442,7 +505,7 @@ fn render_text(v: &Value) -> String {
     }
     if filtered > 0 {
         out.push_str(&format!(
-            "filtered by the transform: {filtered} documents (not failures):\n"
+            "filtered by the transform: {filtered} {unit} (not failures):\n"
         ));
         for (reason, c) in v["filtered_by_reason"].as_object().into_iter().flatten() {
             out.push_str(&format!("  {reason}: {c}\n"));
@@ -450,7 +513,7 @@ fn render_text(v: &Value) -> String {
     }
     if refused + skipped > 0 {
         out.push_str(&format!(
-            "NOT DELIVERED: {} documents (in the workers' failure logs):\n",
+            "NOT DELIVERED: {} {unit} (in the workers' failure logs):\n",
             refused + skipped
         ));
         for (reason, c) in v["undelivered_by_reason"].as_object().into_iter().flatten() {
@@ -465,13 +528,14 @@ fn render_text(v: &Value) -> String {
         "bytes: {} sent{}\n",
         human_bytes(n("bytes_done").unwrap_or(0) as f64),
         n("snapshot_bytes")
-            .map(|b| format!(" (snapshot holds {} on disk)", human_bytes(b as f64)))
+            .map(|b| format!(" ({} {})", w.holds, human_bytes(b as f64)))
             .unwrap_or_default()
     ));
     if let Some(r) = v["docs_per_sec"].as_f64() {
         out.push_str(&format!(
-            "rate: {:.0} docs/s, {}/s",
+            "rate: {:.0} {}/s, {}/s",
             r,
+            if unit == "rows" { "rows" } else { "docs" },
             human_bytes(v["bytes_per_sec"].as_f64().unwrap_or(0.0))
         ));
         match v["eta_seconds"].as_f64() {
@@ -483,21 +547,35 @@ fn render_text(v: &Value) -> String {
         .as_object()
         .filter(|f| !f.is_empty())
     {
-        out.push_str("failed documents by type:\n");
+        out.push_str(&format!("failed {unit} by type:\n"));
         for (t, c) in f {
             out.push_str(&format!("  {t}: {c}\n"));
         }
     }
     for f in v["failed_items"].as_array().into_iter().flatten() {
         out.push_str(&format!(
-            "FAILED item {}: {}\n",
+            "FAILED {} {}: {}\n",
+            w.item,
             f["id"].as_str().unwrap_or("?"),
             f["last_error"].as_str().unwrap_or("")
         ));
     }
     out.push_str(&format!(
         "{:<40} {:>11} {:>12} {:>12} {:>8} {:>8}\n",
-        "index", "items done", "docs done", "live docs", "refused", "skipped"
+        w.group,
+        if unit == "rows" {
+            "slots done"
+        } else {
+            "items done"
+        },
+        if unit == "rows" {
+            "rows done"
+        } else {
+            "docs done"
+        },
+        w.total,
+        "refused",
+        "skipped"
     ));
     for (name, p) in v["per_index"].as_object().into_iter().flatten() {
         out.push_str(&format!(
@@ -516,6 +594,11 @@ fn render_text(v: &Value) -> String {
     out
 }
 
+/// "documents" → "document", "work items" → "work item", "rows" → "row".
+fn singular(plural: &str) -> &str {
+    plural.strip_suffix('s').unwrap_or(plural)
+}
+
 fn human_bytes(b: f64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = b;
@@ -530,4 +613,62 @@ fn human_bytes(b: f64) -> String {
 fn human_duration(secs: f64) -> String {
     let s = secs.round() as u64;
     format!("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished(kind: &str) -> Value {
+        json!({
+            "migration": {"kind": kind, "source": "x"},
+            "finished": true,
+            "control": "run",
+            "items": {"total": 4, "done": 3, "leased": 0, "waiting": 0, "failed": 1},
+            "docs_done": 90, "docs_refused": 0, "docs_skipped": 0, "docs_filtered": 0,
+            "live_docs": 100, "bytes_done": 2048, "snapshot_bytes": 4096,
+            "failed_items": [{"id": "events__3", "last_error": "gone"}],
+            "per_index": {"events": {"items": {"done": 3, "total": 4}, "docs_done": 90,
+                "live_docs": 100, "docs_refused": 0, "docs_skipped": 0}},
+        })
+    }
+
+    #[test]
+    fn a_table_is_spoken_of_in_rows_and_slots() {
+        let text = render_text(&finished("table"));
+        for line in [
+            "state: FINISHED WITH 1 FAILED SLOTS",
+            "slots: 4 total, 3 done, 0 leased, 0 waiting, 1 FAILED",
+            "rows: 90 of 100 delivered (90.0 %)",
+            "(the table holds about 4.0 KiB)",
+            "FAILED slot events__3: gone",
+        ] {
+            assert!(text.contains(line), "{line:?} in:\n{text}");
+        }
+        assert!(text.lines().any(|l| l.starts_with("table ")
+            && l.contains("slots done")
+            && l.contains("rows done")
+            && l.contains("rows (est.)")));
+        for word in ["document", "snapshot", "docs", "item"] {
+            assert!(!text.contains(word), "{word:?} in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_is_spoken_of_in_documents_and_items() {
+        let text = render_text(&finished("snapshot"));
+        for line in [
+            "state: FINISHED WITH 1 FAILED WORK ITEMS",
+            "items: 4 total",
+            "documents: 90 of 100 delivered",
+            "(the snapshot holds 4.0 KiB)",
+            "FAILED item events__3: gone",
+        ] {
+            assert!(text.contains(line), "{line:?} in:\n{text}");
+        }
+        assert!(!text.contains("rows"), "{text}");
+        let live = render_text(&finished("cluster"));
+        assert!(live.contains("(the source holds 4.0 KiB)"), "{live}");
+        assert!(live.contains("source docs"), "{live}");
+    }
 }

@@ -91,7 +91,8 @@ struct View {
 
 /// What one search answered.
 enum Answer {
-    Page(Vec<u8>),
+    /// The answer's body as the client holds it (not copied: a page is megabytes).
+    Page(Bytes),
     /// 404: the point in time is gone (expired, closed, or lost by the cluster).
     Gone,
 }
@@ -334,7 +335,7 @@ impl ClusterSource {
                 let r = other
                     .and_then(|r| r.error_for_status())
                     .map_err(|e| source_error(e, where_))?;
-                Ok(Answer::Page(r.body.to_vec()))
+                Ok(Answer::Page(r.body))
             }
         }
     }

@@ -60,11 +60,11 @@ impl Mark {
     pub(super) fn write(self, key: &mut String) {
         push_digits(key, self.count);
         key.push('-');
-        for shift in (0..16).rev() {
-            key.push(char::from(
-                HEX[((self.digest >> (shift * 4)) & 0xf) as usize],
-            ));
+        let mut hex = [b'0'; 16];
+        for (i, h) in hex.iter_mut().enumerate() {
+            *h = HEX[((self.digest >> ((15 - i) * 4)) & 0xf) as usize];
         }
+        push_ascii(key, &hex);
     }
 
     pub(super) fn parse(key: &str) -> Option<Mark> {
@@ -96,7 +96,15 @@ pub(super) fn push_digits(key: &mut String, mut v: u64) {
         digits[i] = b'0' + (v % 10) as u8;
         v /= 10;
     }
-    key.extend(digits.iter().map(|&d| char::from(d)));
+    push_ascii(key, &digits);
+}
+
+/// Appends bytes known to be ASCII digits or letters in one copy (a position is written
+/// per document read, so not a `char` at a time).
+fn push_ascii(key: &mut String, ascii: &[u8]) {
+    // Never fails: the callers' bytes are ASCII; an empty push would only mean a bug here,
+    // which the round-trip tests of the marks would catch.
+    key.push_str(std::str::from_utf8(ascii).unwrap_or_default());
 }
 
 /// FNV-1a over `index`, a separator and `id`, then a splitmix64 finish: stable across
