@@ -136,7 +136,7 @@ impl From<SourceError> for PipelineError {
         PipelineError {
             severity: e.severity,
             stage: "reading documents",
-            message: e.message,
+            message: redact::chain(&e),
         }
     }
 }
@@ -146,7 +146,7 @@ impl From<SinkError> for PipelineError {
         PipelineError {
             severity: e.severity,
             stage: "sending documents",
-            message: e.message,
+            message: redact::chain(&e),
         }
     }
 }
@@ -673,7 +673,7 @@ fn account<B>(
     failures.append(&records).map_err(|e| PipelineError {
         severity: Severity::Fatal,
         stage: "writing the failure log",
-        message: e.to_string(),
+        message: redact::chain(&e),
     })?;
     let skipped = chunk.skips.len() as u64;
     let mut filtered = 0;

@@ -131,14 +131,15 @@ pub struct ClusterSource {
     forget_id: Option<String>,
 }
 
+/// `e` (which holds no cause of its own and says everything: method, URL, answer) at
+/// `what`, in the message, not also as the source.
 fn source_error(e: ClusterError, what: &str) -> SourceError {
     let m = format!("{what}: {e}");
-    let error = if e.is_fatal() {
+    if e.is_fatal() {
         SourceError::fatal(m)
     } else {
         SourceError::item(m)
-    };
-    error.caused_by(e)
+    }
 }
 
 #[derive(Deserialize)]

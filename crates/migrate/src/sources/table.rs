@@ -234,14 +234,14 @@ impl TableSource {
         self.bounds.from.is_none() && self.bounds.until.is_none()
     }
 
+    /// `e` (which holds no cause of its own) in the message, not also as the source.
     fn item_error(&self, e: table::TableError) -> SourceError {
         let msg = format!("table {}: {e}", self.group);
-        let error = if e.is_transient() {
+        if e.is_transient() {
             SourceError::item(msg)
         } else {
             SourceError::fatal(msg)
-        };
-        error.caused_by(e)
+        }
     }
 }
 
