@@ -1064,4 +1064,3 @@ impl Drop for SlotRead<'_> {
         }
     }
 }
-

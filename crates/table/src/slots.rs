@@ -239,7 +239,9 @@ pub fn uuid_ms(key: &str) -> Option<i64> {
 
 /// More time slots than a table is cut into would be needed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{needed} slots of {width_s} s would be needed; at most {MAX_SLOTS} (use a wider time:WIDTH)")]
+#[error(
+    "{needed} slots of {width_s} s would be needed; at most {MAX_SLOTS} (use a wider time:WIDTH)"
+)]
 pub struct TooManySlots {
     pub needed: u64,
     pub width_s: i64,

@@ -105,8 +105,7 @@ pub(crate) fn parse<'i>(
     {
         return Ok(vec![ItemResult::Indexed; ids.len()]);
     }
-    let wire: Wire<'_> =
-        serde_json::from_slice(body).map_err(ResponseError::Json)?;
+    let wire: Wire<'_> = serde_json::from_slice(body).map_err(ResponseError::Json)?;
     if wire.items.len() != ids.len() {
         return Err(ResponseError::Count {
             items: wire.items.len(),

@@ -135,12 +135,10 @@ impl SnapshotSource {
             tracing::warn!(index = %new.name(), shard, "the shard failed in snapshot {}: sending all of it", since.snapshot.name());
             None
         } else {
-            Some(
-                self.open(old, shard).map_err(|e| SourceError {
-                    message: format!("in snapshot {}: {}", since.snapshot.name(), e.message),
-                    ..e
-                })?,
-            )
+            Some(self.open(old, shard).map_err(|e| SourceError {
+                message: format!("in snapshot {}: {}", since.snapshot.name(), e.message),
+                ..e
+            })?)
         };
         let key = (new.name().to_string(), shard);
         let cached = since
@@ -391,14 +389,14 @@ impl Source for SnapshotSource {
             if let Some(reason) = Self::delta_refused(&old, &index) {
                 return Err(SourceError::item(reason));
             }
-            let (a, b, delta) = self
-                .shard_delta(&old, &index, item.part)
-                .map_err(|e| SourceError {
-                    // as before: worth a retry, whatever the shard's own error says
-                    severity: crate::error::Severity::Item,
-                    message: format!("{}: {}", where_(), e.message),
-                    ..e
-                })?;
+            let (a, b, delta) =
+                self.shard_delta(&old, &index, item.part)
+                    .map_err(|e| SourceError {
+                        // as before: worth a retry, whatever the shard's own error says
+                        severity: crate::error::Severity::Item,
+                        message: format!("{}: {}", where_(), e.message),
+                        ..e
+                    })?;
             let group: Arc<str> = Arc::from(name.as_str());
             return super::delta::read_shard(&group, &a, &b, &delta, first_after(after)?, emit)
                 .map_err(|e| SourceError {

@@ -206,9 +206,8 @@ impl TableSource {
                     .map(|u| u - 1)
                     .or_else(|| range.as_ref().and_then(|(_, hi)| tk.time_of(hi)));
                 match (lo, hi) {
-                    (Some(lo), Some(hi)) if lo <= hi => {
-                        time_slots(tk, width_ms, lo, hi).map_err(|e| SourceError::fatal(e.to_string()))?
-                    }
+                    (Some(lo), Some(hi)) if lo <= hi => time_slots(tk, width_ms, lo, hi)
+                        .map_err(|e| SourceError::fatal(e.to_string()))?,
                     _ => vec![Slot::default()],
                 }
             }
