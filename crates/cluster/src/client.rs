@@ -220,7 +220,7 @@ impl Client {
                 let tls_config = crate::tls::client_config(cas, client).map_err(|reason| {
                     ClusterError::TlsFile {
                         path: ca.clone(),
-                        reason,
+                        reason: reason.to_string(),
                     }
                 })?;
                 builder = builder.use_preconfigured_tls(tls_config);

@@ -11,12 +11,24 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 
+/// Why a TLS client configuration cannot be built (the cause is said in the message: the
+/// caller keeps it as text).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsSetupError {
+    #[error("TLS verifier: {0}")]
+    Verifier(rustls::client::VerifierBuilderError),
+    #[error("TLS setup: {0}")]
+    Setup(rustls::Error),
+    #[error("client certificate or key not usable: {0}")]
+    ClientAuth(rustls::Error),
+}
+
 /// A rustls client configuration trusting the public roots and `cas`, with the client
 /// certificate chain and key for mutual TLS when given.
 pub(crate) fn client_config(
     cas: Vec<CertificateDer<'static>>,
     client: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
-) -> Result<rustls::ClientConfig, String> {
+) -> Result<rustls::ClientConfig, TlsSetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -26,17 +38,17 @@ pub(crate) fn client_config(
     }
     let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| format!("TLS verifier: {e}"))?;
+        .map_err(TlsSetupError::Verifier)?;
     let verifier = Arc::new(GivenCertificates { inner, given: cas });
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?
+        .map_err(TlsSetupError::Setup)?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
     let mut config = match client {
         Some((chain, key)) => builder
             .with_client_auth_cert(chain, key)
-            .map_err(|e| format!("client certificate or key not usable: {e}"))?,
+            .map_err(TlsSetupError::ClientAuth)?,
         None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

@@ -48,7 +48,7 @@ fn items_of(v: Option<&Value>, operation: &'static str) -> Result<Vec<Item>, Dyn
         .map(|i| {
             item_from_wire(i).map_err(|e| DynamoError::Response {
                 operation,
-                reason: e.to_string(),
+                reason: redact::chain(&e),
             })
         })
         .collect()
@@ -74,7 +74,7 @@ impl Client {
                 .map(Some)
                 .map_err(|e| DynamoError::Response {
                     operation: "GetItem",
-                    reason: e.to_string(),
+                    reason: redact::chain(&e),
                 }),
         }
     }
@@ -180,7 +180,7 @@ impl Client {
         let last_key = match v.get("LastEvaluatedKey") {
             Some(k) => Some(item_from_wire(k).map_err(|e| DynamoError::Response {
                 operation: "Scan",
-                reason: e.to_string(),
+                reason: redact::chain(&e),
             })?),
             None => None,
         };

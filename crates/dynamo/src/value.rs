@@ -281,13 +281,13 @@ pub enum WireError {
     NotTyped,
     #[error("{kind} holds {found}, not a string")]
     NotString { kind: String, found: String },
-    #[error("N {text:?}: {cause}")]
+    #[error("N {text:?}")]
     Number {
         text: String,
         #[source]
         cause: NumberError,
     },
-    #[error("B: {0}")]
+    #[error("B")]
     Base64(#[source] base64::DecodeError),
     #[error("BOOL holds no boolean")]
     NotBool,
@@ -297,7 +297,7 @@ pub enum WireError {
     UnknownType(String),
     #[error("an item must be an object")]
     NotObject,
-    #[error("attribute {name:?}: {cause}")]
+    #[error("attribute {name:?}")]
     Attribute {
         name: String,
         #[source]

@@ -413,8 +413,8 @@ impl BatchWriter {
                 .ok_or_else(|| {
                     bad("an unprocessed entry that is neither a put nor a delete".into())
                 })?;
-            let item =
-                item_from_wire(wire).map_err(|e| bad(format!("an unprocessed entry: {e}")))?;
+            let item = item_from_wire(wire)
+                .map_err(|e| bad(format!("an unprocessed entry: {}", redact::Chain(&e))))?;
             let key = self
                 .schema
                 .key_of(&item)

@@ -26,7 +26,7 @@ pub enum DirectoryError {
         end: u64,
         len: u64,
     },
-    #[error("{file}: {source}")]
+    #[error("{file}")]
     Io {
         file: String,
         #[source]

@@ -1,7 +1,9 @@
-//! Errors that cross the ports, typed by what the worker must do about them. Each keeps
-//! the adapter's own error as its [`std::error::Error::source`] (a cluster, DynamoDB,
-//! table or snapshot error), so the chain can be printed and matched on; the message says
-//! where (file, table, key) and is complete on its own.
+//! Errors that cross the ports, typed by what the worker must do about them. The message
+//! says where (file, table, key) and why; an adapter error underneath (a snapshot error
+//! with its Lucene cause) is kept as its [`std::error::Error::source`], never also copied
+//! into the message, so text meant to be complete (a failure reason) is the whole chain:
+//! [`redact::chain`]. An adapter error that has no cause of its own and says everything
+//! (a cluster or DynamoDB answer) may be the message instead.
 
 use std::sync::Arc;
 
@@ -29,7 +31,7 @@ pub enum Severity {
 #[derive(Debug, Clone)]
 pub struct SourceError {
     pub severity: Severity,
-    /// Names the file, table or key, and says why.
+    /// Names the file, table or key, and says why (the cause, if any, is `cause`).
     pub message: String,
     /// The source's own coverage check failed at the end of a read: what it handed over
     /// does not add up to what its range holds. Nothing of the read is taken as done (the
@@ -152,8 +154,9 @@ mod tests {
     #[test]
     fn the_cause_is_kept_as_the_source() {
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
-        let e = SinkError::item("sending to http://h:9200: refused").caused_by(io);
-        assert_eq!(e.to_string(), "sending to http://h:9200: refused");
+        let e = SinkError::item("sending to http://h:9200").caused_by(io);
+        assert_eq!(e.to_string(), "sending to http://h:9200");
+        assert_eq!(redact::chain(&e), "sending to http://h:9200: refused");
         let source = e.source().expect("a source");
         assert_eq!(source.to_string(), "refused");
         let io = source

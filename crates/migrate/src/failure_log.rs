@@ -15,7 +15,7 @@ use coordination::Position;
 
 /// The failure log could not be written or read: documents would be lost, so this is fatal.
 #[derive(Debug, thiserror::Error)]
-#[error("failure log {path}: {source}")]
+#[error("failure log {path}")]
 pub struct FailureLogError {
     pub path: PathBuf,
     #[source]

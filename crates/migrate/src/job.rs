@@ -130,9 +130,9 @@ pub struct JobReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
-    #[error("coordination store: {0}")]
+    #[error("coordination store")]
     Store(#[from] coordination::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Phase(#[from] PhaseError),
     /// Nothing will work until an operator acts (credentials, configuration, failure log).
     #[error("{0}")]

@@ -29,19 +29,19 @@ use crate::verify::Compared;
 /// A lookup could not ask its target, or the answer made no sense; names the target.
 #[derive(Debug, thiserror::Error)]
 pub enum LookupError {
-    #[error("{target}: {source}")]
+    #[error("{target}")]
     Cluster {
         target: String,
         #[source]
         source: Box<cluster::ClusterError>,
     },
-    #[error("{target}: {source}")]
+    #[error("{target}")]
     Dynamo {
         target: String,
         #[source]
         source: Box<::dynamo::DynamoError>,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: String,
         #[source]
@@ -55,7 +55,7 @@ pub enum LookupError {
     },
     #[error("{target}: {why}")]
     Answer { target: String, why: String },
-    #[error("a temporary file of ids: {0}")]
+    #[error("a temporary file of ids")]
     Spill(#[source] std::io::Error),
 }
 
@@ -63,11 +63,11 @@ pub enum LookupError {
 /// difference).
 #[derive(Debug, thiserror::Error)]
 pub enum ExpectedError {
-    #[error("the document's JSON does not parse: {0}")]
+    #[error("the document's JSON does not parse")]
     Json(#[source] ExactError),
-    #[error("the document cannot be an item ({kind}): {0}", kind = .0.error_type)]
+    #[error("the document cannot be an item ({kind})", kind = .0.error_type)]
     Item(#[source] ::dynamo::ConvertError),
-    #[error("no item key ({kind}): {0}", kind = .0.error_type)]
+    #[error("no item key ({kind})", kind = .0.error_type)]
     Key(#[source] ::dynamo::ConvertError),
 }
 

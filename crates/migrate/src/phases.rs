@@ -20,9 +20,9 @@ pub const PHASE_REMOVED_INDICES: &str = "removed-indices";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PhaseError {
-    #[error("coordination store: {0}")]
+    #[error("coordination store")]
     Store(#[from] coordination::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Source(#[from] crate::error::SourceError),
     #[error("{0}")]
     Other(String),
@@ -69,7 +69,8 @@ where
                     Ok(v)
                 }
                 Err(e) => {
-                    let reason = e.to_string();
+                    // the store keeps the whole chain: the cause is not in `e`'s own text
+                    let reason = redact::chain(&e);
                     if let Err(e2) = coord.fail_phase(name, &reason).await {
                         tracing::warn!(phase = name, "could not record the phase failure: {e2}");
                     }

@@ -136,7 +136,7 @@ impl From<SourceError> for PipelineError {
         PipelineError {
             severity: e.severity,
             stage: "reading documents",
-            message: e.message,
+            message: redact::chain(&e),
         }
     }
 }
@@ -146,7 +146,7 @@ impl From<SinkError> for PipelineError {
         PipelineError {
             severity: e.severity,
             stage: "sending documents",
-            message: e.message,
+            message: redact::chain(&e),
         }
     }
 }
@@ -265,7 +265,7 @@ where
             // fail the item: were the channel just dropped, the loop below would take it
             // for the end of the source and finish the item with documents unread.
             let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let r = Reader {
+                let r = ReaderThread {
                     transform: &*transform,
                     writer,
                     tx: &tx,
@@ -318,7 +318,7 @@ where
     }
     let mut abandon_at: Option<Instant> = None;
     // A store that is down is said at WARN every 10 s, not at every tick.
-    let mut store_trouble = Sometimes::default();
+    let mut store_trouble = ThrottledWarning::default();
     // The control record may have changed while the lease was being acquired: look before
     // the first batch, not one tick after it (a PAUSE must stop every write).
     if end.is_none() {
@@ -560,18 +560,17 @@ async fn pay_fleet(fleet: Option<&FleetLimiter>, docs: u64, bytes: u64) -> Resul
 }
 
 /// A warning said at most every 10 s (the rest at debug level).
-#[derive(Default)]
-struct Sometimes {
-    last: Option<Instant>,
+struct ThrottledWarning(pacing::Sometimes);
+
+impl Default for ThrottledWarning {
+    fn default() -> Self {
+        ThrottledWarning(pacing::Sometimes::new(Duration::from_secs(10)))
+    }
 }
 
-impl Sometimes {
+impl ThrottledWarning {
     fn say(&mut self, message: std::fmt::Arguments<'_>) {
-        if self
-            .last
-            .is_none_or(|t| t.elapsed() >= Duration::from_secs(10))
-        {
-            self.last = Some(Instant::now());
+        if self.0.due() {
             tracing::warn!("{message}");
         } else {
             tracing::debug!("{message}");
@@ -673,7 +672,7 @@ fn account<B>(
     failures.append(&records).map_err(|e| PipelineError {
         severity: Severity::Fatal,
         stage: "writing the failure log",
-        message: e.to_string(),
+        message: redact::chain(&e),
     })?;
     let skipped = chunk.skips.len() as u64;
     let mut filtered = 0;
@@ -712,7 +711,7 @@ fn account<B>(
 }
 
 /// The reader thread's state.
-struct Reader<'a, W: SinkWriter> {
+struct ReaderThread<'a, W: SinkWriter> {
     transform: &'a dyn Transform,
     writer: W,
     tx: &'a mpsc::Sender<Result<Chunk<W::Batch>, SourceError>>,
@@ -737,7 +736,7 @@ struct Pending {
     nested: u64,
 }
 
-impl<W: SinkWriter> Reader<'_, W> {
+impl<W: SinkWriter> ReaderThread<'_, W> {
     /// Reads the source, transforms and frames its documents, and sends chunks until the
     /// end, an error, or the pipeline hangs up.
     fn run<S: Source>(mut self, source: &S, item: &WorkItem, after: &Cursor) {

@@ -478,11 +478,11 @@ impl VerifyReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    #[error("source: {0}")]
+    #[error("source")]
     Source(#[from] crate::error::SourceError),
-    #[error("target: {0}")]
+    #[error("target")]
     Target(#[from] cluster::ClusterError),
-    #[error("target: {0}")]
+    #[error("target")]
     Lookup(#[from] LookupError),
     #[error("{0}")]
     Other(String),
@@ -817,7 +817,7 @@ async fn check(
                     instants::align(instants, &want, &mut have);
                     vectors::difference(&want, &have, keeps.map_or(&[][..], |k| &k.vector_fields))
                 }
-                Err(e) => Some(e.to_string()),
+                Err(e) => Some(redact::chain(&e)),
             },
             Held::Holds(_) => None,
             Held::Differs(d) => compare.then_some(d),

@@ -59,7 +59,7 @@ pub enum WorkerExit {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
-    #[error("coordination store: {0}")]
+    #[error("coordination store")]
     Store(#[from] coordination::Error),
     /// Nothing will work until an operator acts; the item was released, not failed.
     #[error("{0}")]

@@ -22,8 +22,10 @@
 
 use std::borrow::Cow;
 
+mod chain;
 mod secrets;
 
+pub use chain::{chain, Chain};
 pub use secrets::{display_url, Secrets};
 
 /// What replaces a secret.

@@ -1,28 +1,21 @@
-//! How an error that stops a command is shown: one line, each cause once, bounded in
-//! length, and the exit code it means. Errors wrap their causes and many causes repeat
-//! what wraps them (`opening repository /r: /r: No such file…`); `{e:#}` would print such
-//! a path twice and a server's whole answer inline. Here a part already said is left
-//! out, a long part is cut in the middle, and the whole line is kept short; `-v` shows
-//! every cause in full.
+//! How an error that stops a command is shown: one line, its causes outermost first,
+//! bounded in length, and the exit code it means. Each error of the chain says where and
+//! why and leaves its cause to `source()` (never both), so joining the chain says each
+//! part once; a long part is cut in the middle, and the whole line is kept short; `-v`
+//! shows every cause in full.
 
 /// Longest part of the line kept whole; longer ones keep their start and end.
 const PART_MAX: usize = 200;
 /// Longest line.
 const LINE_MAX: usize = 400;
 
-/// The error as one line: its causes outermost first, joined by ": ", each said once.
+/// The error as one line: its causes outermost first, joined by ": ".
 pub fn render(e: &anyhow::Error, full: bool) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let text = one_line(&cause.to_string());
-        for part in text.split(": ") {
-            let part = part.trim();
-            if part.is_empty() || said(&parts, part) {
-                continue;
-            }
-            parts.push(part.to_string());
-        }
-    }
+    let parts: Vec<String> = e
+        .chain()
+        .map(|cause| one_line(&cause.to_string()))
+        .filter(|part| !part.is_empty())
+        .collect();
     if full {
         return parts.join(": ");
     }
@@ -35,17 +28,6 @@ pub fn render(e: &anyhow::Error, full: bool) -> String {
         line = shorten(&line, LINE_MAX);
     }
     line
-}
-
-/// `part` adds nothing to what was said: an earlier part is it or ends with it (a cause
-/// that starts by naming the file its wrapper named), or contains it whole (a wrapper
-/// that embedded its cause's text; only for parts long enough not to be a common word).
-fn said(parts: &[String], part: &str) -> bool {
-    let n = part.chars().count();
-    n >= 2
-        && parts
-            .iter()
-            .any(|p| p == part || p.ends_with(part) || (n >= 8 && p.contains(part)))
 }
 
 fn one_line(s: &str) -> String {
@@ -90,59 +72,34 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 mod tests {
     use super::*;
 
-    #[derive(Debug)]
-    struct Plain(String);
-
-    impl std::fmt::Display for Plain {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(&self.0)
-        }
-    }
-
-    impl std::error::Error for Plain {}
-
-    /// An error that puts its cause's text in its own (as `#[error("…: {source}")]` does).
-    #[derive(Debug)]
-    struct Embeds {
-        path: String,
-        source: Plain,
-    }
-
-    impl std::fmt::Display for Embeds {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "reading {}: {}", self.path, self.source)
-        }
-    }
-
-    impl std::error::Error for Embeds {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.source)
-        }
-    }
-
+    /// A chain of typed errors, each naming where and leaving its cause to `source()`:
+    /// every part is said once, in order, also a part its wrapper happens to end with
+    /// (which the old substring matching dropped).
     #[test]
-    fn a_cause_that_repeats_its_wrapper_is_said_once() {
-        let e = anyhow::Error::new(Plain("/r: No such file or directory (os error 2)".into()))
-            .context("opening repository /r");
+    fn a_chain_of_typed_errors_says_each_part_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let lucene = lucene::Error::from(lucene::DirectoryError::Io {
+            file: "_0.cfs".into(),
+            source: io,
+        });
+        let shard = snapshot::Error::Lucene {
+            context: "index logs shard 0".into(),
+            source: lucene,
+        };
+        let e = anyhow::Error::new(migrate::connectors::ConnectError::caused(
+            "s3://u:secret@bucket/repo",
+            shard,
+        ));
         assert_eq!(
             render(&e, false),
-            "opening repository /r: No such file or directory (os error 2)"
+            "s3://u:***@bucket/repo: index logs shard 0: _0.cfs: permission denied"
         );
-        // A wrapper that embeds its cause's text (thiserror's `{source}`).
-        let e = anyhow::Error::new(Embeds {
-            path: "/x".into(),
-            source: Plain("bad magic".into()),
-        })
-        .context("opening the snapshot");
+        let e = anyhow::Error::new(std::io::Error::other("disk full"))
+            .context("writing /out/disk full")
+            .context("exporting");
         assert_eq!(
-            render(&e, false),
-            "opening the snapshot: reading /x: bad magic"
-        );
-        let e = anyhow::anyhow!("sqlite store: /d/x.db: unable to open database file: /d/x.db")
-            .context("opening the coordination store sqlite:///d/x.db");
-        assert_eq!(
-            render(&e, false),
-            "opening the coordination store sqlite:///d/x.db: sqlite store: unable to open database file"
+            render(&e, true),
+            "exporting: writing /out/disk full: disk full"
         );
     }
 

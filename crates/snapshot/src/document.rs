@@ -39,24 +39,24 @@ pub enum IdError {
 /// Why a stored `_source` cannot be sent as JSON.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceBytesError {
-    #[error("LZF-compressed _source: {0}")]
+    #[error("LZF-compressed _source")]
     Lzf(#[source] Box<crate::Error>),
-    #[error("DEFLATE-compressed _source: {0}")]
+    #[error("DEFLATE-compressed _source")]
     Deflate(#[source] Box<crate::Error>),
-    #[error("_source is not valid JSON: {0}")]
+    #[error("_source is not valid JSON")]
     Json(#[source] json::JsonError),
-    #[error("SMILE _source: {0}")]
+    #[error("SMILE _source")]
     Smile(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("CBOR _source: {0}")]
+    #[error("CBOR _source")]
     Cbor(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("YAML _source: {0}")]
+    #[error("YAML _source")]
     Yaml(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The first bytes, to tell what it is.
     #[error("_source is not JSON, SMILE, CBOR or YAML (starts with {0:02x?})")]
     Unknown(Vec<u8>),
     #[error("_source is not an object")]
     NotObject,
-    #[error("_source as JSON: {0}")]
+    #[error("_source as JSON")]
     Encode(#[source] serde_json::Error),
 }
 
@@ -417,7 +417,7 @@ mod tests {
         ] {
             let e = normalize_source(raw).unwrap_err();
             assert!(matches!(e, SourceBytesError::Json(_)), "{e}");
-            let e = e.to_string();
+            let e = redact::chain(&e);
             assert!(e.starts_with("_source is not valid JSON: "), "{e}");
             assert!(e.contains(reason), "{e}");
         }

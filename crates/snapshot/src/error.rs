@@ -61,7 +61,7 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
     /// An error of the Lucene reader (names the Lucene file).
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Lucene {
         context: String,
         #[source]
@@ -103,9 +103,22 @@ impl From<lucene::DirectoryError> for Error {
     fn from(e: lucene::DirectoryError) -> Self {
         match e {
             lucene::DirectoryError::NotFound { file } => Error::NotFound { blob: file },
-            other => Error::Backend {
-                blob: other.file().to_string(),
-                message: other.to_string(),
+            lucene::DirectoryError::Io { file, source } => Error::Backend {
+                blob: file,
+                message: source.to_string(),
+            },
+            lucene::DirectoryError::Backend { file, message } => Error::Backend {
+                blob: file,
+                message,
+            },
+            lucene::DirectoryError::OutOfBounds {
+                file,
+                start,
+                end,
+                len,
+            } => Error::Backend {
+                blob: file,
+                message: format!("read of bytes {start}..{end} is outside the file (length {len})"),
             },
         }
     }

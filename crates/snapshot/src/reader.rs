@@ -629,13 +629,13 @@ impl Visitor<'_> {
     ) -> lucene::Result<()> {
         match (field.name.as_str(), value) {
             ("_id", StoredValue::Binary(b)) => {
-                self.f.id = Some(decode_id(b).map_err(|e| e.to_string()))
+                self.f.id = Some(decode_id(b).map_err(|e| redact::chain(&e)))
             }
             ("_id", StoredValue::String(s)) => self.f.id = Some(Ok(s.to_string())),
             ("_uid", StoredValue::String(s)) => self.f.uid = Some(s.to_string()),
             ("_routing", StoredValue::String(s)) => self.f.routing = Some(s.to_string()),
             ("_source", StoredValue::Binary(b)) => {
-                self.f.source = Some(normalize_source_in(b, chunk).map_err(|e| e.to_string()));
+                self.f.source = Some(normalize_source_in(b, chunk).map_err(|e| redact::chain(&e)));
             }
             ("_recovery_source", StoredValue::Binary(b)) => {
                 self.f.recovery_source = Some(bytes::Bytes::copy_from_slice(b));
@@ -699,7 +699,7 @@ impl StoredFieldVisitor for KeyFields {
     fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> lucene::Result<()> {
         match (field.name.as_str(), value) {
             ("_id", StoredValue::Binary(b)) => {
-                self.id = Some(decode_id(b).map_err(|e| e.to_string()))
+                self.id = Some(decode_id(b).map_err(|e| redact::chain(&e)))
             }
             ("_id", StoredValue::String(s)) => self.id = Some(Ok(s.to_string())),
             ("_uid", StoredValue::String(s)) => self.uid = Some(s.to_string()),
@@ -825,7 +825,7 @@ impl ShardDocuments<'_> {
                     Err(e) => {
                         return Ok(Err((
                             SkipReason::BadSource,
-                            format!("_recovery_source: {e}"),
+                            format!("_recovery_source: {}", redact::Chain(&e)),
                         )))
                     }
                 }

@@ -312,7 +312,7 @@ impl Directory for ShardDirectory {
             Error::NotFound { blob } => DirectoryError::NotFound { file: blob },
             other => DirectoryError::Backend {
                 file: name.to_string(),
-                message: other.to_string(),
+                message: redact::chain(&other),
             },
         })
     }
@@ -395,7 +395,7 @@ mod tests {
         let mut bad = files.clone();
         bad[0].checksum = Some("zz".into());
         let d = ShardDirectory::new(store.clone(), "indices/i/0", &bad);
-        let err = d.open_file("_0.fdt").unwrap_err().to_string();
+        let err = redact::chain(&d.open_file("_0.fdt").unwrap_err());
         assert!(
             err.contains("indices/i/0/__f") && err.contains("checksum"),
             "{err}"
@@ -406,7 +406,7 @@ mod tests {
         part1[3] ^= 0x40;
         std::fs::write(shard.join("__f.part1"), part1).unwrap();
         let d = ShardDirectory::new(store, "indices/i/0", &files);
-        let err = d.verify_all().unwrap_err().to_string();
+        let err = redact::chain(&d.verify_all().unwrap_err());
         assert!(err.contains("__f") && err.contains("CRC"), "{err}");
     }
 }

@@ -141,7 +141,13 @@ impl Table {
         let shown_url = redact::url(url);
         let bad = |reason: String| TableError::Config(format!("source {shown_url}: {reason}"));
         let name = TableName::parse(table)?;
-        let (conn_url, root_cert) = take_param(url, "sslrootcert").map_err(&bad)?;
+        // sslrootcert= is not tokio-postgres's: taken out of a URL (a key=value connection
+        // string is passed on as it is)
+        let (conn_url, root_cert) = if url.contains("://") {
+            pgconn::take_param(url, "sslrootcert").map_err(|e| bad(e.to_string()))?
+        } else {
+            (url.to_string(), None)
+        };
         let mut config: tokio_postgres::Config =
             conn_url.parse().map_err(|e| bad(format!("{e}")))?;
         let timeout_ms = opts
@@ -886,13 +892,15 @@ pub struct SlotRead<'t> {
     bounds: Bounds,
     /// The last key read (`None`: none yet; from the slot's start or the first cursor).
     cursor: Option<String>,
-    open: Option<Snapshot>,
+    open: Option<ReadSnapshot>,
     /// A snapshot that ended in an error: where it started, and the rows read in it.
     interrupted: Option<(Option<String>, u64)>,
     proven: Vec<SnapshotCount>,
 }
 
-struct Snapshot {
+/// A PostgreSQL read snapshot (a REPEATABLE READ, READ ONLY transaction) open on the
+/// slot; not a snapshot of an Elasticsearch repository.
+struct ReadSnapshot {
     client: deadpool_postgres::Object,
     /// The key after which it starts.
     from: Option<String>,
@@ -998,7 +1006,7 @@ impl SlotRead<'_> {
                 });
             }
             let counted = count(self.cursor.as_deref(), None).await?;
-            self.open = Some(Snapshot {
+            self.open = Some(ReadSnapshot {
                 client,
                 from: self.cursor.clone(),
                 counted,
@@ -1055,13 +1063,4 @@ impl Drop for SlotRead<'_> {
             drop(deadpool_postgres::Object::take(s.client));
         }
     }
-}
-
-/// Removes query parameter `name` from a URL (tokio-postgres does not know it); a key=value
-/// connection string is passed on as it is.
-fn take_param(url: &str, name: &str) -> Result<(String, Option<String>), String> {
-    if !url.contains("://") {
-        return Ok((url.to_string(), None));
-    }
-    pgconn::take_param(url, name).map_err(|e| e.to_string())
 }

@@ -237,6 +237,16 @@ pub fn uuid_ms(key: &str) -> Option<i64> {
     i64::from_str_radix(&hex, 16).ok()
 }
 
+/// More time slots than a table is cut into would be needed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{needed} slots of {width_s} s would be needed; at most {MAX_SLOTS} (use a wider time:WIDTH)"
+)]
+pub struct TooManySlots {
+    pub needed: u64,
+    pub width_s: i64,
+}
+
 /// Time slots covering `[lo_ms, hi_ms]`: bounds at every multiple of `width_ms` inside;
 /// the first slot is open below, the last open above.
 pub fn time_slots(
@@ -244,7 +254,7 @@ pub fn time_slots(
     width_ms: i64,
     lo_ms: i64,
     hi_ms: i64,
-) -> Result<Vec<Slot>, String> {
+) -> Result<Vec<Slot>, TooManySlots> {
     let width = width_ms.max(1);
     let first = lo_ms
         .div_euclid(width)
@@ -256,11 +266,10 @@ pub fn time_slots(
         ((hi_ms - first) / width) as u64 + 1
     };
     if n + 1 > MAX_SLOTS {
-        return Err(format!(
-            "{} slots of {} s would be needed; at most {MAX_SLOTS} (use a wider time:WIDTH)",
-            n + 1,
-            width / 1000
-        ));
+        return Err(TooManySlots {
+            needed: n + 1,
+            width_s: width / 1000,
+        });
     }
     let bounds: Vec<String> = (0..n)
         .map(|i| key.bound(first + i as i64 * width))

@@ -64,7 +64,7 @@ pub enum ValueError {
         got: usize,
         expected: usize,
     },
-    #[error("not UTF-8: {0}")]
+    #[error("not UTF-8")]
     NotUtf8(#[source] std::str::Utf8Error),
     /// NaN, ±Infinity: JSON has no number for them.
     #[error("{0} has no JSON form")]
@@ -76,7 +76,7 @@ pub enum ValueError {
     OutOfRange(&'static str),
     #[error("bytea too large")]
     TooLarge,
-    #[error("base64: {0}")]
+    #[error("base64")]
     Base64(#[source] base64::EncodeSliceError),
 }
 
@@ -142,7 +142,7 @@ impl Renderer {
             write_value(kind, raw.0, out).map_err(|e| {
                 (
                     Some(key.clone()),
-                    BadValue(format!("column {}: {e}", names[i].name())),
+                    BadValue(format!("column {}: {}", names[i].name(), redact::Chain(&e))),
                 )
             })?;
         }
@@ -172,7 +172,7 @@ pub fn key_text(kind: &ColumnKind, raw: Option<&[u8]>) -> Result<String, BadValu
     };
     let mut out = Vec::new();
     if let Err(e) = write_value(kind, raw, &mut out) {
-        return special_key_text(kind, bytes).ok_or(BadValue(e.to_string()));
+        return special_key_text(kind, bytes).ok_or(BadValue(redact::chain(&e)));
     }
     let text = if out.first() == Some(&b'"') {
         serde_json::from_slice::<String>(&out).map_err(|e| BadValue(format!("key: {e}")))?

@@ -719,7 +719,12 @@ impl BulkSender {
                 }
                 Err(reason) => {
                     warn!(url = %resp.url, %reason, "unusable bulk response; retrying its documents");
-                    all_retry(report, resp.status, "invalid_bulk_response", reason);
+                    all_retry(
+                        report,
+                        resp.status,
+                        "invalid_bulk_response",
+                        reason.to_string(),
+                    );
                 }
             }
             return Split::Done;

@@ -77,6 +77,17 @@ pub(crate) fn is_retryable_item(status: u16, error_type: &str) -> bool {
 /// Parse a 2xx `_bulk` body whose items must answer `ids` in order; an id flagged `once`
 /// was a create-if-absent, whose version conflict means the document is there.
 ///
+/// Why a bulk response cannot be matched to the documents sent (their attempts are retried).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ResponseError {
+    #[error("invalid bulk response: {0}")]
+    Json(serde_json::Error),
+    #[error("bulk response has {items} items for {sent} documents")]
+    Count { items: usize, sent: usize },
+    #[error("bulk response item for id {got:?} where {sent:?} was sent")]
+    Id { got: String, sent: String },
+}
+
 /// `no_deletes`: the request held no delete. Then a body that says `"errors": false`
 /// before its items, with one `"status":` per document, is taken as every document
 /// indexed without parsing the items (a delete of a missing document is no error but is
@@ -87,21 +98,19 @@ pub(crate) fn parse<'i>(
     ids: impl ExactSizeIterator<Item = (&'i str, bool)>,
     no_deletes: bool,
     accept: &[String],
-) -> Result<Vec<ItemResult>, String> {
+) -> Result<Vec<ItemResult>, ResponseError> {
     if no_deletes
         && top_level_errors(body) == Some(false)
         && memchr::memmem::find_iter(body, b"\"status\":").count() == ids.len()
     {
         return Ok(vec![ItemResult::Indexed; ids.len()]);
     }
-    let wire: Wire<'_> =
-        serde_json::from_slice(body).map_err(|e| format!("invalid bulk response: {e}"))?;
+    let wire: Wire<'_> = serde_json::from_slice(body).map_err(ResponseError::Json)?;
     if wire.items.len() != ids.len() {
-        return Err(format!(
-            "bulk response has {} items for {} documents",
-            wire.items.len(),
-            ids.len()
-        ));
+        return Err(ResponseError::Count {
+            items: wire.items.len(),
+            sent: ids.len(),
+        });
     }
     let mut out = Vec::with_capacity(wire.items.len());
     for (item, (id, once)) in wire.items.into_iter().zip(ids) {
@@ -111,9 +120,10 @@ pub(crate) fn parse<'i>(
         };
         if let Some(got) = &r.id {
             if got != id {
-                return Err(format!(
-                    "bulk response item for id {got:?} where {id:?} was sent"
-                ));
+                return Err(ResponseError::Id {
+                    got: got.to_string(),
+                    sent: id.to_string(),
+                });
             }
         }
         // Deleting a document that is not there leaves the target as asked.
@@ -341,6 +351,7 @@ mod tests {
         assert!(
             parse(short, [("1", false), ("2", false)].into_iter(), true, &[])
                 .unwrap_err()
+                .to_string()
                 .contains("1 items for 2")
         );
         // errors: true is always parsed item by item.
@@ -355,10 +366,12 @@ mod tests {
         assert!(
             parse(body, [("1", false), ("2", false)].into_iter(), true, &[])
                 .unwrap_err()
+                .to_string()
                 .contains("1 items for 2")
         );
         assert!(parse(body, [("9", false)].into_iter(), false, &[])
             .unwrap_err()
+            .to_string()
             .contains("\"9\""));
         assert!(parse(b"<html>", [("1", false)].into_iter(), true, &[]).is_err());
         // filter_path responses carry only what was asked for.

@@ -37,15 +37,35 @@ use crate::sources::snapshot::SnapshotOptions;
 use crate::transform::{Transform, Unroutable};
 
 /// A connector could not be opened; the message names the URL (without secrets) or the
-/// file, and why.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
+/// file, and why; the error of the part below is its source, not repeated in the message.
+#[derive(Debug)]
 pub struct ConnectError {
+    /// Empty when the cause names what failed itself and is shown in its place (see
+    /// [`ConnectError::of`]).
     pub message: String,
     /// The error of the part below (the database, the cluster client, the store), when
-    /// there is one; `message` already says what it says.
-    #[source]
+    /// there is one.
     pub cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            Some(cause) if self.message.is_empty() => cause.fmt(f),
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let cause: &(dyn std::error::Error + 'static) = self.cause.as_deref()?;
+        if self.message.is_empty() {
+            cause.source()
+        } else {
+            Some(cause)
+        }
+    }
 }
 
 impl ConnectError {
@@ -56,26 +76,21 @@ impl ConnectError {
         }
     }
 
-    /// As [`ConnectError::new`], keeping `cause` as the error's source.
+    /// The connector at `url` (named without secrets) could not be opened because of
+    /// `cause`, kept as the error's source.
     pub fn caused(url: &str, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
         ConnectError {
-            message: format!("{}: {cause}", redact::url(url)),
+            message: redact::url(url),
             cause: Some(Box::new(cause)),
         }
     }
 
     /// An error that names what failed itself (a file, a URL without secrets), kept whole
-    /// with its causes.
+    /// with its causes: it says what `e` says (like `#[error(transparent)]`).
     pub fn of(e: impl std::error::Error + Send + Sync + 'static) -> Self {
-        let mut causes = Vec::new();
-        let mut next = std::error::Error::source(&e);
-        while let Some(c) = next {
-            causes.push(c.to_string());
-            next = c.source();
-        }
         ConnectError {
-            message: e.to_string(),
-            cause: (!causes.is_empty()).then(|| Box::from(causes.join(": "))),
+            message: String::new(),
+            cause: Some(Box::new(e)),
         }
     }
 

@@ -19,9 +19,14 @@ pub enum DateFormat {
     EpochSecond,
 }
 
+/// A date format (one alternative of a mapping's `format`) this comparison does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("date format {0} not understood")]
+pub struct UnknownFormat(pub String);
+
 /// The alternatives of a mapping's `format` (absent: the default); `Err` names the first
 /// one not understood.
-pub fn formats(format: Option<&str>) -> Result<Vec<DateFormat>, String> {
+pub fn formats(format: Option<&str>) -> Result<Vec<DateFormat>, UnknownFormat> {
     let text = format.unwrap_or("strict_date_optional_time||epoch_millis");
     text.split("||")
         .map(|f| match f.trim() {
@@ -31,7 +36,7 @@ pub fn formats(format: Option<&str>) -> Result<Vec<DateFormat>, String> {
             "date_optional_time" => Ok(DateFormat::OptionalTime { strict: false }),
             "epoch_millis" => Ok(DateFormat::EpochMillis),
             "epoch_second" => Ok(DateFormat::EpochSecond),
-            other => Err(other.to_string()),
+            other => Err(UnknownFormat(other.to_string())),
         })
         .collect()
 }
@@ -250,7 +255,7 @@ mod tests {
         assert_eq!(to_millis(&json!("12"), &seconds), Some(12_000));
         assert_eq!(
             formats(Some("yyyy/MM/dd||epoch_millis")),
-            Err("yyyy/MM/dd".into())
+            Err(UnknownFormat("yyyy/MM/dd".into()))
         );
         assert_eq!(
             answered_millis(&json!("1614830767890")),

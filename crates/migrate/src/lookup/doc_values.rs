@@ -139,8 +139,8 @@ fn walk(
             Some("boolean") => Kind::Boolean,
             Some("date") => match dates::formats(def.get("format").and_then(Value::as_str)) {
                 Ok(f) => Kind::Date(f),
-                Err(format) => {
-                    left_out.push(format!("{path} (date format {format} not understood)"));
+                Err(e) => {
+                    left_out.push(format!("{path} ({e})"));
                     continue;
                 }
             },

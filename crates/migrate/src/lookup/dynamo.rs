@@ -163,7 +163,7 @@ impl Lookup for DynamoLookup {
                     Ok(k) => k,
                     Err(e) => {
                         // Not in the target: the sink refused it into the failure log.
-                        tracing::warn!(id = %d.id, "{e}");
+                        tracing::warn!(id = %d.id, "{}", redact::Chain(&e));
                         continue;
                     }
                 };

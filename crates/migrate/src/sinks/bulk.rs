@@ -157,10 +157,11 @@ impl Sink for BulkSink {
 /// Credentials refused or a configuration that cannot work stop the worker; anything
 /// else fails this item's attempt.
 pub fn sink_error(e: ClusterError) -> SinkError {
-    let error = if e.is_fatal() {
+    // The error holds no cause of its own and says everything (method, URL, answer):
+    // it is the message, not also the source.
+    if e.is_fatal() {
         SinkError::fatal(e.to_string())
     } else {
         SinkError::item(e.to_string())
-    };
-    error.caused_by(e)
+    }
 }

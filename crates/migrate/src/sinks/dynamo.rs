@@ -348,7 +348,7 @@ impl DynamoSink {
         );
         // Refused before a table is created or a document read.
         if let (true, Some(w)) = (options.document_fields, &wanted) {
-            check_document_key(w).map_err(fatal)?;
+            check_document_key(w).map_err(|e| fatal(e.to_string()))?;
         }
         let table = match client
             .describe_table(&url.table)
@@ -383,10 +383,10 @@ impl DynamoSink {
             }
         };
         if let Some(w) = &wanted {
-            check_key(&table.key, w).map_err(fatal)?;
+            check_key(&table.key, w).map_err(|e| fatal(e.to_string()))?;
         }
         if options.document_fields {
-            check_document_key(&table.key).map_err(fatal)?;
+            check_document_key(&table.key).map_err(|e| fatal(e.to_string()))?;
         }
         let rate = |r: Option<f64>| {
             r.filter(|r| r.is_finite() && *r > 0.0)
@@ -481,22 +481,29 @@ fn key_mapping(
     })
 }
 
+/// A table whose key cannot hold the documents as asked.
+#[derive(Debug, thiserror::Error)]
+enum TableKeyError {
+    /// The key's attribute names, joined by "and".
+    #[error("the table is keyed by {0} without _index: documents of two indices with one _id would overwrite each other; documents are keyed by _index (partition key) and _id (sort key): write to a new table (--create-table makes it so) or one keyed that way")]
+    WithoutIndex(String),
+    #[error("the table has {table}, but the mapping asks for {wanted} (name the table's keys with partition-key/sort-key, or write to another table)")]
+    Mismatch { table: String, wanted: String },
+}
+
 /// Documents of several indices share a table only if `_index` is part of its key: a key
 /// of `_id` without `_index` would let a document of one index overwrite the one of
 /// another index with the same id, across batches, where no collision can be seen.
-fn check_document_key(table: &KeySchema) -> Result<(), String> {
+fn check_document_key(table: &KeySchema) -> Result<(), TableKeyError> {
     let names: Vec<&str> = table.attributes().map(|a| a.name.as_str()).collect();
     if names.contains(&"_id") && !names.contains(&"_index") {
-        return Err(format!(
-            "the table is keyed by {} without _index: documents of two indices with one _id would overwrite each other; documents are keyed by _index (partition key) and _id (sort key): write to a new table (--create-table makes it so) or one keyed that way",
-            names.join(" and ")
-        ));
+        return Err(TableKeyError::WithoutIndex(names.join(" and ")));
     }
     Ok(())
 }
 
 /// The existing table's key must be the one asked for (names and types).
-fn check_key(table: &KeySchema, wanted: &KeySchema) -> Result<(), String> {
+fn check_key(table: &KeySchema, wanted: &KeySchema) -> Result<(), TableKeyError> {
     let show = |k: &KeySchema| {
         let a = |a: &KeyAttribute| format!("{} ({})", a.name, a.key_type.as_str());
         match &k.sort {
@@ -514,11 +521,10 @@ fn check_key(table: &KeySchema, wanted: &KeySchema) -> Result<(), String> {
     if table.partition == wanted.partition && sort_matches {
         Ok(())
     } else {
-        Err(format!(
-            "the table has {}, but the mapping asks for {} (name the table's keys with partition-key/sort-key, or write to another table)",
-            show(table),
-            show(wanted)
-        ))
+        Err(TableKeyError::Mismatch {
+            table: show(table),
+            wanted: show(wanted),
+        })
     }
 }
 
@@ -741,12 +747,13 @@ impl Sink for DynamoSink {
 /// Refused credentials, a missing table or a configuration that cannot work stop the
 /// worker; anything else fails this item's attempt.
 pub fn sink_error(e: DynamoError) -> SinkError {
-    let error = if e.is_fatal() {
+    // The error holds no cause of its own and says everything (method, URL, answer):
+    // it is the message, not also the source.
+    if e.is_fatal() {
         SinkError::fatal(e.to_string())
     } else {
         SinkError::item(e.to_string())
-    };
-    error.caused_by(e)
+    }
 }
 
 #[cfg(test)]
@@ -902,13 +909,13 @@ mod tests {
         let by_id =
             key_mapping(&by_id, &Some("_index".into()), &Some("_id".into()), &hints).unwrap();
         assert!(by_id.sort.is_none());
-        let e = check_document_key(&by_id).unwrap_err();
+        let e = check_document_key(&by_id).unwrap_err().to_string();
         assert!(e.contains("keyed by _id without _index"), "{e}");
 
         let table = key_mapping(&url, &None, &None, &hints).unwrap();
         assert!(check_key(&table, &table).is_ok());
         let other = key_mapping(&plain, &Some("id".into()), &None, &hints).unwrap();
-        let e = check_key(&table, &other).unwrap_err();
+        let e = check_key(&table, &other).unwrap_err().to_string();
         assert!(
             e.contains("partition key n (N), sort key s (S)") && e.contains("partition key id (S)"),
             "{e}"

@@ -82,9 +82,9 @@ enum ReaderKind {
     Scroll,
 }
 
-/// How the cluster's documents are read.
+/// How the cluster's documents are paged through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reader {
+enum Paging {
     /// A point in time with `search_after`.
     Pit(PitApi),
     /// A sliced scroll (no point in time).
@@ -103,7 +103,7 @@ enum PitApi {
 /// Documents of the indices of a live cluster.
 pub struct ClusterSource {
     client: Client,
-    reader: Reader,
+    reader: Paging,
     /// Elasticsearch ≤ 6: hits carry the mapping type, kept as the document's `doc_type`.
     typed: bool,
     /// Where (a URL without credentials) and what (the pattern), for identity and messages.
@@ -131,14 +131,15 @@ pub struct ClusterSource {
     forget_id: Option<String>,
 }
 
+/// `e` (which holds no cause of its own and says everything: method, URL, answer) at
+/// `what`, in the message, not also as the source.
 fn source_error(e: ClusterError, what: &str) -> SourceError {
     let m = format!("{what}: {e}");
-    let error = if e.is_fatal() {
+    if e.is_fatal() {
         SourceError::fatal(m)
     } else {
         SourceError::item(m)
-    };
-    error.caused_by(e)
+    }
 }
 
 #[derive(Deserialize)]
@@ -297,11 +298,11 @@ impl ClusterSource {
         // Elasticsearch 7.15 (slicing, elastic/elasticsearch#74457; `_shard_doc` from 7.12,
         // #66093), OpenSearch 3.3. Elsewhere slices of one view need a scroll.
         let reader = if v.at_least_es(7, 15) {
-            Reader::Pit(PitApi::Elasticsearch)
+            Paging::Pit(PitApi::Elasticsearch)
         } else if v.at_least_os(3, 3) {
-            Reader::Pit(PitApi::OpenSearch)
+            Paging::Pit(PitApi::OpenSearch)
         } else if v.is_os() || v.at_least_es(5, 0) {
-            Reader::Scroll
+            Paging::Scroll
         } else {
             return Err(SourceError::fatal(format!(
                 "{what}: Elasticsearch {} has neither point-in-time search (7.10+) nor sliced scroll (5.0+): it cannot be read live; copy it from a snapshot",
@@ -612,12 +613,12 @@ impl Source for ClusterSource {
             // point in time the slices read (exact: documents written later are in neither),
             // else a count at plan time (an estimate: the scroll's view is taken later).
             let (reader, pit, docs, count) = match self.reader {
-                Reader::Pit(api) => {
+                Paging::Pit(api) => {
                     let pit = self.runtime.block_on(self.open_pit(api, index))?;
                     let n = self.count_in_pit(index, &pit)?;
                     (ReaderKind::Pit, Some(pit), n, TotalCount::Exact)
                 }
-                Reader::Scroll => (
+                Paging::Scroll => (
                     ReaderKind::Scroll,
                     None,
                     self.count_now(index)?,

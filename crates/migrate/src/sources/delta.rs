@@ -54,7 +54,7 @@ pub fn read_shard(
     first: u64,
     emit: &mut dyn FnMut(Read) -> bool,
 ) -> Result<(), SourceError> {
-    let err = |e: snapshot::Error| super::snapshot::source_error(e.to_string(), e);
+    let err = |e: snapshot::Error| super::snapshot::source_error("reading the delta".into(), e);
     let deletes_at = new.max_doc();
     let mut indexed = KeySet::default();
     let deletes = if first >= deletes_at {

@@ -108,9 +108,10 @@ impl SnapshotSource {
         let ix = if since.snapshot.index_names().iter().any(|n| n == name) {
             Some(since.snapshot.index(name).map_err(|e| {
                 SourceError::item(format!(
-                    "index {name} in snapshot {}: {e}",
+                    "index {name} in snapshot {}",
                     since.snapshot.name()
                 ))
+                .caused_by(e)
             })?)
         } else {
             None
@@ -125,19 +126,19 @@ impl SnapshotSource {
         old: &SnapshotIndex,
         new: &SnapshotIndex,
         shard: u32,
-    ) -> Result<(ShardReader, ShardReader, Arc<ShardDelta>), String> {
+    ) -> Result<(ShardReader, ShardReader, Arc<ShardDelta>), SourceError> {
         let since = self.since.as_ref().expect("a delta source");
-        let b = self.open(new, shard).map_err(|e| e.message)?;
+        let b = self.open(new, shard)?;
         // A shard that failed in A never reached the target: all of B's is new. The
         // reader of B stands in for A's (the delete pass reads nothing from it).
         let a = if old.shard_failure(shard).is_some() {
             tracing::warn!(index = %new.name(), shard, "the shard failed in snapshot {}: sending all of it", since.snapshot.name());
             None
         } else {
-            Some(
-                self.open(old, shard)
-                    .map_err(|e| format!("in snapshot {}: {e}", since.snapshot.name()))?,
-            )
+            Some(self.open(old, shard).map_err(|e| SourceError {
+                message: format!("in snapshot {}: {}", since.snapshot.name(), e.message),
+                ..e
+            })?)
         };
         let key = (new.name().to_string(), shard);
         let cached = since
@@ -150,7 +151,8 @@ impl SnapshotSource {
             Some(d) => d,
             None => {
                 let d = match &a {
-                    Some(a) => ShardDelta::compute(a, &b).map_err(|e| e.to_string())?,
+                    Some(a) => ShardDelta::compute(a, &b)
+                        .map_err(|e| SourceError::item("comparing the shards").caused_by(e))?,
                     None => ShardDelta::whole(&b),
                 };
                 let d = Arc::new(d);
@@ -164,7 +166,7 @@ impl SnapshotSource {
         };
         let a = match a {
             Some(a) => a,
-            None => self.open(new, shard).map_err(|e| e.message)?,
+            None => self.open(new, shard)?,
         };
         Ok((a, b, delta))
     }
@@ -195,6 +197,7 @@ impl SnapshotSource {
                     tracing::info!(index = %name, shard, stats = ?d.stats, "delta planned");
                 }
                 Err(reason) => {
+                    let reason = redact::chain(&reason);
                     tracing::warn!(index = %name, shard, "shard delta cannot be computed: {reason}");
                     g.broken.insert(shard, reason);
                 }
@@ -231,7 +234,7 @@ impl SnapshotSource {
         let ix = self
             .snapshot
             .index(name)
-            .map_err(|e| source_error(format!("index {name}: {e}"), e))?;
+            .map_err(|e| source_error(format!("index {name}"), e))?;
         cache.insert(name.to_string(), ix.clone());
         Ok(ix)
     }
@@ -247,14 +250,14 @@ impl SnapshotSource {
         }
         let s = index
             .open_shard(shard)
-            .map_err(|e| source_error(e.to_string(), e))?;
+            .map_err(|e| source_error("opening the shard".into(), e))?;
         let opts = ReadOptions {
             verify_checksums: self.opts.verify_checksums,
             verified: Some(self.verified.clone()),
             verify_all_files_first: false,
             rebuild: self.opts.rebuild,
         };
-        ShardReader::open_with(&s, &opts).map_err(|e| source_error(e.to_string(), e))
+        ShardReader::open_with(&s, &opts).map_err(|e| source_error("reading the shard".into(), e))
     }
 }
 
@@ -310,8 +313,9 @@ impl Source for SnapshotSource {
                     Ok(r) => r,
                     Err(reason) => {
                         // The shard's item fails with the reason; other shards go on.
+                        let reason = redact::chain(&reason);
                         tracing::warn!(index = %name, shard, "shard cannot be read: {reason}");
-                        g.broken.insert(shard, reason.message);
+                        g.broken.insert(shard, reason);
                         plan.items.push(WorkItem::whole(name.clone(), shard));
                         continue;
                     }
@@ -385,9 +389,14 @@ impl Source for SnapshotSource {
             if let Some(reason) = Self::delta_refused(&old, &index) {
                 return Err(SourceError::item(reason));
             }
-            let (a, b, delta) = self
-                .shard_delta(&old, &index, item.part)
-                .map_err(|e| SourceError::item(format!("{}: {e}", where_())))?;
+            let (a, b, delta) =
+                self.shard_delta(&old, &index, item.part)
+                    .map_err(|e| SourceError {
+                        // as before: worth a retry, whatever the shard's own error says
+                        severity: crate::error::Severity::Item,
+                        message: format!("{}: {}", where_(), e.message),
+                        ..e
+                    })?;
             let group: Arc<str> = Arc::from(name.as_str());
             return super::delta::read_shard(&group, &a, &b, &delta, first_after(after)?, emit)
                 .map_err(|e| SourceError {
@@ -423,7 +432,7 @@ impl Source for SnapshotSource {
         let range = first.min(end)..end;
         let mut docs = reader
             .documents(range.clone())
-            .map_err(|e| source_error(format!("{}: {e}", where_()), e))?;
+            .map_err(|e| source_error(where_(), e))?;
         let group: Arc<str> = Arc::from(name.as_str());
         let mut given = 0u64;
         let whole = emit_documents(&group, &mut docs, &mut |read| {
@@ -454,7 +463,7 @@ impl Source for SnapshotSource {
     }
 }
 
-/// `message` as an error of this item: one no retry can heal when `e` says so (an
+/// `message` (where) caused by `e` as an error of this item: one no retry can heal when `e` says so (an
 /// unsupported format), else one worth retrying (I/O, a bad transfer, a checksum).
 pub(crate) fn source_error(message: String, e: snapshot::Error) -> SourceError {
     if e.is_permanent() {
@@ -511,7 +520,7 @@ pub(crate) fn emit_documents(
         }
         let doc = match next {
             None => return Ok(true),
-            Some(Err(e)) => return Err(source_error(e.to_string(), e)),
+            Some(Err(e)) => return Err(source_error("reading a document".into(), e)),
             // the skips just taken
             Some(Ok(snapshot::Step::SkipsFull)) => continue,
             Some(Ok(snapshot::Step::Doc(doc))) => doc,

@@ -206,9 +206,8 @@ impl TableSource {
                     .map(|u| u - 1)
                     .or_else(|| range.as_ref().and_then(|(_, hi)| tk.time_of(hi)));
                 match (lo, hi) {
-                    (Some(lo), Some(hi)) if lo <= hi => {
-                        time_slots(tk, width_ms, lo, hi).map_err(SourceError::fatal)?
-                    }
+                    (Some(lo), Some(hi)) if lo <= hi => time_slots(tk, width_ms, lo, hi)
+                        .map_err(|e| SourceError::fatal(e.to_string()))?,
                     _ => vec![Slot::default()],
                 }
             }
@@ -234,14 +233,14 @@ impl TableSource {
         self.bounds.from.is_none() && self.bounds.until.is_none()
     }
 
+    /// `e` (which holds no cause of its own) in the message, not also as the source.
     fn item_error(&self, e: table::TableError) -> SourceError {
         let msg = format!("table {}: {e}", self.group);
-        let error = if e.is_transient() {
+        if e.is_transient() {
             SourceError::item(msg)
         } else {
             SourceError::fatal(msg)
-        };
-        error.caused_by(e)
+        }
     }
 }
 

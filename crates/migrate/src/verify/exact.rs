@@ -158,7 +158,7 @@ fn decimal(text: &str) -> Option<Decimal> {
 /// Why a text is not one JSON value.
 #[derive(Debug, thiserror::Error)]
 pub enum ExactError {
-    #[error("{0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
     #[error("not a JSON number: {0}")]
     Number(String),

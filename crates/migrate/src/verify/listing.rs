@@ -27,7 +27,7 @@ pub struct LeftOut {
 pub enum ListingError {
     #[error("{url}: {why}")]
     Url { url: String, why: String },
-    #[error("listing the indices of {pattern}: {source}")]
+    #[error("listing the indices of {pattern}")]
     Cluster {
         pattern: String,
         #[source]

@@ -120,8 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // One file per exported index, also for an index without documents.
         sink.downcast_ref::<FileSink>()
             .context("--out opened as another kind of sink than files")?
-            .create_files(names.iter().map(String::as_str))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .create_files(names.iter().map(String::as_str))?;
         let failures = migrate::FailureLog::open(&args.failure_log)?.with_sources(true);
         let parallel = args.parallel.unwrap_or_else(JobOptions::default_parallel);
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());

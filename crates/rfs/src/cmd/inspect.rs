@@ -111,7 +111,7 @@ pub fn inspect(repo: &Repository, only: Option<&str>) -> anyhow::Result<Value> {
                 "component": names(g.templates(TemplateKind::Component)),
                 "index": names(g.templates(TemplateKind::Index)),
             }),
-            Err(e) => json!({"error": e.to_string()}),
+            Err(e) => json!({"error": redact::chain(e)}),
         };
         let mut indices = Vec::new();
         for name in snap.index_names() {
@@ -164,7 +164,7 @@ fn version_text(v: snapshot::IndexVersion) -> String {
 fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
     let index = match snap.index(name) {
         Ok(i) => i,
-        Err(e) => return json!({"name": name, "error": e.to_string()}),
+        Err(e) => return json!({"name": name, "error": redact::chain(&e)}),
     };
     let md = index.metadata();
     let mut aliases: Vec<&String> = md.aliases.keys().collect();
@@ -190,7 +190,7 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
         let shard = match index.open_shard(s) {
             Ok(sh) => sh,
             Err(e) => {
-                shards.push(json!({"shard": s, "error": e.to_string()}));
+                shards.push(json!({"shard": s, "error": redact::chain(&e)}));
                 continue;
             }
         };
@@ -228,7 +228,7 @@ fn inspect_index(snap: &snapshot::Snapshot, name: &str) -> Value {
                 }));
             }
             Err(e) => {
-                shards.push(json!({"shard": s, "size_in_bytes": size, "error": e.to_string()}))
+                shards.push(json!({"shard": s, "size_in_bytes": size, "error": redact::chain(&e)}))
             }
         }
     }
