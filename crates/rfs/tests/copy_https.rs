@@ -529,3 +529,67 @@ fn copy_selects_indices_and_creates_only() {
         "{r}"
     );
 }
+
+/// `--rename` then `--index-prefix`/`--index-suffix` name each document's target index
+/// (JSON lines into files: one file per target index); a program is part of the
+/// migration's identity: the same store with another program is another migration.
+#[test]
+fn copy_renames_indices_and_a_program_is_part_of_the_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines");
+    std::fs::create_dir_all(&lines).unwrap();
+    let mut want = BTreeMap::new();
+    let mut text = String::new();
+    for (index, target) in [("logs", "p-events-s"), ("books", "p-books-s")] {
+        for i in 0..20 {
+            let id = format!("{index}-{i}");
+            let source = json!({"n": i});
+            text.push_str(&format!(
+                "{}\n",
+                json!({"_index": index, "_id": id, "_source": source})
+            ));
+            want.insert(id, (target.to_string(), source));
+        }
+    }
+    std::fs::write(lines.join("all.jsonl"), text).unwrap();
+    let out = dir.path().join("out");
+    let to = format!("file://{}", out.display());
+    let args = [
+        "--rename",
+        "logs=events",
+        "--index-prefix",
+        "p-",
+        "--index-suffix=-s",
+        "--transform",
+        ".",
+    ];
+    let r = run(copy(dir.path(), &lines.display().to_string(), &to, &args));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(file_documents(&out), want);
+    // The same store with another program: refused as another migration, nothing written.
+    let r = run(copy(
+        dir.path(),
+        &lines.display().to_string(),
+        &format!("file://{}", dir.path().join("out2").display()),
+        &["--transform", "del(._source.n)"],
+    ));
+    assert_eq!(r.code, Some(2), "{r}");
+    assert!(r.all().contains("program"), "{r}");
+    let out2 = dir.path().join("out2");
+    assert!(!out2.exists() || file_documents(&out2).is_empty());
+    // Renames with a sink URL naming one index do nothing: a usage error.
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let other = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        other.path(),
+        &lines.display().to_string(),
+        &format!("{}/one", target.url()),
+        &["--rename", "logs=events"],
+    ));
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(
+        r.all()
+            .contains("the sink URL sends every document into index one"),
+        "{r}"
+    );
+}

@@ -98,6 +98,31 @@ pub struct Ends {
         value_name = "NAME"
     )]
     pub exclude_index: Vec<String>,
+    /// Send the documents of index OLD to index NEW; repeatable or comma-separated
+    /// `OLD=NEW`. Applied before --index-prefix/--index-suffix.
+    #[arg(
+        long = "rename",
+        env = "RFS_RENAME",
+        value_delimiter = ',',
+        value_name = "OLD=NEW"
+    )]
+    pub rename: Vec<String>,
+    /// Put this before every target index name.
+    #[arg(
+        long,
+        env = "RFS_INDEX_PREFIX",
+        default_value = "",
+        value_name = "TEXT"
+    )]
+    pub index_prefix: String,
+    /// Put this after every target index name.
+    #[arg(
+        long,
+        env = "RFS_INDEX_SUFFIX",
+        default_value = "",
+        value_name = "TEXT"
+    )]
+    pub index_suffix: String,
     /// How an http(s) source is reached (`--from-*`).
     #[command(flatten)]
     pub from_conn: FromConnectionArgs,
@@ -121,6 +146,9 @@ impl std::fmt::Debug for Ends {
             .field("allow_key_collisions", &self.allow_key_collisions)
             .field("index", &self.index)
             .field("exclude_index", &self.exclude_index)
+            .field("rename", &self.rename)
+            .field("index_prefix", &self.index_prefix)
+            .field("index_suffix", &self.index_suffix)
             .field("from_conn", &self.from_conn)
             .field("to_conn", &self.to_conn)
             .finish()
@@ -128,6 +156,32 @@ impl std::fmt::Debug for Ends {
 }
 
 impl Ends {
+    /// Where each document goes: the sink URL's index for all when it names one, else
+    /// its own index as --rename, --index-prefix and --index-suffix name it (renames with
+    /// a sink index are a usage error: they would do nothing).
+    fn routes(
+        &self,
+        sink: &migrate::connectors::OpenedSink,
+        groups: &[String],
+    ) -> anyhow::Result<std::sync::Arc<dyn migrate::transform::Transform>> {
+        let naming = migrate::Naming {
+            renames: migrate::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+            prefix: self.index_prefix.clone(),
+            suffix: self.index_suffix.clone(),
+        };
+        if naming.is_identity() {
+            return Ok(sink.transform());
+        }
+        if let Some(index) = &sink.index {
+            anyhow::bail!(
+                "--rename/--index-prefix/--index-suffix: the sink URL sends every document into index {index}"
+            );
+        }
+        Ok(std::sync::Arc::new(migrate::transform::Rename::new(
+            naming, groups,
+        )))
+    }
+
     /// `--from-*` / `--to-*` say how a cluster is reached, `--create-only` how a cluster
     /// is written: given for an end that is not one, they would do nothing, so that is a
     /// usage error.
@@ -301,7 +355,8 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let left_out = migrate::source::Source::left_out(&source_part);
     let spec = JobSpec::new(
         source_part,
-        args.transform.wrap(sink.transform())?,
+        args.transform
+            .wrap(args.ends.routes(&sink, &source.groups)?)?,
         sink.sink,
         store,
         args.worker.failure_log()?,
