@@ -323,6 +323,56 @@ mod tests {
         assert_eq!(cli.global.verbose, 2);
     }
 
+    /// `rfs copy`'s connection options of both ends and its program come from the file
+    /// like any flag (the key's value is not shown by the parsed arguments' `Debug`).
+    #[test]
+    fn copy_takes_both_ends_connection_options_from_the_file() {
+        let argv = apply_with(
+            r#"
+            from-api-key = "a2V5LWZyb20tZmlsZQ=="
+            from-ca = "/etc/ca.pem"
+            from-insecure = false
+            to-username = "writer"
+            to-password = "pw-from-file"
+            to-ca = "/etc/to-ca.pem"
+            transform = "del(._source.tmp)"
+            "#,
+            &[
+                "copy",
+                "--from",
+                "https://h:9200/books",
+                "--to",
+                "https://t:9200",
+            ],
+        )
+        .unwrap();
+        let a = match crate::Cli::try_parse_from(&argv).unwrap().command {
+            crate::Command::Copy(a) => a,
+            other => panic!("{other:?}"),
+        };
+        let from = a.ends.from_conn.client_config().unwrap();
+        assert!(matches!(from.auth, cluster::Auth::ApiKey(ref k) if k == "a2V5LWZyb20tZmlsZQ=="));
+        assert_eq!(
+            from.tls.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/ca.pem"))
+        );
+        assert!(from.urls.is_empty());
+        let to = a.ends.to_conn.client_config().unwrap();
+        assert!(
+            matches!(to.auth, cluster::Auth::Basic { ref username, ref password } if username == "writer" && password == "pw-from-file")
+        );
+        assert_eq!(
+            to.tls.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/to-ca.pem"))
+        );
+        assert_eq!(a.transform.transform.as_deref(), Some("del(._source.tmp)"));
+        let shown = format!("{a:?}");
+        assert!(
+            !shown.contains("a2V5LWZyb20tZmlsZQ") && !shown.contains("pw-from-file"),
+            "{shown}"
+        );
+    }
+
     #[test]
     fn the_command_line_wins_over_the_file() {
         let mut args = DOCS.to_vec();

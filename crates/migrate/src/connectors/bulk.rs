@@ -96,14 +96,26 @@ pub(crate) fn configured(
         config.urls = vec![u.to_string().trim_end_matches('/').to_string()];
         index = None;
     }
-    if let Some(c) = &settings.sink_client {
-        let from_url = std::mem::replace(&mut config, c.clone());
-        config.urls = from_url.urls;
-        if matches!(config.auth, cluster::Auth::None) {
-            config.auth = from_url.auth;
-        }
+    Ok((with_flags(config, settings.sink_client.as_ref()), index))
+}
+
+/// `from_url` (a [`client_config`]) with what a command's flags set up (`flags`, whose
+/// `urls` are not used): the flags' client with the URL's base; the URL's userinfo
+/// applies when the flags authenticate no way of their own (an authentication flag wins
+/// over it).
+pub(crate) fn with_flags(
+    from_url: cluster::ClientConfig,
+    flags: Option<&cluster::ClientConfig>,
+) -> cluster::ClientConfig {
+    let Some(flags) = flags else {
+        return from_url;
+    };
+    let mut config = flags.clone();
+    config.urls = from_url.urls;
+    if matches!(config.auth, cluster::Auth::None) {
+        config.auth = from_url.auth;
     }
-    Ok((config, index))
+    config
 }
 
 async fn open(

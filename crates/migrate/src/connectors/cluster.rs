@@ -1,6 +1,7 @@
 //! Source: a live cluster, `http(s)://[user:pw@]host:port/INDEX-PATTERN` (comma-separated
 //! patterns allowed): sliced point-in-time reads (sliced scroll on clusters without points in
-//! time), one work item per index and slice.
+//! time), one work item per index and slice. Authentication and TLS beyond the URL's
+//! userinfo come from `Settings::source_client` (`rfs copy --from-*`).
 
 use std::sync::Arc;
 
@@ -15,7 +16,8 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
 };
 
 async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
-    let (config, pattern) = super::bulk::client_config(url, &settings.source_tls)?;
+    let (config, pattern) = super::bulk::client_config(url, &Default::default())?;
+    let config = super::bulk::with_flags(config, settings.source_client.as_ref());
     let pattern = pattern.ok_or_else(|| {
         ConnectError::new(
             url,

@@ -153,8 +153,12 @@ pub struct Settings {
     pub table_key: Option<String>,
     /// Live-cluster sources: slices per index, page size, keep-alive.
     pub cluster: crate::sources::cluster::ClusterSourceOptions,
-    /// TLS of `https://` sources.
-    pub source_tls: ::cluster::TlsConfig,
+    /// `http(s)://` sources whose client a command's flags set up rather than the URL
+    /// (`rfs copy --from-*`): authentication (basic, API key, SigV4), TLS trust and client
+    /// certificates. Its `urls` are not used (the source URL says where; keep them empty);
+    /// basic auth from the URL's userinfo applies when its `auth` is `None`. `None`: the
+    /// URL's userinfo and the client's defaults.
+    pub source_client: Option<::cluster::ClientConfig>,
     pub batch: BatchLimits,
     pub bulk: ::cluster::BulkOptions,
     /// TLS of `https://` sinks.

@@ -550,9 +550,9 @@ impl TargetArgs {
             client_cert: self.target_client_cert.as_deref(),
             client_key: self.target_client_key.as_deref(),
             insecure: self.target_insecure,
-            max_attempts: self.target_max_attempts,
+            max_attempts: Some(self.target_max_attempts),
             timeout: Some(self.target_timeout),
-            gzip: self.gzip,
+            gzip: Some(self.gzip),
         }
     }
 
@@ -697,9 +697,9 @@ impl SourceClusterArgs {
             client_cert: self.source_client_cert.as_deref(),
             client_key: self.source_client_key.as_deref(),
             insecure: self.source_insecure,
-            max_attempts: self.source_max_attempts,
+            max_attempts: Some(self.source_max_attempts),
             timeout: None,
-            gzip: Gzip::Auto,
+            gzip: Some(Gzip::Auto),
         };
         let client = connection.connect("the source cluster").await?;
         if let Some(location) = &self.register_fs {
@@ -717,8 +717,243 @@ impl SourceClusterArgs {
     }
 }
 
-/// How to reach one cluster: what [`TargetArgs`] and [`SourceClusterArgs`] share, turned
-/// into a [`cluster::ClientConfig`] in one place.
+/// How `rfs copy` reaches a live-cluster source (`--from http(s)://…`): the connection
+/// options of [`TargetArgs`], spelled `--from-*` / `RFS_FROM_*`. The URL's
+/// `user:password@` still works; an authentication flag wins over it.
+#[derive(Clone, Default, clap::Args)]
+pub struct FromConnectionArgs {
+    /// Basic-auth user name on an http(s) source (wins over the URL's `user:password@`).
+    #[arg(
+        long,
+        env = "RFS_FROM_USERNAME",
+        value_name = "USER",
+        hide_env_values = true,
+        conflicts_with_all = ["from_api_key", "from_sigv4"]
+    )]
+    pub from_username: Option<String>,
+    /// Basic-auth password of --from-username.
+    #[arg(
+        long,
+        env = "RFS_FROM_PASSWORD",
+        value_name = "PASSWORD",
+        hide_env_values = true,
+        requires = "from_username"
+    )]
+    pub from_password: Option<String>,
+    /// API key for an http(s) source (the base64 `id:key`; wins over the URL's
+    /// `user:password@`).
+    #[arg(
+        long,
+        env = "RFS_FROM_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true,
+        conflicts_with = "from_sigv4"
+    )]
+    pub from_api_key: Option<String>,
+    /// Sign source requests with AWS SigV4 for this service (`es` or `aoss`); credentials
+    /// from the AWS environment variables or the AWS_PROFILE profile in ~/.aws, region from
+    /// --from-aws-region, AWS_REGION or the profile.
+    #[arg(long, env = "RFS_FROM_SIGV4", value_enum, value_name = "SERVICE")]
+    pub from_sigv4: Option<SigV4Service>,
+    /// AWS region for SigV4 on the source.
+    #[arg(
+        long,
+        env = "RFS_FROM_AWS_REGION",
+        value_name = "REGION",
+        requires = "from_sigv4"
+    )]
+    pub from_aws_region: Option<String>,
+    /// PEM CA certificate(s) to trust for an https source.
+    #[arg(long, env = "RFS_FROM_CA", value_name = "FILE")]
+    pub from_ca: Option<PathBuf>,
+    /// PEM client certificate for mutual TLS with an https source.
+    #[arg(
+        long,
+        env = "RFS_FROM_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "from_client_key"
+    )]
+    pub from_client_cert: Option<PathBuf>,
+    /// PEM private key of --from-client-cert.
+    #[arg(
+        long,
+        env = "RFS_FROM_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "from_client_cert"
+    )]
+    pub from_client_key: Option<PathBuf>,
+    /// Accept any certificate from an https source (tests and trusted networks only).
+    #[arg(long, env = "RFS_FROM_INSECURE")]
+    pub from_insecure: bool,
+}
+
+impl std::fmt::Debug for FromConnectionArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FromConnectionArgs")
+            .field("from_username", &self.from_username)
+            .field("from_password", &masked(&self.from_password))
+            .field("from_api_key", &masked(&self.from_api_key))
+            .field("from_sigv4", &self.from_sigv4)
+            .field("from_aws_region", &self.from_aws_region)
+            .field("from_ca", &self.from_ca)
+            .field("from_client_cert", &self.from_client_cert)
+            .field("from_client_key", &self.from_client_key)
+            .field("from_insecure", &self.from_insecure)
+            .finish()
+    }
+}
+
+impl FromConnectionArgs {
+    fn connection(&self) -> Connection<'_> {
+        Connection {
+            url: "",
+            username: self.from_username.as_deref(),
+            password: self.from_password.as_deref(),
+            api_key: self.from_api_key.as_deref(),
+            sigv4: self.from_sigv4,
+            aws_region: self.from_aws_region.as_deref(),
+            ca: self.from_ca.as_deref(),
+            client_cert: self.from_client_cert.as_deref(),
+            client_key: self.from_client_key.as_deref(),
+            insecure: self.from_insecure,
+            max_attempts: None,
+            timeout: None,
+            gzip: None,
+        }
+    }
+
+    /// The source client's configuration without URLs (the `--from` URL says where;
+    /// `migrate::connectors::Settings::source_client`).
+    pub fn client_config(&self) -> anyhow::Result<cluster::ClientConfig> {
+        self.connection().client_config()
+    }
+
+    /// Whether any of these flags is given.
+    pub fn is_set(&self) -> bool {
+        self.connection().is_set()
+    }
+}
+
+/// How `rfs copy` reaches a cluster sink (`--to http(s)://…`): the connection options of
+/// [`TargetArgs`], spelled `--to-*` / `RFS_TO_*`. The URL's `user:password@` still
+/// works; an authentication flag wins over it.
+#[derive(Clone, Default, clap::Args)]
+pub struct ToConnectionArgs {
+    /// Basic-auth user name on an http(s) sink (wins over the URL's `user:password@`).
+    #[arg(
+        long,
+        env = "RFS_TO_USERNAME",
+        value_name = "USER",
+        hide_env_values = true,
+        conflicts_with_all = ["to_api_key", "to_sigv4"]
+    )]
+    pub to_username: Option<String>,
+    /// Basic-auth password of --to-username.
+    #[arg(
+        long,
+        env = "RFS_TO_PASSWORD",
+        value_name = "PASSWORD",
+        hide_env_values = true,
+        requires = "to_username"
+    )]
+    pub to_password: Option<String>,
+    /// API key for an http(s) sink (the base64 `id:key`; wins over the URL's
+    /// `user:password@`).
+    #[arg(
+        long,
+        env = "RFS_TO_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true,
+        conflicts_with = "to_sigv4"
+    )]
+    pub to_api_key: Option<String>,
+    /// Sign sink requests with AWS SigV4 for this service (`es` or `aoss`); credentials
+    /// from the AWS environment variables or the AWS_PROFILE profile in ~/.aws, region from
+    /// --to-aws-region, AWS_REGION or the profile.
+    #[arg(long, env = "RFS_TO_SIGV4", value_enum, value_name = "SERVICE")]
+    pub to_sigv4: Option<SigV4Service>,
+    /// AWS region for SigV4 on the sink.
+    #[arg(
+        long,
+        env = "RFS_TO_AWS_REGION",
+        value_name = "REGION",
+        requires = "to_sigv4"
+    )]
+    pub to_aws_region: Option<String>,
+    /// PEM CA certificate(s) to trust for an https sink.
+    #[arg(long, env = "RFS_TO_CA", value_name = "FILE")]
+    pub to_ca: Option<PathBuf>,
+    /// PEM client certificate for mutual TLS with an https sink.
+    #[arg(
+        long,
+        env = "RFS_TO_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "to_client_key"
+    )]
+    pub to_client_cert: Option<PathBuf>,
+    /// PEM private key of --to-client-cert.
+    #[arg(
+        long,
+        env = "RFS_TO_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "to_client_cert"
+    )]
+    pub to_client_key: Option<PathBuf>,
+    /// Accept any certificate from an https sink (tests and trusted networks only).
+    #[arg(long, env = "RFS_TO_INSECURE")]
+    pub to_insecure: bool,
+}
+
+impl std::fmt::Debug for ToConnectionArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToConnectionArgs")
+            .field("to_username", &self.to_username)
+            .field("to_password", &masked(&self.to_password))
+            .field("to_api_key", &masked(&self.to_api_key))
+            .field("to_sigv4", &self.to_sigv4)
+            .field("to_aws_region", &self.to_aws_region)
+            .field("to_ca", &self.to_ca)
+            .field("to_client_cert", &self.to_client_cert)
+            .field("to_client_key", &self.to_client_key)
+            .field("to_insecure", &self.to_insecure)
+            .finish()
+    }
+}
+
+impl ToConnectionArgs {
+    fn connection(&self) -> Connection<'_> {
+        Connection {
+            url: "",
+            username: self.to_username.as_deref(),
+            password: self.to_password.as_deref(),
+            api_key: self.to_api_key.as_deref(),
+            sigv4: self.to_sigv4,
+            aws_region: self.to_aws_region.as_deref(),
+            ca: self.to_ca.as_deref(),
+            client_cert: self.to_client_cert.as_deref(),
+            client_key: self.to_client_key.as_deref(),
+            insecure: self.to_insecure,
+            max_attempts: None,
+            timeout: None,
+            gzip: None,
+        }
+    }
+
+    /// The sink client's configuration without URLs (the `--to` URL says where;
+    /// `migrate::connectors::Settings::sink_client`).
+    pub fn client_config(&self) -> anyhow::Result<cluster::ClientConfig> {
+        self.connection().client_config()
+    }
+
+    /// Whether any of these flags is given.
+    pub fn is_set(&self) -> bool {
+        self.connection().is_set()
+    }
+}
+
+/// How to reach one cluster: what [`TargetArgs`], [`SourceClusterArgs`] and copy's
+/// [`FromConnectionArgs`] / [`ToConnectionArgs`] share, turned into a
+/// [`cluster::ClientConfig`] in one place.
 struct Connection<'a> {
     url: &'a str,
     username: Option<&'a str>,
@@ -730,10 +965,12 @@ struct Connection<'a> {
     client_cert: Option<&'a Path>,
     client_key: Option<&'a Path>,
     insecure: bool,
-    max_attempts: u32,
+    /// Attempts per request (`None`: the client's default).
+    max_attempts: Option<u32>,
     /// Seconds per request (`None`: the client's default).
     timeout: Option<u64>,
-    gzip: Gzip,
+    /// `None`: the client's default (`auto`).
+    gzip: Option<Gzip>,
 }
 
 impl Connection<'_> {
@@ -764,16 +1001,44 @@ impl Connection<'_> {
             client_key: self.client_key.map(Path::to_path_buf),
             insecure: self.insecure,
         };
-        c.retry.max_attempts = self.max_attempts.max(1);
+        if let Some(n) = self.max_attempts {
+            c.retry.max_attempts = n.max(1);
+        }
         if let Some(secs) = self.timeout {
             c.request_timeout = Duration::from_secs(secs.clamp(1, 3600));
         }
-        c.compression = match self.gzip {
-            Gzip::On => cluster::RequestCompression::On,
-            Gzip::Off => cluster::RequestCompression::Off,
-            Gzip::Auto => cluster::RequestCompression::Auto,
-        };
+        if let Some(gzip) = self.gzip {
+            c.compression = match gzip {
+                Gzip::On => cluster::RequestCompression::On,
+                Gzip::Off => cluster::RequestCompression::Off,
+                Gzip::Auto => cluster::RequestCompression::Auto,
+            };
+        }
         Ok(c)
+    }
+
+    /// [`Connection::config`] without URLs, for a connector that takes them from its own
+    /// URL (copy's `--from` / `--to`).
+    fn client_config(&self) -> anyhow::Result<cluster::ClientConfig> {
+        let mut c = self.config()?;
+        c.urls.clear();
+        Ok(c)
+    }
+
+    /// Whether any option is given (the URL aside).
+    fn is_set(&self) -> bool {
+        self.username.is_some()
+            || self.password.is_some()
+            || self.api_key.is_some()
+            || self.sigv4.is_some()
+            || self.aws_region.is_some()
+            || self.ca.is_some()
+            || self.client_cert.is_some()
+            || self.client_key.is_some()
+            || self.insecure
+            || self.max_attempts.is_some()
+            || self.timeout.is_some()
+            || self.gzip.is_some()
     }
 
     async fn connect(&self, what: &str) -> anyhow::Result<cluster::Client> {

@@ -1,12 +1,11 @@
 //! `rfs copy --from URL --to URL`: any source into any sink through the connector registry
 //! (`migrate::connectors`), one job, any number of identical processes sharing the store.
 
-use std::path::PathBuf;
-
 use migrate::connectors::{open_sink, open_source, OpenedSource, Settings};
 
-use super::common::{runtime, StoreArgs, WorkerArgs};
+use super::common::{runtime, FromConnectionArgs, StoreArgs, ToConnectionArgs, WorkerArgs};
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
+use super::transform::TransformArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,6 +15,8 @@ pub struct Args {
     pub store: StoreArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
+    #[command(flatten)]
+    pub transform: TransformArgs,
 }
 
 /// Where documents come from and go.
@@ -78,12 +79,56 @@ pub struct Ends {
     /// key_collision; across batches they cannot be seen).
     #[arg(long, env = "RFS_ALLOW_KEY_COLLISIONS")]
     pub allow_key_collisions: bool,
-    /// PEM CA certificate(s) to trust for an https sink.
-    #[arg(long, env = "RFS_TO_CA", value_name = "FILE")]
-    pub to_ca: Option<PathBuf>,
-    /// Accept any certificate from an https sink (tests and trusted networks only).
-    #[arg(long, env = "RFS_TO_INSECURE")]
-    pub to_insecure: bool,
+    /// Source groups to copy: indices of a snapshot or live cluster (within what the URL's
+    /// pattern reaches), names of JSON-lines files, a table; exact names, `*`/`?`
+    /// wildcards or `regex:PATTERN`; repeatable or comma-separated. Default: all of them.
+    #[arg(
+        long = "index",
+        env = "RFS_INDEX",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub index: Vec<String>,
+    /// Source groups to leave out (as --index names them); each is logged as left out,
+    /// and status does not count it as missing.
+    #[arg(
+        long = "exclude-index",
+        env = "RFS_EXCLUDE_INDEX",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub exclude_index: Vec<String>,
+    /// Send the documents of index OLD to index NEW; repeatable or comma-separated
+    /// `OLD=NEW`. Applied before --index-prefix/--index-suffix.
+    #[arg(
+        long = "rename",
+        env = "RFS_RENAME",
+        value_delimiter = ',',
+        value_name = "OLD=NEW"
+    )]
+    pub rename: Vec<String>,
+    /// Put this before every target index name.
+    #[arg(
+        long,
+        env = "RFS_INDEX_PREFIX",
+        default_value = "",
+        value_name = "TEXT"
+    )]
+    pub index_prefix: String,
+    /// Put this after every target index name.
+    #[arg(
+        long,
+        env = "RFS_INDEX_SUFFIX",
+        default_value = "",
+        value_name = "TEXT"
+    )]
+    pub index_suffix: String,
+    /// How an http(s) source is reached (`--from-*`).
+    #[command(flatten)]
+    pub from_conn: FromConnectionArgs,
+    /// How an http(s) sink is reached (`--to-*`).
+    #[command(flatten)]
+    pub to_conn: ToConnectionArgs,
 }
 
 impl std::fmt::Debug for Ends {
@@ -99,9 +144,69 @@ impl std::fmt::Debug for Ends {
             .field("slices", &self.slices)
             .field("create_table", &self.create_table)
             .field("allow_key_collisions", &self.allow_key_collisions)
-            .field("to_ca", &self.to_ca)
-            .field("to_insecure", &self.to_insecure)
+            .field("index", &self.index)
+            .field("exclude_index", &self.exclude_index)
+            .field("rename", &self.rename)
+            .field("index_prefix", &self.index_prefix)
+            .field("index_suffix", &self.index_suffix)
+            .field("from_conn", &self.from_conn)
+            .field("to_conn", &self.to_conn)
             .finish()
+    }
+}
+
+impl Ends {
+    /// Where each document goes: the sink URL's index for all when it names one, else
+    /// its own index as --rename, --index-prefix and --index-suffix name it (renames with
+    /// a sink index are a usage error: they would do nothing).
+    fn routes(
+        &self,
+        sink: &migrate::connectors::OpenedSink,
+        groups: &[String],
+    ) -> anyhow::Result<std::sync::Arc<dyn migrate::transform::Transform>> {
+        let naming = migrate::Naming {
+            renames: migrate::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+            prefix: self.index_prefix.clone(),
+            suffix: self.index_suffix.clone(),
+        };
+        if naming.is_identity() {
+            return Ok(sink.transform());
+        }
+        if let Some(index) = &sink.index {
+            anyhow::bail!(
+                "--rename/--index-prefix/--index-suffix: the sink URL sends every document into index {index}"
+            );
+        }
+        Ok(std::sync::Arc::new(migrate::transform::Rename::new(
+            naming, groups,
+        )))
+    }
+
+    /// `--from-*` / `--to-*` say how a cluster is reached, `--create-only` how a cluster
+    /// is written: given for an end that is not one, they would do nothing, so that is a
+    /// usage error.
+    fn connection_flags_fit(&self, create_only: bool) -> anyhow::Result<()> {
+        let http =
+            |url: &str| matches!(migrate::connectors::scheme(url).as_str(), "http" | "https");
+        if self.from_conn.is_set() && !http(&self.from) {
+            anyhow::bail!(
+                "--from-* connection options apply to an http(s):// source; --from {} is not one",
+                redact::url(&self.from)
+            );
+        }
+        if (self.to_conn.is_set() || create_only) && !http(&self.to) {
+            if !self.to_conn.is_set() {
+                anyhow::bail!(
+                    "--create-only applies to an http(s):// sink (bulk `create`); --to {} is not one",
+                    redact::url(&self.to)
+                );
+            }
+            anyhow::bail!(
+                "--to-* connection options apply to an http(s):// sink; --to {} is not one",
+                redact::url(&self.to)
+            );
+        }
+        Ok(())
     }
 }
 
@@ -161,6 +266,7 @@ pub async fn open_from(from: &str, settings: &Settings) -> anyhow::Result<Opened
 impl Args {
     /// What the flags say about the parts.
     fn settings(&self) -> anyhow::Result<Settings> {
+        self.ends.connection_flags_fit(self.worker.create_only)?;
         let w = &self.worker;
         let from = FromSpec {
             snapshot: self.ends.snapshot.clone(),
@@ -179,17 +285,15 @@ impl Args {
         }
         .settings();
         let sink = w.sink_settings();
+        let to = self.ends.to_conn.client_config()?;
         Ok(Settings {
             table: table::TableOptions {
                 pool_size: w.parallel() + 2,
                 ..Default::default()
             },
-            tls: cluster::TlsConfig {
-                ca_file: self.ends.to_ca.clone(),
-                client_cert: None,
-                client_key: None,
-                insecure: self.ends.to_insecure,
-            },
+            source_client: Some(self.ends.from_conn.client_config()?),
+            tls: to.tls.clone(),
+            sink_client: Some(to),
             create_table: self.ends.create_table,
             ..Settings {
                 snapshot: from.snapshot,
@@ -241,10 +345,18 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         store = %args.store.redacted(),
         "copy worker ready"
     );
-    let left_out = migrate::source::Source::left_out(&source.source);
+    // Selected after the sink is open: the sink (a live source's data streams) and the
+    // key check see the source as opened.
+    let source_part =
+        match super::selection::Selection::parse(&args.ends.index, &args.ends.exclude_index)? {
+            Some(s) => s.apply(source.source, &source.groups)?,
+            None => source.source,
+        };
+    let left_out = migrate::source::Source::left_out(&source_part);
     let spec = JobSpec::new(
-        source.source,
-        sink.transform(),
+        source_part,
+        args.transform
+            .wrap(args.ends.routes(&sink, &source.groups)?)?,
         sink.sink,
         store,
         args.worker.failure_log()?,
@@ -253,7 +365,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     let code = finish(&report, Role::Run);
     for l in &left_out {
-        crate::say!("left out of the copy (the pattern reached it): {l}");
+        crate::say!("left out of the copy: {l}");
     }
     code
 }

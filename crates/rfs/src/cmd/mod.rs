@@ -15,6 +15,7 @@ pub mod lucene;
 pub mod metadata;
 pub mod redrive;
 pub mod run;
+pub mod selection;
 pub mod snapshot;
 pub mod status;
 pub mod table;

@@ -268,7 +268,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 if opened.kind == "cluster" {
                     // The indices the pattern matches, by verify's own request: any the
                     // copy's source left out is named.
-                    let (client, pattern) = listing::cluster_of(from, &settings.source_tls)?;
+                    let (client, pattern) = listing::cluster_of(from, &Default::default())?;
                     let matched = listing::matched_indices(&client, &pattern).await?;
                     left_out = listing::left_out(&matched, &opened.groups);
                 }
