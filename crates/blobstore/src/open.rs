@@ -219,12 +219,14 @@ pub fn open_blob_store(uri: &str, opts: &BlobStoreOptions) -> Result<Arc<dyn Blo
                 .build()
                 .map_err(build_error)?,
         ),
-        other => return Err(BlobError::config(
-            redact::url(uri),
-            format!(
+        other => {
+            return Err(BlobError::config(
+                redact::url(uri),
+                format!(
                 "unknown repository scheme {other:?} (use a path, file://, s3://, gs:// or az://)"
             ),
-        )),
+            ))
+        }
     };
     let mut blobs = ObjectStoreBlobs::new(store, shown, base)?;
     if let Some(w) = opts.read_ahead {
