@@ -59,15 +59,19 @@ pub trait FileHandle: Send + Sync + fmt::Debug {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Bytes in `range` (relative to the start of this handle). `range` is already checked
-    /// to lie within `0..len()`. Zero-copy where the backend allows it.
+    /// Bytes in `range` (relative to the start of this handle). Zero-copy where the
+    /// backend allows it. A range outside `0..len()` (or reversed) is
+    /// [`DirectoryError::OutOfBounds`] naming the file, checked before anything is read or
+    /// allocated ([`check_range`]); [`FileSlice`] checks its ranges too.
     fn read_bytes(&self, range: Range<u64>) -> Result<Bytes, DirectoryError>;
-    /// Copies the bytes at `start..start + buf.len()` into `buf` (the range is already
-    /// checked), for a caller that reads a file in pieces through one buffer of its own
-    /// (checksums) rather than a fresh allocation per piece. This default copies from
+    /// Copies the bytes at `start..start + buf.len()` into `buf`, for a caller that reads a
+    /// file in pieces through one buffer of its own (checksums) rather than a fresh
+    /// allocation per piece. Out of range as for `read_bytes`. This default copies from
     /// [`FileHandle::read_bytes`]; local files read straight into `buf`.
     fn read_into(&self, start: u64, buf: &mut [u8]) -> Result<(), DirectoryError> {
-        let bytes = self.read_bytes(start..start + buf.len() as u64)?;
+        let range = start..start.saturating_add(buf.len() as u64);
+        check_range(self.name(), self.len(), &range)?;
+        let bytes = self.read_bytes(range)?;
         if bytes.len() != buf.len() {
             return Err(DirectoryError::Backend {
                 file: self.name().to_string(),
@@ -83,6 +87,20 @@ pub trait FileHandle: Send + Sync + fmt::Debug {
     }
     /// A hint that `range` is about to be read sequentially (object stores may prefetch).
     fn will_need(&self, _range: Range<u64>) {}
+}
+
+/// `range` lies within a file of `len` bytes named `name` (and is not reversed); else
+/// [`DirectoryError::OutOfBounds`] naming the file.
+pub fn check_range(name: &str, len: u64, range: &Range<u64>) -> Result<(), DirectoryError> {
+    if range.start > range.end || range.end > len {
+        return Err(DirectoryError::OutOfBounds {
+            file: name.to_string(),
+            start: range.start,
+            end: range.end,
+            len,
+        });
+    }
+    Ok(())
 }
 
 /// A view of `range` within a [`FileHandle`]. Cloning is cheap (an `Arc` and two integers).
@@ -247,6 +265,7 @@ impl FileHandle for MemoryFile {
         self.bytes.len() as u64
     }
     fn read_bytes(&self, range: Range<u64>) -> Result<Bytes, DirectoryError> {
+        check_range(&self.name, self.len(), &range)?;
         Ok(self.bytes.slice(range.start as usize..range.end as usize))
     }
 }

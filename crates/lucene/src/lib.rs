@@ -30,6 +30,8 @@ pub mod codec_util;
 pub mod commit;
 pub mod compound;
 pub mod compress;
+#[cfg(feature = "test-util")]
+pub mod contract;
 pub mod data_input;
 pub mod directory;
 pub mod doc_set;

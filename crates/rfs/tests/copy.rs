@@ -2,7 +2,7 @@
 //! `rfs export`'s JSON lines into the test server by 3 workers (one SIGKILLed mid-run and
 //! started again), the demo snapshot into DynamoDB (dynalite, read back with the AWS SDK),
 //! a PostgreSQL table into `_bulk`, and the demo snapshot and its JSON lines read from GCS
-//! (`gs://` on fake-gcs-server); every document compared one by one.
+//! (`gs://` and `gcs://` on fake-gcs-server); every document compared one by one.
 
 mod common;
 mod dynamo;
@@ -305,6 +305,28 @@ fn lines_from_gcs_into_bulk() {
         gcs.endpoint().trim_start_matches("http://"),
     );
     let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_target_holds(&target, &["books", "reviews"]);
+    assert_clean_run(dir.path());
+}
+
+/// `gcs://` names the same store as `gs://` for `copy` as it does for `run --repo`
+/// (the snapshot connector takes its schemes from `blobstore::SCHEMES`).
+#[test]
+fn snapshot_from_gcs_scheme_into_bulk() {
+    let Some(gcs) = testkit::services::FakeGcs::start("copy_snapshot_from_gcs_scheme") else {
+        return;
+    };
+    gcs.create_bucket("snapshots");
+    gcs.put_dir("snapshots", "repos/demo", &demo());
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        dir.path(),
+        "gcs://snapshots/repos/demo",
+        &target.url(),
+        &["--snapshot", SNAPSHOT, "--gcs-endpoint", &gcs.endpoint()],
+    ));
     assert_eq!(r.code, Some(0), "{r}");
     assert_target_holds(&target, &["books", "reviews"]);
     assert_clean_run(dir.path());

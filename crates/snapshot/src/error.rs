@@ -60,6 +60,9 @@ pub enum Error {
     /// A repository location or option that cannot be used.
     #[error("{0}")]
     Config(String),
+    /// A blob store failed (a missing blob is [`Error::NotFound`]).
+    #[error(transparent)]
+    Blob(blobstore::BlobError),
     /// An error of the Lucene reader (names the Lucene file).
     #[error("{context}")]
     Lucene {
@@ -87,7 +90,8 @@ impl Error {
             | Error::NotARepository { .. }
             | Error::NoSuchSnapshot(_)
             | Error::NoSuchIndex { .. }
-            | Error::Config(_) => false,
+            | Error::Config(_)
+            | Error::Blob(_) => false,
         }
     }
 
@@ -120,6 +124,18 @@ impl From<lucene::DirectoryError> for Error {
                 blob: file,
                 message: format!("read of bytes {start}..{end} is outside the file (length {len})"),
             },
+        }
+    }
+}
+
+/// A blob store's error: a missing blob stays [`Error::NotFound`] (callers tell a missing
+/// blob apart by it), a corrupt one [`Error::Corrupt`]; the others keep their cause.
+impl From<blobstore::BlobError> for Error {
+    fn from(e: blobstore::BlobError) -> Self {
+        match e {
+            blobstore::BlobError::NotFound { blob } => Error::NotFound { blob },
+            blobstore::BlobError::Corrupt { blob, reason } => Error::Corrupt { blob, reason },
+            other => Error::Blob(other),
         }
     }
 }

@@ -19,7 +19,6 @@
 
 #[cfg(feature = "test-util")]
 pub mod append;
-pub mod blob;
 pub mod delta;
 pub mod document;
 pub mod envelope;
@@ -29,13 +28,11 @@ pub mod index_version;
 pub mod json;
 mod lzf;
 pub mod metadata;
-pub mod object;
 pub mod reader;
 pub mod rebuild;
 pub mod repository;
 pub mod shard;
 pub mod shard_paths;
-pub mod uri;
 pub mod vectors;
 #[cfg(feature = "test-util")]
 pub mod write;
@@ -43,7 +40,12 @@ pub mod write;
 pub mod write_legacy;
 pub mod xcontent;
 
-pub use blob::{BlobMeta, BlobStore, LocalStore};
+/// The blob stores live in the `blobstore` crate; these re-exports keep the paths callers
+/// use. `StoreOptions` is the old name of [`BlobStoreOptions`].
+pub use blobstore::{
+    blob, open_blob_store, BlobError, BlobMeta, BlobStore, BlobStoreOptions,
+    BlobStoreOptions as StoreOptions, LocalStore, ObjectStoreBlobs, SCHEMES,
+};
 pub use delta::{DeleteKeys, DeltaStats, ShardDelta};
 pub use document::EsDocument;
 pub use error::{Error, Result};
@@ -54,7 +56,6 @@ pub use metadata::{
     ProductVersion, RepositoryData, ShardFailure, ShardSnapshot, SnapshotInfo, SnapshotState,
     SourceMode, TemplateKind, TypeMapping,
 };
-pub use object::ObjectStoreBlobs;
 pub use reader::{
     DocKey, ReadOptions, RebuildMode, RebuildOptions, ShardReader, ShardStats, SkipReason,
     SkippedDocument, Step,
@@ -63,4 +64,3 @@ pub use rebuild::SourcePlan;
 pub use repository::{Repository, RepositoryLayout, Shard, Snapshot, SnapshotIndex};
 pub use shard::ShardDirectory;
 pub use shard_paths::ShardPathType;
-pub use uri::{open_blob_store, StoreOptions};

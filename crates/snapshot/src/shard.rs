@@ -83,6 +83,8 @@ impl FileHandle for ShardFile {
         Ok(())
     }
     fn read_bytes(&self, range: Range<u64>) -> std::result::Result<Bytes, DirectoryError> {
+        // Before the buffer below is sized by it.
+        lucene::directory::check_range(&self.name, self.len, &range)?;
         BYTES_READ.fetch_add(
             range.end.saturating_sub(range.start),
             std::sync::atomic::Ordering::Relaxed,

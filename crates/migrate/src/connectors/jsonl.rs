@@ -9,7 +9,7 @@ use crate::sources::jsonl::{holds_lines, JsonlSource};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "jsonl",
-    schemes: &["", "file", "s3", "gs", "az"],
+    schemes: ::snapshot::SCHEMES,
     holds: Some(holds),
     open: |url, settings| Box::pin(open(url, settings)),
 };

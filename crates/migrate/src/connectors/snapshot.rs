@@ -13,7 +13,7 @@ use crate::sources::snapshot::SnapshotSource;
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "snapshot",
-    schemes: &["", "file", "s3", "gs", "az"],
+    schemes: ::snapshot::SCHEMES,
     holds: Some(holds),
     open: |url, settings| Box::pin(open(url, settings)),
 };

@@ -13,12 +13,17 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 
 use crate::blob::{BlobStore, LocalStore};
-use crate::error::{Error, Result};
+use crate::error::{BlobError, Result};
 use crate::object::ObjectStoreBlobs;
+
+/// The URL schemes [`open_blob_store`] accepts (`""`: a plain path, no scheme). Connectors
+/// that read a blob store take their scheme lists from here, so that every command
+/// accepts the same locations.
+pub const SCHEMES: &[&str] = &["", "file", "s3", "gs", "gcs", "az", "azure", "abfs"];
 
 /// Object-store settings that override the URI query and the environment.
 #[derive(Debug, Clone, Default)]
-pub struct StoreOptions {
+pub struct BlobStoreOptions {
     pub s3_region: Option<String>,
     /// Custom endpoint (MinIO, s3rver, …); implies path-style requests.
     pub s3_endpoint: Option<String>,
@@ -49,13 +54,14 @@ fn env_var(k: &str) -> Option<String> {
 /// The GCS client builder for `bucket`. With an `endpoint`, object_store takes the base
 /// URL only from a service-account key (`gcs_base_url`): the given service-account file
 /// (else `GOOGLE_SERVICE_ACCOUNT`, `GOOGLE_SERVICE_ACCOUNT_PATH`) with that field added,
-/// else an anonymous key with `disable_oauth` (an emulator). Errors name the file, never
-/// its content.
+/// else an anonymous key with `disable_oauth` (an emulator). Errors name the store
+/// (`shown`) and the file, never its content.
 fn gcs_builder(
+    shown: &str,
     bucket: &str,
     endpoint: Option<&str>,
     service_account: Option<&str>,
-) -> std::result::Result<GoogleCloudStorageBuilder, String> {
+) -> Result<GoogleCloudStorageBuilder> {
     let Some(endpoint) = endpoint else {
         let b = match service_account {
             Some(path) => GoogleCloudStorageBuilder::new().with_service_account_path(path),
@@ -74,12 +80,29 @@ fn gcs_builder(
         .or_else(|| env_var("GOOGLE_SERVICE_ACCOUNT_PATH"));
     let mut key = match &file {
         Some(path) => {
-            let bytes = std::fs::read(path)
-                .map_err(|e| format!("reading the GCS service account {path}: {e}"))?;
+            let bytes = std::fs::read(path).map_err(|e| {
+                BlobError::config_caused(
+                    shown,
+                    format!("cannot read the GCS service account {path}"),
+                    e,
+                )
+            })?;
+            // serde_json's messages give a line and column, never the text read.
             match serde_json::from_slice::<serde_json::Value>(&bytes) {
                 Ok(serde_json::Value::Object(m)) => m,
-                Ok(_) => return Err(format!("GCS service account {path}: not a JSON object")),
-                Err(e) => return Err(format!("GCS service account {path}: {e}")),
+                Ok(_) => {
+                    return Err(BlobError::config(
+                        shown,
+                        format!("GCS service account {path}: not a JSON object"),
+                    ))
+                }
+                Err(e) => {
+                    return Err(BlobError::config_caused(
+                        shown,
+                        format!("GCS service account {path}: not valid JSON"),
+                        e,
+                    ))
+                }
             }
         }
         None => {
@@ -101,7 +124,8 @@ fn gcs_builder(
 }
 
 /// Opens the blob store for repository location `uri`.
-pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobStore>> {
+/// Its scheme must be one of [`SCHEMES`].
+pub fn open_blob_store(uri: &str, opts: &BlobStoreOptions) -> Result<Arc<dyn BlobStore>> {
     if let Some(path) = uri.strip_prefix("file://") {
         return Ok(Arc::new(LocalStore::open(path)?));
     }
@@ -115,11 +139,20 @@ pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobSto
     let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let (bucket, base) = split_bucket(rest);
     if bucket.is_empty() {
-        return Err(Error::Config(format!(
-            "{uri}: no bucket in the repository URI"
-        )));
+        return Err(BlobError::config(
+            redact::url(uri),
+            "no bucket in the repository URI",
+        ));
     }
-    let shown = format!("{scheme}://{bucket}/{base}");
+    // For messages: no query (it may hold a secret key), no userinfo.
+    let shown = redact::url(&format!("{scheme}://{bucket}/{base}"));
+    let build_error = |e: object_store::Error| {
+        BlobError::config_caused(
+            shown.as_str(),
+            "cannot configure the object-store client",
+            e,
+        )
+    };
     let store: Arc<dyn object_store::ObjectStore> = match scheme {
         "s3" => {
             let env = env_var;
@@ -144,7 +177,11 @@ pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobSto
                     .with_virtual_hosted_style_request(false)
                     .with_endpoint(ep);
             }
-            if let Some(k) = opts.s3_access_key_id.clone().or_else(|| param("access_key_id")) {
+            if let Some(k) = opts
+                .s3_access_key_id
+                .clone()
+                .or_else(|| param("access_key_id"))
+            {
                 b = b.with_access_key_id(k);
             }
             if let Some(s) = opts
@@ -157,10 +194,7 @@ pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobSto
             if let Some(t) = opts.s3_session_token.clone() {
                 b = b.with_token(t);
             }
-            Arc::new(
-                b.build()
-                    .map_err(|e| Error::Config(format!("{shown}: {e}")))?,
-            )
+            Arc::new(b.build().map_err(build_error)?)
         }
         "gs" | "gcs" => {
             let endpoint = opts
@@ -169,22 +203,29 @@ pub fn open_blob_store(uri: &str, opts: &StoreOptions) -> Result<Arc<dyn BlobSto
                 .or_else(|| param("endpoint"))
                 .or_else(|| env_var("STORAGE_EMULATOR_HOST"));
             Arc::new(
-                gcs_builder(bucket, endpoint.as_deref(), opts.gcs_service_account.as_deref())
-                    .map_err(|e| Error::Config(format!("{shown}: {e}")))?
-                    .build()
-                    .map_err(|e| Error::Config(format!("{shown}: {e}")))?,
+                gcs_builder(
+                    &shown,
+                    bucket,
+                    endpoint.as_deref(),
+                    opts.gcs_service_account.as_deref(),
+                )?
+                .build()
+                .map_err(build_error)?,
             )
         }
         "az" | "azure" | "abfs" => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_container_name(bucket)
                 .build()
-                .map_err(|e| Error::Config(format!("{shown}: {e}")))?,
+                .map_err(build_error)?,
         ),
         other => {
-            return Err(Error::Config(format!(
-                "{uri}: unknown repository scheme {other:?} (use a path, file://, s3://, gs:// or az://)"
-            )))
+            return Err(BlobError::config(
+                redact::url(uri),
+                format!(
+                "unknown repository scheme {other:?} (use a path, file://, s3://, gs:// or az://)"
+            ),
+            ))
         }
     };
     let mut blobs = ObjectStoreBlobs::new(store, shown, base)?;
@@ -214,7 +255,7 @@ mod tests {
         );
         let s = open_blob_store(
             "s3://bucket/base/path?region=eu-west-1&endpoint=http://127.0.0.1:1",
-            &StoreOptions {
+            &BlobStoreOptions {
                 s3_access_key_id: Some("a".into()),
                 s3_secret_access_key: Some("b".into()),
                 ..Default::default()
@@ -230,7 +271,7 @@ mod tests {
         assert_eq!(g.location(), "gs://bucket/base");
         let g = open_blob_store(
             "gs://bucket",
-            &StoreOptions {
+            &BlobStoreOptions {
                 gcs_endpoint: Some("127.0.0.1:1".into()),
                 ..Default::default()
             },
@@ -245,7 +286,7 @@ mod tests {
     fn a_bad_gcs_service_account_is_named_without_its_content() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("none.json").display().to_string();
-        let opts = |path: &str| StoreOptions {
+        let opts = |path: &str| BlobStoreOptions {
             gcs_endpoint: Some("http://127.0.0.1:1".into()),
             gcs_service_account: Some(path.into()),
             ..Default::default()

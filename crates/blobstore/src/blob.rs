@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use lucene::{FileHandle, LocalFile};
 
-use crate::error::{Error, Result};
+use crate::error::{BlobError, Result};
 
 /// One entry of a listing: the blob name relative to the listed directory, and its length.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     /// prefixes under `dir/`), sorted. A local directory's symbolic links are not followed,
     /// and an entry whose name is not UTF-8 is an error naming the directory.
     fn list_dirs(&self, dir: &str) -> Result<Vec<String>>;
-    /// Length of a blob; [`Error::NotFound`] if it does not exist.
+    /// Length of a blob; [`BlobError::NotFound`] if it does not exist.
     fn len(&self, name: &str) -> Result<u64>;
     /// The whole blob.
     fn read(&self, name: &str) -> Result<Bytes>;
@@ -52,16 +52,16 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     /// outside it (OpenSearch's HASHED_PREFIX shard paths). A store without a base path
     /// is its own root.
     fn bucket_root(&self) -> Result<Arc<dyn BlobStore>> {
-        Err(Error::Config(format!(
-            "{}: blobs outside the repository directory cannot be read from this store",
-            self.location()
-        )))
+        Err(BlobError::config(
+            self.location(),
+            "blobs outside the repository directory cannot be read from this store",
+        ))
     }
     /// Whether a blob exists.
     fn exists(&self, name: &str) -> Result<bool> {
         match self.len(name) {
             Ok(_) => Ok(true),
-            Err(Error::NotFound { .. }) => Ok(false),
+            Err(BlobError::NotFound { .. }) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -92,11 +92,15 @@ impl LocalStore {
         let root = root.as_ref().to_path_buf();
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => Ok(LocalStore { root, bucket: None }),
-            Ok(_) => Err(Error::Config(format!(
-                "{}: not a directory (a repository location is a directory)",
-                root.display()
-            ))),
-            Err(e) => Err(Error::Config(format!("{}: {e}", root.display()))),
+            Ok(_) => Err(BlobError::config(
+                root.display().to_string(),
+                "not a directory (a repository location is a directory)",
+            )),
+            Err(e) => Err(BlobError::config_caused(
+                root.display().to_string(),
+                "cannot open the directory",
+                e,
+            )),
         }
     }
 
@@ -107,9 +111,10 @@ impl LocalStore {
         let bucket = bucket.as_ref().to_path_buf();
         let base = base_path.trim_matches('/').to_string();
         if base.split('/').any(|c| c == ".." || c == ".") {
-            return Err(Error::Config(format!(
-                "base path {base:?} is not a relative path"
-            )));
+            return Err(BlobError::config(
+                bucket.display().to_string(),
+                format!("base path {base:?} is not a relative path"),
+            ));
         }
         let mut store = LocalStore::open(bucket.join(&base))?;
         if !base.is_empty() {
@@ -126,7 +131,7 @@ impl LocalStore {
     fn path(&self, name: &str) -> Result<PathBuf> {
         // Blob names come from repository metadata: refuse anything that could leave the root.
         if name.split('/').any(|c| c == ".." || c == ".") || name.starts_with('/') {
-            return Err(Error::corrupt(name, "blob name is not a relative path"));
+            return Err(BlobError::corrupt(name, "blob name is not a relative path"));
         }
         Ok(self.root.join(name))
     }
@@ -136,19 +141,19 @@ impl LocalStore {
         match std::fs::read_dir(self.path(dir)?) {
             Ok(e) => Ok(Some(e)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.io_error(dir, e)),
+            Err(e) => Err(self.io_error(dir, "list", e)),
         }
     }
 
-    fn io_error(&self, name: &str, e: io::Error) -> Error {
+    fn io_error(&self, name: &str, action: &'static str, e: io::Error) -> BlobError {
+        let blob = self.root.join(name).display().to_string();
         if e.kind() == io::ErrorKind::NotFound {
-            Error::NotFound {
-                blob: self.root.join(name).display().to_string(),
-            }
+            BlobError::NotFound { blob }
         } else {
-            Error::Backend {
-                blob: self.root.join(name).display().to_string(),
-                message: e.to_string(),
+            BlobError::Backend {
+                blob,
+                action,
+                source: Box::new(e),
             }
         }
     }
@@ -181,14 +186,16 @@ impl BlobStore for LocalStore {
         };
         let mut out = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| self.io_error(dir, e))?;
+            let entry = entry.map_err(|e| self.io_error(dir, "list", e))?;
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 continue;
             };
             if !name.starts_with(name_prefix) {
                 continue;
             }
-            let meta = entry.metadata().map_err(|e| self.io_error(dir, e))?;
+            let meta = entry
+                .metadata()
+                .map_err(|e| self.io_error(dir, "list", e))?;
             if meta.is_file() {
                 out.push(BlobMeta {
                     name,
@@ -206,12 +213,13 @@ impl BlobStore for LocalStore {
         };
         let mut out = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| self.io_error(dir, e))?;
+            let entry = entry.map_err(|e| self.io_error(dir, "list", e))?;
             // A name that is not UTF-8 cannot be named as a blob (`list` passes over such
             // files): an error here, so that a walk of the tree cannot miss it unsaid.
             let name = entry.file_name().into_string().map_err(|name| {
                 self.io_error(
                     dir,
+                    "list",
                     io::Error::new(
                         io::ErrorKind::InvalidData,
                         format!("a name that is not UTF-8: {name:?}"),
@@ -221,7 +229,7 @@ impl BlobStore for LocalStore {
             // `file_type` does not follow a symbolic link: no cycles, nothing outside.
             if entry
                 .file_type()
-                .map_err(|e| self.io_error(dir, e))?
+                .map_err(|e| self.io_error(dir, "list", e))?
                 .is_dir()
             {
                 out.push(name);
@@ -232,9 +240,10 @@ impl BlobStore for LocalStore {
     }
 
     fn len(&self, name: &str) -> Result<u64> {
-        let meta = std::fs::metadata(self.path(name)?).map_err(|e| self.io_error(name, e))?;
+        let meta =
+            std::fs::metadata(self.path(name)?).map_err(|e| self.io_error(name, "length", e))?;
         if !meta.is_file() {
-            return Err(Error::NotFound {
+            return Err(BlobError::NotFound {
                 blob: self.root.join(name).display().to_string(),
             });
         }
@@ -249,7 +258,7 @@ impl BlobStore for LocalStore {
     fn read_range(&self, name: &str, range: Range<u64>) -> Result<Bytes> {
         let file = self.file(name)?;
         if range.start > range.end || range.end > file.len() {
-            return Err(Error::corrupt(
+            return Err(BlobError::corrupt(
                 file.name(),
                 format!(
                     "read of bytes {}..{} is outside the blob (length {})",
@@ -295,7 +304,7 @@ mod tests {
         assert_eq!(&s.read_range("indices/a/0/__x", 2..5).unwrap()[..], b"234");
         assert!(s.read_range("indices/a/0/__x", 2..50).is_err());
         assert_eq!(s.len("indices/a/0/__x").unwrap(), 10);
-        assert!(matches!(s.len("missing"), Err(Error::NotFound { .. })));
+        assert!(matches!(s.len("missing"), Err(BlobError::NotFound { .. })));
         assert!(s.read("../etc/passwd").is_err());
         let h = s.open("indices/a/0/__x", 10).unwrap();
         assert_eq!(&h.read_bytes(8..10).unwrap()[..], b"89");

@@ -20,7 +20,7 @@ use object_store::path::Path as ObjPath;
 use object_store::ObjectStore;
 
 use crate::blob::{BlobMeta, BlobStore};
-use crate::error::{Error, Result};
+use crate::error::{chain, BlobError, Result};
 
 /// Default read-ahead window for sequential scans of remote files.
 pub const DEFAULT_WINDOW: u64 = 8 << 20;
@@ -33,13 +33,15 @@ pub const DEFAULT_WINDOWS: usize = 8;
 struct Runtime(Option<tokio::runtime::Runtime>);
 
 impl Runtime {
-    fn new() -> Result<Self> {
+    fn new(url: &str) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("rfs-blob-io")
             .enable_all()
             .build()
-            .map_err(|e| Error::Config(format!("cannot start the object-store runtime: {e}")))?;
+            .map_err(|e| {
+                BlobError::config_caused(url, "cannot start the object-store runtime", e)
+            })?;
         Ok(Runtime(Some(rt)))
     }
 
@@ -91,20 +93,21 @@ impl Inner {
         format!("{}/{}", self.url.trim_end_matches('/'), name)
     }
 
-    fn error(&self, name: &str, e: object_store::Error) -> Error {
+    fn error(&self, name: &str, action: &'static str, e: object_store::Error) -> BlobError {
         match e {
-            object_store::Error::NotFound { .. } => Error::NotFound {
+            object_store::Error::NotFound { .. } => BlobError::NotFound {
                 blob: self.display(name),
             },
-            other => Error::Backend {
+            other => BlobError::Backend {
                 blob: self.display(name),
-                message: other.to_string(),
+                action,
+                source: Box::new(other),
             },
         }
     }
 
     /// Runs `fut` on the store's runtime and waits for it from this (any) thread.
-    fn block<F>(&self, name: &str, fut: F) -> Result<F::Output>
+    fn block<F>(&self, name: &str, action: &'static str, fut: F) -> Result<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -113,9 +116,10 @@ impl Inner {
         self.rt.handle().spawn(async move {
             let _ = tx.send(fut.await);
         });
-        rx.recv().map_err(|_| Error::Backend {
+        rx.recv().map_err(|_| BlobError::Backend {
             blob: self.display(name),
-            message: "request task ended without an answer (runtime shut down)".into(),
+            action,
+            source: "the request task ended without an answer (runtime shut down)".into(),
         })
     }
 
@@ -124,10 +128,10 @@ impl Inner {
         let key = self.key(name);
         let r = range.clone();
         let bytes = self
-            .block(name, async move { store.get_range(&key, r).await })?
-            .map_err(|e| self.error(name, e))?;
+            .block(name, "read", async move { store.get_range(&key, r).await })?
+            .map_err(|e| self.error(name, "read", e))?;
         if bytes.len() as u64 != range.end - range.start {
-            return Err(Error::corrupt(
+            return Err(BlobError::corrupt(
                 self.display(name),
                 format!(
                     "ranged read {}..{} returned {} bytes",
@@ -157,12 +161,13 @@ impl ObjectStoreBlobs {
     /// Wraps `store`; `url` is used in messages, `base` is the key prefix of the
     /// repository inside the bucket.
     pub fn new(store: Arc<dyn ObjectStore>, url: impl Into<String>, base: &str) -> Result<Self> {
+        let url = url.into();
         Ok(ObjectStoreBlobs {
             inner: Arc::new(Inner {
                 store,
-                url: url.into(),
+                rt: Runtime::new(&url)?,
+                url,
                 base: base.trim_matches('/').to_string(),
-                rt: Runtime::new()?,
                 window: DEFAULT_WINDOW,
                 max_windows: DEFAULT_WINDOWS,
                 windows: Mutex::new(Windows::default()),
@@ -209,10 +214,10 @@ impl ObjectStoreBlobs {
             Some(inner.key(dir))
         };
         inner
-            .block(dir, async move {
+            .block(dir, "list", async move {
                 store.list_with_delimiter(prefix.as_ref()).await
             })?
-            .map_err(|e| inner.error(dir, e))
+            .map_err(|e| inner.error(dir, "list", e))
     }
 }
 
@@ -268,8 +273,8 @@ impl BlobStore for ObjectStoreBlobs {
         let store = inner.store.clone();
         let key = inner.key(name);
         let meta = inner
-            .block(name, async move { store.head(&key).await })?
-            .map_err(|e| inner.error(name, e))?;
+            .block(name, "length", async move { store.head(&key).await })?
+            .map_err(|e| inner.error(name, "length", e))?;
         Ok(meta.size)
     }
 
@@ -278,7 +283,7 @@ impl BlobStore for ObjectStoreBlobs {
         let store = inner.store.clone();
         let key = inner.key(name);
         inner
-            .block(name, async move {
+            .block(name, "read", async move {
                 let r = store.get(&key).await?;
                 let mut buf = BytesMut::new();
                 let mut stream = r.into_stream();
@@ -287,7 +292,7 @@ impl BlobStore for ObjectStoreBlobs {
                 }
                 Ok::<_, object_store::Error>(buf.freeze())
             })?
-            .map_err(|e| inner.error(name, e))
+            .map_err(|e| inner.error(name, "read", e))
     }
 
     fn read_range(&self, name: &str, range: Range<u64>) -> Result<Bytes> {
@@ -313,14 +318,14 @@ impl BlobStore for ObjectStoreBlobs {
     }
 }
 
-/// The bytes of one window, filled by a request in flight.
+/// The bytes of one read-ahead window, filled by a request in flight.
 #[derive(Default)]
-struct Slot {
+struct WindowSlot {
     value: Mutex<Option<std::result::Result<Bytes, String>>>,
     ready: Condvar,
 }
 
-impl Slot {
+impl WindowSlot {
     fn fill(&self, v: std::result::Result<Bytes, String>) {
         *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
         self.ready.notify_all();
@@ -342,7 +347,7 @@ impl Slot {
 #[derive(Default)]
 struct Windows {
     /// (file, start) → (end, slot, last use)
-    map: HashMap<(u64, u64), (u64, Arc<Slot>, u64)>,
+    map: HashMap<(u64, u64), (u64, Arc<WindowSlot>, u64)>,
     tick: u64,
 }
 
@@ -372,7 +377,7 @@ impl fmt::Debug for ReadAheadFile {
 
 impl ReadAheadFile {
     /// Starts fetching `start..end` unless a window already starts there; returns its slot.
-    fn start_window(&self, w: &mut Windows, start: u64, end: u64) -> Arc<Slot> {
+    fn start_window(&self, w: &mut Windows, start: u64, end: u64) -> Arc<WindowSlot> {
         w.tick += 1;
         let tick = w.tick;
         if let Some(e) = w.map.get_mut(&(self.id, start)) {
@@ -390,7 +395,7 @@ impl ReadAheadFile {
                 None => break,
             }
         }
-        let slot = Arc::new(Slot::default());
+        let slot = Arc::new(WindowSlot::default());
         w.map.insert((self.id, start), (end, slot.clone(), tick));
         let store = self.inner.store.clone();
         let key = self.inner.key(&self.blob);
@@ -404,7 +409,11 @@ impl ReadAheadFile {
                     "{display}: ranged read {start}..{end} returned {} bytes",
                     b.len()
                 )),
-                Err(e) => Err(format!("{display}: {e}")),
+                Err(e) => Err(chain(&BlobError::Backend {
+                    blob: display,
+                    action: "read",
+                    source: Box::new(e),
+                })),
             });
         });
         slot
@@ -421,7 +430,10 @@ impl FileHandle for ReadAheadFile {
     }
 
     fn read_bytes(&self, range: Range<u64>) -> std::result::Result<Bytes, DirectoryError> {
-        if range.start >= range.end {
+        // Before any request or buffer: a range past the end (or reversed, or near
+        // u64::MAX) is an error naming the blob.
+        lucene::directory::check_range(&self.display, self.len, &range)?;
+        if range.start == range.end {
             return Ok(Bytes::new());
         }
         let window = self.inner.window;
@@ -434,7 +446,7 @@ impl FileHandle for ReadAheadFile {
             return self
                 .inner
                 .get_range(&self.blob, range)
-                .map_err(|e| backend(e.to_string()));
+                .map_err(|e| backend(chain(&e)));
         }
         let continues = self
             .last_end
@@ -460,7 +472,7 @@ impl FileHandle for ReadAheadFile {
                     return self
                         .inner
                         .get_range(&self.blob, range)
-                        .map_err(|e| backend(e.to_string()));
+                        .map_err(|e| backend(chain(&e)));
                 }
                 None => {
                     let end = (range.start + window).min(self.len);
@@ -512,10 +524,9 @@ mod tests {
         let m = mem.clone();
         let key = ObjPath::from(format!("base/{name}"));
         s.inner
-            .block(
-                name,
-                async move { m.put(&key, PutPayload::from(data)).await },
-            )
+            .block(name, "write", async move {
+                m.put(&key, PutPayload::from(data)).await
+            })
             .unwrap()
             .unwrap();
         s
@@ -563,7 +574,7 @@ mod tests {
         assert!(s.inner.windows.lock().unwrap().map.is_empty());
         assert!(matches!(
             s.read("indices/x/0/missing"),
-            Err(Error::NotFound { .. })
+            Err(BlobError::NotFound { .. })
         ));
         assert_eq!(
             &s.read_range("indices/x/0/__a", 10..20).unwrap()[..],
