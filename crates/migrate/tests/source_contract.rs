@@ -476,7 +476,9 @@ fn a_snapshot_blob_gone_after_the_plan_is_an_error_naming_it() {
     assert!(!gone.is_empty());
     for item in &plan.items {
         let e = source.read(item, &None, &mut |_| true).unwrap_err();
-        assert!(gone.iter().any(|g| e.message.contains(g)), "{e}");
+        // Where in the message, the missing blob in the chain under it.
+        let chain = redact::chain(&e);
+        assert!(gone.iter().any(|g| chain.contains(g)), "{chain}");
         assert!(std::error::Error::source(&e).is_some(), "{e}: no cause");
     }
 }
@@ -699,7 +701,7 @@ fn table_errors_name_what_failed_without_secrets() {
     pg.exec("CREATE TABLE gone (k int PRIMARY KEY, n int4); INSERT INTO gone SELECT i, i FROM generate_series(1, 50) i;");
     let caused = |e: &migrate::connectors::ConnectError| {
         assert!(std::error::Error::source(e).is_some(), "{e}: no cause");
-        e.to_string()
+        redact::chain(e)
     };
     let e = caused(&pg.open("table=nosuch&key=k").err().unwrap());
     assert!(e.contains("nosuch"), "{e}");
@@ -821,7 +823,7 @@ fn failure_log_keeps_the_contract() {
     text.push_str("{not a record\n");
     std::fs::write(&bad, text).unwrap();
     let e = FailureLogSource::open(&bad).err().unwrap();
-    let shown = e.to_string();
+    let shown = redact::chain(&e);
     assert!(
         shown.contains("bad.jsonl") && shown.contains("line 121"),
         "{shown}"
