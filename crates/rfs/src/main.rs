@@ -54,10 +54,11 @@ fn no_transparent_huge_pages() {
 /// Azure), recreates templates and indices on a target of any version, and re-indexes every
 /// live document with its original `_id` through `_bulk`. `rfs copy --from URL --to URL`
 /// takes any source (a snapshot, a live cluster, JSON-lines files, a PostgreSQL table) into
-/// any sink (a cluster, files, DynamoDB), shaped on the way by a program; `rfs table run`
-/// copies a table slot by slot. Any number of identical processes share the work through a
-/// coordination store (SQLite file, PostgreSQL, Redis, or an index on a cluster); `rfs
-/// status` says what was delivered of the source's totals, `rfs verify` checks the target.
+/// any sink (a cluster, files, DynamoDB); `rfs table run` copies a table slot by slot; `run`
+/// and `table run` shape documents on the way by a program. Any number of identical
+/// processes share the work through a coordination store (SQLite file, PostgreSQL, Redis,
+/// or an index on a cluster); `rfs status` says what was delivered of the source's totals,
+/// `rfs verify` checks the target.
 ///
 /// Every flag can also be set by an `RFS_*` environment variable (shown in each
 /// command's --help) or by a key of the TOML file given with --config: the key is the

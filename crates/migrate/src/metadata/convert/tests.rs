@@ -1290,39 +1290,31 @@ fn knn_vector_without_method_in_knn_index_is_indexed() {
 /// the Elasticsearch field stays unindexed.
 #[test]
 fn knn_vector_without_method_outside_knn_index_is_not_indexed() {
-    for settings in [
-        json!({"index": {"knn": false}}),
-        json!({"index": {"number_of_shards": "1"}}),
-    ] {
-        let c = run(
-            json!({"settings": settings,
-                   "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3}}}}),
-            ProductVersion::os(2, 19),
+    let mapping = json!({"properties": {"v": {"type": "knn_vector", "dimension": 3}}});
+    let unindexed = json!({"type": "dense_vector", "dims": 3, "index": false});
+    for (body, target, expected) in [
+        (
+            json!({"settings": {"index": {"knn": false}}, "mappings": mapping}),
             ES8,
-        );
-        assert_eq!(
-            field(&c, "v"),
-            json!({"type": "dense_vector", "dims": 3, "index": false})
-        );
+            &unindexed,
+        ),
+        (
+            json!({"settings": {"index": {"number_of_shards": "1"}}, "mappings": mapping}),
+            ES8,
+            &unindexed,
+        ),
+        // A bare mapping (no settings known): as before, not indexed.
+        (json!({"mappings": mapping}), ES8, &unindexed),
+        // Elasticsearch 7 has no kNN index either way.
+        (
+            json!({"settings": {"index.knn": true}, "mappings": mapping}),
+            ProductVersion::es(7, 17),
+            &json!({"type": "dense_vector", "dims": 3}),
+        ),
+    ] {
+        let c = run(body, ProductVersion::os(2, 19), target);
+        assert_eq!(&field(&c, "v"), expected);
     }
-    // A bare mapping (no settings known): as before, not indexed.
-    let c = run(
-        props(json!({"v": {"type": "knn_vector", "dimension": 3}})),
-        ProductVersion::os(2, 19),
-        ES8,
-    );
-    assert_eq!(
-        field(&c, "v"),
-        json!({"type": "dense_vector", "dims": 3, "index": false})
-    );
-    // Elasticsearch 7 has no kNN index either way.
-    let c = run(
-        json!({"settings": {"index.knn": true},
-               "mappings": {"properties": {"v": {"type": "knn_vector", "dimension": 3}}}}),
-        ProductVersion::os(2, 19),
-        ProductVersion::es(7, 17),
-    );
-    assert_eq!(field(&c, "v"), json!({"type": "dense_vector", "dims": 3}));
 }
 
 /// The reverse: an indexed Elasticsearch dense_vector makes the OpenSearch target's
