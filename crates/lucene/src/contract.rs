@@ -34,13 +34,18 @@ fn ranges(len: u64) -> Vec<Range<u64>> {
     out
 }
 
+/// `read_bytes` of one file: a range's bytes.
+type ReadBytes<'a> = &'a (dyn Fn(Range<u64>) -> Result<Bytes, DirectoryError> + Sync);
+/// `read_into` of one file: bytes from an offset into a buffer.
+type ReadInto<'a> = &'a (dyn Fn(u64, &mut [u8]) -> Result<(), DirectoryError> + Sync);
+
 /// The reads each suite makes: `read_bytes` and `read_into` of one file.
 struct Reads<'a> {
     what: &'a str,
     name: String,
     len: u64,
-    read_bytes: &'a (dyn Fn(Range<u64>) -> Result<Bytes, DirectoryError> + Sync),
-    read_into: &'a (dyn Fn(u64, &mut [u8]) -> Result<(), DirectoryError> + Sync),
+    read_bytes: ReadBytes<'a>,
+    read_into: ReadInto<'a>,
 }
 
 impl Reads<'_> {

@@ -19,8 +19,11 @@ pub fn render(e: &anyhow::Error, full: bool) -> String {
     if full {
         return parts.join(": ");
     }
+    // A part is cut at its own ": " pieces, so that one long piece (a server's answer)
+    // is shortened without cutting the sentence around it.
     let mut line = parts
         .iter()
+        .flat_map(|p| p.split(": "))
         .map(|p| shorten(p, PART_MAX))
         .collect::<Vec<_>>()
         .join(": ");

@@ -30,17 +30,17 @@ fn copy_dir(from: &Path, to: &Path) {
 /// Reads every document of shard 0 of `index` in `repo`; the number read, or the error.
 fn read_shard(repo: &Path, index: &str, options: &ReadOptions) -> Result<usize, String> {
     let store = Arc::new(snapshot::LocalStore::open(repo).unwrap());
-    let repo = Repository::open(store).map_err(|e| e.to_string())?;
-    let snap = repo.snapshot("demo").map_err(|e| e.to_string())?;
-    let index = snap.index(index).map_err(|e| e.to_string())?;
-    let shard = index.open_shard(0).map_err(|e| e.to_string())?;
-    let reader = ShardReader::open_with(&shard, options).map_err(|e| e.to_string())?;
+    let repo = Repository::open(store).map_err(|e| redact::chain(&e))?;
+    let snap = repo.snapshot("demo").map_err(|e| redact::chain(&e))?;
+    let index = snap.index(index).map_err(|e| redact::chain(&e))?;
+    let shard = index.open_shard(0).map_err(|e| redact::chain(&e))?;
+    let reader = ShardReader::open_with(&shard, options).map_err(|e| redact::chain(&e))?;
     let mut n = 0;
     for d in reader
         .documents(0..reader.max_doc())
-        .map_err(|e| e.to_string())?
+        .map_err(|e| redact::chain(&e))?
     {
-        d.map_err(|e| e.to_string())?;
+        d.map_err(|e| redact::chain(&e))?;
         n += 1;
     }
     Ok(n)
@@ -285,7 +285,7 @@ fn partial_walks_fail_before_the_first_document_of_a_damaged_segment() {
                         d.global_doc_id
                     ),
                     Err(e) => {
-                        let e = e.to_string();
+                        let e = redact::chain(&e);
                         assert!(e.contains("checksum mismatch"), "{what}: {e}");
                         assert!(e.contains(&cfs.name), "{what}: {e}");
                         assert!(e.contains(&format!("[{segment}{inner}]")), "{what}: {e}");

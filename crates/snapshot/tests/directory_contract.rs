@@ -31,18 +31,35 @@ fn crc_of(file: &[u8]) -> String {
 
 const PART: u64 = 100_000;
 
-/// The shard's Lucene files (physical name, bytes, blob name, part size, virtual).
-fn files() -> Vec<(&'static str, Vec<u8>, &'static str, Option<u64>, bool)> {
+/// One Lucene file of the shard and how the snapshot stores it.
+struct File {
+    physical: &'static str,
+    bytes: Vec<u8>,
+    blob: &'static str,
+    part_size: Option<u64>,
+    /// Kept in the shard metadata (`meta_hash`), not as a blob.
+    is_virtual: bool,
+}
+
+/// The shard's Lucene files.
+fn files() -> Vec<File> {
+    let file = |physical, bytes, blob, part_size, is_virtual| File {
+        physical,
+        bytes,
+        blob,
+        part_size,
+        is_virtual,
+    };
     vec![
-        (
+        file(
             "_0.fdt",
             lucene_file(&pattern(350_000)),
             "__fdt",
             Some(PART),
             false,
         ),
-        ("_0.fdx", lucene_file(&pattern(300)), "__fdx", None, false),
-        ("_0.si", lucene_file(&pattern(40)), "v__si", None, true),
+        file("_0.fdx", lucene_file(&pattern(300)), "__fdx", None, false),
+        file("_0.si", lucene_file(&pattern(40)), "v__si", None, true),
     ]
 }
 
@@ -50,25 +67,25 @@ fn files() -> Vec<(&'static str, Vec<u8>, &'static str, Option<u64>, bool)> {
 fn shard() -> (Vec<(String, Vec<u8>)>, Vec<FileInfo>) {
     let mut blobs = Vec::new();
     let mut infos = Vec::new();
-    for (physical, bytes, blob, part_size, is_virtual) in files() {
-        if !is_virtual {
-            match part_size {
+    for f in files() {
+        if !f.is_virtual {
+            match f.part_size {
                 Some(p) => {
-                    for (i, chunk) in bytes.chunks(p as usize).enumerate() {
-                        blobs.push((format!("{blob}.part{i}"), chunk.to_vec()));
+                    for (i, chunk) in f.bytes.chunks(p as usize).enumerate() {
+                        blobs.push((format!("{}.part{i}", f.blob), chunk.to_vec()));
                     }
                 }
-                None => blobs.push((blob.to_string(), bytes.clone())),
+                None => blobs.push((f.blob.to_string(), f.bytes.clone())),
             }
         }
         infos.push(FileInfo {
-            name: blob.into(),
-            physical_name: physical.into(),
-            length: bytes.len() as u64,
-            checksum: Some(crc_of(&bytes)),
-            part_size,
+            name: f.blob.into(),
+            physical_name: f.physical.into(),
+            length: f.bytes.len() as u64,
+            checksum: Some(crc_of(&f.bytes)),
+            part_size: f.part_size,
             written_by: Some("9.7.0".into()),
-            meta_hash: is_virtual.then(|| Binary(bytes.clone())),
+            meta_hash: f.is_virtual.then(|| Binary(f.bytes.clone())),
             writer_uuid: None,
         });
     }
@@ -79,7 +96,7 @@ fn run(what: &str, store: Arc<dyn BlobStore>, dir: &str) {
     let (_, infos) = shard();
     let d = ShardDirectory::new(store, dir, &infos);
     let files = files();
-    let expected: Vec<(&str, &[u8])> = files.iter().map(|f| (f.0, &f.1[..])).collect();
+    let expected: Vec<(&str, &[u8])> = files.iter().map(|f| (f.physical, &f.bytes[..])).collect();
     contract::directory(what, &d, &expected);
     d.verify_all().unwrap();
 }

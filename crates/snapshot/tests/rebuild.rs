@@ -444,7 +444,7 @@ fn a_damaged_byte_in_a_large_doc_values_file_fails_the_rebuild_naming_it() {
     let err = loop {
         match docs.next() {
             Some(Ok(_)) => given += 1,
-            Some(Err(e)) => break e.to_string(),
+            Some(Err(e)) => break redact::chain(&e),
             None => panic!("the damaged doc-values file was read without an error"),
         }
     };

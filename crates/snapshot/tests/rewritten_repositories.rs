@@ -163,7 +163,7 @@ fn corrupted_blobs_give_errors_naming_the_blob() {
     let errors: Vec<String> = snap
         .index_names()
         .iter()
-        .filter_map(|n| snap.index(n).err().map(|e| e.to_string()))
+        .filter_map(|n| snap.index(n).err().map(|e| redact::chain(&e)))
         .collect();
     let rel = meta
         .strip_prefix(repo_dir)
@@ -201,7 +201,7 @@ fn corrupted_blobs_give_errors_naming_the_blob() {
                 ..Default::default()
             },
         ) {
-            let e = e.to_string();
+            let e = redact::chain(&e);
             assert!(e.contains(&blob_name), "{e}");
             seen = true;
         }

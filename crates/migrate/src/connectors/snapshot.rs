@@ -73,7 +73,7 @@ fn open_blocking(
 ) -> Result<OpenedSource, ConnectError> {
     let shown = redact::url(location);
     let store = ::snapshot::open_blob_store(location, &settings.store_options)
-        .map_err(|e| ConnectError::context(format!("opening repository {shown}"), e))?;
+        .map_err(|e| ConnectError::context("opening the repository", e))?;
     let repo = ::snapshot::Repository::open(store)
         .map_err(|e| ConnectError::context(format!("reading repository {shown}"), e))?;
     let snap = repo

@@ -233,14 +233,15 @@ impl TableSource {
         self.bounds.from.is_none() && self.bounds.until.is_none()
     }
 
-    /// `e` (which holds no cause of its own) in the message, not also as the source.
+    /// The table named in the message, `e` (what failed and why) as its cause.
     fn item_error(&self, e: table::TableError) -> SourceError {
-        let msg = format!("table {}: {e}", self.group);
-        if e.is_transient() {
+        let msg = format!("table {}", self.group);
+        let error = if e.is_transient() {
             SourceError::item(msg)
         } else {
             SourceError::fatal(msg)
-        }
+        };
+        error.caused_by(e)
     }
 }
 

@@ -126,8 +126,9 @@ impl RepositoryArgs {
             ..Default::default()
         });
         let shown = redact::url(location);
-        let store: Arc<dyn snapshot::BlobStore> = snapshot::open_blob_store(location, &opts)
-            .with_context(|| format!("opening repository {shown}"))?;
+        // The store's error names the location.
+        let store: Arc<dyn snapshot::BlobStore> =
+            snapshot::open_blob_store(location, &opts).context("opening the repository")?;
         snapshot::Repository::open(store).with_context(|| format!("reading repository {shown}"))
     }
 }
