@@ -189,7 +189,7 @@ async fn open_target(
         }
         (None, false) => Ok((
             Box::new(MgetLookup::new(args.target.connect().await?)),
-            migrate::connectors::into_index(None),
+            migrate::transform::into_index(None),
             migrate::job::identity_location(&args.target.target),
         )),
         (None, true) => anyhow::bail!(

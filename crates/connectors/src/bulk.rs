@@ -1,0 +1,256 @@
+//! Sink: a cluster through `_bulk`, `http(s)://[user:pw@]host:port[/INDEX]` (every
+//! document into INDEX when the path names one; else each keeps its index). What a URL
+//! cannot say (API keys, SigV4, client certificates, attempts, timeouts, gzip) comes from
+//! `Settings::sink_client`; with `Settings::sink_path_is_base` the path is a prefix.
+
+use super::{
+    BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
+    SourceShape,
+};
+use crate::lookup::mget::MgetLookup;
+use crate::sinks::bulk::BulkSink;
+use crate::sources::cluster::{stream_metadata, ClusterSource};
+
+pub(super) const SINK: SinkConnector = SinkConnector {
+    name: "bulk",
+    schemes: &["http", "https"],
+    open: |url, settings, source| Box::pin(open(url, settings, source)),
+    lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
+    identity: |url, settings| {
+        Ok(engine::job::identity_location(&sink_identity(
+            url, settings,
+        )))
+    },
+};
+
+/// `_mget` on the cluster (into the URL's index when it names one).
+async fn lookup(
+    url: &str,
+    settings: &Settings,
+    _shape: &SourceShape,
+) -> Result<OpenedLookup, ConnectError> {
+    let (config, index) = client_config(url, &settings.tls)?;
+    let client = cluster::Client::connect(config)
+        .await
+        .map_err(|e| ConnectError::new(url, e))?;
+    Ok(OpenedLookup {
+        lookup: Box::new(MgetLookup::new(client)),
+        index,
+    })
+}
+
+/// What the sink names its target by in a migration's identity (before
+/// [`engine::job::identity_location`]): `Settings::sink_identity`, else the URL without
+/// credentials.
+fn sink_identity(url: &str, settings: &Settings) -> String {
+    settings
+        .sink_identity
+        .clone()
+        .unwrap_or_else(|| redact::url(url))
+}
+
+/// The client's configuration (credentials from the URL's userinfo) and the index the
+/// URL's path names.
+pub(crate) fn client_config(
+    url: &str,
+    tls: &cluster::TlsConfig,
+) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
+    let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
+    let decode = |s: &str| redact::percent_decode(s).into_owned();
+    let user = decode(u.username());
+    let password = u.password().map(decode);
+    let index = u
+        .path_segments()
+        .and_then(|mut p| p.next_back().map(decode))
+        .filter(|i| !i.is_empty());
+    let path = u.path().to_string();
+    let base_path = match &index {
+        Some(_) => path[..path.rfind('/').unwrap_or(0)].to_string(),
+        None => path.trim_end_matches('/').to_string(),
+    };
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_path(&base_path);
+    u.set_query(None);
+    u.set_fragment(None);
+    let mut c = cluster::ClientConfig::new(u.to_string().trim_end_matches('/'));
+    if !user.is_empty() {
+        c.auth = cluster::Auth::Basic {
+            username: user,
+            password: password.unwrap_or_default(),
+        };
+    }
+    c.tls = tls.clone();
+    Ok((c, index))
+}
+
+/// [`client_config`] with what the settings add: the client the command's flags set up,
+/// the whole path as the base.
+pub(crate) fn configured(
+    url: &str,
+    settings: &Settings,
+) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
+    let (mut config, mut index) = client_config(url, &settings.tls)?;
+    if settings.sink_path_is_base {
+        let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
+        let _ = u.set_username("");
+        let _ = u.set_password(None);
+        u.set_query(None);
+        u.set_fragment(None);
+        config.urls = vec![u.to_string().trim_end_matches('/').to_string()];
+        index = None;
+    }
+    Ok((with_flags(config, settings.sink_client.as_ref()), index))
+}
+
+/// `from_url` (a [`client_config`]) with what a command's flags set up (`flags`, whose
+/// `urls` are not used): the flags' client with the URL's base; the URL's userinfo
+/// applies when the flags authenticate no way of their own (an authentication flag wins
+/// over it).
+pub(crate) fn with_flags(
+    from_url: cluster::ClientConfig,
+    flags: Option<&cluster::ClientConfig>,
+) -> cluster::ClientConfig {
+    let Some(flags) = flags else {
+        return from_url;
+    };
+    let mut config = flags.clone();
+    config.urls = from_url.urls;
+    if matches!(config.auth, cluster::Auth::None) {
+        config.auth = from_url.auth;
+    }
+    config
+}
+
+async fn open(
+    url: &str,
+    settings: &Settings,
+    source: &OpenedSource,
+) -> Result<OpenedSink, ConnectError> {
+    let (config, index) = configured(url, settings)?;
+    let client = cluster::Client::connect(config)
+        .await
+        .map_err(|e| ConnectError::caused(url, e))?;
+    // A live cluster's data streams stay data streams (unless the URL names one index
+    // for everything): created first, then written with `create`.
+    let streams = match (&index, source.source.downcast::<ClusterSource>()) {
+        (None, Some(live)) if !live.data_streams().is_empty() => {
+            create_streams(url, &client, &live).await?
+        }
+        _ => Vec::new(),
+    };
+    let sender = cluster::BulkSender::new(client, settings.bulk.clone())
+        .map_err(|e| ConnectError::new(url, e))?;
+    Ok(OpenedSink {
+        sink: BoxedSink::new(
+            BulkSink::new(sender, settings.batch, sink_identity(url, settings))
+                .with_create_only(streams),
+        ),
+        index,
+    })
+}
+
+/// Creates the live source's data streams on the target as the snapshot path does
+/// (`metadata::migrate`: their component and index templates converted for the target,
+/// then `PUT _data_stream`; what exists is left alone). Any item refused or BLOCKED (a
+/// target without data streams) stops the copy before a document is sent, naming it.
+async fn create_streams(
+    url: &str,
+    client: &cluster::Client,
+    live: &ClusterSource,
+) -> Result<Vec<String>, ConnectError> {
+    use metadata::{self, Action, Allowlist, Options, Outcome};
+    let streams = live.data_streams();
+    let source = stream_metadata(*live.version(), streams);
+    let list =
+        |names: Vec<&String>| Allowlist::parse(&names).map_err(|e| ConnectError::new(url, e));
+    let options = Options {
+        indices: list(streams.iter().map(|s| &s.name).collect())?,
+        index_templates: list(source.index_templates.iter().map(|(n, _)| n).collect())?,
+        component_templates: list(source.component_templates.iter().map(|(n, _)| n).collect())?,
+        ..Options::default()
+    };
+    let report = metadata::migrate(&source, client, &options)
+        .await
+        .map_err(|e| ConnectError::new(url, format!("creating the data streams: {e}")))?;
+    let failed: Vec<String> = report
+        .items
+        .iter()
+        .filter(|i| {
+            matches!(i.action, Action::Error | Action::Blocked) || i.outcome == Outcome::Failed
+        })
+        .map(|i| format!("{} {}: {}", i.kind.label(), i.name, i.reasons.join("; ")))
+        .collect();
+    if !failed.is_empty() {
+        return Err(ConnectError::new(
+            url,
+            format!(
+                "the source's data streams cannot be created on the target: {}",
+                failed.join(" | ")
+            ),
+        ));
+    }
+    for i in &report.items {
+        tracing::info!(
+            "target: {} {}: {}",
+            i.kind.label(),
+            i.name,
+            i.action.label()
+        );
+    }
+    Ok(streams.iter().map(|s| s.name.clone()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_the_index_and_credentials() {
+        let tls = cluster::TlsConfig::default();
+        let (c, i) = client_config("http://u:p%40ss@h:9200/events", &tls).unwrap();
+        assert_eq!(c.urls, vec!["http://h:9200".to_string()]);
+        assert_eq!(i.as_deref(), Some("events"));
+        assert!(
+            matches!(c.auth, cluster::Auth::Basic { ref username, ref password } if username == "u" && password == "p@ss")
+        );
+        let (c, i) = client_config("https://h/proxy/ev%20x", &tls).unwrap();
+        assert_eq!(c.urls, vec!["https://h/proxy".to_string()]);
+        assert_eq!(i.as_deref(), Some("ev x"));
+        let (c, i) = client_config("http://h:9200/", &tls).unwrap();
+        assert_eq!(c.urls, vec!["http://h:9200".to_string()]);
+        assert_eq!(i, None);
+    }
+
+    #[test]
+    fn settings_say_what_urls_cannot() {
+        let mut flags = cluster::ClientConfig::new("");
+        flags.urls.clear();
+        flags.auth = cluster::Auth::ApiKey("secret-key".into());
+        flags.retry.max_attempts = 3;
+        let settings = Settings {
+            sink_client: Some(flags),
+            sink_path_is_base: true,
+            ..Settings::default()
+        };
+        let (c, i) = configured("https://u:pw@h:9200/proxy/es/?x=1", &settings).unwrap();
+        assert_eq!(c.urls, vec!["https://h:9200/proxy/es".to_string()]);
+        assert_eq!(i, None);
+        assert!(matches!(c.auth, cluster::Auth::ApiKey(ref k) if k == "secret-key"));
+        assert_eq!(c.retry.max_attempts, 3);
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("secret-key"), "{shown}");
+        // Without an auth of their own the flags keep the URL's user.
+        let mut flags = cluster::ClientConfig::new("");
+        flags.urls.clear();
+        let settings = Settings {
+            sink_client: Some(flags),
+            ..Settings::default()
+        };
+        let (c, i) = configured("http://u:p%40ss@h:9200/events", &settings).unwrap();
+        assert_eq!(i.as_deref(), Some("events"));
+        assert!(
+            matches!(c.auth, cluster::Auth::Basic { ref username, ref password } if username == "u" && password == "p@ss")
+        );
+    }
+}

@@ -1,0 +1,565 @@
+//! The connector registry: sources and sinks named by URL. Each connector is one module
+//! with a `SOURCE` or `SINK` entry, registered by one line in [`SOURCES`] or [`SINKS`]; a
+//! command opens whatever the URLs name and runs one `Job<BoxedSource, BoxedSink>`. Every
+//! sink also opens a [`Lookup`] on what it wrote ([`open_lookup`]), for `rfs verify`.
+//!
+//! | scheme | reads | writes |
+//! |---|---|---|
+//! | a path, `file://`, `s3://`, `gs://`, `az://` | a snapshot repository (`--snapshot` or `#snapshot=NAME`), or `*.jsonl` files (told apart by content) | — |
+//! | `file:///DIR?format=jsonl\|bulk`, a directory path (as `--to`) | — | one file per index |
+//! | `postgres://…?table=T&key=K` | a table | — |
+//! | `http(s)://[user:pw@]host:port/INDEX-PATTERN` (as `--from`) | a live cluster, sliced point in time (sliced scroll before ES 7.10 / OpenSearch 2.4) | — |
+//! | `http(s)://[user:pw@]host:port[/INDEX]` | — | `_bulk` (all into INDEX when given) |
+//! | `dynamodb://TABLE?region=R&endpoint=URL` | — | one item per document |
+//! | `failure-log://PATH` | the documents a failure log says were refused (`rfs redrive`) | — |
+
+mod bulk;
+mod cluster;
+mod dynamo;
+pub mod failures;
+mod files;
+mod jsonl;
+mod snapshot;
+mod table;
+
+pub mod listing;
+pub mod lookup;
+pub mod naming;
+pub mod sinks;
+pub mod sources;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+pub use engine::boxed::{self, BoxedBatch, BoxedSink, BoxedSource, BoxedWriter};
+
+use crate::lookup::Lookup;
+use crate::sinks::bulk::BatchLimits;
+use crate::sources::jsonl::JsonlOptions;
+use crate::sources::snapshot::SnapshotOptions;
+use engine::transform::Transform;
+
+/// A connector could not be opened; the message names the URL (without secrets) or the
+/// file, and why; the error of the part below is its source, not repeated in the message.
+#[derive(Debug)]
+pub struct ConnectError {
+    /// Empty when the cause names what failed itself and is shown in its place (see
+    /// [`ConnectError::of`]).
+    pub message: String,
+    /// The error of the part below (the database, the cluster client, the store), when
+    /// there is one.
+    pub cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            Some(cause) if self.message.is_empty() => cause.fmt(f),
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let cause: &(dyn std::error::Error + 'static) = self.cause.as_deref()?;
+        if self.message.is_empty() {
+            cause.source()
+        } else {
+            Some(cause)
+        }
+    }
+}
+
+impl ConnectError {
+    pub fn new(url: &str, why: impl std::fmt::Display) -> Self {
+        ConnectError {
+            message: format!("{}: {why}", redact::url(url)),
+            cause: None,
+        }
+    }
+
+    /// The connector at `url` (named without secrets) could not be opened because of
+    /// `cause`, kept as the error's source.
+    pub fn caused(url: &str, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ConnectError {
+            message: redact::url(url),
+            cause: Some(Box::new(cause)),
+        }
+    }
+
+    /// An error that names what failed itself (a file, a URL without secrets), kept whole
+    /// with its causes: it says what `e` says (like `#[error(transparent)]`).
+    pub fn of(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ConnectError {
+            message: String::new(),
+            cause: Some(Box::new(e)),
+        }
+    }
+
+    /// `message` (naming what failed) with the error underneath.
+    pub fn context(
+        message: impl Into<String>,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ConnectError {
+            message: message.into(),
+            cause: Some(Box::new(e)),
+        }
+    }
+
+    /// A message that names what failed itself.
+    pub fn message(message: impl Into<String>) -> Self {
+        ConnectError {
+            message: message.into(),
+            cause: None,
+        }
+    }
+}
+
+/// What the command's flags say about the parts (the URLs say where).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The snapshot of a repository source (`--snapshot`; `#snapshot=` in the URL wins).
+    pub snapshot: Option<String>,
+    /// Snapshot sources: a delta, only what changed since this earlier snapshot of the same
+    /// repository (`--since`).
+    pub since: Option<String>,
+    /// Snapshot sources: route documents as the metadata migration names the target's
+    /// indices (`--index`, `--rename`, prefix, suffix, type routes) and read only the
+    /// indices it includes (`run`, `documents`); see [`OpenedSource::routed`].
+    pub routing: Option<metadata::Options>,
+    /// Snapshot sources: only the indices this `--index` list names (exact names, `*`/`?`
+    /// wildcards, `regex:`; `rfs export --index`; none matching is an error); empty:
+    /// every index.
+    pub index_patterns: Vec<String>,
+    /// Snapshot sources: read the snapshot whatever its state (`run`, `documents`: shards
+    /// are checked one by one); default: only a restorable one.
+    pub any_state: bool,
+    pub snapshot_options: SnapshotOptions,
+    /// Credentials and endpoint of object-store sources.
+    pub store_options: ::snapshot::StoreOptions,
+    pub jsonl: JsonlOptions,
+    pub table: ::table::TableOptions,
+    /// Slots a table is cut into.
+    pub table_slots: Option<u32>,
+    /// How a table is cut when not by count (`--slot-by time:WIDTH`; wins over slots).
+    pub table_rule: Option<::table::SlotRule>,
+    /// Only rows with keys from this one on / before this one (`--from`, `--until`).
+    pub table_from: Option<String>,
+    pub table_until: Option<String>,
+    /// Number the newest slot first (`--order newest-first`).
+    pub table_newest_first: bool,
+    /// The table and its key column when a command names them by flags (`table run
+    /// --table --key`); the URL's `table=` and `key=` win.
+    pub table_name: Option<String>,
+    pub table_key: Option<String>,
+    /// Live-cluster sources: slices per index, page size, keep-alive.
+    pub cluster: crate::sources::cluster::ClusterSourceOptions,
+    /// `http(s)://` sources whose client a command's flags set up rather than the URL
+    /// (`rfs copy --from-*`): authentication (basic, API key, SigV4), TLS trust and client
+    /// certificates. Its `urls` are not used (the source URL says where; keep them empty);
+    /// basic auth from the URL's userinfo applies when its `auth` is `None`. `None`: the
+    /// URL's userinfo and the client's defaults.
+    pub source_client: Option<::cluster::ClientConfig>,
+    pub batch: BatchLimits,
+    pub bulk: ::cluster::BulkOptions,
+    /// TLS of `https://` sinks.
+    pub tls: ::cluster::TlsConfig,
+    /// `http(s)://` sinks whose client a command's flags set up rather than the URL
+    /// (`--target-*` of run, documents, redrive): authentication (basic, API key, SigV4),
+    /// TLS with client certificates, attempts, timeout, gzip. Its `urls` are not used
+    /// (the sink URL says where; keep them empty); basic auth from the URL's userinfo
+    /// applies when its `auth` is `None`. `None`: userinfo, `tls` and the defaults.
+    pub sink_client: Option<::cluster::ClientConfig>,
+    /// The `http(s)://` sink URL's path is the cluster's base path (a proxy prefix), not an
+    /// index: every document keeps its index (`--target` of run, documents, redrive).
+    pub sink_path_is_base: bool,
+    /// The sink's name in the migration identity where stores recorded another than its
+    /// URL (`table run`: `BASE/INDEX` with the index decoded). `None`: the URL's.
+    pub sink_identity: Option<String>,
+    /// Format of a file sink given as a plain path (`rfs export --format`; a `file://`
+    /// URL's `format=` says it there). `None`: JSON lines.
+    pub file_format: Option<crate::sinks::files::FileFormat>,
+    /// DynamoDB: create the table when missing; requests in flight; rates.
+    pub create_table: bool,
+    pub max_in_flight: usize,
+    pub max_docs_per_sec: Option<f64>,
+    pub max_bytes_per_sec: Option<f64>,
+    /// DynamoDB: how long a throttled batch is retried (what the lease allows); `None`:
+    /// the retry policy's attempts only.
+    pub dynamo_throttle_budget: Option<std::time::Duration>,
+    /// File sinks: files named `<index>.<tag>.<ext>` and appended to (one per process).
+    pub file_tag: Option<String>,
+}
+
+/// What a source connector opened.
+pub struct OpenedSource {
+    pub source: BoxedSource,
+    /// `snapshot`, `jsonl`, `table`.
+    pub kind: &'static str,
+    /// A table's key column (DynamoDB's partition key unless mapped otherwise); `None`:
+    /// documents, keyed by `_id`.
+    pub key_column: Option<String>,
+    /// A table's column shapes.
+    pub hints: ::dynamo::ColumnHints,
+    /// The source's groups (indices, files, the table), for renaming.
+    pub groups: Vec<String>,
+    /// A snapshot opened with `Settings::routing`: its metadata, where each document
+    /// goes, the indices deleted since the earlier snapshot of a delta.
+    pub routed: Option<Routed>,
+}
+
+/// A snapshot source routed as the metadata migration names the target's indices.
+pub struct Routed {
+    pub metadata: metadata::SourceMetadata,
+    /// The routes and renames of each document.
+    pub transform: Arc<dyn Transform>,
+    /// A delta (`Settings::since`): indices of the earlier snapshot that this one does
+    /// not have, each with the target indices its documents went to.
+    pub removed: Vec<(String, Vec<String>)>,
+}
+
+impl OpenedSource {
+    /// What a lookup needs to know of this source.
+    pub fn shape(&self) -> SourceShape {
+        SourceShape {
+            key_column: self.key_column.clone(),
+            hints: self.hints.clone(),
+        }
+    }
+}
+
+/// What a sink (and a lookup on it) needs to know of the source: a table's key column and
+/// column shapes; `key_column` `None`: documents, keyed by `_id`.
+#[derive(Debug, Clone, Default)]
+pub struct SourceShape {
+    pub key_column: Option<String>,
+    pub hints: ::dynamo::ColumnHints,
+}
+
+/// What a sink connector opened to look documents up.
+pub struct OpenedLookup {
+    pub lookup: Box<dyn Lookup>,
+    /// Every document went into this index (an index named in the sink URL).
+    pub index: Option<String>,
+}
+
+impl OpenedLookup {
+    /// The transform between the source and this target, as [`OpenedSink::transform`].
+    pub fn transform(&self) -> Arc<dyn Transform> {
+        programs::routes::into_index(self.index.as_deref())
+    }
+}
+
+/// What a sink connector opened.
+pub struct OpenedSink {
+    pub sink: BoxedSink,
+    /// Every document into this index (an index named in the sink URL).
+    pub index: Option<String>,
+}
+
+impl OpenedSink {
+    /// The transform between `source` and this sink: all into the sink's index when it
+    /// names one, else each document keeps its index.
+    pub fn transform(&self) -> Arc<dyn Transform> {
+        programs::routes::into_index(self.index.as_deref())
+    }
+}
+
+pub type OpenFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ConnectError>> + Send + 'a>>;
+
+/// A source by URL.
+#[derive(Debug)]
+pub struct SourceConnector {
+    pub name: &'static str,
+    /// URL schemes it reads (`""`: a plain path).
+    pub schemes: &'static [&'static str],
+    /// When several connectors read a scheme: whether this one holds the URL (by its
+    /// content; blocking). `None`: every URL of its schemes.
+    pub holds: Option<fn(&str, &Settings) -> bool>,
+    pub open: for<'a> fn(&'a str, &'a Settings) -> OpenFuture<'a, OpenedSource>,
+}
+
+/// A sink by URL.
+#[derive(Debug)]
+pub struct SinkConnector {
+    pub name: &'static str,
+    pub schemes: &'static [&'static str],
+    pub open: for<'a> fn(&'a str, &'a Settings, &'a OpenedSource) -> OpenFuture<'a, OpenedSink>,
+    /// A lookup on what the sink wrote (verify), for documents of a source of that shape.
+    pub lookup: for<'a> fn(&'a str, &'a Settings, &'a SourceShape) -> OpenFuture<'a, OpenedLookup>,
+    /// The sink's name in a migration's identity, exactly as the sink opened on the same
+    /// URL and settings records it (`Sink::identity`), without connecting.
+    pub identity: fn(&str, &Settings) -> Result<String, ConnectError>,
+}
+
+/// Every source, in the order they are asked.
+pub static SOURCES: &[SourceConnector] = &[
+    jsonl::SOURCE,
+    snapshot::SOURCE,
+    table::SOURCE,
+    cluster::SOURCE,
+    failures::SOURCE,
+];
+
+/// Every sink.
+pub static SINKS: &[SinkConnector] = &[bulk::SINK, files::SINK, dynamo::SINK];
+
+/// The URL's scheme, lower case; `""` for a plain path.
+pub fn scheme(url: &str) -> String {
+    match url.split_once("://") {
+        Some((s, _))
+            if !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) =>
+        {
+            s.to_ascii_lowercase()
+        }
+        _ => String::new(),
+    }
+}
+
+/// The source connector for `url`.
+pub fn source_for(
+    url: &str,
+    settings: &Settings,
+) -> Result<&'static SourceConnector, ConnectError> {
+    let s = scheme(url);
+    let mut known = false;
+    for c in SOURCES {
+        if !c.schemes.contains(&s.as_str()) {
+            continue;
+        }
+        known = true;
+        if c.holds.is_none_or(|h| h(url, settings)) {
+            return Ok(c);
+        }
+    }
+    Err(ConnectError::new(
+        url,
+        if known {
+            "neither a snapshot repository (no index-N or index.latest) nor a directory of *.jsonl files".to_string()
+        } else {
+            format!(
+                "no source reads {}:// URLs ({})",
+                shown_scheme(&s),
+                schemes_of(SOURCES.iter().map(|c| c.schemes))
+            )
+        },
+    ))
+}
+
+/// The sink connector for `url`.
+pub fn sink_for(url: &str) -> Result<&'static SinkConnector, ConnectError> {
+    let s = scheme(url);
+    SINKS
+        .iter()
+        .find(|c| c.schemes.contains(&s.as_str()))
+        .ok_or_else(|| {
+            ConnectError::new(
+                url,
+                format!(
+                    "no sink writes {}:// URLs ({})",
+                    shown_scheme(&s),
+                    schemes_of(SINKS.iter().map(|c| c.schemes))
+                ),
+            )
+        })
+}
+
+fn shown_scheme(s: &str) -> &str {
+    if s.is_empty() {
+        "path"
+    } else {
+        s
+    }
+}
+
+fn schemes_of<'a>(all: impl Iterator<Item = &'a [&'a str]>) -> String {
+    let mut v: Vec<&str> = all
+        .flatten()
+        .map(|s| if s.is_empty() { "a path" } else { s })
+        .collect();
+    v.dedup();
+    v.join(", ")
+}
+
+/// Opens the source `url` names.
+pub async fn open_source(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
+    let (u, s) = (url.to_string(), settings.clone());
+    let c = blocking(url, move || source_for(&u, &s)).await?;
+    (c.open)(url, settings).await
+}
+
+/// Opens `url` with the source connector named `name`, for a command whose flag says
+/// what kind of source it names (`--repo` is a snapshot repository): that connector's
+/// errors rather than a guess by content.
+pub async fn open_source_as(
+    name: &str,
+    url: &str,
+    settings: &Settings,
+) -> Result<OpenedSource, ConnectError> {
+    let c = SOURCES
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ConnectError::new(url, format!("no source connector named {name}")))?;
+    (c.open)(url, settings).await
+}
+
+/// Opens the sink `url` names, for documents of `source`.
+pub async fn open_sink(
+    url: &str,
+    settings: &Settings,
+    source: &OpenedSource,
+) -> Result<OpenedSink, ConnectError> {
+    (sink_for(url)?.open)(url, settings, source).await
+}
+
+/// Opens a lookup on what the sink `url` names holds, for documents of a source of
+/// `shape` (verify).
+pub async fn open_lookup(
+    url: &str,
+    settings: &Settings,
+    shape: &SourceShape,
+) -> Result<OpenedLookup, ConnectError> {
+    (sink_for(url)?.lookup)(url, settings, shape).await
+}
+
+/// The name the sink `url` names records in a migration's identity, as the sink opened
+/// with `settings` records it (`rfs verify --store`, `rfs table verify --store` compare
+/// it with the store's before looking anything up).
+pub fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
+    (sink_for(url)?.identity)(url, settings)
+}
+
+/// `key=value` parameters of a URL's query, percent-decoded, and the URL without them.
+pub(crate) fn split_query(url: &str) -> (String, Vec<(String, String)>) {
+    let (base, frag) = url
+        .split_once('#')
+        .map_or((url, None), |(a, b)| (a, Some(b)));
+    let (base, query) = base.split_once('?').unwrap_or((base, ""));
+    let mut params: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    if let Some(f) = frag {
+        params.extend(url::form_urlencoded::parse(f.as_bytes()).into_owned());
+    }
+    (base.to_string(), params)
+}
+
+/// Runs blocking work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    url: &str,
+    f: impl FnOnce() -> Result<T, ConnectError> + Send + 'static,
+) -> Result<T, ConnectError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ConnectError::new(url, e))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_choose_connectors() {
+        let s = Settings::default();
+        assert_eq!(sink_for("http://h:9200").unwrap().name, "bulk");
+        assert_eq!(sink_for("HTTPS://u:pw@h/ix").unwrap().name, "bulk");
+        assert_eq!(sink_for("file:///tmp/x?format=bulk").unwrap().name, "files");
+        assert_eq!(sink_for("./out").unwrap().name, "files");
+        assert_eq!(
+            sink_for("dynamodb://tab?region=r").unwrap().name,
+            "dynamodb"
+        );
+        let e = sink_for("ftp://u:secret@h/x").unwrap_err().to_string();
+        assert!(
+            e.contains("no sink writes ftp://") && !e.contains("secret"),
+            "{e}"
+        );
+        assert_eq!(
+            source_for("failure-log://logs/f.jsonl", &s).unwrap().name,
+            "failure-log"
+        );
+        assert_eq!(
+            source_for("postgres://u:pw@h/db?table=t&key=id", &s)
+                .unwrap()
+                .name,
+            "table"
+        );
+        let e = source_for("mysql://u:secret@h/db", &s)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("no source reads mysql://") && !e.contains("secret"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn directories_are_told_apart_by_content() {
+        let s = Settings::default();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::write(repo.path().join("index-3"), b"{}").unwrap();
+        let url = format!("file://{}", repo.path().display());
+        assert_eq!(source_for(&url, &s).unwrap().name, "snapshot");
+        let lines = tempfile::tempdir().unwrap();
+        std::fs::write(lines.path().join("a.jsonl"), b"").unwrap();
+        let path = lines.path().display().to_string();
+        assert_eq!(source_for(&path, &s).unwrap().name, "jsonl");
+        let empty = tempfile::tempdir().unwrap();
+        let e = source_for(&empty.path().display().to_string(), &s)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("neither a snapshot repository"), "{e}");
+    }
+
+    #[test]
+    fn sink_identities_are_the_sinks_own_without_secrets() {
+        let s = Settings::default();
+        assert_eq!(
+            sink_identity("http://u:secret@Host:9200/", &s).unwrap(),
+            engine::job::identity_location("http://host:9200")
+        );
+        let named = Settings {
+            sink_identity: Some("https://h:9200/ev".into()),
+            ..Settings::default()
+        };
+        assert_eq!(
+            sink_identity("https://u:secret@h:9200/ev", &named).unwrap(),
+            engine::job::identity_location("https://h:9200/ev")
+        );
+        assert_eq!(
+            sink_identity("file:///tmp/out?format=bulk", &s).unwrap(),
+            "/tmp/out"
+        );
+        assert_eq!(sink_identity("out/dir", &s).unwrap(), "out/dir");
+        let d = "dynamodb://docs?region=r&endpoint=http%3A%2F%2Fh%3A1";
+        assert_eq!(
+            sink_identity(d, &s).unwrap(),
+            crate::sinks::dynamo::DynamoUrl::parse(d).unwrap().display()
+        );
+        let e = sink_identity("ftp://u:secret@h/x", &s)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn queries_split() {
+        let (b, p) = split_query("s3://b/p?region=x&endpoint=http%3A%2F%2Fh#snapshot=s1");
+        assert_eq!(b, "s3://b/p");
+        assert_eq!(
+            p,
+            vec![
+                ("region".into(), "x".into()),
+                ("endpoint".into(), "http://h".into()),
+                ("snapshot".into(), "s1".into())
+            ]
+        );
+    }
+}

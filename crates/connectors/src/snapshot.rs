@@ -1,0 +1,239 @@
+//! Source: a snapshot repository (a path, `file://`, `s3://`, `gs://`, `az://`; the
+//! snapshot from `#snapshot=NAME` or `--snapshot`), every index of the snapshot; or,
+//! with settings, the indices chosen by patterns or routed as the metadata migration
+//! names them, and a delta since an earlier snapshot.
+
+use std::sync::Arc;
+
+use super::{
+    blocking, split_query, BoxedSource, ConnectError, OpenedSource, Routed, Settings,
+    SourceConnector,
+};
+use crate::sources::snapshot::SnapshotSource;
+
+pub(super) const SOURCE: SourceConnector = SourceConnector {
+    name: "snapshot",
+    schemes: ::snapshot::SCHEMES,
+    holds: Some(holds),
+    open: |url, settings| Box::pin(open(url, settings)),
+};
+
+/// A repository has `index-N` or `index.latest` at its root.
+pub(super) fn is_repository(store: &dyn ::snapshot::BlobStore) -> bool {
+    store.list("", "index").is_ok_and(|blobs| {
+        blobs.iter().any(|b| {
+            b.name == "index.latest"
+                || b.name
+                    .strip_prefix("index-")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
+        })
+    })
+}
+
+/// The location and its `#snapshot=NAME` fragment (empty without one). Only that fragment
+/// is cut: a `#` anywhere else belongs to the path (a directory may be named `a#b`).
+pub(super) fn without_snapshot(url: &str) -> (&str, &str) {
+    match url.rfind("#snapshot=") {
+        Some(at) => (&url[..at], &url[at + 1..]),
+        None => (url, ""),
+    }
+}
+
+fn holds(url: &str, settings: &Settings) -> bool {
+    let location = without_snapshot(url).0;
+    ::snapshot::open_blob_store(location, &settings.store_options)
+        .is_ok_and(|s| is_repository(s.as_ref()))
+}
+
+async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
+    let (location, fragment) = without_snapshot(url);
+    let from_url = split_query(&format!("x#{fragment}"))
+        .1
+        .into_iter()
+        .find(|(k, _)| k == "snapshot")
+        .map(|(_, v)| v);
+    let name = from_url
+        .or_else(|| settings.snapshot.clone())
+        .ok_or_else(|| {
+            ConnectError::new(
+                url,
+                "a repository source needs the snapshot: --snapshot NAME or #snapshot=NAME",
+            )
+        })?;
+    let (location, settings2) = (location.to_string(), settings.clone());
+    blocking(url, move || open_blocking(&location, &name, &settings2)).await
+}
+
+/// Opens the repository and the snapshot, chooses and routes its indices, and reads a
+/// delta's earlier snapshot.
+fn open_blocking(
+    location: &str,
+    name: &str,
+    settings: &Settings,
+) -> Result<OpenedSource, ConnectError> {
+    let shown = redact::url(location);
+    let store = ::snapshot::open_blob_store(location, &settings.store_options)
+        .map_err(|e| ConnectError::context("opening the repository", e))?;
+    let repo = ::snapshot::Repository::open(store)
+        .map_err(|e| ConnectError::context(format!("reading repository {shown}"), e))?;
+    let snap = repo
+        .snapshot(name)
+        .map_err(|e| ConnectError::context(format!("snapshot {name} in {shown}"), e))?;
+    if !settings.any_state {
+        readable(&snap, "")?;
+    }
+    let (groups, routing) = chosen(&snap, settings, true)?;
+    let mut source = SnapshotSource::new(
+        snap.clone(),
+        groups.clone(),
+        settings.snapshot_options.clone(),
+    );
+    let mut removed = Vec::new();
+    if let Some(since) = &settings.since {
+        if since == snap.name() {
+            return Err(ConnectError::message(format!(
+                "--since {since} names the snapshot being read; give the earlier one"
+            )));
+        }
+        let old = repo
+            .snapshot(since)
+            .map_err(|e| ConnectError::context(format!("--since: snapshot {since}"), e))?;
+        readable(&old, "--since: ")?;
+        let (old_groups, old_routing) = chosen(&old, settings, false)?;
+        source = source.since(old, old_groups);
+        if let Some((_, _, old_routing)) = &old_routing {
+            for index in source.removed_indices() {
+                let targets = old_routing
+                    .targets_of(&index)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                removed.push((index, targets));
+            }
+        }
+    }
+    let routed = routing.map(|(metadata, transform, _)| Routed {
+        metadata,
+        transform,
+        removed,
+    });
+    Ok(OpenedSource {
+        source: BoxedSource::new(Arc::new(source)),
+        kind: "snapshot",
+        key_column: None,
+        hints: Default::default(),
+        groups,
+        routed,
+    })
+}
+
+/// A snapshot that holds data (not FAILED, not in progress).
+fn readable(snap: &::snapshot::Snapshot, prefix: &str) -> Result<(), ConnectError> {
+    match snap.state() {
+        Some(state) if !state.is_restorable() => Err(ConnectError::message(format!(
+            "{prefix}snapshot {} is {state}: it holds no readable data",
+            snap.name()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+type Routing = (
+    metadata::SourceMetadata,
+    Arc<dyn engine::transform::Transform>,
+    metadata::DocumentRouting,
+);
+
+/// The indices of `snap` the settings choose (routed: those the routing includes; else
+/// those matching the patterns; `strict`: at least one), and the routing.
+fn chosen(
+    snap: &::snapshot::Snapshot,
+    settings: &Settings,
+    strict: bool,
+) -> Result<(Vec<String>, Option<Routing>), ConnectError> {
+    let all = snap.index_names();
+    if let Some(options) = &settings.routing {
+        let metadata = metadata::SourceMetadata::from_snapshot(snap).map_err(ConnectError::of)?;
+        let routing = metadata::DocumentRouting::new(&metadata, options);
+        let mut indices: Vec<String> = all.into_iter().filter(|n| routing.includes(n)).collect();
+        failure_stores(snap, options.indices.is_empty(), &mut indices, strict);
+        let routes: Arc<dyn engine::transform::Transform> =
+            Arc::new(programs::routes::Routes::new(&routing, &indices));
+        return Ok((indices, Some((metadata, routes, routing))));
+    }
+    let patterns = &settings.index_patterns;
+    let allow = metadata::Allowlist::parse(patterns).map_err(ConnectError::of)?;
+    let mut indices: Vec<String> = all
+        .into_iter()
+        .filter(|n| allow.is_empty() || allow.matches(n))
+        .collect();
+    failure_stores(snap, allow.is_empty(), &mut indices, strict);
+    if strict && indices.is_empty() && !patterns.is_empty() {
+        return Err(ConnectError::message(format!(
+            "no index of snapshot {} matches {patterns:?}",
+            snap.name()
+        )));
+    }
+    Ok((indices, None))
+}
+
+/// Failure-store indices (`.fs-…`, Elasticsearch 8.15+, listed as a data stream's
+/// `failure_indices`) hold the documents the stream refused at ingestion, wrapped with
+/// the error (elastic.co docs, "Failure store": "a secondary set of indices inside a data
+/// stream, dedicated to storing failed documents"; searched apart with the `::failures`
+/// selector, never with the stream's own data). Without a list of indices (`unlisted`)
+/// they are left out; a list that names one migrates it as an ordinary index of that
+/// name. Either way each one is named: `warn` (the snapshot being read, not a delta's
+/// earlier one) logs a WARN for each left out whose data stream is read or when no list
+/// was given, and an INFO for each migrated.
+fn failure_stores(
+    snap: &::snapshot::Snapshot,
+    unlisted: bool,
+    indices: &mut Vec<String>,
+    warn: bool,
+) {
+    let Ok(global) = snap.global_metadata() else {
+        return;
+    };
+    for ds in global.data_streams.values() {
+        for name in &ds.failure_indices {
+            if unlisted {
+                indices.retain(|i| i != name);
+            }
+            if !warn {
+                continue;
+            }
+            if indices.contains(name) {
+                tracing::info!(
+                    index = %name,
+                    "failure store of data stream {}: migrated as an ordinary index of this name (its documents are the ones the stream refused, not written into the stream)",
+                    ds.name
+                );
+            } else if unlisted || ds.indices.iter().any(|b| indices.contains(b)) {
+                tracing::warn!(
+                    index = %name,
+                    "left out: the failure store of data stream {} (documents the stream refused at ingestion, not part of its data); list it (--index '{name}') to migrate it as an ordinary index",
+                    ds.name
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_snapshot;
+
+    #[test]
+    fn only_the_snapshot_fragment_is_cut() {
+        assert_eq!(
+            without_snapshot("/repos/a#b#snapshot=s1"),
+            ("/repos/a#b", "snapshot=s1")
+        );
+        assert_eq!(without_snapshot("/repos/a#b"), ("/repos/a#b", ""));
+        assert_eq!(
+            without_snapshot("s3://bucket/p#snapshot=x"),
+            ("s3://bucket/p", "snapshot=x")
+        );
+    }
+}

@@ -1,0 +1,504 @@
+//! The reference tool's JavaScript document transforms, run by an embedded QuickJS engine
+//! (`rquickjs`), so that a transform written for it moves over unchanged.
+//!
+//! The script's value is a function `main(bindings)` (the usual ending is
+//! `(() => main)();`); `main` is called once with the parsed `bindingsObject` and returns
+//! the transform. The transform is called with a list of documents — rfs passes one per
+//! call — each a `Map` (nested objects are `Map`s too, arrays are arrays) in the reference
+//! tool's bulk-operation shape:
+//!
+//! ```json
+//! {"schema": "rfs-opensearch-bulk-v1", "operation_type": "index", "include_document": true,
+//!  "operation": {"_index": "books", "_id": "1", "_type": "doc", "routing": "r"},
+//!  "document": {"title": "…"}}
+//! ```
+//!
+//! It returns a list of such documents (plain objects or `Map`s): none filters the input,
+//! several explode it. A single document instead of a list is taken as a list of one. A
+//! thrown error is that document's `transform_error`. Numbers are JavaScript numbers (an
+//! integer beyond 2^53 loses precision, as in the reference tool).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rquickjs::{CatchResultExt, Context, Function, Persistent, Runtime, Value};
+
+use crate::program::RunError;
+use crate::reshape::{reason_key, DocumentProgram};
+use engine::document::{Document, Op};
+
+/// Memory one engine may use.
+const MEMORY_LIMIT: usize = 512 << 20;
+/// How long the transform may run on one document before it is interrupted.
+const TIME_LIMIT: Duration = Duration::from_secs(10);
+
+/// Glue between rfs and the user's transform: JSON text in, `Map`s to the transform,
+/// plain JSON text out.
+const RUNNER: &str = r#"
+(function (transform) {
+  function toMaps(v) {
+    if (Array.isArray(v)) return v.map(toMaps);
+    if (v !== null && typeof v === "object") {
+      const m = new Map();
+      for (const k of Object.keys(v)) m.set(k, toMaps(v[k]));
+      return m;
+    }
+    return v;
+  }
+  // Keys are defined as own properties, never assigned: an assignment of `__proto__`
+  // would set the object's prototype and the field would vanish from the output.
+  function put(o, k, x) {
+    Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+  }
+  function toPlain(v) {
+    if (v instanceof Map) {
+      const o = {};
+      for (const [k, x] of v) put(o, String(k), toPlain(x));
+      return o;
+    }
+    if (Array.isArray(v)) return v.map(toPlain);
+    if (v !== null && typeof v === "object") {
+      const o = {};
+      for (const k of Object.keys(v)) put(o, k, toPlain(v[k]));
+      return o;
+    }
+    return v;
+  }
+  return function (text) {
+    const out = transform(toMaps(JSON.parse(text)));
+    if (out !== null && typeof out === "object" && typeof out.then === "function") {
+      throw new Error("the transform returned a Promise; rfs runs transforms synchronously");
+    }
+    return JSON.stringify(out === undefined ? null : toPlain(out));
+  };
+})
+"#;
+
+/// A JavaScript transform in the reference tool's form.
+#[derive(Debug)]
+pub struct JsProgram {
+    /// Identifies this program's engines in each thread's cache.
+    key: u64,
+    script: String,
+    /// The `bindingsObject` as JSON text.
+    bindings: String,
+    time_limit: Duration,
+}
+
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+
+/// One thread's engine for one program. Fields drop in order: the saved function, then
+/// the context, then the runtime (QuickJS asserts that nothing outlives its runtime).
+struct Engine {
+    run: Persistent<Function<'static>>,
+    ctx: Context,
+    /// Milliseconds since `epoch` after which the running call is interrupted.
+    deadline: Arc<AtomicU64>,
+    epoch: Instant,
+    _rt: Runtime,
+}
+
+thread_local! {
+    static ENGINES: RefCell<HashMap<u64, Engine>> = RefCell::new(HashMap::new());
+}
+
+impl JsProgram {
+    /// Loads the script and calls its `main` with `bindings` (JSON text) once, here, so
+    /// that a script that cannot run is an error before any document is read.
+    pub fn new(script: String, bindings: String) -> Result<JsProgram, RunError> {
+        let p = JsProgram {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            script,
+            bindings,
+            time_limit: TIME_LIMIT,
+        };
+        p.engine()?;
+        Ok(p)
+    }
+
+    /// How long the transform may run on one document (default 10 s).
+    pub fn with_time_limit(mut self, limit: Duration) -> JsProgram {
+        self.time_limit = limit;
+        self
+    }
+
+    fn engine(&self) -> Result<Engine, RunError> {
+        let err = |what: &str, e: &dyn std::fmt::Display| RunError(format!("{what}: {e}"));
+        let rt = Runtime::new().map_err(|e| err("starting QuickJS", &e))?;
+        rt.set_memory_limit(MEMORY_LIMIT);
+        rt.set_max_stack_size(1 << 20);
+        let deadline = Arc::new(AtomicU64::new(u64::MAX));
+        let epoch = Instant::now();
+        {
+            let deadline = deadline.clone();
+            rt.set_interrupt_handler(Some(Box::new(move || {
+                epoch.elapsed().as_millis() as u64 > deadline.load(Ordering::Relaxed)
+            })));
+        }
+        let ctx = Context::full(&rt).map_err(|e| err("starting QuickJS", &e))?;
+        deadline.store(
+            epoch.elapsed().as_millis() as u64 + TIME_LIMIT.as_millis() as u64,
+            Ordering::Relaxed,
+        );
+        let run = ctx.with(|ctx| -> Result<_, RunError> {
+            let main: Value = ctx
+                .eval(self.script.as_str())
+                .catch(&ctx)
+                .map_err(|e| err("the initialization script", &e))?;
+            let main = main.into_function().ok_or_else(|| {
+                RunError(
+                    "the initialization script must evaluate to a function main(bindings) \
+                     (end it with `(() => main)();`)"
+                        .into(),
+                )
+            })?;
+            let bindings = ctx
+                .json_parse(self.bindings.as_str())
+                .catch(&ctx)
+                .map_err(|e| err("bindingsObject is not JSON", &e))?;
+            let transform: Value = main
+                .call((bindings,))
+                .catch(&ctx)
+                .map_err(|e| err("main(bindings)", &e))?;
+            let transform = transform.into_function().ok_or_else(|| {
+                RunError("main(bindings) must return the transform function".into())
+            })?;
+            let runner: Function = ctx
+                .eval(RUNNER)
+                .catch(&ctx)
+                .map_err(|e| err("rfs's JavaScript glue", &e))?;
+            let run: Function = runner
+                .call((transform,))
+                .catch(&ctx)
+                .map_err(|e| err("rfs's JavaScript glue", &e))?;
+            Ok(Persistent::save(&ctx, run))
+        })?;
+        deadline.store(u64::MAX, Ordering::Relaxed);
+        Ok(Engine {
+            run,
+            ctx,
+            deadline,
+            epoch,
+            _rt: rt,
+        })
+    }
+
+    /// Runs the transform on one JSON text (a list of documents), in this thread's engine.
+    pub fn call(&self, input: &str) -> Result<String, RunError> {
+        ENGINES.with(|engines| {
+            let mut engines = engines.borrow_mut();
+            let e = match engines.entry(self.key) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(self.engine()?),
+            };
+            e.deadline.store(
+                e.epoch.elapsed().as_millis() as u64 + self.time_limit.as_millis() as u64,
+                Ordering::Relaxed,
+            );
+            let out = e.ctx.with(|ctx| -> Result<String, RunError> {
+                let run = e
+                    .run
+                    .clone()
+                    .restore(&ctx)
+                    .map_err(|err| RunError(format!("the transform: {err}")))?;
+                run.call::<_, String>((input,))
+                    .catch(&ctx)
+                    .map_err(|err| RunError(format!("the transform: {err}")))
+            });
+            e.deadline.store(u64::MAX, Ordering::Relaxed);
+            // An interrupted or out-of-memory engine is not reused.
+            let broken = out
+                .as_ref()
+                .err()
+                .is_some_and(|m| m.0.contains("interrupted") || m.0.contains("memory"));
+            if broken {
+                engines.remove(&self.key);
+            }
+            out
+        })
+    }
+}
+
+/// The reference tool's document shape of `doc`.
+pub fn to_reference(doc: &Document) -> Result<serde_json::Value, RunError> {
+    let mut op = serde_json::Map::new();
+    op.insert("_index".into(), doc.index.to_string().into());
+    op.insert("_id".into(), doc.id.clone().into());
+    if let Some(t) = &doc.doc_type {
+        op.insert("_type".into(), t.to_string().into());
+    }
+    if let Some(r) = &doc.routing {
+        op.insert("routing".into(), r.clone().into());
+    }
+    let delete = doc.op == Op::Delete;
+    if doc.op == Op::Create {
+        op.insert("op_type".into(), "create".into());
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("schema".into(), "rfs-opensearch-bulk-v1".into());
+    m.insert(
+        "operation_type".into(),
+        if delete { "delete" } else { "index" }.into(),
+    );
+    m.insert("include_document".into(), (!delete).into());
+    m.insert("operation".into(), serde_json::Value::Object(op));
+    let source = if doc.source.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_slice(&doc.source)
+            .map_err(|e| RunError(format!("_source is not JSON: {e}")))?
+    };
+    m.insert("document".into(), source);
+    Ok(serde_json::Value::Object(m))
+}
+
+/// One output in the reference shape back into a document (what it leaves out keeps the
+/// input's).
+pub fn from_reference(input: &Document, v: &serde_json::Value) -> Result<Document, RunError> {
+    let bad = |what: &str| RunError(format!("an output document: {what}"));
+    let m = v
+        .as_object()
+        .ok_or_else(|| bad("not an object (expected {operation_type, operation, document})"))?;
+    let mut doc = Document {
+        position: input.position.clone(),
+        op: input.op,
+        index: input.index.clone(),
+        id: input.id.clone(),
+        doc_type: input.doc_type.clone(),
+        routing: input.routing.clone(),
+        source: bytes::Bytes::new(),
+    };
+    if let Some(op) = m.get("operation") {
+        let op = op
+            .as_object()
+            .ok_or_else(|| bad("operation is not an object"))?;
+        if let Some(ix) = op.get("_index") {
+            match ix.as_str() {
+                Some(s) if !s.is_empty() => {
+                    if s != &*doc.index {
+                        doc.index = Arc::from(s);
+                    }
+                }
+                _ => return Err(bad("operation._index must be a non-empty string")),
+            }
+        }
+        if let Some(id) = op.get("_id") {
+            doc.id = match id {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                _ => String::new(),
+            };
+            if doc.id.is_empty() || doc.id.len() > 512 {
+                return Err(bad(
+                    "operation._id must be a non-empty string of at most 512 bytes",
+                ));
+            }
+        }
+        match op.get("_type") {
+            None => {}
+            Some(serde_json::Value::Null) => doc.doc_type = None,
+            Some(serde_json::Value::String(t)) => doc.doc_type = Some(Arc::from(t.as_str())),
+            Some(_) => return Err(bad("operation._type must be a string")),
+        }
+        match op.get("routing") {
+            None => {}
+            Some(serde_json::Value::Null) => doc.routing = None,
+            Some(serde_json::Value::String(r)) => doc.routing = Some(r.clone()),
+            Some(serde_json::Value::Number(n)) => doc.routing = Some(n.to_string()),
+            Some(_) => return Err(bad("operation.routing must be a string")),
+        }
+        if op.get("op_type").and_then(|t| t.as_str()) == Some("create") {
+            doc.op = Op::Create;
+        }
+    }
+    match m.get("operation_type").and_then(|t| t.as_str()) {
+        None => {}
+        Some("index") if doc.op == Op::Delete => doc.op = Op::Index,
+        Some("index") => {}
+        Some("delete") => doc.op = Op::Delete,
+        Some(other) => {
+            return Err(bad(&format!(
+                "operation_type {other:?} is not \"index\" or \"delete\""
+            )))
+        }
+    }
+    match m.get("document") {
+        Some(s @ serde_json::Value::Object(_)) if doc.op != Op::Delete => {
+            doc.source = bytes::Bytes::from(serde_json::to_vec(s).expect("JSON serialises"));
+        }
+        _ if doc.op == Op::Delete => {}
+        _ => return Err(bad("document must be an object")),
+    }
+    Ok(doc)
+}
+
+impl DocumentProgram for JsProgram {
+    fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError> {
+        let input = serde_json::Value::Array(vec![to_reference(doc)?]).to_string();
+        let text = self.call(&input)?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| RunError(format!("the transform's result is not JSON: {e}")))?;
+        let v = match v {
+            serde_json::Value::Null => serde_json::Value::Array(Vec::new()),
+            a @ serde_json::Value::Array(_) => a,
+            one => serde_json::Value::Array(vec![one]),
+        };
+        push_reference_outputs(doc, v, out)
+    }
+}
+
+/// The documents of a list of outputs in the reference shape, pushed onto `out`; an
+/// output `{"_filtered": "REASON"}` names why the input is filtered (returned).
+pub fn push_reference_outputs(
+    input: &Document,
+    outputs: serde_json::Value,
+    out: &mut Vec<Document>,
+) -> Result<Option<String>, RunError> {
+    let start = out.len();
+    let serde_json::Value::Array(outputs) = outputs else {
+        return Err(RunError("the transform's result is not a list".into()));
+    };
+    let mut filtered = None;
+    for o in &outputs {
+        if let Some(r) = o.get("_filtered") {
+            filtered = Some(reason_key(r.as_str().unwrap_or("program")));
+            continue;
+        }
+        match from_reference(input, o) {
+            Ok(d) => out.push(d),
+            Err(e) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        }
+    }
+    Ok(filtered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coordination::Position;
+
+    fn doc() -> Document {
+        Document {
+            position: Position::Doc(1),
+            op: Op::Index,
+            index: "books".into(),
+            id: "7".into(),
+            doc_type: None,
+            routing: Some("r".into()),
+            source: bytes::Bytes::from_static(br#"{"title":"T","n":1}"#),
+        }
+    }
+
+    const SCRIPT: &str = r#"
+function main(context) {
+  return (documents) => documents.flatMap(d => {
+    const src = d.get("document");
+    if (src.get("n") === context.skip) return [];
+    src.set("title_lower", src.get("title").toLowerCase());
+    src.set("tag", context.tag);
+    d.get("operation").set("_index", d.get("operation").get("_index") + "_new");
+    return [d];
+  });
+}
+(() => main)();
+"#;
+
+    #[test]
+    fn a_reference_style_transform_runs_with_its_bindings() {
+        let p = JsProgram::new(SCRIPT.into(), r#"{"tag":"x","skip":2}"#.into()).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(p.reshape(&doc(), &mut out).unwrap(), None);
+        assert_eq!(out.len(), 1);
+        assert_eq!(&*out[0].index, "books_new");
+        assert_eq!(out[0].id, "7");
+        assert_eq!(out[0].routing.as_deref(), Some("r"));
+        let v: serde_json::Value = serde_json::from_slice(&out[0].source).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"title":"T","n":1,"title_lower":"t","tag":"x"})
+        );
+        // In another thread: its own engine.
+        let p = Arc::new(p);
+        let q = p.clone();
+        let n = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let mut d = doc();
+            d.source = bytes::Bytes::from_static(br#"{"title":"T","n":2}"#);
+            q.reshape(&d, &mut out).unwrap();
+            out.len()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(n, 0, "filtered");
+    }
+
+    /// Keys that mean something to JavaScript objects (`__proto__`, `constructor`), at the
+    /// top and nested, through a transform that passes the document on and one that
+    /// builds a new plain object from it: every key comes back exactly.
+    #[test]
+    fn every_key_round_trips_exactly() {
+        let source = r#"{"__proto__":{"x":1},"constructor":"c","toString":2,"a":{"__proto__":[1,{"__proto__":null}],"constructor":{"prototype":3}},"hasOwnProperty":false}"#;
+        let want: serde_json::Value = serde_json::from_str(source).unwrap();
+        for script in [
+            "(() => (c) => (docs) => docs)();",
+            // A copy made with plain objects, as a user's transform may build it.
+            r#"(() => (c) => (docs) => docs.map(d => {
+                const plain = (v) => v instanceof Map
+                    ? Object.fromEntries([...v].map(([k, x]) => [k, plain(x)]))
+                    : Array.isArray(v) ? v.map(plain) : v;
+                const m = new Map(d);
+                m.set("document", plain(d.get("document")));
+                return m;
+            }))();"#,
+        ] {
+            let p = JsProgram::new(script.into(), "{}".into()).unwrap();
+            let mut out = Vec::new();
+            let mut d = doc();
+            d.source = bytes::Bytes::from(source.as_bytes().to_vec());
+            p.reshape(&d, &mut out).unwrap();
+            assert_eq!(out.len(), 1, "{script}");
+            let got: serde_json::Value = serde_json::from_slice(&out[0].source).unwrap();
+            assert_eq!(got, want, "{script}");
+        }
+    }
+
+    #[test]
+    fn errors_name_what_failed() {
+        let e = JsProgram::new("function main(c) {".into(), "{}".into()).unwrap_err();
+        assert!(e.0.contains("initialization script"), "{e}");
+        let e = JsProgram::new("42".into(), "{}".into()).unwrap_err();
+        assert!(e.0.contains("main(bindings)"), "{e}");
+        let e = JsProgram::new("(() => (c) => 1)()".into(), "{".into()).unwrap_err();
+        assert!(e.0.contains("bindingsObject"), "{e}");
+        let p = JsProgram::new(
+            "(() => (c) => (docs) => { throw new Error('boom ' + docs.length); })()".into(),
+            "{}".into(),
+        )
+        .unwrap();
+        let e = p.reshape(&doc(), &mut Vec::new()).unwrap_err();
+        assert!(e.0.contains("boom 1"), "{e}");
+    }
+
+    #[test]
+    fn a_runaway_transform_is_interrupted() {
+        let p = JsProgram::new(
+            "(() => (c) => (docs) => { for (;;) {} })()".into(),
+            "{}".into(),
+        )
+        .unwrap()
+        .with_time_limit(Duration::from_millis(200));
+        let started = Instant::now();
+        let e = p.reshape(&doc(), &mut Vec::new()).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(e.0.contains("interrupted"), "{e}");
+        // The next document gets a fresh engine.
+        let e = p.reshape(&doc(), &mut Vec::new()).unwrap_err();
+        assert!(e.0.contains("interrupted"), "{e}");
+    }
+}

@@ -1,0 +1,435 @@
+//! A document program (jq, or the reference tool's JavaScript) composed with the naming
+//! transform in one stage. The program sees each document as read —
+//! `{"_index", "_id", "_type"?, "_routing", "op", "_source"}` with the *source* index —
+//! and yields zero or more documents:
+//!
+//! - none: the document is filtered (`filtered:program`); an output
+//!   `{"_filtered": "REASON"}` names the reason (`filtered:REASON`);
+//! - one or more: each is sent, sharing the input's position in the item;
+//! - an error, or an output that is not a document: a `transform_error` skip.
+//!
+//! An output whose `_index` the program left alone then goes through the naming
+//! transform (renames, prefix, type routes, vector conversions); an `_index` the program
+//! changed is the target name as given.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use jaq_json::{Map, Val};
+
+use crate::program::{parse, JqProgram, RunError};
+use engine::document::{Document, Op, Skip};
+use engine::transform::{Shaped, Transform, Unroutable};
+
+/// The skip reason of a document the program could not transform.
+pub const TRANSFORM_ERROR: &str = "transform_error";
+
+/// A program over documents.
+pub trait DocumentProgram: Send + Sync + 'static {
+    /// Runs on one document and pushes its outputs onto `out`. `Ok(Some(reason))` when
+    /// the program asked for the document to be filtered with that reason.
+    fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError>;
+}
+
+/// The program, then the naming transform for what the program did not rename.
+pub struct Reshape {
+    program: Arc<dyn DocumentProgram>,
+    then: Arc<dyn Transform>,
+    identity: Option<String>,
+}
+
+impl Reshape {
+    pub fn new(program: Arc<dyn DocumentProgram>, then: Arc<dyn Transform>) -> Reshape {
+        Reshape {
+            program,
+            then,
+            identity: None,
+        }
+    }
+
+    /// The program's digest for the migration's identity ([`engine::job::program_digest`]).
+    pub fn with_identity(mut self, identity: Option<String>) -> Reshape {
+        self.identity = identity;
+        self
+    }
+}
+
+impl Transform for Reshape {
+    /// One output only (used where one document must stay one, e.g. a lookup).
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        let mut out = Vec::new();
+        match self.apply_all(doc.clone(), &mut out) {
+            Ok(Shaped::Docs) if out.len() == 1 => {
+                *doc = out.pop().expect("one output");
+                Ok(())
+            }
+            Ok(Shaped::Docs) => Err(Unroutable {
+                reason: TRANSFORM_ERROR,
+                detail: format!("the program yields {} documents, one expected", out.len()),
+            }),
+            Ok(Shaped::Filtered(r)) => Err(Unroutable {
+                reason: "filtered",
+                detail: r,
+            }),
+            Err(s) => Err(Unroutable {
+                reason: s.reason,
+                detail: s.detail,
+            }),
+        }
+    }
+
+    fn reshapes(&self) -> bool {
+        true
+    }
+
+    fn program_identity(&self) -> Option<String> {
+        self.identity.clone()
+    }
+
+    fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
+        let start = out.len();
+        let filtered = match self.program.reshape(&doc, out) {
+            Ok(f) => f,
+            Err(e) => {
+                out.truncate(start);
+                return Err(Box::new(Skip::of(doc, TRANSFORM_ERROR, e.0)));
+            }
+        };
+        if out.len() == start {
+            return Ok(Shaped::Filtered(
+                filtered.unwrap_or_else(|| "program".to_string()),
+            ));
+        }
+        for d in &mut out[start..] {
+            if d.index != doc.index {
+                continue;
+            }
+            if let Err(u) = self.then.apply(d) {
+                let d = d.clone();
+                out.truncate(start);
+                let mut skip = Skip::of(doc, u.reason, u.detail);
+                if d.id != skip.id.as_deref().unwrap_or_default() {
+                    skip.detail = format!("output {}: {}", d.id, skip.detail);
+                }
+                return Err(Box::new(skip));
+            }
+        }
+        Ok(Shaped::Docs)
+    }
+}
+
+impl DocumentProgram for JqProgram {
+    fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError> {
+        let outputs = self.run(to_val(doc)?)?;
+        let mut filtered = None;
+        for v in outputs {
+            match from_val(doc, v)? {
+                Output::Doc(d) => out.push(d),
+                Output::Filtered(r) => filtered = Some(r),
+            }
+        }
+        Ok(filtered)
+    }
+}
+
+fn key(k: &'static str) -> Val {
+    Val::utf8_str(Bytes::from_static(k.as_bytes()))
+}
+
+fn string(s: &str) -> Val {
+    Val::utf8_str(Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// The document as the program sees it.
+pub fn to_val(doc: &Document) -> Result<Val, RunError> {
+    let mut m = Map::default();
+    m.insert(key("_index"), string(&doc.index));
+    m.insert(key("_id"), string(&doc.id));
+    if let Some(t) = &doc.doc_type {
+        m.insert(key("_type"), string(t));
+    }
+    m.insert(
+        key("_routing"),
+        doc.routing.as_deref().map_or(Val::Null, string),
+    );
+    m.insert(key("op"), key(op_name(doc.op)));
+    let source = if doc.source.is_empty() {
+        Val::Null
+    } else {
+        parse(&doc.source).map_err(|e| RunError(format!("_source: {}", e.0)))?
+    };
+    m.insert(key("_source"), source);
+    Ok(Val::obj(m))
+}
+
+pub fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Index => "index",
+        Op::Create => "create",
+        Op::Delete => "delete",
+    }
+}
+
+enum Output {
+    Doc(Document),
+    Filtered(String),
+}
+
+fn as_text(v: &Val) -> Option<&str> {
+    match v {
+        Val::TStr(b) => std::str::from_utf8(b).ok(),
+        _ => None,
+    }
+}
+
+/// A reason key made of `[a-z0-9_-]`, at most 40 characters.
+pub fn reason_key(s: &str) -> String {
+    let k: String = s
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    if k.is_empty() {
+        "program".into()
+    } else {
+        k
+    }
+}
+
+/// One output of the program back into a document (what it left out keeps the input's).
+fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
+    let Val::Obj(m) = &v else {
+        return Err(RunError(format!(
+            "an output is not a document object: {}",
+            cut(&v.to_string())
+        )));
+    };
+    if let Some(r) = m.get(&key("_filtered")) {
+        let reason = as_text(r).map_or_else(|| r.to_string(), str::to_string);
+        return Ok(Output::Filtered(reason_key(&reason)));
+    }
+    let field = |name: &'static str| m.get(&key(name));
+    let mut doc = Document {
+        position: input.position.clone(),
+        op: input.op,
+        index: input.index.clone(),
+        id: input.id.clone(),
+        doc_type: input.doc_type.clone(),
+        routing: input.routing.clone(),
+        source: Bytes::new(),
+    };
+    if let Some(ix) = field("_index") {
+        match as_text(ix) {
+            Some(s) if !s.is_empty() => {
+                if s != &*doc.index {
+                    doc.index = Arc::from(s);
+                }
+            }
+            _ => {
+                return Err(RunError(format!(
+                    "_index must be a non-empty string, not {}",
+                    cut(&ix.to_string())
+                )))
+            }
+        }
+    }
+    if let Some(id) = field("_id") {
+        doc.id = match id {
+            Val::TStr(_) => as_text(id).unwrap_or_default().to_string(),
+            Val::Num(n) => n.to_string(),
+            _ => String::new(),
+        };
+        if doc.id.is_empty() || doc.id.len() > 512 {
+            return Err(RunError(format!(
+                "_id must be a non-empty string of at most 512 bytes, not {}",
+                cut(&id.to_string())
+            )));
+        }
+    }
+    if let Some(t) = field("_type") {
+        doc.doc_type = match t {
+            Val::Null => None,
+            _ => Some(Arc::from(as_text(t).ok_or_else(|| {
+                RunError(format!(
+                    "_type must be a string or null, not {}",
+                    cut(&t.to_string())
+                ))
+            })?)),
+        };
+    }
+    if let Some(r) = field("_routing") {
+        doc.routing = match r {
+            Val::Null => None,
+            Val::Num(n) => Some(n.to_string()),
+            _ => Some(
+                as_text(r)
+                    .ok_or_else(|| {
+                        RunError(format!(
+                            "_routing must be a string or null, not {}",
+                            cut(&r.to_string())
+                        ))
+                    })?
+                    .to_string(),
+            ),
+        };
+    }
+    if let Some(op) = field("op") {
+        doc.op = match as_text(op) {
+            Some("index") => Op::Index,
+            Some("create") => Op::Create,
+            Some("delete") => Op::Delete,
+            _ => {
+                return Err(RunError(format!(
+                    "op must be \"index\", \"create\" or \"delete\", not {}",
+                    cut(&op.to_string())
+                )))
+            }
+        };
+    }
+    match field("_source") {
+        Some(s @ Val::Obj(_)) if doc.op != Op::Delete => {
+            doc.source = Bytes::from(s.to_string());
+        }
+        _ if doc.op == Op::Delete => {}
+        Some(other) => {
+            return Err(RunError(format!(
+                "_source must be an object, not {}",
+                cut(&other.to_string())
+            )))
+        }
+        None => return Err(RunError("the output has no _source".into())),
+    }
+    Ok(Output::Doc(doc))
+}
+
+fn cut(s: &str) -> String {
+    let mut end = s.len().min(80);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < s.len() {
+        format!("{}…", &s[..end])
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routes::Rename;
+    use coordination::Position;
+    use metadata::Naming;
+
+    fn doc(source: &str) -> Document {
+        Document {
+            position: Position::Doc(7),
+            op: Op::Index,
+            index: "logs".into(),
+            id: "1".into(),
+            doc_type: None,
+            routing: None,
+            source: Bytes::copy_from_slice(source.as_bytes()),
+        }
+    }
+
+    fn reshape(prog: &str, prefix: &str) -> Reshape {
+        let naming = Naming {
+            prefix: prefix.into(),
+            ..Naming::default()
+        };
+        Reshape::new(
+            Arc::new(JqProgram::compile(prog).unwrap()),
+            Arc::new(Rename::new(naming, &["logs".into()])),
+        )
+    }
+
+    #[test]
+    fn rename_field_keeps_the_rest_and_the_naming_applies() {
+        let t = reshape(r#"._source |= (.new = .old | del(.old))"#, "p_");
+        let mut out = Vec::new();
+        assert_eq!(
+            t.apply_all(doc(r#"{"old":1,"k":"v"}"#), &mut out).unwrap(),
+            Shaped::Docs
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(&*out[0].index, "p_logs");
+        assert_eq!(out[0].position, Position::Doc(7));
+        let v: serde_json::Value = serde_json::from_slice(&out[0].source).unwrap();
+        assert_eq!(v, serde_json::json!({"k":"v","new":1}));
+    }
+
+    #[test]
+    fn changed_index_is_the_target_as_given() {
+        let t = reshape(r#"._index = "other" | ._routing = "r1""#, "p_");
+        let mut out = Vec::new();
+        t.apply_all(doc("{}"), &mut out).unwrap();
+        assert_eq!(&*out[0].index, "other");
+        assert_eq!(out[0].routing.as_deref(), Some("r1"));
+    }
+
+    #[test]
+    fn filter_and_explode() {
+        let t = reshape(r#"select(._source.keep)"#, "");
+        let mut out = Vec::new();
+        assert_eq!(
+            t.apply_all(doc(r#"{"keep":false}"#), &mut out).unwrap(),
+            Shaped::Filtered("program".into())
+        );
+        let t = reshape(
+            r#"if ._source.keep then . else {_filtered: "Not Kept"} end"#,
+            "",
+        );
+        assert_eq!(
+            t.apply_all(doc(r#"{"keep":false}"#), &mut out).unwrap(),
+            Shaped::Filtered("not_kept".into())
+        );
+        assert!(out.is_empty());
+        let t = reshape(r#"(._id += "-a"), (._id += "-b" | ._source.b = true)"#, "");
+        t.apply_all(doc(r#"{"x":1}"#), &mut out).unwrap();
+        let ids: Vec<_> = out.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["1-a", "1-b"]);
+        assert!(out.iter().all(|d| d.position == Position::Doc(7)));
+    }
+
+    #[test]
+    fn errors_and_bad_outputs_are_transform_errors() {
+        let mut out = Vec::new();
+        for prog in [
+            r#"error("nope")"#,
+            r#"1"#,
+            r#"._id = """#,
+            r#"._source = [1]"#,
+            r#".op = "upsert""#,
+            r#"del(._source)"#,
+            r#"., 2"#,
+        ] {
+            let t = reshape(prog, "");
+            let e = t.apply_all(doc(r#"{"x":1}"#), &mut out).unwrap_err();
+            assert_eq!(e.reason, TRANSFORM_ERROR, "{prog}");
+            assert_eq!(e.id.as_deref(), Some("1"));
+            assert!(out.is_empty(), "{prog}: no partial output");
+        }
+        let t = reshape(".", "");
+        let e = t.apply_all(doc("{not json"), &mut out).unwrap_err();
+        assert!(e.detail.contains("_source"), "{}", e.detail);
+    }
+
+    #[test]
+    fn deletes_need_no_source() {
+        let t = reshape(".", "");
+        let mut d = doc("");
+        d.op = Op::Delete;
+        let mut out = Vec::new();
+        t.apply_all(d, &mut out).unwrap();
+        assert_eq!(out[0].op, Op::Delete);
+        assert!(out[0].source.is_empty());
+    }
+}

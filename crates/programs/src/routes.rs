@@ -1,0 +1,226 @@
+//! The naming transforms: the snapshot's routes (type routes for multi-type indices, then
+//! renames, and string-encoded vectors rewritten as arrays where the target needs it: see
+//! [`metadata::vectors`]), a rename of every index, and every document into one index.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use engine::document::{Document, Op};
+use engine::transform::{Transform, Unroutable};
+use metadata::names::Naming;
+use metadata::vectors::{rewrite_vectors, VectorField};
+use metadata::DocumentRouting;
+use rustc_hash::FxHashMap;
+
+#[derive(Debug, Clone)]
+enum Route {
+    Single(Arc<str>),
+    PerType(HashMap<Box<str>, Arc<str>>),
+}
+
+/// The snapshot transform: the routes metadata migration decided (allowlist, merge or
+/// split of mapping types, [`Naming`]), one lookup per document, and the vector fields
+/// whose string values are rewritten.
+#[derive(Debug, Clone)]
+pub struct Routes {
+    /// Source index → what happens to its documents (looked up once per document, so
+    /// with a fast hash; the keys are index names from our own plan).
+    indices: FxHashMap<Box<str>, IndexRoute>,
+}
+
+/// What happens to the documents of one source index.
+#[derive(Debug, Clone)]
+struct IndexRoute {
+    /// `None`: the index is not migrated.
+    route: Option<Route>,
+    /// Vector fields whose string values are rewritten.
+    vectors: Option<Arc<[VectorField]>>,
+    /// Written with `create` (the target is a data stream).
+    create_only: bool,
+}
+
+impl Routes {
+    /// Routes for every index of `indices` that `routing` migrates.
+    pub fn new(routing: &DocumentRouting, indices: &[String]) -> Routes {
+        let mut map = FxHashMap::default();
+        for index in indices {
+            let fields = routing.vector_fields(index);
+            let route = if routing.targets_of(index).is_empty() {
+                None
+            } else {
+                Some(match routing.target_index(index, None) {
+                    Some(t) => Route::Single(Arc::from(t)),
+                    None => Route::PerType(
+                        routing
+                            .types_of(index)
+                            .into_iter()
+                            .map(|(ty, t)| (Box::from(ty), Arc::from(t)))
+                            .collect(),
+                    ),
+                })
+            };
+            map.insert(
+                Box::from(index.as_str()),
+                IndexRoute {
+                    route,
+                    vectors: (!fields.is_empty()).then(|| Arc::from(fields)),
+                    create_only: routing.create_only(index),
+                },
+            );
+        }
+        Routes { indices: map }
+    }
+}
+
+impl Transform for Routes {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        let Some(ix) = self.indices.get(&*doc.index) else {
+            return Err(Unroutable {
+                reason: "no_route",
+                detail: format!("index {} is not migrated", doc.index),
+            });
+        };
+        if doc.op == Op::Index {
+            if let Some(fields) = &ix.vectors {
+                if let Some(new) = rewrite_vectors(&doc.source, fields) {
+                    doc.source = bytes::Bytes::from(new);
+                }
+            }
+            if ix.create_only {
+                doc.op = Op::Create;
+            }
+        }
+        let target = match &ix.route {
+            None => {
+                return Err(Unroutable {
+                    reason: "no_route",
+                    detail: format!("index {} is not migrated", doc.index),
+                })
+            }
+            Some(Route::Single(t)) => t,
+            Some(Route::PerType(by_type)) => {
+                let ty = doc.doc_type.as_deref().unwrap_or("");
+                by_type.get(ty).ok_or_else(|| Unroutable {
+                    reason: "no_route",
+                    detail: format!(
+                        "mapping type {ty:?} of index {} has no target index",
+                        doc.index
+                    ),
+                })?
+            }
+        };
+        doc.index = target.clone();
+        Ok(())
+    }
+}
+
+/// A transform for sources without mapping types (tables): every group goes to the index
+/// [`Naming`] gives it.
+#[derive(Debug, Clone, Default)]
+pub struct Rename {
+    naming: Naming,
+    cache: HashMap<Box<str>, Arc<str>>,
+}
+
+impl Rename {
+    /// Renames for the groups a plan holds (others are named on the fly).
+    pub fn new(naming: Naming, groups: &[String]) -> Rename {
+        let cache = groups
+            .iter()
+            .map(|g| (Box::from(g.as_str()), Arc::from(naming.target(g))))
+            .collect();
+        Rename { naming, cache }
+    }
+}
+
+impl Transform for Rename {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        if self.naming.is_identity() {
+            return Ok(());
+        }
+        doc.index = match self.cache.get(&*doc.index) {
+            Some(t) => t.clone(),
+            None => Arc::from(self.naming.target(&doc.index)),
+        };
+        Ok(())
+    }
+}
+
+/// The transform of a sink URL that names `index` (every document into it), or of one
+/// that does not (`None`: each document keeps its index).
+pub fn into_index(index: Option<&str>) -> Arc<dyn Transform> {
+    Arc::new(IntoIndex(index.map(Arc::from)))
+}
+
+/// Every document into one index, or unchanged.
+struct IntoIndex(Option<Arc<str>>);
+
+impl Transform for IntoIndex {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        if let Some(i) = &self.0 {
+            doc.index = i.clone();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coordination::Position;
+
+    fn doc(index: &str, ty: Option<&str>) -> Document {
+        Document {
+            position: Position::Doc(0),
+            op: Default::default(),
+            index: index.into(),
+            id: "1".into(),
+            doc_type: ty.map(Arc::from),
+            routing: Some("r".into()),
+            source: bytes::Bytes::from_static(b"{}"),
+        }
+    }
+
+    #[test]
+    fn routes_rewrite_string_vectors_of_their_index() {
+        use metadata::{Options, SourceIndex, SourceMetadata};
+        let source = SourceMetadata {
+            indices: vec![SourceIndex {
+                name: "vec".into(),
+                metadata: serde_json::json!({"mappings": [{"_doc": {"properties": {
+                    "b": {"type": "dense_vector", "dims": 2, "element_type": "byte"}}}}]}),
+            }],
+            ..SourceMetadata::default()
+        };
+        let routing = DocumentRouting::new(&source, &Options::default());
+        let routes = Routes::new(&routing, &["vec".to_string()]);
+        let mut d = doc("vec", None);
+        d.source = bytes::Bytes::from_static(br#"{"b":"01ff","k":"x"}"#);
+        routes.apply(&mut d).unwrap();
+        assert_eq!(&d.source[..], br#"{"b":[1,-1],"k":"x"}"#);
+        assert_eq!(&*d.index, "vec");
+        // Arrays go through as the same bytes.
+        let mut d = doc("vec", None);
+        d.source = bytes::Bytes::from_static(br#"{"b" : [1, -1]}"#);
+        routes.apply(&mut d).unwrap();
+        assert_eq!(&d.source[..], br#"{"b" : [1, -1]}"#);
+    }
+
+    #[test]
+    fn rename_keeps_routing_and_ids() {
+        let t = Rename::new(
+            Naming {
+                prefix: "p_".into(),
+                ..Naming::default()
+            },
+            &["t".into()],
+        );
+        let mut d = doc("t", None);
+        t.apply(&mut d).unwrap();
+        assert_eq!(&*d.index, "p_t");
+        assert_eq!(d.routing.as_deref(), Some("r"));
+        let mut d = doc("u", None);
+        t.apply(&mut d).unwrap();
+        assert_eq!(&*d.index, "p_u");
+    }
+}
