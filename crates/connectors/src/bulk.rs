@@ -139,6 +139,7 @@ async fn open(
         }
         _ => Vec::new(),
     };
+    let target_client = client.clone();
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
     Ok(OpenedSink {
@@ -147,6 +148,7 @@ async fn open(
                 .with_create_only(streams),
         ),
         index,
+        target_client: Some(target_client),
     })
 }
 

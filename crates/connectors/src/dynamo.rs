@@ -59,6 +59,7 @@ async fn open(
     Ok(OpenedSink {
         sink: BoxedSink::new(sink),
         index: None,
+        target_client: None,
     })
 }
 

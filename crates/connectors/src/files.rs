@@ -110,5 +110,6 @@ fn files(
     Ok(OpenedSink {
         sink: BoxedSink::new(sink),
         index: None,
+        target_client: None,
     })
 }

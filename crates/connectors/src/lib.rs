@@ -258,6 +258,9 @@ pub struct OpenedSink {
     pub sink: BoxedSink,
     /// Every document into this index (an index named in the sink URL).
     pub index: Option<String>,
+    /// A client of the target cluster (a `_bulk` sink), for what a command asks the
+    /// target besides documents: templates and indices, refreshes, counts.
+    pub target_client: Option<::cluster::Client>,
 }
 
 impl OpenedSink {

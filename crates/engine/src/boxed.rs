@@ -13,6 +13,7 @@ use coordination::{Cursor, WorkItem};
 
 use crate::document::{Document, Read};
 use crate::error::{SinkError, SourceError};
+use crate::metrics::SinkCounters;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
 use crate::source::{Plan, Source};
 
@@ -124,6 +125,8 @@ trait ErasedSink: Send + Sync {
     fn writer(&self) -> BoxedWriter;
     fn send(&self, batch: BoxedBatch) -> SendFuture<'_>;
     fn identity(&self) -> String;
+    fn counters(&self) -> Option<SinkCounters>;
+    fn prepare(&self, groups: &[String]) -> Result<(), SinkError>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -146,6 +149,14 @@ impl<K: Sink> ErasedSink for K {
 
     fn identity(&self) -> String {
         Sink::identity(self)
+    }
+
+    fn counters(&self) -> Option<SinkCounters> {
+        Sink::counters(self)
+    }
+
+    fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
+        Sink::prepare(self, groups)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -182,5 +193,13 @@ impl Sink for BoxedSink {
 
     fn identity(&self) -> String {
         self.0.identity()
+    }
+
+    fn counters(&self) -> Option<SinkCounters> {
+        self.0.counters()
+    }
+
+    fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
+        self.0.prepare(groups)
     }
 }

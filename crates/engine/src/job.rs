@@ -169,6 +169,10 @@ impl<S: Source, K: Sink> Job<S, K> {
         opts: JobOptions,
     ) -> Self {
         let (tx, rx) = watch::channel(false);
+        let metrics = Metrics::new();
+        if let Some(c) = sink.counters() {
+            metrics.add_sink_counters(c);
+        }
         let fleet = (!opts.fleet_limits.is_none()).then(|| {
             Arc::new(FleetLimiter::new(
                 Coordinator::new(store.clone(), opts.coordination.clone()),
@@ -183,7 +187,7 @@ impl<S: Source, K: Sink> Job<S, K> {
             },
             store,
             shared: WorkerShared {
-                metrics: Metrics::new(),
+                metrics,
                 failures,
                 budget: Budget::new(opts.memory_budget),
                 shutdown: rx,

@@ -111,4 +111,18 @@ pub trait Sink: Send + Sync + 'static {
 
     /// What the sink writes to, for the migration's identity (no secrets).
     fn identity(&self) -> String;
+
+    /// The sink's own counters (a DynamoDB sink's throttled and unprocessed writes), which
+    /// the job adds to its metrics; `None` for a sink that keeps none.
+    fn counters(&self) -> Option<crate::metrics::SinkCounters> {
+        None
+    }
+
+    /// Makes the sink ready for `groups` before any document arrives, so that a group
+    /// without documents still shows on the target (the file sink creates each one's
+    /// file). Nothing by default.
+    fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
+        let _ = groups;
+        Ok(())
+    }
 }

@@ -489,7 +489,7 @@ fn manifests_validate_and_fit_rfs() {
     let ran = c.output().unwrap();
     assert_eq!(ran.status.code(), Some(1), "{}", show(&ran));
     assert!(
-        String::from_utf8_lossy(&ran.stderr).contains("opening repository"),
+        String::from_utf8_lossy(&ran.stderr).contains("opening the repository"),
         "{}",
         show(&ran)
     );

@@ -659,6 +659,46 @@ fn dynamodb_throttling_is_warned_counted_and_retried_as_long_as_the_lease_allows
     assert_eq!(st["docs_done"], 600, "{st}");
     assert_eq!(st["undelivered_by_reason"], serde_json::json!({}), "{st}");
 
+    // `rfs copy` into DynamoDB shows the same counters: the job takes them from the sink
+    // (before: only `table run` registered them).
+    let copy = {
+        let mut c = rfs();
+        aws_env(&mut c);
+        c.args([
+            "copy",
+            "--from",
+            &format!("{}?table=ev&key=id", pg.url()),
+            "--to",
+            &format!(
+                "dynamodb://events_copy?region=us-east-1&endpoint={}",
+                proxy.endpoint()
+            ),
+            "--create-table",
+            "--max-batch-docs",
+            "50",
+            "--store",
+            &sqlite(work.path(), "s3.db"),
+            "--metrics-addr",
+            &addr,
+            "--failure-log",
+            "/dev/null",
+            "--no-progress",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let (metrics, out) = scrape_until_exit(copy, &addr);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        Sdk::new(&dynalite.endpoint()).scan("events_copy").len(),
+        600
+    );
+    assert!(
+        metrics.contains("rfs_sink_throttled_total{sink=\"dynamodb://events_copy?"),
+        "{metrics}"
+    );
+
     // Throttled without end: retried well past the 10 attempts for as long as a 12 s lease
     // allows (7 s), then the item fails with a WARN saying why.
     proxy.set_faults(testkit::dynamo_proxy::DynamoFaults {

@@ -741,6 +741,10 @@ impl Sink for DynamoSink {
     fn identity(&self) -> String {
         self.identity.clone()
     }
+
+    fn counters(&self) -> Option<engine::metrics::SinkCounters> {
+        Some(DynamoSink::counters(self))
+    }
 }
 
 /// Refused credentials, a missing table or a configuration that cannot work stop the

@@ -358,6 +358,10 @@ impl Sink for FileSink {
     fn identity(&self) -> String {
         self.output.identity()
     }
+
+    fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
+        self.create_files(groups.iter().map(String::as_str))
+    }
 }
 
 #[cfg(test)]

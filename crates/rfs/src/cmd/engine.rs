@@ -130,12 +130,8 @@ pub async fn open_target_sink(
         .await
         .with_context(connecting)?;
     let client = opened
-        .sink
-        .downcast_ref::<migrate::sinks::bulk::BulkSink>()
-        .context("an http(s):// target opened as another kind of sink")?
-        .sender()
-        .client()
-        .clone();
+        .target_client
+        .context("an http(s):// target opened as another kind of sink")?;
     Ok((opened.sink, client))
 }
 
@@ -242,8 +238,6 @@ pub struct JobSpec {
     pub options: migrate::JobOptions,
     /// Phases in the order they run (after the items phase is planned, before items).
     pub phases: Vec<(&'static str, migrate::job::PhaseWork)>,
-    /// The sink's own counters (throttles, retries), shown with the job's metrics.
-    pub sink_counters: Option<migrate::metrics::SinkCounters>,
 }
 
 impl JobSpec {
@@ -264,7 +258,6 @@ impl JobSpec {
             failures,
             options,
             phases: Vec::new(),
-            sink_counters: None,
         }
     }
 
@@ -313,9 +306,6 @@ pub async fn run_job(spec: JobSpec, how: Watch) -> anyhow::Result<JobReport> {
     );
     for (name, work) in spec.phases {
         job = job.phase(name, work);
-    }
-    if let Some(c) = spec.sink_counters {
-        job.metrics().add_sink_counters(c);
     }
     let job = job.shutdown_on(how.shutdown);
     let metrics = job.metrics().clone();

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use migrate::connectors::{open_sink, open_source_as, Settings};
-use migrate::sinks::files::{FileFormat, FileSink};
+use migrate::sinks::files::FileFormat;
 use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use migrate::transform::Rename;
+use migrate::Sink;
 use migrate::{JobEnd, JobOptions};
 
 use super::common::{runtime, RepositoryArgs};
@@ -118,9 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .await?
             .sink;
         // One file per exported index, also for an index without documents.
-        sink.downcast_ref::<FileSink>()
-            .context("--out opened as another kind of sink than files")?
-            .create_files(names.iter().map(String::as_str))?;
+        sink.prepare(&names)?;
         let failures = migrate::FailureLog::open(&args.failure_log)?.with_sources(true);
         let parallel = args.parallel.unwrap_or_else(JobOptions::default_parallel);
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());

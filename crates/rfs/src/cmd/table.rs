@@ -12,7 +12,7 @@ use migrate::connectors::{
     open_lookup, open_sink, open_source_as, sink_identity, BoxedSink, BoxedSource, OpenedLookup,
     OpenedSource, Settings, SourceShape,
 };
-use migrate::sinks::dynamo::{hints_of, DynamoSink};
+use migrate::sinks::dynamo::hints_of;
 use migrate::sources::table::{dynamo_key_of, KeyGuard, TableSource};
 use migrate::transform::Rename;
 use migrate::verify::{verify, Options, Sample, VerifyReport};
@@ -570,15 +570,12 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
                 .table
                 .open_sink(&args.worker, &source, args.table.create_table)
                 .await?;
-            let counters = sink.downcast_ref::<DynamoSink>().map(DynamoSink::counters);
             let transform = args.table.guarded(
                 &args.transform,
                 &source,
                 Arc::new(rename_to(&group, &group)),
             )?;
-            let mut spec = JobSpec::new(boxed, transform, sink, store, failures, opts);
-            spec.sink_counters = counters;
-            spec
+            JobSpec::new(boxed, transform, sink, store, failures, opts)
         }
     };
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
