@@ -13,6 +13,7 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     schemes: &["http", "https"],
     holds: None,
     open: |url, settings| Box::pin(open(url, settings)),
+    identity: None,
 };
 
 async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
@@ -37,5 +38,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         hints: Default::default(),
         groups,
         routed: None,
+        removed: Vec::new(),
+        notes: Vec::new(),
     })
 }

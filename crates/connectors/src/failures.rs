@@ -12,6 +12,7 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     schemes: &["failure-log"],
     holds: None,
     open: |url, settings| Box::pin(open(url, settings)),
+    identity: None,
 };
 
 /// The URL naming the failure log at `path`.
@@ -28,6 +29,14 @@ async fn open(url: &str, _settings: &Settings) -> Result<OpenedSource, ConnectEr
     blocking(url, move || {
         // The log's errors name the file.
         let source = FailureLogSource::open(&path).map_err(ConnectError::of)?;
+        let duplicates = source.duplicates();
+        let notes = if duplicates > 0 {
+            vec![format!(
+                "{duplicates} records of documents refused more than once (a re-sent batch) are sent once"
+            )]
+        } else {
+            Vec::new()
+        };
         Ok(OpenedSource {
             source: BoxedSource::new(Arc::new(source)),
             kind: "failure-log",
@@ -35,6 +44,8 @@ async fn open(url: &str, _settings: &Settings) -> Result<OpenedSource, ConnectEr
             hints: Default::default(),
             groups: vec![GROUP.to_string()],
             routed: None,
+            removed: Vec::new(),
+            notes,
         })
     })
     .await

@@ -12,6 +12,7 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     schemes: ::snapshot::SCHEMES,
     holds: Some(holds),
     open: |url, settings| Box::pin(open(url, settings)),
+    identity: None,
 };
 
 /// The location without a `#snapshot=` fragment.
@@ -45,6 +46,8 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
             hints: Default::default(),
             groups,
             routed: None,
+            removed: Vec::new(),
+            notes: Vec::new(),
         })
     })
     .await

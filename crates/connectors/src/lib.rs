@@ -209,6 +209,12 @@ pub struct OpenedSource {
     /// A snapshot opened with `Settings::routing`: its metadata, where each document
     /// goes, the indices deleted since the earlier snapshot of a delta.
     pub routed: Option<Routed>,
+    /// A delta (`Settings::since`): the groups of the earlier snapshot that this one no
+    /// longer has.
+    pub removed: Vec<String>,
+    /// What the operator should be told about the source once it is open (a failure
+    /// log's documents refused more than once, sent once).
+    pub notes: Vec<String>,
 }
 
 /// A snapshot source routed as the metadata migration names the target's indices.
@@ -283,7 +289,13 @@ pub struct SourceConnector {
     /// content; blocking). `None`: every URL of its schemes.
     pub holds: Option<fn(&str, &Settings) -> bool>,
     pub open: for<'a> fn(&'a str, &'a Settings) -> OpenFuture<'a, OpenedSource>,
+    /// The source's part of the migration identity without opening it (a snapshot that
+    /// is yet to be taken); `None`: only an opened source can say.
+    pub identity: Option<SourceIdentity>,
 }
+
+/// The source's part of the migration identity, from its URL and settings.
+pub type SourceIdentity = fn(&str, &Settings) -> std::collections::BTreeMap<String, String>;
 
 /// A sink by URL.
 #[derive(Debug)]
@@ -409,6 +421,26 @@ pub async fn open_source_as(
         .find(|c| c.name == name)
         .ok_or_else(|| ConnectError::new(url, format!("no source connector named {name}")))?;
     (c.open)(url, settings).await
+}
+
+/// The identity source connector `name` gives `url` without opening it (to check a store
+/// is this migration's before the source exists).
+pub fn source_identity_as(
+    name: &str,
+    url: &str,
+    settings: &Settings,
+) -> Result<std::collections::BTreeMap<String, String>, ConnectError> {
+    let c = SOURCES
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ConnectError::new(url, format!("no source connector named {name}")))?;
+    let identity = c.identity.ok_or_else(|| {
+        ConnectError::new(
+            url,
+            format!("a {name} source says its identity once opened"),
+        )
+    })?;
+    Ok(identity(url, settings))
 }
 
 /// Opens the sink `url` names, for documents of `source`.

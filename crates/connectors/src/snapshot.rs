@@ -16,6 +16,13 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     schemes: ::snapshot::SCHEMES,
     holds: Some(holds),
     open: |url, settings| Box::pin(open(url, settings)),
+    identity: Some(|url, settings| {
+        SnapshotSource::identity_of(
+            url,
+            settings.snapshot.as_deref().unwrap_or_default(),
+            settings.since.as_deref(),
+        )
+    }),
 };
 
 /// A repository has `index-N` or `index.latest` at its root.
@@ -89,6 +96,7 @@ fn open_blocking(
         settings.snapshot_options.clone(),
     );
     let mut removed = Vec::new();
+    let mut removed_groups = Vec::new();
     if let Some(since) = &settings.since {
         if since == snap.name() {
             return Err(ConnectError::message(format!(
@@ -101,6 +109,7 @@ fn open_blocking(
         readable(&old, "--since: ")?;
         let (old_groups, old_routing) = chosen(&old, settings, false)?;
         source = source.since(old, old_groups);
+        removed_groups = source.removed_indices();
         if let Some((_, _, old_routing)) = &old_routing {
             for index in source.removed_indices() {
                 let targets = old_routing
@@ -124,6 +133,8 @@ fn open_blocking(
         hints: Default::default(),
         groups,
         routed,
+        removed: removed_groups,
+        notes: Vec::new(),
     })
 }
 

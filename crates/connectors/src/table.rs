@@ -15,6 +15,7 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     schemes: &["postgres", "postgresql"],
     holds: None,
     open: |url, settings| Box::pin(open(url, settings)),
+    identity: None,
 };
 
 /// The connection URL (without our parameters), and the table, key and slots it names.
@@ -99,6 +100,8 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         kind: "table",
         source: BoxedSource::new(Arc::new(source)),
         routed: None,
+        removed: Vec::new(),
+        notes: Vec::new(),
     })
 }
 

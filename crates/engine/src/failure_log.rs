@@ -13,6 +13,14 @@ use serde_json::value::RawValue;
 
 use coordination::Position;
 
+/// The skip reason, in a log read back by `rfs redrive`, of a refused document whose
+/// record holds no `_source` (not the snapshot source's `no_source`: this one is a
+/// refusal the log cannot re-drive).
+pub const NO_SOURCE: &str = "refused_without_source";
+/// The skip reason, in a log read back by `rfs redrive`, of a document the source or the
+/// transform could not produce.
+pub const SKIPPED_BY_SOURCE: &str = "skipped_by_source";
+
 /// The failure log could not be written or read: documents would be lost, so this is fatal.
 #[derive(Debug, thiserror::Error)]
 #[error("failure log {path}")]

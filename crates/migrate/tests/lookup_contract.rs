@@ -296,6 +296,8 @@ fn dynamodb_lookup_keeps_the_contract() {
             hints: Default::default(),
             groups: vec!["alpha".into(), "beta".into()],
             routed: None,
+            removed: Vec::new(),
+            notes: Vec::new(),
         };
         let creating = Settings {
             create_table: true,

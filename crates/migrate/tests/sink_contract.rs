@@ -131,6 +131,8 @@ fn source_facts() -> OpenedSource {
         hints: Default::default(),
         groups: vec!["contract".into()],
         routed: None,
+        removed: Vec::new(),
+        notes: Vec::new(),
     }
 }
 

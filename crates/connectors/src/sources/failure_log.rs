@@ -24,11 +24,7 @@ use engine::error::SourceError;
 use engine::failure_log::{FailureLog, FailureLogError, FailureRecord, Stage};
 use engine::source::{GroupTotals, Plan, Source, Totals};
 
-/// The skip reason of a refused document whose log record holds no `_source` (not the
-/// snapshot source's `no_source`: this one is a refusal the log cannot re-drive).
-pub const NO_SOURCE: &str = "refused_without_source";
-/// The skip reason of a document the source or the transform could not produce.
-pub const SKIPPED_BY_SOURCE: &str = "skipped_by_source";
+pub use engine::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
 /// The one group (and work item) of the source.
 pub const GROUP: &str = "failure-log";
 

@@ -1155,7 +1155,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_MAX_BATCH_DOCS",
-        default_value_t = migrate::sinks::bulk::BatchLimits::default().max_docs,
+        default_value_t = migrate::BatchLimits::default().max_docs,
         value_name = "N",
         value_parser = usize_in(1, 1_000_000)
     )]
@@ -1164,7 +1164,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_MAX_BATCH_BYTES",
-        default_value_t = migrate::sinks::bulk::BatchLimits::default().max_bytes,
+        default_value_t = migrate::BatchLimits::default().max_bytes,
         value_name = "BYTES",
         value_parser = usize_in(1024, 1 << 30)
     )]
@@ -1444,8 +1444,8 @@ impl WorkerArgs {
     }
 
     /// The batch limits every sink uses.
-    pub fn batch_limits(&self) -> migrate::sinks::bulk::BatchLimits {
-        migrate::sinks::bulk::BatchLimits {
+    pub fn batch_limits(&self) -> migrate::BatchLimits {
+        migrate::BatchLimits {
             max_docs: self.max_batch_docs.max(1),
             max_bytes: self.max_batch_bytes.max(1),
         }

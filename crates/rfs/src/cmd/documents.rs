@@ -3,8 +3,6 @@
 //! `--parallel` items at once. Every worker (here and in `rfs run`) also takes turns as the
 //! keeper, so the last one to finish marks the migration finished.
 
-use migrate::connectors::BoxedSource;
-
 use super::common::{
     runtime, FilterArgs, SinceArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs,
 };
@@ -48,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )
         .await?;
         report_removed(&m.removed, args.delete_removed_indices);
-        let source = opened(BoxedSource::new(m.source), "snapshot");
+        let source = opened(m.source, "snapshot");
         let (sink, client) =
             open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
         let mut job = JobSpec::new(

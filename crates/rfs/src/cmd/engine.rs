@@ -12,7 +12,7 @@ use migrate::connectors::{
 };
 use migrate::metadata::SourceMetadata;
 use migrate::phases::PhaseError;
-use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
+use migrate::sources::snapshot::SnapshotOptions;
 use migrate::{Job, JobEnd, JobReport};
 use tokio::sync::watch;
 
@@ -25,7 +25,7 @@ use crate::exit;
 /// engine's source and transform over it.
 pub struct SnapshotMigration {
     pub metadata: SourceMetadata,
-    pub source: Arc<SnapshotSource>,
+    pub source: BoxedSource,
     /// The routes and renames, behind the --transform program when there is one.
     pub transform: Arc<dyn migrate::Transform>,
     /// A delta (`--since`): indices of the earlier snapshot that this one does not have,
@@ -94,10 +94,7 @@ pub async fn open_snapshot(
     }
     Ok(SnapshotMigration {
         metadata: routed.metadata,
-        source: opened
-            .source
-            .downcast::<SnapshotSource>()
-            .context("a repository opened as another kind of source")?,
+        source: opened.source,
         transform: filter.transform.wrap(routed.transform)?,
         removed: routed.removed,
     })
@@ -144,6 +141,8 @@ pub fn opened(source: BoxedSource, kind: &'static str) -> OpenedSource {
         hints: Default::default(),
         groups: Vec::new(),
         routed: None,
+        removed: Vec::new(),
+        notes: Vec::new(),
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use migrate::connectors::{open_sink, open_source_as, Settings};
 use migrate::sinks::files::FileFormat;
-use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
+use migrate::sources::snapshot::SnapshotOptions;
 use migrate::transform::Rename;
 use migrate::Sink;
 use migrate::{JobEnd, JobOptions};
@@ -97,10 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let opened = open_source_as("snapshot", args.repo.location()?, &settings).await?;
         let names = opened.groups;
         let source = opened.source;
-        let removed = source
-            .downcast::<SnapshotSource>()
-            .context("a repository opened as another kind of source")?
-            .removed_indices();
+        let removed = opened.removed;
         // The file sink through the connector registry: `--out` as a path (`-`: stdout),
         // `--format` as a setting. A path that reads as a URL stays a path.
         let out = if migrate::connectors::scheme(&args.out).is_empty() {

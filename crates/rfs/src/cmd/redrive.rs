@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use migrate::connectors::{open_source, Settings};
-use migrate::sinks::bulk::BatchLimits;
-use migrate::sources::failure_log::{FailureLogSource, NO_SOURCE, SKIPPED_BY_SOURCE};
+use migrate::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
 use migrate::transform::Rename;
+use migrate::BatchLimits;
 use migrate::{FailureLog, JobEnd, JobOptions};
 
 use super::common::{runtime, usize_in, TargetArgs};
@@ -50,14 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             &Settings::default(),
         )
         .await?;
-        let duplicates = source
-            .source
-            .downcast::<FailureLogSource>()
-            .map_or(0, |s| s.duplicates());
-        if duplicates > 0 {
-            tracing::info!(
-                "{duplicates} records of documents refused more than once (a re-sent batch) are sent once"
-            );
+        for note in &source.notes {
+            tracing::info!("{note}");
         }
         let remaining_path = args.remaining.clone().unwrap_or_else(|| {
             let mut p = args.failure_log.clone().into_os_string();

@@ -3,11 +3,10 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
-use migrate::connectors::BoxedSource;
+use migrate::connectors::{source_identity_as, Settings};
 use migrate::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
-use migrate::sources::snapshot::SnapshotSource;
 use migrate::worker::with_store_retries;
 use serde_json::json;
 
@@ -63,11 +62,15 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         // job checks again with the same identity once the snapshot can be read).
         let identity = migrate::job::with_program(
             migrate::job::identity_from(
-                SnapshotSource::identity_of(
+                source_identity_as(
+                    "snapshot",
                     args.source.repository.location()?,
-                    &args.source.snapshot,
-                    args.since.since.as_deref(),
-                ),
+                    &Settings {
+                        snapshot: Some(args.source.snapshot.clone()),
+                        since: args.since.since.clone(),
+                        ..Settings::default()
+                    },
+                )?,
                 migrate::job::identity_location(&args.target.target),
                 args.worker.migration.as_deref(),
             ),
@@ -91,7 +94,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     )
     .await?;
     report_removed(&m.removed, args.delete_removed_indices);
-    let source = opened(BoxedSource::new(m.source), "snapshot");
+    let source = opened(m.source, "snapshot");
     let (sink, client) =
         open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
     let mut job = JobSpec::new(

@@ -320,6 +320,8 @@ impl TableArgs {
             hints: hints_of(&source.columns()),
             groups: vec![source.group().to_string()],
             routed: None,
+            removed: Vec::new(),
+            notes: Vec::new(),
         };
         let sink = open_sink(&url, &settings, &opened).await;
         Ok(match self.connecting()? {

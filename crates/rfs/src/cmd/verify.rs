@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use migrate::connectors::{open_lookup, sink_identity, BoxedSource, Settings, SourceShape};
+use migrate::connectors::{open_lookup, sink_identity, Settings, SourceShape};
 use migrate::lookup::{mget::MgetLookup, Lookup};
 use migrate::transform::Transform;
 use migrate::verify::{listing, verify, Options, Sample};
@@ -285,7 +285,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     open_target(&args, &SourceShape::default(), false).await?;
                 let program = m.transform.program_identity();
                 (
-                    BoxedSource::new(m.source),
+                    m.source,
                     m.transform,
                     lookup,
                     identity,
