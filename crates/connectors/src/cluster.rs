@@ -31,6 +31,16 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         .await
         .map_err(|e| ConnectError::caused(url, e))?;
     let groups = source.indices().iter().map(|(i, _)| i.clone()).collect();
+    let metadata = if settings.metadata {
+        Some(
+            source
+                .index_metadata()
+                .await
+                .map_err(|e| ConnectError::caused(url, e))?,
+        )
+    } else {
+        None
+    };
     Ok(OpenedSource {
         source: BoxedSource::new(Arc::new(source)),
         kind: "cluster",
@@ -40,5 +50,6 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         routed: None,
         removed: Vec::new(),
         notes: Vec::new(),
+        metadata,
     })
 }

@@ -46,6 +46,7 @@ async fn open(url: &str, _settings: &Settings) -> Result<OpenedSource, ConnectEr
             routed: None,
             removed: Vec::new(),
             notes,
+            metadata: None,
         })
     })
     .await

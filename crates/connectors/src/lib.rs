@@ -134,6 +134,10 @@ pub struct Settings {
     /// wildcards, `regex:`; `rfs export --index`; none matching is an error); empty:
     /// every index.
     pub index_patterns: Vec<String>,
+    /// Snapshot and live-cluster sources: also read the definitions of the indices read
+    /// (settings, mappings, aliases; a snapshot's templates too) into
+    /// [`OpenedSource::metadata`] (`rfs copy --create-metadata`).
+    pub metadata: bool,
     /// Snapshot sources: read the snapshot whatever its state (`run`, `documents`: shards
     /// are checked one by one); default: only a restorable one.
     pub any_state: bool,
@@ -215,6 +219,10 @@ pub struct OpenedSource {
     /// What the operator should be told about the source once it is open (a failure
     /// log's documents refused more than once, sent once).
     pub notes: Vec<String>,
+    /// With [`Settings::metadata`]: the source's index definitions (and a snapshot's
+    /// templates), as metadata migration takes them; `None` for a source without any
+    /// (JSON lines, a table, a failure log).
+    pub metadata: Option<metadata::SourceMetadata>,
 }
 
 /// A snapshot source routed as the metadata migration names the target's indices.

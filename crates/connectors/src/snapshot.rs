@@ -90,6 +90,13 @@ fn open_blocking(
         readable(&snap, "")?;
     }
     let (groups, routing) = chosen(&snap, settings, true)?;
+    let metadata = match (&routing, settings.metadata) {
+        (Some((metadata, _, _)), true) => Some(metadata.clone()),
+        (None, true) => {
+            Some(metadata::SourceMetadata::from_snapshot(&snap).map_err(ConnectError::of)?)
+        }
+        (_, false) => None,
+    };
     let mut source = SnapshotSource::new(
         snap.clone(),
         groups.clone(),
@@ -135,6 +142,7 @@ fn open_blocking(
         routed,
         removed: removed_groups,
         notes: Vec::new(),
+        metadata,
     })
 }
 

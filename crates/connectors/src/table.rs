@@ -102,6 +102,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         routed: None,
         removed: Vec::new(),
         notes: Vec::new(),
+        metadata: None,
     })
 }
 

@@ -298,6 +298,7 @@ fn dynamodb_lookup_keeps_the_contract() {
             routed: None,
             removed: Vec::new(),
             notes: Vec::new(),
+            metadata: None,
         };
         let creating = Settings {
             create_table: true,

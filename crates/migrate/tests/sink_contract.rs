@@ -133,6 +133,7 @@ fn source_facts() -> OpenedSource {
         routed: None,
         removed: Vec::new(),
         notes: Vec::new(),
+        metadata: None,
     }
 }
 

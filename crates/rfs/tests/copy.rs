@@ -332,6 +332,48 @@ fn snapshot_from_gcs_scheme_into_bulk() {
     assert_clean_run(dir.path());
 }
 
+/// `--create-metadata` from a snapshot: each chosen index is created before its documents
+/// exactly as `rfs metadata migrate` creates it (the same settings, mappings and aliases
+/// on a second target); an index left out by `--index` is not created.
+#[test]
+fn create_metadata_from_a_snapshot_creates_what_metadata_migrate_creates() {
+    let copied = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let migrated = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        dir.path(),
+        &demo().display().to_string(),
+        &copied.url(),
+        &["--snapshot", SNAPSHOT, "--create-metadata", "--index", "books"],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_target_holds(&copied, &["books"]);
+    assert!(!copied.index_names().contains(&"reviews".to_string()));
+    let mut c = rfs();
+    c.args(["metadata", "migrate", "--snapshot", SNAPSHOT, "--index", "books"])
+        .arg("--target")
+        .arg(migrated.url())
+        .arg(demo());
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    // What the target decides itself (a uuid, the creation time) set aside.
+    let definition = |server: &TestServer| {
+        let mut v: Value = reqwest::blocking::get(format!(
+            "{}/books?flat_settings=true",
+            server.url()
+        ))
+        .unwrap()
+        .json()
+        .unwrap();
+        let settings = v["books"]["settings"].as_object_mut().unwrap();
+        settings.retain(|k, _| !k.contains("uuid") && !k.contains("creation_date"));
+        v
+    };
+    let (a, b) = (definition(&copied), definition(&migrated));
+    assert!(a["books"]["mappings"]["properties"].is_object(), "{a}");
+    assert_eq!(a, b);
+}
+
 #[test]
 fn table_into_bulk() {
     let Some(pg) = common_pg() else {

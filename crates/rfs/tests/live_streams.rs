@@ -271,3 +271,105 @@ fn an_es6_source_resolves_the_pattern_by_its_settings() {
     );
     assert!(!target.index_names().iter().any(|n| n == ".kibana-x"));
 }
+
+/// `--create-metadata` from a live cluster: the index is created on the target before any
+/// document, under its new name, with the source's mappings (an `integer` the target
+/// would otherwise guess as `long`, a `keyword` it would guess as `text`), its shard
+/// count and its aliases (the filter kept); its documents follow. Without the flag the
+/// target guesses (the test server, like a real cluster, maps a number as `long`). A sink
+/// URL naming one index, or a source without index definitions, is refused before anything
+/// is read, naming why. Failed before: `copy` had no `--create-metadata`.
+#[test]
+fn create_metadata_from_a_live_cluster_creates_the_indices_first() {
+    let source = TestServer::start(ServerConfig::elasticsearch("8.15.0"));
+    let url = source.url();
+    send(
+        reqwest::Method::PUT,
+        format!("{url}/books"),
+        Some(json!({
+            "settings": {"index": {"number_of_shards": 3, "number_of_replicas": 0}},
+            "mappings": {"properties": {
+                "n": {"type": "integer"},
+                "msg": {"type": "keyword"},
+                "@timestamp": {"type": "date"}}},
+            "aliases": {"recent": {"filter": {"range": {"n": {"gte": 10}}}}}
+        })),
+    );
+    let books = docs("book", 0..25);
+    bulk(&source, "books", "index", &books, false);
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let from = format!("{url}/books");
+    let r = run(copy(
+        dir.path(),
+        &from,
+        &target.url(),
+        &["--create-metadata", "--rename", "books=novels"],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(read_back(&target.url(), "novels"), books);
+    let def = send(
+        reqwest::Method::GET,
+        format!("{}/novels?flat_settings=true", target.url()),
+        None,
+    );
+    let novels = &def["novels"];
+    let props = &novels["mappings"]["properties"];
+    assert_eq!(props["n"]["type"], "integer", "{def}");
+    assert_eq!(props["msg"]["type"], "keyword", "{def}");
+    assert_eq!(props["@timestamp"]["type"], "date", "{def}");
+    assert_eq!(novels["settings"]["index.number_of_shards"], "3", "{def}");
+    assert_eq!(
+        novels["aliases"]["recent"]["filter"],
+        json!({"range": {"n": {"gte": 10}}}),
+        "{def}"
+    );
+    assert_eq!(target.index_names(), vec!["novels".to_string()]);
+
+    // Without the flag the target guesses the mapping: the check above can fail.
+    let guessed = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let plain = tempfile::tempdir().unwrap();
+    let r = run(copy(plain.path(), &from, &guessed.url(), &[]));
+    assert_eq!(r.code, Some(0), "{r}");
+    let def = send(
+        reqwest::Method::GET,
+        format!("{}/books", guessed.url()),
+        None,
+    );
+    assert_ne!(
+        def["books"]["mappings"]["properties"]["n"]["type"], "integer",
+        "{def}"
+    );
+
+    // Refused before anything is read: a sink that names one index, a source without
+    // index definitions.
+    let one = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        one.path(),
+        &from,
+        &format!("{}/everything", target.url()),
+        &["--create-metadata"],
+    ));
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(
+        r.all()
+            .contains("sends every document into index everything"),
+        "{r}"
+    );
+    let lines = tempfile::tempdir().unwrap();
+    std::fs::write(
+        lines.path().join("a.jsonl"),
+        "{\"_id\":\"1\",\"_index\":\"a\",\"_source\":{}}\n",
+    )
+    .unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        other.path(),
+        &lines.path().display().to_string(),
+        &target.url(),
+        &["--create-metadata"],
+    ));
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.all().contains("holds no index definitions"), "{r}");
+    assert!(!target.index_names().contains(&"a".to_string()));
+}

@@ -369,6 +369,29 @@ impl ClusterSource {
         &self.version
     }
 
+    /// The definitions (settings, mappings, aliases) of the indices read, with the
+    /// cluster's version, as metadata migration takes a snapshot's. A data stream's
+    /// backing indices are left out: the `_bulk` sink creates the streams themselves.
+    pub async fn index_metadata(&self) -> Result<metadata::SourceMetadata, SourceError> {
+        let backing: BTreeSet<&str> = self
+            .streams
+            .iter()
+            .flat_map(|s| s.backing.iter().map(String::as_str))
+            .collect();
+        let names: Vec<String> = self
+            .indices
+            .iter()
+            .map(|(i, _)| i.clone())
+            .filter(|i| !backing.contains(i.as_str()))
+            .collect();
+        let what = format!("{} (index definitions)", self.location);
+        Ok(metadata::SourceMetadata {
+            version: Some(self.version),
+            indices: resolve::index_definitions(&self.client, &names, &what).await?,
+            ..Default::default()
+        })
+    }
+
     /// What the pattern reached but is not read, and why (each logged as a WARN at open).
     pub fn left_out(&self) -> &[LeftOut] {
         &self.left_out

@@ -70,6 +70,15 @@ pub struct Ends {
     /// ES 7.10 / OpenSearch 2.4) per index (1–1024).
     #[arg(long, env = "RFS_SLICES", default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub slices: u32,
+    /// Create the source's indices on the target cluster before any document is sent: their
+    /// settings, mappings and aliases (a snapshot's templates too) converted for the
+    /// target's version as `rfs metadata migrate` does, under the names --rename,
+    /// --index-prefix and --index-suffix give; what exists on the target is left alone.
+    /// One worker of the fleet does it; a conversion the target cannot hold (BLOCKED) or
+    /// a refused create stops the copy first. For snapshot and live-cluster sources into
+    /// an `http(s)://` sink that names no index.
+    #[arg(long, env = "RFS_CREATE_METADATA")]
+    pub create_metadata: bool,
     /// DynamoDB sinks: create the table when it does not exist (on-demand billing).
     #[arg(long, env = "RFS_CREATE_TABLE")]
     pub create_table: bool,
@@ -142,6 +151,7 @@ impl std::fmt::Debug for Ends {
             .field("gcs", &self.gcs)
             .field("item_bytes", &self.item_bytes)
             .field("slices", &self.slices)
+            .field("create_metadata", &self.create_metadata)
             .field("create_table", &self.create_table)
             .field("allow_key_collisions", &self.allow_key_collisions)
             .field("index", &self.index)
@@ -156,6 +166,50 @@ impl std::fmt::Debug for Ends {
 }
 
 impl Ends {
+    /// The `--create-metadata` phase: the source's definitions of the `chosen` groups
+    /// created on the sink's cluster under the names the documents go to.
+    fn metadata_phase(
+        &self,
+        source: &OpenedSource,
+        sink: &migrate::connectors::OpenedSink,
+        chosen: &[String],
+    ) -> anyhow::Result<migrate::job::PhaseWork> {
+        let Some(metadata) = source.metadata.clone() else {
+            anyhow::bail!(
+                "--create-metadata: a {} source holds no index definitions (only a snapshot or a live cluster does)",
+                source.kind
+            );
+        };
+        let Some(client) = sink.target_client.clone() else {
+            anyhow::bail!("--create-metadata: the sink is not a cluster (http(s)://)");
+        };
+        if let Some(index) = &sink.index {
+            anyhow::bail!(
+                "--create-metadata: the sink URL sends every document into index {index}; name no index to create the source's"
+            );
+        }
+        let options = migrate::metadata::Options {
+            indices: migrate::metadata::Allowlist::parse(chosen).map_err(anyhow::Error::msg)?,
+            naming: self.naming()?,
+            ..Default::default()
+        };
+        Ok(super::engine::metadata_phase(
+            metadata,
+            client,
+            options,
+            "create those indices and copy without --create-metadata",
+        ))
+    }
+
+    /// The target index names --rename, --index-prefix and --index-suffix give.
+    fn naming(&self) -> anyhow::Result<migrate::Naming> {
+        Ok(migrate::Naming {
+            renames: migrate::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+            prefix: self.index_prefix.clone(),
+            suffix: self.index_suffix.clone(),
+        })
+    }
+
     /// Where each document goes: the sink URL's index for all when it names one, else
     /// its own index as --rename, --index-prefix and --index-suffix name it (renames with
     /// a sink index are a usage error: they would do nothing).
@@ -164,11 +218,7 @@ impl Ends {
         sink: &migrate::connectors::OpenedSink,
         groups: &[String],
     ) -> anyhow::Result<std::sync::Arc<dyn migrate::transform::Transform>> {
-        let naming = migrate::Naming {
-            renames: migrate::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
-            prefix: self.index_prefix.clone(),
-            suffix: self.index_suffix.clone(),
-        };
+        let naming = self.naming()?;
         if naming.is_identity() {
             return Ok(sink.transform());
         }
@@ -295,6 +345,7 @@ impl Args {
             tls: to.tls.clone(),
             sink_client: Some(to),
             create_table: self.ends.create_table,
+            metadata: self.ends.create_metadata,
             ..Settings {
                 snapshot: from.snapshot,
                 snapshot_options: from.snapshot_options,
@@ -337,6 +388,24 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let source = open_from(&args.ends.from, &settings).await?;
     table_key_unique(&args.ends, &source).await?;
     let sink = open_sink(&args.ends.to, &settings, &source).await?;
+    // Selected after the sink is open: the sink (a live source's data streams) and the
+    // key check see the source as opened.
+    let selection = super::selection::Selection::parse(&args.ends.index, &args.ends.exclude_index)?;
+    let chosen: Vec<String> = source
+        .groups
+        .iter()
+        .filter(|g| {
+            selection
+                .as_ref()
+                .is_none_or(|s| s.why_left_out(g).is_none())
+        })
+        .cloned()
+        .collect();
+    let metadata = if args.ends.create_metadata {
+        Some(args.ends.metadata_phase(&source, &sink, &chosen)?)
+    } else {
+        None
+    };
     let store = args.store.open().await?;
     tracing::info!(
         from = %redact::url(&args.ends.from),
@@ -345,15 +414,12 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         store = %args.store.redacted(),
         "copy worker ready"
     );
-    // Selected after the sink is open: the sink (a live source's data streams) and the
-    // key check see the source as opened.
-    let source_part =
-        match super::selection::Selection::parse(&args.ends.index, &args.ends.exclude_index)? {
-            Some(s) => s.apply(source.source, &source.groups)?,
-            None => source.source,
-        };
+    let source_part = match selection {
+        Some(s) => s.apply(source.source, &source.groups)?,
+        None => source.source,
+    };
     let left_out = migrate::source::Source::left_out(&source_part);
-    let spec = JobSpec::new(
+    let mut spec = JobSpec::new(
         source_part,
         args.transform
             .wrap(args.ends.routes(&sink, &source.groups)?)?,
@@ -362,6 +428,9 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         args.worker.failure_log()?,
         args.worker.job_options(true),
     );
+    if let Some(work) = metadata {
+        spec = spec.phase(migrate::phases::PHASE_METADATA, work);
+    }
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     let code = finish(&report, Role::Run);
     for l in &left_out {

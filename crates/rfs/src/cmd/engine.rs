@@ -143,7 +143,41 @@ pub fn opened(source: BoxedSource, kind: &'static str) -> OpenedSource {
         routed: None,
         removed: Vec::new(),
         notes: Vec::new(),
+        metadata: None,
     }
+}
+
+/// The once-per-fleet metadata phase: `metadata`'s templates and indices created on the
+/// target `client` as `options` say (converted for its version; what exists is left
+/// alone), the report printed. BLOCKED conversions or a failed create end the phase with
+/// an error, before any document is sent; `fix` says what the operator can do instead.
+pub fn metadata_phase(
+    metadata: SourceMetadata,
+    client: cluster::Client,
+    options: migrate::metadata::Options,
+    fix: &'static str,
+) -> migrate::job::PhaseWork {
+    Box::new(move || {
+        Box::pin(async move {
+            let report = migrate::metadata::migrate(&metadata, &client, &options)
+                .await
+                .map_err(|e| PhaseError::Other(format!("metadata migration: {e}")))?;
+            crate::say!("{}", report.to_table());
+            if report.is_blocked() {
+                return Err(PhaseError::Other(
+                    "metadata migration is BLOCKED by conversions the target cannot hold (see the table); nothing was created".into(),
+                ));
+            }
+            if report.has_errors() {
+                // Documents sent now would land in indices the target creates on its own,
+                // with mappings it guesses: not a migration to end 0.
+                return Err(PhaseError::Other(format!(
+                    "metadata migration failed for some items (see the table); no document was sent: fix the cause, or {fix}"
+                )));
+            }
+            Ok(serde_json::json!({ "summary": report.to_json() }))
+        })
+    })
 }
 
 /// The phase of a delta that deletes, on the target, the indices deleted since the

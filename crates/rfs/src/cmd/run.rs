@@ -8,15 +8,14 @@ use migrate::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
 use migrate::worker::with_store_retries;
-use serde_json::json;
 
 use super::common::{
     runtime, FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs,
     WorkerArgs,
 };
 use super::engine::{
-    finish, open_snapshot, open_target_sink, opened, removed_indices_phase, report_removed,
-    run_job, shutdown_signal, JobSpec, Role, Watch,
+    finish, metadata_phase, open_snapshot, open_target_sink, opened, removed_indices_phase,
+    report_removed, run_job, shutdown_signal, JobSpec, Role, Watch,
 };
 
 #[derive(Debug, clap::Args)]
@@ -112,31 +111,14 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         );
     }
     if !args.skip_metadata {
-        let options = args.filter.options()?;
-        let metadata = m.metadata;
         job = job.phase(
             PHASE_METADATA,
-            Box::new(move || {
-                Box::pin(async move {
-                    let report = migrate::metadata::migrate(&metadata, &client, &options)
-                        .await
-                        .map_err(|e| PhaseError::Other(format!("metadata migration: {e}")))?;
-                    crate::say!("{}", report.to_table());
-                    if report.is_blocked() {
-                        return Err(PhaseError::Other(
-                            "metadata migration is BLOCKED by conversions the target cannot hold (see the table); nothing was created".into(),
-                        ));
-                    }
-                    if report.has_errors() {
-                        // Documents sent now would land in indices the target creates on
-                        // its own, with mappings it guesses: not a migration to end 0.
-                        return Err(PhaseError::Other(
-                            "metadata migration failed for some items (see the table); no document was sent: fix the cause, or create those indices and run with --skip-metadata".into(),
-                        ));
-                    }
-                    Ok(json!({ "summary": report.to_json() }))
-                })
-            }),
+            metadata_phase(
+                m.metadata,
+                client,
+                args.filter.options()?,
+                "create those indices and run with --skip-metadata",
+            ),
         );
     }
     let report = run_job(job, Watch::of(&args.worker, shutdown)).await?;

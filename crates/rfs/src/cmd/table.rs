@@ -322,6 +322,7 @@ impl TableArgs {
             routed: None,
             removed: Vec::new(),
             notes: Vec::new(),
+            metadata: None,
         };
         let sink = open_sink(&url, &settings, &opened).await;
         Ok(match self.connecting()? {

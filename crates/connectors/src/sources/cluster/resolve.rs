@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use super::{pattern_segment, source_error};
 use engine::error::SourceError;
-use metadata::{DataStreamInfo, ProductVersion, SourceMetadata};
+use metadata::{DataStreamInfo, ProductVersion, SourceIndex, SourceMetadata};
 
 /// A data stream the pattern reaches, with what a target needs to create it.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,6 +212,51 @@ async fn get_json(client: &Client, path: &str, what: &str) -> Result<Value, Sour
         .and_then(|r| r.error_for_status())
         .map_err(|e| source_error(e, what))?;
     r.json::<Value>().map_err(|e| source_error(e, what))
+}
+
+/// Index names per `GET` of their definitions: the request line stays far below the
+/// 4 KiB an Elasticsearch or OpenSearch node takes (`http.max_initial_line_length`).
+const NAMES_PER_REQUEST_BYTES: usize = 2048;
+
+/// The definitions of `names` as `GET <names>?flat_settings=true` gives them (settings
+/// as flat keys, mappings typed or not, aliases), which is how metadata migration takes a
+/// snapshot's index metadata. An index the answer leaves out is an error naming it.
+pub(super) async fn index_definitions(
+    client: &Client,
+    names: &[String],
+    what: &str,
+) -> Result<Vec<SourceIndex>, SourceError> {
+    let mut out = Vec::with_capacity(names.len());
+    let mut rest = names;
+    while !rest.is_empty() {
+        let mut take = 0;
+        let mut bytes = 0;
+        for n in rest {
+            let len = cluster::encode_segment(n).len() + 1;
+            if take > 0 && bytes + len > NAMES_PER_REQUEST_BYTES {
+                break;
+            }
+            bytes += len;
+            take += 1;
+        }
+        let (batch, after) = rest.split_at(take);
+        rest = after;
+        let joined: Vec<String> = batch.iter().map(|n| cluster::encode_segment(n)).collect();
+        let path = format!("/{}?flat_settings=true", joined.join(","));
+        let answer = get_json(client, &path, what).await?;
+        for name in batch {
+            let Some(definition) = answer.get(name.as_str()).filter(|d| d.is_object()) else {
+                return Err(SourceError::fatal(format!(
+                    "{what}: the definition of index {name} is missing from the cluster's answer"
+                )));
+            };
+            out.push(SourceIndex {
+                name: name.clone(),
+                metadata: definition.clone(),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Resolves `pattern` on the cluster of `version` (see the module's documentation).
