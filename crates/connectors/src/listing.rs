@@ -36,8 +36,12 @@ struct CatRow {
 
 /// The client and the index pattern of a live-cluster source URL
 /// (`http(s)://[user:pw@]host:port[/base]/PATTERN`), read here rather than by the copy
-/// source's code.
-pub fn cluster_of(url: &str, tls: &cluster::TlsConfig) -> Result<(Client, String), ListingError> {
+/// source's code. `flags`: the client a command's `--from-*` flags set up (authentication,
+/// TLS trust), whose authentication wins over the URL's userinfo, as the source's.
+pub fn cluster_of(
+    url: &str,
+    flags: Option<&cluster::ClientConfig>,
+) -> Result<(Client, String), ListingError> {
     let bad = |why: String| ListingError::Url {
         url: redact::url(url),
         why,
@@ -63,7 +67,7 @@ pub fn cluster_of(url: &str, tls: &cluster::TlsConfig) -> Result<(Client, String
             password: password.unwrap_or_default(),
         };
     }
-    config.tls = tls.clone();
+    let config = crate::bulk::with_flags(config, flags);
     let client = Client::new(config).map_err(|e| bad(e.to_string()))?;
     Ok((client, pattern))
 }

@@ -344,27 +344,38 @@ fn create_metadata_from_a_snapshot_creates_what_metadata_migrate_creates() {
         dir.path(),
         &demo().display().to_string(),
         &copied.url(),
-        &["--snapshot", SNAPSHOT, "--create-metadata", "--index", "books"],
+        &[
+            "--snapshot",
+            SNAPSHOT,
+            "--create-metadata",
+            "--index",
+            "books",
+        ],
     ));
     assert_eq!(r.code, Some(0), "{r}");
     assert_target_holds(&copied, &["books"]);
     assert!(!copied.index_names().contains(&"reviews".to_string()));
     let mut c = rfs();
-    c.args(["metadata", "migrate", "--snapshot", SNAPSHOT, "--index", "books"])
-        .arg("--target")
-        .arg(migrated.url())
-        .arg(demo());
+    c.args([
+        "metadata",
+        "migrate",
+        "--snapshot",
+        SNAPSHOT,
+        "--index",
+        "books",
+    ])
+    .arg("--target")
+    .arg(migrated.url())
+    .arg(demo());
     let r = run(c);
     assert_eq!(r.code, Some(0), "{r}");
     // What the target decides itself (a uuid, the creation time) set aside.
     let definition = |server: &TestServer| {
-        let mut v: Value = reqwest::blocking::get(format!(
-            "{}/books?flat_settings=true",
-            server.url()
-        ))
-        .unwrap()
-        .json()
-        .unwrap();
+        let mut v: Value =
+            reqwest::blocking::get(format!("{}/books?flat_settings=true", server.url()))
+                .unwrap()
+                .json()
+                .unwrap();
         let settings = v["books"]["settings"].as_object_mut().unwrap();
         settings.retain(|k, _| !k.contains("uuid") && !k.contains("creation_date"));
         v

@@ -378,6 +378,55 @@ fn a_live_cluster_behind_https_with_a_private_ca_and_an_api_key_into_files_throu
     );
 }
 
+/// `rfs verify --from` reaches the source as `rfs copy --from` does: through the HTTPS
+/// proxy with `--from-ca` and `--from-api-key` it checks every copied document and its
+/// own listing of the pattern, against the store copy recorded (exit 0); without the CA it
+/// fails on the certificate; `--from-*` for a source that is no cluster is a usage error.
+/// Failed before: verify had no `--from-*` flags, so such a copy could not be verified.
+#[test]
+fn verify_from_reaches_the_source_with_the_same_connection_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(dir.path());
+    let source = TestServer::start(ServerConfig::elasticsearch("8.11.3"));
+    load(&source);
+    let key = base64::engine::general_purpose::STANDARD.encode(format!("copy-test:{SECRET}"));
+    let proxy = start_proxy(&pki, source.url(), key.clone());
+    let from = format!("https://127.0.0.1:{}/books", proxy.port);
+    let ca = pki.ca_pem.display().to_string();
+    let out = format!("file://{}", dir.path().join("out").display());
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let r = run(copy(
+        &run_dir,
+        &from,
+        &out,
+        &["--from-ca", &ca, "--from-api-key", &key],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    let store = common::sqlite(&run_dir);
+    let verify = |extra: &[&str]| {
+        let mut c = common::rfs();
+        c.arg("verify")
+            .args(["--from", &from, "--to", &out, "--all", "--store", &store])
+            .args(extra);
+        run(c)
+    };
+    let r = verify(&["--from-ca", &ca, "--from-api-key", &key]);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.all().contains("holds migration"), "{r}");
+    assert_key_not_shown(&r, &run_dir, &key);
+    let r = verify(&["--from-api-key", &key]);
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.all().to_lowercase().contains("certificate"), "{r}");
+    assert_key_not_shown(&r, &run_dir, &key);
+    let mut c = common::rfs();
+    c.arg("verify")
+        .args(["--from", &out, "--to", &out, "--from-api-key", &key]);
+    let r = run(c);
+    assert_ne!(r.code, Some(0), "{r}");
+    assert!(r.all().contains("apply to a cluster source"), "{r}");
+}
+
 /// The connection options of one end given for an end that is no cluster do nothing:
 /// a usage error naming the end, before anything is read.
 #[test]

@@ -56,6 +56,8 @@ pub struct Args {
     )]
     pub from: Option<String>,
     #[command(flatten)]
+    pub from_conn: super::common::FromConnectionArgs,
+    #[command(flatten)]
     pub target: TargetArgs,
     /// The sink the migration wrote to, instead of --target: as `rfs copy --to` names it —
     /// a cluster (`http(s)://[user:pw@]host:9200`), files (`file:///DIR`, a directory: the
@@ -251,8 +253,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let (source, transform, lookup, target_identity, program) = match &args.from {
             Some(from) => {
                 refuse_routing(&args.filter, &args.source.rebuild)?;
+                let http = matches!(
+                    migrate::connectors::scheme(from).as_str(),
+                    "http" | "https"
+                );
+                if args.from_conn.is_set() && !http {
+                    anyhow::bail!(
+                        "--from-* connection flags apply to a cluster source (http(s)://), not to {}",
+                        redact::url(from)
+                    );
+                }
+                // As copy sets it up: the client of the flags (with their defaults), the
+                // URL's base and, unless a flag authenticates, its userinfo.
+                let flags = Some(args.from_conn.client_config()?);
                 let snapshot = &args.source.snapshot;
-                let settings = FromSpec {
+                let mut settings = FromSpec {
                     snapshot: (!snapshot.is_empty()).then(|| snapshot.clone()),
                     store_options: repository_settings(&args.source.repository).store_options,
                     // As copy reads by default: shard files checked, `_source` rebuilt.
@@ -264,11 +279,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     slices: 1,
                 }
                 .settings();
+                settings.source_client = flags.clone();
                 let opened = open_from(from, &settings).await?;
                 if opened.kind == "cluster" {
                     // The indices the pattern matches, by verify's own request: any the
                     // copy's source left out is named.
-                    let (client, pattern) = listing::cluster_of(from, &Default::default())?;
+                    let (client, pattern) = listing::cluster_of(from, flags.as_ref())?;
                     let matched = listing::matched_indices(&client, &pattern).await?;
                     left_out = listing::left_out(&matched, &opened.groups);
                 }
