@@ -4,15 +4,15 @@
 //! the same job against the same store and finish one migration together.
 //!
 //! ```no_run
-//! # async fn demo<S: migrate::Source, K: migrate::Sink>(
-//! #     source: S, sink: K, store: std::sync::Arc<dyn coordination::Store>,
-//! #     failures: std::sync::Arc<migrate::FailureLog>,
-//! # ) -> Result<(), migrate::JobError> {
+//! # async fn demo<S: engine::Source, K: engine::Sink, T: engine::Transform>(
+//! #     source: S, transform: T, sink: K, store: std::sync::Arc<dyn coordination::Store>,
+//! #     failures: std::sync::Arc<engine::FailureLog>,
+//! # ) -> Result<(), engine::JobError> {
 //! use std::sync::Arc;
-//! use migrate::{Job, JobOptions, transform::Rename};
+//! use engine::{Job, JobOptions};
 //!
 //! let job = Job::new(
-//!     Arc::new(source), Arc::new(Rename::default()), Arc::new(sink),
+//!     Arc::new(source), Arc::new(transform), Arc::new(sink),
 //!     store, failures, JobOptions::default(),
 //! );
 //! let report = job.run().await?;

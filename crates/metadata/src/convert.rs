@@ -6,8 +6,8 @@
 //! `docs/conversions.md`.
 //!
 //! ```
-//! use migrate::metadata::convert::{convert_index, ConvertOptions};
-//! use migrate::metadata::ProductVersion;
+//! use metadata::convert::{convert_index, ConvertOptions};
+//! use metadata::ProductVersion;
 //! let body = serde_json::json!({"mappings": {"properties": {
 //!     "v": {"type": "dense_vector", "dims": 3, "similarity": "cosine"}}}});
 //! let out = convert_index(&body, Some(ProductVersion::es(8, 15)), ProductVersion::os(2, 19), &ConvertOptions::default());

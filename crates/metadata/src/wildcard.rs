@@ -3,9 +3,9 @@
 //! hold `*` or `?`, so a pattern never needs to match them literally.
 //!
 //! ```
-//! assert!(migrate::wildcard::matches("logs-*", "logs-2024.01"));
-//! assert!(migrate::wildcard::matches("p?sts", "posts"));
-//! assert!(!migrate::wildcard::matches("logs-*", "metrics"));
+//! assert!(metadata::wildcard::matches("logs-*", "logs-2024.01"));
+//! assert!(metadata::wildcard::matches("p?sts", "posts"));
+//! assert!(!metadata::wildcard::matches("logs-*", "metrics"));
 //! ```
 
 /// Whether `name` matches `pattern` as a whole. Linear in practice: on a mismatch after a

@@ -11,7 +11,7 @@
 //! reference tool would stop the batch.
 //!
 //! ```
-//! use migrate::jmespath_program::JmesProgram;
+//! use programs::jmespath_program::JmesProgram;
 //! let p = JmesProgram::new(&["[?document.n > `1`]".to_string()]).unwrap();
 //! assert_eq!(p.expressions(), 1);
 //! ```

@@ -4,7 +4,7 @@
 //! objects: zero filters the document out, several explode it (each with its own `_id`).
 //!
 //! ```
-//! use migrate::program::JqProgram;
+//! use programs::program::JqProgram;
 //! let p = JqProgram::compile(".\"_source\".n += 1").unwrap();
 //! let out = p.run_json(br#"{"_source":{"n":1}}"#).unwrap();
 //! assert_eq!(out, vec![r#"{"_source":{"n":2}}"#.to_string()]);

@@ -58,8 +58,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
             c.downcast_ref::<coordination::Error>(),
             Some(coordination::Error::OtherMigration { .. })
         ) || matches!(
-            c.downcast_ref::<migrate::JobError>(),
-            Some(migrate::JobError::Store(
+            c.downcast_ref::<engine::JobError>(),
+            Some(engine::JobError::Store(
                 coordination::Error::OtherMigration { .. }
             ))
         )
@@ -89,7 +89,7 @@ mod tests {
             context: "index logs shard 0".into(),
             source: lucene,
         };
-        let e = anyhow::Error::new(migrate::connectors::ConnectError::caused(
+        let e = anyhow::Error::new(connectors::ConnectError::caused(
             "s3://u:secret@bucket/repo",
             shard,
         ));

@@ -334,7 +334,7 @@ fn every_document_refused_is_exit_7_and_said_plainly() {
     );
     assert!(text.contains("0 of 1799 delivered (0.0 %)"), "{text}");
     assert!(!text.contains("every document delivered"), "{text}");
-    let log = migrate::FailureLog::read(&dir.path().join("failures.jsonl")).unwrap();
+    let log = engine::FailureLog::read(&dir.path().join("failures.jsonl")).unwrap();
     assert_eq!(log.len(), 1799);
     assert!(log
         .iter()
@@ -654,7 +654,7 @@ fn an_invalid_source_goes_to_the_failure_log_never_to_the_target() {
     ));
     assert_eq!(r.code, Some(7), "{r}");
     assert!(r.stderr.contains("skipped:bad_source"), "{r}");
-    let log = migrate::FailureLog::read(&dir.join("failures.jsonl")).unwrap();
+    let log = engine::FailureLog::read(&dir.join("failures.jsonl")).unwrap();
     let logged: Vec<&str> = log
         .iter()
         .filter(|x| x.error_type == "bad_source")
@@ -662,7 +662,7 @@ fn an_invalid_source_goes_to_the_failure_log_never_to_the_target() {
         .collect();
     assert_eq!(logged, bad.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
-        log.iter().all(|x| x.stage != migrate::Stage::Target),
+        log.iter().all(|x| x.stage != engine::Stage::Target),
         "{log:?}"
     );
     let held = server.documents("reviews");

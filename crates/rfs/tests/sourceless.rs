@@ -72,7 +72,7 @@ fn a_snapshot_without_source_migrates_rebuilt_documents_and_verifies() {
         "{}",
         show(&out)
     );
-    let records = migrate::FailureLog::read(&tmp.path().join("failures.jsonl")).unwrap();
+    let records = engine::FailureLog::read(&tmp.path().join("failures.jsonl")).unwrap();
     assert!(!records.is_empty());
     assert!(records.iter().all(|r| r.error_type == "partial_source"));
 
@@ -195,7 +195,7 @@ fn every_one_of_more_than_ten_thousand_skipped_documents_is_counted_and_logged()
         ],
     );
     assert_eq!(out.status.code(), Some(7), "{}", show(&out));
-    let records = migrate::FailureLog::read(&log).unwrap();
+    let records = engine::FailureLog::read(&log).unwrap();
     assert_eq!(records.len() as u64, N, "{}", show(&out));
     let ids: std::collections::BTreeSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids.len() as u64, N);

@@ -301,7 +301,7 @@ fn export_applies_the_program() {
 }
 
 /// A program of the common form (rename, delete, set, route by `_index`) runs on the raw
-/// `_source` without building the document (`migrate::field_edits`): the same documents
+/// `_source` without building the document (`programs::field_edits`): the same documents
 /// as jq makes, compared one by one, and `verify` with it is exact.
 #[test]
 fn a_field_edit_program_takes_the_fast_path_and_delivers_what_jq_would() {

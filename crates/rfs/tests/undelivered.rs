@@ -79,15 +79,15 @@ fn skipped_and_refused_documents_are_logged_counted_verified_and_redriven() {
     assert_eq!(held["unchangeddoc"], source_of(&repo, "unchangeddoc"));
 
     // The failure log names both, with the stage and the reason.
-    let records = migrate::FailureLog::read(&log).unwrap();
+    let records = engine::FailureLog::read(&log).unwrap();
     assert_eq!(records.len(), 2, "{records:?}");
     let skipped = records.iter().find(|r| r.id == "complexdoc").unwrap();
-    assert_eq!(skipped.stage, migrate::Stage::Transform);
+    assert_eq!(skipped.stage, engine::Stage::Transform);
     assert_eq!(skipped.error_type, "no_route");
     assert_eq!(skipped.doc_type.as_deref(), Some("type1"));
     assert!(skipped.position.is_some());
     let refused = records.iter().find(|r| r.id == "updateddoc").unwrap();
-    assert_eq!(refused.stage, migrate::Stage::Target);
+    assert_eq!(refused.stage, engine::Stage::Target);
     assert_eq!(refused.error_type, "mapper_parsing_exception");
     let kept: Value = serde_json::from_str(refused.source.as_ref().unwrap().get()).unwrap();
     assert_eq!(kept, source_of(&repo, "updateddoc"));
@@ -191,9 +191,9 @@ fn skipped_and_refused_documents_are_logged_counted_verified_and_redriven() {
 }
 
 /// A failure-log record as `rfs run` writes it.
-fn record(stage: migrate::Stage, id: &str, source: Option<&str>) -> migrate::FailureRecord {
-    migrate::FailureRecord {
-        time: migrate::failure_log::now_rfc3339(),
+fn record(stage: engine::Stage, id: &str, source: Option<&str>) -> engine::FailureRecord {
+    engine::FailureRecord {
+        time: engine::failure_log::now_rfc3339(),
         stage,
         index: "events".into(),
         id: id.into(),
@@ -207,13 +207,13 @@ fn record(stage: migrate::Stage, id: &str, source: Option<&str>) -> migrate::Fai
         status: 400,
         attempts: 1,
         delete: false,
-        source: source.map(|s| migrate::failure_log::source_value(s.as_bytes())),
+        source: source.map(|s| engine::failure_log::source_value(s.as_bytes())),
     }
 }
 
 #[test]
 fn redrive_records_what_is_refused_again_and_sends_it_on_the_next_pass() {
-    use migrate::Stage;
+    use engine::Stage;
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     // "b" is still refused: the cause is not fixed for it yet.
     server.set_faults(Faults {
@@ -225,7 +225,7 @@ fn redrive_records_what_is_refused_again_and_sends_it_on_the_next_pass() {
     let log = dir.path().join("failures.jsonl");
     let mut gone = record(Stage::Target, "gone", None);
     gone.delete = true;
-    migrate::FailureLog::open(&log)
+    engine::FailureLog::open(&log)
         .unwrap()
         .append(&[
             record(Stage::Target, "a", Some(r#"{"n":1}"#)),
@@ -263,7 +263,7 @@ fn redrive_records_what_is_refused_again_and_sends_it_on_the_next_pass() {
     // What remains: "b" refused again with its source (so it can be sent once more), the
     // one without a source, and the one the source skipped.
     let remaining = dir.path().join("failures.jsonl.remaining");
-    let records = migrate::FailureLog::read(&remaining).unwrap();
+    let records = engine::FailureLog::read(&remaining).unwrap();
     let by_id = |id: &str| {
         records
             .iter()

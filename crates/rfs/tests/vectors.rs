@@ -191,7 +191,7 @@ fn a_copy_skips_documents_whose_vectors_cannot_be_read_and_exits_7() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(7), "{}", show(&out));
-    let records = migrate::FailureLog::read(&log).unwrap();
+    let records = engine::FailureLog::read(&log).unwrap();
     // 60 documents, one of which (v007) keeps its vector in _source
     assert_eq!(records.len(), 59, "{}", show(&out));
     for r in &records {

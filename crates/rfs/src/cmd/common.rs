@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use migrate::metadata::{Allowlist, MultiTypeMode};
+use metadata::{Allowlist, MultiTypeMode};
 
 /// Where a snapshot repository is and how to reach it: the same flags and `RFS_*` names
 /// for every command that reads one (`inspect`, `export`, `metadata`, `documents`, `run`,
@@ -353,12 +353,12 @@ pub enum KnnEngineArg {
     Nmslib,
 }
 
-impl From<KnnEngineArg> for migrate::metadata::KnnEngine {
+impl From<KnnEngineArg> for metadata::KnnEngine {
     fn from(e: KnnEngineArg) -> Self {
         match e {
-            KnnEngineArg::Lucene => migrate::metadata::KnnEngine::Lucene,
-            KnnEngineArg::Faiss => migrate::metadata::KnnEngine::Faiss,
-            KnnEngineArg::Nmslib => migrate::metadata::KnnEngine::Nmslib,
+            KnnEngineArg::Lucene => metadata::KnnEngine::Lucene,
+            KnnEngineArg::Faiss => metadata::KnnEngine::Faiss,
+            KnnEngineArg::Nmslib => metadata::KnnEngine::Nmslib,
         }
     }
 }
@@ -391,8 +391,8 @@ impl From<MultiType> for MultiTypeMode {
 }
 
 impl FilterArgs {
-    pub fn options(&self) -> anyhow::Result<migrate::metadata::Options> {
-        Ok(migrate::metadata::Options {
+    pub fn options(&self) -> anyhow::Result<metadata::Options> {
+        Ok(metadata::Options {
             indices: Allowlist::parse(&self.index)?,
             legacy_templates: Allowlist::parse(&self.legacy_template)?,
             component_templates: Allowlist::parse(&self.component_template)?,
@@ -400,23 +400,23 @@ impl FilterArgs {
             replicas: self.replicas,
             multi_type_mode: self.multi_type.into(),
             naming: self.naming()?,
-            type_routes: migrate::metadata::Options::parse_type_routes(&self.type_route)
+            type_routes: metadata::Options::parse_type_routes(&self.type_route)
                 .map_err(anyhow::Error::msg)?,
-            convert: migrate::metadata::ConvertOptions {
+            convert: metadata::ConvertOptions {
                 knn_engine: self.knn_engine.map(Into::into),
                 enable_source: self.target_source == TargetSource::Enable,
             },
             data_streams: match self.data_streams {
-                DataStreamsArg::DataStreams => migrate::metadata::DataStreamMode::DataStreams,
-                DataStreamsArg::Indices => migrate::metadata::DataStreamMode::Indices,
+                DataStreamsArg::DataStreams => metadata::DataStreamMode::DataStreams,
+                DataStreamsArg::Indices => metadata::DataStreamMode::Indices,
             },
         })
     }
 
     /// Target index names from --rename, --index-prefix and --index-suffix.
-    pub fn naming(&self) -> anyhow::Result<migrate::Naming> {
-        Ok(migrate::Naming {
-            renames: migrate::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+    pub fn naming(&self) -> anyhow::Result<metadata::Naming> {
+        Ok(metadata::Naming {
+            renames: metadata::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
             prefix: self.index_prefix.clone(),
             suffix: self.index_suffix.clone(),
         })
@@ -714,7 +714,7 @@ impl SourceClusterArgs {
                     )
                 })?;
         }
-        Ok(migrate::phases::create_snapshot(&client, repository, name).await?)
+        Ok(engine::phases::create_snapshot(&client, repository, name).await?)
     }
 }
 
@@ -824,7 +824,7 @@ impl FromConnectionArgs {
     }
 
     /// The source client's configuration without URLs (the `--from` URL says where;
-    /// `migrate::connectors::Settings::source_client`).
+    /// `connectors::Settings::source_client`).
     pub fn client_config(&self) -> anyhow::Result<cluster::ClientConfig> {
         self.connection().client_config()
     }
@@ -941,7 +941,7 @@ impl ToConnectionArgs {
     }
 
     /// The sink client's configuration without URLs (the `--to` URL says where;
-    /// `migrate::connectors::Settings::sink_client`).
+    /// `connectors::Settings::sink_client`).
     pub fn client_config(&self) -> anyhow::Result<cluster::ClientConfig> {
         self.connection().client_config()
     }
@@ -1082,7 +1082,7 @@ impl StoreArgs {
     /// unreachable (restarting); a refusal no retry cures (a wrong password, a missing
     /// directory) is an error at once.
     pub async fn open(&self) -> anyhow::Result<Arc<dyn coordination::Store>> {
-        migrate::worker::with_store_retries(|| coordination::open_store(&self.store))
+        engine::worker::with_store_retries(|| coordination::open_store(&self.store))
             .await
             .with_context(|| format!("opening the coordination store {}", self.redacted()))
     }
@@ -1103,7 +1103,7 @@ impl StoreArgs {
             urls: own.urls,
             ..config
         };
-        let store = migrate::worker::with_store_retries(|| {
+        let store = engine::worker::with_store_retries(|| {
             coordination::ClusterStore::open_with(config.clone(), &index)
         })
         .await
@@ -1131,7 +1131,7 @@ impl StoreArgs {
     /// Opens the store only if it exists (for commands that read it or set its control
     /// record): a mistyped path is an error, and nothing is created.
     pub async fn open_existing(&self) -> anyhow::Result<Arc<dyn coordination::Store>> {
-        migrate::worker::with_store_retries(|| coordination::open_existing_store(&self.store))
+        engine::worker::with_store_retries(|| coordination::open_existing_store(&self.store))
             .await
             .with_context(|| format!("opening the coordination store {}", self.redacted()))
     }
@@ -1155,7 +1155,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_MAX_BATCH_DOCS",
-        default_value_t = migrate::BatchLimits::default().max_docs,
+        default_value_t = engine::BatchLimits::default().max_docs,
         value_name = "N",
         value_parser = usize_in(1, 1_000_000)
     )]
@@ -1164,7 +1164,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_MAX_BATCH_BYTES",
-        default_value_t = migrate::BatchLimits::default().max_bytes,
+        default_value_t = engine::BatchLimits::default().max_bytes,
         value_name = "BYTES",
         value_parser = usize_in(1024, 1 << 30)
     )]
@@ -1173,7 +1173,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_CONCURRENCY",
-        default_value_t = migrate::PipelineOptions::default().in_flight,
+        default_value_t = engine::PipelineOptions::default().in_flight,
         value_name = "K",
         value_parser = usize_in(1, 256)
     )]
@@ -1272,7 +1272,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_CHECKPOINT_SECONDS",
-        default_value_t = migrate::PipelineOptions::default().checkpoint_every.as_secs_f64(),
+        default_value_t = engine::PipelineOptions::default().checkpoint_every.as_secs_f64(),
         value_name = "SECS",
         value_parser = float_in(0.05, 3600.0)
     )]
@@ -1281,7 +1281,7 @@ pub struct WorkerArgs {
     #[arg(
         long,
         env = "RFS_CONTROL_SECONDS",
-        default_value_t = migrate::PipelineOptions::default().control_every.as_secs_f64(),
+        default_value_t = engine::PipelineOptions::default().control_every.as_secs_f64(),
         value_name = "SECS",
         value_parser = float_in(0.05, 60.0)
     )]
@@ -1405,34 +1405,34 @@ impl WorkerArgs {
     /// Item workers in this process.
     pub fn parallel(&self) -> usize {
         self.parallel
-            .unwrap_or_else(migrate::JobOptions::default_parallel)
+            .unwrap_or_else(engine::JobOptions::default_parallel)
     }
 
     /// How the job runs: N item workers, batch limits, checkpoints, the memory budget.
-    pub fn job_options(&self, wait_for_leases: bool) -> migrate::JobOptions {
+    pub fn job_options(&self, wait_for_leases: bool) -> engine::JobOptions {
         let parallel = self.parallel();
-        let pipeline = migrate::PipelineOptions {
+        let pipeline = engine::PipelineOptions {
             in_flight: self.concurrency.max(1),
             checkpoint_every: seconds(self.checkpoint_seconds, 0.05, 3600.0),
             control_every: seconds(self.control_seconds, 0.05, 60.0),
-            ..migrate::PipelineOptions::default()
+            ..engine::PipelineOptions::default()
         };
-        migrate::JobOptions {
+        engine::JobOptions {
             parallel,
-            worker: migrate::WorkerOptions {
+            worker: engine::WorkerOptions {
                 pipeline,
                 wait_for_leases,
                 poll: seconds(self.control_seconds, 0.05, 5.0),
                 max_items: None,
             },
             coordination: self.coordination_config(),
-            memory_budget: migrate::JobOptions::memory_budget_for(
+            memory_budget: engine::JobOptions::memory_budget_for(
                 self.memory_budget,
                 self.max_batch_bytes,
                 parallel,
             ),
             migration: self.migration.clone(),
-            fleet_limits: migrate::FleetLimits {
+            fleet_limits: engine::FleetLimits {
                 docs_per_sec: self
                     .fleet_max_docs_per_sec
                     .filter(|r| r.is_finite() && *r > 0.0),
@@ -1444,8 +1444,8 @@ impl WorkerArgs {
     }
 
     /// The batch limits every sink uses.
-    pub fn batch_limits(&self) -> migrate::BatchLimits {
-        migrate::BatchLimits {
+    pub fn batch_limits(&self) -> engine::BatchLimits {
+        engine::BatchLimits {
             max_docs: self.max_batch_docs.max(1),
             max_bytes: self.max_batch_bytes.max(1),
         }
@@ -1453,17 +1453,17 @@ impl WorkerArgs {
 
     /// The failure log, opened for appending (with each document's source, so it can be
     /// re-driven).
-    pub fn failure_log(&self) -> anyhow::Result<Arc<migrate::FailureLog>> {
-        let log = migrate::FailureLog::open(&self.failure_log)?.with_sources(true);
+    pub fn failure_log(&self) -> anyhow::Result<Arc<engine::FailureLog>> {
+        let log = engine::FailureLog::open(&self.failure_log)?.with_sources(true);
         Ok(Arc::new(log))
     }
 
     /// What these flags say about the sinks the connector registry opens (batches, `_bulk`
     /// options, requests in flight, rates, DynamoDB's throttle budget, this process's
     /// file tag); the command adds what its own flags say.
-    pub fn sink_settings(&self) -> migrate::connectors::Settings {
+    pub fn sink_settings(&self) -> connectors::Settings {
         let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
-        migrate::connectors::Settings {
+        connectors::Settings {
             batch: self.batch_limits(),
             bulk: self.bulk_options(),
             max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
@@ -1471,7 +1471,7 @@ impl WorkerArgs {
             max_bytes_per_sec: rate(self.max_bytes_per_sec),
             dynamo_throttle_budget: Some(super::table::throttle_budget(self.lease_seconds)),
             file_tag: Some(super::table::process_tag()),
-            ..migrate::connectors::Settings::default()
+            ..connectors::Settings::default()
         }
     }
 
@@ -1497,10 +1497,10 @@ impl WorkerArgs {
 }
 
 /// Serves Prometheus metrics on `addr` in the background.
-pub fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<migrate::Metrics>) {
+pub fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<engine::Metrics>) {
     let m = metrics.clone();
     tokio::spawn(async move {
-        if let Err(e) = migrate::metrics::serve(addr, m).await {
+        if let Err(e) = engine::metrics::serve(addr, m).await {
             tracing::error!("metrics server on {addr}: {e}");
         }
     });
@@ -1510,8 +1510,8 @@ pub fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<migrate::Metrics>
 /// the snapshot's live documents. [`TerminalProgress::finish`] draws the final count and leaves it.
 pub struct TerminalProgress {
     bar: indicatif::ProgressBar,
-    totals: Arc<std::sync::OnceLock<migrate::Totals>>,
-    metrics: Arc<migrate::Metrics>,
+    totals: Arc<std::sync::OnceLock<engine::Totals>>,
+    metrics: Arc<engine::Metrics>,
     ticker: tokio::task::JoinHandle<()>,
 }
 
@@ -1520,8 +1520,8 @@ impl TerminalProgress {
     /// length is the source's total once the items phase has planned it.
     pub fn start(
         enabled: bool,
-        totals: Arc<std::sync::OnceLock<migrate::Totals>>,
-        metrics: Arc<migrate::Metrics>,
+        totals: Arc<std::sync::OnceLock<engine::Totals>>,
+        metrics: Arc<engine::Metrics>,
     ) -> Option<TerminalProgress> {
         use std::io::IsTerminal;
         if !enabled || !std::io::stderr().is_terminal() {
@@ -1553,8 +1553,8 @@ impl TerminalProgress {
 
     fn update(
         bar: &indicatif::ProgressBar,
-        totals: &std::sync::OnceLock<migrate::Totals>,
-        m: &migrate::Metrics,
+        totals: &std::sync::OnceLock<engine::Totals>,
+        m: &engine::Metrics,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
         if let Some(t) = totals.get() {

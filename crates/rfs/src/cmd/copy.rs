@@ -1,7 +1,7 @@
 //! `rfs copy --from URL --to URL`: any source into any sink through the connector registry
-//! (`migrate::connectors`), one job, any number of identical processes sharing the store.
+//! (`connectors`), one job, any number of identical processes sharing the store.
 
-use migrate::connectors::{open_sink, open_source, OpenedSource, Settings};
+use connectors::{open_sink, open_source, OpenedSource, Settings};
 
 use super::common::{runtime, FromConnectionArgs, StoreArgs, ToConnectionArgs, WorkerArgs};
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
@@ -171,9 +171,9 @@ impl Ends {
     fn metadata_phase(
         &self,
         source: &OpenedSource,
-        sink: &migrate::connectors::OpenedSink,
+        sink: &connectors::OpenedSink,
         chosen: &[String],
-    ) -> anyhow::Result<migrate::job::PhaseWork> {
+    ) -> anyhow::Result<engine::job::PhaseWork> {
         let Some(metadata) = source.metadata.clone() else {
             anyhow::bail!(
                 "--create-metadata: a {} source holds no index definitions (only a snapshot or a live cluster does)",
@@ -188,8 +188,8 @@ impl Ends {
                 "--create-metadata: the sink URL sends every document into index {index}; name no index to create the source's"
             );
         }
-        let options = migrate::metadata::Options {
-            indices: migrate::metadata::Allowlist::parse(chosen).map_err(anyhow::Error::msg)?,
+        let options = metadata::Options {
+            indices: metadata::Allowlist::parse(chosen).map_err(anyhow::Error::msg)?,
             naming: self.naming()?,
             ..Default::default()
         };
@@ -202,9 +202,9 @@ impl Ends {
     }
 
     /// The target index names --rename, --index-prefix and --index-suffix give.
-    fn naming(&self) -> anyhow::Result<migrate::Naming> {
-        Ok(migrate::Naming {
-            renames: migrate::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+    fn naming(&self) -> anyhow::Result<metadata::Naming> {
+        Ok(metadata::Naming {
+            renames: metadata::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
             prefix: self.index_prefix.clone(),
             suffix: self.index_suffix.clone(),
         })
@@ -215,9 +215,9 @@ impl Ends {
     /// a sink index are a usage error: they would do nothing).
     fn routes(
         &self,
-        sink: &migrate::connectors::OpenedSink,
+        sink: &connectors::OpenedSink,
         groups: &[String],
-    ) -> anyhow::Result<std::sync::Arc<dyn migrate::transform::Transform>> {
+    ) -> anyhow::Result<std::sync::Arc<dyn engine::transform::Transform>> {
         let naming = self.naming()?;
         if naming.is_identity() {
             return Ok(sink.transform());
@@ -227,7 +227,7 @@ impl Ends {
                 "--rename/--index-prefix/--index-suffix: the sink URL sends every document into index {index}"
             );
         }
-        Ok(std::sync::Arc::new(migrate::transform::Rename::new(
+        Ok(std::sync::Arc::new(programs::routes::Rename::new(
             naming, groups,
         )))
     }
@@ -236,8 +236,7 @@ impl Ends {
     /// is written: given for an end that is not one, they would do nothing, so that is a
     /// usage error.
     fn connection_flags_fit(&self, create_only: bool) -> anyhow::Result<()> {
-        let http =
-            |url: &str| matches!(migrate::connectors::scheme(url).as_str(), "http" | "https");
+        let http = |url: &str| matches!(connectors::scheme(url).as_str(), "http" | "https");
         if self.from_conn.is_set() && !http(&self.from) {
             anyhow::bail!(
                 "--from-* connection options apply to an http(s):// source; --from {} is not one",
@@ -283,7 +282,7 @@ fn sink_url(v: &str) -> Result<String, String> {
 pub struct FromSpec {
     pub snapshot: Option<String>,
     pub store_options: snapshot::StoreOptions,
-    pub snapshot_options: migrate::sources::snapshot::SnapshotOptions,
+    pub snapshot_options: connectors::sources::snapshot::SnapshotOptions,
     pub item_bytes: Option<usize>,
     pub slices: u32,
 }
@@ -294,11 +293,11 @@ impl FromSpec {
             snapshot: self.snapshot,
             snapshot_options: self.snapshot_options,
             store_options: self.store_options,
-            jsonl: migrate::sources::jsonl::JsonlOptions {
+            jsonl: connectors::sources::jsonl::JsonlOptions {
                 chunk_bytes: self.item_bytes.map_or(64 << 20, |b| b as u64),
                 ..Default::default()
             },
-            cluster: migrate::sources::cluster::ClusterSourceOptions {
+            cluster: connectors::sources::cluster::ClusterSourceOptions {
                 slices: self.slices,
                 ..Default::default()
             },
@@ -325,7 +324,7 @@ impl Args {
                 s3_endpoint: self.ends.s3_endpoint.clone(),
                 ..Default::default()
             }),
-            snapshot_options: migrate::sources::snapshot::SnapshotOptions {
+            snapshot_options: connectors::sources::snapshot::SnapshotOptions {
                 split_docs: Some(w.split_docs),
                 verify_checksums: !w.no_verify_checksums,
                 rebuild: Default::default(),
@@ -366,14 +365,14 @@ impl Args {
 async fn table_key_unique(ends: &Ends, source: &OpenedSource) -> anyhow::Result<()> {
     let Some(table) = source
         .source
-        .downcast::<migrate::sources::table::TableSource>()
+        .downcast::<connectors::sources::table::TableSource>()
     else {
         return Ok(());
     };
-    if !migrate::connectors::scheme(&ends.to).eq_ignore_ascii_case("dynamodb") {
+    if !connectors::scheme(&ends.to).eq_ignore_ascii_case("dynamodb") {
         return Ok(());
     }
-    let url = migrate::sinks::dynamo::DynamoUrl::parse(&ends.to)
+    let url = connectors::sinks::dynamo::DynamoUrl::parse(&ends.to)
         .map_err(|e| anyhow::anyhow!("{}", redact::text(&e.to_string())))?;
     super::table::check_key_unique(&url, &table, ends.allow_key_collisions).await
 }
@@ -418,7 +417,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         Some(s) => s.apply(source.source, &source.groups)?,
         None => source.source,
     };
-    let left_out = migrate::source::Source::left_out(&source_part);
+    let left_out = engine::source::Source::left_out(&source_part);
     let mut spec = JobSpec::new(
         source_part,
         args.transform
@@ -429,7 +428,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         args.worker.job_options(true),
     );
     if let Some(work) = metadata {
-        spec = spec.phase(migrate::phases::PHASE_METADATA, work);
+        spec = spec.phase(engine::phases::PHASE_METADATA, work);
     }
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     let code = finish(&report, Role::Run);

@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         );
         if args.delete_removed_indices && !m.removed.is_empty() {
             job = job.phase(
-                migrate::phases::PHASE_REMOVED_INDICES,
+                engine::phases::PHASE_REMOVED_INDICES,
                 removed_indices_phase(client, m.removed.clone()),
             );
         }

@@ -1,19 +1,17 @@
 //! What the commands that run the engine share: building the snapshot source and its
 //! transform from the flags, running a job with signals, a progress bar and the metrics
 //! endpoint, and turning its report into lines and an exit code. Orchestration lives in
-//! `migrate::Job`; this only builds, calls and renders.
+//! `engine::Job`; this only builds, calls and renders.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use migrate::connectors::{
-    open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Settings,
-};
-use migrate::metadata::SourceMetadata;
-use migrate::phases::PhaseError;
-use migrate::sources::snapshot::SnapshotOptions;
-use migrate::{Job, JobEnd, JobReport};
+use connectors::sources::snapshot::SnapshotOptions;
+use connectors::{open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Settings};
+use engine::phases::PhaseError;
+use engine::{Job, JobEnd, JobReport};
+use metadata::SourceMetadata;
 use tokio::sync::watch;
 
 use super::common::{
@@ -27,7 +25,7 @@ pub struct SnapshotMigration {
     pub metadata: SourceMetadata,
     pub source: BoxedSource,
     /// The routes and renames, behind the --transform program when there is one.
-    pub transform: Arc<dyn migrate::Transform>,
+    pub transform: Arc<dyn engine::Transform>,
     /// A delta (`--since`): indices of the earlier snapshot that this one does not have,
     /// each with the target indices its documents went to.
     pub removed: Vec<(String, Vec<String>)>,
@@ -113,7 +111,7 @@ pub async fn open_target_sink(
     let shown = redact::url(&target.target);
     let connecting = || format!("connecting to the target {shown}");
     if !matches!(
-        migrate::connectors::scheme(&target.target).as_str(),
+        connectors::scheme(&target.target).as_str(),
         "http" | "https"
     ) {
         anyhow::bail!("{}: the URL's scheme must be http or https", connecting());
@@ -154,12 +152,12 @@ pub fn opened(source: BoxedSource, kind: &'static str) -> OpenedSource {
 pub fn metadata_phase(
     metadata: SourceMetadata,
     client: cluster::Client,
-    options: migrate::metadata::Options,
+    options: metadata::Options,
     fix: &'static str,
-) -> migrate::job::PhaseWork {
+) -> engine::job::PhaseWork {
     Box::new(move || {
         Box::pin(async move {
-            let report = migrate::metadata::migrate(&metadata, &client, &options)
+            let report = metadata::migrate(&metadata, &client, &options)
                 .await
                 .map_err(|e| PhaseError::Other(format!("metadata migration: {e}")))?;
             crate::say!("{}", report.to_table());
@@ -185,7 +183,7 @@ pub fn metadata_phase(
 pub fn removed_indices_phase(
     client: cluster::Client,
     removed: Vec<(String, Vec<String>)>,
-) -> migrate::job::PhaseWork {
+) -> engine::job::PhaseWork {
     Box::new(move || {
         Box::pin(async move {
             let mut deleted = Vec::new();
@@ -264,24 +262,24 @@ pub fn shutdown_signal() -> watch::Receiver<bool> {
 /// command that copies documents fills one and hands it to [`run_job`].
 pub struct JobSpec {
     pub source: BoxedSource,
-    pub transform: Arc<dyn migrate::Transform>,
+    pub transform: Arc<dyn engine::Transform>,
     pub sink: BoxedSink,
     pub store: Arc<dyn coordination::Store>,
-    pub failures: Arc<migrate::FailureLog>,
-    pub options: migrate::JobOptions,
+    pub failures: Arc<engine::FailureLog>,
+    pub options: engine::JobOptions,
     /// Phases in the order they run (after the items phase is planned, before items).
-    pub phases: Vec<(&'static str, migrate::job::PhaseWork)>,
+    pub phases: Vec<(&'static str, engine::job::PhaseWork)>,
 }
 
 impl JobSpec {
     /// A job of `source` into `sink` with no phases of its own.
     pub fn new(
         source: BoxedSource,
-        transform: Arc<dyn migrate::Transform>,
+        transform: Arc<dyn engine::Transform>,
         sink: BoxedSink,
         store: Arc<dyn coordination::Store>,
-        failures: Arc<migrate::FailureLog>,
-        options: migrate::JobOptions,
+        failures: Arc<engine::FailureLog>,
+        options: engine::JobOptions,
     ) -> Self {
         JobSpec {
             source,
@@ -295,7 +293,7 @@ impl JobSpec {
     }
 
     /// Adds a phase (run once for the fleet).
-    pub fn phase(mut self, name: &'static str, work: migrate::job::PhaseWork) -> Self {
+    pub fn phase(mut self, name: &'static str, work: engine::job::PhaseWork) -> Self {
         self.phases.push((name, work));
         self
     }
@@ -411,9 +409,9 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
     // success; an estimate, a snapshot's live count (nested children of resumed reads
     // are not counted) or more than an exact one (a read that started over in a new point
     // in time sees documents written since) is said.
-    for c in migrate::coverage::check(&report.totals, &status.per_group) {
-        if c.verdict == migrate::coverage::Verdict::Differs {
-            if c.count == Some(migrate::TotalCount::Exact) && c.accounted < c.total {
+    for c in engine::coverage::check(&report.totals, &status.per_group) {
+        if c.verdict == engine::coverage::Verdict::Differs {
+            if c.count == Some(engine::TotalCount::Exact) && c.accounted < c.total {
                 anyhow::bail!(
                     "the source's total differs: {}; see `rfs status`",
                     c.describe()

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use migrate::connectors::{open_sink, open_source_as, Settings};
-use migrate::sinks::files::FileFormat;
-use migrate::sources::snapshot::SnapshotOptions;
-use migrate::transform::Rename;
-use migrate::Sink;
-use migrate::{JobEnd, JobOptions};
+use connectors::sinks::files::FileFormat;
+use connectors::sources::snapshot::SnapshotOptions;
+use connectors::{open_sink, open_source_as, Settings};
+use engine::Sink;
+use engine::{JobEnd, JobOptions};
+use programs::routes::Rename;
 
 use super::common::{runtime, RepositoryArgs};
 use super::engine::{run_job, JobSpec, Watch};
@@ -100,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let removed = opened.removed;
         // The file sink through the connector registry: `--out` as a path (`-`: stdout),
         // `--format` as a setting. A path that reads as a URL stays a path.
-        let out = if migrate::connectors::scheme(&args.out).is_empty() {
+        let out = if connectors::scheme(&args.out).is_empty() {
             args.out.clone()
         } else {
             format!("./{}", args.out)
@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .sink;
         // One file per exported index, also for an index without documents.
         sink.prepare(&names)?;
-        let failures = migrate::FailureLog::open(&args.failure_log)?.with_sources(true);
+        let failures = engine::FailureLog::open(&args.failure_log)?.with_sources(true);
         let parallel = args.parallel.unwrap_or_else(JobOptions::default_parallel);
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());
         let transform = args.transform.wrap(Arc::new(Rename::default()))?;

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use migrate::metadata::{ConversionSeverity, ProductVersion, Report, SourceMetadata};
+use metadata::{ConversionSeverity, ProductVersion, Report, SourceMetadata};
 use serde_json::json;
 
 use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
@@ -79,7 +79,7 @@ impl Args {
 /// Indices whose documents have no stored `_source`: what a rebuild cannot hold.
 fn sourceless_indices(
     args: &Args,
-    options: &migrate::metadata::Options,
+    options: &metadata::Options,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let snap = args.source.open()?;
     let mode = match args.source.rebuild.rebuild_source {
@@ -117,21 +117,21 @@ fn sourceless_indices(
 /// when the program maps `_index` from the index name alone; otherwise it says so.
 fn transform_targets(
     args: &Args,
-    source: &migrate::metadata::SourceMetadata,
-    options: &migrate::metadata::Options,
+    source: &metadata::SourceMetadata,
+    options: &metadata::Options,
 ) -> anyhow::Result<Option<Vec<serde_json::Value>>> {
     let Some(program) = args.filter.transform.program()? else {
         return Ok(None);
     };
-    let routing = migrate::metadata::DocumentRouting::new(source, options);
+    let routing = metadata::DocumentRouting::new(source, options);
     let mut out = Vec::new();
     for index in source.indices.iter().map(|i| &i.name) {
         if !routing.includes(index) {
             continue;
         }
-        let probe = migrate::Document {
+        let probe = engine::Document {
             position: coordination::Position::Doc(0),
-            op: migrate::Op::Index,
+            op: engine::Op::Index,
             index: index.as_str().into(),
             id: "probe".into(),
             doc_type: None,
@@ -168,7 +168,7 @@ fn transform_targets(
 }
 
 /// The target name `--rename`/prefix/suffix give `index`.
-fn naming_target(options: &migrate::metadata::Options, index: &str) -> String {
+fn naming_target(options: &metadata::Options, index: &str) -> String {
     options.naming.target(index)
 }
 
@@ -188,9 +188,9 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
     let report: Report = rt.block_on(async {
         let client = cluster::Client::new(config).context("target client")?;
         let r = if write {
-            migrate::metadata::migrate(&source, &client, &options).await
+            metadata::migrate(&source, &client, &options).await
         } else {
-            migrate::metadata::evaluate(&source, &client, &options).await
+            metadata::evaluate(&source, &client, &options).await
         };
         r.context("metadata migration")
     })?;
@@ -238,15 +238,15 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
         .with_context(|| format!("reading {}", args.mapping.display()))?;
     let body: serde_json::Value = serde_json::from_slice(&text)
         .with_context(|| format!("{}: not JSON", args.mapping.display()))?;
-    let options = migrate::metadata::Options {
-        convert: migrate::metadata::ConvertOptions {
+    let options = metadata::Options {
+        convert: metadata::ConvertOptions {
             knn_engine: args.knn_engine.map(Into::into),
             enable_source: args.target_source == TargetSource::Enable,
         },
         ..Default::default()
     };
     let (converted, notes) =
-        migrate::metadata::convert_definition(&body, Some(args.from), args.to, &options)
+        metadata::convert_definition(&body, Some(args.from), args.to, &options)
             .map_err(|e| anyhow::anyhow!("{}: {e}", args.mapping.display()))?;
     let blocked = notes.blocked();
     if args.json {
@@ -272,7 +272,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
             count(ConversionSeverity::Warning),
             count(ConversionSeverity::Blocking)
         ));
-        migrate::metadata::plan::write_conversions(&mut out, &notes.conversions);
+        metadata::plan::write_conversions(&mut out, &notes.conversions);
         for t in &notes.transformations {
             out.push_str(&format!("change: {t}\n"));
         }

@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use migrate::connectors::{open_source, Settings};
-use migrate::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
-use migrate::transform::Rename;
-use migrate::BatchLimits;
-use migrate::{FailureLog, JobEnd, JobOptions};
+use connectors::{open_source, Settings};
+use engine::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
+use engine::BatchLimits;
+use engine::{FailureLog, JobEnd, JobOptions};
+use programs::routes::Rename;
 
 use super::common::{runtime, usize_in, TargetArgs};
 use super::engine::{open_target_sink, run_job, shutdown_signal, JobSpec, Watch};
@@ -46,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let shutdown = shutdown_signal();
         let source = open_source(
-            &migrate::connectors::failures::url_of(&args.failure_log),
+            &connectors::failures::url_of(&args.failure_log),
             &Settings::default(),
         )
         .await?;

@@ -3,11 +3,11 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
-use migrate::connectors::{source_identity_as, Settings};
-use migrate::phases::{
+use connectors::{source_identity_as, Settings};
+use engine::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
-use migrate::worker::with_store_retries;
+use engine::worker::with_store_retries;
 
 use super::common::{
     runtime, FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs,
@@ -59,8 +59,8 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
             coordination::Coordinator::new(store.clone(), args.worker.coordination_config());
         // The store must be this migration's before anything is done in its name (the
         // job checks again with the same identity once the snapshot can be read).
-        let identity = migrate::job::with_program(
-            migrate::job::identity_from(
+        let identity = engine::job::with_program(
+            engine::job::identity_from(
                 source_identity_as(
                     "snapshot",
                     args.source.repository.location()?,
@@ -70,7 +70,7 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
                         ..Settings::default()
                     },
                 )?,
-                migrate::job::identity_location(&args.target.target),
+                engine::job::identity_location(&args.target.target),
                 args.worker.migration.as_deref(),
             ),
             args.filter.transform.identity()?.as_deref(),

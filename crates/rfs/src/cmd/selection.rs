@@ -9,12 +9,12 @@
 
 use std::collections::BTreeMap;
 
+use connectors::BoxedSource;
 use coordination::{Cursor, WorkItem};
-use migrate::connectors::BoxedSource;
-use migrate::document::Read;
-use migrate::error::SourceError;
-use migrate::metadata::Allowlist;
-use migrate::source::{Plan, Source};
+use engine::document::Read;
+use engine::error::SourceError;
+use engine::source::{Plan, Source};
+use metadata::Allowlist;
 
 /// The groups to copy: those `include` lists (all when empty), less those `exclude` lists.
 pub struct Selection {

@@ -9,9 +9,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use migrate::coverage::{Verdict, NESTED_PREFIX};
-use migrate::phases::read_totals;
-use migrate::Totals;
+use engine::coverage::{Verdict, NESTED_PREFIX};
+use engine::phases::read_totals;
+use engine::Totals;
 use serde_json::{json, Value};
 
 use super::common::{float_in, runtime, StoreArgs};
@@ -166,7 +166,7 @@ pub(crate) fn render_json(
         .map(|(k, v)| (k.clone(), *v))
         .partition(|(k, _)| k.starts_with("filtered:"));
     // Each index held against the source's own total, as the plan recorded it.
-    let coverage = totals.map(|t| migrate::coverage::check(t, &s.per_group));
+    let coverage = totals.map(|t| engine::coverage::check(t, &s.per_group));
     let coverage_of = |name: &str| coverage.iter().flatten().find(|c| c.group == name).cloned();
     let filtered: u64 = filtered_by_reason.values().sum();
     let accounted = s.docs_done + s.docs_refused + s.docs_skipped + filtered;
@@ -210,7 +210,7 @@ pub(crate) fn render_json(
     }
     // A delta: what it sends and what it leaves, summed over the indices.
     let delta = totals.filter(|t| t.since.is_some()).map(|t| {
-        let mut sum = migrate::DeltaTotals::default();
+        let mut sum = engine::DeltaTotals::default();
         let mut created = Vec::new();
         // Ids deleted, known once every item of the index is done: what it sent beyond
         // the documents it indexed.
@@ -289,7 +289,7 @@ pub(crate) fn render_json(
 }
 
 /// One word for the migration against the source's totals: the worst of its indices.
-fn source_totals_verdict(c: &[migrate::coverage::GroupCoverage]) -> &'static str {
+fn source_totals_verdict(c: &[engine::coverage::GroupCoverage]) -> &'static str {
     let has = |v: Verdict| c.iter().any(|g| g.verdict == v);
     if has(Verdict::Differs) {
         "differs"

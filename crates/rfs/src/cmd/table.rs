@@ -7,16 +7,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ::verify::{verify, Options, Sample, VerifyReport};
 use anyhow::Context;
-use migrate::connectors::{
+use connectors::sinks::dynamo::hints_of;
+use connectors::sources::table::{dynamo_key_of, KeyGuard, TableSource};
+use connectors::{
     open_lookup, open_sink, open_source_as, sink_identity, BoxedSink, BoxedSource, OpenedLookup,
     OpenedSource, Settings, SourceShape,
 };
-use migrate::sinks::dynamo::hints_of;
-use migrate::sources::table::{dynamo_key_of, KeyGuard, TableSource};
-use migrate::transform::Rename;
-use migrate::verify::{verify, Options, Sample, VerifyReport};
-use migrate::Naming;
+use metadata::Naming;
+use programs::routes::Rename;
 use table::{SlotRule, TableOptions};
 
 use super::common::{runtime, usize_in, StoreArgs, WorkerArgs};
@@ -198,7 +198,7 @@ pub enum SinkUrl {
     /// JSON lines in a directory.
     Files(PathBuf),
     /// Items of a DynamoDB table.
-    Dynamo(migrate::sinks::dynamo::DynamoUrl),
+    Dynamo(connectors::sinks::dynamo::DynamoUrl),
 }
 
 impl SinkUrl {
@@ -235,7 +235,7 @@ impl SinkUrl {
                     .map_err(|()| anyhow::anyhow!("--sink {shown}: not a local file URL"))?;
                 Ok(SinkUrl::Files(p))
             }
-            Some("dynamodb") => migrate::sinks::dynamo::DynamoUrl::parse(s)
+            Some("dynamodb") => connectors::sinks::dynamo::DynamoUrl::parse(s)
                 .map(SinkUrl::Dynamo)
                 .map_err(|e| anyhow::anyhow!("--sink {e}")),
             Some(other) => anyhow::bail!(
@@ -387,7 +387,7 @@ impl TableArgs {
     /// See [`check_key_unique`].
     async fn check_key_unique(
         &self,
-        url: &migrate::sinks::dynamo::DynamoUrl,
+        url: &connectors::sinks::dynamo::DynamoUrl,
         source: &TableSource,
     ) -> anyhow::Result<()> {
         check_key_unique(url, source, self.allow_key_collisions).await
@@ -400,8 +400,8 @@ impl TableArgs {
         &self,
         transform: &super::transform::TransformArgs,
         source: &TableSource,
-        then: Arc<dyn migrate::transform::Transform>,
-    ) -> anyhow::Result<Arc<dyn migrate::transform::Transform>> {
+        then: Arc<dyn engine::transform::Transform>,
+    ) -> anyhow::Result<Arc<dyn engine::transform::Transform>> {
         if transform.identity()?.is_none() || self.allow_key_collisions {
             return transform.wrap(then);
         }
@@ -426,7 +426,7 @@ impl TableArgs {
             check_where(w).map_err(anyhow::Error::msg)?;
         }
         if !matches!(
-            migrate::connectors::scheme(&self.source).as_str(),
+            connectors::scheme(&self.source).as_str(),
             "postgres" | "postgresql"
         ) {
             anyhow::bail!(
@@ -659,7 +659,7 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let instants = source
         .columns()
         .into_iter()
-        .filter(|(_, shape)| *shape == migrate::columns::ColumnShape::Time)
+        .filter(|(_, shape)| *shape == engine::columns::ColumnShape::Time)
         .map(|(name, _)| name)
         .collect();
     let options = Options {
@@ -753,7 +753,7 @@ fn render(r: &VerifyReport, home: &str, target: &str, max_listed: usize) -> Stri
         .iter()
         .flat_map(|v| v.differences.iter().map(|k| named(&v.index, k)))
         .collect();
-    let count = |f: fn(&migrate::verify::IndexVerdict) -> u64| r.indices.iter().map(f).sum();
+    let count = |f: fn(&::verify::IndexVerdict) -> u64| r.indices.iter().map(f).sum();
     listed(
         &mut out,
         "rows missing from the target",
@@ -794,7 +794,7 @@ async fn check_identity(
     name: Option<&str>,
     program: Option<&str>,
 ) -> anyhow::Result<()> {
-    use migrate::Source;
+    use engine::Source;
     let stored = match coord.identity().await {
         Ok(Some(stored)) => stored,
         Ok(None) => {
@@ -809,8 +809,8 @@ async fn check_identity(
     if stored.contains_key("migration") && name.is_none() {
         return Ok(());
     }
-    let ours = migrate::job::with_program(
-        migrate::job::identity_from(source.identity(), target.to_string(), name),
+    let ours = engine::job::with_program(
+        engine::job::identity_from(source.identity(), target.to_string(), name),
         program,
     );
     if stored != ours {
@@ -830,7 +830,7 @@ async fn check_identity(
 /// in attribute `id`. The default partition key is the key column's written name.
 /// `rfs copy` from a table into DynamoDB checks the same, through this function.
 pub async fn check_key_unique(
-    url: &migrate::sinks::dynamo::DynamoUrl,
+    url: &connectors::sinks::dynamo::DynamoUrl,
     source: &TableSource,
     allow_key_collisions: bool,
 ) -> anyhow::Result<()> {

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use migrate::field_edits::FieldEdits;
-use migrate::program::JqProgram;
-use migrate::reshape::{DocumentProgram, Reshape};
-use migrate::transform::{Shaped, Transform, Unroutable};
-use migrate::transformer_config;
-use migrate::{Document, Op};
+use engine::transform::{Shaped, Transform, Unroutable};
+use engine::{Document, Op};
+use programs::field_edits::FieldEdits;
+use programs::program::JqProgram;
+use programs::reshape::{DocumentProgram, Reshape};
+use programs::transformer_config;
 
 /// The document program of a migration.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -128,7 +128,7 @@ impl TransformArgs {
         } else {
             return Ok(None);
         };
-        Ok(Some(migrate::job::program_digest(kind, &text)))
+        Ok(Some(engine::job::program_digest(kind, &text)))
     }
 
     /// `then` with the program in front of it (or `then` alone without a program: the
@@ -275,7 +275,7 @@ fn output_line(d: &Document) -> String {
     }
     m.insert(
         "op".into(),
-        migrate::reshape::op_name(d.op).to_string().into(),
+        programs::reshape::op_name(d.op).to_string().into(),
     );
     // The source as the program wrote it (numbers keep every digit).
     let mut line = serde_json::Value::Object(m).to_string();

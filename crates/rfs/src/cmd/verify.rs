@@ -8,7 +8,7 @@
 //! returns no documents: its count, sampled ids and (where the mapping allows) doc values
 //! are compared, and the report says so. With `--to URL` instead of `--target`, the target
 //! is whatever sink the URL names (as `rfs copy --to` names it: a cluster, files, DynamoDB),
-//! looked up through the same port (`migrate::lookup`). With `--from URL` instead of a
+//! looked up through the same port (`connectors::lookup`). With `--from URL` instead of a
 //! repository, the source is whatever `rfs copy --from` names (a repository, JSON lines, a
 //! live cluster, a table), opened the same way ([`super::copy::open_from`]), so verify
 //! reads the documents copy read.
@@ -18,11 +18,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use migrate::connectors::{open_lookup, sink_identity, Settings, SourceShape};
-use migrate::lookup::{mget::MgetLookup, Lookup};
-use migrate::transform::Transform;
-use migrate::verify::{listing, verify, Options, Sample};
-use migrate::Source;
+use ::verify::{verify, Options, Sample};
+use connectors::listing;
+use connectors::lookup::{mget::MgetLookup, Lookup};
+use connectors::{open_lookup, sink_identity, Settings, SourceShape};
+use engine::transform::Transform;
+use engine::Source;
 
 use super::common::{
     runtime, usize_in, FilterArgs, RebuildArgs, RebuildSource, SourceArgs, TargetArgs,
@@ -129,7 +130,7 @@ pub struct Args {
 
 /// Shows the migration `store` holds and checks that it is the one being verified: the
 /// identity `source` and `target` make, built as the job that ran recorded it
-/// ([`migrate::job::identity_from`] and [`migrate::job::with_program`]).
+/// ([`engine::job::identity_from`] and [`engine::job::with_program`]).
 async fn check_store(
     store: &str,
     source: coordination::Identity,
@@ -137,7 +138,7 @@ async fn check_store(
     program: Option<String>,
 ) -> anyhow::Result<()> {
     let shown = redact::url(store);
-    let opened = migrate::worker::with_store_retries(|| coordination::open_existing_store(store))
+    let opened = engine::worker::with_store_retries(|| coordination::open_existing_store(store))
         .await
         .with_context(|| format!("opening the coordination store {shown}"))?;
     let coord = coordination::Coordinator::new(opened, coordination::Config::default());
@@ -153,8 +154,8 @@ async fn check_store(
         // A named migration: its parts are not recorded, nothing to compare.
         return Ok(());
     }
-    let ours = migrate::job::with_program(
-        migrate::job::identity_from(source, target, None),
+    let ours = engine::job::with_program(
+        engine::job::identity_from(source, target, None),
         program.as_deref(),
     );
     if stored != ours {
@@ -191,8 +192,8 @@ async fn open_target(
         }
         (None, false) => Ok((
             Box::new(MgetLookup::new(args.target.connect().await?)),
-            migrate::transform::into_index(None),
-            migrate::job::identity_location(&args.target.target),
+            programs::routes::into_index(None),
+            engine::job::identity_location(&args.target.target),
         )),
         (None, true) => anyhow::bail!(
             "name the target: --target URL (a cluster) or --to URL (any sink, as rfs copy --to names it)"
@@ -236,8 +237,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // again): by source index, shard or slot, position and id.
         let mut skipped = HashSet::new();
         for path in &args.failure_log {
-            for r in migrate::FailureLog::read(path)? {
-                if r.stage == migrate::Stage::Target {
+            for r in engine::FailureLog::read(path)? {
+                if r.stage == engine::Stage::Target {
                     refused.insert((r.index, r.id));
                 } else {
                     let at = r.position.as_ref().map(|p| format!("{p:?}"));
@@ -254,7 +255,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Some(from) => {
                 refuse_routing(&args.filter, &args.source.rebuild)?;
                 let http = matches!(
-                    migrate::connectors::scheme(from).as_str(),
+                    connectors::scheme(from).as_str(),
                     "http" | "https"
                 );
                 if args.from_conn.is_set() && !http {
@@ -271,7 +272,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     snapshot: (!snapshot.is_empty()).then(|| snapshot.clone()),
                     store_options: repository_settings(&args.source.repository).store_options,
                     // As copy reads by default: shard files checked, `_source` rebuilt.
-                    snapshot_options: migrate::sources::snapshot::SnapshotOptions {
+                    snapshot_options: connectors::sources::snapshot::SnapshotOptions {
                         verify_checksums: true,
                         ..Default::default()
                     },
@@ -286,7 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     // copy's source left out is named.
                     let (client, pattern) = listing::cluster_of(from, flags.as_ref())?;
                     let matched = listing::matched_indices(&client, &pattern).await?;
-                    left_out = listing::left_out(&matched, &opened.groups);
+                    left_out = ::verify::left_out(&matched, &opened.groups);
                 }
                 let (lookup, transform, identity) =
                     open_target(&args, &opened.shape(), true).await?;

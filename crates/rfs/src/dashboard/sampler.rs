@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use coordination::{Coordinator, RecordKind};
-use migrate::phases::read_totals;
+use engine::phases::read_totals;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -131,7 +131,7 @@ pub async fn run(shared: Arc<DashboardState>, open: Opener, failure_logs: Vec<Pa
 /// One good reading: (status JSON without failure counts, items view).
 struct Read {
     status: coordination::Status,
-    totals: Option<migrate::Totals>,
+    totals: Option<engine::Totals>,
     items: Value,
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cluster::{Client, ClientConfig, TemplateKind};
-use migrate::metadata::{
+use metadata::{
     evaluate, is_system_template, migrate, Action, Allowlist, MetadataKind, Options, Outcome,
     Report, SourceMetadata,
 };

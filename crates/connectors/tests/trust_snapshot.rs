@@ -13,13 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use connectors::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use coordination::Config;
-use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
-use migrate::transform::Rename;
-use migrate::{
+use engine::{
     Delivered, Document, FailureLog, Job, JobOptions, PipelineOptions, Refusal, Sink, SinkError,
     SinkWriter, WorkerOptions,
 };
+use programs::routes::Rename;
 use proptest::prelude::*;
 
 fn demo() -> PathBuf {

@@ -18,11 +18,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use connectors::sources::jsonl::{JsonlOptions, JsonlSource};
+use connectors::sources::snapshot::{SnapshotOptions, SnapshotSource};
+use connectors::BoxedSource;
 use coordination::{Cursor, Position};
-use migrate::connectors::BoxedSource;
-use migrate::sources::jsonl::{JsonlOptions, JsonlSource};
-use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
-use migrate::{Read, Source};
+use engine::{Read, Source};
 
 fn read_all(s: &dyn Source, item: &coordination::WorkItem, after: &Cursor) -> Vec<Read> {
     let mut out = Vec::new();
@@ -336,11 +336,11 @@ fn live_cluster_contract(config: testkit::server::ServerConfig, doc_type: Option
             .await
             .unwrap();
         assert!(r.is_success());
-        migrate::sources::cluster::ClusterSource::open(
+        connectors::sources::cluster::ClusterSource::open(
             client.clone(),
             server.url(),
             "c-*",
-            migrate::sources::cluster::ClusterSourceOptions {
+            connectors::sources::cluster::ClusterSourceOptions {
                 slices: 3,
                 page_size: 17,
                 keep_alive: "1m".into(),
@@ -420,10 +420,10 @@ fn delta_snapshot_keeps_the_contract() {
     let reads = contract("delta", &BoxedSource::new(Arc::new(source)));
     assert!(reads
         .iter()
-        .any(|r| matches!(r, Read::Doc(d) if d.op == migrate::Op::Delete)));
+        .any(|r| matches!(r, Read::Doc(d) if d.op == engine::Op::Delete)));
     assert!(reads
         .iter()
-        .any(|r| matches!(r, Read::Doc(d) if d.op == migrate::Op::Index)));
+        .any(|r| matches!(r, Read::Doc(d) if d.op == engine::Op::Index)));
 }
 
 #[test]
@@ -517,7 +517,7 @@ fn a_refusing_cluster_is_an_error_naming_it_without_secrets() {
         .unwrap();
     let url = format!("http://u:pw-SECRET@{addr}/c-*");
     let e = rt
-        .block_on(migrate::connectors::open_source(&url, &Default::default()))
+        .block_on(connectors::open_source(&url, &Default::default()))
         .err()
         .unwrap();
     assert!(std::error::Error::source(&e).is_some(), "{e}: no cause");
@@ -576,8 +576,8 @@ impl Pg {
             .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
 
-    fn settings() -> migrate::connectors::Settings {
-        migrate::connectors::Settings {
+    fn settings() -> connectors::Settings {
+        connectors::Settings {
             table: table::TableOptions {
                 page_rows: 7,
                 attempts: 1,
@@ -587,10 +587,10 @@ impl Pg {
         }
     }
 
-    fn open(&self, query: &str) -> Result<BoxedSource, migrate::connectors::ConnectError> {
+    fn open(&self, query: &str) -> Result<BoxedSource, connectors::ConnectError> {
         let url = format!("{}?{query}", self.server.url());
         self.rt
-            .block_on(migrate::connectors::open_source(&url, &Pg::settings()))
+            .block_on(connectors::open_source(&url, &Pg::settings()))
             .map(|o| o.source)
     }
 
@@ -699,7 +699,7 @@ fn table_errors_name_what_failed_without_secrets() {
         return;
     };
     pg.exec("CREATE TABLE gone (k int PRIMARY KEY, n int4); INSERT INTO gone SELECT i, i FROM generate_series(1, 50) i;");
-    let caused = |e: &migrate::connectors::ConnectError| {
+    let caused = |e: &connectors::ConnectError| {
         assert!(std::error::Error::source(e).is_some(), "{e}: no cause");
         redact::chain(e)
     };
@@ -714,7 +714,7 @@ fn table_errors_name_what_failed_without_secrets() {
     let url = format!("postgres://postgres:pw-SECRET@127.0.0.1:{port}/postgres?table=gone&key=k");
     let e = caused(
         &pg.rt
-            .block_on(migrate::connectors::open_source(&url, &Pg::settings()))
+            .block_on(connectors::open_source(&url, &Pg::settings()))
             .err()
             .unwrap(),
     );
@@ -735,9 +735,9 @@ fn table_errors_name_what_failed_without_secrets() {
 
 #[test]
 fn failure_log_keeps_the_contract() {
-    use migrate::failure_log::source_value;
-    use migrate::sources::failure_log::{FailureLogSource, NO_SOURCE, SKIPPED_BY_SOURCE};
-    use migrate::{FailureLog, FailureRecord, Stage};
+    use connectors::sources::failure_log::{FailureLogSource, NO_SOURCE, SKIPPED_BY_SOURCE};
+    use engine::failure_log::source_value;
+    use engine::{FailureLog, FailureRecord, Stage};
     let record = |stage: Stage, id: String, source: Option<String>, delete: bool| FailureRecord {
         time: String::new(),
         stage,
@@ -805,7 +805,7 @@ fn failure_log_keeps_the_contract() {
         match (r, w) {
             (Read::Doc(d), Ok((id, delete, src))) => {
                 assert_eq!(&d.id, id);
-                assert_eq!(d.op == migrate::Op::Delete, *delete, "{id}");
+                assert_eq!(d.op == engine::Op::Delete, *delete, "{id}");
                 assert_eq!(&d.source[..], src.as_bytes(), "{id}");
                 assert_eq!(&*d.index, format!("ix{}", id.len() % 2));
             }

@@ -10,15 +10,15 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{BillingMode, KeyType, ScalarAttributeType};
 use bytes::Bytes;
+use connectors::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 use coordination::{Config, Cursor, Position, WorkItem};
-use futures::StreamExt;
-use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
-use migrate::transform::Rename;
-use migrate::{
+use engine::{
     Document, FailureLog, Job, JobEnd, JobOptions, Op, PipelineOptions, Plan, Read, Refusal,
     Severity, Sink, SinkError, SinkWriter, Source, SourceError, Totals, WorkerOptions,
 };
+use futures::StreamExt;
 use pacing::RetryPolicy;
+use programs::routes::Rename;
 use sigv4::AwsCredentials;
 use testkit::dynamo_proxy::{DynamoFaultProxy, DynamoFaults};
 use testkit::dynamo_sdk::{self, assert_item, b, by_key, m, n, s, Av, Client, SdkItem};

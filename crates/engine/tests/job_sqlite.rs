@@ -11,11 +11,19 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use coordination::{Config, Cursor, Position, WorkItem};
-use migrate::transform::Rename;
-use migrate::{
+use engine::{
     Delivered, Document, FailureLog, Job, JobEnd, JobOptions, Op, PipelineOptions, Plan, Read,
     Refusal, Sink, SinkError, SinkWriter, Skip, Source, SourceError, Totals, WorkerOptions,
 };
+
+/// Every document to its own index, unchanged.
+struct Unchanged;
+
+impl engine::Transform for Unchanged {
+    fn apply(&self, _: &mut Document) -> Result<(), engine::transform::Unroutable> {
+        Ok(())
+    }
+}
 
 const SHARDS: u32 = 3;
 const MAX_DOC: u64 = 6000;
@@ -224,7 +232,7 @@ async fn job_at(
 ) -> Job<Src, Snk> {
     Job::new(
         Arc::new(Src),
-        Arc::new(Rename::default()),
+        Arc::new(Unchanged),
         sink,
         coordination::open_store(url).await.unwrap(),
         Arc::new(FailureLog::open(log).unwrap()),
@@ -403,7 +411,7 @@ async fn a_fatal_sink_error_stops_the_process_without_spending_attempts() {
     let e = env();
     let j = Job::new(
         Arc::new(Src),
-        Arc::new(Rename::default()),
+        Arc::new(Unchanged),
         Arc::new(Refusing),
         coordination::open_store(&e.url).await.unwrap(),
         Arc::new(FailureLog::open(&e.log).unwrap()),

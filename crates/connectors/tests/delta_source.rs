@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use connectors::sources::snapshot::{SnapshotOptions, SnapshotSource};
 use coordination::{Cursor, Position, WorkItem};
-use migrate::sources::snapshot::{SnapshotOptions, SnapshotSource};
-use migrate::{Op, Read, Source};
+use engine::{Op, Read, Source};
 use serde_json::Value;
 use snapshot::append::append_snapshot;
 use snapshot::write::{write_repository, IndexSpec, SnapshotSpec, WriteOptions};

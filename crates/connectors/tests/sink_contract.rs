@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use connectors::sinks::bulk::BatchLimits;
+use connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, OpenedSource, Settings};
 use coordination::Position;
-use migrate::connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, OpenedSource, Settings};
-use migrate::sinks::bulk::BatchLimits;
-use migrate::{Document, Op, Sink, SinkWriter};
+use engine::{Document, Op, Sink, SinkWriter};
 use serde_json::{json, Value};
 use testkit::dynamo_sdk::{self, json_of};
 use testkit::server::{ServerConfig, TestServer};
@@ -108,24 +108,24 @@ async fn deliver(sink: &BoxedSink, docs: Vec<Document>) -> (u64, Vec<String>) {
 
 fn source_facts() -> OpenedSource {
     struct Nothing;
-    impl migrate::Source for Nothing {
+    impl engine::Source for Nothing {
         fn identity(&self) -> BTreeMap<String, String> {
             BTreeMap::new()
         }
-        fn plan(&self) -> Result<migrate::Plan, migrate::SourceError> {
-            Ok(migrate::Plan::default())
+        fn plan(&self) -> Result<engine::Plan, engine::SourceError> {
+            Ok(engine::Plan::default())
         }
         fn read(
             &self,
             _: &coordination::WorkItem,
             _: &coordination::Cursor,
-            _: &mut dyn FnMut(migrate::Read) -> bool,
-        ) -> Result<(), migrate::SourceError> {
+            _: &mut dyn FnMut(engine::Read) -> bool,
+        ) -> Result<(), engine::SourceError> {
             Ok(())
         }
     }
     OpenedSource {
-        source: migrate::connectors::BoxedSource::new(Arc::new(Nothing)),
+        source: connectors::BoxedSource::new(Arc::new(Nothing)),
         kind: "documents",
         key_column: None,
         hints: Default::default(),

@@ -2,7 +2,7 @@
 //! template and index of each snapshot is accounted for, user objects are planned for
 //! creation with bodies a modern target accepts, system templates are excluded.
 
-use migrate::metadata::{
+use metadata::{
     plan, Action, MetadataItem, MetadataKind, MultiTypeMode, Options, ProductVersion,
     SourceMetadata,
 };
@@ -216,7 +216,7 @@ fn es56_two_types_merge_or_split() {
         idx,
         ["test_updates_deletes_type1", "test_updates_deletes_type2"]
     );
-    let routing = migrate::metadata::DocumentRouting::new(source, &split);
+    let routing = metadata::DocumentRouting::new(source, &split);
     assert_eq!(
         routing.target_index("test_updates_deletes", Some("type2")),
         Some("test_updates_deletes_type2")
@@ -224,7 +224,7 @@ fn es56_two_types_merge_or_split() {
 
     // every system template of 5.6 still transforms cleanly when asked for
     let all = Options {
-        legacy_templates: migrate::metadata::Allowlist::parse(&["regex:.*"]).unwrap(),
+        legacy_templates: metadata::Allowlist::parse(&["regex:.*"]).unwrap(),
         ..Options::default()
     };
     for target in [ProductVersion::os(3, 8), ProductVersion::es(6, 8)] {

@@ -1,4 +1,4 @@
-//! The lookup port's contract ([`migrate::lookup::Lookup`], how `verify` asks a target what
+//! The lookup port's contract ([`connectors::lookup::Lookup`], how `verify` asks a target what
 //! it holds), run over the lookup of every sink the registry opens by URL: `_mget` on the
 //! test server (documents written with plain `_bulk` requests), the file sink's directory
 //! (files written by hand, JSON lines and `_bulk` lines) and DynamoDB on `dynalite` (items
@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use migrate::connectors::{open_lookup, open_sink, OpenedSource, Settings, SourceShape};
-use migrate::lookup::{Held, Lookup, Wanted};
+use connectors::lookup::{Held, Lookup, Wanted};
+use connectors::{open_lookup, open_sink, OpenedSource, Settings, SourceShape};
 use serde_json::{json, Value};
 use testkit::server::{ServerConfig, TestServer};
 
@@ -290,7 +290,7 @@ fn dynamodb_lookup_keeps_the_contract() {
         // The table as the sink creates it for documents (`_index`, `_id`); its items
         // written with the AWS SDK.
         let facts = OpenedSource {
-            source: migrate::connectors::BoxedSource::new(Arc::new(Nothing)),
+            source: connectors::BoxedSource::new(Arc::new(Nothing)),
             kind: "documents",
             key_column: None,
             hints: Default::default(),
@@ -332,19 +332,19 @@ fn dynamodb_lookup_keeps_the_contract() {
 /// A source with nothing in it: the sink needs one to be opened.
 struct Nothing;
 
-impl migrate::Source for Nothing {
+impl engine::Source for Nothing {
     fn identity(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
     }
-    fn plan(&self) -> Result<migrate::Plan, migrate::SourceError> {
-        Ok(migrate::Plan::default())
+    fn plan(&self) -> Result<engine::Plan, engine::SourceError> {
+        Ok(engine::Plan::default())
     }
     fn read(
         &self,
         _: &coordination::WorkItem,
         _: &coordination::Cursor,
-        _: &mut dyn FnMut(migrate::Read) -> bool,
-    ) -> Result<(), migrate::SourceError> {
+        _: &mut dyn FnMut(engine::Read) -> bool,
+    ) -> Result<(), engine::SourceError> {
         Ok(())
     }
 }

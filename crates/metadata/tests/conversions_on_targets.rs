@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use testkit::server::{ServerConfig, TestServer};
 use testkit::services::{raw_http, Osmem};
 
-use migrate::metadata::{convert_definition, Options, ProductVersion};
+use metadata::{convert_definition, Options, ProductVersion};
 
 const SOURCE: ProductVersion = ProductVersion::es(8, 15);
 

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use connectors::sources::jsonl::{JsonlOptions, JsonlSource};
 use coordination::{Cursor, Position, WorkItem};
-use migrate::sources::jsonl::{JsonlOptions, JsonlSource};
-use migrate::{Read, Source, SourceError};
+use engine::{Read, Source, SourceError};
 
 fn source(dir: &Path, item_bytes: u64) -> JsonlSource {
     let store = snapshot::open_blob_store(&dir.display().to_string(), &Default::default()).unwrap();

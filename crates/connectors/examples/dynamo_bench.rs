@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use connectors::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 use coordination::Position;
 use dynamo::{ColumnHint, ColumnHints, KeyAttribute, KeySchema, KeyType, WriteRequest};
+use engine::{Document, Op, Sink, SinkWriter};
 use futures::StreamExt;
-use migrate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
-use migrate::{Document, Op, Sink, SinkWriter};
 use sigv4::{AwsCredentials, Signer};
 
 fn credentials() -> AwsCredentials {
