@@ -29,7 +29,8 @@ async fn lookup(
     settings: &Settings,
     _shape: &SourceShape,
 ) -> Result<OpenedLookup, ConnectError> {
-    let (config, index) = client_config(url, &settings.tls)?;
+    // Reached as the sink reaches it (the flags' client, a base path).
+    let (config, index) = configured(url, settings)?;
     let client = cluster::Client::connect(config)
         .await
         .map_err(|e| ConnectError::new(url, e))?;

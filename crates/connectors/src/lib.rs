@@ -33,11 +33,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use engine::boxed::{self, BoxedBatch, BoxedSink, BoxedSource, BoxedWriter};
+// The typed reading and writing options of `Settings`, by the connector they belong to.
+pub use sinks::files::FileFormat;
+pub use sources::cluster::ClusterSourceOptions;
+pub use sources::jsonl::JsonlOptions;
+pub use sources::snapshot::SnapshotOptions;
 
 use crate::lookup::Lookup;
 use crate::sinks::bulk::BatchLimits;
-use crate::sources::jsonl::JsonlOptions;
-use crate::sources::snapshot::SnapshotOptions;
 use engine::transform::Transform;
 
 /// A connector could not be opened; the message names the URL (without secrets) or the

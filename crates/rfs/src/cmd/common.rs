@@ -560,10 +560,6 @@ impl TargetArgs {
     pub fn config(&self) -> anyhow::Result<cluster::ClientConfig> {
         self.connection().config()
     }
-
-    pub async fn connect(&self) -> anyhow::Result<cluster::Client> {
-        self.connection().connect("the target").await
-    }
 }
 
 /// The source cluster, for taking the snapshot (`snapshot create`, `run --source-cluster`).

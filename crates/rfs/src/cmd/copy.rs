@@ -282,7 +282,7 @@ fn sink_url(v: &str) -> Result<String, String> {
 pub struct FromSpec {
     pub snapshot: Option<String>,
     pub store_options: snapshot::StoreOptions,
-    pub snapshot_options: connectors::sources::snapshot::SnapshotOptions,
+    pub snapshot_options: connectors::SnapshotOptions,
     pub item_bytes: Option<usize>,
     pub slices: u32,
 }
@@ -293,11 +293,11 @@ impl FromSpec {
             snapshot: self.snapshot,
             snapshot_options: self.snapshot_options,
             store_options: self.store_options,
-            jsonl: connectors::sources::jsonl::JsonlOptions {
+            jsonl: connectors::JsonlOptions {
                 chunk_bytes: self.item_bytes.map_or(64 << 20, |b| b as u64),
                 ..Default::default()
             },
-            cluster: connectors::sources::cluster::ClusterSourceOptions {
+            cluster: connectors::ClusterSourceOptions {
                 slices: self.slices,
                 ..Default::default()
             },
@@ -324,7 +324,7 @@ impl Args {
                 s3_endpoint: self.ends.s3_endpoint.clone(),
                 ..Default::default()
             }),
-            snapshot_options: connectors::sources::snapshot::SnapshotOptions {
+            snapshot_options: connectors::SnapshotOptions {
                 split_docs: Some(w.split_docs),
                 verify_checksums: !w.no_verify_checksums,
                 rebuild: Default::default(),

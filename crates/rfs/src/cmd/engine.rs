@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use connectors::sources::snapshot::SnapshotOptions;
+use connectors::SnapshotOptions;
 use connectors::{open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Settings};
 use engine::phases::PhaseError;
 use engine::{Job, JobEnd, JobReport};

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use connectors::sinks::files::FileFormat;
-use connectors::sources::snapshot::SnapshotOptions;
+use connectors::FileFormat;
+use connectors::SnapshotOptions;
 use connectors::{open_sink, open_source_as, Settings};
 use engine::Sink;
 use engine::{JobEnd, JobOptions};

@@ -20,7 +20,7 @@ use anyhow::Context;
 
 use ::verify::{verify, Options, Sample};
 use connectors::listing;
-use connectors::lookup::{mget::MgetLookup, Lookup};
+use connectors::lookup::Lookup;
 use connectors::{open_lookup, sink_identity, Settings, SourceShape};
 use engine::transform::Transform;
 use engine::Source;
@@ -190,11 +190,30 @@ async fn open_target(
             let transform = opened.transform();
             Ok((opened.lookup, transform, identity))
         }
-        (None, false) => Ok((
-            Box::new(MgetLookup::new(args.target.connect().await?)),
-            programs::routes::into_index(None),
-            engine::job::identity_location(&args.target.target),
-        )),
+        (None, false) => {
+            // A cluster, reached as `rfs run` writes it: the `--target-*` flags' client,
+            // the URL's path a base path (never an index).
+            let target = &args.target.target;
+            let connecting = || format!("connecting to the target {}", redact::url(target));
+            if !matches!(connectors::scheme(target).as_str(), "http" | "https") {
+                anyhow::bail!("{}: the URL's scheme must be http or https", connecting());
+            }
+            let mut client = args.target.config()?;
+            client.urls.clear();
+            let settings = Settings {
+                sink_client: Some(client),
+                sink_path_is_base: true,
+                ..Settings::default()
+            };
+            let opened = open_lookup(target, &settings, &SourceShape::default())
+                .await
+                .with_context(connecting)?;
+            Ok((
+                opened.lookup,
+                programs::routes::into_index(None),
+                engine::job::identity_location(target),
+            ))
+        }
         (None, true) => anyhow::bail!(
             "name the target: --target URL (a cluster) or --to URL (any sink, as rfs copy --to names it)"
         ),
@@ -272,7 +291,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     snapshot: (!snapshot.is_empty()).then(|| snapshot.clone()),
                     store_options: repository_settings(&args.source.repository).store_options,
                     // As copy reads by default: shard files checked, `_source` rebuilt.
-                    snapshot_options: connectors::sources::snapshot::SnapshotOptions {
+                    snapshot_options: connectors::SnapshotOptions {
                         verify_checksums: true,
                         ..Default::default()
                     },
