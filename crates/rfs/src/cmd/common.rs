@@ -560,6 +560,32 @@ impl TargetArgs {
     pub fn config(&self) -> anyhow::Result<cluster::ClientConfig> {
         self.connection().config()
     }
+
+    /// `settings` for the registry to reach the `--target` cluster as `rfs run` writes it:
+    /// the flags' client (the URL says where, the flags say how), the URL's path a base
+    /// path, never an index. A URL that is no http(s) one is refused; the error, like the
+    /// registry's, is read under "connecting to the target URL" (see [`Self::connecting`]).
+    pub fn reached_by(
+        &self,
+        mut settings: connectors::Settings,
+    ) -> anyhow::Result<connectors::Settings> {
+        if !matches!(connectors::scheme(&self.target).as_str(), "http" | "https") {
+            anyhow::bail!(
+                "{}: the URL's scheme must be http or https",
+                self.connecting()
+            );
+        }
+        let mut client = self.config()?;
+        client.urls.clear();
+        settings.sink_client = Some(client);
+        settings.sink_path_is_base = true;
+        Ok(settings)
+    }
+
+    /// What an error reaching the target is said under.
+    pub fn connecting(&self) -> String {
+        format!("connecting to the target {}", redact::url(&self.target))
+    }
 }
 
 /// The source cluster, for taking the snapshot (`snapshot create`, `run --source-cluster`).

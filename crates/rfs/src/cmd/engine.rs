@@ -105,25 +105,13 @@ pub async fn open_snapshot(
 /// command's other calls to the target.
 pub async fn open_target_sink(
     target: &TargetArgs,
-    mut settings: Settings,
+    settings: Settings,
     source: &OpenedSource,
 ) -> anyhow::Result<(BoxedSink, cluster::Client)> {
-    let shown = redact::url(&target.target);
-    let connecting = || format!("connecting to the target {shown}");
-    if !matches!(
-        connectors::scheme(&target.target).as_str(),
-        "http" | "https"
-    ) {
-        anyhow::bail!("{}: the URL's scheme must be http or https", connecting());
-    }
-    let mut client = target.config()?;
-    // Where is the URL's to say; the flags say how.
-    client.urls.clear();
-    settings.sink_client = Some(client);
-    settings.sink_path_is_base = true;
+    let settings = target.reached_by(settings)?;
     let opened = open_sink(&target.target, &settings, source)
         .await
-        .with_context(connecting)?;
+        .with_context(|| target.connecting())?;
     let client = opened
         .target_client
         .context("an http(s):// target opened as another kind of sink")?;

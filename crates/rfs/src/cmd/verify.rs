@@ -191,23 +191,12 @@ async fn open_target(
             Ok((opened.lookup, transform, identity))
         }
         (None, false) => {
-            // A cluster, reached as `rfs run` writes it: the `--target-*` flags' client,
-            // the URL's path a base path (never an index).
+            // A cluster, reached as `rfs run` writes it.
             let target = &args.target.target;
-            let connecting = || format!("connecting to the target {}", redact::url(target));
-            if !matches!(connectors::scheme(target).as_str(), "http" | "https") {
-                anyhow::bail!("{}: the URL's scheme must be http or https", connecting());
-            }
-            let mut client = args.target.config()?;
-            client.urls.clear();
-            let settings = Settings {
-                sink_client: Some(client),
-                sink_path_is_base: true,
-                ..Settings::default()
-            };
+            let settings = args.target.reached_by(Settings::default())?;
             let opened = open_lookup(target, &settings, &SourceShape::default())
                 .await
-                .with_context(connecting)?;
+                .with_context(|| args.target.connecting())?;
             Ok((
                 opened.lookup,
                 programs::routes::into_index(None),
