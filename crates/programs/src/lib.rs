@@ -4,7 +4,8 @@
 //! the fast path for programs that only set, rename or delete fields; [`javascript`] and
 //! [`jmespath_program`] and [`transformer_config`]: the reference tool's JavaScript and
 //! JMESPath transforms and their config; [`reshape`]: a program composed with the naming
-//! transform (filter, explode, rename fields, route).
+//! transform (filter, explode, rename fields, route); [`spec`]: the one entry from a
+//! command's options to a program, its identity and its transform.
 
 pub mod field_edits;
 pub mod javascript;
@@ -12,4 +13,7 @@ pub mod jmespath_program;
 pub mod program;
 pub mod reshape;
 pub mod routes;
+pub mod spec;
 pub mod transformer_config;
+
+pub use spec::{Program, ProgramError, ProgramSpec};

@@ -1,13 +1,17 @@
 //! `rfs` — Reindex-from-Snapshot. One binary, one subcommand per job; this file only
 //! parses the command line, sets up logging and dispatches to `cmd::*`.
 
+mod args;
 mod cmd;
 mod config;
 mod dashboard;
 mod error_line;
 mod exit;
 mod failure_logs;
+mod hiargs;
 mod logging;
+mod runtime;
+mod ui;
 
 use std::process::ExitCode;
 

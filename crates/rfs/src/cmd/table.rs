@@ -515,24 +515,6 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
     }
 }
 
-/// A tag unique to this process, for its files in a shared directory.
-pub(crate) fn process_tag() -> String {
-    let host = gethostname();
-    format!(
-        "{host}-{}-{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    )
-}
-
-fn gethostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".into())
-}
-
 async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
     let parallel = args.worker.parallel();
@@ -583,13 +565,6 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     };
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
-}
-
-/// How long a DynamoDB batch is retried while throttled: what the first lease allows, less
-/// a tenth (at least 5 s) for the batch to fail and the item to be released in time.
-pub(super) fn throttle_budget(lease_seconds: u64) -> Duration {
-    let lease = lease_seconds.max(1);
-    Duration::from_secs(lease.saturating_sub((lease / 10).max(5)).max(1))
 }
 
 /// Every row of `group` into `index`.

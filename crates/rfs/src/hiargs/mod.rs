@@ -1,0 +1,11 @@
+//! The argument groups of [`crate::args`] turned into what the libraries take: a cluster
+//! client's configuration, an open repository, snapshot or store, the job's options, the
+//! metadata migration's options. Each conversion lives here once; the commands call these
+//! and orchestrate.
+
+mod connection;
+mod job;
+mod repository;
+mod selection;
+mod store;
+mod transform;
