@@ -295,7 +295,7 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
     }
     match field("_source") {
         Some(s @ Val::Obj(_)) if doc.op != Op::Delete => {
-            doc.source = Bytes::from(s.to_string());
+            doc.source = json_bytes(s, input.source.len());
         }
         _ if doc.op == Op::Delete => {}
         Some(other) => {
@@ -307,6 +307,20 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
         None => return Err(RunError("the output has no _source".into())),
     }
     Ok(Output::Doc(doc))
+}
+
+/// `v` as JSON text, as its `Display` writes it: through jaq's byte writer (`Display` goes
+/// through `fmt` and a lossy UTF-8 pass per string, a quarter of a general program's time in
+/// `scripts/bench-e2e ONLY=transforms`), unless the text is not valid UTF-8 (a string the
+/// program made of arbitrary bytes): then `Display`'s replacement characters.
+fn json_bytes(v: &Val, size_hint: usize) -> Bytes {
+    let mut buf = Vec::with_capacity(size_hint.saturating_add(64));
+    let pp = jaq_json::write::Pp::default();
+    if jaq_json::write::write(&mut buf, &pp, 0, v).is_ok() && std::str::from_utf8(&buf).is_ok() {
+        Bytes::from(buf)
+    } else {
+        Bytes::from(v.to_string())
+    }
 }
 
 fn cut(s: &str) -> String {
@@ -338,6 +352,46 @@ mod tests {
             routing: None,
             source: Bytes::copy_from_slice(source.as_bytes()),
         }
+    }
+
+    /// JSON values with what writers get wrong: escapes, control characters, non-ASCII
+    /// text, numbers of every kind, nesting.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let text = "(\\PC|[\"\\\\/\u{0}-\u{1f}\u{7f}\u{80}-\u{ff}é☃😀])*";
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i64>().prop_map(|n| serde_json::json!(n)),
+            any::<u64>().prop_map(|n| serde_json::json!(n)),
+            (-1e300f64..1e300).prop_map(|f| serde_json::json!(f)),
+            text.prop_map(serde_json::Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+                proptest::collection::vec((text, inner), 0..6)
+                    .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_byte_writer_writes_what_display_writes(v in json_value()) {
+            let text = serde_json::to_string(&v).unwrap();
+            let val = parse(text.as_bytes()).unwrap();
+            let fast = json_bytes(&val, 0);
+            proptest::prop_assert_eq!(std::str::from_utf8(&fast).unwrap(), val.to_string());
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_written_as_display_writes_it() {
+        let val = Val::TStr(Box::new(bytes::Bytes::from_static(b"a\xffb")));
+        let out = json_bytes(&val, 0);
+        assert_eq!(&out[..], val.to_string().as_bytes());
+        assert!(std::str::from_utf8(&out).is_ok());
     }
 
     fn reshape(prog: &str, prefix: &str) -> Reshape {
