@@ -309,18 +309,100 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
     Ok(Output::Doc(doc))
 }
 
-/// `v` as JSON text, as its `Display` writes it: through jaq's byte writer (`Display` goes
-/// through `fmt` and a lossy UTF-8 pass per string, a quarter of a general program's time in
-/// `scripts/bench-e2e ONLY=transforms`), unless the text is not valid UTF-8 (a string the
-/// program made of arbitrary bytes): then `Display`'s replacement characters.
-fn json_bytes(v: &Val, size_hint: usize) -> Bytes {
+/// `v` as JSON text, byte for byte as its `Display` writes it, but written straight into
+/// bytes: `Display` goes through `fmt` and a lossy UTF-8 pass per string, a quarter of a
+/// general program's time in `scripts/bench-e2e ONLY=transforms`. What this writer does
+/// not take (a byte string, text that is not UTF-8) falls back to `Display`.
+pub fn json_bytes(v: &Val, size_hint: usize) -> Bytes {
     let mut buf = Vec::with_capacity(size_hint.saturating_add(64));
-    let pp = jaq_json::write::Pp::default();
-    if jaq_json::write::write(&mut buf, &pp, 0, v).is_ok() && std::str::from_utf8(&buf).is_ok() {
+    if write_json(&mut buf, v) {
         Bytes::from(buf)
     } else {
         Bytes::from(v.to_string())
     }
+}
+
+/// Appends `v` as JSON text; `false` (with `out` partly written) for a value only `Display`
+/// writes.
+fn write_json(out: &mut Vec<u8>, v: &Val) -> bool {
+    match v {
+        Val::Null => out.extend_from_slice(b"null"),
+        Val::Bool(true) => out.extend_from_slice(b"true"),
+        Val::Bool(false) => out.extend_from_slice(b"false"),
+        Val::Num(n) => {
+            use std::io::Write as _;
+            if write!(out, "{n}").is_err() {
+                return false;
+            }
+        }
+        Val::TStr(b) => return write_text(out, b),
+        Val::BStr(_) => return false,
+        Val::Arr(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if !write_json(out, x) {
+                    return false;
+                }
+            }
+            out.push(b']');
+        }
+        Val::Obj(o) => {
+            out.push(b'{');
+            for (i, (k, x)) in o.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if !write_json(out, k) {
+                    return false;
+                }
+                out.push(b':');
+                if !write_json(out, x) {
+                    return false;
+                }
+            }
+            out.push(b'}');
+        }
+    }
+    true
+}
+
+/// A text string with jaq's escapes: `\b \f \t \n \r \\ \"`, other control characters
+/// and DEL as `\u00XX` (lower-case hex); `false` for text that is not UTF-8.
+fn write_text(out: &mut Vec<u8>, b: &[u8]) -> bool {
+    if std::str::from_utf8(b).is_err() {
+        return false;
+    }
+    out.push(b'"');
+    let mut plain = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let escape: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f | 0x7f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&b[plain..i]);
+        plain = i + 1;
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(c >> 4)]);
+            out.push(HEX[usize::from(c & 0xf)]);
+        } else {
+            out.extend_from_slice(escape);
+        }
+    }
+    out.extend_from_slice(&b[plain..]);
+    out.push(b'"');
+    true
 }
 
 fn cut(s: &str) -> String {
