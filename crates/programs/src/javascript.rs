@@ -48,10 +48,16 @@ const RUNNER: &str = r#"
     }
     return v;
   }
-  // Keys are defined as own properties, never assigned: an assignment of `__proto__`
-  // would set the object's prototype and the field would vanish from the output.
+  // An assignment of `__proto__` would set the object's prototype and the field would
+  // vanish from the output: that key is defined as an own property. Every other key of
+  // Object.prototype is a writable data property, so assigning it makes an own property,
+  // and costs far less than defining one.
   function put(o, k, x) {
-    Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+    if (k === "__proto__") {
+      Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+    } else {
+      o[k] = x;
+    }
   }
   function toPlain(v) {
     if (v instanceof Map) {
