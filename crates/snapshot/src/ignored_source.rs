@@ -58,13 +58,13 @@ impl IgnoredSourceLayout {
 #[error(
     "{:?} layout: {}; {:?} layout: {}",
     first.0,
-    redact::Chain(&first.1),
+    redact::Chain(&*first.1),
     second.0,
-    redact::Chain(&second.1)
+    redact::Chain(&*second.1)
 )]
 pub struct IgnoredSourceError {
-    pub first: (IgnoredSourceLayout, LayoutError),
-    pub second: (IgnoredSourceLayout, LayoutError),
+    pub first: (IgnoredSourceLayout, Box<LayoutError>),
+    pub second: (IgnoredSourceLayout, Box<LayoutError>),
 }
 
 /// Why a stored `_ignored_source` value does not decode in one layout.
@@ -203,8 +203,8 @@ pub fn decode_stored(
     decode(second, out).map_err(|e2| {
         out.truncate(before);
         IgnoredSourceError {
-            first: (first, e1),
-            second: (second, e2),
+            first: (first, Box::new(e1)),
+            second: (second, Box::new(e2)),
         }
     })
 }

@@ -278,10 +278,8 @@ pub(crate) fn open_segment_vectors(
 ) -> Result<SegmentVectors> {
     // Files shared by the fields of one format and suffix, parsed once.
     // A permanent failure is kept (shared) and makes every field of the files unreadable.
-    let mut by_suffix: BTreeMap<
-        String,
-        std::result::Result<(Vec<FlatEntry>, FileSlice), Arc<Error>>,
-    > = BTreeMap::new();
+    type Opened = std::result::Result<(Vec<FlatEntry>, FileSlice), Arc<Error>>;
+    let mut by_suffix: BTreeMap<String, Opened> = BTreeMap::new();
     let mut fields = Vec::new();
     for info in field_infos.iter().filter(|f| f.vector_dimension > 0) {
         let format = info.attributes.get(FORMAT_ATTRIBUTE);
