@@ -1,4 +1,4 @@
-//! The connector registry: sources and sinks named by URL. Each connector is one module
+//! The connector registry: sources and sinks named by URL. Each connector is one folder
 //! with a `SOURCE` or `SINK` entry, registered by one line in [`SOURCES`] or [`SINKS`]; a
 //! command opens whatever the URLs name and runs one `Job<BoxedSource, BoxedSink>`. Every
 //! sink also opens a [`Lookup`] on what it wrote ([`open_lookup`]), for `rfs verify`.
@@ -13,20 +13,17 @@
 //! | `dynamodb://TABLE?region=R&endpoint=URL` | — | one item per document |
 //! | `failure-log://PATH` | the documents a failure log says were refused (`rfs redrive`) | — |
 
-mod bulk;
-mod cluster;
-mod dynamo;
-pub mod failures;
-mod files;
-mod jsonl;
-mod snapshot;
-mod table;
+pub mod bulk;
+pub mod cluster;
+pub mod dynamodb;
+pub mod failure_log;
+pub mod files;
+pub mod jsonl;
+pub mod snapshot;
+pub mod table;
 
-pub mod listing;
-pub mod lookup;
-pub mod naming;
-pub mod sinks;
-pub mod sources;
+mod client;
+pub mod hints;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,13 +31,15 @@ use std::sync::Arc;
 
 pub use engine::boxed::{self, BoxedBatch, BoxedSink, BoxedSource, BoxedWriter};
 // The typed reading and writing options of `Settings`, by the connector they belong to.
-pub use sinks::files::FileFormat;
-pub use sources::cluster::ClusterSourceOptions;
-pub use sources::jsonl::JsonlOptions;
-pub use sources::snapshot::SnapshotOptions;
+pub use cluster::ClusterSourceOptions;
+/// The port every sink's lookup implements (what `rfs verify` asks a target).
+pub use engine::lookup;
+pub use files::FileFormat;
+pub use jsonl::JsonlOptions;
+pub use snapshot::SnapshotOptions;
 
 use crate::lookup::Lookup;
-use crate::sinks::bulk::BatchLimits;
+use engine::sink::BatchLimits;
 use engine::transform::Transform;
 
 /// A connector could not be opened; the message names the URL (without secrets) or the
@@ -163,7 +162,7 @@ pub struct Settings {
     pub table_name: Option<String>,
     pub table_key: Option<String>,
     /// Live-cluster sources: slices per index, page size, keep-alive.
-    pub cluster: crate::sources::cluster::ClusterSourceOptions,
+    pub cluster: crate::cluster::ClusterSourceOptions,
     /// `http(s)://` sources whose client a command's flags set up rather than the URL
     /// (`rfs copy --from-*`): authentication (basic, API key, SigV4), TLS trust and client
     /// certificates. Its `urls` are not used (the source URL says where; keep them empty);
@@ -188,7 +187,7 @@ pub struct Settings {
     pub sink_identity: Option<String>,
     /// Format of a file sink given as a plain path (`rfs export --format`; a `file://`
     /// URL's `format=` says it there). `None`: JSON lines.
-    pub file_format: Option<crate::sinks::files::FileFormat>,
+    pub file_format: Option<crate::files::FileFormat>,
     /// DynamoDB: create the table when missing; requests in flight; rates.
     pub create_table: bool,
     pub max_in_flight: usize,
@@ -327,11 +326,11 @@ pub static SOURCES: &[SourceConnector] = &[
     snapshot::SOURCE,
     table::SOURCE,
     cluster::SOURCE,
-    failures::SOURCE,
+    failure_log::SOURCE,
 ];
 
 /// Every sink.
-pub static SINKS: &[SinkConnector] = &[bulk::SINK, files::SINK, dynamo::SINK];
+pub static SINKS: &[SinkConnector] = &[bulk::SINK, files::SINK, dynamodb::SINK];
 
 /// The URL's scheme, lower case; `""` for a plain path.
 pub fn scheme(url: &str) -> String {
@@ -587,7 +586,7 @@ mod tests {
         let d = "dynamodb://docs?region=r&endpoint=http%3A%2F%2Fh%3A1";
         assert_eq!(
             sink_identity(d, &s).unwrap(),
-            crate::sinks::dynamo::DynamoUrl::parse(d).unwrap().display()
+            crate::dynamodb::DynamoUrl::parse(d).unwrap().display()
         );
         let e = sink_identity("ftp://u:secret@h/x", &s)
             .unwrap_err()

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use connectors::sinks::bulk::BatchLimits;
+use connectors::bulk::BatchLimits;
 use connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, OpenedSource, Settings};
 use coordination::Position;
 use engine::{Document, Op, Sink, SinkWriter};

@@ -363,16 +363,13 @@ impl Args {
 /// source already requires to have a unique index of its own; `copy` runs no program
 /// that could change it.
 async fn table_key_unique(ends: &Ends, source: &OpenedSource) -> anyhow::Result<()> {
-    let Some(table) = source
-        .source
-        .downcast::<connectors::sources::table::TableSource>()
-    else {
+    let Some(table) = source.source.downcast::<connectors::table::TableSource>() else {
         return Ok(());
     };
     if !connectors::scheme(&ends.to).eq_ignore_ascii_case("dynamodb") {
         return Ok(());
     }
-    let url = connectors::sinks::dynamo::DynamoUrl::parse(&ends.to)
+    let url = connectors::dynamodb::DynamoUrl::parse(&ends.to)
         .map_err(|e| anyhow::anyhow!("{}", redact::text(&e.to_string())))?;
     super::table::check_key_unique(&url, &table, ends.allow_key_collisions).await
 }

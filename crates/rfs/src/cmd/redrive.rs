@@ -46,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let shutdown = shutdown_signal();
         let source = open_source(
-            &connectors::failures::url_of(&args.failure_log),
+            &connectors::failure_log::url_of(&args.failure_log),
             &Settings::default(),
         )
         .await?;

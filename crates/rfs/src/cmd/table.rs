@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use ::verify::{verify, Options, Sample, VerifyReport};
 use anyhow::Context;
-use connectors::sinks::dynamo::hints_of;
-use connectors::sources::table::{dynamo_key_of, KeyGuard, TableSource};
+use connectors::dynamodb::dynamo_key_of;
+use connectors::hints::hints_of;
+use connectors::table::{KeyGuard, TableSource};
 use connectors::{
     open_lookup, open_sink, open_source_as, sink_identity, BoxedSink, BoxedSource, OpenedLookup,
     OpenedSource, Settings, SourceShape,
@@ -198,7 +199,7 @@ pub enum SinkUrl {
     /// JSON lines in a directory.
     Files(PathBuf),
     /// Items of a DynamoDB table.
-    Dynamo(connectors::sinks::dynamo::DynamoUrl),
+    Dynamo(connectors::dynamodb::DynamoUrl),
 }
 
 impl SinkUrl {
@@ -235,7 +236,7 @@ impl SinkUrl {
                     .map_err(|()| anyhow::anyhow!("--sink {shown}: not a local file URL"))?;
                 Ok(SinkUrl::Files(p))
             }
-            Some("dynamodb") => connectors::sinks::dynamo::DynamoUrl::parse(s)
+            Some("dynamodb") => connectors::dynamodb::DynamoUrl::parse(s)
                 .map(SinkUrl::Dynamo)
                 .map_err(|e| anyhow::anyhow!("--sink {e}")),
             Some(other) => anyhow::bail!(
@@ -387,7 +388,7 @@ impl TableArgs {
     /// See [`check_key_unique`].
     async fn check_key_unique(
         &self,
-        url: &connectors::sinks::dynamo::DynamoUrl,
+        url: &connectors::dynamodb::DynamoUrl,
         source: &TableSource,
     ) -> anyhow::Result<()> {
         check_key_unique(url, source, self.allow_key_collisions).await
@@ -830,7 +831,7 @@ async fn check_identity(
 /// in attribute `id`. The default partition key is the key column's written name.
 /// `rfs copy` from a table into DynamoDB checks the same, through this function.
 pub async fn check_key_unique(
-    url: &connectors::sinks::dynamo::DynamoUrl,
+    url: &connectors::dynamodb::DynamoUrl,
     source: &TableSource,
     allow_key_collisions: bool,
 ) -> anyhow::Result<()> {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use ::verify::{verify, Options, Sample};
-use connectors::listing;
+use connectors::cluster::listing;
 use connectors::lookup::Lookup;
 use connectors::{open_lookup, sink_identity, Settings, SourceShape};
 use engine::transform::Transform;

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
-use crate::sources::jsonl::{holds_lines, JsonlSource};
+pub mod source;
+
+use source::holds_lines;
+pub use source::{JsonlOptions, JsonlSource};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "jsonl",

@@ -9,8 +9,13 @@ use super::{
     BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
     SourceShape,
 };
-use crate::lookup::dynamo::DynamoLookup;
-use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
+mod keys;
+pub mod lookup;
+pub mod sink;
+
+pub use keys::dynamo_key_of;
+pub use lookup::DynamoLookup;
+pub use sink::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "dynamodb",

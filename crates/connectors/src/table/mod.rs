@@ -7,8 +7,11 @@
 use std::sync::Arc;
 
 use super::{split_query, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
-use crate::sinks::dynamo::hints_of;
-use crate::sources::table::{TableSource, TableSourceOptions};
+use crate::hints::hints_of;
+
+pub mod source;
+
+pub use source::{KeyGuard, KeyOf, TableSource, TableSourceOptions};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "table",

@@ -8,8 +8,13 @@ use super::{
     blocking, split_query, BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource,
     Settings, SinkConnector,
 };
-use crate::lookup::files::FileLookup;
-use crate::sinks::files::{FileFormat, FileSink, Output};
+pub mod lookup;
+mod names;
+pub mod sink;
+
+pub use lookup::FileLookup;
+pub use names::file_name_for;
+pub use sink::{FileFormat, FileSink, Output};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "files",
