@@ -147,20 +147,8 @@ pub struct Settings {
     /// Credentials and endpoint of object-store sources.
     pub store_options: ::snapshot::StoreOptions,
     pub jsonl: JsonlOptions,
-    pub table: ::table::TableOptions,
-    /// Slots a table is cut into.
-    pub table_slots: Option<u32>,
-    /// How a table is cut when not by count (`--slot-by time:WIDTH`; wins over slots).
-    pub table_rule: Option<::table::SlotRule>,
-    /// Only rows with keys from this one on / before this one (`--from`, `--until`).
-    pub table_from: Option<String>,
-    pub table_until: Option<String>,
-    /// Number the newest slot first (`--order newest-first`).
-    pub table_newest_first: bool,
-    /// The table and its key column when a command names them by flags (`table run
-    /// --table --key`); the URL's `table=` and `key=` win.
-    pub table_name: Option<String>,
-    pub table_key: Option<String>,
+    /// Table sources: the connection, the table and key, slots, bounds, order.
+    pub table: crate::table::TableSettings,
     /// Live-cluster sources: slices per index, page size, keep-alive.
     pub cluster: crate::cluster::ClusterSourceOptions,
     /// `http(s)://` sources whose client a command's flags set up rather than the URL

@@ -578,9 +578,12 @@ impl Pg {
 
     fn settings() -> connectors::Settings {
         connectors::Settings {
-            table: table::TableOptions {
-                page_rows: 7,
-                attempts: 1,
+            table: connectors::table::TableSettings {
+                options: table::TableOptions {
+                    page_rows: 7,
+                    attempts: 1,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             ..Default::default()

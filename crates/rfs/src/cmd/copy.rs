@@ -336,8 +336,11 @@ impl Args {
         let sink = w.sink_settings();
         let to = self.ends.to_conn.client_config()?;
         Ok(Settings {
-            table: table::TableOptions {
-                pool_size: w.parallel() + 2,
+            table: connectors::table::TableSettings {
+                options: table::TableOptions {
+                    pool_size: w.parallel() + 2,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             source_client: Some(self.ends.from_conn.client_config()?),

@@ -11,7 +11,7 @@ use ::verify::{verify, Options, Sample, VerifyReport};
 use anyhow::Context;
 use connectors::dynamodb::dynamo_key_of;
 use connectors::hints::hints_of;
-use connectors::table::{KeyGuard, TableSource};
+use connectors::table::{KeyGuard, TableSettings, TableSource};
 use connectors::{
     open_lookup, open_sink, open_source_as, sink_identity, BoxedSink, BoxedSource, OpenedLookup,
     OpenedSource, Settings, SourceShape,
@@ -436,22 +436,24 @@ impl TableArgs {
             );
         }
         let settings = Settings {
-            table: TableOptions {
-                page_rows: self.page_rows,
-                statement_timeout: Duration::from_secs(self.statement_timeout),
-                attempts: self.source_attempts,
-                pool_size,
-                columns: self.columns.clone(),
-                filter: self.filter.clone(),
-                ..TableOptions::default()
+            table: TableSettings {
+                options: TableOptions {
+                    page_rows: self.page_rows,
+                    statement_timeout: Duration::from_secs(self.statement_timeout),
+                    attempts: self.source_attempts,
+                    pool_size,
+                    columns: self.columns.clone(),
+                    filter: self.filter.clone(),
+                    ..TableOptions::default()
+                },
+                name: Some(self.table.clone()),
+                key: Some(self.key.clone()),
+                slots: self.slots,
+                rule: self.slot_by,
+                from: self.from.clone(),
+                until: self.until.clone(),
+                newest_first: self.order == Order::NewestFirst,
             },
-            table_name: Some(self.table.clone()),
-            table_key: Some(self.key.clone()),
-            table_slots: self.slots,
-            table_rule: self.slot_by,
-            table_from: self.from.clone(),
-            table_until: self.until.clone(),
-            table_newest_first: self.order == Order::NewestFirst,
             ..Settings::default()
         };
         open_source_as("table", &self.source, &settings)
