@@ -24,3 +24,12 @@ pub fn hints_of(columns: &ColumnShapes) -> ColumnHints {
         .map(|(name, shape)| (name.clone(), hint_of(*shape)))
         .collect()
 }
+
+/// The columns whose hint is a time (compared as instants by verify).
+pub fn time_columns(hints: &ColumnHints) -> Vec<String> {
+    hints
+        .iter()
+        .filter(|(_, h)| matches!(h, dynamo::ColumnHint::Time))
+        .map(|(name, _)| name.clone())
+        .collect()
+}

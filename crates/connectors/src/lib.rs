@@ -24,6 +24,7 @@ pub mod table;
 
 mod client;
 pub mod hints;
+pub mod keys;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -37,6 +38,8 @@ pub use engine::lookup;
 pub use files::FileFormat;
 pub use jsonl::JsonlOptions;
 pub use snapshot::SnapshotOptions;
+
+pub use keys::{KeyCheck, KeyGuard, KeyOf};
 
 use crate::lookup::Lookup;
 use engine::sink::BatchLimits;
@@ -170,14 +173,19 @@ pub struct Settings {
     /// The `http(s)://` sink URL's path is the cluster's base path (a proxy prefix), not an
     /// index: every document keeps its index (`--target` of run, documents, redrive).
     pub sink_path_is_base: bool,
+    /// The `http(s)://` sink URL's path must end with the index every document goes to,
+    /// and the migration identity names the sink `BASE/INDEX` with the index decoded
+    /// (`table run`, as its stores recorded it).
+    pub sink_index_named: bool,
     /// The sink's name in the migration identity where stores recorded another than its
     /// URL (`table run`: `BASE/INDEX` with the index decoded). `None`: the URL's.
     pub sink_identity: Option<String>,
     /// Format of a file sink given as a plain path (`rfs export --format`; a `file://`
     /// URL's `format=` says it there). `None`: JSON lines.
     pub file_format: Option<crate::files::FileFormat>,
-    /// DynamoDB: create the table when missing; requests in flight; rates.
-    pub create_table: bool,
+    /// DynamoDB: create the table when missing, the key flags, collisions allowed
+    /// (refused by the other sinks); then requests in flight and rates of every sink.
+    pub dynamodb: crate::dynamodb::DynamoSettings,
     pub max_in_flight: usize,
     pub max_docs_per_sec: Option<f64>,
     pub max_bytes_per_sec: Option<f64>,
@@ -213,6 +221,10 @@ pub struct OpenedSource {
     /// templates), as metadata migration takes them; `None` for a source without any
     /// (JSON lines, a table, a failure log).
     pub metadata: Option<metadata::SourceMetadata>,
+    /// What a source of rows says about its keys (a table), for a sink that writes rows
+    /// under a key of its own to check before a row is read (DynamoDB: the key mapping
+    /// unique in the table); `None`: documents, keyed by `_id`.
+    pub key_check: Option<Arc<dyn KeyCheck>>,
 }
 
 /// A snapshot source routed as the metadata migration names the target's indices.
@@ -248,6 +260,9 @@ pub struct OpenedLookup {
     pub lookup: Box<dyn Lookup>,
     /// Every document went into this index (an index named in the sink URL).
     pub index: Option<String>,
+    /// The key a row is written under besides its `_id`, as the sink writes it (DynamoDB's
+    /// key attributes, for a source with a key column); `None`: the `_id` alone.
+    pub key_of: Option<KeyOf>,
 }
 
 impl OpenedLookup {
@@ -265,6 +280,8 @@ pub struct OpenedSink {
     /// A client of the target cluster (a `_bulk` sink), for what a command asks the
     /// target besides documents: templates and indices, refreshes, counts.
     pub target_client: Option<::cluster::Client>,
+    /// The key a row is written under besides its `_id` (see [`OpenedLookup::key_of`]).
+    pub key_of: Option<KeyOf>,
 }
 
 impl OpenedSink {
@@ -580,6 +597,56 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains("secret"), "{e}");
+    }
+
+    /// What `rfs table run --sink` tells apart (formerly its own `SinkUrl`), through the
+    /// registry: an `http(s)://` sink must name its index, recorded decoded after the base;
+    /// files and DynamoDB; an unknown scheme; no password in any error.
+    #[test]
+    fn table_sinks_parse_through_the_registry() {
+        let named = Settings {
+            sink_index_named: true,
+            ..Settings::default()
+        };
+        assert_eq!(
+            sink_identity("http://u:pw@h:9200/events", &named).unwrap(),
+            engine::job::identity_location(&format!(
+                "{}/events",
+                redact::url("http://u:pw@h:9200")
+            ))
+        );
+        assert_eq!(
+            sink_identity("https://h/prefix/ev%20x", &named).unwrap(),
+            engine::job::identity_location("https://h/prefix/ev x")
+        );
+        let e = sink_identity("http://u:secret@h:9200/", &named)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("name the index as the URL's path") && !e.contains("secret"),
+            "{e}"
+        );
+        assert_eq!(
+            sink_identity("file:///tmp/out", &named).unwrap(),
+            "/tmp/out"
+        );
+        assert_eq!(sink_identity("out", &named).unwrap(), "out");
+        let e = sink_identity("ftp://u:secret@h/x", &named)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no sink writes ftp://") && !e.contains("secret"),
+            "{e}"
+        );
+        let d = "dynamodb://events?region=us-east-1&partition-key=room";
+        assert_eq!(
+            sink_identity(d, &named).unwrap(),
+            crate::dynamodb::DynamoUrl::parse(d).unwrap().display()
+        );
+        let e = sink_identity("dynamodb://t?region=us-east-1", &named)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3 to 255"), "{e}");
     }
 
     #[test]

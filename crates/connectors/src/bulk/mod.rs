@@ -27,7 +27,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     identity: |url, settings| {
         Ok(engine::job::identity_location(&sink_identity(
             url, settings,
-        )))
+        )?))
     },
 };
 
@@ -43,19 +43,49 @@ async fn lookup(
         .await
         .map_err(|e| ConnectError::new(url, e))?;
     Ok(OpenedLookup {
+        key_of: None,
         lookup: Box::new(MgetLookup::new(client)),
         index,
     })
 }
 
 /// What the sink names its target by in a migration's identity (before
-/// [`engine::job::identity_location`]): `Settings::sink_identity`, else the URL without
-/// credentials.
-fn sink_identity(url: &str, settings: &Settings) -> String {
-    settings
+/// [`engine::job::identity_location`]): with `Settings::sink_index_named`, `BASE/INDEX`
+/// (the index decoded); else `Settings::sink_identity`, else the URL without credentials.
+fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
+    settings.dynamodb.refuse_elsewhere()?;
+    if settings.sink_index_named {
+        let (base, index) = named_index(url)?;
+        return Ok(format!("{}/{index}", redact::url(&base)));
+    }
+    Ok(settings
         .sink_identity
         .clone()
-        .unwrap_or_else(|| redact::url(url))
+        .unwrap_or_else(|| redact::url(url)))
+}
+
+/// A URL whose path must end with the index (`Settings::sink_index_named`): the URL
+/// without it and its query (credentials kept), and the index, decoded.
+fn named_index(url: &str) -> Result<(String, String), ConnectError> {
+    let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
+    let index = u
+        .path_segments()
+        .and_then(|mut p| p.next_back().map(str::to_string))
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| {
+            ConnectError::new(
+                url,
+                "name the index as the URL's path (http://host:9200/INDEX)",
+            )
+        })?;
+    let index = redact::percent_decode(&index).into_owned();
+    let path = u.path().to_string();
+    let base_path = path[..path.len() - path.rsplit('/').next().unwrap_or("").len()]
+        .trim_end_matches('/')
+        .to_string();
+    u.set_path(&base_path);
+    u.set_query(None);
+    Ok((u.to_string().trim_end_matches('/').to_string(), index))
 }
 
 /// [`client_config`] with what the settings add: the client the command's flags set up,
@@ -64,6 +94,10 @@ pub(crate) fn configured(
     url: &str,
     settings: &Settings,
 ) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
+    settings.dynamodb.refuse_elsewhere()?;
+    if settings.sink_index_named {
+        named_index(url)?;
+    }
     let (mut config, mut index) = client_config(url, &settings.tls)?;
     if settings.sink_path_is_base {
         let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
@@ -98,8 +132,9 @@ async fn open(
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
     Ok(OpenedSink {
+        key_of: None,
         sink: BoxedSink::new(
-            BulkSink::new(sender, settings.batch, sink_identity(url, settings))
+            BulkSink::new(sender, settings.batch, sink_identity(url, settings)?)
                 .with_create_only(streams),
         ),
         index,

@@ -46,6 +46,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         None
     };
     Ok(OpenedSource {
+        key_check: None,
         source: BoxedSource::new(Arc::new(source)),
         kind: "cluster",
         key_column: None,

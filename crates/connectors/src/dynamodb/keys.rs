@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use engine::document::Document;
 
-use crate::table::KeyOf;
+use crate::keys::KeyOf;
 
 /// The [`KeyOf`] of a DynamoDB sink: the key attributes `attrs` of the item a document
 /// becomes (converted as the sink converts it, with `hints`). `None` when the item has no

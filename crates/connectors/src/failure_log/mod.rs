@@ -40,6 +40,7 @@ async fn open(url: &str, _settings: &Settings) -> Result<OpenedSource, ConnectEr
             Vec::new()
         };
         Ok(OpenedSource {
+            key_check: None,
             source: BoxedSource::new(Arc::new(source)),
             kind: "failure-log",
             key_column: None,

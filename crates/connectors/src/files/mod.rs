@@ -41,6 +41,7 @@ async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectE
     })
     .await?;
     Ok(OpenedLookup {
+        key_of: None,
         lookup: Box::new(files),
         index: None,
     })
@@ -57,6 +58,7 @@ async fn open(
 
 /// Where a file sink URL writes, and in which format.
 fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), ConnectError> {
+    settings.dynamodb.refuse_elsewhere()?;
     if super::scheme(url).is_empty() {
         let format = settings.file_format.unwrap_or(FileFormat::Jsonl);
         let output = if url == "-" {
@@ -113,6 +115,7 @@ fn files(
         sink = sink.with_tag(tag);
     }
     Ok(OpenedSink {
+        key_of: None,
         sink: BoxedSink::new(sink),
         index: None,
         target_client: None,

@@ -43,6 +43,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         let source = JsonlSource::open(store, jsonl).map_err(|e| ConnectError::new(&url2, e))?;
         let groups = source.files().iter().map(|(n, _)| n.clone()).collect();
         Ok(OpenedSource {
+            key_check: None,
             source: BoxedSource::new(Arc::new(source)),
             kind: "jsonl",
             key_column: None,

@@ -137,6 +137,7 @@ fn open_blocking(
         removed,
     });
     Ok(OpenedSource {
+        key_check: None,
         source: BoxedSource::new(Arc::new(source)),
         kind: "snapshot",
         key_column: None,

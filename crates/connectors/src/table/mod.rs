@@ -13,7 +13,7 @@ mod options;
 pub mod source;
 
 pub use options::{TableConnectOptions, TableSettings};
-pub use source::{KeyGuard, KeyOf, TableSource, TableSourceOptions};
+pub use source::{TableSource, TableSourceOptions};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "table",
@@ -32,12 +32,14 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
     let source = TableSource::new(Arc::new(t), o.read)
         .await
         .map_err(|e| ConnectError::caused(url, e))?;
+    let source = Arc::new(source);
     Ok(OpenedSource {
+        key_check: Some(source.clone()),
         key_column: Some(source.key_attribute()),
         hints: hints_of(&source.columns()),
         groups: vec![source.group().to_string()],
         kind: "table",
-        source: BoxedSource::new(Arc::new(source)),
+        source: BoxedSource::new(source),
         routed: None,
         removed: Vec::new(),
         notes: Vec::new(),

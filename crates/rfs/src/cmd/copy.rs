@@ -346,7 +346,16 @@ impl Args {
             source_client: Some(self.ends.from_conn.client_config()?),
             tls: to.tls.clone(),
             sink_client: Some(to),
-            create_table: self.ends.create_table,
+            // A table's rows into DynamoDB: the connector checks, before anything is
+            // created or read, that the key mapping is unique in the table (as `rfs table
+            // run` does). Files and clusters write a row under its `_id`, the key column,
+            // which the table source already requires to have a unique index of its own;
+            // `copy` runs no program that could change it.
+            dynamodb: connectors::dynamodb::DynamoSettings {
+                create_table: self.ends.create_table,
+                allow_key_collisions: self.ends.allow_key_collisions,
+                ..Default::default()
+            },
             metadata: self.ends.create_metadata,
             ..Settings {
                 snapshot: from.snapshot,
@@ -360,23 +369,6 @@ impl Args {
     }
 }
 
-/// A table's rows into DynamoDB: the key mapping must be unique in the table, checked
-/// before anything is created or read, as `rfs table run` checks it (the same function).
-/// Files and clusters write a row under its `_id`, the key column, which the table
-/// source already requires to have a unique index of its own; `copy` runs no program
-/// that could change it.
-async fn table_key_unique(ends: &Ends, source: &OpenedSource) -> anyhow::Result<()> {
-    let Some(table) = source.source.downcast::<connectors::table::TableSource>() else {
-        return Ok(());
-    };
-    if !connectors::scheme(&ends.to).eq_ignore_ascii_case("dynamodb") {
-        return Ok(());
-    }
-    let url = connectors::dynamodb::DynamoUrl::parse(&ends.to)
-        .map_err(|e| anyhow::anyhow!("{}", redact::text(&e.to_string())))?;
-    super::table::check_key_unique(&url, &table, ends.allow_key_collisions).await
-}
-
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(run_async(args))
 }
@@ -385,7 +377,6 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
     let settings = args.settings()?;
     let source = open_from(&args.ends.from, &settings).await?;
-    table_key_unique(&args.ends, &source).await?;
     let sink = open_sink(&args.ends.to, &settings, &source).await?;
     // Selected after the sink is open: the sink (a live source's data streams) and the
     // key check see the source as opened.

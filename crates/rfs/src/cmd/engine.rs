@@ -130,6 +130,7 @@ pub fn opened(source: BoxedSource, kind: &'static str) -> OpenedSource {
         removed: Vec::new(),
         notes: Vec::new(),
         metadata: None,
+        key_check: None,
     }
 }
 
