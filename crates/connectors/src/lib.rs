@@ -323,6 +323,10 @@ pub struct SinkConnector {
     /// The sink's name in a migration's identity, exactly as the sink opened on the same
     /// URL and settings records it (`Sink::identity`), without connecting.
     pub identity: fn(&str, &Settings) -> Result<String, ConnectError>,
+    /// Settings only this sink takes (its flags): an error naming them when they are
+    /// given, which the registry returns when another sink is opened with them. `None`:
+    /// no settings of its own.
+    pub own_settings: Option<fn(&Settings) -> Result<(), ConnectError>>,
 }
 
 /// Every source, in the order they are asked.
@@ -379,6 +383,19 @@ pub fn source_for(
             )
         },
     ))
+}
+
+/// The sink connector for `url`, once the settings only other sinks take are refused.
+fn sink_with(url: &str, settings: &Settings) -> Result<&'static SinkConnector, ConnectError> {
+    let chosen = sink_for(url)?;
+    for c in SINKS {
+        if c.name != chosen.name {
+            if let Some(refuse) = c.own_settings {
+                refuse(settings)?;
+            }
+        }
+    }
+    Ok(chosen)
 }
 
 /// The sink connector for `url`.
@@ -464,7 +481,7 @@ pub async fn open_sink(
     settings: &Settings,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    (sink_for(url)?.open)(url, settings, source).await
+    (sink_with(url, settings)?.open)(url, settings, source).await
 }
 
 /// Opens a lookup on what the sink `url` names holds, for documents of a source of
@@ -474,14 +491,14 @@ pub async fn open_lookup(
     settings: &Settings,
     shape: &SourceShape,
 ) -> Result<OpenedLookup, ConnectError> {
-    (sink_for(url)?.lookup)(url, settings, shape).await
+    (sink_with(url, settings)?.lookup)(url, settings, shape).await
 }
 
 /// The name the sink `url` names records in a migration's identity, as the sink opened
 /// with `settings` records it (`rfs verify --store`, `rfs table verify --store` compare
 /// it with the store's before looking anything up).
 pub fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
-    (sink_for(url)?.identity)(url, settings)
+    (sink_with(url, settings)?.identity)(url, settings)
 }
 
 /// `key=value` parameters of a URL's query, percent-decoded, and the URL without them.

@@ -29,6 +29,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
             url, settings,
         )?))
     },
+    own_settings: None,
 };
 
 /// `_mget` on the cluster (into the URL's index when it names one).
@@ -53,7 +54,6 @@ async fn lookup(
 /// [`engine::job::identity_location`]): with `Settings::sink_index_named`, `BASE/INDEX`
 /// (the index decoded); else `Settings::sink_identity`, else the URL without credentials.
 fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
-    settings.dynamodb.refuse_elsewhere()?;
     if settings.sink_index_named {
         let (base, index) = named_index(url)?;
         return Ok(format!("{}/{index}", redact::url(&base)));
@@ -94,7 +94,6 @@ pub(crate) fn configured(
     url: &str,
     settings: &Settings,
 ) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
-    settings.dynamodb.refuse_elsewhere()?;
     if settings.sink_index_named {
         named_index(url)?;
     }

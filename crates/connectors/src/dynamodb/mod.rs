@@ -27,6 +27,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
     identity: |url, settings| Ok(DynamoOptions::parse(url, settings)?.url.display()),
+    own_settings: Some(|settings| settings.dynamodb.refuse_elsewhere()),
 };
 
 /// The key a row of a source with a key column is written under (its key attributes as

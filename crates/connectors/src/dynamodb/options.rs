@@ -1,6 +1,6 @@
 //! The DynamoDB sink's typed options: its URL with what the flags add ([`DynamoSettings`],
-//! in [`crate::Settings::dynamodb`]), parsed once into [`DynamoOptions`]. The other sinks
-//! refuse DynamoDB's settings ([`DynamoSettings::refuse_elsewhere`]).
+//! in [`crate::Settings::dynamodb`]), parsed once into [`DynamoOptions`]. The registry
+//! refuses DynamoDB's settings for the other sinks ([`DynamoSettings::refuse_elsewhere`]).
 
 use super::sink::DynamoUrl;
 use crate::{ConnectError, Settings};
@@ -20,7 +20,7 @@ pub struct DynamoSettings {
 }
 
 impl DynamoSettings {
-    /// Refused by every sink but DynamoDB: what only a DynamoDB sink takes.
+    /// What only a DynamoDB sink takes, refused (by the registry) for the other sinks.
     pub fn refuse_elsewhere(&self) -> Result<(), ConnectError> {
         for (flag, set) in [
             ("--create-table", self.create_table),

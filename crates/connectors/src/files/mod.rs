@@ -22,6 +22,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, _shape| Box::pin(lookup(url, settings)),
     identity: |url, settings| Ok(location(url, settings)?.0.identity()),
+    own_settings: None,
 };
 
 /// The directory's files (both formats) read once.
@@ -58,7 +59,6 @@ async fn open(
 
 /// Where a file sink URL writes, and in which format.
 fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), ConnectError> {
-    settings.dynamodb.refuse_elsewhere()?;
     if super::scheme(url).is_empty() {
         let format = settings.file_format.unwrap_or(FileFormat::Jsonl);
         let output = if url == "-" {
