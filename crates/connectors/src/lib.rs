@@ -326,8 +326,11 @@ pub struct SinkConnector {
     /// Settings only this sink takes (its flags): an error naming them when they are
     /// given, which the registry returns when another sink is opened with them. `None`:
     /// no settings of its own.
-    pub own_settings: Option<fn(&Settings) -> Result<(), ConnectError>>,
+    pub own_settings: Option<OwnSettings>,
 }
+
+/// A sink's check that none of its own settings are given (an error naming them).
+pub type OwnSettings = fn(&Settings) -> Result<(), ConnectError>;
 
 /// Every source, in the order they are asked.
 pub static SOURCES: &[SourceConnector] = &[
