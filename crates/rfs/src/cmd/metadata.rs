@@ -9,7 +9,7 @@ use anyhow::Context;
 use metadata::{ConversionSeverity, ProductVersion, Report, SourceMetadata};
 use serde_json::json;
 
-use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
+use crate::args::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
 
 use crate::exit;
 
@@ -83,8 +83,8 @@ fn sourceless_indices(
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let snap = args.source.open()?;
     let mode = match args.source.rebuild.rebuild_source {
-        super::common::RebuildSource::Auto => "auto",
-        super::common::RebuildSource::Off => "off",
+        crate::args::RebuildSource::Auto => "auto",
+        crate::args::RebuildSource::Off => "off",
     };
     let mut out = Vec::new();
     for name in snap.index_names() {
