@@ -190,7 +190,7 @@ impl Ends {
             );
         }
         let options = metadata::Options {
-            indices: metadata::Allowlist::parse(chosen).map_err(anyhow::Error::msg)?,
+            indices: metadata::Allowlist::parse(chosen)?,
             naming: self.naming()?,
             ..Default::default()
         };
@@ -205,7 +205,7 @@ impl Ends {
     /// The target index names --rename, --index-prefix and --index-suffix give.
     fn naming(&self) -> anyhow::Result<metadata::Naming> {
         Ok(metadata::Naming {
-            renames: metadata::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+            renames: metadata::Naming::parse_renames(&self.rename)?,
             prefix: self.index_prefix.clone(),
             suffix: self.index_suffix.clone(),
         })

@@ -247,7 +247,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
     };
     let (converted, notes) =
         metadata::convert_definition(&body, Some(args.from), args.to, &options)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", args.mapping.display()))?;
+            .with_context(|| args.mapping.display().to_string())?;
     let blocked = notes.blocked();
     if args.json {
         let out = json!({
