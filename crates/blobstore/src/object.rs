@@ -318,20 +318,37 @@ impl BlobStore for ObjectStoreBlobs {
     }
 }
 
+/// Why a read-ahead window could not be filled. Shared by every read waiting on the
+/// window, so it is `Clone`.
+#[derive(Debug, Clone, thiserror::Error)]
+enum WindowError {
+    /// The store answered with fewer (or more) bytes than the window asked for.
+    #[error("{blob}: ranged read {start}..{end} returned {got} bytes")]
+    Short {
+        blob: String,
+        start: u64,
+        end: u64,
+        got: usize,
+    },
+    /// The request failed.
+    #[error(transparent)]
+    Read(Arc<BlobError>),
+}
+
 /// The bytes of one read-ahead window, filled by a request in flight.
 #[derive(Default)]
 struct WindowSlot {
-    value: Mutex<Option<std::result::Result<Bytes, String>>>,
+    value: Mutex<Option<std::result::Result<Bytes, WindowError>>>,
     ready: Condvar,
 }
 
 impl WindowSlot {
-    fn fill(&self, v: std::result::Result<Bytes, String>) {
+    fn fill(&self, v: std::result::Result<Bytes, WindowError>) {
         *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
         self.ready.notify_all();
     }
 
-    fn wait(&self) -> std::result::Result<Bytes, String> {
+    fn wait(&self) -> std::result::Result<Bytes, WindowError> {
         let mut g = self.value.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some(v) = g.as_ref() {
@@ -405,15 +422,17 @@ impl ReadAheadFile {
             let r = store.get_range(&key, start..end).await;
             s.fill(match r {
                 Ok(b) if b.len() as u64 == end - start => Ok(b),
-                Ok(b) => Err(format!(
-                    "{display}: ranged read {start}..{end} returned {} bytes",
-                    b.len()
-                )),
-                Err(e) => Err(chain(&BlobError::Backend {
+                Ok(b) => Err(WindowError::Short {
+                    blob: display,
+                    start,
+                    end,
+                    got: b.len(),
+                }),
+                Err(e) => Err(WindowError::Read(Arc::new(BlobError::Backend {
                     blob: display,
                     action: "read",
                     source: Box::new(e),
-                })),
+                }))),
             });
         });
         slot
@@ -490,7 +509,7 @@ impl FileHandle for ReadAheadFile {
             }
             (start, slot)
         };
-        let data = slot.wait().map_err(backend)?;
+        let data = slot.wait().map_err(|e| backend(chain(&e)))?;
         let a = (range.start - start) as usize;
         let b = (range.end - start) as usize;
         if b > data.len() {

@@ -28,7 +28,24 @@ struct Args {
     gzip: Vec<bool>,
 }
 
-fn parse_args() -> Result<Option<Args>, String> {
+/// What is wrong with the command line.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error("{flag} needs a value")]
+    MissingValue { flag: String },
+    #[error("{flag}")]
+    NotANumber {
+        flag: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("--gzip off|on|both, not {0}")]
+    Gzip(String),
+    #[error("unknown flag {0}")]
+    UnknownFlag(String),
+}
+
+fn parse_args() -> Result<Option<Args>, ArgsError> {
     let mut a = Args {
         docs: 1_000_000,
         doc_size: 1000,
@@ -41,8 +58,16 @@ fn parse_args() -> Result<Option<Args>, String> {
         if flag == "--sink" {
             return Ok(None);
         }
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        let num = |v: String| v.parse::<usize>().map_err(|e| format!("{flag}: {e}"));
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| ArgsError::MissingValue { flag: flag.clone() })
+        };
+        let num = |v: String| {
+            v.parse::<usize>().map_err(|source| ArgsError::NotANumber {
+                flag: flag.clone(),
+                source,
+            })
+        };
         match flag.as_str() {
             "--docs" => a.docs = num(value()?)?,
             "--doc-size" => a.doc_size = num(value()?)?,
@@ -53,10 +78,10 @@ fn parse_args() -> Result<Option<Args>, String> {
                     "off" => vec![false],
                     "on" => vec![true],
                     "both" => vec![false, true],
-                    v => return Err(format!("--gzip off|on|both, not {v}")),
+                    v => return Err(ArgsError::Gzip(v.to_string())),
                 }
             }
-            _ => return Err(format!("unknown flag {flag}")),
+            _ => return Err(ArgsError::UnknownFlag(flag)),
         }
     }
     Ok(Some(a))
@@ -76,7 +101,10 @@ fn main() {
         Ok(Some(a)) => a,
         Ok(None) => return sink(),
         Err(e) => {
-            eprintln!("bulk_bench: {e}");
+            match std::error::Error::source(&e) {
+                Some(cause) => eprintln!("bulk_bench: {e}: {cause}"),
+                None => eprintln!("bulk_bench: {e}"),
+            }
             std::process::exit(2);
         }
     };

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use connectors::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
+use connectors::dynamodb::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 use coordination::Position;
 use dynamo::{ColumnHint, ColumnHints, KeyAttribute, KeySchema, KeyType, WriteRequest};
 use engine::{Document, Op, Sink, SinkWriter};

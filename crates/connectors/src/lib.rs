@@ -1,4 +1,4 @@
-//! The connector registry: sources and sinks named by URL. Each connector is one module
+//! The connector registry: sources and sinks named by URL. Each connector is one folder
 //! with a `SOURCE` or `SINK` entry, registered by one line in [`SOURCES`] or [`SINKS`]; a
 //! command opens whatever the URLs name and runs one `Job<BoxedSource, BoxedSink>`. Every
 //! sink also opens a [`Lookup`] on what it wrote ([`open_lookup`]), for `rfs verify`.
@@ -13,20 +13,18 @@
 //! | `dynamodb://TABLE?region=R&endpoint=URL` | — | one item per document |
 //! | `failure-log://PATH` | the documents a failure log says were refused (`rfs redrive`) | — |
 
-mod bulk;
-mod cluster;
-mod dynamo;
-pub mod failures;
-mod files;
-mod jsonl;
-mod snapshot;
-mod table;
+pub mod bulk;
+pub mod cluster;
+pub mod dynamodb;
+pub mod failure_log;
+pub mod files;
+pub mod jsonl;
+pub mod snapshot;
+pub mod table;
 
-pub mod listing;
-pub mod lookup;
-pub mod naming;
-pub mod sinks;
-pub mod sources;
+mod client;
+pub mod hints;
+pub mod keys;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,13 +32,17 @@ use std::sync::Arc;
 
 pub use engine::boxed::{self, BoxedBatch, BoxedSink, BoxedSource, BoxedWriter};
 // The typed reading and writing options of `Settings`, by the connector they belong to.
-pub use sinks::files::FileFormat;
-pub use sources::cluster::ClusterSourceOptions;
-pub use sources::jsonl::JsonlOptions;
-pub use sources::snapshot::SnapshotOptions;
+pub use cluster::ClusterSourceOptions;
+/// The port every sink's lookup implements (what `rfs verify` asks a target).
+pub use engine::lookup;
+pub use files::FileFormat;
+pub use jsonl::JsonlOptions;
+pub use snapshot::SnapshotOptions;
+
+pub use keys::{KeyCheck, KeyGuard, KeyOf};
 
 use crate::lookup::Lookup;
-use crate::sinks::bulk::BatchLimits;
+use engine::sink::BatchLimits;
 use engine::transform::Transform;
 
 /// A connector could not be opened; the message names the URL (without secrets) or the
@@ -148,22 +150,10 @@ pub struct Settings {
     /// Credentials and endpoint of object-store sources.
     pub store_options: ::snapshot::StoreOptions,
     pub jsonl: JsonlOptions,
-    pub table: ::table::TableOptions,
-    /// Slots a table is cut into.
-    pub table_slots: Option<u32>,
-    /// How a table is cut when not by count (`--slot-by time:WIDTH`; wins over slots).
-    pub table_rule: Option<::table::SlotRule>,
-    /// Only rows with keys from this one on / before this one (`--from`, `--until`).
-    pub table_from: Option<String>,
-    pub table_until: Option<String>,
-    /// Number the newest slot first (`--order newest-first`).
-    pub table_newest_first: bool,
-    /// The table and its key column when a command names them by flags (`table run
-    /// --table --key`); the URL's `table=` and `key=` win.
-    pub table_name: Option<String>,
-    pub table_key: Option<String>,
+    /// Table sources: the connection, the table and key, slots, bounds, order.
+    pub table: crate::table::TableSettings,
     /// Live-cluster sources: slices per index, page size, keep-alive.
-    pub cluster: crate::sources::cluster::ClusterSourceOptions,
+    pub cluster: crate::cluster::ClusterSourceOptions,
     /// `http(s)://` sources whose client a command's flags set up rather than the URL
     /// (`rfs copy --from-*`): authentication (basic, API key, SigV4), TLS trust and client
     /// certificates. Its `urls` are not used (the source URL says where; keep them empty);
@@ -183,14 +173,19 @@ pub struct Settings {
     /// The `http(s)://` sink URL's path is the cluster's base path (a proxy prefix), not an
     /// index: every document keeps its index (`--target` of run, documents, redrive).
     pub sink_path_is_base: bool,
+    /// The `http(s)://` sink URL's path must end with the index every document goes to,
+    /// and the migration identity names the sink `BASE/INDEX` with the index decoded
+    /// (`table run`, as its stores recorded it).
+    pub sink_index_named: bool,
     /// The sink's name in the migration identity where stores recorded another than its
     /// URL (`table run`: `BASE/INDEX` with the index decoded). `None`: the URL's.
     pub sink_identity: Option<String>,
     /// Format of a file sink given as a plain path (`rfs export --format`; a `file://`
     /// URL's `format=` says it there). `None`: JSON lines.
-    pub file_format: Option<crate::sinks::files::FileFormat>,
-    /// DynamoDB: create the table when missing; requests in flight; rates.
-    pub create_table: bool,
+    pub file_format: Option<crate::files::FileFormat>,
+    /// DynamoDB: create the table when missing, the key flags, collisions allowed
+    /// (refused by the other sinks); then requests in flight and rates of every sink.
+    pub dynamodb: crate::dynamodb::DynamoSettings,
     pub max_in_flight: usize,
     pub max_docs_per_sec: Option<f64>,
     pub max_bytes_per_sec: Option<f64>,
@@ -226,6 +221,10 @@ pub struct OpenedSource {
     /// templates), as metadata migration takes them; `None` for a source without any
     /// (JSON lines, a table, a failure log).
     pub metadata: Option<metadata::SourceMetadata>,
+    /// What a source of rows says about its keys (a table), for a sink that writes rows
+    /// under a key of its own to check before a row is read (DynamoDB: the key mapping
+    /// unique in the table); `None`: documents, keyed by `_id`.
+    pub key_check: Option<Arc<dyn KeyCheck>>,
 }
 
 /// A snapshot source routed as the metadata migration names the target's indices.
@@ -261,6 +260,9 @@ pub struct OpenedLookup {
     pub lookup: Box<dyn Lookup>,
     /// Every document went into this index (an index named in the sink URL).
     pub index: Option<String>,
+    /// The key a row is written under besides its `_id`, as the sink writes it (DynamoDB's
+    /// key attributes, for a source with a key column); `None`: the `_id` alone.
+    pub key_of: Option<KeyOf>,
 }
 
 impl OpenedLookup {
@@ -278,6 +280,8 @@ pub struct OpenedSink {
     /// A client of the target cluster (a `_bulk` sink), for what a command asks the
     /// target besides documents: templates and indices, refreshes, counts.
     pub target_client: Option<::cluster::Client>,
+    /// The key a row is written under besides its `_id` (see [`OpenedLookup::key_of`]).
+    pub key_of: Option<KeyOf>,
 }
 
 impl OpenedSink {
@@ -319,7 +323,14 @@ pub struct SinkConnector {
     /// The sink's name in a migration's identity, exactly as the sink opened on the same
     /// URL and settings records it (`Sink::identity`), without connecting.
     pub identity: fn(&str, &Settings) -> Result<String, ConnectError>,
+    /// Settings only this sink takes (its flags): an error naming them when they are
+    /// given, which the registry returns when another sink is opened with them. `None`:
+    /// no settings of its own.
+    pub own_settings: Option<OwnSettings>,
 }
+
+/// A sink's check that none of its own settings are given (an error naming them).
+pub type OwnSettings = fn(&Settings) -> Result<(), ConnectError>;
 
 /// Every source, in the order they are asked.
 pub static SOURCES: &[SourceConnector] = &[
@@ -327,11 +338,11 @@ pub static SOURCES: &[SourceConnector] = &[
     snapshot::SOURCE,
     table::SOURCE,
     cluster::SOURCE,
-    failures::SOURCE,
+    failure_log::SOURCE,
 ];
 
 /// Every sink.
-pub static SINKS: &[SinkConnector] = &[bulk::SINK, files::SINK, dynamo::SINK];
+pub static SINKS: &[SinkConnector] = &[bulk::SINK, files::SINK, dynamodb::SINK];
 
 /// The URL's scheme, lower case; `""` for a plain path.
 pub fn scheme(url: &str) -> String {
@@ -375,6 +386,19 @@ pub fn source_for(
             )
         },
     ))
+}
+
+/// The sink connector for `url`, once the settings only other sinks take are refused.
+fn sink_with(url: &str, settings: &Settings) -> Result<&'static SinkConnector, ConnectError> {
+    let chosen = sink_for(url)?;
+    for c in SINKS {
+        if c.name != chosen.name {
+            if let Some(refuse) = c.own_settings {
+                refuse(settings)?;
+            }
+        }
+    }
+    Ok(chosen)
 }
 
 /// The sink connector for `url`.
@@ -460,7 +484,7 @@ pub async fn open_sink(
     settings: &Settings,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    (sink_for(url)?.open)(url, settings, source).await
+    (sink_with(url, settings)?.open)(url, settings, source).await
 }
 
 /// Opens a lookup on what the sink `url` names holds, for documents of a source of
@@ -470,14 +494,14 @@ pub async fn open_lookup(
     settings: &Settings,
     shape: &SourceShape,
 ) -> Result<OpenedLookup, ConnectError> {
-    (sink_for(url)?.lookup)(url, settings, shape).await
+    (sink_with(url, settings)?.lookup)(url, settings, shape).await
 }
 
 /// The name the sink `url` names records in a migration's identity, as the sink opened
 /// with `settings` records it (`rfs verify --store`, `rfs table verify --store` compare
 /// it with the store's before looking anything up).
 pub fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
-    (sink_for(url)?.identity)(url, settings)
+    (sink_with(url, settings)?.identity)(url, settings)
 }
 
 /// `key=value` parameters of a URL's query, percent-decoded, and the URL without them.
@@ -587,12 +611,62 @@ mod tests {
         let d = "dynamodb://docs?region=r&endpoint=http%3A%2F%2Fh%3A1";
         assert_eq!(
             sink_identity(d, &s).unwrap(),
-            crate::sinks::dynamo::DynamoUrl::parse(d).unwrap().display()
+            crate::dynamodb::DynamoUrl::parse(d).unwrap().display()
         );
         let e = sink_identity("ftp://u:secret@h/x", &s)
             .unwrap_err()
             .to_string();
         assert!(!e.contains("secret"), "{e}");
+    }
+
+    /// What `rfs table run --sink` tells apart (formerly its own `SinkUrl`), through the
+    /// registry: an `http(s)://` sink must name its index, recorded decoded after the base;
+    /// files and DynamoDB; an unknown scheme; no password in any error.
+    #[test]
+    fn table_sinks_parse_through_the_registry() {
+        let named = Settings {
+            sink_index_named: true,
+            ..Settings::default()
+        };
+        assert_eq!(
+            sink_identity("http://u:pw@h:9200/events", &named).unwrap(),
+            engine::job::identity_location(&format!(
+                "{}/events",
+                redact::url("http://u:pw@h:9200")
+            ))
+        );
+        assert_eq!(
+            sink_identity("https://h/prefix/ev%20x", &named).unwrap(),
+            engine::job::identity_location("https://h/prefix/ev x")
+        );
+        let e = sink_identity("http://u:secret@h:9200/", &named)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("name the index as the URL's path") && !e.contains("secret"),
+            "{e}"
+        );
+        assert_eq!(
+            sink_identity("file:///tmp/out", &named).unwrap(),
+            "/tmp/out"
+        );
+        assert_eq!(sink_identity("out", &named).unwrap(), "out");
+        let e = sink_identity("ftp://u:secret@h/x", &named)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no sink writes ftp://") && !e.contains("secret"),
+            "{e}"
+        );
+        let d = "dynamodb://events?region=us-east-1&partition-key=room";
+        assert_eq!(
+            sink_identity(d, &named).unwrap(),
+            crate::dynamodb::DynamoUrl::parse(d).unwrap().display()
+        );
+        let e = sink_identity("dynamodb://t?region=us-east-1", &named)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3 to 255"), "{e}");
     }
 
     #[test]

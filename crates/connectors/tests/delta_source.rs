@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use connectors::sources::snapshot::{SnapshotOptions, SnapshotSource};
+use connectors::snapshot::{SnapshotOptions, SnapshotSource};
 use coordination::{Cursor, Position, WorkItem};
 use engine::{Op, Read, Source};
 use serde_json::Value;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{BillingMode, KeyType, ScalarAttributeType};
 use bytes::Bytes;
-use connectors::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
+use connectors::dynamodb::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 use coordination::{Config, Cursor, Position, WorkItem};
 use engine::{
     Document, FailureLog, Job, JobEnd, JobOptions, Op, PipelineOptions, Plan, Read, Refusal,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use connectors::sources::jsonl::{JsonlOptions, JsonlSource};
+use connectors::jsonl::{JsonlOptions, JsonlSource};
 use coordination::{Cursor, Position, WorkItem};
 use engine::{Read, Source, SourceError};
 

@@ -299,9 +299,13 @@ fn dynamodb_lookup_keeps_the_contract() {
             removed: Vec::new(),
             notes: Vec::new(),
             metadata: None,
+            key_check: None,
         };
         let creating = Settings {
-            create_table: true,
+            dynamodb: connectors::dynamodb::DynamoSettings {
+                create_table: true,
+                ..Default::default()
+            },
             ..Settings::default()
         };
         drop(open_sink(&url, &creating, &facts).await.unwrap());

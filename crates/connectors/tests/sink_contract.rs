@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use connectors::sinks::bulk::BatchLimits;
+use connectors::bulk::BatchLimits;
 use connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, OpenedSource, Settings};
 use coordination::Position;
 use engine::{Document, Op, Sink, SinkWriter};
@@ -134,6 +134,7 @@ fn source_facts() -> OpenedSource {
         removed: Vec::new(),
         notes: Vec::new(),
         metadata: None,
+        key_check: None,
     }
 }
 
@@ -310,7 +311,10 @@ fn dynamodb_sink_keeps_the_contract() {
         let endpoint = dynalite.endpoint();
         let facts = source_facts();
         let s = Settings {
-            create_table: true,
+            dynamodb: connectors::dynamodb::DynamoSettings {
+                create_table: true,
+                ..Default::default()
+            },
             max_in_flight: 4,
             ..settings()
         };

@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use connectors::sources::jsonl::{JsonlOptions, JsonlSource};
-use connectors::sources::snapshot::{SnapshotOptions, SnapshotSource};
+use connectors::jsonl::{JsonlOptions, JsonlSource};
+use connectors::snapshot::{SnapshotOptions, SnapshotSource};
 use connectors::BoxedSource;
 use coordination::{Cursor, Position};
 use engine::{Read, Source};
@@ -336,11 +336,11 @@ fn live_cluster_contract(config: testkit::server::ServerConfig, doc_type: Option
             .await
             .unwrap();
         assert!(r.is_success());
-        connectors::sources::cluster::ClusterSource::open(
+        connectors::cluster::ClusterSource::open(
             client.clone(),
             server.url(),
             "c-*",
-            connectors::sources::cluster::ClusterSourceOptions {
+            connectors::cluster::ClusterSourceOptions {
                 slices: 3,
                 page_size: 17,
                 keep_alive: "1m".into(),
@@ -578,9 +578,12 @@ impl Pg {
 
     fn settings() -> connectors::Settings {
         connectors::Settings {
-            table: table::TableOptions {
-                page_rows: 7,
-                attempts: 1,
+            table: connectors::table::TableSettings {
+                options: table::TableOptions {
+                    page_rows: 7,
+                    attempts: 1,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             ..Default::default()
@@ -735,7 +738,7 @@ fn table_errors_name_what_failed_without_secrets() {
 
 #[test]
 fn failure_log_keeps_the_contract() {
-    use connectors::sources::failure_log::{FailureLogSource, NO_SOURCE, SKIPPED_BY_SOURCE};
+    use connectors::failure_log::{FailureLogSource, NO_SOURCE, SKIPPED_BY_SOURCE};
     use engine::failure_log::source_value;
     use engine::{FailureLog, FailureRecord, Stage};
     let record = |stage: Stage, id: String, source: Option<String>, delete: bool| FailureRecord {

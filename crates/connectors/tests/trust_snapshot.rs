@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use connectors::sources::snapshot::{SnapshotOptions, SnapshotSource};
+use connectors::snapshot::{SnapshotOptions, SnapshotSource};
 use coordination::Config;
 use engine::{
     Delivered, Document, FailureLog, Job, JobOptions, PipelineOptions, Refusal, Sink, SinkError,

@@ -15,20 +15,40 @@ const KNOWN: &[&str] = &[
     "is_hidden",
 ];
 
+/// Why the aliases of an index or template cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AliasError {
+    /// An entry of the list form is not a string (the entry).
+    #[error("alias entry is not a name: {0}")]
+    NotAName(Value),
+    /// The definition of an alias is not an object.
+    #[error("alias {alias}: definition is not an object: {definition}")]
+    DefinitionNotObject { alias: String, definition: Value },
+    /// The aliases are neither of the two forms (the value).
+    #[error("aliases are neither an object nor a list: {0}")]
+    NotObjectOrList(Value),
+    /// The filter of an alias is the compressed bytes the snapshot stores, not JSON.
+    #[error("alias {alias}: filter stored in binary form, which was not decoded")]
+    BinaryFilter { alias: String },
+    /// The filter of an alias is not an object.
+    #[error("alias {alias}: filter is not an object: {filter}")]
+    FilterNotObject { alias: String, filter: Value },
+}
+
 /// Turns the snapshot's alias definitions (object name → definition, or a list of names)
 /// into the `aliases` body of a create request.
 pub fn transform(
     aliases: &Value,
     target: ProductVersion,
     notes: &mut Notes,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, AliasError> {
     let mut out = Map::new();
     match aliases {
         Value::Null => {}
         Value::Array(names) => {
             for n in names {
                 let Some(n) = n.as_str() else {
-                    return Err(format!("alias entry is not a name: {n}"));
+                    return Err(AliasError::NotAName(n.clone()));
                 };
                 out.insert(n.to_string(), Value::Object(Map::new()));
             }
@@ -42,15 +62,16 @@ pub fn transform(
                         continue;
                     }
                     other => {
-                        return Err(format!(
-                            "alias {name}: definition is not an object: {other}"
-                        ))
+                        return Err(AliasError::DefinitionNotObject {
+                            alias: name.clone(),
+                            definition: other.clone(),
+                        })
                     }
                 };
                 out.insert(name.clone(), Value::Object(one(name, def, target, notes)?));
             }
         }
-        other => return Err(format!("aliases are neither an object nor a list: {other}")),
+        other => return Err(AliasError::NotObjectOrList(other.clone())),
     }
     Ok(out)
 }
@@ -60,7 +81,7 @@ fn one(
     def: &Map<String, Value>,
     target: ProductVersion,
     notes: &mut Notes,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, AliasError> {
     let mut d = Map::new();
     for (k, v) in def {
         if v.is_null() {
@@ -77,12 +98,15 @@ fn one(
                     Value::String(s) => serde_json::from_str::<Value>(s)
                         .ok()
                         .filter(Value::is_object)
-                        .ok_or_else(|| {
-                            format!(
-                                "alias {name}: filter stored in binary form, which was not decoded"
-                            )
+                        .ok_or_else(|| AliasError::BinaryFilter {
+                            alias: name.to_string(),
                         })?,
-                    other => return Err(format!("alias {name}: filter is not an object: {other}")),
+                    other => {
+                        return Err(AliasError::FilterNotObject {
+                            alias: name.to_string(),
+                            filter: other.clone(),
+                        })
+                    }
                 };
                 d.insert(k.clone(), filter);
             }

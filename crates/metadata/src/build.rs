@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
-use super::aliases;
+use super::aliases::{self, AliasError};
 use super::convert::{self, ConvertOptions, Needs};
 use super::filter::{decide, is_system_index, is_system_template, Allowlist, Decision};
-use super::mappings::{self, MultiTypeMode};
+use super::mappings::{self, MappingsError, MergeError, MultiTypeMode};
 use super::plan::{Action, MetadataItem, MetadataKind, Notes};
 use super::settings::{self, SettingsContext};
 use super::source::{DataStreamInfo, SourceIndex, SourceMetadata};
@@ -49,17 +49,52 @@ pub enum DataStreamMode {
     Indices,
 }
 
+/// A data stream mode that is neither `data-streams` nor `indices` (the text given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("data stream mode `{0}`: expected data-streams or indices")]
+pub struct ParseDataStreamModeError(pub String);
+
 impl std::str::FromStr for DataStreamMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ParseDataStreamModeError;
+    fn from_str(s: &str) -> Result<Self, ParseDataStreamModeError> {
         match s {
             "data-streams" | "data_streams" => Ok(DataStreamMode::DataStreams),
             "indices" => Ok(DataStreamMode::Indices),
-            other => Err(format!(
-                "data stream mode `{other}`: expected data-streams or indices"
-            )),
+            other => Err(ParseDataStreamModeError(other.to_string())),
         }
     }
+}
+
+/// What is wrong with a `--type-route`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TypeRouteError {
+    /// The route (as given) is not `INDEX/TYPE=TARGET` or `INDEX/TYPE=`.
+    #[error("type route {0:?}: expected INDEX/TYPE=TARGET")]
+    Malformed(String),
+    /// Two routes name the same `INDEX/TYPE`.
+    #[error("type {0} is routed twice")]
+    RoutedTwice(String),
+}
+
+/// Why an index or template definition cannot be converted for the target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DefinitionError {
+    /// A definition given to [`convert_definition`] is not an object.
+    #[error("the definition is not a JSON object")]
+    NotAnObject,
+    /// A composable (component or index) template is not an object.
+    #[error("template is not an object")]
+    TemplateNotAnObject,
+    /// A legacy template has neither `index_patterns` nor `template`.
+    #[error("template has no index_patterns")]
+    NoIndexPatterns,
+    #[error(transparent)]
+    Mappings(#[from] MappingsError),
+    /// The mapping types cannot be merged into one.
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    #[error(transparent)]
+    Aliases(#[from] AliasError),
 }
 
 /// What every planning function needs: the versions and the options.
@@ -106,21 +141,21 @@ impl Options {
     /// Parses `INDEX/TYPE=TARGET` (or `INDEX/TYPE=` to leave the type out).
     pub fn parse_type_routes(
         routes: &[String],
-    ) -> Result<BTreeMap<String, Option<String>>, String> {
+    ) -> Result<BTreeMap<String, Option<String>>, TypeRouteError> {
         let mut out = BTreeMap::new();
         for r in routes {
             let (key, target) = r
                 .split_once('=')
-                .ok_or_else(|| format!("type route {r:?}: expected INDEX/TYPE=TARGET"))?;
+                .ok_or_else(|| TypeRouteError::Malformed(r.clone()))?;
             let ok = key
                 .split_once('/')
                 .is_some_and(|(i, t)| !i.is_empty() && !t.is_empty());
             if !ok {
-                return Err(format!("type route {r:?}: expected INDEX/TYPE=TARGET"));
+                return Err(TypeRouteError::Malformed(r.clone()));
             }
             let target = (!target.is_empty()).then(|| target.to_string());
             if out.insert(key.to_string(), target).is_some() {
-                return Err(format!("type {key} is routed twice"));
+                return Err(TypeRouteError::RoutedTwice(key.to_string()));
             }
         }
         Ok(out)
@@ -220,7 +255,7 @@ fn finish(
     kind: MetadataKind,
     name: &str,
     why: &str,
-    body: Result<Value, String>,
+    body: Result<Value, DefinitionError>,
     notes: Notes,
 ) -> MetadataItem {
     match body {
@@ -242,7 +277,7 @@ fn finish(
             item
         }
         Err(e) => {
-            let mut item = MetadataItem::new(kind, name, Action::Error, e);
+            let mut item = MetadataItem::new(kind, name, Action::Error, e.to_string());
             item.notes = notes;
             item
         }
@@ -267,7 +302,11 @@ fn legacy_template(name: &str, t: &Value, cx: Cx<'_>) -> MetadataItem {
 
 /// The `_template` body: patterns (5.x `template` string → `index_patterns`), order,
 /// version, settings, mappings (typed for ES 6), aliases.
-fn legacy_template_body(t: &Value, cx: Cx<'_>, notes: &mut Notes) -> Result<Value, String> {
+fn legacy_template_body(
+    t: &Value,
+    cx: Cx<'_>,
+    notes: &mut Notes,
+) -> Result<Value, DefinitionError> {
     let mut body = Map::new();
     match (t.get("index_patterns"), t.get("template")) {
         (Some(p @ Value::Array(_)), _) => {
@@ -282,7 +321,7 @@ fn legacy_template_body(t: &Value, cx: Cx<'_>, notes: &mut Notes) -> Result<Valu
                 "template pattern \"{p}\" → index_patterns [\"{p}\"]"
             ));
         }
-        _ => return Err("template has no index_patterns".into()),
+        _ => return Err(DefinitionError::NoIndexPatterns),
     }
     for key in ["order", "version"] {
         if let Some(v) = t.get(key).filter(|v| !v.is_null()) {
@@ -300,7 +339,7 @@ fn template_parts(
     typed_target: bool,
     notes: &mut Notes,
     into: &mut Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), DefinitionError> {
     let target = cx.target;
     let cx = cx.with_settings(t.get("settings"));
     let mut needs = Needs::default();
@@ -350,7 +389,7 @@ fn one_mapping(
     cx: Cx<'_>,
     needs: &mut Needs,
     notes: &mut Notes,
-) -> Result<Option<(String, Value)>, String> {
+) -> Result<Option<(String, Value)>, DefinitionError> {
     let cleaned: Vec<(String, Value)> = types
         .into_iter()
         .map(|(t, m)| {
@@ -362,10 +401,7 @@ fn one_mapping(
     match cleaned.len() {
         0 => Ok(None),
         1 => Ok(cleaned.into_iter().next()),
-        _ => Ok(Some((
-            "_doc".into(),
-            mappings::merge(&cleaned, notes).map_err(|e| e.to_string())?,
-        ))),
+        _ => Ok(Some(("_doc".into(), mappings::merge(&cleaned, notes)?))),
     }
 }
 
@@ -427,10 +463,10 @@ fn composable_body(
     cx: Cx<'_>,
     known: &[&str],
     notes: &mut Notes,
-) -> Result<Value, String> {
+) -> Result<Value, DefinitionError> {
     let target = cx.target;
     let Value::Object(src) = t else {
-        return Err("template is not an object".into());
+        return Err(DefinitionError::TemplateNotAnObject);
     };
     let mut body = Map::new();
     for (k, v) in src {
@@ -544,7 +580,7 @@ pub fn convert_definition(
     source: Option<ProductVersion>,
     target: ProductVersion,
     options: &Options,
-) -> Result<(Value, Notes), String> {
+) -> Result<(Value, Notes), DefinitionError> {
     let cx = Cx {
         target,
         source,
@@ -553,7 +589,7 @@ pub fn convert_definition(
         source_space_type: None,
     };
     let Value::Object(top) = body else {
-        return Err("the definition is not a JSON object".into());
+        return Err(DefinitionError::NotAnObject);
     };
     // `{"<index>": {"mappings": …}}` as GET answers.
     let unwrapped = match top.iter().next() {
@@ -623,7 +659,7 @@ pub fn index_is_system(index: &SourceIndex) -> bool {
 }
 
 /// The mapping types of an index (`_default_` aside), in snapshot order.
-pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, String> {
+pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, MappingsError> {
     let types = mappings::typed(index.metadata.get("mappings").unwrap_or(&Value::Null))?;
     Ok(types
         .into_iter()
@@ -680,8 +716,8 @@ fn index_items(
     if meta.get("state").and_then(Value::as_str) == Some("close") {
         notes.warn("the source index was closed; it is created open");
     }
-    let error = |e: String, notes: Notes| {
-        let mut item = MetadataItem::new(MetadataKind::Index, name, Action::Error, e);
+    let error = |e: DefinitionError, notes: Notes| {
+        let mut item = MetadataItem::new(MetadataKind::Index, name, Action::Error, e.to_string());
         item.notes = notes;
         vec![item]
     };
@@ -705,7 +741,7 @@ fn index_items(
         &mut notes,
     ) {
         Ok(a) => a,
-        Err(e) => return error(e, notes),
+        Err(e) => return error(e.into(), notes),
     };
     if let Some(ds) = data_stream {
         // As plain indices: the stream's name becomes an alias over its backing indices.
@@ -724,7 +760,7 @@ fn index_items(
     }
     let mut types = match mappings::typed(meta.get("mappings").unwrap_or(&Value::Null)) {
         Ok(t) => mappings::without_default(t, &mut notes),
-        Err(e) => return error(e, notes),
+        Err(e) => return error(e.into(), notes),
     };
     drop_noop_source_mode(meta, &mut types, &mut notes);
     let body = |mapping: Option<Value>, needs: Needs, notes: &mut Notes| {

@@ -137,12 +137,39 @@ impl KnnEngine {
     }
 }
 
+/// A k-NN engine name rfs does not know (the text given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("k-NN engine {0:?}: expected lucene, faiss or nmslib")]
+pub struct ParseKnnEngineError(pub String);
+
 impl std::str::FromStr for KnnEngine {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        KnnEngine::parse(s)
-            .ok_or_else(|| format!("k-NN engine {s:?}: expected lucene, faiss or nmslib"))
+    type Err = ParseKnnEngineError;
+    fn from_str(s: &str) -> Result<Self, ParseKnnEngineError> {
+        KnnEngine::parse(s).ok_or_else(|| ParseKnnEngineError(s.to_string()))
     }
+}
+
+/// Why a k-NN engine cannot hold a vector field on the target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KnnEngineError {
+    /// The target does not have (or refuses) the engine: why, as
+    /// [`KnnEngine::unavailable_on`] says it.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The engine cannot hold vectors of this data type on the target.
+    #[error("the {} engine cannot hold {data_type} vectors on {target}", engine.as_str())]
+    DataType {
+        engine: KnnEngine,
+        data_type: String,
+        target: ProductVersion,
+    },
+    /// The engine does not support the space type on the target.
+    #[error("the {} engine does not support space type {space} on {target}", engine.as_str())]
+    SpaceType {
+        engine: KnnEngine,
+        space: String,
+        target: ProductVersion,
+    },
 }
 
 /// Choices the rules leave to the user.
@@ -890,10 +917,10 @@ fn engine_for(
     space: &str,
     data_type: &str,
     wanted: Option<KnnEngine>,
-) -> Result<KnnEngine, String> {
-    let can = |e: KnnEngine| -> Result<(), String> {
+) -> Result<KnnEngine, KnnEngineError> {
+    let can = |e: KnnEngine| -> Result<(), KnnEngineError> {
         if let Some(why) = e.unavailable_on(target) {
-            return Err(why);
+            return Err(KnnEngineError::Unavailable(why));
         }
         let ok = match (e, data_type) {
             (KnnEngine::Nmslib, "byte" | "binary") => false,
@@ -904,10 +931,11 @@ fn engine_for(
             _ => true,
         };
         if !ok {
-            return Err(format!(
-                "the {} engine cannot hold {data_type} vectors on {target}",
-                e.as_str()
-            ));
+            return Err(KnnEngineError::DataType {
+                engine: e,
+                data_type: data_type.to_string(),
+                target,
+            });
         }
         let ok = match (e, space) {
             (KnnEngine::Lucene, "innerproduct") => target.at_least_os(2, 13),
@@ -918,10 +946,11 @@ fn engine_for(
             _ => false,
         };
         if !ok {
-            return Err(format!(
-                "the {} engine does not support space type {space} on {target}",
-                e.as_str()
-            ));
+            return Err(KnnEngineError::SpaceType {
+                engine: e,
+                space: space.to_string(),
+                target,
+            });
         }
         Ok(())
     };
@@ -934,8 +963,13 @@ fn engine_for(
     } else {
         [KnnEngine::Lucene, KnnEngine::Faiss, KnnEngine::Nmslib]
     };
-    let mut last = String::new();
-    for e in order {
+    // The first engine that can, else why the last one cannot.
+    let [first, rest @ ..] = order;
+    let mut last = match can(first) {
+        Ok(()) => return Ok(first),
+        Err(why) => why,
+    };
+    for e in rest {
         match can(e) {
             Ok(()) => return Ok(e),
             Err(why) => last = why,
@@ -1060,13 +1094,13 @@ fn dense_to_knn(
                         e
                     }
                     Err(why) => {
-                        block(notes, path, before, why);
+                        block(notes, path, before, why.to_string());
                         return;
                     }
                 }
             }
             Err(why) => {
-                block(notes, path, before, why);
+                block(notes, path, before, why.to_string());
                 return;
             }
         };
@@ -1209,7 +1243,7 @@ fn knn_for_target(f: &mut Map<String, Value>, path: &str, ctx: &Ctx<'_>, notes: 
                         ),
                     );
                 }
-                Err(why) => block(notes, path, before, why),
+                Err(why) => block(notes, path, before, why.to_string()),
             }
         }
     }

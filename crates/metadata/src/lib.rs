@@ -34,12 +34,18 @@ mod source;
 pub mod vectors;
 pub mod wildcard;
 
+pub use aliases::AliasError;
 pub use apply::{evaluate, migrate, target_version};
-pub use build::{convert_definition, plan, split_index_name, DataStreamMode, Options};
-pub use convert::{Conversion, ConversionSeverity, ConvertOptions, KnnEngine};
+pub use build::{
+    convert_definition, plan, split_index_name, DataStreamMode, DefinitionError, Options,
+    ParseDataStreamModeError, TypeRouteError,
+};
+pub use convert::{
+    Conversion, ConversionSeverity, ConvertOptions, KnnEngine, KnnEngineError, ParseKnnEngineError,
+};
 pub use error::MetadataError;
 pub use filter::{is_system_index, is_system_template, Allowlist};
-pub use mappings::MultiTypeMode;
+pub use mappings::{MappingsError, MergeError, MultiTypeMode, ParseMultiTypeModeError};
 pub use names::{Naming, RenameError};
 pub use plan::{Action, MetadataItem, MetadataKind, Notes, Outcome, Report, Summary};
 pub use product::{Distribution, ProductVersion};

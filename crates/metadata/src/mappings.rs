@@ -99,23 +99,40 @@ pub enum MultiTypeMode {
     Split,
 }
 
+/// A multi-type mode that is neither `merge` nor `split` (the text given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("multi-type mode `{0}`: expected merge or split")]
+pub struct ParseMultiTypeModeError(pub String);
+
 impl std::str::FromStr for MultiTypeMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ParseMultiTypeModeError;
+    fn from_str(s: &str) -> Result<Self, ParseMultiTypeModeError> {
         match s {
             "merge" => Ok(MultiTypeMode::Merge),
             "split" => Ok(MultiTypeMode::Split),
-            other => Err(format!(
-                "multi-type mode `{other}`: expected merge or split"
-            )),
+            other => Err(ParseMultiTypeModeError(other.to_string())),
         }
     }
+}
+
+/// Why the mappings of an index or template cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MappingsError {
+    /// The mapping is the compressed bytes the snapshot stores, not JSON.
+    #[error("mapping stored in binary (compressed) form, which was not decoded")]
+    Binary,
+    /// An entry of the array form is not an object (the entry).
+    #[error("mapping entry is not an object: {0}")]
+    EntryNotObject(Value),
+    /// The mappings are neither of the two forms (the value).
+    #[error("mappings are neither an array nor an object: {0}")]
+    NotArrayOrObject(Value),
 }
 
 /// Reads the snapshot's mapping forms into `(type, mapping)` pairs: an array of
 /// single-key objects (index metadata, legacy templates), an object keyed by type, or a
 /// typeless object (composable templates, returned with the type `_doc`).
-pub fn typed(value: &Value) -> Result<Vec<(String, Value)>, String> {
+pub fn typed(value: &Value) -> Result<Vec<(String, Value)>, MappingsError> {
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(entries) => {
@@ -127,13 +144,8 @@ pub fn typed(value: &Value) -> Result<Vec<(String, Value)>, String> {
                             out.push((t.clone(), mapping.clone()));
                         }
                     }
-                    Value::String(_) => {
-                        return Err(
-                            "mapping stored in binary (compressed) form, which was not decoded"
-                                .into(),
-                        )
-                    }
-                    other => return Err(format!("mapping entry is not an object: {other}")),
+                    Value::String(_) => return Err(MappingsError::Binary),
+                    other => return Err(MappingsError::EntryNotObject(other.clone())),
                 }
             }
             Ok(out)
@@ -148,9 +160,7 @@ pub fn typed(value: &Value) -> Result<Vec<(String, Value)>, String> {
                 Ok(m.iter().map(|(t, v)| (t.clone(), v.clone())).collect())
             }
         }
-        other => Err(format!(
-            "mappings are neither an array nor an object: {other}"
-        )),
+        other => Err(MappingsError::NotArrayOrObject(other.clone())),
     }
 }
 
@@ -573,7 +583,14 @@ mod tests {
         assert_eq!(typeless[0].0, "_doc");
         let keyed = typed(&json!({"arbitrary_type": {"properties": {}}})).unwrap();
         assert_eq!(keyed[0].0, "arbitrary_type");
-        assert!(typed(&json!(["REZMAA=="])).unwrap_err().contains("binary"));
+        assert_eq!(
+            typed(&json!(["REZMAA=="])).unwrap_err(),
+            MappingsError::Binary
+        );
+        assert!(typed(&json!(["REZMAA=="]))
+            .unwrap_err()
+            .to_string()
+            .contains("binary"));
         assert!(typed(&json!(3)).is_err());
     }
 

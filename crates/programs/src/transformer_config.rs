@@ -5,7 +5,7 @@
 //! `JsonJMESPathTransformerProvider` with `{"script": "…"}` or a list of such objects
 //! (see [`crate::jmespath_program`]). Any other provider is an error naming it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -16,14 +16,89 @@ use crate::program::RunError;
 use crate::reshape::DocumentProgram;
 use engine::document::Document;
 
-/// What is wrong with a transformer configuration.
+/// What is wrong with a transformer configuration. Each message starts with where the
+/// configuration came from (a flag, a file).
 #[derive(Debug, thiserror::Error)]
-#[error("{origin}: {message}")]
-pub struct TransformerConfigError {
-    /// Where the configuration came from (a flag, a file).
-    pub origin: String,
-    pub message: String,
+pub enum TransformerConfigError {
+    /// The configuration is not JSON.
+    #[error("{origin}: not JSON")]
+    NotJson {
+        origin: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The JSON is neither a list nor one provider object.
+    #[error("{origin}: expected a list of {{\"Provider\": {{…}}}} objects")]
+    NotAList { origin: String },
+    /// The list is empty.
+    #[error("{origin}: the list of transformers is empty")]
+    Empty { origin: String },
+    /// An entry (counted from 1) is not an object with one key.
+    #[error("{origin}: entry {entry}: expected one {{\"Provider\": {{…}}}} object")]
+    NotAProvider { origin: String, entry: usize },
+    /// An entry (counted from 1) names a provider rfs does not have.
+    #[error(
+        "{origin}: entry {entry}: provider {provider} is not supported by rfs (supported: \
+         {JAVASCRIPT}, {JMESPATH}; a jq program with --transform does the rest)"
+    )]
+    Unsupported {
+        origin: String,
+        entry: usize,
+        provider: String,
+    },
+    /// The configuration of a provider's entry (counted from 1) is wrong.
+    #[error("{origin}: entry {entry} ({provider})")]
+    Provider {
+        origin: String,
+        entry: usize,
+        provider: String,
+        #[source]
+        source: ProviderError,
+    },
 }
+
+/// What is wrong with the configuration of one provider.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("expected an object with initializationScript and bindingsObject")]
+    NotAnObject,
+    /// The named key is not a string.
+    #[error("{0} must be a string")]
+    NotAString(&'static str),
+    #[error("initializationScriptFile {}", path.display())]
+    ScriptFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "initializationResourcePath names a resource inside the reference \
+         tool's Java archive, which rfs does not have: copy the script to a \
+         file and give it as initializationScriptFile"
+    )]
+    ResourcePath,
+    #[error("one of initializationScript, initializationScriptFile is needed")]
+    NoScript,
+    /// More than one of the script keys (named) is given.
+    #[error("only one of {} may be given", .0.join(", "))]
+    ManyScripts(Vec<&'static str>),
+    #[error("bindingsObject is missing (\"{{}}\" for none)")]
+    NoBindings,
+    #[error("bindingsObject must be a JSON text or an object")]
+    BadBindings,
+    #[error("script must be a string (a JMESPath expression)")]
+    ScriptNotAString,
+    /// A JMESPath entry has another key than `script`.
+    #[error("unknown key {key:?}: {JMESPATH_USAGE}")]
+    UnknownKey { key: String },
+    #[error("{JMESPATH_USAGE}")]
+    JmesPathUsage,
+    /// The script or expression does not compile.
+    #[error(transparent)]
+    Compile(RunError),
+}
+
+const JMESPATH_USAGE: &str = "expected {\"script\": \"EXPRESSION\"} or a list of such objects";
 
 pub const JAVASCRIPT: &str = "JsonJSTransformerProvider";
 pub const JMESPATH: &str = "JsonJMESPathTransformerProvider";
@@ -34,42 +109,44 @@ pub fn parse(
     origin: &str,
     base: &Path,
 ) -> Result<Arc<dyn DocumentProgram>, TransformerConfigError> {
-    let err = |message: String| TransformerConfigError {
-        origin: origin.to_string(),
-        message,
-    };
-    let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
+    let origin = || origin.to_string();
+    let v: Value =
+        serde_json::from_str(text).map_err(|source| TransformerConfigError::NotJson {
+            origin: origin(),
+            source,
+        })?;
     let entries = match v {
         Value::Array(a) => a,
         one @ Value::Object(_) => vec![one],
-        _ => return Err(err("expected a list of {\"Provider\": {…}} objects".into())),
+        _ => return Err(TransformerConfigError::NotAList { origin: origin() }),
     };
     if entries.is_empty() {
-        return Err(err("the list of transformers is empty".into()));
+        return Err(TransformerConfigError::Empty { origin: origin() });
     }
     let mut chain: Vec<Arc<dyn DocumentProgram>> = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let Some(obj) = entry.as_object().filter(|o| o.len() == 1) else {
-            return Err(err(format!(
-                "entry {}: expected one {{\"Provider\": {{…}}}} object",
-                i + 1
-            )));
+            return Err(TransformerConfigError::NotAProvider {
+                origin: origin(),
+                entry: i + 1,
+            });
         };
         let (provider, config) = obj.iter().next().expect("one key");
+        let in_entry = |source: ProviderError| TransformerConfigError::Provider {
+            origin: origin(),
+            entry: i + 1,
+            provider: provider.clone(),
+            source,
+        };
         let program: Arc<dyn DocumentProgram> = match provider.as_str() {
-            JAVASCRIPT => Arc::new(
-                javascript(config, base)
-                    .map_err(|m| err(format!("entry {} ({provider}): {m}", i + 1)))?,
-            ),
-            JMESPATH => Arc::new(
-                jmespath(config).map_err(|m| err(format!("entry {} ({provider}): {m}", i + 1)))?,
-            ),
+            JAVASCRIPT => Arc::new(javascript(config, base).map_err(in_entry)?),
+            JMESPATH => Arc::new(jmespath(config).map_err(in_entry)?),
             other => {
-                return Err(err(format!(
-                    "entry {}: provider {other} is not supported by rfs (supported: \
-                     {JAVASCRIPT}, {JMESPATH}; a jq program with --transform does the rest)",
-                    i + 1
-                )))
+                return Err(TransformerConfigError::Unsupported {
+                    origin: origin(),
+                    entry: i + 1,
+                    provider: other.to_string(),
+                })
             }
         };
         chain.push(program);
@@ -81,11 +158,9 @@ pub fn parse(
     })
 }
 
-fn javascript(config: &Value, base: &Path) -> Result<JsProgram, String> {
-    let c = config
-        .as_object()
-        .ok_or("expected an object with initializationScript and bindingsObject")?;
-    let sources: Vec<&str> = [
+fn javascript(config: &Value, base: &Path) -> Result<JsProgram, ProviderError> {
+    let c = config.as_object().ok_or(ProviderError::NotAnObject)?;
+    let sources: Vec<&'static str> = [
         "initializationScript",
         "initializationScriptFile",
         "initializationResourcePath",
@@ -96,59 +171,50 @@ fn javascript(config: &Value, base: &Path) -> Result<JsProgram, String> {
     let script = match sources.as_slice() {
         ["initializationScript"] => c["initializationScript"]
             .as_str()
-            .ok_or("initializationScript must be a string")?
+            .ok_or(ProviderError::NotAString("initializationScript"))?
             .to_string(),
         ["initializationScriptFile"] => {
             let f = c["initializationScriptFile"]
                 .as_str()
-                .ok_or("initializationScriptFile must be a string")?;
+                .ok_or(ProviderError::NotAString("initializationScriptFile"))?;
             let path = base.join(f);
             std::fs::read_to_string(&path)
-                .map_err(|e| format!("initializationScriptFile {}: {e}", path.display()))?
+                .map_err(|source| ProviderError::ScriptFile { path, source })?
         }
-        ["initializationResourcePath"] => {
-            return Err(
-                "initializationResourcePath names a resource inside the reference \
-                        tool's Java archive, which rfs does not have: copy the script to a \
-                        file and give it as initializationScriptFile"
-                    .into(),
-            )
-        }
-        [] => return Err("one of initializationScript, initializationScriptFile is needed".into()),
-        _ => return Err(format!("only one of {} may be given", sources.join(", "))),
+        ["initializationResourcePath"] => return Err(ProviderError::ResourcePath),
+        [] => return Err(ProviderError::NoScript),
+        _ => return Err(ProviderError::ManyScripts(sources)),
     };
     let bindings = match c.get("bindingsObject") {
-        None => return Err("bindingsObject is missing (\"{}\" for none)".into()),
+        None => return Err(ProviderError::NoBindings),
         Some(Value::String(s)) => s.clone(),
         Some(v @ Value::Object(_)) => v.to_string(),
-        Some(_) => return Err("bindingsObject must be a JSON text or an object".into()),
+        Some(_) => return Err(ProviderError::BadBindings),
     };
-    JsProgram::new(script, bindings).map_err(|e| e.0)
+    JsProgram::new(script, bindings).map_err(ProviderError::Compile)
 }
 
 /// `{"script": "…"}` or a list of such objects (each with that one key), as the reference
 /// tool takes them.
-fn jmespath(config: &Value) -> Result<JmesProgram, String> {
-    const USAGE: &str = "expected {\"script\": \"EXPRESSION\"} or a list of such objects";
-    let one = |c: &Value| -> Result<String, String> {
+fn jmespath(config: &Value) -> Result<JmesProgram, ProviderError> {
+    let one = |c: &Value| -> Result<String, ProviderError> {
         match c.as_object() {
             Some(o) if o.len() == 1 => match o.get("script") {
                 Some(Value::String(s)) => Ok(s.clone()),
-                Some(_) => Err("script must be a string (a JMESPath expression)".into()),
-                None => Err(format!(
-                    "unknown key {:?}: {USAGE}",
-                    o.keys().next().expect("one")
-                )),
+                Some(_) => Err(ProviderError::ScriptNotAString),
+                None => Err(ProviderError::UnknownKey {
+                    key: o.keys().next().expect("one").clone(),
+                }),
             },
-            _ => Err(USAGE.into()),
+            _ => Err(ProviderError::JmesPathUsage),
         }
     };
     let scripts = match config {
         Value::Array(list) if !list.is_empty() => list.iter().map(one).collect::<Result<_, _>>()?,
         Value::Object(_) => vec![one(config)?],
-        _ => return Err(USAGE.into()),
+        _ => return Err(ProviderError::JmesPathUsage),
     };
-    JmesProgram::new(&scripts).map_err(|e| e.0)
+    JmesProgram::new(&scripts).map_err(ProviderError::Compile)
 }
 
 /// Programs applied in order: each output of one is the input of the next.
@@ -228,6 +294,18 @@ mod tests {
         assert_eq!(v, serde_json::json!({"a": 2, "b": "x"}));
     }
 
+    /// `e` and its causes, joined by ": " as the binary prints them.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut next = e.source();
+        while let Some(c) = next {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            next = c.source();
+        }
+        out
+    }
+
     #[test]
     fn unsupported_providers_and_bad_configs_are_named() {
         let base = Path::new(".");
@@ -255,7 +333,15 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.to_string().contains("bindingsObject"), "{e}");
+        // What is wrong with the entry is its cause.
+        assert!(matches!(
+            &e,
+            TransformerConfigError::Provider {
+                source: ProviderError::NoBindings,
+                ..
+            }
+        ));
+        assert!(chain(&e).contains("bindingsObject"), "{e}");
         let e = parse(
             r#"[{"JsonJSTransformerProvider": {"initializationResourcePath": "x.js", "bindingsObject": "{}"}}]"#,
             "F",
@@ -263,7 +349,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.to_string().contains("initializationScriptFile"), "{e}");
+        assert!(chain(&e).contains("initializationScriptFile"), "{e}");
         assert!(parse("[]", "F", base).is_err());
         assert!(parse("{nope", "F", base).is_err());
     }

@@ -316,7 +316,7 @@ mod tests {
         assert_eq!(a.filter.index, ["a", "b"]);
         assert!(a.worker.no_progress);
         assert!(!a.worker.create_only);
-        assert_eq!(a.filter.multi_type, crate::cmd::common::MultiType::Split);
+        assert_eq!(a.filter.multi_type, crate::args::MultiType::Split);
         assert_eq!(a.store.store, "postgres://u:pw@db/rfs");
         let cli = crate::Cli::try_parse_from(&argv).unwrap();
         assert_eq!(cli.global.log_format, crate::logging::LogFormat::Json);

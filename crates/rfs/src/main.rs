@@ -387,7 +387,7 @@ mod tests {
         assert!(debug.contains("postgres://rfs:***@db/rfs"), "{debug}");
     }
 
-    fn worker_args(extra: &[&str]) -> cmd::common::WorkerArgs {
+    fn worker_args(extra: &[&str]) -> args::WorkerArgs {
         let mut argv = vec![
             "rfs",
             "documents",

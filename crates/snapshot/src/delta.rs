@@ -310,7 +310,7 @@ impl ShardDelta {
                 DeleteKeys::History(sel)
             }
             Err(why) => {
-                stats.history_refused = Some(why);
+                stats.history_refused = Some(why.to_string());
                 DeleteKeys::Old(Selection::new(gone))
             }
         };
@@ -338,6 +338,34 @@ fn empty_like(s: &Selection) -> Selection {
     )
 }
 
+/// Why the operations after A cannot be found in B's history (the deleted keys are then
+/// read from A).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum HistoryRefusal {
+    #[error("the commits have different (or no) history_uuid")]
+    OtherHistory,
+    #[error("the commits do not record local_checkpoint and max_seq_no")]
+    NoSeqNos,
+    #[error(
+        "inconsistent sequence numbers (A checkpoint {checkpoint}, A max {old_max}, B max {new_max})"
+    )]
+    Inconsistent {
+        checkpoint: i64,
+        old_max: i64,
+        new_max: i64,
+    },
+    #[error("{0} operations after A: too many to check")]
+    TooMany(i64),
+    /// A segment (named) of A has routed documents.
+    #[error("segment {0} has routed documents (tombstones do not record routing)")]
+    Routed(String),
+    /// A new segment (named) of B has no `_seq_no`.
+    #[error("new segment {0} has no {SEQ_NO_FIELD}")]
+    NoSeqNo(String),
+    #[error("{missing} of the {span} operations after A are no longer recorded in B (merged away or hard deletes)")]
+    NotRecorded { missing: u64, span: i64 },
+}
+
 /// The documents of B that record every operation after A, when B keeps them all; else
 /// why not.
 fn history_keys(
@@ -347,34 +375,33 @@ fn history_keys(
     new_segs: &[usize],
     new_seq: &HashMap<usize, Option<NumericValues>>,
     same_history: bool,
-) -> Result<std::result::Result<Selection, String>> {
+) -> Result<std::result::Result<Selection, HistoryRefusal>> {
     let (ra, rb) = (old.lucene(), new.lucene());
     if !same_history {
-        return Ok(Err("the commits have different (or no) history_uuid".into()));
+        return Ok(Err(HistoryRefusal::OtherHistory));
     }
     let (Some(checkpoint), Some(old_max), Some(new_max)) = (
         user_data_i64(ra, "local_checkpoint"),
         user_data_i64(ra, "max_seq_no"),
         user_data_i64(rb, "max_seq_no"),
     ) else {
-        return Ok(Err(
-            "the commits do not record local_checkpoint and max_seq_no".into(),
-        ));
+        return Ok(Err(HistoryRefusal::NoSeqNos));
     };
     if new_max < checkpoint || old_max < checkpoint {
-        return Ok(Err(format!(
-            "inconsistent sequence numbers (A checkpoint {checkpoint}, A max {old_max}, B max {new_max})"
-        )));
+        return Ok(Err(HistoryRefusal::Inconsistent {
+            checkpoint,
+            old_max,
+            new_max,
+        }));
     }
     let span = new_max - checkpoint;
     if span > 1 << 30 {
-        return Ok(Err(format!("{span} operations after A: too many to check")));
+        return Ok(Err(HistoryRefusal::TooMany(span)));
     }
     for (i, g) in gone.iter().enumerate() {
         if !g.is_empty() && ra.segments()[i].field_infos().by_name("_routing").is_some() {
-            return Ok(Err(format!(
-                "segment {} has routed documents (tombstones do not record routing)",
-                ra.segments()[i].name()
+            return Ok(Err(HistoryRefusal::Routed(
+                ra.segments()[i].name().to_string(),
             )));
         }
     }
@@ -405,9 +432,8 @@ fn history_keys(
         .collect();
     for &j in new_segs {
         let Some(Some(v)) = new_seq.get(&j) else {
-            return Ok(Err(format!(
-                "new segment {} has no {SEQ_NO_FIELD}",
-                rb.segments()[j].name()
+            return Ok(Err(HistoryRefusal::NoSeqNo(
+                rb.segments()[j].name().to_string(),
             )));
         };
         for (d, s) in v.iter() {
@@ -419,9 +445,7 @@ fn history_keys(
     }
     let missing = span as u64 - u64::from(covered.len());
     if missing > 0 {
-        return Ok(Err(format!(
-            "{missing} of the {span} operations after A are no longer recorded in B (merged away or hard deletes)"
-        )));
+        return Ok(Err(HistoryRefusal::NotRecorded { missing, span }));
     }
     Ok(Ok(Selection::new(ops)))
 }

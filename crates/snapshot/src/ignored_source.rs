@@ -52,6 +52,97 @@ impl IgnoredSourceLayout {
     }
 }
 
+/// Why a stored `_ignored_source` value decodes in neither layout: why not in each, the
+/// one tried first first (both said here, so there is no single cause in `source()`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{:?} layout: {}; {:?} layout: {}",
+    first.0,
+    redact::Chain(&*first.1),
+    second.0,
+    redact::Chain(&*second.1)
+)]
+pub struct IgnoredSourceError {
+    pub first: (IgnoredSourceLayout, Box<LayoutError>),
+    pub second: (IgnoredSourceLayout, Box<LayoutError>),
+}
+
+/// Why a stored `_ignored_source` value does not decode in one layout.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{len} bytes, shorter than the 4-byte header")]
+    ShortHeader { len: usize },
+    #[error("negative header {0}")]
+    NegativeHeader(i32),
+    /// The name is not this many UTF-16 units of UTF-8.
+    #[error("the name is not {0} UTF-16 units of UTF-8")]
+    NameUnits(usize),
+    #[error("the name is not UTF-8")]
+    NameNotUtf8(#[source] std::str::Utf8Error),
+    /// More values than the bytes can hold (or none).
+    #[error("{count} values in {len} bytes is impossible")]
+    Count { count: usize, len: usize },
+    /// Value `index` (from 0) of a coalesced entry is wrong.
+    #[error("value {index}")]
+    Value {
+        index: usize,
+        #[source]
+        source: Box<LayoutError>,
+    },
+    #[error("{0} bytes after the last value")]
+    Trailing(usize),
+    #[error("empty field name")]
+    EmptyName,
+    #[error("parent offset {units} does not end a parent path of {name:?}")]
+    ParentOffset { units: usize, name: String },
+    /// The value of the field `name` does not decode.
+    #[error("{name:?}")]
+    Field {
+        name: String,
+        #[source]
+        source: ValueError,
+    },
+    /// The bytes end at this offset, before a byte that must be there.
+    #[error("ends at byte {0}")]
+    End(usize),
+    #[error("vint over 31 bits at byte {0}")]
+    VintOverflow(usize),
+    #[error("vint longer than 5 bytes at byte {0}")]
+    VintTooLong(usize),
+    #[error("{wanted} bytes wanted, {left} left")]
+    Take { wanted: usize, left: usize },
+    #[error("a string of {units} characters in {left} bytes")]
+    StringLength { units: usize, left: usize },
+    #[error("bad string byte 0x{byte:02x} at {at}")]
+    StringByte { byte: u8, at: usize },
+    #[error("string")]
+    String(#[source] std::string::FromUtf16Error),
+}
+
+/// Why one encoded field value (a type byte, then the value) does not decode.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    #[error("empty value (no type byte)")]
+    Empty,
+    /// The type (its byte) takes `expected` bytes, the value has `got`.
+    #[error("type {:?} takes {expected} bytes, {got} here", *ty as char)]
+    Length { ty: u8, expected: usize, got: usize },
+    #[error("string not UTF-8")]
+    StringNotUtf8(#[source] std::str::Utf8Error),
+    #[error("big integer without bytes")]
+    EmptyBigInteger,
+    #[error("big decimal of {0} bytes")]
+    ShortBigDecimal(usize),
+    /// An embedded JSON, SMILE, CBOR or YAML value does not parse.
+    #[error(transparent)]
+    Embedded(#[from] xcontent::EmbeddedError),
+    #[error("unknown type byte 0x{0:02x}")]
+    UnknownType(u8),
+    /// A `<field>._original` value that is not UTF-8.
+    #[error("not UTF-8")]
+    NotUtf8(#[source] std::str::Utf8Error),
+}
+
 /// One decoded value of `_ignored_source`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IgnoredValue {
@@ -89,7 +180,7 @@ pub fn decode_stored(
     bytes: &[u8],
     layout: Option<IgnoredSourceLayout>,
     out: &mut Vec<IgnoredValue>,
-) -> Result<(), String> {
+) -> Result<(), IgnoredSourceError> {
     let (first, second) = match layout {
         Some(IgnoredSourceLayout::Coalesced) => (
             IgnoredSourceLayout::Coalesced,
@@ -111,78 +202,84 @@ pub fn decode_stored(
     out.truncate(before);
     decode(second, out).map_err(|e2| {
         out.truncate(before);
-        format!("{first:?} layout: {e1}; {second:?} layout: {e2}")
+        IgnoredSourceError {
+            first: (first, Box::new(e1)),
+            second: (second, Box::new(e2)),
+        }
     })
 }
 
 const PARENT_OFFSET_FACTOR: u32 = 1 << 16;
 
-fn decode_singular(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), String> {
+fn decode_singular(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), LayoutError> {
     let Some(header) = bytes.get(..4) else {
-        return Err(format!(
-            "{} bytes, shorter than the 4-byte header",
-            bytes.len()
-        ));
+        return Err(LayoutError::ShortHeader { len: bytes.len() });
     };
     let header = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
     if header > i32::MAX as u32 {
-        return Err(format!("negative header {}", header as i32));
+        return Err(LayoutError::NegativeHeader(header as i32));
     }
     let name_units = (header % PARENT_OFFSET_FACTOR) as usize;
     let parent_units = (header / PARENT_OFFSET_FACTOR) as usize;
     let rest = &bytes[4..];
-    let name_len = utf8_prefix_len(rest, name_units)
-        .ok_or_else(|| format!("the name is not {name_units} UTF-16 units of UTF-8"))?;
-    let name = std::str::from_utf8(&rest[..name_len])
-        .map_err(|e| format!("the name is not UTF-8: {e}"))?;
+    let name_len = utf8_prefix_len(rest, name_units).ok_or(LayoutError::NameUnits(name_units))?;
+    let name = std::str::from_utf8(&rest[..name_len]).map_err(LayoutError::NameNotUtf8)?;
     let value = &rest[name_len..];
     let entry = entry(name, parent_units, value)?;
     out.push(entry);
     Ok(())
 }
 
-fn decode_coalesced(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), String> {
+fn decode_coalesced(bytes: &[u8], out: &mut Vec<IgnoredValue>) -> Result<(), LayoutError> {
     let mut r = Reader { bytes, pos: 0 };
     let count = r.vint()? as usize;
     // every value takes at least two bytes (its parent offset and its length)
     if count == 0 || count > r.left() / 2 {
-        return Err(format!(
-            "{count} values in {} bytes is impossible",
-            bytes.len()
-        ));
+        return Err(LayoutError::Count {
+            count,
+            len: bytes.len(),
+        });
     }
     let name = r.es_string()?;
     let before = out.len();
     for i in 0..count {
         let parent_units = r.vint()? as usize;
         let len = r.vint()? as usize;
-        let value = r.take(len).map_err(|e| format!("value {i}: {e}"))?;
+        let in_value = |e: LayoutError| LayoutError::Value {
+            index: i,
+            source: Box::new(e),
+        };
+        let value = r.take(len).map_err(in_value)?;
         match entry(&name, parent_units, value) {
             Ok(e) => out.push(e),
             Err(e) => {
                 out.truncate(before);
-                return Err(format!("value {i}: {e}"));
+                return Err(in_value(e));
             }
         }
     }
     if r.left() != 0 {
         out.truncate(before);
-        return Err(format!("{} bytes after the last value", r.left()));
+        return Err(LayoutError::Trailing(r.left()));
     }
     Ok(())
 }
 
 /// An entry from its name, its parent offset in UTF-16 units and its encoded value.
-fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<IgnoredValue, String> {
+fn entry(name: &str, parent_units: usize, value: &[u8]) -> Result<IgnoredValue, LayoutError> {
     if name.is_empty() {
-        return Err("empty field name".into());
+        return Err(LayoutError::EmptyName);
     }
     let parent_offset = utf16_to_byte_offset(name, parent_units)
         .filter(|&o| o == 0 || (o < name.len() && name.as_bytes()[o - 1] == b'.'))
-        .ok_or_else(|| {
-            format!("parent offset {parent_units} does not end a parent path of {name:?}")
+        .ok_or_else(|| LayoutError::ParentOffset {
+            units: parent_units,
+            name: name.to_string(),
         })?;
-    let value = decode_value(value).map_err(|e| format!("{name:?}: {e}"))?;
+    let value = decode_value(value).map_err(|source| LayoutError::Field {
+        name: name.to_string(),
+        source,
+    })?;
     Ok(IgnoredValue {
         name: name.to_string(),
         parent_offset,
@@ -227,25 +324,25 @@ fn utf16_to_byte_offset(s: &str, units: usize) -> Option<usize> {
 /// Decodes one value as Elasticsearch encodes field values for synthetic source (a type
 /// byte, then the value): `None` for the void marker `v`. Also the layout of binary
 /// `<field>._ignore_malformed` stored values.
-pub fn decode_value(b: &[u8]) -> Result<Option<Value>, String> {
+pub fn decode_value(b: &[u8]) -> Result<Option<Value>, ValueError> {
     let Some((&ty, rest)) = b.split_first() else {
-        return Err("empty value (no type byte)".into());
+        return Err(ValueError::Empty);
     };
-    let exact = |n: usize| -> Result<&[u8], String> {
+    let exact = |n: usize| -> Result<&[u8], ValueError> {
         if rest.len() == n {
             Ok(rest)
         } else {
-            Err(format!(
-                "type {:?} takes {n} bytes, {} here",
-                ty as char,
-                rest.len()
-            ))
+            Err(ValueError::Length {
+                ty,
+                expected: n,
+                got: rest.len(),
+            })
         }
     };
     Ok(Some(match ty {
         b'S' => Value::String(
             std::str::from_utf8(rest)
-                .map_err(|e| format!("string not UTF-8: {e}"))?
+                .map_err(ValueError::StringNotUtf8)?
                 .to_string(),
         ),
         b'I' => {
@@ -266,13 +363,13 @@ pub fn decode_value(b: &[u8]) -> Result<Option<Value>, String> {
         }
         b'i' => {
             if rest.is_empty() {
-                return Err("big integer without bytes".into());
+                return Err(ValueError::EmptyBigInteger);
             }
             xcontent::big_integer_to_json(rest)
         }
         b'd' => {
             if rest.len() < 5 {
-                return Err(format!("big decimal of {} bytes", rest.len()));
+                return Err(ValueError::ShortBigDecimal(rest.len()));
             }
             let scale = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
             xcontent::big_decimal_to_json(&rest[4..], scale)
@@ -293,7 +390,7 @@ pub fn decode_value(b: &[u8]) -> Result<Option<Value>, String> {
             };
             xcontent::decode_embedded(kind, rest)?
         }
-        other => return Err(format!("unknown type byte 0x{other:02x}")),
+        other => return Err(ValueError::UnknownType(other)),
     }))
 }
 
@@ -330,34 +427,34 @@ impl<'a> Reader<'a> {
         self.bytes.len() - self.pos
     }
 
-    fn byte(&mut self) -> Result<u8, String> {
-        let b = *self
-            .bytes
-            .get(self.pos)
-            .ok_or_else(|| format!("ends at byte {}", self.pos))?;
+    fn byte(&mut self) -> Result<u8, LayoutError> {
+        let b = *self.bytes.get(self.pos).ok_or(LayoutError::End(self.pos))?;
         self.pos += 1;
         Ok(b)
     }
 
     /// A non-negative int in 1–5 bytes, 7 bits a byte, least significant first.
-    fn vint(&mut self) -> Result<u32, String> {
+    fn vint(&mut self) -> Result<u32, LayoutError> {
         let mut v: u32 = 0;
         for shift in [0, 7, 14, 21, 28] {
             let b = self.byte()?;
             v |= u32::from(b & 0x7F) << shift;
             if b & 0x80 == 0 {
                 if shift == 28 && b > 0x07 {
-                    return Err(format!("vint over 31 bits at byte {}", self.pos - 1));
+                    return Err(LayoutError::VintOverflow(self.pos - 1));
                 }
                 return Ok(v);
             }
         }
-        Err(format!("vint longer than 5 bytes at byte {}", self.pos))
+        Err(LayoutError::VintTooLong(self.pos))
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], LayoutError> {
         if n > self.left() {
-            return Err(format!("{n} bytes wanted, {} left", self.left()));
+            return Err(LayoutError::Take {
+                wanted: n,
+                left: self.left(),
+            });
         }
         let s = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
@@ -366,13 +463,13 @@ impl<'a> Reader<'a> {
 
     /// `StreamOutput.writeString`: a vint count of UTF-16 units, each unit in 1 to 3 bytes
     /// (surrogates one by one, as modified UTF-8 does).
-    fn es_string(&mut self) -> Result<String, String> {
+    fn es_string(&mut self) -> Result<String, LayoutError> {
         let units = self.vint()? as usize;
         if units > self.left() {
-            return Err(format!(
-                "a string of {units} characters in {} bytes",
-                self.left()
-            ));
+            return Err(LayoutError::StringLength {
+                units,
+                left: self.left(),
+            });
         }
         let mut buf = Vec::with_capacity(units);
         for _ in 0..units {
@@ -388,17 +485,25 @@ impl<'a> Reader<'a> {
                     let b3 = self.continuation()?;
                     (u16::from(b & 0x0F) << 12) | (b2 << 6) | b3
                 }
-                _ => return Err(format!("bad string byte 0x{b:02x} at {}", self.pos - 1)),
+                _ => {
+                    return Err(LayoutError::StringByte {
+                        byte: b,
+                        at: self.pos - 1,
+                    })
+                }
             };
             buf.push(u);
         }
-        String::from_utf16(&buf).map_err(|e| format!("string: {e}"))
+        String::from_utf16(&buf).map_err(LayoutError::String)
     }
 
-    fn continuation(&mut self) -> Result<u16, String> {
+    fn continuation(&mut self) -> Result<u16, LayoutError> {
         let b = self.byte()?;
         if b & 0xC0 != 0x80 {
-            return Err(format!("bad string byte 0x{b:02x} at {}", self.pos - 1));
+            return Err(LayoutError::StringByte {
+                byte: b,
+                at: self.pos - 1,
+            });
         }
         Ok(u16::from(b & 0x3F))
     }

@@ -178,6 +178,28 @@ fn doc_values_unsupported(seg: &lucene::SegmentReader) -> Option<String> {
     }
 }
 
+/// Why a document's `_id` cannot be known.
+#[derive(Debug, thiserror::Error)]
+enum DocIdError {
+    /// The stored binary `_id` does not decode.
+    #[error(transparent)]
+    Stored(#[from] crate::document::IdError),
+    /// An ES ≤ 6 `_uid` (as stored) without the `#` between type and id.
+    #[error("_uid {0:?} has no '#'")]
+    Uid(String),
+    #[error("document has _source but no _id")]
+    NoId,
+}
+
+/// A stored value kept beside doc values for synthetic source that does not decode.
+#[derive(Debug, thiserror::Error)]
+#[error("stored field {field}")]
+struct StoredFieldError {
+    field: String,
+    #[source]
+    source: ignored_source::ValueError,
+}
+
 /// Where `_type` comes from.
 #[derive(Debug, Clone)]
 enum TypeRule {
@@ -193,12 +215,12 @@ impl TypeRule {
     fn identity(
         &self,
         uid: Option<String>,
-        id: Option<std::result::Result<String, String>>,
-    ) -> Option<(Option<String>, std::result::Result<String, String>)> {
+        id: Option<std::result::Result<String, DocIdError>>,
+    ) -> Option<(Option<String>, std::result::Result<String, DocIdError>)> {
         match (uid, id) {
             (Some(uid), _) => Some(match split_uid(&uid) {
                 Some((t, i)) => (Some(t.to_string()), Ok(i.to_string())),
-                None => (None, Err(format!("_uid {uid:?} has no '#'"))),
+                None => (None, Err(DocIdError::Uid(uid))),
             }),
             (None, Some(id)) => {
                 let t = match self {
@@ -565,12 +587,12 @@ impl ShardReader {
 /// The stored fields of one document that matter.
 #[derive(Default)]
 struct Fields {
-    id: Option<std::result::Result<String, String>>,
+    id: Option<std::result::Result<String, DocIdError>>,
     uid: Option<String>,
     routing: Option<String>,
     /// `_source` already normalised: a share of the decompressed chunk when it is
     /// single-line JSON (no copy), else the converted bytes.
-    source: Option<std::result::Result<bytes::Bytes, String>>,
+    source: Option<std::result::Result<bytes::Bytes, crate::document::SourceBytesError>>,
     recovery_source: Option<bytes::Bytes>,
     /// Stored fields the rebuild plan reads, in stored order.
     stored: Vec<(String, serde_json::Value)>,
@@ -579,7 +601,7 @@ struct Fields {
     /// an error for a value that does not decode.
     fallback: Vec<(
         String,
-        std::result::Result<Option<serde_json::Value>, String>,
+        std::result::Result<Option<serde_json::Value>, StoredFieldError>,
     )>,
     /// The raw values of `_ignored_source`, in stored order.
     ignored: Vec<Vec<u8>>,
@@ -629,13 +651,13 @@ impl Visitor<'_> {
     ) -> lucene::Result<()> {
         match (field.name.as_str(), value) {
             ("_id", StoredValue::Binary(b)) => {
-                self.f.id = Some(decode_id(b).map_err(|e| redact::chain(&e)))
+                self.f.id = Some(decode_id(b).map_err(DocIdError::from))
             }
             ("_id", StoredValue::String(s)) => self.f.id = Some(Ok(s.to_string())),
             ("_uid", StoredValue::String(s)) => self.f.uid = Some(s.to_string()),
             ("_routing", StoredValue::String(s)) => self.f.routing = Some(s.to_string()),
             ("_source", StoredValue::Binary(b)) => {
-                self.f.source = Some(normalize_source_in(b, chunk).map_err(|e| redact::chain(&e)));
+                self.f.source = Some(normalize_source_in(b, chunk));
             }
             ("_recovery_source", StoredValue::Binary(b)) => {
                 self.f.recovery_source = Some(bytes::Bytes::copy_from_slice(b));
@@ -661,8 +683,11 @@ impl Visitor<'_> {
                     };
                     self.f.stored.push((name.to_string(), v));
                 } else if let Some((path, kind)) = plan.fallback_path(name) {
-                    let v = rebuild::fallback_value(kind, value)
-                        .map_err(|e| format!("stored field {name}: {e}"));
+                    let v =
+                        rebuild::fallback_value(kind, value).map_err(|source| StoredFieldError {
+                            field: name.to_string(),
+                            source,
+                        });
                     let path = path.to_string();
                     self.f.fallback.push((path, v));
                 }
@@ -690,7 +715,7 @@ pub struct Keys<'a> {
 /// Collects `_id`, `_uid` and `_routing` only.
 #[derive(Default)]
 struct KeyFields {
-    id: Option<std::result::Result<String, String>>,
+    id: Option<std::result::Result<String, DocIdError>>,
     uid: Option<String>,
     routing: Option<String>,
 }
@@ -699,7 +724,7 @@ impl StoredFieldVisitor for KeyFields {
     fn field(&mut self, field: &FieldInfo, value: StoredValue<'_>) -> lucene::Result<()> {
         match (field.name.as_str(), value) {
             ("_id", StoredValue::Binary(b)) => {
-                self.id = Some(decode_id(b).map_err(|e| redact::chain(&e)))
+                self.id = Some(decode_id(b).map_err(DocIdError::from))
             }
             ("_id", StoredValue::String(s)) => self.id = Some(Ok(s.to_string())),
             ("_uid", StoredValue::String(s)) => self.uid = Some(s.to_string()),
@@ -739,7 +764,7 @@ fn key(
     reader: &ShardReader,
     doc: u64,
     doc_type: Option<String>,
-    id: std::result::Result<String, String>,
+    id: std::result::Result<String, DocIdError>,
     routing: Option<String>,
 ) -> Result<DocKey> {
     match id {
@@ -751,7 +776,7 @@ fn key(
         }),
         Err(e) => Err(Error::corrupt(
             &reader.context,
-            format!("document {doc}: {e}"),
+            format!("document {doc}: {}", redact::Chain(&e)),
         )),
     }
 }
@@ -890,7 +915,10 @@ impl ShardDocuments<'_> {
             }
         }
         if let Some((_, Err(e))) = self.visitor.fallback.iter().find(|(_, v)| v.is_err()) {
-            return Ok(Err((SkipReason::BadSource, format!("{}: {e}", file()))));
+            return Ok(Err((
+                SkipReason::BadSource,
+                format!("{}: {}", file(), redact::Chain(e)),
+            )));
         }
         // a field the segment has but doc values cannot give is only complete when
         // _ignored_source holds it (or an object above it) for this document
@@ -966,7 +994,7 @@ impl ShardDocuments<'_> {
         global: u64,
         children: &[u32],
         source: bytes::Bytes,
-    ) -> lucene::Result<std::result::Result<bytes::Bytes, String>> {
+    ) -> lucene::Result<std::result::Result<bytes::Bytes, crate::vectors::Refusal>> {
         let Some(plan) = self.reader.vector_plan.as_deref() else {
             return Ok(Ok(source));
         };
@@ -1113,11 +1141,12 @@ impl ShardDocuments<'_> {
                     self.skip(doc, None, None, None, SkipReason::Nested, String::new());
                     continue;
                 }
-                None => (None, Err("document has _source but no _id".to_string())),
+                None => (None, Err(DocIdError::NoId)),
             };
             let id = match id {
                 Ok(id) => id,
                 Err(e) => {
+                    let e = redact::chain(&e);
                     self.skip(doc, None, None, routing, SkipReason::BadId, e);
                     continue;
                 }
@@ -1142,6 +1171,7 @@ impl ShardDocuments<'_> {
             let source = match normalized {
                 Ok(s) => s,
                 Err(e) => {
+                    let e = redact::chain(&e);
                     self.skip(doc, Some(id), doc_type, routing, SkipReason::BadSource, e);
                     continue;
                 }
@@ -1155,7 +1185,7 @@ impl ShardDocuments<'_> {
                         doc_type,
                         routing,
                         SkipReason::VectorUnreadable,
-                        why,
+                        redact::chain(&why),
                     );
                     continue;
                 }

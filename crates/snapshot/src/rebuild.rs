@@ -136,12 +136,12 @@ pub enum Fallback {
 pub fn fallback_value(
     kind: Fallback,
     value: lucene::StoredValue<'_>,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Value>, crate::ignored_source::ValueError> {
     use lucene::StoredValue as S;
     Ok(Some(match (kind, value) {
         (Fallback::Original, S::Binary(b)) => Value::String(
             std::str::from_utf8(b)
-                .map_err(|e| format!("not UTF-8: {e}"))?
+                .map_err(crate::ignored_source::ValueError::NotUtf8)?
                 .to_string(),
         ),
         (_, S::String(s)) => Value::String(s.to_string()),

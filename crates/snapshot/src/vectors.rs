@@ -179,7 +179,7 @@ fn walk(
 struct SegField {
     plan: usize,
     /// The field's vectors, or why they cannot be read (index, field, format, file).
-    cursor: Result<VectorCursor, String>,
+    cursor: Result<VectorCursor, Refusal>,
     magnitude: Option<FieldValues>,
 }
 
@@ -195,8 +195,30 @@ pub(crate) struct VectorState {
     value: DocValue,
 }
 
-/// A document the vectors could not be put back into.
-pub(crate) type Refusal = String;
+/// Why the vectors of a document could not be put back. Cloned from the field's cursor
+/// into each document it refuses.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// The field's vector files cannot be read (a format this reader does not handle).
+    #[error("index {index}: vector field {field:?} (format {format:?}, file {file})")]
+    Unreadable {
+        index: String,
+        field: String,
+        format: String,
+        file: String,
+        #[source]
+        source: Arc<lucene::Error>,
+    },
+    #[error("index {index}: field {field:?} holds the derived-source mask 1 but the vector files have no vector for the document")]
+    MaskWithoutVector { index: String, field: String },
+    /// The vectors of a nested field cannot be matched to the nested objects of `_source`.
+    #[error("index {index}: nested vector field {field:?}: {why}")]
+    Nested {
+        index: String,
+        field: String,
+        why: String,
+    },
+}
 
 impl VectorState {
     fn enter(
@@ -226,10 +248,13 @@ impl VectorState {
             };
             let cursor = match vf.cursor() {
                 Ok(c) => Ok(c),
-                Err(e) if e.is_permanent() => Err(format!(
-                    "index {index}: vector field {:?} (format {:?}, file {}): {e}",
-                    f.path, vf.format, vf.data_file
-                )),
+                Err(e) if e.is_permanent() => Err(Refusal::Unreadable {
+                    index: index.to_string(),
+                    field: f.path.clone(),
+                    format: vf.format.clone(),
+                    file: vf.data_file.clone(),
+                    source: Arc::new(e),
+                }),
                 Err(e) => return Err(e),
             };
             let magnitude = if f.es_cosine && vf.encoding == VectorEncoding::Float32 {
@@ -308,10 +333,10 @@ impl VectorState {
                     };
                     let Some(v) = cursor.vector(local)? else {
                         if mask {
-                            return Ok(Err(format!(
-                                "index {index}: field {:?} holds the derived-source mask 1 but the vector files have no vector for the document",
-                                f.path
-                            )));
+                            return Ok(Err(Refusal::MaskWithoutVector {
+                                index: index.to_string(),
+                                field: f.path.clone(),
+                            }));
                         }
                         continue;
                     };
@@ -513,11 +538,12 @@ fn restore_nested(
     value: &mut DocValue,
 ) -> lucene::Result<Result<bool, Refusal>> {
     let rel = &f.path[nested_path.len() + 1..];
-    let refuse = |what: String| {
-        Ok(Err(format!(
-            "index {index}: nested vector field {:?}: {what}",
-            f.path
-        )))
+    let refuse = |why: String| {
+        Ok(Err(Refusal::Nested {
+            index: index.to_string(),
+            field: f.path.clone(),
+            why,
+        }))
     };
     let cursor = match &mut sf.cursor {
         Ok(c) => c,

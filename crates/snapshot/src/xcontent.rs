@@ -150,25 +150,38 @@ pub enum XContentType {
     Yaml,
 }
 
+/// Why an embedded XContent value does not parse: the message names the format, the
+/// parser's error is the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedError {
+    #[error("JSON")]
+    Json(#[source] serde_json::Error),
+    #[error("SMILE")]
+    Smile(#[source] serde_smile::Error),
+    #[error("CBOR")]
+    Cbor(#[source] ciborium::de::Error<std::io::Error>),
+    #[error("YAML")]
+    Yaml(#[source] serde_yaml_ng::Error),
+}
+
 /// Decodes one complete XContent value (an object, an array or a scalar) of type `ty`
 /// into JSON. SMILE and CBOR binary values become base64 strings.
 pub fn decode_embedded(
     ty: XContentType,
     bytes: &[u8],
-) -> std::result::Result<serde_json::Value, String> {
+) -> std::result::Result<serde_json::Value, EmbeddedError> {
     match ty {
-        XContentType::Json => serde_json::from_slice(bytes).map_err(|e| format!("JSON: {e}")),
+        XContentType::Json => serde_json::from_slice(bytes).map_err(EmbeddedError::Json),
         XContentType::Smile => {
             let v: serde_smile::value::Value =
-                serde_smile::from_slice(bytes).map_err(|e| format!("SMILE: {e}"))?;
+                serde_smile::from_slice(bytes).map_err(EmbeddedError::Smile)?;
             Ok(smile_to_json(v))
         }
         XContentType::Cbor => {
-            let v: ciborium::Value =
-                ciborium::from_reader(bytes).map_err(|e| format!("CBOR: {e}"))?;
+            let v: ciborium::Value = ciborium::from_reader(bytes).map_err(EmbeddedError::Cbor)?;
             Ok(cbor_to_json(v))
         }
-        XContentType::Yaml => serde_yaml_ng::from_slice(bytes).map_err(|e| format!("YAML: {e}")),
+        XContentType::Yaml => serde_yaml_ng::from_slice(bytes).map_err(EmbeddedError::Yaml),
     }
 }
 

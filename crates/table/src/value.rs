@@ -373,11 +373,9 @@ pub fn format_date(pg_days: i32) -> Result<String, ValueError> {
 mod tests {
     use super::*;
 
-    fn render(kind: ColumnKind, raw: &[u8]) -> Result<String, String> {
+    fn render(kind: ColumnKind, raw: &[u8]) -> Result<String, ValueError> {
         let mut out = Vec::new();
-        write_value(&kind, Some(raw), &mut out)
-            .map(|()| String::from_utf8(out).unwrap())
-            .map_err(|e| e.to_string())
+        write_value(&kind, Some(raw), &mut out).map(|()| String::from_utf8(out).unwrap())
     }
 
     #[test]

@@ -277,8 +277,9 @@ pub(crate) fn open_segment_vectors(
     verified: Option<Arc<VerifiedFiles>>,
 ) -> Result<SegmentVectors> {
     // Files shared by the fields of one format and suffix, parsed once.
-    let mut by_suffix: BTreeMap<String, std::result::Result<(Vec<FlatEntry>, FileSlice), String>> =
-        BTreeMap::new();
+    // A permanent failure is kept (shared) and makes every field of the files unreadable.
+    type Opened = std::result::Result<(Vec<FlatEntry>, FileSlice), Arc<Error>>;
+    let mut by_suffix: BTreeMap<String, Opened> = BTreeMap::new();
     let mut fields = Vec::new();
     for info in field_infos.iter().filter(|f| f.vector_dimension > 0) {
         let format = info.attributes.get(FORMAT_ATTRIBUTE);
@@ -311,13 +312,13 @@ pub(crate) fn open_segment_vectors(
                 let opened = open_flat(dir, segment, segment_id, &seg_suffix, field_infos, max_doc);
                 let opened = match opened {
                     Ok(v) => Ok(v),
-                    Err(e) if e.is_permanent() => Err(e.to_string()),
+                    Err(e) if e.is_permanent() => Err(Arc::new(e)),
                     Err(e) => return Err(e),
                 };
                 by_suffix.insert(seg_suffix.clone(), opened);
             }
             match &by_suffix[&seg_suffix] {
-                Err(why) => Source::Unreadable(why.clone()),
+                Err(why) => Source::Unreadable(why.to_string()),
                 Ok((entries, data)) => match entries.iter().find(|e| e.field_number == info.number)
                 {
                     Some(entry) => Source::Flat {

@@ -8,7 +8,7 @@ use anyhow::Context;
 use coordination::contention::{contention_items, double_grants, run_contention, ContentionConfig};
 use coordination::{open_store, Config, Coordinator, RecordKind};
 
-use super::common::usize_in;
+use crate::args::usize_in;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -20,7 +20,7 @@ use coordination::{
 };
 use rand::Rng;
 
-use super::common::{float_in, usize_in};
+use crate::args::{float_in, usize_in};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -4,8 +4,9 @@
 //! exist (a mistyped path is an error, not a new store nobody reads); the migration it
 //! belongs to is said.
 
-use super::common::{runtime, StoreArgs};
+use crate::args::StoreArgs;
 use crate::exit;
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -3,9 +3,10 @@
 
 use connectors::{open_sink, open_source, OpenedSource, Settings};
 
-use super::common::{runtime, FromConnectionArgs, StoreArgs, ToConnectionArgs, WorkerArgs};
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
-use super::transform::TransformArgs;
+use crate::args::TransformArgs;
+use crate::args::{FromConnectionArgs, StoreArgs, ToConnectionArgs, WorkerArgs};
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -59,12 +60,12 @@ pub struct Ends {
     )]
     pub s3_endpoint: Option<String>,
     #[command(flatten)]
-    pub gcs: super::common::GcsArgs,
+    pub gcs: crate::args::GcsArgs,
     /// JSON-lines sources: bytes of a file per work item (4096 to 2^40; default 64 MiB),
     /// when the plan is made: a plan already in the store keeps its own (a warning says so).
     /// Items are read by several workers at once, each resumable by byte offset; a
     /// compressed file is one item.
-    #[arg(long, env = "RFS_ITEM_BYTES", value_name = "N", value_parser = super::common::usize_in(4096, 1 << 40))]
+    #[arg(long, env = "RFS_ITEM_BYTES", value_name = "N", value_parser = crate::args::usize_in(4096, 1 << 40))]
     pub item_bytes: Option<usize>,
     /// Live-cluster sources: work items (slices of a point in time, or of a scroll before
     /// ES 7.10 / OpenSearch 2.4) per index (1–1024).
@@ -189,7 +190,7 @@ impl Ends {
             );
         }
         let options = metadata::Options {
-            indices: metadata::Allowlist::parse(chosen).map_err(anyhow::Error::msg)?,
+            indices: metadata::Allowlist::parse(chosen)?,
             naming: self.naming()?,
             ..Default::default()
         };
@@ -204,7 +205,7 @@ impl Ends {
     /// The target index names --rename, --index-prefix and --index-suffix give.
     fn naming(&self) -> anyhow::Result<metadata::Naming> {
         Ok(metadata::Naming {
-            renames: metadata::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+            renames: metadata::Naming::parse_renames(&self.rename)?,
             prefix: self.index_prefix.clone(),
             suffix: self.index_suffix.clone(),
         })
@@ -336,14 +337,26 @@ impl Args {
         let sink = w.sink_settings();
         let to = self.ends.to_conn.client_config()?;
         Ok(Settings {
-            table: table::TableOptions {
-                pool_size: w.parallel() + 2,
+            table: connectors::table::TableSettings {
+                options: table::TableOptions {
+                    pool_size: w.parallel() + 2,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             source_client: Some(self.ends.from_conn.client_config()?),
             tls: to.tls.clone(),
             sink_client: Some(to),
-            create_table: self.ends.create_table,
+            // A table's rows into DynamoDB: the connector checks, before anything is
+            // created or read, that the key mapping is unique in the table (as `rfs table
+            // run` does). Files and clusters write a row under its `_id`, the key column,
+            // which the table source already requires to have a unique index of its own;
+            // `copy` runs no program that could change it.
+            dynamodb: connectors::dynamodb::DynamoSettings {
+                create_table: self.ends.create_table,
+                allow_key_collisions: self.ends.allow_key_collisions,
+                ..Default::default()
+            },
             metadata: self.ends.create_metadata,
             ..Settings {
                 snapshot: from.snapshot,
@@ -357,26 +370,6 @@ impl Args {
     }
 }
 
-/// A table's rows into DynamoDB: the key mapping must be unique in the table, checked
-/// before anything is created or read, as `rfs table run` checks it (the same function).
-/// Files and clusters write a row under its `_id`, the key column, which the table
-/// source already requires to have a unique index of its own; `copy` runs no program
-/// that could change it.
-async fn table_key_unique(ends: &Ends, source: &OpenedSource) -> anyhow::Result<()> {
-    let Some(table) = source
-        .source
-        .downcast::<connectors::sources::table::TableSource>()
-    else {
-        return Ok(());
-    };
-    if !connectors::scheme(&ends.to).eq_ignore_ascii_case("dynamodb") {
-        return Ok(());
-    }
-    let url = connectors::sinks::dynamo::DynamoUrl::parse(&ends.to)
-        .map_err(|e| anyhow::anyhow!("{}", redact::text(&e.to_string())))?;
-    super::table::check_key_unique(&url, &table, ends.allow_key_collisions).await
-}
-
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(run_async(args))
 }
@@ -385,7 +378,6 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
     let settings = args.settings()?;
     let source = open_from(&args.ends.from, &settings).await?;
-    table_key_unique(&args.ends, &source).await?;
     let sink = open_sink(&args.ends.to, &settings, &source).await?;
     // Selected after the sink is open: the sink (a live source's data streams) and the
     // key check see the source as opened.

@@ -3,13 +3,12 @@
 //! `--parallel` items at once. Every worker (here and in `rfs run`) also takes turns as the
 //! keeper, so the last one to finish marks the migration finished.
 
-use super::common::{
-    runtime, FilterArgs, SinceArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs,
-};
 use super::engine::{
     finish, open_snapshot, open_target_sink, opened, removed_indices_phase, report_removed,
     run_job, shutdown_signal, JobSpec, Role, Watch,
 };
+use crate::args::{FilterArgs, SinceArgs, SourceArgs, StoreArgs, TargetArgs, WorkerArgs};
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -14,10 +14,9 @@ use engine::{Job, JobEnd, JobReport};
 use metadata::SourceMetadata;
 use tokio::sync::watch;
 
-use super::common::{
-    FilterArgs, RepositoryArgs, SourceArgs, TargetArgs, TerminalProgress, WorkerArgs,
-};
+use crate::args::{FilterArgs, RepositoryArgs, SourceArgs, TargetArgs, WorkerArgs};
 use crate::exit;
+use crate::ui::TerminalProgress;
 
 /// A snapshot opened for a migration: its metadata, where each document goes, and the
 /// engine's source and transform over it.
@@ -130,6 +129,7 @@ pub fn opened(source: BoxedSource, kind: &'static str) -> OpenedSource {
         removed: Vec::new(),
         notes: Vec::new(),
         metadata: None,
+        key_check: None,
     }
 }
 
@@ -329,7 +329,7 @@ pub async fn run_job(spec: JobSpec, how: Watch) -> anyhow::Result<JobReport> {
     let job = job.shutdown_on(how.shutdown);
     let metrics = job.metrics().clone();
     if let Some(addr) = how.metrics_addr {
-        super::common::serve_metrics(addr, &metrics);
+        crate::ui::serve_metrics(addr, &metrics);
     }
     let bar = TerminalProgress::start(how.progress, job.totals(), metrics);
     let result = job.run().await;

@@ -13,9 +13,10 @@ use engine::Sink;
 use engine::{JobEnd, JobOptions};
 use programs::routes::Rename;
 
-use super::common::{runtime, RepositoryArgs};
 use super::engine::{run_job, JobSpec, Watch};
+use crate::args::RepositoryArgs;
 use crate::exit;
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -25,9 +26,9 @@ pub struct Args {
     #[arg(long, env = "RFS_SNAPSHOT")]
     pub snapshot: String,
     #[command(flatten)]
-    pub since: super::common::SinceArgs,
+    pub since: crate::args::SinceArgs,
     #[command(flatten)]
-    pub rebuild: super::common::RebuildArgs,
+    pub rebuild: crate::args::RebuildArgs,
     /// Indices to export, as in `rfs migrate`: exact names, `*`/`?` wildcards or
     /// `regex:PATTERN`; repeatable or comma-separated. Default: all but data-stream
     /// failure stores (`.fs-…`, named in a WARN).
@@ -50,7 +51,7 @@ pub struct Args {
     #[arg(long, env = "RFS_NO_VERIFY_CHECKSUMS")]
     pub no_verify_checksums: bool,
     /// Shards read at once (1–256; default: the number of CPUs).
-    #[arg(long, env = "RFS_PARALLEL", value_name = "N", value_parser = super::common::usize_in(1, 256))]
+    #[arg(long, env = "RFS_PARALLEL", value_name = "N", value_parser = crate::args::usize_in(1, 256))]
     pub parallel: Option<usize>,
     /// Where documents that cannot be exported (no `_source`, undecodable) are recorded.
     #[arg(
@@ -61,7 +62,7 @@ pub struct Args {
     )]
     pub failure_log: std::path::PathBuf,
     #[command(flatten)]
-    pub transform: super::transform::TransformArgs,
+    pub transform: crate::args::TransformArgs,
 }
 
 /// `--format`.

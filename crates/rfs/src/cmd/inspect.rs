@@ -12,7 +12,7 @@ use anyhow::Context;
 use serde_json::{json, Value};
 use snapshot::{Repository, ShardReader, TemplateKind};
 
-use super::common::RepositoryArgs;
+use crate::args::RepositoryArgs;
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
@@ -26,15 +26,15 @@ pub struct Args {
     #[arg(long, env = "RFS_JSON")]
     pub json: bool,
     #[command(flatten)]
-    pub rebuild: super::common::RebuildArgs,
+    pub rebuild: crate::args::RebuildArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let repo = args.repo.open()?;
     let mut report = inspect(&repo, args.snapshot.as_deref())?;
     let mode = match args.rebuild.rebuild_source {
-        super::common::RebuildSource::Auto => "auto",
-        super::common::RebuildSource::Off => "off",
+        crate::args::RebuildSource::Auto => "auto",
+        crate::args::RebuildSource::Off => "off",
     };
     if let Some(snaps) = report["snapshots"].as_array_mut() {
         for s in snaps {

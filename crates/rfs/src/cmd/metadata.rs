@@ -9,7 +9,7 @@ use anyhow::Context;
 use metadata::{ConversionSeverity, ProductVersion, Report, SourceMetadata};
 use serde_json::json;
 
-use super::common::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
+use crate::args::{FilterArgs, KnnEngineArg, SourceArgs, TargetArgs, TargetSource};
 
 use crate::exit;
 
@@ -83,8 +83,8 @@ fn sourceless_indices(
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let snap = args.source.open()?;
     let mode = match args.source.rebuild.rebuild_source {
-        super::common::RebuildSource::Auto => "auto",
-        super::common::RebuildSource::Off => "off",
+        crate::args::RebuildSource::Auto => "auto",
+        crate::args::RebuildSource::Off => "off",
     };
     let mut out = Vec::new();
     for name in snap.index_names() {
@@ -247,7 +247,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
     };
     let (converted, notes) =
         metadata::convert_definition(&body, Some(args.from), args.to, &options)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", args.mapping.display()))?;
+            .with_context(|| args.mapping.display().to_string())?;
     let blocked = notes.blocked();
     if args.json {
         let out = json!({

@@ -3,7 +3,6 @@
 pub mod bench;
 pub mod bench_coordination;
 pub mod bench_fleet;
-pub mod common;
 pub mod control;
 pub mod copy;
 pub mod documents;

@@ -17,9 +17,10 @@ use engine::BatchLimits;
 use engine::{FailureLog, JobEnd, JobOptions};
 use programs::routes::Rename;
 
-use super::common::{runtime, usize_in, TargetArgs};
 use super::engine::{open_target_sink, run_job, shutdown_signal, JobSpec, Watch};
+use crate::args::{usize_in, TargetArgs};
 use crate::exit;
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -46,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let shutdown = shutdown_signal();
         let source = open_source(
-            &connectors::failures::url_of(&args.failure_log),
+            &connectors::failure_log::url_of(&args.failure_log),
             &Settings::default(),
         )
         .await?;

@@ -9,14 +9,14 @@ use engine::phases::{
 };
 use engine::worker::with_store_retries;
 
-use super::common::{
-    runtime, FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs,
-    WorkerArgs,
-};
 use super::engine::{
     finish, metadata_phase, open_snapshot, open_target_sink, opened, removed_indices_phase,
     report_removed, run_job, shutdown_signal, JobSpec, Role, Watch,
 };
+use crate::args::{
+    FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs, WorkerArgs,
+};
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -1,8 +1,9 @@
 //! `rfs snapshot create`: take a snapshot on a source cluster under a chosen name and wait
 //! for it. Idempotent: an existing snapshot of that name is waited for, not re-created.
 
-use super::common::{runtime, SourceClusterArgs};
+use crate::args::SourceClusterArgs;
 use crate::exit;
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {

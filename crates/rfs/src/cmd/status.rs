@@ -14,9 +14,10 @@ use engine::phases::read_totals;
 use engine::Totals;
 use serde_json::{json, Value};
 
-use super::common::{float_in, runtime, StoreArgs};
+use crate::args::{float_in, StoreArgs};
 use crate::exit;
 use crate::failure_logs::FailureLogs;
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -9,19 +9,20 @@ use std::time::Duration;
 
 use ::verify::{verify, Options, Sample, VerifyReport};
 use anyhow::Context;
-use connectors::sinks::dynamo::hints_of;
-use connectors::sources::table::{dynamo_key_of, KeyGuard, TableSource};
+use connectors::dynamodb::DynamoSettings;
+use connectors::table::TableSettings;
 use connectors::{
-    open_lookup, open_sink, open_source_as, sink_identity, BoxedSink, BoxedSource, OpenedLookup,
-    OpenedSource, Settings, SourceShape,
+    open_lookup, open_sink, open_source_as, sink_identity, BoxedSource, KeyGuard, KeyOf,
+    OpenedLookup, OpenedSink, OpenedSource, Settings,
 };
 use metadata::Naming;
 use programs::routes::Rename;
 use table::{SlotRule, TableOptions};
 
-use super::common::{runtime, usize_in, StoreArgs, WorkerArgs};
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
+use crate::args::{usize_in, StoreArgs, WorkerArgs};
 use crate::exit;
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -190,188 +191,59 @@ impl std::fmt::Debug for TableArgs {
     }
 }
 
-/// What `--sink` names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SinkUrl {
-    /// `_bulk` into `index` of the cluster at `base` (credentials as given in the URL).
-    Bulk { base: String, index: String },
-    /// JSON lines in a directory.
-    Files(PathBuf),
-    /// Items of a DynamoDB table.
-    Dynamo(connectors::sinks::dynamo::DynamoUrl),
-}
-
-impl SinkUrl {
-    /// Parses `--sink`. One arm per kind of sink.
-    pub fn parse(s: &str) -> anyhow::Result<SinkUrl> {
-        let shown = redact::url(s);
-        let scheme = s.split_once("://").map(|(a, _)| a.to_ascii_lowercase());
-        match scheme.as_deref() {
-            Some("http") | Some("https") => {
-                let mut u = url::Url::parse(s).with_context(|| format!("--sink {shown}"))?;
-                let index = u
-                    .path_segments()
-                    .and_then(|mut p| p.next_back().map(str::to_string))
-                    .filter(|i| !i.is_empty())
-                    .with_context(|| {
-                        format!("--sink {shown}: name the index as the URL's path (http://host:9200/INDEX)")
-                    })?;
-                let index = redact::percent_decode(&index).into_owned();
-                let path = u.path().to_string();
-                let base_path = path[..path.len() - path.rsplit('/').next().unwrap_or("").len()]
-                    .trim_end_matches('/')
-                    .to_string();
-                u.set_path(&base_path);
-                u.set_query(None);
-                Ok(SinkUrl::Bulk {
-                    base: u.to_string().trim_end_matches('/').to_string(),
-                    index,
-                })
-            }
-            Some("file") => {
-                let u = url::Url::parse(s).with_context(|| format!("--sink {shown}"))?;
-                let p = u
-                    .to_file_path()
-                    .map_err(|()| anyhow::anyhow!("--sink {shown}: not a local file URL"))?;
-                Ok(SinkUrl::Files(p))
-            }
-            Some("dynamodb") => connectors::sinks::dynamo::DynamoUrl::parse(s)
-                .map(SinkUrl::Dynamo)
-                .map_err(|e| anyhow::anyhow!("--sink {e}")),
-            Some(other) => anyhow::bail!(
-                "--sink {shown}: unknown scheme {other}:// (use http(s)://host/INDEX, file:///DIR, a directory or dynamodb://TABLE)"
-            ),
-            None => Ok(SinkUrl::Files(PathBuf::from(s))),
-        }
-    }
-}
-
 impl TableArgs {
-    /// `--sink` parsed, with the DynamoDB flags folded into a DynamoDB URL (and refused
-    /// for other sinks).
-    fn sink_url(&self) -> anyhow::Result<SinkUrl> {
-        let mut url = SinkUrl::parse(&self.sink)?;
-        match &mut url {
-            SinkUrl::Dynamo(u) => {
-                for (flag, given, in_url) in [
-                    ("--partition-key", &self.partition_key, &mut u.partition_key),
-                    ("--sort-key", &self.sort_key, &mut u.sort_key),
-                ] {
-                    match (given, &in_url) {
-                        (Some(g), Some(v)) if g != v => anyhow::bail!(
-                            "{flag} {g} and the sink URL's {} ({v}) disagree; give one",
-                            &flag[2..]
-                        ),
-                        (Some(g), _) => *in_url = Some(g.clone()),
-                        (None, _) => {}
-                    }
-                }
-                for (flag, set) in [
-                    ("--sink-ca", self.sink_ca.is_some()),
-                    ("--sink-insecure", self.sink_insecure),
-                ] {
-                    if set {
-                        anyhow::bail!(
-                            "{flag} applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
-                        );
-                    }
-                }
-                if u.sort_key.is_some() && u.partition_key.is_none() {
+    /// `settings` with what the `--sink*` flags say to the sink the registry opens: TLS of
+    /// an `http(s)://` sink, whose URL must name the index (the identity stores recorded
+    /// is `BASE/INDEX`, the index decoded); DynamoDB's `--create-table`, key flags and
+    /// `--allow-key-collisions` (folded into its URL by the connector, refused by the
+    /// other sinks). The TLS flags with a DynamoDB sink are refused here.
+    fn sink_settings(&self, settings: Settings) -> anyhow::Result<Settings> {
+        if connectors::sink_for(&self.sink)?.name == "dynamodb" {
+            for (flag, set) in [
+                ("--sink-ca", self.sink_ca.is_some()),
+                ("--sink-insecure", self.sink_insecure),
+            ] {
+                if set {
                     anyhow::bail!(
-                        "a sort key needs a partition key too (--partition-key or partition-key= in the sink URL)"
+                        "{flag} applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
                     );
                 }
             }
-            _ => {
-                for (flag, set) in [
-                    ("--create-table", self.create_table),
-                    ("--partition-key", self.partition_key.is_some()),
-                    ("--sort-key", self.sort_key.is_some()),
-                ] {
-                    if set {
-                        anyhow::bail!("{flag} applies to a dynamodb:// sink only");
-                    }
-                }
-            }
         }
-        Ok(url)
+        Ok(Settings {
+            tls: self.sink_tls(),
+            sink_index_named: true,
+            dynamodb: DynamoSettings {
+                create_table: self.create_table,
+                partition_key: self.partition_key.clone(),
+                sort_key: self.sort_key.clone(),
+                allow_key_collisions: self.allow_key_collisions,
+            },
+            ..settings
+        })
     }
 
-    /// The sink `--sink` names, through the connector registry: `_bulk` with the
-    /// `--sink-ca`/`--sink-insecure` TLS and the identity stores recorded (`BASE/INDEX`,
-    /// the index decoded); files; DynamoDB with its flags folded into the URL, the table
-    /// checked against the key mapping (or created with `create_table`), rows converted
-    /// with the source's column types.
+    /// The sink `--sink` names, through the connector registry (see
+    /// [`Self::sink_settings`]): `_bulk`, files, or DynamoDB (the table checked against
+    /// the key mapping, which must be unique in the source table, or created with
+    /// `--create-table`; rows converted with the source's column types).
     async fn open_sink(
         &self,
         worker: &WorkerArgs,
-        source: &Arc<TableSource>,
-        create_table: bool,
-    ) -> anyhow::Result<BoxedSink> {
-        let settings = Settings {
-            create_table,
-            ..worker.sink_settings()
-        };
-        let (url, settings) = self.registry_sink(settings)?;
-        let opened = OpenedSource {
-            source: BoxedSource::new(source.clone()),
-            kind: "table",
-            key_column: Some(source.key_attribute()),
-            hints: hints_of(&source.columns()),
-            groups: vec![source.group().to_string()],
-            routed: None,
-            removed: Vec::new(),
-            notes: Vec::new(),
-            metadata: None,
-        };
-        let sink = open_sink(&url, &settings, &opened).await;
-        Ok(match self.connecting()? {
-            Some(c) => sink.context(c)?.sink,
-            None => sink?.sink,
-        })
-    }
-
-    /// `--sink` as the connector registry takes it: the URL (a DynamoDB one with its
-    /// flags folded in) and `settings` with what the `--sink-*` flags add to an
-    /// `http(s)://` sink (TLS, and the identity stores recorded: `BASE/INDEX`, the index
-    /// decoded).
-    fn registry_sink(&self, mut settings: Settings) -> anyhow::Result<(String, Settings)> {
-        let url = match self.sink_url()? {
-            SinkUrl::Dynamo(u) => u.to_url(),
-            SinkUrl::Files(_) => self.sink.clone(),
-            SinkUrl::Bulk { base, index } => {
-                settings.tls = self.sink_tls();
-                settings.sink_identity = Some(format!("{}/{index}", redact::url(&base)));
-                self.sink.clone()
-            }
-        };
-        Ok((url, settings))
-    }
-
-    /// What an error connecting to an `http(s)://` sink says first.
-    fn connecting(&self) -> anyhow::Result<Option<String>> {
-        Ok(match self.sink_url()? {
-            SinkUrl::Bulk { base, .. } => {
-                Some(format!("connecting to the sink {}", redact::url(&base)))
-            }
-            _ => None,
-        })
+        source: &OpenedSource,
+    ) -> anyhow::Result<OpenedSink> {
+        let settings = self.sink_settings(worker.sink_settings())?;
+        Ok(open_sink(&self.sink, &settings, source).await?)
     }
 
     /// A lookup on what `--sink` holds, through the connector registry (as `rfs verify
     /// --to` opens one): `_mget`, the directory's files, or DynamoDB `BatchGetItem` with
     /// the rows converted as the sink converts them (the table must exist).
-    async fn open_lookup(&self, source: &TableSource) -> anyhow::Result<OpenedLookup> {
-        let (url, settings) = self.registry_sink(Settings::default())?;
-        let shape = SourceShape {
-            key_column: Some(source.key_attribute()),
-            hints: hints_of(&source.columns()),
-        };
-        let opened = open_lookup(&url, &settings, &shape).await;
-        Ok(match self.connecting()? {
-            Some(c) => opened.context(c)?,
-            None => opened.with_context(|| format!("--sink {}", redact::url(&self.sink)))?,
-        })
+    async fn open_lookup(&self, source: &OpenedSource) -> anyhow::Result<OpenedLookup> {
+        let settings = self.sink_settings(Settings::default())?;
+        open_lookup(&self.sink, &settings, &source.shape())
+            .await
+            .with_context(|| format!("--sink {}", redact::url(&self.sink)))
     }
 
     /// TLS of an https sink.
@@ -384,44 +256,24 @@ impl TableArgs {
         }
     }
 
-    /// See [`check_key_unique`].
-    async fn check_key_unique(
-        &self,
-        url: &connectors::sinks::dynamo::DynamoUrl,
-        source: &TableSource,
-    ) -> anyhow::Result<()> {
-        check_key_unique(url, source, self.allow_key_collisions).await
-    }
-
     /// The program (if any) in front of `then`, guarded so that it cannot change what a
-    /// row is written under (its `_id`; for DynamoDB its key attributes): see
-    /// [`KeyGuard`]. `--allow-key-collisions` lets it.
+    /// row is written under (its `_id`; the sink's key, `key_of`, for DynamoDB its key
+    /// attributes): see [`KeyGuard`]. `--allow-key-collisions` lets it.
     fn guarded(
         &self,
-        transform: &super::transform::TransformArgs,
-        source: &TableSource,
+        transform: &crate::args::TransformArgs,
+        key_of: Option<KeyOf>,
         then: Arc<dyn engine::transform::Transform>,
     ) -> anyhow::Result<Arc<dyn engine::transform::Transform>> {
         if transform.identity()?.is_none() || self.allow_key_collisions {
             return transform.wrap(then);
         }
-        let key_of = match self.sink_url()? {
-            SinkUrl::Dynamo(url) => {
-                let partition = url
-                    .partition_key
-                    .clone()
-                    .unwrap_or_else(|| source.key_attribute());
-                let attrs = std::iter::once(partition).chain(url.sort_key).collect();
-                Some(dynamo_key_of(hints_of(&source.columns()), attrs))
-            }
-            _ => None,
-        };
         Ok(Arc::new(KeyGuard::new(transform.wrap(then)?, key_of)))
     }
 
     /// Connects to the table and builds the source, through the connector registry: the
     /// `--source` URL with the table, key, slot rule, bounds and order as settings.
-    pub async fn source(&self, pool_size: usize) -> anyhow::Result<Arc<TableSource>> {
+    pub async fn source(&self, pool_size: usize) -> anyhow::Result<OpenedSource> {
         if let Some(w) = &self.filter {
             check_where(w).map_err(anyhow::Error::msg)?;
         }
@@ -435,29 +287,27 @@ impl TableArgs {
             );
         }
         let settings = Settings {
-            table: TableOptions {
-                page_rows: self.page_rows,
-                statement_timeout: Duration::from_secs(self.statement_timeout),
-                attempts: self.source_attempts,
-                pool_size,
-                columns: self.columns.clone(),
-                filter: self.filter.clone(),
-                ..TableOptions::default()
+            table: TableSettings {
+                options: TableOptions {
+                    page_rows: self.page_rows,
+                    statement_timeout: Duration::from_secs(self.statement_timeout),
+                    attempts: self.source_attempts,
+                    pool_size,
+                    columns: self.columns.clone(),
+                    filter: self.filter.clone(),
+                    ..TableOptions::default()
+                },
+                name: Some(self.table.clone()),
+                key: Some(self.key.clone()),
+                slots: self.slots,
+                rule: self.slot_by,
+                from: self.from.clone(),
+                until: self.until.clone(),
+                newest_first: self.order == Order::NewestFirst,
             },
-            table_name: Some(self.table.clone()),
-            table_key: Some(self.key.clone()),
-            table_slots: self.slots,
-            table_rule: self.slot_by,
-            table_from: self.from.clone(),
-            table_until: self.until.clone(),
-            table_newest_first: self.order == Order::NewestFirst,
             ..Settings::default()
         };
-        open_source_as("table", &self.source, &settings)
-            .await?
-            .source
-            .downcast::<TableSource>()
-            .context("a postgres:// source opened as another kind of source")
+        Ok(open_source_as("table", &self.source, &settings).await?)
     }
 }
 
@@ -472,7 +322,7 @@ pub struct RunArgs {
     // The program sees each row as `{"_index": TABLE, "_id": KEY, "_source": {COLUMN:
     // VALUE, …}, …}`.
     #[command(flatten)]
-    pub transform: super::transform::TransformArgs,
+    pub transform: crate::args::TransformArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -505,7 +355,7 @@ pub struct VerifyArgs {
     // The run's program: each row is compared with what it yields (filtered rows are
     // expected absent).
     #[command(flatten)]
-    pub transform: super::transform::TransformArgs,
+    pub transform: crate::args::TransformArgs,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<u8> {
@@ -520,51 +370,30 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     let parallel = args.worker.parallel();
     let source = args.table.source(parallel + 2).await?;
     let store = args.store.open().await?;
-    let group = source.group().to_string();
+    let group = table_of(&source);
     let failures = args.worker.failure_log()?;
     // Like `rfs run`: a worker stays until the migration is finished (slots leased by
     // others may come free when their holders die).
     let opts = args.worker.job_options(true);
     tracing::info!(table = %group, store = %args.store.redacted(), "table worker ready");
-    let boxed = BoxedSource::new(source.clone());
-    let spec = match args.table.sink_url()? {
-        SinkUrl::Bulk { index, .. } => {
-            let sink = args.table.open_sink(&args.worker, &source, false).await?;
-            let transform = args.table.guarded(
-                &args.transform,
-                &source,
-                Arc::new(rename_to(&group, &index)),
-            )?;
-            JobSpec::new(boxed, transform, sink, store, failures, opts)
-        }
-        SinkUrl::Files(_) => {
-            let sink = args.table.open_sink(&args.worker, &source, false).await?;
-            let transform = args.table.guarded(
-                &args.transform,
-                &source,
-                Arc::new(rename_to(&group, &group)),
-            )?;
-            JobSpec::new(boxed, transform, sink, store, failures, opts)
-        }
-        SinkUrl::Dynamo(url) => {
-            if args.worker.create_only {
-                anyhow::bail!("--create-only applies to _bulk sinks (BatchWriteItem overwrites items of the same key)");
-            }
-            args.table.check_key_unique(&url, &source).await?;
-            let sink = args
-                .table
-                .open_sink(&args.worker, &source, args.table.create_table)
-                .await?;
-            let transform = args.table.guarded(
-                &args.transform,
-                &source,
-                Arc::new(rename_to(&group, &group)),
-            )?;
-            JobSpec::new(boxed, transform, sink, store, failures, opts)
-        }
-    };
+    // The sink checks what it must before a row is read (DynamoDB: the key mapping unique
+    // in the table); the rows go into the index the sink URL names, else keep the
+    // table's name.
+    let sink = args.table.open_sink(&args.worker, &source).await?;
+    let named = sink.index.clone().unwrap_or_else(|| group.clone());
+    let transform = args.table.guarded(
+        &args.transform,
+        sink.key_of.clone(),
+        Arc::new(rename_to(&group, &named)),
+    )?;
+    let spec = JobSpec::new(source.source, transform, sink.sink, store, failures, opts);
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
+}
+
+/// The table an opened table source reads (its one group).
+fn table_of(source: &OpenedSource) -> String {
+    source.groups.first().cloned().unwrap_or_default()
 }
 
 /// Every row of `group` into `index`.
@@ -578,8 +407,8 @@ fn rename_to(group: &str, index: &str) -> Rename {
 
 async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let source = args.table.source(4).await?;
-    let (url, settings) = args.table.registry_sink(Settings::default())?;
-    let identity = sink_identity(&url, &settings)?;
+    let settings = args.table.sink_settings(Settings::default())?;
+    let identity = sink_identity(&args.table.sink, &settings)?;
     // The store says whether the migration is over; verifying a running one finds rows
     // missing that are still on their way. Verifying never creates a store.
     match args.store.open_existing().await {
@@ -590,7 +419,7 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
             check_identity(
                 &coord,
                 &args.store.redacted(),
-                &source,
+                &source.source,
                 &identity,
                 name,
                 program.as_deref(),
@@ -610,13 +439,13 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
         Err(e) => tracing::warn!("{e:#}"),
     }
     let opened = args.table.open_lookup(&source).await?;
-    let group = source.group().to_string();
+    let group = table_of(&source);
     // The program sees each row named as the run named it: the sink's index for a
     // cluster, the table's name otherwise (where an unprogrammed row goes).
     let named = opened.index.clone().unwrap_or_else(|| group.clone());
     let transform = args.table.guarded(
         &args.transform,
-        &source,
+        opened.key_of.clone(),
         Arc::new(rename_to(&group, &named)),
     )?;
     let lookup = opened.lookup;
@@ -631,18 +460,15 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     };
     // Timestamp columns compare as instants where both sides hold one (dates, and any
     // other text, exactly).
-    let instants = source
-        .columns()
+    let instants = connectors::hints::time_columns(&source.hints)
         .into_iter()
-        .filter(|(_, shape)| *shape == engine::columns::ColumnShape::Time)
-        .map(|(name, _)| name)
         .collect();
     let options = Options {
         max_listed: args.max_listed,
         instants,
         ..Options::new(sample)
     };
-    let r = verify(source, transform, lookup.as_ref(), options)
+    let r = verify(Arc::new(source.source), transform, lookup.as_ref(), options)
         .await
         .context("verifying")?;
     let text = render(&r, &named, &lookup.describe(), args.max_listed);
@@ -764,7 +590,7 @@ fn render(r: &VerifyReport, home: &str, target: &str, max_listed: usize) -> Stri
 async fn check_identity(
     coord: &coordination::Coordinator,
     shown_store: &str,
-    source: &TableSource,
+    source: &BoxedSource,
     target: &str,
     name: Option<&str>,
     program: Option<&str>,
@@ -796,127 +622,4 @@ async fn check_identity(
         .into());
     }
     Ok(())
-}
-
-/// A DynamoDB key mapping must be unique in the table, or rows of one key overwrite
-/// each other; refused before a row is read unless `--allow-key-collisions`. The key
-/// attributes are names in the rows as written (after `--columns`), so what is checked
-/// is the column written under each: `--columns id=event_id,tenant=id` puts `tenant`
-/// in attribute `id`. The default partition key is the key column's written name.
-/// `rfs copy` from a table into DynamoDB checks the same, through this function.
-pub async fn check_key_unique(
-    url: &connectors::sinks::dynamo::DynamoUrl,
-    source: &TableSource,
-    allow_key_collisions: bool,
-) -> anyhow::Result<()> {
-    let table = source.table();
-    let partition = url
-        .partition_key
-        .clone()
-        .unwrap_or_else(|| source.key_attribute());
-    let attrs: Vec<(&str, &str)> = std::iter::once(("partition key", partition.as_str()))
-        .chain(url.sort_key.as_deref().map(|s| ("sort key", s)))
-        .collect();
-    let mut columns = Vec::new();
-    let mut shown = Vec::new();
-    let mut absent = Vec::new();
-    for (role, attr) in &attrs {
-        match table.column_written_as(attr) {
-            Some(c) if c.name == *attr => {
-                shown.push(format!("{role} {attr}"));
-                columns.push(c.name.as_str());
-            }
-            Some(c) => {
-                shown.push(format!("{role} {attr} (column {})", c.name));
-                columns.push(c.name.as_str());
-            }
-            None => {
-                shown.push(format!("{role} {attr}"));
-                absent.push(*attr);
-            }
-        }
-    }
-    let shown = shown.join(", ");
-    let written: Vec<&str> = table.written_columns().map(|(_, n)| n).collect();
-    if !absent.is_empty() {
-        if allow_key_collisions {
-            tracing::warn!(
-                table = %source.group(),
-                "the DynamoDB key ({shown}) names attributes no column is written as ({}): rows without them are refused as missing_key, a program that sets them may give rows one key (--allow-key-collisions)",
-                absent.join(", ")
-            );
-            return Ok(());
-        }
-        anyhow::bail!(
-            "the DynamoDB key ({shown}) names {} that no column of table {} is written as (written: {}): list the column in --columns, or map the key with --partition-key/--sort-key",
-            absent.join(", "),
-            source.group(),
-            written.join(", ")
-        );
-    }
-    match table.unique_over(&columns).await? {
-        None => anyhow::bail!(
-            "the DynamoDB key mapping ({shown}) names a column that table {} does not have",
-            source.group()
-        ),
-        Some(true) => Ok(()),
-        Some(false) if allow_key_collisions => {
-            tracing::warn!(
-                table = %source.group(),
-                "the DynamoDB key ({shown}) is not unique in the table: rows of one key overwrite each other; those overwritten inside one batch are refused as key_collision, those across batches cannot be seen (--allow-key-collisions)"
-            );
-            Ok(())
-        }
-        Some(false) => anyhow::bail!(
-            "the DynamoDB key ({shown}) is not unique in table {}: no unique index or primary key covers {}, so rows with equal keys would overwrite each other and be lost. Map a unique key (e.g. add --sort-key {}), or pass --allow-key-collisions to write anyway",
-            source.group(),
-            columns.join(", "),
-            source.key_attribute()
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sink_urls_parse() {
-        assert_eq!(
-            SinkUrl::parse("http://u:pw@h:9200/events").unwrap(),
-            SinkUrl::Bulk {
-                base: "http://u:pw@h:9200".into(),
-                index: "events".into()
-            }
-        );
-        assert_eq!(
-            SinkUrl::parse("https://h/prefix/ev%20x").unwrap(),
-            SinkUrl::Bulk {
-                base: "https://h/prefix".into(),
-                index: "ev x".into()
-            }
-        );
-        assert!(SinkUrl::parse("http://h:9200/").is_err());
-        assert_eq!(
-            SinkUrl::parse("file:///tmp/out").unwrap(),
-            SinkUrl::Files("/tmp/out".into())
-        );
-        assert_eq!(SinkUrl::parse("out").unwrap(), SinkUrl::Files("out".into()));
-        let e = SinkUrl::parse("ftp://u:secret@h/x")
-            .unwrap_err()
-            .to_string();
-        assert!(!e.contains("secret"), "{e}");
-        let SinkUrl::Dynamo(d) =
-            SinkUrl::parse("dynamodb://events?region=us-east-1&partition-key=room").unwrap()
-        else {
-            panic!("not a DynamoDB sink")
-        };
-        assert_eq!(d.table, "events");
-        assert_eq!(d.region.as_deref(), Some("us-east-1"));
-        assert_eq!(d.partition_key.as_deref(), Some("room"));
-        let e = SinkUrl::parse("dynamodb://t?region=us-east-1")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("3 to 255"), "{e}");
-    }
 }

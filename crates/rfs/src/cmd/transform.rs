@@ -8,7 +8,7 @@ use anyhow::Context;
 use engine::transform::{Shaped, Transform, Unroutable};
 use engine::{Document, Op};
 
-pub use crate::args::TransformArgs;
+use crate::args::TransformArgs;
 
 /// `rfs transform …`.
 #[derive(Debug, clap::Subcommand)]

@@ -19,18 +19,17 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use ::verify::{verify, Options, Sample};
-use connectors::listing;
+use connectors::cluster::listing;
 use connectors::lookup::Lookup;
 use connectors::{open_lookup, sink_identity, Settings, SourceShape};
 use engine::transform::Transform;
 use engine::Source;
 
-use super::common::{
-    runtime, usize_in, FilterArgs, RebuildArgs, RebuildSource, SourceArgs, TargetArgs,
-};
 use super::copy::{open_from, FromSpec};
 use super::engine::{open_snapshot, repository_settings};
+use crate::args::{usize_in, FilterArgs, RebuildArgs, RebuildSource, SourceArgs, TargetArgs};
 use crate::exit;
+use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("target", |a| a.required(false).default_value("").hide_default_value(true)))]
@@ -57,7 +56,7 @@ pub struct Args {
     )]
     pub from: Option<String>,
     #[command(flatten)]
-    pub from_conn: super::common::FromConnectionArgs,
+    pub from_conn: crate::args::FromConnectionArgs,
     #[command(flatten)]
     pub target: TargetArgs,
     /// The sink the migration wrote to, instead of --target: as `rfs copy --to` names it —
@@ -224,7 +223,7 @@ fn refuse_routing(filter: &FilterArgs, rebuild: &RebuildArgs) -> anyhow::Result<
         ("--type-route", !filter.type_route.is_empty()),
         (
             "--multi-type",
-            matches!(filter.multi_type, super::common::MultiType::Split),
+            matches!(filter.multi_type, crate::args::MultiType::Split),
         ),
         ("--index-prefix", !filter.index_prefix.is_empty()),
         ("--index-suffix", !filter.index_suffix.is_empty()),

@@ -34,8 +34,7 @@ impl FilterArgs {
             replicas: self.replicas,
             multi_type_mode: self.multi_type.into(),
             naming: self.naming()?,
-            type_routes: metadata::Options::parse_type_routes(&self.type_route)
-                .map_err(anyhow::Error::msg)?,
+            type_routes: metadata::Options::parse_type_routes(&self.type_route)?,
             convert: metadata::ConvertOptions {
                 knn_engine: self.knn_engine.map(Into::into),
                 enable_source: self.target_source == TargetSource::Enable,
@@ -50,7 +49,7 @@ impl FilterArgs {
     /// Target index names from --rename, --index-prefix and --index-suffix.
     pub fn naming(&self) -> anyhow::Result<metadata::Naming> {
         Ok(metadata::Naming {
-            renames: metadata::Naming::parse_renames(&self.rename).map_err(anyhow::Error::msg)?,
+            renames: metadata::Naming::parse_renames(&self.rename)?,
             prefix: self.index_prefix.clone(),
             suffix: self.index_suffix.clone(),
         })

@@ -7,9 +7,17 @@ use super::{
     BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
     SourceShape,
 };
-use crate::lookup::mget::MgetLookup;
-use crate::sinks::bulk::BulkSink;
-use crate::sources::cluster::{stream_metadata, ClusterSource};
+use crate::client::{client_config, with_flags};
+use crate::cluster::{stream_metadata, ClusterSource};
+
+mod dates;
+pub mod doc_values;
+mod id_scroll;
+pub mod lookup;
+pub mod sink;
+
+pub use lookup::MgetLookup;
+pub use sink::{BatchLimits, BulkSink};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "bulk",
@@ -19,8 +27,9 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     identity: |url, settings| {
         Ok(engine::job::identity_location(&sink_identity(
             url, settings,
-        )))
+        )?))
     },
+    own_settings: None,
 };
 
 /// `_mget` on the cluster (into the URL's index when it names one).
@@ -35,54 +44,48 @@ async fn lookup(
         .await
         .map_err(|e| ConnectError::new(url, e))?;
     Ok(OpenedLookup {
+        key_of: None,
         lookup: Box::new(MgetLookup::new(client)),
         index,
     })
 }
 
 /// What the sink names its target by in a migration's identity (before
-/// [`engine::job::identity_location`]): `Settings::sink_identity`, else the URL without
-/// credentials.
-fn sink_identity(url: &str, settings: &Settings) -> String {
-    settings
+/// [`engine::job::identity_location`]): with `Settings::sink_index_named`, `BASE/INDEX`
+/// (the index decoded); else `Settings::sink_identity`, else the URL without credentials.
+fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
+    if settings.sink_index_named {
+        let (base, index) = named_index(url)?;
+        return Ok(format!("{}/{index}", redact::url(&base)));
+    }
+    Ok(settings
         .sink_identity
         .clone()
-        .unwrap_or_else(|| redact::url(url))
+        .unwrap_or_else(|| redact::url(url)))
 }
 
-/// The client's configuration (credentials from the URL's userinfo) and the index the
-/// URL's path names.
-pub(crate) fn client_config(
-    url: &str,
-    tls: &cluster::TlsConfig,
-) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
+/// A URL whose path must end with the index (`Settings::sink_index_named`): the URL
+/// without it and its query (credentials kept), and the index, decoded.
+fn named_index(url: &str) -> Result<(String, String), ConnectError> {
     let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
-    let decode = |s: &str| redact::percent_decode(s).into_owned();
-    let user = decode(u.username());
-    let password = u.password().map(decode);
     let index = u
         .path_segments()
-        .and_then(|mut p| p.next_back().map(decode))
-        .filter(|i| !i.is_empty());
+        .and_then(|mut p| p.next_back().map(str::to_string))
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| {
+            ConnectError::new(
+                url,
+                "name the index as the URL's path (http://host:9200/INDEX)",
+            )
+        })?;
+    let index = redact::percent_decode(&index).into_owned();
     let path = u.path().to_string();
-    let base_path = match &index {
-        Some(_) => path[..path.rfind('/').unwrap_or(0)].to_string(),
-        None => path.trim_end_matches('/').to_string(),
-    };
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
+    let base_path = path[..path.len() - path.rsplit('/').next().unwrap_or("").len()]
+        .trim_end_matches('/')
+        .to_string();
     u.set_path(&base_path);
     u.set_query(None);
-    u.set_fragment(None);
-    let mut c = cluster::ClientConfig::new(u.to_string().trim_end_matches('/'));
-    if !user.is_empty() {
-        c.auth = cluster::Auth::Basic {
-            username: user,
-            password: password.unwrap_or_default(),
-        };
-    }
-    c.tls = tls.clone();
-    Ok((c, index))
+    Ok((u.to_string().trim_end_matches('/').to_string(), index))
 }
 
 /// [`client_config`] with what the settings add: the client the command's flags set up,
@@ -91,6 +94,9 @@ pub(crate) fn configured(
     url: &str,
     settings: &Settings,
 ) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
+    if settings.sink_index_named {
+        named_index(url)?;
+    }
     let (mut config, mut index) = client_config(url, &settings.tls)?;
     if settings.sink_path_is_base {
         let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
@@ -102,25 +108,6 @@ pub(crate) fn configured(
         index = None;
     }
     Ok((with_flags(config, settings.sink_client.as_ref()), index))
-}
-
-/// `from_url` (a [`client_config`]) with what a command's flags set up (`flags`, whose
-/// `urls` are not used): the flags' client with the URL's base; the URL's userinfo
-/// applies when the flags authenticate no way of their own (an authentication flag wins
-/// over it).
-pub(crate) fn with_flags(
-    from_url: cluster::ClientConfig,
-    flags: Option<&cluster::ClientConfig>,
-) -> cluster::ClientConfig {
-    let Some(flags) = flags else {
-        return from_url;
-    };
-    let mut config = flags.clone();
-    config.urls = from_url.urls;
-    if matches!(config.auth, cluster::Auth::None) {
-        config.auth = from_url.auth;
-    }
-    config
 }
 
 async fn open(
@@ -144,8 +131,9 @@ async fn open(
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
     Ok(OpenedSink {
+        key_of: None,
         sink: BoxedSink::new(
-            BulkSink::new(sender, settings.batch, sink_identity(url, settings))
+            BulkSink::new(sender, settings.batch, sink_identity(url, settings)?)
                 .with_create_only(streams),
         ),
         index,

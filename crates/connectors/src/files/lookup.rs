@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use crate::lookup::{Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
 use engine::lookup::exact::Exact;
 use engine::lookup::ids::IdRuns;
 

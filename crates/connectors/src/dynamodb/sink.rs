@@ -32,31 +32,12 @@ use dynamo::{
 use pacing::{RateLimiter, RetryPolicy};
 use sigv4::AwsCredentials;
 
-use engine::columns::{ColumnShape, ColumnShapes};
 use engine::document::{Document, Op};
 use engine::error::SinkError;
 pub use engine::sink::BatchLimits;
 use engine::sink::{Delivered, Refusal, Sink, SinkWriter};
 
-/// A column's shape as the item mapping's hint.
-fn hint_of(shape: ColumnShape) -> dynamo::ColumnHint {
-    match shape {
-        ColumnShape::String => dynamo::ColumnHint::String,
-        ColumnShape::Number => dynamo::ColumnHint::Number,
-        ColumnShape::Bool => dynamo::ColumnHint::Bool,
-        ColumnShape::Binary => dynamo::ColumnHint::Binary,
-        ColumnShape::Time => dynamo::ColumnHint::Time,
-        ColumnShape::Json => dynamo::ColumnHint::Json,
-    }
-}
-
-/// A row source's column shapes as the item mapping's hints.
-pub fn hints_of(columns: &ColumnShapes) -> ColumnHints {
-    columns
-        .iter()
-        .map(|(name, shape)| (name.clone(), hint_of(*shape)))
-        .collect()
-}
+pub use crate::hints::hints_of;
 
 /// Where the items go: `dynamodb://TABLE?region=R[&endpoint=URL][&partition-key=COL][&sort-key=COL]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -762,6 +743,7 @@ pub fn sink_error(e: DynamoError) -> SinkError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::columns::{ColumnShape, ColumnShapes};
 
     #[test]
     fn sink_urls_print_back_to_what_they_parse_from() {

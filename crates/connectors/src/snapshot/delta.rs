@@ -28,7 +28,7 @@ use engine::document::{Document, Op, Read};
 use engine::error::SourceError;
 use engine::source::DeltaTotals;
 
-use super::snapshot::emit_documents;
+use super::source::emit_documents;
 
 /// What [`snapshot::DeltaStats`] says, in the engine's terms.
 pub fn totals(delta: &ShardDelta) -> DeltaTotals {
@@ -54,7 +54,7 @@ pub fn read_shard(
     first: u64,
     emit: &mut dyn FnMut(Read) -> bool,
 ) -> Result<(), SourceError> {
-    let err = |e: snapshot::Error| super::snapshot::source_error("reading the delta".into(), e);
+    let err = |e: snapshot::Error| super::source::source_error("reading the delta".into(), e);
     let deletes_at = new.max_doc();
     let mut indexed = KeySet::default();
     let deletes = if first >= deletes_at {
@@ -102,7 +102,7 @@ pub fn read_shard(
         }
         delta.deletes(old, new, &indexed).map_err(err)?
     };
-    let mut types = super::snapshot::TypeNames::default();
+    let mut types = super::source::TypeNames::default();
     for k in deletes {
         let position = deletes_at + k.global_doc_id;
         if position < first {

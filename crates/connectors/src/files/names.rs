@@ -23,7 +23,7 @@ const HASH_DIGITS: usize = 12;
 /// [`MAX_FILE_NAME_BYTES`] bytes (cut on a character boundary).
 ///
 /// ```
-/// use connectors::naming::file_name_for;
+/// use connectors::files::file_name_for;
 /// assert_eq!(file_name_for("books"), "books");
 /// assert!(file_name_for("../bk").starts_with("_._bk~"));
 /// assert!(!file_name_for("a/b").contains('/'));

@@ -1,5 +1,5 @@
 //! The file sink: documents as JSON lines or `_bulk` bodies, one file per target index in
-//! a directory (names made safe by [`crate::naming::file_name_for`]) or all to stdout.
+//! a directory (names made safe by [`super::names::file_name_for`]) or all to stdout.
 //! What `rfs export` writes; no cluster needed.
 
 use std::collections::{BTreeMap, HashMap};
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use cluster::{BulkAction, BulkEncoder, EntryKeys, OpType, ProductVersion, Target};
 
-use crate::naming::file_name_for;
+use super::names::file_name_for;
 use engine::document::{Document, Op};
 use engine::error::SinkError;
 use engine::sink::BatchLimits;

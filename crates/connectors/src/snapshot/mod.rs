@@ -9,7 +9,10 @@ use super::{
     blocking, split_query, BoxedSource, ConnectError, OpenedSource, Routed, Settings,
     SourceConnector,
 };
-use crate::sources::snapshot::SnapshotSource;
+mod delta;
+pub mod source;
+
+pub use source::{SnapshotOptions, SnapshotSource};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "snapshot",
@@ -134,6 +137,7 @@ fn open_blocking(
         removed,
     });
     Ok(OpenedSource {
+        key_check: None,
         source: BoxedSource::new(Arc::new(source)),
         kind: "snapshot",
         key_column: None,

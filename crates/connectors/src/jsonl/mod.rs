@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
-use crate::sources::jsonl::{holds_lines, JsonlSource};
+pub mod source;
+
+use source::holds_lines;
+pub use source::{JsonlOptions, JsonlSource};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "jsonl",
@@ -40,6 +43,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         let source = JsonlSource::open(store, jsonl).map_err(|e| ConnectError::new(&url2, e))?;
         let groups = source.files().iter().map(|(n, _)| n.clone()).collect();
         Ok(OpenedSource {
+            key_check: None,
             source: BoxedSource::new(Arc::new(source)),
             kind: "jsonl",
             key_column: None,

@@ -12,7 +12,8 @@ use cluster::{encode_segment, Client, ClusterError, Method};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{doc_values, id_scroll, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use super::{doc_values, id_scroll};
+use crate::lookup::{Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
 use engine::lookup::exact::Exact;
 use engine::lookup::ids::IdRuns;
 use engine::lookup::Compared;

@@ -67,7 +67,7 @@ pub fn cluster_of(
             password: password.unwrap_or_default(),
         };
     }
-    let config = crate::bulk::with_flags(config, flags);
+    let config = crate::client::with_flags(config, flags);
     let client = Client::new(config).map_err(|e| bad(e.to_string()))?;
     Ok((client, pattern))
 }

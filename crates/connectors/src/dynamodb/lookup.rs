@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{ExpectedError, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
+use crate::lookup::{ExpectedError, Held, Keeps, Lookup, LookupError, LookupFuture, Wanted};
 use engine::lookup::exact::Exact;
 use engine::lookup::ids::IdRuns;
 

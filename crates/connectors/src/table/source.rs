@@ -35,7 +35,9 @@ use engine::columns::{ColumnShape, ColumnShapes};
 use engine::document::{Document, Op, Read, Skip};
 use engine::error::SourceError;
 use engine::source::{GroupTotals, Plan, Source, Totals};
-use engine::transform::{Shaped, Transform, Unroutable};
+
+use crate::keys::{KeyCheck, UniqueFuture};
+use crate::ConnectError;
 
 fn shape(kind: &ColumnKind) -> ColumnShape {
     match kind.json_shape() {
@@ -552,119 +554,33 @@ pub fn null_key_position(n: u64) -> String {
     format!("{NULL_KEYS_DONE} {n:020}")
 }
 
-/// What identifies a row where it is written, besides its `_id`: the values of the DynamoDB
-/// key attributes as the sink would write them (`None`: the row has none that can be read).
-pub type KeyOf = Arc<dyn Fn(&Document) -> Option<String> + Send + Sync>;
-
-/// A program in front of the table's rows must not change what a row is written under:
-/// its `_id` (a cluster's or the files' id) and the sink's key (`key_of`, DynamoDB). Rows
-/// are unique by the key the run checked (the key column; the key mapping, proved unique
-/// in the catalog), but a program's output is not: two rows given one key would overwrite
-/// each other, in different batches where no sink can see it. So a row whose outputs
-/// change that key, or that yields two documents under one key, is skipped with reason
-/// `key_changed` (failure log, exit 7), never delivered. `--allow-key-collisions` lets a
-/// program compute keys; then overwrites across batches are not seen (README).
-pub struct KeyGuard {
-    inner: Arc<dyn Transform>,
-    key_of: Option<KeyOf>,
-}
-
-impl KeyGuard {
-    pub fn new(inner: Arc<dyn Transform>, key_of: Option<KeyOf>) -> KeyGuard {
-        KeyGuard { inner, key_of }
+impl KeyCheck for TableSource {
+    fn group(&self) -> String {
+        TableSource::group(self).to_string()
     }
 
-    /// Why the outputs of a row of id `id` and key `key` overwrite other rows' (`None`: they
-    /// do not).
-    fn changed(&self, id: &str, key: &Option<String>, outputs: &[Document]) -> Option<String> {
-        let mut seen = std::collections::BTreeSet::new();
-        for d in outputs {
-            if d.id != id {
-                return Some(format!(
-                    "the program changed the id {id:?} to {:?}: rows of one id would overwrite each other (--allow-key-collisions writes anyway)",
-                    d.id
-                ));
-            }
-            let out_key = match &self.key_of {
-                Some(k) => {
-                    let out_key = k(d);
-                    // No key the sink can write under: it refuses the document itself.
-                    if out_key.is_none() {
-                        continue;
-                    }
-                    if out_key != *key {
-                        return Some(format!(
-                            "the program changed the row's key {} to {}: rows of one key would overwrite each other (--allow-key-collisions writes anyway)",
-                            key.as_deref().unwrap_or("(none)"),
-                            out_key.as_deref().unwrap_or("(none)")
-                        ));
-                    }
-                    String::new()
-                }
-                None => d.index.to_string(),
-            };
-            if !seen.insert(out_key) {
-                return Some(format!(
-                    "the program yields two documents under the key of row {id:?}: one would overwrite the other"
-                ));
-            }
-        }
-        None
-    }
-}
-
-impl Transform for KeyGuard {
-    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
-        self.inner.apply(doc)
+    fn key_attribute(&self) -> String {
+        TableSource::key_attribute(self)
     }
 
-    fn reshapes(&self) -> bool {
-        // Always the checked path: `apply` has no way to refuse a document.
-        true
+    fn column_written_as(&self, attr: &str) -> Option<String> {
+        self.table().column_written_as(attr).map(|c| c.name.clone())
     }
 
-    fn program_identity(&self) -> Option<String> {
-        self.inner.program_identity()
+    fn written_columns(&self) -> Vec<String> {
+        self.table()
+            .written_columns()
+            .map(|(_, n)| n.to_string())
+            .collect()
     }
 
-    fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
-        let id = doc.id.clone();
-        let key = self.key_of.as_ref().and_then(|k| k(&doc));
-        let kept = Skip::of(doc.clone(), "key_changed", String::new());
-        let start = out.len();
-        let shaped = self.inner.apply_all(doc, out)?;
-        if let Some(why) = self.changed(&id, &key, &out[start..]) {
-            out.truncate(start);
-            return Err(Box::new(Skip {
-                detail: why,
-                ..kept
-            }));
-        }
-        Ok(shaped)
+    fn unique_over<'a>(&'a self, columns: &'a [String]) -> UniqueFuture<'a> {
+        Box::pin(async move {
+            let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+            self.table()
+                .unique_over(&columns)
+                .await
+                .map_err(ConnectError::of)
+        })
     }
-}
-
-/// The [`KeyOf`] of a DynamoDB sink: the key attributes `attrs` of the item a document
-/// becomes (converted as the sink converts it, with `hints`). `None` when the item has no
-/// such key (an attribute missing, empty or of another type than the key's): the sink
-/// refuses that document itself (`missing_key`, `key_type_mismatch`), it overwrites none.
-pub fn dynamo_key_of(hints: dynamo::ColumnHints, attrs: Vec<String>) -> KeyOf {
-    Arc::new(move |doc: &Document| {
-        let item = dynamo::row_to_item(&doc.source, &hints).ok()?;
-        let mut parts = Vec::with_capacity(attrs.len());
-        for a in &attrs {
-            let want = hints.get(a).map_or(dynamo::KeyType::S, |h| h.key_type());
-            let text = match (item.get(a)?, want) {
-                (dynamo::AttributeValue::S(v), dynamo::KeyType::S) => v.clone(),
-                (dynamo::AttributeValue::N(v), dynamo::KeyType::N) => v.clone(),
-                (dynamo::AttributeValue::B(v), dynamo::KeyType::B) => format!("{v:?}"),
-                _ => return None,
-            };
-            if text.is_empty() {
-                return None;
-            }
-            parts.push(format!("{a}={text}"));
-        }
-        Some(parts.join(", "))
-    })
 }

@@ -9,21 +9,36 @@ use super::{
     BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
     SourceShape,
 };
-use crate::lookup::dynamo::DynamoLookup;
-use crate::sinks::dynamo::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
+mod keys;
+pub mod lookup;
+mod options;
+mod preflight;
+pub mod sink;
+
+pub use keys::dynamo_key_of;
+pub use lookup::DynamoLookup;
+pub use options::{DynamoOptions, DynamoSettings};
+pub use preflight::check_key_unique;
+pub use sink::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "dynamodb",
     schemes: &["dynamodb"],
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
-    identity: |url, _settings| Ok(parse(url)?.display()),
+    identity: |url, settings| Ok(DynamoOptions::parse(url, settings)?.url.display()),
+    own_settings: Some(|settings| settings.dynamodb.refuse_elsewhere()),
 };
 
-/// The URL parsed (its errors without secrets).
-fn parse(url: &str) -> Result<DynamoUrl, ConnectError> {
-    DynamoUrl::parse(url)
-        .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))
+/// The key a row of a source with a key column is written under (its key attributes as
+/// the sink writes them); `None` for documents.
+fn key_of(url: &DynamoUrl, shape: &SourceShape) -> Option<crate::KeyOf> {
+    let key_column = shape.key_column.clone()?;
+    let partition = url.partition_key.clone().unwrap_or(key_column);
+    let attrs = std::iter::once(partition)
+        .chain(url.sort_key.clone())
+        .collect();
+    Some(dynamo_key_of(shape.hints.clone(), attrs))
 }
 
 /// `BatchGetItem` on the table, documents converted as the sink converts them; the table
@@ -33,12 +48,11 @@ async fn lookup(
     settings: &Settings,
     shape: &SourceShape,
 ) -> Result<OpenedLookup, ConnectError> {
-    let settings = Settings {
-        create_table: false,
-        ..settings.clone()
-    };
-    let sink = connect(url, &settings, shape).await?;
+    let mut options = DynamoOptions::parse(url, settings)?;
+    options.create_table = false;
+    let sink = connect(&options, settings, shape).await?;
     Ok(OpenedLookup {
+        key_of: key_of(&options.url, shape),
         lookup: Box::new(DynamoLookup::new(
             sink.client().clone(),
             sink.table(),
@@ -55,8 +69,16 @@ async fn open(
     settings: &Settings,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let sink = connect(url, settings, &source.shape()).await?;
+    let options = DynamoOptions::parse(url, settings)?;
+    // A table's key mapping must be unique in it: checked before the table is created
+    // or a row read.
+    if let Some(check) = &source.key_check {
+        check_key_unique(&options.url, check.as_ref(), options.allow_key_collisions).await?;
+    }
+    let shape = source.shape();
+    let sink = connect(&options, settings, &shape).await?;
     Ok(OpenedSink {
+        key_of: key_of(&options.url, &shape),
         sink: BoxedSink::new(sink),
         index: None,
         target_client: None,
@@ -64,13 +86,13 @@ async fn open(
 }
 
 async fn connect(
-    url: &str,
+    options: &DynamoOptions,
     settings: &Settings,
     source: &SourceShape,
 ) -> Result<DynamoSink, ConnectError> {
-    let parsed = parse(url)?;
+    let parsed = &options.url;
     let options = DynamoSinkOptions {
-        create_table: settings.create_table,
+        create_table: options.create_table,
         // Documents: partition key `_index`, sort key `_id` (documents of several indices
         // share a table); a table's rows: its key column.
         key_column: Some(source.key_column.clone().unwrap_or_else(|| "_index".into())),
@@ -87,7 +109,7 @@ async fn connect(
         throttle_budget: settings.dynamo_throttle_budget,
         ..DynamoSinkOptions::default()
     };
-    DynamoSink::connect(&parsed, options)
+    DynamoSink::connect(parsed, options)
         .await
         .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))
 }

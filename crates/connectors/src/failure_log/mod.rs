@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
-use crate::sources::failure_log::{FailureLogSource, GROUP};
+pub mod source;
+
+pub use source::{FailureLogSource, GROUP, NO_SOURCE, SKIPPED_BY_SOURCE};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "failure-log",
@@ -38,6 +40,7 @@ async fn open(url: &str, _settings: &Settings) -> Result<OpenedSource, ConnectEr
             Vec::new()
         };
         Ok(OpenedSource {
+            key_check: None,
             source: BoxedSource::new(Arc::new(source)),
             kind: "failure-log",
             key_column: None,

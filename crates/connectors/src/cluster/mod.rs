@@ -6,7 +6,11 @@
 use std::sync::Arc;
 
 use super::{BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
-use crate::sources::cluster::ClusterSource;
+pub mod listing;
+pub mod source;
+
+pub use source::{stream_metadata, LeftOut, LiveStream};
+pub use source::{ClusterSource, ClusterSourceOptions};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "cluster",
@@ -17,8 +21,8 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
 };
 
 async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
-    let (config, pattern) = super::bulk::client_config(url, &Default::default())?;
-    let config = super::bulk::with_flags(config, settings.source_client.as_ref());
+    let (config, pattern) = crate::client::client_config(url, &Default::default())?;
+    let config = crate::client::with_flags(config, settings.source_client.as_ref());
     let pattern = pattern.ok_or_else(|| {
         ConnectError::new(
             url,
@@ -42,6 +46,7 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
         None
     };
     Ok(OpenedSource {
+        key_check: None,
         source: BoxedSource::new(Arc::new(source)),
         kind: "cluster",
         key_column: None,

@@ -8,8 +8,13 @@ use super::{
     blocking, split_query, BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource,
     Settings, SinkConnector,
 };
-use crate::lookup::files::FileLookup;
-use crate::sinks::files::{FileFormat, FileSink, Output};
+pub mod lookup;
+mod names;
+pub mod sink;
+
+pub use lookup::FileLookup;
+pub use names::file_name_for;
+pub use sink::{FileFormat, FileSink, Output};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "files",
@@ -17,6 +22,7 @@ pub(super) const SINK: SinkConnector = SinkConnector {
     open: |url, settings, source| Box::pin(open(url, settings, source)),
     lookup: |url, settings, _shape| Box::pin(lookup(url, settings)),
     identity: |url, settings| Ok(location(url, settings)?.0.identity()),
+    own_settings: None,
 };
 
 /// The directory's files (both formats) read once.
@@ -36,6 +42,7 @@ async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectE
     })
     .await?;
     Ok(OpenedLookup {
+        key_of: None,
         lookup: Box::new(files),
         index: None,
     })
@@ -108,6 +115,7 @@ fn files(
         sink = sink.with_tag(tag);
     }
     Ok(OpenedSink {
+        key_of: None,
         sink: BoxedSink::new(sink),
         index: None,
         target_client: None,
