@@ -369,38 +369,50 @@ fn write_json(out: &mut Vec<u8>, v: &Val) -> bool {
     true
 }
 
+/// Bytes a text string writes escaped: control characters, `"`, `\\` and DEL.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0x7f] = true;
+    t
+};
+
 /// A text string with jaq's escapes: `\b \f \t \n \r \\ \"`, other control characters
 /// and DEL as `\u00XX` (lower-case hex); `false` for text that is not UTF-8.
 fn write_text(out: &mut Vec<u8>, b: &[u8]) -> bool {
     if std::str::from_utf8(b).is_err() {
         return false;
     }
+    out.reserve(b.len() + 2);
     out.push(b'"');
-    let mut plain = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let escape: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f | 0x7f => b"",
-            _ => continue,
-        };
-        out.extend_from_slice(&b[plain..i]);
-        plain = i + 1;
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(c >> 4)]);
-            out.push(HEX[usize::from(c & 0xf)]);
-        } else {
-            out.extend_from_slice(escape);
+    let mut rest = b;
+    while let Some(at) = rest.iter().position(|&c| NEEDS_ESCAPE[usize::from(c)]) {
+        out.extend_from_slice(&rest[..at]);
+        let c = rest[at];
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(c >> 4)]);
+                out.push(HEX[usize::from(c & 0xf)]);
+            }
         }
+        rest = &rest[at + 1..];
     }
-    out.extend_from_slice(&b[plain..]);
+    out.extend_from_slice(rest);
     out.push(b'"');
     true
 }
