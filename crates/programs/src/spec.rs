@@ -49,10 +49,13 @@ pub enum ProgramError {
 }
 
 /// What kind of program a text is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
     Jq,
-    TransformerConfig,
+    /// Script files the configuration names are found from `base`.
+    TransformerConfig {
+        base: PathBuf,
+    },
 }
 
 /// A program's text, read once from where its spec says, with where it came from.
@@ -62,8 +65,6 @@ pub struct Program {
     text: String,
     /// The option (and file) the text came from, for errors.
     origin: String,
-    /// Where relative script files of a transformer config are found.
-    base: PathBuf,
 }
 
 impl ProgramSpec {
@@ -87,27 +88,23 @@ impl ProgramSpec {
                 Err(source) => Err(ProgramError::Read { origin, source }),
             }
         };
-        let cwd = || std::env::current_dir().unwrap_or_default();
-        let (kind, (text, origin), base) = match self {
-            ProgramSpec::Jq(t) => (Kind::Jq, (t.clone(), flag.to_string()), cwd()),
-            ProgramSpec::JqFile(f) => (Kind::Jq, read(f)?, cwd()),
+        let ((text, origin), kind) = match self {
+            ProgramSpec::Jq(t) => ((t.clone(), flag.to_string()), Kind::Jq),
+            ProgramSpec::JqFile(f) => (read(f)?, Kind::Jq),
             ProgramSpec::TransformerConfig(t) => (
-                Kind::TransformerConfig,
                 (t.clone(), flag.to_string()),
-                cwd(),
+                Kind::TransformerConfig {
+                    base: std::env::current_dir().unwrap_or_default(),
+                },
             ),
             ProgramSpec::TransformerConfigFile(f) => (
-                Kind::TransformerConfig,
                 read(f)?,
-                f.parent().map(PathBuf::from).unwrap_or_default(),
+                Kind::TransformerConfig {
+                    base: f.parent().map(PathBuf::from).unwrap_or_default(),
+                },
             ),
         };
-        Ok(Program {
-            kind,
-            text,
-            origin,
-            base,
-        })
+        Ok(Program { kind, text, origin })
     }
 }
 
@@ -117,7 +114,7 @@ impl Program {
     pub fn identity(&self) -> String {
         let kind = match self.kind {
             Kind::Jq => "jq",
-            Kind::TransformerConfig => "doc-transformer-config",
+            Kind::TransformerConfig { .. } => "doc-transformer-config",
         };
         engine::job::program_digest(kind, &self.text)
     }
@@ -126,12 +123,10 @@ impl Program {
     /// top-level fields (or sets `_index`) runs on the raw `_source` without building the
     /// document ([`FieldEdits`]).
     pub fn compile(&self) -> Result<Arc<dyn DocumentProgram>, ProgramError> {
-        match self.kind {
-            Kind::TransformerConfig => Ok(transformer_config::parse(
-                &self.text,
-                &self.origin,
-                &self.base,
-            )?),
+        match &self.kind {
+            Kind::TransformerConfig { base } => {
+                Ok(transformer_config::parse(&self.text, &self.origin, base)?)
+            }
             Kind::Jq => {
                 let p = Arc::new(JqProgram::compile(&self.text).map_err(|source| {
                     ProgramError::Jq {
