@@ -309,7 +309,8 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
     Ok(Output::Doc(doc))
 }
 
-/// `v` as JSON text, byte for byte as its `Display` writes it, but written straight into
+/// `v` as JSON text, byte for byte as its `Display` writes it (but for numbers that are not
+/// finite, see [`write_json`]), written straight into
 /// bytes: `Display` goes through `fmt` and a lossy UTF-8 pass per string, a quarter of a
 /// general program's time in `scripts/bench-e2e ONLY=transforms`. What this writer does
 /// not take (a byte string, text that is not UTF-8) falls back to `Display`.
@@ -323,12 +324,21 @@ pub fn json_bytes(v: &Val, size_hint: usize) -> Bytes {
 }
 
 /// Appends `v` as JSON text; `false` (with `out` partly written) for a value only `Display`
-/// writes.
-fn write_json(out: &mut Vec<u8>, v: &Val) -> bool {
+/// writes. A number that is not finite, which `Display` writes as `NaN` or `Infinity` (not
+/// JSON, so a target would refuse the document), is written as jq writes it.
+pub(crate) fn write_json(out: &mut Vec<u8>, v: &Val) -> bool {
     match v {
         Val::Null => out.extend_from_slice(b"null"),
         Val::Bool(true) => out.extend_from_slice(b"true"),
         Val::Bool(false) => out.extend_from_slice(b"false"),
+        // not JSON: jq's way (`nan` prints as null, `infinite` as the largest double)
+        Val::Num(jaq_json::Num::Float(x)) if !x.is_finite() => out.extend_from_slice(if x.is_nan() {
+            b"null"
+        } else if *x > 0.0 {
+            b"1.7976931348623157e+308"
+        } else {
+            b"-1.7976931348623157e+308"
+        }),
         Val::Num(n) => {
             use std::io::Write as _;
             if write!(out, "{n}").is_err() {
@@ -478,6 +488,20 @@ mod tests {
             let fast = json_bytes(&val, 0);
             proptest::prop_assert_eq!(std::str::from_utf8(&fast).unwrap(), val.to_string());
         }
+    }
+
+    #[test]
+    fn numbers_that_are_not_finite_are_written_as_jq_writes_them() {
+        let p = JqProgram::compile(
+            "._source.up = (._source.n / 0) | ._source.down = (0 - ._source.n / 0) | ._source.nan = (._source.n / 0 - ._source.n / 0)",
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        p.reshape(&doc(r#"{"n":1.5}"#), &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out[0].source).unwrap();
+        assert_eq!(v["up"].as_f64(), Some(f64::MAX), "{v}");
+        assert_eq!(v["down"].as_f64(), Some(f64::MIN), "{v}");
+        assert!(v["nan"].is_null(), "{v}");
     }
 
     #[test]
