@@ -332,13 +332,15 @@ pub(crate) fn write_json(out: &mut Vec<u8>, v: &Val) -> bool {
         Val::Bool(true) => out.extend_from_slice(b"true"),
         Val::Bool(false) => out.extend_from_slice(b"false"),
         // not JSON: jq's way (`nan` prints as null, `infinite` as the largest double)
-        Val::Num(jaq_json::Num::Float(x)) if !x.is_finite() => out.extend_from_slice(if x.is_nan() {
-            b"null"
-        } else if *x > 0.0 {
-            b"1.7976931348623157e+308"
-        } else {
-            b"-1.7976931348623157e+308"
-        }),
+        Val::Num(jaq_json::Num::Float(x)) if !x.is_finite() => {
+            out.extend_from_slice(if x.is_nan() {
+                b"null"
+            } else if *x > 0.0 {
+                b"1.7976931348623157e+308"
+            } else {
+                b"-1.7976931348623157e+308"
+            })
+        }
         Val::Num(n) => {
             use std::io::Write as _;
             if write!(out, "{n}").is_err() {
