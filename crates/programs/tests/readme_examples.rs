@@ -45,10 +45,10 @@ fn doc(source: &str) -> Document {
     }
 }
 
-fn outputs(
-    p: &dyn DocumentProgram,
-    d: &Document,
-) -> Result<Vec<(String, String, Option<String>, serde_json::Value)>, String> {
+/// One output: index, id, routing and `_source`.
+type Output = (String, String, Option<String>, serde_json::Value);
+
+fn outputs(p: &dyn DocumentProgram, d: &Document) -> Result<Vec<Output>, String> {
     let mut out = Vec::new();
     p.reshape(d, &mut out).map_err(|e| e.0)?;
     Ok(out
