@@ -10,10 +10,12 @@
 //!   written from the document (`._source.a.b`);
 //! - STEP is `PATH = EXPR`, `PATH |= NAME` or `PATH |= NAME("text")` (a function of the
 //!   value at PATH, run by jq itself on that value alone), `PATH op= LITERAL` (`op` one of
-//!   `+ - * / %`) or `del(PATH, …)`;
+//!   `+ - * / %`), `del(PATH, …)`, `if COND then STEPS (elif COND then STEPS)* (else
+//!   STEPS)? end` (`.` for no steps) or, outside `._source |= ( … )`, `select(COND)`;
 //! - EXPR is a path, a literal (`"text"`, a number, `true`, `false`, `null`), arithmetic
-//!   over them (`+ - * / %`, parentheses) and `EXPR // EXPR`, with the precedence of the
-//!   interpreter, jaq (where `%` binds tighter than `*`, and `//` tighter than `=`);
+//!   over them (`+ - * / %`, parentheses), comparisons (`== != < <= > >=`), `and`, `or`
+//!   and `EXPR // EXPR`, with the precedence of the interpreter, jaq (where `%` binds
+//!   tighter than `*`, `==` looser than `<`, and `//` tighter than `=`); a COND is an EXPR;
 //! - `._source |= del(…)` (one step: `|=` binds tighter than `|`);
 //! - `._index = "name"`.
 //!
@@ -26,7 +28,9 @@
 //! or does not yield exactly one value; a delete — goes to jq too, so the outputs are the
 //! same documents either way (keys may be in another order; JSON objects have none).
 //! Values the steps do not change are kept byte for byte, where jq may print a number
-//! anew (`-0` as `0`).
+//! anew (`-0` as `0`). One difference on purpose: a string times a number that would be
+//! longer than [`MAX_REPEAT`] is the document's transform error here, where the interpreter
+//! would try to build it.
 
 use std::ops::Range;
 use std::sync::Arc;

@@ -119,9 +119,9 @@ impl Program {
         engine::job::program_digest(kind, &self.text)
     }
 
-    /// The compiled program. A jq program that only renames, copies, sets or deletes
-    /// top-level fields (or sets `_index`) runs on the raw `_source` without building the
-    /// document ([`FieldEdits`]).
+    /// The compiled program. A jq program of the common forms (fields set, computed,
+    /// updated or deleted at any depth, conditions, `_index` set) runs on the raw `_source`
+    /// without building the document ([`FieldEdits`]).
     pub fn compile(&self) -> Result<Arc<dyn DocumentProgram>, ProgramError> {
         match &self.kind {
             Kind::TransformerConfig { base } => {
