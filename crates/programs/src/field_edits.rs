@@ -29,7 +29,7 @@
 //! same documents either way (keys may be in another order; JSON objects have none).
 //! Values the steps do not change are kept byte for byte, where jq may print a number
 //! anew (`-0` as `0`). One difference on purpose: a string times a number that would be
-//! longer than [`MAX_REPEAT`] is the document's transform error here, where the interpreter
+//! longer than 64 MiB is the document's transform error here, where the interpreter
 //! would try to build it.
 
 use std::ops::Range;

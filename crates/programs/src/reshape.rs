@@ -310,7 +310,7 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
 }
 
 /// `v` as JSON text, byte for byte as its `Display` writes it (but for numbers that are not
-/// finite, see [`write_json`]), written straight into
+/// finite, see `write_json`), written straight into
 /// bytes: `Display` goes through `fmt` and a lossy UTF-8 pass per string, a quarter of a
 /// general program's time in `scripts/bench-e2e ONLY=transforms`. What this writer does
 /// not take (a byte string, text that is not UTF-8) falls back to `Display`.
