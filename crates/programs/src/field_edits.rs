@@ -17,7 +17,7 @@
 //!   and `EXPR // EXPR`, with the precedence of the interpreter, jaq (where `%` binds
 //!   tighter than `*`, `==` looser than `<`, and `//` tighter than `=`); a COND is an EXPR;
 //! - `._source |= del(…)` (one step: `|=` binds tighter than `|`);
-//! - `._index = "name"`.
+//! - `._index = "name"`, `._id = EXPR`, `._routing = EXPR`.
 //!
 //! Field names are identifiers or `."quoted"` names without escapes. Values are computed
 //! with the interpreter's own operations on its own values, and written by the same writer
@@ -57,6 +57,10 @@ enum Step {
     Delete(Vec<Path>),
     /// `_index = "name"`.
     Index(String),
+    /// `_id = EXPR`.
+    Id(Expr),
+    /// `_routing = EXPR`.
+    Routing(Expr),
     /// `select(COND)`: the document goes on when COND holds, else it is filtered out.
     Select(Expr),
     /// `if COND then STEPS (elif COND then STEPS)* (else STEPS)? end`; `.` is no steps.
@@ -216,8 +220,8 @@ impl FieldEdits {
             _ => return Err(Stop::Jq),
         }
         let mut fields = object(src, 0..src.len()).ok_or(Stop::Jq)?;
-        let mut index = None;
-        if !run(&self.steps, &mut fields, src, &mut index)? {
+        let mut meta = Meta::default();
+        if !run(&self.steps, &mut fields, src, &mut meta)? {
             return Ok(Edited::Filtered);
         }
         let mut buf = Vec::with_capacity(src.len() + 32);
@@ -225,10 +229,12 @@ impl FieldEdits {
         Ok(Edited::Doc(Document {
             position: doc.position.clone(),
             op: doc.op,
-            index: index.map_or_else(|| doc.index.clone(), |n| Arc::from(n.as_str())),
-            id: doc.id.clone(),
+            index: meta
+                .index
+                .map_or_else(|| doc.index.clone(), |n| Arc::from(n.as_str())),
+            id: meta.id.unwrap_or_else(|| doc.id.clone()),
             doc_type: doc.doc_type.clone(),
-            routing: doc.routing.clone(),
+            routing: meta.routing.unwrap_or_else(|| doc.routing.clone()),
             source: Bytes::from(buf),
         }))
     }
@@ -255,16 +261,34 @@ enum Stop {
     Refuse(String),
 }
 
+/// What the steps set besides `_source`.
+#[derive(Default)]
+struct Meta<'a> {
+    index: Option<&'a String>,
+    id: Option<String>,
+    routing: Option<Option<String>>,
+}
+
 /// Runs `steps` on the fields; `Ok(false)` when a `select` filtered the document out.
 fn run<'a>(
     steps: &'a [Step],
     fields: &mut Vec<Field<'a>>,
     src: &'a [u8],
-    index: &mut Option<&'a String>,
+    meta: &mut Meta<'a>,
 ) -> Result<bool, Stop> {
     for s in steps {
         match s {
-            Step::Index(name) => *index = Some(name),
+            Step::Index(name) => meta.index = Some(name),
+            // a value the output could not carry is jq's error
+            Step::Id(expr) => {
+                meta.id =
+                    Some(crate::reshape::id_of(&eval(expr, fields, src)?).map_err(|_| Stop::Jq)?);
+            }
+            Step::Routing(expr) => {
+                meta.routing = Some(
+                    crate::reshape::routing_of(&eval(expr, fields, src)?).map_err(|_| Stop::Jq)?,
+                );
+            }
             Step::Delete(paths) => {
                 for p in paths {
                     let (last, parents) = p.split_last().ok_or(Stop::Jq)?;
@@ -306,7 +330,7 @@ fn run<'a>(
                         break;
                     }
                 }
-                if !run(chosen, fields, src, index)? {
+                if !run(chosen, fields, src, meta)? {
                     return Ok(false);
                 }
             }
@@ -1055,6 +1079,16 @@ impl Parser {
                 _ => None,
             };
         }
+        if !inner && (target == ["_id"] || target == ["_routing"]) {
+            self.eat(&Token::Assign)?;
+            let expr = self.alternative(inner)?;
+            out.push(if target[0] == "_id" {
+                Step::Id(expr)
+            } else {
+                Step::Routing(expr)
+            });
+            return Some(());
+        }
         self.i = start;
         let to = self.field(inner)?;
         let step = match self.peek()?.clone() {
@@ -1265,7 +1299,7 @@ mod tests {
             "._source.a = (._source.b // 1) | 2",
             "._source.a = (._source.b | not)",
             "if ._source.a then 1 else . end",
-            "if ._source.a then ._source.b = 1 end | ._id = 1",
+            "if ._source.a then ._source.b = 1 end | ._type = 1",
             "._source.a |= . + 1",
             "._source.a //= 1",
             "._source.a += ._source.b",
@@ -1273,7 +1307,7 @@ mod tests {
             "._source |= (.a = 1) | ._source.b = [1]",
             "._source.a |= if . then 1 else 2 end",
             "._source.a.[0] = 1",
-            "._id = ._source.k",
+            "._id = ._source.k | ._source.x = ._id",
             "del(._source.a), del(._source.b)",
             "._source.a = \"\\(.x)\"",
             "._source.a == ._source.b",
@@ -1311,6 +1345,8 @@ mod tests {
             "._source |= (if .qty >= .price then .a = .qty elif .n <= 1 then del(.n) else .b = (.n == .qty) end)",
             "if ._source.customer.name then ._index = \"named\" | select(._source.n) end",
             "._source.flag = (._source.qty > 1 == ._source.n < 2)",
+            "._id = ._source.customer.name | ._routing = ._source.qty",
+            "if ._source.qty < 500 then ._index = \"old\" | ._routing = ._source.n else . end",
         ];
 
         fn number() -> impl Strategy<Value = String> {

@@ -203,6 +203,40 @@ pub fn reason_key(s: &str) -> String {
     }
 }
 
+/// The `_id` an output gives: a string or a number, 1 to 512 bytes.
+pub(crate) fn id_of(id: &Val) -> Result<String, RunError> {
+    let text = match id {
+        Val::TStr(_) => as_text(id).unwrap_or_default().to_string(),
+        Val::Num(n) => n.to_string(),
+        _ => String::new(),
+    };
+    if text.is_empty() || text.len() > 512 {
+        return Err(RunError(format!(
+            "_id must be a non-empty string of at most 512 bytes, not {}",
+            cut(&id.to_string())
+        )));
+    }
+    Ok(text)
+}
+
+/// The `_routing` an output gives: a string, a number or null (none).
+pub(crate) fn routing_of(r: &Val) -> Result<Option<String>, RunError> {
+    Ok(match r {
+        Val::Null => None,
+        Val::Num(n) => Some(n.to_string()),
+        _ => Some(
+            as_text(r)
+                .ok_or_else(|| {
+                    RunError(format!(
+                        "_routing must be a string or null, not {}",
+                        cut(&r.to_string())
+                    ))
+                })?
+                .to_string(),
+        ),
+    })
+}
+
 /// One output of the program back into a document (what it left out keeps the input's).
 fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
     let Val::Obj(m) = &v else {
@@ -241,17 +275,7 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
         }
     }
     if let Some(id) = field("_id") {
-        doc.id = match id {
-            Val::TStr(_) => as_text(id).unwrap_or_default().to_string(),
-            Val::Num(n) => n.to_string(),
-            _ => String::new(),
-        };
-        if doc.id.is_empty() || doc.id.len() > 512 {
-            return Err(RunError(format!(
-                "_id must be a non-empty string of at most 512 bytes, not {}",
-                cut(&id.to_string())
-            )));
-        }
+        doc.id = id_of(id)?;
     }
     if let Some(t) = field("_type") {
         doc.doc_type = match t {
@@ -265,20 +289,7 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
         };
     }
     if let Some(r) = field("_routing") {
-        doc.routing = match r {
-            Val::Null => None,
-            Val::Num(n) => Some(n.to_string()),
-            _ => Some(
-                as_text(r)
-                    .ok_or_else(|| {
-                        RunError(format!(
-                            "_routing must be a string or null, not {}",
-                            cut(&r.to_string())
-                        ))
-                    })?
-                    .to_string(),
-            ),
-        };
+        doc.routing = routing_of(r)?;
     }
     if let Some(op) = field("op") {
         doc.op = match as_text(op) {
