@@ -39,12 +39,16 @@ const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// (filled when first used), plain JSON text out.
 const RUNNER: &str = r#"
 (function (transform) {
-  // A document's objects reach the transform as Maps filled from the parsed object on
-  // first use: what the transform never opens goes out as it was parsed, without a walk.
+  // A document's objects reach the transform as Maps over the parsed objects. While the
+  // transform only gets, sets and asks for keys, a map reads and writes its object (new
+  // keys only where an object appends them, as a Map does); the objects it hands out are
+  // kept beside it so that each is handed out once. Anything else fills the Map from the
+  // object. What the transform never opens goes out as it was parsed, without a walk.
   // A filled map whose keys still follow its object's order (none deleted, new ones
   // appended) writes its changes back into that object rather than building a new one.
-  const UNFILLED = 0, IN_ORDER = 1, REBUILT = 2;
+  const DIRECT = 0, IN_ORDER = 1, REBUILT = 2;
   const forEach = Map.prototype.forEach;
+  const hasOwn = Object.hasOwn;
   // An assignment of `__proto__` would set the object's prototype and the field would
   // vanish from the output: that key is defined as an own property. Every other key of
   // Object.prototype is a writable data property, so assigning it makes an own property,
@@ -66,27 +70,69 @@ const RUNNER: &str = r#"
   class LazyMap extends Map {
     #o;
     #state;
+    // While DIRECT: the keys whose values were handed out or set as objects, and those
+    // values (the output's are made from them).
+    #keys;
+    #vals;
     constructor(o) {
       super();
       this.#o = o;
-      this.#state = UNFILLED;
+      this.#state = DIRECT;
+      this.#keys = null;
+      this.#vals = null;
+    }
+    #keep(k, v) {
+      if (this.#keys === null) {
+        this.#keys = [k];
+        this.#vals = [v];
+        return;
+      }
+      const i = this.#keys.indexOf(k);
+      if (i >= 0) this.#vals[i] = v;
+      else {
+        this.#keys.push(k);
+        this.#vals.push(v);
+      }
     }
     #fill() {
-      const o = this.#o;
-      const keys = Object.keys(o);
-      for (let i = 0; i < keys.length; i++) super.set(keys[i], wrap(o[keys[i]]));
+      const o = this.#o, keys = this.#keys, vals = this.#vals;
+      const names = Object.keys(o);
+      for (let i = 0; i < names.length; i++) {
+        const k = names[i];
+        const j = keys === null ? -1 : keys.indexOf(k);
+        super.set(k, j >= 0 ? vals[j] : wrap(o[k]));
+      }
+      this.#keys = this.#vals = null;
       this.#state = IN_ORDER;
     }
     get(k) {
-      if (this.#state === UNFILLED) this.#fill();
-      return super.get(k);
+      if (this.#state !== DIRECT) return super.get(k);
+      const o = this.#o;
+      if (typeof k !== "string" || !hasOwn(o, k)) return undefined;
+      const v = o[k];
+      if (v === null || typeof v !== "object") return v;
+      const i = this.#keys === null ? -1 : this.#keys.indexOf(k);
+      if (i >= 0) return this.#vals[i];
+      const w = wrap(v);
+      this.#keep(k, w);
+      return w;
     }
     has(k) {
-      if (this.#state === UNFILLED) this.#fill();
-      return super.has(k);
+      if (this.#state !== DIRECT) return super.has(k);
+      return typeof k === "string" && hasOwn(this.#o, k);
     }
     set(k, v) {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) {
+        const o = this.#o;
+        if (typeof k === "string" && (hasOwn(o, k) || appends(k))) {
+          put(o, k, v);
+          if ((v !== null && typeof v === "object") || (this.#keys !== null && this.#keys.includes(k))) {
+            this.#keep(k, v);
+          }
+          return this;
+        }
+        this.#fill();
+      }
       if (this.#state === IN_ORDER) {
         if (super.has(k) || appends(k)) put(this.#o, k, v);
         else this.#state = REBUILT;
@@ -95,48 +141,53 @@ const RUNNER: &str = r#"
       return this;
     }
     delete(k) {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) this.#fill();
       const gone = super.delete(k);
       if (gone) this.#state = REBUILT;
       return gone;
     }
     clear() {
       this.#state = REBUILT;
+      this.#keys = this.#vals = null;
       super.clear();
     }
     get size() {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) this.#fill();
       return super.size;
     }
     forEach(f, self) {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) this.#fill();
       return super.forEach(f, self);
     }
     keys() {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) this.#fill();
       return super.keys();
     }
     values() {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) this.#fill();
       return super.values();
     }
     entries() {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) this.#fill();
       return super.entries();
     }
     [Symbol.iterator]() {
-      if (this.#state === UNFILLED) this.#fill();
+      if (this.#state === DIRECT) this.#fill();
       return super.entries();
     }
     // Filled, and rebuilt on output (for Map methods not known here).
     static touch(m) {
-      if (m.#state === UNFILLED) m.#fill();
+      if (m.#state === DIRECT) m.#fill();
       m.#state = REBUILT;
     }
     // The plain object for output.
     static plain(m) {
       const s = m.#state;
-      if (s === UNFILLED) return m.#o;
+      if (s === DIRECT) {
+        const o = m.#o, keys = m.#keys, vals = m.#vals;
+        if (keys !== null) for (let i = 0; i < keys.length; i++) put(o, keys[i], toPlain(vals[i]));
+        return o;
+      }
       if (s === IN_ORDER) {
         // Keys and primitive values are already there (written by `set`).
         const o = m.#o;
@@ -645,6 +696,24 @@ function main(context) {
                 r#"const s = d.get("document"); s.clear(); s.set("only", true);"#,
                 r#"{"only":true}"#,
             ),
+            // Read and changed through get and set, then filled: what was handed out
+            // stays the one map, and what was set is what is read.
+            (
+                r#"const s = d.get("document");
+                   const a = s.get("a");
+                   if (a !== s.get("a") || s.has("toString") || s.get("toString") !== undefined
+                       || s.get("__proto__") !== undefined || s.get(1) !== undefined || !s.has("n"))
+                     throw new Error("direct reads");
+                   a.get("b").set("c", 5);
+                   s.set("n", {k: new Map([["v", 1]])});
+                   s.set("added", [new Map([["w", 2]])]);
+                   s.set("s", "u");
+                   if (s.get("n").k.get("v") !== 1) throw new Error("set then get");
+                   const keys = [...s.keys()].join();
+                   if (keys !== "a,n,s,z,added" || s.get("a") !== a) throw new Error(keys);
+                   a.set("b", 0);"#,
+                r#"{"a":{"b":0,"l":[{"x":1},2,[{"y":2}]]},"added":[{"w":2}],"n":{"k":{"v":1}},"s":"u","z":[1,2]}"#,
+            ),
             // Map methods known to this engine only (they fill the map too).
             (
                 r#"const s = d.get("document");
@@ -669,6 +738,38 @@ function main(context) {
             format!(
                 r#"{{"copy":{{"b":{{"c":1}},"l":[{{"x":1}},2,[{{"y":2}}]]}},"m":{{"k":{source}}}}}"#
             )
+        );
+    }
+
+    /// A map kept by the transform from one call to the next is still a map, and its
+    /// changes reach the later output.
+    #[test]
+    fn a_map_kept_across_calls_stays_a_map() {
+        let source = r#"{"a":{"b":{"c":1},"l":[{"x":1}]},"s":"t"}"#;
+        let p = JsProgram::new(
+            r#"let kept = null;
+            (() => (c) => (docs) => docs.map(d => {
+                if (kept === null) kept = d.get("document").get("a");
+                else d.get("document").set("prev", kept);
+                kept.get("b").set("c", kept.get("b").get("c") + 1);
+                return d;
+            }))();"#
+                .into(),
+            "{}".into(),
+        )
+        .unwrap();
+        let mut d = doc();
+        d.source = bytes::Bytes::from(source.as_bytes().to_vec());
+        let mut out = Vec::new();
+        p.reshape(&d, &mut out).unwrap();
+        p.reshape(&d, &mut out).unwrap();
+        let got: Vec<&[u8]> = out.iter().map(|d| &d.source[..]).collect();
+        assert_eq!(
+            got,
+            [
+                &br#"{"a":{"b":{"c":2},"l":[{"x":1}]},"s":"t"}"#[..],
+                br#"{"a":{"b":{"c":1},"l":[{"x":1}]},"prev":{"b":{"c":3},"l":[{"x":1}]},"s":"t"}"#
+            ]
         );
     }
 
