@@ -35,19 +35,20 @@ const MEMORY_LIMIT: usize = 512 << 20;
 /// How long the transform may run on one document before it is interrupted.
 const TIME_LIMIT: Duration = Duration::from_secs(10);
 
-/// Glue between rfs and the user's transform: JSON text in, `Map`s to the transform,
-/// plain JSON text out.
+/// Glue between rfs and the user's transform: JSON text in, `Map`s to the transform
+/// (filled when first used), plain JSON text out.
 const RUNNER: &str = r#"
 (function (transform) {
-  function toMaps(v) {
-    if (Array.isArray(v)) return v.map(toMaps);
-    if (v !== null && typeof v === "object") {
-      const m = new Map();
-      for (const k of Object.keys(v)) m.set(k, toMaps(v[k]));
-      return m;
-    }
-    return v;
-  }
+  // A document's objects reach the transform as Maps over the parsed objects. While the
+  // transform only gets, sets and asks for keys, a map reads and writes its object (new
+  // keys only where an object appends them, as a Map does); the objects it hands out are
+  // kept beside it so that each is handed out once. Anything else fills the Map from the
+  // object. What the transform never opens goes out as it was parsed, without a walk.
+  // A filled map whose keys still follow its object's order (none deleted, new ones
+  // appended) writes its changes back into that object rather than building a new one.
+  const DIRECT = 0, IN_ORDER = 1, REBUILT = 2;
+  const forEach = Map.prototype.forEach;
+  const hasOwn = Object.hasOwn;
   // An assignment of `__proto__` would set the object's prototype and the field would
   // vanish from the output: that key is defined as an own property. Every other key of
   // Object.prototype is a writable data property, so assigning it makes an own property,
@@ -59,22 +60,190 @@ const RUNNER: &str = r#"
       o[k] = x;
     }
   }
+  // Whether a new key appended to an object comes last, as in a Map: a string that is
+  // not `__proto__` and cannot be an array index (those an object puts first).
+  function appends(k) {
+    if (typeof k !== "string" || k === "__proto__") return false;
+    const c = k.charCodeAt(0);
+    return !(c >= 48 && c <= 57);
+  }
+  class LazyMap extends Map {
+    #o;
+    #state;
+    // While DIRECT: the keys whose values were handed out or set as objects, and those
+    // values (the output's are made from them).
+    #keys;
+    #vals;
+    constructor(o) {
+      super();
+      this.#o = o;
+      this.#state = DIRECT;
+      this.#keys = null;
+      this.#vals = null;
+    }
+    #keep(k, v) {
+      if (this.#keys === null) {
+        this.#keys = [k];
+        this.#vals = [v];
+        return;
+      }
+      const i = this.#keys.indexOf(k);
+      if (i >= 0) this.#vals[i] = v;
+      else {
+        this.#keys.push(k);
+        this.#vals.push(v);
+      }
+    }
+    #fill() {
+      const o = this.#o, keys = this.#keys, vals = this.#vals;
+      const names = Object.keys(o);
+      for (let i = 0; i < names.length; i++) {
+        const k = names[i];
+        const j = keys === null ? -1 : keys.indexOf(k);
+        super.set(k, j >= 0 ? vals[j] : wrap(o[k]));
+      }
+      this.#keys = this.#vals = null;
+      this.#state = IN_ORDER;
+    }
+    get(k) {
+      if (this.#state !== DIRECT) return super.get(k);
+      const o = this.#o;
+      if (typeof k !== "string" || !hasOwn(o, k)) return undefined;
+      const v = o[k];
+      if (v === null || typeof v !== "object") return v;
+      const i = this.#keys === null ? -1 : this.#keys.indexOf(k);
+      if (i >= 0) return this.#vals[i];
+      const w = wrap(v);
+      this.#keep(k, w);
+      return w;
+    }
+    has(k) {
+      if (this.#state !== DIRECT) return super.has(k);
+      return typeof k === "string" && hasOwn(this.#o, k);
+    }
+    set(k, v) {
+      if (this.#state === DIRECT) {
+        const o = this.#o;
+        if (typeof k === "string" && (hasOwn(o, k) || appends(k))) {
+          put(o, k, v);
+          if ((v !== null && typeof v === "object") || (this.#keys !== null && this.#keys.includes(k))) {
+            this.#keep(k, v);
+          }
+          return this;
+        }
+        this.#fill();
+      }
+      if (this.#state === IN_ORDER) {
+        if (super.has(k) || appends(k)) put(this.#o, k, v);
+        else this.#state = REBUILT;
+      }
+      super.set(k, v);
+      return this;
+    }
+    delete(k) {
+      if (this.#state === DIRECT) this.#fill();
+      const gone = super.delete(k);
+      if (gone) this.#state = REBUILT;
+      return gone;
+    }
+    clear() {
+      this.#state = REBUILT;
+      this.#keys = this.#vals = null;
+      super.clear();
+    }
+    get size() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.size;
+    }
+    forEach(f, self) {
+      if (this.#state === DIRECT) this.#fill();
+      return super.forEach(f, self);
+    }
+    keys() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.keys();
+    }
+    values() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.values();
+    }
+    entries() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.entries();
+    }
+    [Symbol.iterator]() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.entries();
+    }
+    // Filled, and rebuilt on output (for Map methods not known here).
+    static touch(m) {
+      if (m.#state === DIRECT) m.#fill();
+      m.#state = REBUILT;
+    }
+    // The plain object for output.
+    static plain(m) {
+      const s = m.#state;
+      if (s === DIRECT) {
+        const o = m.#o, keys = m.#keys, vals = m.#vals;
+        if (keys !== null) for (let i = 0; i < keys.length; i++) put(o, keys[i], toPlain(vals[i]));
+        return o;
+      }
+      if (s === IN_ORDER) {
+        // Keys and primitive values are already there (written by `set`).
+        const o = m.#o;
+        forEach.call(m, (x, k) => {
+          if (x !== null && typeof x === "object") put(o, k, toPlain(x));
+        });
+        return o;
+      }
+      const o = {};
+      forEach.call(m, (x, k) => put(o, String(k), toPlain(x)));
+      return o;
+    }
+  }
+  const touch = LazyMap.touch;
+  const plain = LazyMap.plain;
+  delete LazyMap.touch;
+  delete LazyMap.plain;
+  for (const name of Reflect.ownKeys(Map.prototype)) {
+    const d = Object.getOwnPropertyDescriptor(Map.prototype, name);
+    if (Object.hasOwn(LazyMap.prototype, name) || typeof d.value !== "function") continue;
+    const f = d.value;
+    d.value = function (...args) {
+      touch(this);
+      return f.apply(this, args);
+    };
+    Object.defineProperty(LazyMap.prototype, name, d);
+  }
+  // What the transform sees is a Map like any other.
+  Object.defineProperty(LazyMap.prototype, "constructor", { value: Map, writable: true, configurable: true });
+  // Arrays are the parsed ones, their objects replaced by maps.
+  function wrap(v) {
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i];
+        if (x !== null && typeof x === "object") v[i] = wrap(x);
+      }
+      return v;
+    }
+    return new LazyMap(v);
+  }
   function toPlain(v) {
+    if (v === null || typeof v !== "object") return v;
+    if (v instanceof LazyMap) return plain(v);
     if (v instanceof Map) {
       const o = {};
-      for (const [k, x] of v) put(o, String(k), toPlain(x));
+      forEach.call(v, (x, k) => put(o, String(k), toPlain(x)));
       return o;
     }
     if (Array.isArray(v)) return v.map(toPlain);
-    if (v !== null && typeof v === "object") {
-      const o = {};
-      for (const k of Object.keys(v)) put(o, k, toPlain(v[k]));
-      return o;
-    }
-    return v;
+    const o = {};
+    for (const k of Object.keys(v)) put(o, k, toPlain(v[k]));
+    return o;
   }
   return function (text) {
-    const out = transform(toMaps(JSON.parse(text)));
+    const out = transform(wrap(JSON.parse(text)));
     if (out !== null && typeof out === "object" && typeof out.then === "function") {
       throw new Error("the transform returned a Promise; rfs runs transforms synchronously");
     }
@@ -472,6 +641,136 @@ function main(context) {
             let got: serde_json::Value = serde_json::from_slice(&out[0].source).unwrap();
             assert_eq!(got, want, "{script}");
         }
+    }
+
+    /// The output `_source` of `script` run on one document with `source`.
+    fn run_on(script: &str, source: &str) -> String {
+        let p = JsProgram::new(script.into(), "{}".into()).unwrap();
+        let mut out = Vec::new();
+        let mut d = doc();
+        d.source = bytes::Bytes::from(source.as_bytes().to_vec());
+        p.reshape(&d, &mut out).unwrap();
+        assert_eq!(out.len(), 1, "{script}");
+        String::from_utf8(out[0].source.to_vec()).unwrap()
+    }
+
+    /// The maps are filled when first used: every way of reading one sees all its
+    /// entries, and what the transform changes, at any depth, reaches the output.
+    #[test]
+    fn maps_filled_on_use_behave_as_maps() {
+        let source = r#"{"a":{"b":{"c":1},"l":[{"x":1},2,[{"y":2}]]},"n":null,"s":"t","z":[1,2]}"#;
+        let cases = [
+            // Read every way; nothing changed.
+            (
+                r#"const s = d.get("document");
+                   const seen = [s.size, s.has("a"), s.constructor === Map, s instanceof Map,
+                     [...s.keys()].join(), [...s].length, Array.from(s.values()).length,
+                     [...s.entries()].map(([k]) => k).join()];
+                   s.forEach((v, k) => seen.push(k));
+                   for (const [k, v] of s.get("a")) seen.push(k, v instanceof Map || Array.isArray(v));
+                   if (JSON.stringify(seen) !== '[4,true,true,true,"a,n,s,z",4,4,"a,n,s,z","a","n","s","z","b",true,"l",true]')
+                     throw new Error(JSON.stringify(seen));"#,
+                source,
+            ),
+            // Deep changes: in a nested map, in a map inside an array, an array pushed to.
+            (
+                r#"const a = d.get("document").get("a");
+                   a.get("b").set("c", 2);
+                   a.get("l")[0].set("x", new Map([["w", [new Map([["v", 1]])]]]));
+                   a.get("l")[2][0].delete("y");
+                   d.get("document").get("z").push(new Map([["p", {q: new Map([["r", 3]])}]]));"#,
+                r#"{"a":{"b":{"c":2},"l":[{"x":{"w":[{"v":1}]}},2,[{}]]},"n":null,"s":"t","z":[1,2,{"p":{"q":{"r":3}}}]}"#,
+            ),
+            // A nested map replaced, by a map and by a plain object holding a map; keys
+            // added (ones that sort first in an object too), deleted, and cleared.
+            (
+                r#"const s = d.get("document");
+                   s.set("a", new Map([["k", 1]]));
+                   s.set("n", {m: new Map([["j", [new Map()]]]), o: [1]});
+                   s.set("new", 1); s.set("7", 2); s.set(8, 3); s.set("__proto__", {p: 1});
+                   s.delete("s"); s.delete("missing");
+                   s.get("z").length = 0;"#,
+                r#"{"7":2,"8":3,"__proto__":{"p":1},"a":{"k":1},"n":{"m":{"j":[{}]},"o":[1]},"new":1,"z":[]}"#,
+            ),
+            (
+                r#"const s = d.get("document"); s.clear(); s.set("only", true);"#,
+                r#"{"only":true}"#,
+            ),
+            // Read and changed through get and set, then filled: what was handed out
+            // stays the one map, and what was set is what is read.
+            (
+                r#"const s = d.get("document");
+                   const a = s.get("a");
+                   if (a !== s.get("a") || s.has("toString") || s.get("toString") !== undefined
+                       || s.get("__proto__") !== undefined || s.get(1) !== undefined || !s.has("n"))
+                     throw new Error("direct reads");
+                   a.get("b").set("c", 5);
+                   s.set("n", {k: new Map([["v", 1]])});
+                   s.set("added", [new Map([["w", 2]])]);
+                   s.set("s", "u");
+                   if (s.get("n").k.get("v") !== 1) throw new Error("set then get");
+                   const keys = [...s.keys()].join();
+                   if (keys !== "a,n,s,z,added" || s.get("a") !== a) throw new Error(keys);
+                   a.set("b", 0);"#,
+                r#"{"a":{"b":0,"l":[{"x":1},2,[{"y":2}]]},"added":[{"w":2}],"n":{"k":{"v":1}},"s":"u","z":[1,2]}"#,
+            ),
+            // Map methods known to this engine only (they fill the map too).
+            (
+                r#"const s = d.get("document");
+                   if (typeof s.getOrInsert === "function") s.getOrInsert("g", 5);
+                   else s.set("g", 5);
+                   s.get("a").get("b").set("c", 3);"#,
+                r#"{"a":{"b":{"c":3},"l":[{"x":1},2,[{"y":2}]]},"g":5,"n":null,"s":"t","z":[1,2]}"#,
+            ),
+        ];
+        for (body, want) in cases {
+            let script =
+                format!("(() => (c) => (docs) => docs.map(d => {{ {body}\n return d; }}))();");
+            assert_eq!(run_on(&script, source), want, "{body}");
+        }
+        // A plain object in the reference shape, holding the document's maps.
+        let script = r#"(() => (c) => (docs) => docs.map(d => ({
+            operation: d.get("operation"),
+            document: {copy: d.get("document").get("a"), m: new Map([["k", d.get("document")]])},
+        })))();"#;
+        assert_eq!(
+            run_on(script, source),
+            format!(
+                r#"{{"copy":{{"b":{{"c":1}},"l":[{{"x":1}},2,[{{"y":2}}]]}},"m":{{"k":{source}}}}}"#
+            )
+        );
+    }
+
+    /// A map kept by the transform from one call to the next is still a map, and its
+    /// changes reach the later output.
+    #[test]
+    fn a_map_kept_across_calls_stays_a_map() {
+        let source = r#"{"a":{"b":{"c":1},"l":[{"x":1}]},"s":"t"}"#;
+        let p = JsProgram::new(
+            r#"let kept = null;
+            (() => (c) => (docs) => docs.map(d => {
+                if (kept === null) kept = d.get("document").get("a");
+                else d.get("document").set("prev", kept);
+                kept.get("b").set("c", kept.get("b").get("c") + 1);
+                return d;
+            }))();"#
+                .into(),
+            "{}".into(),
+        )
+        .unwrap();
+        let mut d = doc();
+        d.source = bytes::Bytes::from(source.as_bytes().to_vec());
+        let mut out = Vec::new();
+        p.reshape(&d, &mut out).unwrap();
+        p.reshape(&d, &mut out).unwrap();
+        let got: Vec<&[u8]> = out.iter().map(|d| &d.source[..]).collect();
+        assert_eq!(
+            got,
+            [
+                &br#"{"a":{"b":{"c":2},"l":[{"x":1}]},"s":"t"}"#[..],
+                br#"{"a":{"b":{"c":1},"l":[{"x":1}]},"prev":{"b":{"c":3},"l":[{"x":1}]},"s":"t"}"#
+            ]
+        );
     }
 
     #[test]
