@@ -632,13 +632,7 @@ function main(context) {
                 return m;
             }))();"#,
         ] {
-            let p = JsProgram::new(script.into(), "{}".into()).unwrap();
-            let mut out = Vec::new();
-            let mut d = doc();
-            d.source = bytes::Bytes::from(source.as_bytes().to_vec());
-            p.reshape(&d, &mut out).unwrap();
-            assert_eq!(out.len(), 1, "{script}");
-            let got: serde_json::Value = serde_json::from_slice(&out[0].source).unwrap();
+            let got: serde_json::Value = serde_json::from_str(&run_on(script, source)).unwrap();
             assert_eq!(got, want, "{script}");
         }
     }
