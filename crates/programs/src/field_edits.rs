@@ -926,17 +926,17 @@ impl Parser {
     /// `a or b …` (`and` false) or `a and b …` (`and` true).
     fn logic(&mut self, inner: bool, and: bool) -> Option<Expr> {
         let word = Token::Word(if and { "and" } else { "or" });
-        let mut e = if and {
-            self.compare(inner, true)?
-        } else {
-            self.logic(inner, true)?
-        };
-        while self.eat(&word).is_some() {
-            let r = if and {
-                self.compare(inner, true)?
+        // `and` binds tighter than `or`, comparisons tighter than `and`
+        let next = |p: &mut Parser| {
+            if and {
+                p.compare(inner, true)
             } else {
-                self.logic(inner, true)?
-            };
+                p.logic(inner, true)
+            }
+        };
+        let mut e = next(self)?;
+        while self.eat(&word).is_some() {
+            let r = next(self)?;
             e = Expr::Logic(Box::new(e), and, Box::new(r));
         }
         Some(e)
