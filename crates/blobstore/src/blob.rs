@@ -22,7 +22,8 @@ pub struct BlobMeta {
     pub len: u64,
 }
 
-/// Read-only access to the blobs of one repository. Blob names are `/`-separated paths
+/// Access to the blobs of one repository, read-only but for [`BlobStore::put`] (object
+/// stores only, for logs written beside a run). Blob names are `/`-separated paths
 /// relative to the repository root (`indices/<id>/0/__abc`).
 pub trait BlobStore: Send + Sync + fmt::Debug {
     /// Where the repository is, for messages (`/path/to/repo`, `s3://bucket/base`).
@@ -55,6 +56,15 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
         Err(BlobError::config(
             self.location(),
             "blobs outside the repository directory cannot be read from this store",
+        ))
+    }
+    /// Writes one whole blob (replacing any of that name); returns once it is stored.
+    /// Only object stores can: a local directory refuses, naming itself.
+    fn put(&self, name: &str, bytes: Bytes) -> Result<()> {
+        let _ = (name, bytes);
+        Err(BlobError::config(
+            self.location(),
+            "this store is read-only here: blobs are written only to object stores",
         ))
     }
     /// Whether a blob exists.

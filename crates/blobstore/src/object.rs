@@ -278,6 +278,17 @@ impl BlobStore for ObjectStoreBlobs {
         Ok(meta.size)
     }
 
+    fn put(&self, name: &str, bytes: Bytes) -> Result<()> {
+        let store = self.inner.store.clone();
+        let key = self.inner.key(name);
+        self.inner
+            .block(name, "write", async move {
+                store.put(&key, object_store::PutPayload::from(bytes)).await
+            })?
+            .map_err(|e| self.inner.error(name, "write", e))?;
+        Ok(())
+    }
+
     fn read(&self, name: &str) -> Result<Bytes> {
         let inner = &self.inner;
         let store = inner.store.clone();

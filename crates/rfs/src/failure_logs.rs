@@ -1,12 +1,18 @@
 //! The workers' failure logs (JSON lines, one refused document each) as `rfs status` and
 //! the dashboard see them: counts by error type and the newest entries. Files are read
 //! incrementally — each refresh reads only what was appended since the last one — so a
-//! page that refreshes every few seconds never re-reads a large log.
+//! page that refreshes every few seconds never re-reads a large log. An object-store
+//! prefix (`s3://bucket/failures/`) is listed at each refresh and only the parts not read
+//! before are read (a part is written once and never changes).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use connectors::failure_log::location::{list_parts, read_part};
+use connectors::failure_log::FailureLogAt;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -49,7 +55,16 @@ struct LogFile {
     offset: u64,
     /// Device and inode when last read: a different file at the path starts over.
     identity: Option<(u64, u64)>,
+    /// For an object-store prefix: the store once opened, and the parts read.
+    parts: Option<Parts>,
     by_type: BTreeMap<String, u64>,
+}
+
+#[derive(Debug)]
+struct Parts {
+    at: FailureLogAt,
+    store: Option<Arc<dyn snapshot::BlobStore>>,
+    read: BTreeSet<String>,
 }
 
 impl FailureLogs {
@@ -59,11 +74,19 @@ impl FailureLogs {
         FailureLogs {
             files: paths
                 .iter()
-                .map(|p| LogFile {
-                    path: p.clone(),
-                    offset: 0,
-                    identity: None,
-                    by_type: BTreeMap::new(),
+                .map(|p| {
+                    let at = FailureLogAt::parse(p);
+                    LogFile {
+                        path: p.clone(),
+                        offset: 0,
+                        identity: None,
+                        parts: matches!(at, FailureLogAt::Parts(_)).then_some(Parts {
+                            at,
+                            store: None,
+                            read: BTreeSet::new(),
+                        }),
+                        by_type: BTreeMap::new(),
+                    }
                 })
                 .collect(),
             newest: VecDeque::new(),
@@ -101,7 +124,68 @@ impl FailureLogs {
         v
     }
 
+    /// Reads the parts of prefix `i` not read before. A prefix that cannot be listed yet
+    /// is tried again next time; a part that cannot be read or parsed is counted once as
+    /// [`UNPARSABLE`] (a part never changes: reading it again would say the same).
+    fn refresh_parts(&mut self, i: usize) {
+        let f = &mut self.files[i];
+        let Some(parts) = f.parts.as_mut() else {
+            return;
+        };
+        if parts.store.is_none() {
+            match parts.at.open_store() {
+                Ok(s) => parts.store = s,
+                Err(e) => {
+                    tracing::debug!("failure log {}: {}", parts.at.shown(), redact::chain(&e));
+                    return;
+                }
+            }
+        }
+        let Some(store) = parts.store.clone() else {
+            return;
+        };
+        let listed = match list_parts(store.as_ref()) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::debug!("{}", redact::chain(&e));
+                return;
+            }
+        };
+        for part in listed {
+            if parts.read.contains(&part.name) {
+                continue;
+            }
+            match read_part(store.as_ref(), &part) {
+                Ok(records) => {
+                    for r in records {
+                        *f.by_type.entry(r.error_type.clone()).or_insert(0) += 1;
+                        self.newest.push_back(FailureLogEntry {
+                            time: r.time,
+                            index: r.index,
+                            id: r.id,
+                            error_type: r.error_type,
+                            reason: cut_reason(r.reason),
+                            status: u64::from(r.status),
+                            file: i,
+                        });
+                        if self.newest.len() > self.keep {
+                            self.newest.pop_front();
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("{}", redact::chain(&e));
+                    *f.by_type.entry(UNPARSABLE.to_string()).or_insert(0) += 1;
+                }
+            }
+            parts.read.insert(part.name);
+        }
+    }
+
     fn refresh_file(&mut self, i: usize) {
+        if self.files[i].parts.is_some() {
+            return self.refresh_parts(i);
+        }
         let f = &mut self.files[i];
         let Ok(file) = File::open(&f.path) else {
             return;
@@ -203,11 +287,8 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
 
-fn parse(line: &[u8], file: usize) -> Option<FailureLogEntry> {
-    let v: Value = serde_json::from_slice(line).ok()?;
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let error_type = v.get("error_type")?.as_str()?.to_string();
-    let mut reason = s("reason");
+/// At most [`MAX_REASON`] bytes of a reason, cut on a character boundary, with "…".
+fn cut_reason(mut reason: String) -> String {
     if reason.len() > MAX_REASON {
         let mut cut = MAX_REASON;
         while !reason.is_char_boundary(cut) {
@@ -216,12 +297,19 @@ fn parse(line: &[u8], file: usize) -> Option<FailureLogEntry> {
         reason.truncate(cut);
         reason.push('…');
     }
+    reason
+}
+
+fn parse(line: &[u8], file: usize) -> Option<FailureLogEntry> {
+    let v: Value = serde_json::from_slice(line).ok()?;
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let error_type = v.get("error_type")?.as_str()?.to_string();
     Some(FailureLogEntry {
         time: s("time"),
         index: s("index"),
         id: s("id"),
         error_type,
-        reason,
+        reason: cut_reason(s("reason")),
         status: v.get("status").and_then(Value::as_u64).unwrap_or(0),
         file,
     })

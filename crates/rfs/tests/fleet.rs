@@ -14,15 +14,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use snapshot::write::{write_repository, IndexSpec, ShardSource, SnapshotSpec, WriteOptions};
 use testkit::server::{ServerConfig, TestServer};
 
 mod common;
-use common::{expected_live, log_tails as tail, rfs_at as rfs, status_at as status};
+use common::{log_tails as tail, lucene_repository, rfs_at as rfs, status_at as status};
 
 const SNAPSHOT: &str = "fleet";
 /// `--renew-seconds` of the heartbeat tests: the store lease is 3 × this.
@@ -59,23 +57,7 @@ fn build_repository(
     repo: &Path,
     shards: &[(&str, &str)],
 ) -> BTreeMap<String, u64> {
-    let mut spec = SnapshotSpec::new(SNAPSHOT);
-    let mut expected = BTreeMap::new();
-    for (name, fixture) in shards {
-        let dir = fixtures.join("lucene/generated").join(fixture);
-        let mut ix = IndexSpec::from_lucene_dir(name, &dir).unwrap();
-        ix.settings.insert(
-            "index.soft_deletes.enabled".into(),
-            Value::String("true".into()),
-        );
-        ix.shards = vec![ShardSource::Lucene(Arc::new(
-            lucene::FsDirectory::open(&dir).unwrap(),
-        ))];
-        spec.indices.push(ix);
-        expected.insert(name.to_string(), expected_live(&dir));
-    }
-    write_repository(repo, &[spec], &WriteOptions::default()).unwrap();
-    expected
+    lucene_repository(fixtures, repo, SNAPSHOT, shards)
 }
 
 /// Item id → (holder, attempts) of every lease in the status.

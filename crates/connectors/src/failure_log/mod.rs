@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
+pub mod location;
 pub mod source;
+
+pub use location::FailureLogAt;
 
 pub use source::{FailureLogSource, GROUP, NO_SOURCE, SKIPPED_BY_SOURCE};
 

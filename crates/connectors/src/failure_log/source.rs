@@ -13,7 +13,7 @@
 //!   [`SKIPPED_BY_SOURCE`]: the log never had it to send.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -21,7 +21,9 @@ use coordination::{Cursor, Position, WorkItem};
 
 use engine::document::{Document, Op, Read, Skip};
 use engine::error::SourceError;
-use engine::failure_log::{FailureLog, FailureLogError, FailureRecord, Stage};
+use engine::failure_log::{FailureLogError, FailureRecord, Stage};
+
+use super::location::FailureLogAt;
 use engine::source::{GroupTotals, Plan, Source, Totals};
 
 pub use engine::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
@@ -30,17 +32,21 @@ pub const GROUP: &str = "failure-log";
 
 /// The records of one failure log.
 pub struct FailureLogSource {
-    path: PathBuf,
+    /// The file or prefix, for identity and messages (no secret from a URL's query).
+    shown: String,
     records: Vec<FailureRecord>,
     duplicates: u64,
 }
 
 impl FailureLogSource {
-    /// Reads the log (a missing file holds no records).
+    /// Reads the log: a file, or every part under an object-store prefix (a missing file
+    /// or prefix holds no records).
     pub fn open(path: &Path) -> Result<Self, FailureLogError> {
         let mut seen = HashSet::new();
         let mut duplicates = 0;
-        let records = FailureLog::read(path)?
+        let at = FailureLogAt::parse(path);
+        let records = at
+            .read()?
             .into_iter()
             .filter(|r| {
                 let sendable = r.stage == Stage::Target && (r.delete || r.source.is_some());
@@ -50,7 +56,7 @@ impl FailureLogSource {
             })
             .collect();
         Ok(FailureLogSource {
-            path: path.to_path_buf(),
+            shown: at.shown(),
             records,
             duplicates,
         })
@@ -115,7 +121,7 @@ impl FailureLogSource {
 
 impl Source for FailureLogSource {
     fn identity(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([("failure_log".to_string(), self.path.display().to_string())])
+        BTreeMap::from([("failure_log".to_string(), self.shown.clone())])
     }
 
     fn plan(&self) -> Result<Plan, SourceError> {
@@ -147,7 +153,7 @@ impl Source for FailureLogSource {
             Some(Position::Key(k)) => {
                 return Err(SourceError::item(format!(
                     "{}: position {k:?} is not a record number",
-                    self.path.display()
+                    self.shown
                 )))
             }
         };
@@ -164,6 +170,7 @@ impl Source for FailureLogSource {
 mod tests {
     use super::*;
     use engine::failure_log::source_value;
+    use engine::failure_log::FailureLog;
 
     fn record(stage: Stage, id: &str, source: Option<&str>, delete: bool) -> FailureRecord {
         FailureRecord {

@@ -57,12 +57,14 @@ pub struct WorkerArgs {
         value_parser = usize_in(1, 256)
     )]
     pub concurrency: usize,
-    /// Where documents the target refuses for good are recorded (JSON lines).
+    /// Where documents not delivered are recorded: a JSON-lines file, or an object-store
+    /// prefix (`s3://bucket/failures/`, `gs://…`, `az://…`) where each worker writes its own
+    /// gzip-compressed parts, kept when a pod goes.
     #[arg(
         long,
         env = "RFS_FAILURE_LOG",
         default_value = "rfs-failures.jsonl",
-        value_name = "FILE"
+        value_name = "FILE|URL"
     )]
     pub failure_log: PathBuf,
     /// Index with `op_type=create` (existing ids are kept, conflicts counted as done).

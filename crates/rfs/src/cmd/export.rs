@@ -53,12 +53,13 @@ pub struct Args {
     /// Shards read at once (1–256; default: the number of CPUs).
     #[arg(long, env = "RFS_PARALLEL", value_name = "N", value_parser = crate::args::usize_in(1, 256))]
     pub parallel: Option<usize>,
-    /// Where documents that cannot be exported (no `_source`, undecodable) are recorded.
+    /// Where documents that cannot be exported (no `_source`, undecodable) are recorded: a
+    /// file, or an object-store prefix of parts (`s3://bucket/failures/`).
     #[arg(
         long,
         env = "RFS_FAILURE_LOG",
         default_value = "rfs-export-failures.jsonl",
-        value_name = "FILE"
+        value_name = "FILE|URL"
     )]
     pub failure_log: std::path::PathBuf,
     #[command(flatten)]
@@ -118,7 +119,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .sink;
         // One file per exported index, also for an index without documents.
         sink.prepare(&names)?;
-        let failures = engine::FailureLog::open(&args.failure_log)?.with_sources(true);
+        let failures = connectors::failure_log::FailureLogAt::parse(&args.failure_log)
+            .open_writer(&crate::hiargs::process_tag())?
+            .with_sources(true);
         let parallel = args.parallel.unwrap_or_else(JobOptions::default_parallel);
         let store: Arc<dyn coordination::Store> = Arc::new(coordination::MemoryStore::new());
         let transform = args.transform.wrap(Arc::new(Rename::default()))?;
@@ -176,7 +179,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             } else if reason.starts_with("nested:") {
                 crate::say!("  {n} {reason} (inside their parents' _source)");
             } else {
-                crate::say!("  {n} {reason} (see {})", args.failure_log.display());
+                crate::say!(
+                    "  {n} {reason} (see {})",
+                    connectors::failure_log::FailureLogAt::parse(&args.failure_log).shown()
+                );
             }
         }
         if let Some(since) = &report.totals.since {

@@ -11,10 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use connectors::failure_log::FailureLogAt;
 use connectors::{open_source, Settings};
 use engine::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
 use engine::BatchLimits;
-use engine::{FailureLog, JobEnd, JobOptions};
+use engine::{JobEnd, JobOptions};
 use programs::routes::Rename;
 
 use super::engine::{open_target_sink, run_job, shutdown_signal, JobSpec, Watch};
@@ -26,11 +27,13 @@ use crate::runtime::runtime;
 pub struct Args {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// The failure log to re-drive (written by `rfs run`/`rfs documents`).
-    #[arg(long = "failure-log", env = "RFS_FAILURE_LOG", value_name = "FILE")]
+    /// The failure log to re-drive (written by `rfs run`/`rfs documents`): a file, or an
+    /// object-store prefix (`s3://bucket/failures/`), every worker's parts under it.
+    #[arg(long = "failure-log", env = "RFS_FAILURE_LOG", value_name = "FILE|URL")]
     pub failure_log: PathBuf,
-    /// Where documents refused again are recorded (default: FILE with `.remaining` added).
-    #[arg(long, env = "RFS_REMAINING_LOG", value_name = "FILE")]
+    /// Where documents refused again are recorded (default: FILE with `.remaining` added;
+    /// for a prefix, the prefix with `-remaining` added: `s3://bucket/failures-remaining/`).
+    #[arg(long, env = "RFS_REMAINING_LOG", value_name = "FILE|URL")]
     pub remaining: Option<PathBuf>,
     /// Documents per bulk request (1–100000).
     #[arg(
@@ -54,11 +57,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for note in &source.notes {
             tracing::info!("{note}");
         }
-        let remaining_path = args.remaining.clone().unwrap_or_else(|| {
-            let mut p = args.failure_log.clone().into_os_string();
-            p.push(".remaining");
-            PathBuf::from(p)
-        });
+        let log = FailureLogAt::parse(&args.failure_log);
+        let remaining_at = match &args.remaining {
+            Some(p) => FailureLogAt::parse(p),
+            None => log.remaining(),
+        };
         let settings = Settings {
             batch: BatchLimits {
                 max_docs: args.max_batch_docs,
@@ -73,7 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let (sink, _) = open_target_sink(&args.target, settings, &source).await?;
         // What is not delivered this time (refused again, or not sendable from the log)
         // is the job's failure log: the remaining log.
-        let remaining = FailureLog::open(&remaining_path)?.with_sources(true);
+        let remaining = remaining_at
+            .open_writer(&crate::hiargs::process_tag())?
+            .with_sources(true);
         let spec = JobSpec::new(
             source.source,
             Arc::new(Rename::default()),
@@ -96,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         };
         let report = run_job(spec, watch)
             .await
-            .with_context(|| format!("re-driving {}", args.failure_log.display()))?;
+            .with_context(|| format!("re-driving {}", log.shown()))?;
         if report.end == JobEnd::Stopped {
             return Ok(exit::STOPPED);
         }
@@ -105,11 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .as_ref()
             .context("the re-drive ended without a final status")?;
         if let Some(f) = status.failures.first() {
-            anyhow::bail!(
-                "re-driving {}: {}",
-                args.failure_log.display(),
-                f.last_error
-            );
+            anyhow::bail!("re-driving {}: {}", log.shown(), f.last_error);
         }
         let count = |reason: &str| {
             status
@@ -126,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             status.docs_done
         );
         if refused + no_source > 0 {
-            crate::say!("documents still not delivered are in {}", remaining_path.display());
+            crate::say!("documents still not delivered are in {}", remaining_at.shown());
             return Ok(exit::NOT_DELIVERED);
         }
         Ok(exit::OK)

@@ -109,12 +109,13 @@ pub struct Args {
     pub max_listed: usize,
     /// Failure logs of the migration (every worker's): the documents they say the target
     /// refused are not expected on it, and the skipped documents they record must be the
-    /// ones the snapshot has (repeatable or comma-separated).
+    /// ones the snapshot has (repeatable or comma-separated; a file, or an object-store
+    /// prefix whose every part is read).
     #[arg(
         long = "failure-log",
         env = "RFS_FAILURE_LOG",
         value_delimiter = ',',
-        value_name = "FILE"
+        value_name = "FILE|URL"
     )]
     pub failure_log: Vec<std::path::PathBuf>,
     /// Print the report as JSON.
@@ -244,7 +245,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // again): by source index, shard or slot, position and id.
         let mut skipped = HashSet::new();
         for path in &args.failure_log {
-            for r in engine::FailureLog::read(path)? {
+            for r in connectors::failure_log::FailureLogAt::parse(path).read()? {
                 if r.stage == engine::Stage::Target {
                     refused.insert((r.index, r.id));
                 } else {

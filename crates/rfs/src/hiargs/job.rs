@@ -86,9 +86,11 @@ impl WorkerArgs {
     }
 
     /// The failure log, opened for appending (with each document's source, so it can be
-    /// re-driven).
+    /// re-driven): a file, or this process's parts under an object-store prefix.
     pub fn failure_log(&self) -> anyhow::Result<Arc<engine::FailureLog>> {
-        let log = engine::FailureLog::open(&self.failure_log)?.with_sources(true);
+        let log = connectors::failure_log::FailureLogAt::parse(&self.failure_log)
+            .open_writer(&process_tag())?
+            .with_sources(true);
         Ok(Arc::new(log))
     }
 
@@ -131,7 +133,9 @@ impl WorkerArgs {
 }
 
 /// A tag unique to this process, for its files in a shared directory.
-fn process_tag() -> String {
+/// This process's name among a fleet's writers (file sink names, failure-log parts):
+/// host, process id and a random tag.
+pub(crate) fn process_tag() -> String {
     let host = gethostname();
     format!(
         "{host}-{}-{:08x}",

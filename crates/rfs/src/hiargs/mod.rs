@@ -9,3 +9,5 @@ mod repository;
 mod selection;
 mod store;
 mod transform;
+
+pub(crate) use job::process_tag;

@@ -298,3 +298,32 @@ pub fn expected_live(dir: &Path) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no expectedLive= in {path}"))
 }
+
+/// A snapshot `snapshot` with one single-shard index per `(index, fixture)`, each shard a
+/// generated Lucene index of the fixtures (`lucene/generated/FIXTURE`); returns the live
+/// documents per index.
+pub fn lucene_repository(
+    fixtures: &Path,
+    repo: &Path,
+    snapshot: &str,
+    shards: &[(&str, &str)],
+) -> BTreeMap<String, u64> {
+    use snapshot::write::{write_repository, IndexSpec, ShardSource, SnapshotSpec, WriteOptions};
+    let mut spec = SnapshotSpec::new(snapshot);
+    let mut expected = BTreeMap::new();
+    for (name, fixture) in shards {
+        let dir = fixtures.join("lucene/generated").join(fixture);
+        let mut ix = IndexSpec::from_lucene_dir(name, &dir).unwrap();
+        ix.settings.insert(
+            "index.soft_deletes.enabled".into(),
+            Value::String("true".into()),
+        );
+        ix.shards = vec![ShardSource::Lucene(std::sync::Arc::new(
+            lucene::FsDirectory::open(&dir).unwrap(),
+        ))];
+        spec.indices.push(ix);
+        expected.insert(name.to_string(), expected_live(&dir));
+    }
+    write_repository(repo, &[spec], &WriteOptions::default()).unwrap();
+    expected
+}
