@@ -2100,7 +2100,11 @@ fn serverless_collections_refuse_document_ids() {
         assert_eq!(docs[&generated[0]], json!({"n": 3}));
         assert_eq!(docs[&generated[1]], json!({"n": 4}));
         // The single-document API: with an id refused, without accepted.
-        for (m, path) in [("PUT", "ts/_doc/9"), ("PUT", "ts/_create/9"), ("POST", "ts/_doc/9")] {
+        for (m, path) in [
+            ("PUT", "ts/_doc/9"),
+            ("PUT", "ts/_create/9"),
+            ("POST", "ts/_doc/9"),
+        ] {
             let (st, v) = call(&c, m, &format!("{u}/{path}"), Some(&json!({"n": 9})));
             assert_eq!(st, 400, "{m} {path}: {v}");
             assert_eq!(v["error"]["type"], "illegal_argument_exception");
@@ -2117,7 +2121,10 @@ fn serverless_collections_refuse_document_ids() {
     let (_, v) = bulk(
         &c,
         &s.url(),
-        ndjson(&[json!({"index": {"_index": "se", "_id": "1"}}), json!({"n": 1})]),
+        ndjson(&[
+            json!({"index": {"_index": "se", "_id": "1"}}),
+            json!({"n": 1}),
+        ]),
     );
     assert_eq!(v["errors"], false, "{v}");
     assert_eq!(s.documents("se")["1"], json!({"n": 1}));

@@ -346,18 +346,36 @@ mod tests {
         // Every document indexed: the items are counted, not parsed (the ids do not match
         // and would be refused by a full parse).
         let body = br#"{"took":1,"errors":false,"items":[{"index":{"_id":"x","status":201}},{"index":{"_id":"y","status":200}}]}"#;
-        let r = parse(body, [("1", false), ("2", false)].into_iter(), true, true, &[]).unwrap();
+        let r = parse(
+            body,
+            [("1", false), ("2", false)].into_iter(),
+            true,
+            true,
+            &[],
+        )
+        .unwrap();
         assert_eq!(r, vec![ItemResult::Indexed, ItemResult::Indexed]);
         // With deletes in the request, the items are parsed.
-        assert!(parse(body, [("1", false), ("2", false)].into_iter(), false, true, &[]).is_err());
+        assert!(parse(
+            body,
+            [("1", false), ("2", false)].into_iter(),
+            false,
+            true,
+            &[]
+        )
+        .is_err());
         // One "status" per document or the items are parsed.
         let short = br#"{"errors":false,"items":[{"index":{"_id":"1","status":201}}]}"#;
-        assert!(
-            parse(short, [("1", false), ("2", false)].into_iter(), true, true, &[])
-                .unwrap_err()
-                .to_string()
-                .contains("1 items for 2")
-        );
+        assert!(parse(
+            short,
+            [("1", false), ("2", false)].into_iter(),
+            true,
+            true,
+            &[]
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("1 items for 2"));
         // errors: true is always parsed item by item.
         let failed = br#"{"errors":true,"items":[{"index":{"_id":"1","status":400,"error":{"type":"mapper_parsing_exception","reason":"r"}}}]}"#;
         let r = parse(failed, [("1", false)].into_iter(), true, true, &[]).unwrap();
@@ -367,12 +385,16 @@ mod tests {
     #[test]
     fn rejects_mismatched_responses() {
         let body = br#"{"errors":false,"items":[{"index":{"_id":"1","status":201}}]}"#;
-        assert!(
-            parse(body, [("1", false), ("2", false)].into_iter(), true, true, &[])
-                .unwrap_err()
-                .to_string()
-                .contains("1 items for 2")
-        );
+        assert!(parse(
+            body,
+            [("1", false), ("2", false)].into_iter(),
+            true,
+            true,
+            &[]
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("1 items for 2"));
         // The target generated the ids: matched by position.
         assert!(parse(body, [("9", false)].into_iter(), false, false, &[]).is_ok());
         assert!(parse(body, [("9", false)].into_iter(), false, true, &[])
