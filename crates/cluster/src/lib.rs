@@ -25,7 +25,8 @@ mod version;
 pub use api::{Created, Doc, TemplateKind};
 pub use bulk::{
     BulkAction, BulkBody, BulkDoc, BulkEncoder, BulkOptions, BulkResult, BulkSender, BulkStats,
-    DocMeta, EntryKeys, Framing, ItemError, OpType, Refused, Unframed, DEFAULT_HARD_MAX_BYTES,
+    DocMeta, EntryKeys, Framing, ItemError, OpType, Refused, ServerGeneratedIds, Unframed,
+    DEFAULT_HARD_MAX_BYTES,
 };
 pub use client::{encode_segment, Client, Method, Response};
 pub use config::{Auth, AwsService, ClientConfig, RequestCompression, SigV4Config, TlsConfig};

@@ -155,6 +155,18 @@ pub trait Lookup: Send + Sync {
         Box::pin(async move { Ok(false) })
     }
 
+    /// Every document `index` holds on the target, its `_source` (JSON) handed to `each`,
+    /// for a verify by content (a target that generated the ids: nothing to look up by);
+    /// `false` when this target cannot list its documents. An index that does not exist
+    /// holds none.
+    fn each_source<'a>(
+        &'a self,
+        _index: &'a str,
+        _each: &'a mut (dyn FnMut(&[u8]) + Send),
+    ) -> LookupFuture<'a, bool> {
+        Box::pin(async move { Ok(false) })
+    }
+
     /// Documents `index` holds on the target; `None`: the target cannot tell.
     fn count<'a>(&'a self, index: &'a str) -> LookupFuture<'a, Option<u64>>;
 

@@ -33,7 +33,17 @@ pub async fn evaluate(
     options: &Options,
 ) -> Result<Report, MetadataError> {
     let target = target_version(client).await?;
-    let mut items = plan(source, target, options);
+    // A Serverless target (SigV4 `aoss`) drops the settings it manages.
+    let serverless = client.target().is_some_and(|t| t.serverless);
+    let mut items = if serverless && !options.serverless {
+        let options = Options {
+            serverless,
+            ..options.clone()
+        };
+        plan(source, target, &options)
+    } else {
+        plan(source, target, options)
+    };
     check_existing(&mut items, client).await?;
     Ok(Report {
         mode: "evaluate",

@@ -35,6 +35,10 @@ pub struct Options {
     pub convert: ConvertOptions,
     /// How data streams of the snapshot are created on the target.
     pub data_streams: DataStreamMode,
+    /// The target is OpenSearch Serverless (SigV4 service `aoss`): the settings it
+    /// manages itself are dropped ([`crate::settings`]). `migrate` and `evaluate` set it
+    /// from the target client.
+    pub serverless: bool,
 }
 
 /// What becomes of a data stream of the snapshot.
@@ -361,6 +365,7 @@ fn template_parts(
             target,
             replicas: None,
             routing_num_shards: None,
+            serverless: cx.options.serverless,
         };
         let mut s = match settings_in {
             Some(s) => settings::transform(s, &ctx, notes),
@@ -626,6 +631,7 @@ pub fn convert_definition(
         target,
         replicas: options.replicas,
         routing_num_shards: None,
+        serverless: options.serverless,
     };
     let mut settings = match &settings_in {
         Some(s) => settings::transform(s, &ctx, &mut notes),
@@ -729,6 +735,7 @@ fn index_items(
         target,
         replicas: options.replicas,
         routing_num_shards,
+        serverless: cx.options.serverless,
     };
     let base_settings = settings::transform(
         meta.get("settings").unwrap_or(&Value::Null),

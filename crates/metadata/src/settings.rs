@@ -46,7 +46,30 @@ pub struct SettingsContext {
     pub replicas: Option<u32>,
     /// The IndexMetadata's top-level `routing_num_shards` (indices only).
     pub routing_num_shards: Option<u64>,
+    /// The target is OpenSearch Serverless: the settings it manages are dropped.
+    pub serverless: bool,
 }
+
+/// Settings of shard layout and placement, which OpenSearch Serverless manages itself:
+/// there they have no effect (opensearch-project/opensearch-go#374: "Settings for shards
+/// and replicas have no effect in the AWS OpenSearch Serverless"; the index settings AWS
+/// lets one set on a Serverless index are k-NN, its `ef_search` and the refresh interval:
+/// CloudFormation `AWS::OpenSearchServerless::Index` IndexSettings).
+const SERVERLESS_MANAGED: &[&str] = &[
+    "index.number_of_shards",
+    "index.number_of_replicas",
+    "index.auto_expand_replicas",
+    "index.number_of_routing_shards",
+    "index.routing_partition_size",
+];
+
+/// Prefixes of the same.
+const SERVERLESS_MANAGED_PREFIXES: &[&str] = &[
+    "index.routing.allocation.",
+    "index.routing.rebalance.",
+    "index.unassigned.",
+    "index.shard.",
+];
 
 /// Flattens nested settings objects into dotted keys; keys without the `index.` prefix
 /// (templates may omit it) get it, as the cluster itself would.
@@ -182,7 +205,30 @@ pub fn transform(settings: &Value, ctx: &SettingsContext, notes: &mut Notes) -> 
             notes.change(format!("index.number_of_replicas {was} → {n} (override)"));
         }
     }
-    if let Some(rns) = ctx.routing_num_shards {
+    if ctx.serverless {
+        let managed: Vec<String> = out
+            .keys()
+            .filter(|k| {
+                SERVERLESS_MANAGED.contains(&k.as_str())
+                    || SERVERLESS_MANAGED_PREFIXES.iter().any(|p| k.starts_with(p))
+            })
+            .cloned()
+            .collect();
+        for k in &managed {
+            out.remove(k);
+        }
+        if !managed.is_empty() {
+            notes.change(format!(
+                "settings dropped, OpenSearch Serverless manages shards, replicas and their placement itself: {}",
+                managed.join(", ")
+            ));
+        }
+        if let Some(rns) = ctx.routing_num_shards {
+            notes.warn(format!(
+                "routing_num_shards {rns} not copied: OpenSearch Serverless manages shards itself"
+            ));
+        }
+    } else if let Some(rns) = ctx.routing_num_shards {
         routing_shards(&mut out, rns, ctx, notes);
     }
     out
@@ -260,6 +306,7 @@ mod tests {
             target,
             replicas: None,
             routing_num_shards: None,
+            serverless: false,
         }
     }
 
@@ -337,6 +384,7 @@ mod tests {
             target: ProductVersion::os(3, 0),
             replicas: Some(0),
             routing_num_shards: Some(1024),
+            serverless: false,
         };
         let mut notes = Notes::default();
         let out = transform(&src, &c, &mut notes);
@@ -360,6 +408,48 @@ mod tests {
         };
         let out = transform(&src, &old, &mut Notes::default());
         assert!(!out.contains_key("index.number_of_routing_shards"));
+    }
+
+    #[test]
+    fn serverless_drops_what_it_manages() {
+        let src = json!({
+            "index.number_of_shards": "5",
+            "index.number_of_replicas": "1",
+            "index.routing.allocation.include._tier_preference": "data_hot",
+            "index.refresh_interval": "5s",
+            "index.analysis.analyzer.a.tokenizer": "whitespace"
+        });
+        let c = SettingsContext {
+            serverless: true,
+            replicas: Some(2),
+            routing_num_shards: Some(640),
+            ..ctx(ProductVersion::os(2, 0))
+        };
+        let mut notes = Notes::default();
+        let out = transform(&src, &c, &mut notes);
+        let mut kept: Vec<&str> = out.keys().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(
+            kept,
+            [
+                "index.analysis.analyzer.a.tokenizer",
+                "index.refresh_interval"
+            ]
+        );
+        assert!(
+            notes
+                .transformations
+                .iter()
+                .any(|t| t.contains("OpenSearch Serverless")
+                    && t.contains("index.number_of_shards")
+                    && t.contains("index.routing.allocation.include._tier_preference")),
+            "{:?}",
+            notes.transformations
+        );
+        assert!(notes
+            .warnings
+            .iter()
+            .any(|w| w.contains("routing_num_shards 640")));
     }
 
     #[test]

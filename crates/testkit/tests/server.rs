@@ -2045,3 +2045,87 @@ fn an_index_without_source_returns_none_but_counts_and_finds() {
     assert_eq!((st, v["found"].clone()), (200, json!(true)), "{v}");
     assert!(v.get("_source").is_none(), "{v}");
 }
+
+/// OpenSearch Serverless time-series and vector-search collections refuse writes that
+/// name a document id (400 `illegal_argument_exception`, per `_bulk` item and for the
+/// single-document API) and generate ids for those that do not; a search collection
+/// takes ids (see `CollectionType` for where this was read).
+#[test]
+fn serverless_collections_refuse_document_ids() {
+    use testkit::server::CollectionType;
+    let c = client();
+    for ty in [CollectionType::Timeseries, CollectionType::Vectorsearch] {
+        let s = TestServer::start(ServerConfig {
+            serverless: Some(ty),
+            ..ServerConfig::opensearch("2.11.0")
+        });
+        let u = s.url();
+        let (st, v) = bulk(
+            &c,
+            &u,
+            ndjson(&[
+                json!({"index": {"_index": "ts", "_id": "1"}}),
+                json!({"n": 1}),
+                json!({"create": {"_index": "ts", "_id": "2"}}),
+                json!({"n": 2}),
+                json!({"index": {"_index": "ts"}}),
+                json!({"n": 3}),
+                json!({"create": {"_index": "ts"}}),
+                json!({"n": 4}),
+            ]),
+        );
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["errors"], true);
+        let items = v["items"].as_array().unwrap();
+        for (i, action) in [(0, "index"), (1, "create")] {
+            let item = &items[i][action];
+            assert_eq!(item["status"], 400, "{ty:?} {item}");
+            assert_eq!(item["error"]["type"], "illegal_argument_exception");
+            assert_eq!(
+                item["error"]["reason"],
+                "Document ID is not supported in create/index operation request"
+            );
+        }
+        let mut generated = Vec::new();
+        for (i, action) in [(2, "index"), (3, "create")] {
+            let item = &items[i][action];
+            assert_eq!(item["status"], 201, "{ty:?} {item}");
+            let id = item["_id"].as_str().unwrap().to_string();
+            assert!(!id.is_empty());
+            generated.push(id);
+        }
+        // Only the id-less documents were kept, under the ids the server gave them.
+        let docs = s.documents("ts");
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[&generated[0]], json!({"n": 3}));
+        assert_eq!(docs[&generated[1]], json!({"n": 4}));
+        // The single-document API: with an id refused, without accepted.
+        for (m, path) in [
+            ("PUT", "ts/_doc/9"),
+            ("PUT", "ts/_create/9"),
+            ("POST", "ts/_doc/9"),
+        ] {
+            let (st, v) = call(&c, m, &format!("{u}/{path}"), Some(&json!({"n": 9})));
+            assert_eq!(st, 400, "{m} {path}: {v}");
+            assert_eq!(v["error"]["type"], "illegal_argument_exception");
+        }
+        let (st, v) = call(&c, "POST", &format!("{u}/ts/_doc"), Some(&json!({"n": 5})));
+        assert_eq!(st, 201, "{v}");
+        assert_eq!(s.doc_count("ts"), 3);
+    }
+    // A search collection takes ids.
+    let s = TestServer::start(ServerConfig {
+        serverless: Some(CollectionType::Search),
+        ..ServerConfig::opensearch("2.11.0")
+    });
+    let (_, v) = bulk(
+        &c,
+        &s.url(),
+        ndjson(&[
+            json!({"index": {"_index": "se", "_id": "1"}}),
+            json!({"n": 1}),
+        ]),
+    );
+    assert_eq!(v["errors"], false, "{v}");
+    assert_eq!(s.documents("se")["1"], json!({"n": 1}));
+}

@@ -102,6 +102,10 @@ pub struct IndexVerdict {
     /// (`--ids all`): missing and extra ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ids: Option<ids::IdsVerdict>,
+    /// Compared by content, without ids ([`Options::by_content`]): the multiset of
+    /// content digests sent against the one the target holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<content::ContentVerdict>,
 }
 
 /// A document whose doc values on the target differ from the rebuilt document's.
@@ -118,6 +122,10 @@ impl IndexVerdict {
             && self.missing_count == 0
             && self.different_count == 0
             && self.ids.as_ref().is_none_or(ids::IdsVerdict::ok)
+            && self
+                .content
+                .as_ref()
+                .is_none_or(content::ContentVerdict::ok)
     }
 }
 
@@ -362,6 +370,18 @@ impl VerifyReport {
             for id in &v.missing {
                 out.push_str(&format!("    missing   {id}\n"));
             }
+            if let Some(c) = &v.content {
+                out.push_str(&format!(
+                    "    by content (the target generated the ids): {} sent, {} on the target: {} missing, {} extra ({} duplicates of a sent document)\n",
+                    c.expected, c.held, c.missing, c.extra, c.duplicates
+                ));
+                for id in &c.missing_ids {
+                    out.push_str(&format!("    missing   {id}\n"));
+                }
+                for d in &c.extra_digests {
+                    out.push_str(&format!("    extra     digest {d}\n"));
+                }
+            }
             if let Some(ids) = &v.ids {
                 out.push_str(&format!(
                     "    ids: {} in the source, {} on the target: {} missing, {} extra\n",
@@ -563,6 +583,10 @@ pub struct Options {
     /// Top-level fields holding a timestamp column (a table's `timestamp`/`timestamptz`):
     /// compared as instants where both sides hold a timestamp ([`instants`]).
     pub instants: std::collections::BTreeSet<String>,
+    /// The target generated the document ids (`--server-generated-ids`): nothing can be
+    /// looked up by id, so every document is read on both sides and each index compared
+    /// as a multiset of content digests ([`content`]); the sample and `all_ids` are moot.
+    pub by_content: bool,
 }
 
 impl Options {
@@ -573,6 +597,7 @@ impl Options {
             max_listed: LISTED,
             all_ids: false,
             instants: Default::default(),
+            by_content: false,
         }
     }
 }
@@ -589,9 +614,15 @@ pub async fn verify<S: Source>(
 ) -> Result<VerifyReport, VerifyError> {
     let (tx, mut rx) = mpsc::channel::<Result<Msg, VerifyError>>(4 * MGET_CHUNK);
     let refused = Arc::new(options.refused);
-    let sample = options.sample;
+    let by_content = options.by_content;
+    let sample = if by_content {
+        Sample::All
+    } else {
+        options.sample
+    };
     let listed = options.max_listed.max(1);
-    let all_ids = options.all_ids;
+    let all_ids = options.all_ids && !by_content;
+    let mut sent: BTreeMap<Arc<str>, content::Multiset> = BTreeMap::new();
     let instants = options.instants;
     let reader = {
         let refused = refused.clone();
@@ -614,6 +645,24 @@ pub async fn verify<S: Source>(
                 if !prepared.contains_key(&target) {
                     let state = lookup.prepare(&target).await?;
                     prepared.insert(target.clone(), state);
+                }
+                if by_content {
+                    match lookup.expected(&target, &d.doc) {
+                        Ok(want) => sent
+                            .entry(target)
+                            .or_default()
+                            .add(content::digest(&want), Some(d.doc.id.as_str())),
+                        Err(e) => {
+                            let v = verdicts.entry(target).or_default();
+                            v.different_count += 1;
+                            if v.different.len() < listed {
+                                v.different.push(d.doc.id.clone());
+                                v.differences
+                                    .push(format!("{}: {}", d.doc.id, redact::chain(&e)));
+                            }
+                        }
+                    }
+                    continue;
                 }
                 let list = pending.entry(target.clone()).or_default();
                 list.push(d);
@@ -689,6 +738,31 @@ pub async fn verify<S: Source>(
             }
             None => None,
         };
+        if by_content {
+            let mut held = content::Multiset::default();
+            let mut unreadable = Vec::new();
+            let mut each = |json: &[u8]| match exact::Exact::parse(json) {
+                Ok(have) => held.add(content::digest(&have), None),
+                Err(e) => unreadable.push(e.to_string()),
+            };
+            if exists && !lookup.each_source(&target, &mut each).await? {
+                return Err(VerifyError::Other(format!(
+                    "{}: this target cannot list the documents of {target} (a verify by \
+                     content, the target having generated the ids)",
+                    lookup.describe()
+                )));
+            }
+            if let Some(first) = unreadable.first() {
+                return Err(VerifyError::Other(format!(
+                    "{}: {} document(s) of {target} hold a _source that does not parse \
+                     (first: {first})",
+                    lookup.describe(),
+                    unreadable.len()
+                )));
+            }
+            let want = sent.remove(&target).unwrap_or_default();
+            v.content = Some(content::compare(&want, &held, listed));
+        }
         if all_ids {
             let want = expected_ids.remove(&target).unwrap_or_default();
             let mut have = IdRuns::default();
@@ -1066,6 +1140,7 @@ impl Skipped {
 }
 
 pub use engine::lookup::{exact, ids, vectors, Compared};
+pub mod content;
 pub mod instants;
 #[cfg(test)]
 mod tests;

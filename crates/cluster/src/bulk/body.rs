@@ -203,6 +203,9 @@ pub struct BulkEncoder {
     external_versioning: bool,
     /// No entry may be larger.
     hard_max_bytes: usize,
+    /// Action lines carry no `_id`: the target generates one (OpenSearch Serverless
+    /// time-series and vector-search collections refuse ids). A delete cannot be sent.
+    server_ids: bool,
 }
 
 impl BulkEncoder {
@@ -218,7 +221,20 @@ impl BulkEncoder {
             underscored: target.underscored_bulk_keys(),
             external_versioning,
             hard_max_bytes,
+            server_ids: false,
         }
+    }
+
+    /// The same encoder writing action lines without `_id` (the target generates ids)
+    /// when `on`.
+    pub fn with_server_generated_ids(mut self, on: bool) -> BulkEncoder {
+        self.server_ids = on;
+        self
+    }
+
+    /// Action lines carry no `_id`.
+    pub fn server_generated_ids(&self) -> bool {
+        self.server_ids
     }
 
     /// Appends one document to `body`, or gives its meta back with the reason it can never
@@ -280,6 +296,16 @@ impl BulkEncoder {
         if action != BulkAction::Delete && source.is_empty() {
             return Err(refuse("invalid_document", "empty _source".into()));
         }
+        if self.server_ids && action == BulkAction::Delete {
+            return Err(refuse(
+                "invalid_document",
+                format!(
+                    "a delete names its document by id, and the target generates ids \
+                     (--server-generated-ids): delete [{}] cannot be sent",
+                    keys.id
+                ),
+            ));
+        }
         if self.external_versioning && version.is_none() {
             return Err(refuse(
                 "invalid_document",
@@ -294,8 +320,14 @@ impl BulkEncoder {
             (BulkAction::Write, OpType::Create) => b"{\"create\":{\"_index\":",
         });
         write_json_str(buf, keys.index);
-        buf.extend_from_slice(b",\"_id\":");
-        let id_at = write_json_str(buf, keys.id);
+        // Without an id the entry's own id stays known (owned, not in the body) for
+        // failure records and counts.
+        let id_at = if self.server_ids {
+            None
+        } else {
+            buf.extend_from_slice(b",\"_id\":");
+            write_json_str(buf, keys.id)
+        };
         if self.dialect == DocAddressing::Typed {
             buf.extend_from_slice(b",\"_type\":");
             write_json_str(buf, keys.doc_type.unwrap_or("_doc"));
@@ -507,6 +539,39 @@ mod tests {
             parts.iter().map(|p| p.once).collect::<Vec<_>>(),
             vec![true, false]
         );
+    }
+
+    #[test]
+    fn server_generated_ids_leave_the_id_out_and_refuse_deletes() {
+        let os = Target::new(ProductVersion::os(2, 11));
+        let e = enc(&os, OpType::Index, false).with_server_generated_ids(true);
+        let mut body = BulkBody::default();
+        e.push(&mut body, BulkAction::Write, meta("a"), None, b"{\"x\":1}")
+            .unwrap();
+        e.push(&mut body, BulkAction::Create, meta("b"), None, b"{\"x\":2}")
+            .unwrap();
+        let refused = e
+            .push(&mut body, BulkAction::Delete, meta("gone"), None, b"")
+            .unwrap_err();
+        assert_eq!(refused.meta.id, "gone");
+        assert!(
+            refused.error.reason.contains("--server-generated-ids"),
+            "{}",
+            refused.error.reason
+        );
+        assert_eq!(
+            lines(body.as_bytes()),
+            vec![
+                json!({"index":{"_index":"idx"}}),
+                json!({"x":1}),
+                json!({"create":{"_index":"idx"}}),
+                json!({"x":2}),
+            ]
+        );
+        // The source's ids stay known for failure records.
+        let framed = body.into_parts();
+        let ids: Vec<&str> = framed.parts.iter().map(|p| p.id(&framed.buf)).collect();
+        assert_eq!(ids, vec!["a", "b"]);
     }
 
     #[test]

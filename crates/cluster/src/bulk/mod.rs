@@ -60,6 +60,38 @@ pub enum OpType {
     Create,
 }
 
+/// Whether `_bulk` action lines carry the document's `_id` or the target generates one.
+///
+/// OpenSearch Serverless time-series and vector-search collections refuse an id in
+/// index/create requests (400 `illegal_argument_exception` "Document ID is not supported
+/// in create/index operation request": AWS developer guide `serverless-genref.html`,
+/// aoss:WriteDocument, where `PUT <index>/_doc/<id>` and `_create/<id>` are "for search
+/// collection types only"; the item answer as reported in langchain-ai/langchainjs#4346
+/// and opensearch-project/opensearch-py#792).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerGeneratedIds {
+    /// Ids are sent (a resend overwrites: idempotent).
+    #[default]
+    Never,
+    /// Ids are never sent; deletes cannot be sent.
+    Always,
+    /// Id-less when the target is OpenSearch Serverless (SigV4 service `aoss`): the
+    /// collection type is not visible through the OpenSearch API, so every Serverless
+    /// target is taken as time-series/vector-search; `Never` for a search collection.
+    Auto,
+}
+
+impl ServerGeneratedIds {
+    /// Whether action lines go without `_id` for `target`.
+    pub fn resolve(self, target: &crate::version::Target) -> bool {
+        match self {
+            ServerGeneratedIds::Never => false,
+            ServerGeneratedIds::Always => true,
+            ServerGeneratedIds::Auto => target.serverless,
+        }
+    }
+}
+
 /// Knobs of a [`BulkSender`].
 #[derive(Debug, Clone)]
 pub struct BulkOptions {
@@ -86,6 +118,8 @@ pub struct BulkOptions {
     pub gzip: Option<bool>,
     /// Ask the target to return only `status`, `error` and `_id` per item.
     pub filter_response: bool,
+    /// Whether documents are sent with their `_id` (see [`ServerGeneratedIds`]).
+    pub server_generated_ids: ServerGeneratedIds,
 }
 
 /// How long one bulk body is retried at most by default: a target that answers 500 or
@@ -110,6 +144,7 @@ impl Default for BulkOptions {
             max_bytes_per_sec: None,
             gzip: None,
             filter_response: true,
+            server_generated_ids: ServerGeneratedIds::Never,
         }
     }
 }
@@ -276,13 +311,22 @@ impl BulkSender {
                 "bulk hard_max_bytes and retry attempts must be at least 1".into(),
             ));
         }
+        let server_ids = options.server_generated_ids.resolve(&target);
+        if server_ids && options.external_versioning {
+            return Err(ClusterError::Config(
+                "external versioning needs document ids; the target generates them \
+                 (--server-generated-ids)"
+                    .into(),
+            ));
+        }
         let opts = options;
         let encoder = BulkEncoder::new(
             &target,
             opts.op_type,
             opts.external_versioning,
             opts.hard_max_bytes,
-        );
+        )
+        .with_server_generated_ids(server_ids);
         let gzip = opts.gzip.unwrap_or_else(|| client.gzip());
         Ok(BulkSender {
             inner: Arc::new(Inner {
@@ -694,7 +738,14 @@ impl BulkSender {
         if resp.is_success() {
             let ids = members.iter().map(|&i| (parts[i].id(buf), parts[i].once));
             let no_deletes = !any_delete || !members.iter().any(|&i| parts[i].delete);
-            match response::parse(&resp.body, ids, no_deletes, &inner.opts.accept_error_types) {
+            let check_ids = !inner.encoder.server_generated_ids();
+            match response::parse(
+                &resp.body,
+                ids,
+                no_deletes,
+                check_ids,
+                &inner.opts.accept_error_types,
+            ) {
                 Ok(items) => {
                     let mut throttled = false;
                     for (&i, item) in members.iter().zip(items) {

@@ -92,11 +92,14 @@ pub(crate) enum ResponseError {
 /// before its items, with one `"status":` per document, is taken as every document
 /// indexed without parsing the items (a delete of a missing document is no error but is
 /// counted apart, so bodies with deletes are always parsed). This is the answer to almost
-/// every request, and parsing its items cost a tenth of a worker's CPU.
+/// every request, and parsing its items cost a tenth of a worker's CPU. `check_ids`: each
+/// item's `_id` must be the one sent (off when the target generates ids: the answer then
+/// names the new id, matched by position).
 pub(crate) fn parse<'i>(
     body: &[u8],
     ids: impl ExactSizeIterator<Item = (&'i str, bool)>,
     no_deletes: bool,
+    check_ids: bool,
     accept: &[String],
 ) -> Result<Vec<ItemResult>, ResponseError> {
     if no_deletes
@@ -118,7 +121,7 @@ pub(crate) fn parse<'i>(
             WireItem::Index(r) | WireItem::Create(r) | WireItem::Update(r) => (r, false),
             WireItem::Delete(r) => (r, true),
         };
-        if let Some(got) = &r.id {
+        if let (true, Some(got)) = (check_ids, &r.id) {
             if got != id {
                 return Err(ResponseError::Id {
                     got: got.to_string(),
@@ -273,7 +276,7 @@ mod tests {
         ]}"#;
         let ids = ["1", "2", "3", "4", "5", "a\"b", "7"];
         let accept = vec!["version_conflict_engine_exception".to_string()];
-        let r = parse(body, ids.iter().map(|&i| (i, false)), true, &accept).unwrap();
+        let r = parse(body, ids.iter().map(|&i| (i, false)), true, true, &accept).unwrap();
         assert_eq!(r[0], ItemResult::Indexed);
         assert_eq!(r[1], ItemResult::Accepted);
         assert!(matches!(&r[2], ItemResult::Retry(e) if e.status == 429));
@@ -296,16 +299,17 @@ mod tests {
             deletes,
             [("1", false), ("2", false)].into_iter(),
             false,
+            true,
             &[],
         )
         .unwrap();
         assert_eq!(r, vec![ItemResult::Accepted, ItemResult::Indexed]);
 
-        let r = parse(body, ids.iter().map(|&i| (i, false)), true, &[]).unwrap();
+        let r = parse(body, ids.iter().map(|&i| (i, false)), true, true, &[]).unwrap();
         assert!(matches!(&r[1], ItemResult::Fail(e) if e.status == 409));
         // A create-if-absent (BulkAction::Create) that finds its document is delivered,
         // whatever the accept list.
-        let r = parse(body, ids.iter().map(|&i| (i, i == "2")), true, &[]).unwrap();
+        let r = parse(body, ids.iter().map(|&i| (i, i == "2")), true, true, &[]).unwrap();
         assert_eq!(r[1], ItemResult::Accepted);
     }
 
@@ -342,42 +346,66 @@ mod tests {
         // Every document indexed: the items are counted, not parsed (the ids do not match
         // and would be refused by a full parse).
         let body = br#"{"took":1,"errors":false,"items":[{"index":{"_id":"x","status":201}},{"index":{"_id":"y","status":200}}]}"#;
-        let r = parse(body, [("1", false), ("2", false)].into_iter(), true, &[]).unwrap();
+        let r = parse(
+            body,
+            [("1", false), ("2", false)].into_iter(),
+            true,
+            true,
+            &[],
+        )
+        .unwrap();
         assert_eq!(r, vec![ItemResult::Indexed, ItemResult::Indexed]);
         // With deletes in the request, the items are parsed.
-        assert!(parse(body, [("1", false), ("2", false)].into_iter(), false, &[]).is_err());
+        assert!(parse(
+            body,
+            [("1", false), ("2", false)].into_iter(),
+            false,
+            true,
+            &[]
+        )
+        .is_err());
         // One "status" per document or the items are parsed.
         let short = br#"{"errors":false,"items":[{"index":{"_id":"1","status":201}}]}"#;
-        assert!(
-            parse(short, [("1", false), ("2", false)].into_iter(), true, &[])
-                .unwrap_err()
-                .to_string()
-                .contains("1 items for 2")
-        );
+        assert!(parse(
+            short,
+            [("1", false), ("2", false)].into_iter(),
+            true,
+            true,
+            &[]
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("1 items for 2"));
         // errors: true is always parsed item by item.
         let failed = br#"{"errors":true,"items":[{"index":{"_id":"1","status":400,"error":{"type":"mapper_parsing_exception","reason":"r"}}}]}"#;
-        let r = parse(failed, [("1", false)].into_iter(), true, &[]).unwrap();
+        let r = parse(failed, [("1", false)].into_iter(), true, true, &[]).unwrap();
         assert!(matches!(&r[0], ItemResult::Fail(e) if e.status == 400));
     }
 
     #[test]
     fn rejects_mismatched_responses() {
         let body = br#"{"errors":false,"items":[{"index":{"_id":"1","status":201}}]}"#;
-        assert!(
-            parse(body, [("1", false), ("2", false)].into_iter(), true, &[])
-                .unwrap_err()
-                .to_string()
-                .contains("1 items for 2")
-        );
-        assert!(parse(body, [("9", false)].into_iter(), false, &[])
+        assert!(parse(
+            body,
+            [("1", false), ("2", false)].into_iter(),
+            true,
+            true,
+            &[]
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("1 items for 2"));
+        // The target generated the ids: matched by position.
+        assert!(parse(body, [("9", false)].into_iter(), false, false, &[]).is_ok());
+        assert!(parse(body, [("9", false)].into_iter(), false, true, &[])
             .unwrap_err()
             .to_string()
             .contains("\"9\""));
-        assert!(parse(b"<html>", [("1", false)].into_iter(), true, &[]).is_err());
+        assert!(parse(b"<html>", [("1", false)].into_iter(), true, true, &[]).is_err());
         // filter_path responses carry only what was asked for.
         let body = br#"{"errors":false,"items":[{"index":{"status":201}}]}"#;
         assert_eq!(
-            parse(body, [("1", false)].into_iter(), true, &[]).unwrap(),
+            parse(body, [("1", false)].into_iter(), true, true, &[]).unwrap(),
             vec![ItemResult::Indexed]
         );
     }

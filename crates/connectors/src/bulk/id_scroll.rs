@@ -4,7 +4,8 @@
 //! a failed shard (`_shards.failed` > 0: that shard's hits left out) fails the listing,
 //! and the ids listed must number the scroll's own `hits.total` (a number before
 //! Elasticsearch 7, `{value, relation: "eq"}` after: scrolls count exactly), so a listing
-//! that lost a page is an error, never ids reported missing.
+//! that lost a page is an error, never ids reported missing. [`sources`] walks the same
+//! scroll with `_source`, for a verify by content (a target that generated the ids).
 
 use cluster::{encode_segment, Client, ClusterError, Method};
 use serde::Deserialize;
@@ -43,6 +44,14 @@ struct Hits {
 struct Hit {
     #[serde(rename = "_id")]
     id: String,
+    #[serde(rename = "_source", default)]
+    source: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// What each hit of the scroll is given to.
+enum Each<'a> {
+    Id(&'a mut IdRuns),
+    Source(&'a mut (dyn FnMut(&[u8]) + Send)),
 }
 
 /// Why a listing failed.
@@ -64,15 +73,30 @@ pub(super) async fn list(
     index: &str,
     into: &mut IdRuns,
 ) -> Result<u64, ListError> {
+    walk(client, index, Each::Id(into)).await
+}
+
+/// Hands the `_source` of every document of `index` to `each`; returns how many. A hit
+/// without `_source` (a mapping that disables it) fails the walk: there is no content to
+/// count it by.
+pub(super) async fn sources(
+    client: &Client,
+    index: &str,
+    each: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<u64, ListError> {
+    walk(client, index, Each::Source(each)).await
+}
+
+async fn walk(client: &Client, index: &str, mut each: Each<'_>) -> Result<u64, ListError> {
     let path = format!("/{}/_search?scroll={KEEP_ALIVE}", encode_segment(index));
     let body = json!({
         "size": PAGE,
-        "_source": false,
+        "_source": matches!(each, Each::Source(_)),
         "sort": ["_doc"],
         "query": {"match_all": {}},
     });
     let mut scroll_id: Option<String> = None;
-    let result = pages(client, index, &path, &body, &mut scroll_id, into).await;
+    let result = pages(client, index, &path, &body, &mut scroll_id, &mut each).await;
     if let Some(id) = scroll_id {
         let body = json!({ "scroll_id": [id] });
         if let Err(e) = client
@@ -91,7 +115,7 @@ async fn pages(
     path: &str,
     body: &Value,
     scroll_id: &mut Option<String>,
-    into: &mut IdRuns,
+    each: &mut Each<'_>,
 ) -> Result<u64, ListError> {
     let mut listed = 0u64;
     let mut total: Option<u64> = None;
@@ -124,7 +148,19 @@ async fn pages(
         }
         for h in page.hits.hits {
             listed += 1;
-            into.push(h.id).map_err(ListError::Spill)?;
+            match each {
+                Each::Id(into) => into.push(h.id).map_err(ListError::Spill)?,
+                Each::Source(f) => match &h.source {
+                    Some(raw) => f(raw.get().as_bytes()),
+                    None => {
+                        return Err(ListError::Answer(format!(
+                            "{index}: document {} came back without _source: nothing to \
+                             compare its content by",
+                            h.id
+                        )))
+                    }
+                },
+            }
         }
         if scroll_id.is_none() {
             return Err(ListError::Answer(format!(

@@ -52,6 +52,17 @@ impl MgetLookup {
         }
     }
 
+    fn list_error(&self, e: id_scroll::ListError) -> LookupError {
+        match e {
+            id_scroll::ListError::Cluster(e) => self.error(e),
+            id_scroll::ListError::Answer(why) => LookupError::Answer {
+                target: redact::url(self.client.base_url()),
+                why,
+            },
+            id_scroll::ListError::Spill(e) => LookupError::Spill(e),
+        }
+    }
+
     fn on(&self, index: &str) -> Option<OnTarget> {
         self.indices
             .lock()
@@ -114,12 +125,28 @@ impl Lookup for MgetLookup {
             }
             match id_scroll::list(&self.client, index, into).await {
                 Ok(_) => Ok(true),
-                Err(id_scroll::ListError::Cluster(e)) => Err(self.error(e)),
-                Err(id_scroll::ListError::Answer(why)) => Err(LookupError::Answer {
-                    target: redact::url(self.client.base_url()),
-                    why,
-                }),
-                Err(id_scroll::ListError::Spill(e)) => Err(LookupError::Spill(e)),
+                Err(e) => Err(self.list_error(e)),
+            }
+        })
+    }
+
+    fn each_source<'a>(
+        &'a self,
+        index: &'a str,
+        each: &'a mut (dyn FnMut(&[u8]) + Send),
+    ) -> LookupFuture<'a, bool> {
+        Box::pin(async move {
+            if !self
+                .client
+                .index_exists(index)
+                .await
+                .map_err(|e| self.error(e))?
+            {
+                return Ok(true);
+            }
+            match id_scroll::sources(&self.client, index, each).await {
+                Ok(_) => Ok(true),
+                Err(e) => Err(self.list_error(e)),
             }
         })
     }

@@ -130,6 +130,13 @@ async fn open(
     let target_client = client.clone();
     let sender = cluster::BulkSender::new(client, settings.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
+    if sender.encoder().server_generated_ids() {
+        tracing::warn!(
+            "target: documents are sent without their _id, the target generates ids \
+             (--server-generated-ids): a re-sent batch (a worker killed mid-batch, a request \
+             whose answer was lost) can store documents twice; `rfs verify` counts them"
+        );
+    }
     Ok(OpenedSink {
         key_of: None,
         sink: BoxedSink::new(

@@ -73,6 +73,20 @@ impl Number {
     pub fn as_str(&self) -> &str {
         &self.text
     }
+
+    /// One text for every way of writing the same decimal value (`1`, `1.0` and `10e-1`
+    /// give `1e0`; zero gives `0`): what a content digest is taken of.
+    pub fn canonical(&self) -> String {
+        match &self.value {
+            Decimal::Finite { digits, .. } if digits.is_empty() => "0".to_string(),
+            Decimal::Finite {
+                negative,
+                digits,
+                exponent,
+            } => format!("{}{digits}e{exponent}", if *negative { "-" } else { "" }),
+            Decimal::Text(t) => t.clone(),
+        }
+    }
 }
 
 fn decimal(text: &str) -> Option<Decimal> {

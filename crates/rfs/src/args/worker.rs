@@ -4,6 +4,17 @@ use std::path::PathBuf;
 
 use super::parsers::{float_in, migration_name, usize_in};
 
+/// `--server-generated-ids`: when documents go to a cluster without their `_id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServerGeneratedIds {
+    /// Without ids when the target is OpenSearch Serverless (`--target-sigv4 aoss`).
+    Auto,
+    /// Always without ids: the target generates them.
+    Always,
+    /// Always with ids (a resend overwrites: idempotent).
+    Never,
+}
+
 /// The coordination store and the lease protocol's settings.
 #[derive(Clone, clap::Args)]
 pub struct StoreArgs {
@@ -70,6 +81,22 @@ pub struct WorkerArgs {
     /// Index with `op_type=create` (existing ids are kept, conflicts counted as done).
     #[arg(long, env = "RFS_CREATE_ONLY")]
     pub create_only: bool,
+    /// Whether documents are sent to a cluster target with their `_id` (never), without
+    /// it, the target generating one (always), or without it when the target is OpenSearch
+    /// Serverless, `--target-sigv4 aoss` (auto; its time-series and vector-search collections
+    /// refuse ids, and the collection type cannot be read through the API, so `auto` treats
+    /// every Serverless collection alike: give `never` for a search collection). Without ids
+    /// a resend is not idempotent: documents of a batch in flight when a worker died, or of a
+    /// request re-sent after its answer was lost, can arrive twice (`rfs verify` counts them
+    /// by content); deletes (a `--since` delta) cannot be sent.
+    #[arg(
+        long,
+        env = "RFS_SERVER_GENERATED_IDS",
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub server_generated_ids: ServerGeneratedIds,
     /// Documents per second per worker at most (0.001–1000000000).
     #[arg(
         long,

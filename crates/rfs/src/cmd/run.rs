@@ -96,6 +96,21 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
     let source = opened(m.source, "snapshot");
     let (sink, client) =
         open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
+    // A delta removes documents by id, which a target generating ids cannot do.
+    if let (Some(since), Some(target)) = (&args.since.since, client.target()) {
+        if args.worker.server_ids().resolve(target) {
+            anyhow::bail!(
+                "--since {since} sends the documents deleted since that snapshot as deletes by \
+                 id, and the target generates document ids (--server-generated-ids {}): \
+                 nothing could be deleted. Run without --since into a fresh index, or with \
+                 --server-generated-ids never into a target that takes ids",
+                match args.worker.server_generated_ids {
+                    crate::args::ServerGeneratedIds::Always => "always",
+                    _ => "auto, the target being OpenSearch Serverless",
+                }
+            );
+        }
+    }
     let mut job = JobSpec::new(
         source.source,
         m.transform,

@@ -98,6 +98,20 @@ pub struct Args {
         value_parser = clap::builder::PossibleValuesParser::new(["all"])
     )]
     pub ids: Option<String>,
+    /// Whether the migration sent documents without their `_id`, the target generating
+    /// them (as `rfs run --server-generated-ids`; auto: when the target is OpenSearch
+    /// Serverless, --target-sigv4 aoss). Then nothing can be looked up by id: every
+    /// document is read on both sides and each index compared as a multiset of content
+    /// digests (missing documents, and extra ones: duplicates of a re-sent batch);
+    /// --sample, --all and --ids are moot.
+    #[arg(
+        long,
+        env = "RFS_SERVER_GENERATED_IDS",
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub server_generated_ids: crate::args::ServerGeneratedIds,
     /// Ids named per index and kind of mismatch (1–100000; the rest are counted).
     #[arg(
         long,
@@ -331,10 +345,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } else {
             Sample::PerIndex(args.sample)
         };
+        let by_content = match args.server_generated_ids {
+            crate::args::ServerGeneratedIds::Always => true,
+            crate::args::ServerGeneratedIds::Never => false,
+            crate::args::ServerGeneratedIds::Auto => {
+                args.to.is_none()
+                    && args.target.target_sigv4 == Some(crate::args::SigV4Service::Aoss)
+            }
+        };
+        if by_content {
+            crate::say!(
+                "note: the target generated the document ids: every document is compared by content (a multiset of digests per index)"
+            );
+        }
         let options = Options {
             refused,
             max_listed: args.max_listed,
             all_ids: args.ids.is_some(),
+            by_content,
             ..Options::new(sample)
         };
         let mut report = verify(Arc::new(source), transform, lookup.as_ref(), options).await?;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::args::WorkerArgs;
+use crate::args::{ServerGeneratedIds, WorkerArgs};
 
 /// `secs` as a Duration within `min..=max` seconds, whatever `secs` is (NaN: `min`).
 fn seconds(secs: f64, min: f64, max: f64) -> Duration {
@@ -111,6 +111,15 @@ impl WorkerArgs {
         }
     }
 
+    /// `--server-generated-ids` as the bulk sender takes it.
+    pub fn server_ids(&self) -> cluster::ServerGeneratedIds {
+        match self.server_generated_ids {
+            ServerGeneratedIds::Auto => cluster::ServerGeneratedIds::Auto,
+            ServerGeneratedIds::Always => cluster::ServerGeneratedIds::Always,
+            ServerGeneratedIds::Never => cluster::ServerGeneratedIds::Never,
+        }
+    }
+
     /// How `_bulk` requests are sent: requests in flight, rates, the retry budget,
     /// `--create-only`.
     pub fn bulk_options(&self) -> cluster::BulkOptions {
@@ -121,6 +130,7 @@ impl WorkerArgs {
             retry_budget: Some(Duration::from_secs(
                 self.bulk_retry_seconds.clamp(10, 86_400),
             )),
+            server_generated_ids: self.server_ids(),
             ..cluster::BulkOptions::default()
         };
         if self.create_only {

@@ -43,6 +43,8 @@ impl FilterArgs {
                 DataStreamsArg::DataStreams => metadata::DataStreamMode::DataStreams,
                 DataStreamsArg::Indices => metadata::DataStreamMode::Indices,
             },
+            // Set from the target client (a Serverless target) by `metadata::evaluate`.
+            serverless: false,
         })
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use testkit::server::{Distribution, Faults, ServerConfig, TestServer};
+use testkit::server::{CollectionType, Distribution, Faults, ServerConfig, TestServer};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -53,6 +53,10 @@ struct Args {
     /// automatic mode then gzip their request bodies).
     #[arg(long)]
     http_compression: bool,
+    /// Play an OpenSearch Serverless collection of this type (search, timeseries,
+    /// vectorsearch): in timeseries and vectorsearch, writes naming a document id are refused.
+    #[arg(long, env = "TESTKIT_SERVERLESS", value_name = "COLLECTION_TYPE")]
+    serverless: Option<CollectionType>,
     /// Probability of a whole-request 429 with Retry-After.
     #[arg(long, default_value_t = 0.0)]
     reject_429: f64,
@@ -108,6 +112,7 @@ fn main() -> anyhow::Result<()> {
         max_content_length: a.max_content_length,
         auto_create_index: !a.no_auto_create_index,
         http_compression: a.http_compression,
+        serverless: a.serverless,
         faults: Faults {
             reject_429: a.reject_429,
             retry_after_secs: a.retry_after_secs,

@@ -239,6 +239,7 @@ pub(crate) fn bulk(
         if name == "index" && meta.op_type.as_deref() == Some("create") {
             kind = OpKind::Create;
         }
+        let meta_named_id = meta.id.is_some();
         let id = match meta.id {
             Some(id) => id.into_string(),
             None if matches!(kind, OpKind::Index | OpKind::Create) => String::new(),
@@ -259,9 +260,22 @@ pub(crate) fn bulk(
             None
         };
         let mut fail = None;
+        // OpenSearch Serverless time-series/vector-search collections refuse ids (see
+        // `CollectionType`): per item, nothing applied.
+        if meta_named_id
+            && matches!(kind, OpKind::Index | OpKind::Create)
+            && shared.config.serverless.is_some_and(|c| c.refuses_ids())
+        {
+            fail = Some(EsError::new(
+                400,
+                "illegal_argument_exception",
+                super::version::SERVERLESS_ID_REFUSAL,
+            ));
+        }
         match &mut kind {
             OpKind::Index | OpKind::Create => {
-                if !discard
+                if fail.is_none()
+                    && !discard
                     && serde_json::from_slice::<&serde_json::value::RawValue>(&source)
                         .map(|r| !r.get().starts_with('{'))
                         .unwrap_or(true)

@@ -97,6 +97,18 @@ pub(super) fn write_doc(
             }
         }
     };
+    // OpenSearch Serverless time-series/vector-search collections: a write naming its id
+    // is for search collections only (see `CollectionType`).
+    if matches!(op, DocOp::Index | DocOp::Create)
+        && !id.is_empty()
+        && c.shared.config.serverless.is_some_and(|t| t.refuses_ids())
+    {
+        return Err(EsError::new(
+            400,
+            "illegal_argument_exception",
+            crate::server::version::SERVERLESS_ID_REFUSAL,
+        ));
+    }
     if matches!(op, DocOp::Index | DocOp::Create | DocOp::Update)
         && c.faults.failing_ids.contains(id)
     {
