@@ -188,23 +188,22 @@ pub fn open_blob_store(uri: &str, opts: &BlobStoreOptions) -> Result<Arc<dyn Blo
                 .or_else(|| param("secret_access_key"));
             // Keys given as options or in the URI, else the shared AWS chain (environment,
             // profile, web identity, container, instance metadata), refreshed before expiry.
-            let provider = match (key, secret) {
-                (Some(k), Some(s)) => sigv4::CredentialsProvider::fixed(
-                    sigv4::AwsCredentials {
-                        access_key_id: k,
-                        secret_access_key: s,
-                        session_token: opts.s3_session_token.clone(),
-                    },
-                    "--s3-access-key-id / --s3-secret-access-key",
-                ),
-                (None, None) => sigv4::CredentialsProvider::shared(),
-                _ => {
-                    return Err(BlobError::config(
+            let provider =
+                match (key, secret) {
+                    (Some(k), Some(s)) => sigv4::CredentialsProvider::fixed(
+                        sigv4::AwsCredentials {
+                            access_key_id: k,
+                            secret_access_key: s,
+                            session_token: opts.s3_session_token.clone(),
+                        },
+                        "--s3-access-key-id / --s3-secret-access-key",
+                    ),
+                    (None, None) => sigv4::CredentialsProvider::shared(),
+                    _ => return Err(BlobError::config(
                         shown.as_str(),
                         "an S3 access key id needs its secret access key, and the other way round",
-                    ))
-                }
-            };
+                    )),
+                };
             b = b.with_credentials(Arc::new(crate::aws::ChainCredentials(provider.clone())));
             aws_credentials = Some(provider);
             Arc::new(b.build().map_err(build_error)?)

@@ -389,7 +389,6 @@ impl Client {
         })
     }
 
-
     /// Calls `operation` with a JSON `body`, retrying throttling, server errors and lost
     /// connections with backoff; returns the answer's body.
     pub async fn call(

@@ -96,7 +96,10 @@ fn refused_s3_credentials_are_named_not_taken_for_an_empty_location() {
     assert!(!all.contains("neither a snapshot repository"), "{r}");
     assert!(all.contains("refused"), "{r}");
     assert!(all.contains("the environment (AWS_ACCESS_KEY_ID)"), "{r}");
-    assert!(all.contains("The request signature we calcul"), "S3's answer: {r}");
+    assert!(
+        all.contains("The request signature we calcul"),
+        "S3's answer: {r}"
+    );
     assert!(!all.contains(secret), "{r}");
 }
 
@@ -104,7 +107,8 @@ fn refused_s3_credentials_are_named_not_taken_for_an_empty_location() {
 // moto: IAM, STS and S3 on one server with authentication on; DynamoDB on another.
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/rfs";
-const ALLOW_ALL: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#;
+const ALLOW_ALL: &str =
+    r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#;
 
 /// `application/x-www-form-urlencoded` value.
 fn form(v: &str) -> String {
@@ -163,8 +167,17 @@ fn signed(
 }
 
 /// An IAM or STS query action; panics unless it succeeds.
-fn query(port: u16, service: &'static str, creds: &AwsCredentials, params: &[(&str, &str)]) -> String {
-    let version = if service == "iam" { "2010-05-08" } else { "2011-06-15" };
+fn query(
+    port: u16,
+    service: &'static str,
+    creds: &AwsCredentials,
+    params: &[(&str, &str)],
+) -> String {
+    let version = if service == "iam" {
+        "2010-05-08"
+    } else {
+        "2011-06-15"
+    };
     let mut body = format!("Version={version}");
     for (k, v) in params {
         body.push_str(&format!("&{k}={}", form(v)));
@@ -192,7 +205,12 @@ fn keys(access_key_id: &str, secret: &str) -> AwsCredentials {
 
 /// A new access key of IAM user `user`.
 fn access_key(port: u16, admin: &AwsCredentials, user: &str) -> AwsCredentials {
-    let xml = query(port, "iam", admin, &[("Action", "CreateAccessKey"), ("UserName", user)]);
+    let xml = query(
+        port,
+        "iam",
+        admin,
+        &[("Action", "CreateAccessKey"), ("UserName", user)],
+    );
     keys(
         &xml_field(&xml, "AccessKeyId"),
         &xml_field(&xml, "SecretAccessKey"),
@@ -216,7 +234,12 @@ impl Aws {
         let port = aws.port();
         let setup = keys("AKIDSETUP", "setup-secret");
         let user = |name: &str| {
-            query(port, "iam", &setup, &[("Action", "CreateUser"), ("UserName", name)]);
+            query(
+                port,
+                "iam",
+                &setup,
+                &[("Action", "CreateUser"), ("UserName", name)],
+            );
             if name == "pod" {
                 // its keys come from the container endpoint, two at most
                 return keys("", "");
@@ -292,12 +315,7 @@ impl Aws {
             "dynamodb://docs?region=us-east-1&endpoint={}",
             self.ddb.endpoint()
         );
-        let mut args = vec![
-            "--snapshot",
-            SNAPSHOT,
-            "--create-table",
-            "--s3-endpoint",
-        ];
+        let mut args = vec!["--snapshot", SNAPSHOT, "--create-table", "--s3-endpoint"];
         let ep = self.aws.endpoint();
         args.push(&ep);
         args.extend(["--s3-region", "us-east-1"]);
@@ -407,10 +425,17 @@ fn assert_demo_in_dynamodb(aws: &Aws) {
 fn assert_signed_with(aws: &Aws, key: &str, token: Option<&str>) {
     let (s3, ddb) = aws.signers();
     assert!(!s3.is_empty() && !ddb.is_empty(), "{s3:?} {ddb:?}");
-    assert!(s3.iter().all(|k| k == key), "S3 signers {s3:?}, issued {key}");
+    assert!(
+        s3.iter().all(|k| k == key),
+        "S3 signers {s3:?}, issued {key}"
+    );
     for (k, t) in &ddb {
         assert_eq!(k, key, "a DynamoDB request signed by another key");
-        assert_eq!(t.as_deref(), token, "the session token of a DynamoDB request");
+        assert_eq!(
+            t.as_deref(),
+            token,
+            "the session token of a DynamoDB request"
+        );
     }
 }
 
@@ -425,7 +450,11 @@ fn web_identity_copy_from_s3_into_dynamodb() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     // A JWT's shape (header.payload.signature); its content is not checked by moto.
-    std::fs::write(&token, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6cmZzOnJmcyJ9.c2ln").unwrap();
+    std::fs::write(
+        &token,
+        "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6cmZzOnJmcyJ9.c2ln",
+    )
+    .unwrap();
     let r = aws.copy(
         dir.path(),
         &[
@@ -438,7 +467,10 @@ fn web_identity_copy_from_s3_into_dynamodb() {
     let sessions = aws.sessions();
     assert_eq!(sessions.len(), 1, "one STS session issued: {sessions:?}");
     assert_signed_with(&aws, &sessions[0].0, Some(&sessions[0].1));
-    assert!(!r.all().contains(&sessions[0].1), "the session token never shows");
+    assert!(
+        !r.all().contains(&sessions[0].1),
+        "the session token never shows"
+    );
     assert_demo_in_dynamodb(&aws);
 }
 
@@ -483,7 +515,10 @@ fn assume_role_profile_over_credential_process() {
         &[],
     );
     assert_eq!(r.code, Some(0), "{r}");
-    assert!(dir.path().join("process-calls").exists(), "credential_process ran");
+    assert!(
+        dir.path().join("process-calls").exists(),
+        "credential_process ran"
+    );
     let sessions = aws.sessions();
     assert_eq!(sessions.len(), 1, "one STS session issued: {sessions:?}");
     assert_signed_with(&aws, &sessions[0].0, Some(&sessions[0].1));
@@ -628,8 +663,15 @@ fn pod_identity_credentials_refreshed_mid_run() {
     assert_eq!(r.code, Some(0), "{r}");
     assert!(!r.all().contains(token), "{r}");
     let issued = pod.issued.lock().unwrap().clone();
-    assert_eq!(*pod.refused.lock().unwrap(), 0, "the token file's token was sent");
-    assert!(issued.len() >= 2, "the endpoint was asked again: {issued:?}");
+    assert_eq!(
+        *pod.refused.lock().unwrap(),
+        0,
+        "the token file's token was sent"
+    );
+    assert!(
+        issued.len() >= 2,
+        "the endpoint was asked again: {issued:?}"
+    );
     // Every request signed with a key the endpoint handed out, before that key expired.
     let expiry: BTreeMap<&String, &String> = issued.iter().map(|(k, e)| (k, e)).collect();
     let requests: Vec<Value> = aws
@@ -646,10 +688,16 @@ fn pod_identity_credentials_refreshed_mid_run() {
         let until = expiry
             .get(&key)
             .unwrap_or_else(|| panic!("{key} was not handed out by the endpoint ({issued:?})"));
-        assert!(date.as_str() < until.as_str(), "{key} used at {date}, expired {until}");
+        assert!(
+            date.as_str() < until.as_str(),
+            "{key} used at {date}, expired {until}"
+        );
         assert_eq!(token, None, "no session token");
         used.insert(key);
     }
-    assert!(used.len() >= 2, "requests moved to a refreshed key: {used:?}");
+    assert!(
+        used.len() >= 2,
+        "requests moved to a refreshed key: {used:?}"
+    );
     assert_demo_in_dynamodb(&aws);
 }

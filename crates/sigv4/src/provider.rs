@@ -451,7 +451,9 @@ mod tests {
         assert!(!hour.usable(now + Duration::from_secs(3600 - 9)));
         let short = c(20);
         assert!(!short.due(now + Duration::from_secs(9)));
-        assert!(short.due(now + Duration::from_secs(11)) && short.usable(now + Duration::from_secs(11)));
+        assert!(
+            short.due(now + Duration::from_secs(11)) && short.usable(now + Duration::from_secs(11))
+        );
         assert!(!short.usable(now + Duration::from_secs(19)));
     }
 }

@@ -1537,7 +1537,10 @@ impl Moto {
             let (out, err) = log_file(&log);
             let mut cmd = Command::new(&bin);
             cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
-                .env("MOTO_RECORDER_FILEPATH", m.dir.path().join("recording.jsonl"))
+                .env(
+                    "MOTO_RECORDER_FILEPATH",
+                    m.dir.path().join("recording.jsonl"),
+                )
                 .current_dir(m.dir.path())
                 .stdin(Stdio::null())
                 .stdout(out)
@@ -1624,10 +1627,10 @@ impl Moto {
     /// moto prints a Python dict, `body`).
     pub fn recording(&self) -> Vec<serde_json::Value> {
         let text = self.moto_api("GET", "/moto-api/recorder/download-recording", b"");
-        String::from_utf8_lossy(&text)
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("moto recording {l}: {e}")))
+        // Requests answered at once may share a line: read one JSON value after another.
+        serde_json::Deserializer::from_slice(&text)
+            .into_iter::<serde_json::Value>()
+            .map(|v| v.unwrap_or_else(|e| panic!("moto recording: {e}")))
             .collect()
     }
 
