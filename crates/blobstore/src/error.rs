@@ -22,6 +22,16 @@ pub enum BlobError {
         #[source]
         source: BoxError,
     },
+    /// The storage refused the request's credentials (HTTP 401/403): `credentials` names
+    /// where they came from, the source holds the refusal.
+    #[error("{blob}: {action} refused: the storage does not accept the AWS credentials from {credentials}")]
+    Refused {
+        blob: String,
+        action: &'static str,
+        credentials: String,
+        #[source]
+        source: BoxError,
+    },
     /// The bytes or the name of a blob are not what they must be.
     #[error("{blob}: corrupt: {reason}")]
     Corrupt { blob: String, reason: String },
@@ -68,6 +78,7 @@ impl BlobError {
         match self {
             BlobError::NotFound { blob }
             | BlobError::Backend { blob, .. }
+            | BlobError::Refused { blob, .. }
             | BlobError::Corrupt { blob, .. } => blob,
             BlobError::Config { location, .. } => location,
         }

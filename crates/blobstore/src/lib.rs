@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+mod aws;
 pub mod blob;
 pub mod error;
 pub mod object;

@@ -73,6 +73,21 @@ struct Inner {
     max_windows: usize,
     windows: Mutex<Windows>,
     next_file: std::sync::atomic::AtomicU64,
+    /// The AWS credentials S3 requests are signed with, named when S3 refuses them.
+    aws_credentials: Option<sigv4::CredentialsProvider>,
+}
+
+/// The server refused the credentials (401/403). object_store reports a refused listing
+/// as a generic error, so the status is read from its text too.
+fn refused(e: &object_store::Error) -> bool {
+    if matches!(
+        e,
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }
+    ) {
+        return true;
+    }
+    let text = chain(e);
+    text.contains("403 Forbidden") || text.contains("401 Unauthorized")
 }
 
 impl Inner {
@@ -97,6 +112,16 @@ impl Inner {
         match e {
             object_store::Error::NotFound { .. } => BlobError::NotFound {
                 blob: self.display(name),
+            },
+            e if self.aws_credentials.is_some() && refused(&e) => BlobError::Refused {
+                blob: self.display(name),
+                action,
+                credentials: self
+                    .aws_credentials
+                    .as_ref()
+                    .map(|p| p.source())
+                    .unwrap_or_default(),
+                source: Box::new(e),
             },
             other => BlobError::Backend {
                 blob: self.display(name),
@@ -172,8 +197,22 @@ impl ObjectStoreBlobs {
                 max_windows: DEFAULT_WINDOWS,
                 windows: Mutex::new(Windows::default()),
                 next_file: std::sync::atomic::AtomicU64::new(0),
+                aws_credentials: None,
             }),
         })
+    }
+
+    /// Names `provider`'s source in the errors of refused requests.
+    pub fn with_aws_credentials(self, provider: sigv4::CredentialsProvider) -> Self {
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => ObjectStoreBlobs {
+                inner: Arc::new(Inner {
+                    aws_credentials: Some(provider),
+                    ..inner
+                }),
+            },
+            Err(shared) => ObjectStoreBlobs { inner: shared },
+        }
     }
 
     /// Sets the read-ahead window and how many windows the store keeps in all (at least
@@ -237,8 +276,11 @@ impl BlobStore for ObjectStoreBlobs {
         }
         let url = inner.url.trim_end_matches('/');
         let url = url.strip_suffix(inner.base.as_str()).unwrap_or(url);
-        let root = ObjectStoreBlobs::new(inner.store.clone(), url, "")?
+        let mut root = ObjectStoreBlobs::new(inner.store.clone(), url, "")?
             .with_read_ahead(inner.window, inner.max_windows);
+        if let Some(p) = &inner.aws_credentials {
+            root = root.with_aws_credentials(p.clone());
+        }
         Ok(Arc::new(root))
     }
 

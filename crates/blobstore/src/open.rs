@@ -153,6 +153,7 @@ pub fn open_blob_store(uri: &str, opts: &BlobStoreOptions) -> Result<Arc<dyn Blo
             e,
         )
     };
+    let mut aws_credentials = None;
     let store: Arc<dyn object_store::ObjectStore> = match scheme {
         "s3" => {
             let env = env_var;
@@ -177,23 +178,34 @@ pub fn open_blob_store(uri: &str, opts: &BlobStoreOptions) -> Result<Arc<dyn Blo
                     .with_virtual_hosted_style_request(false)
                     .with_endpoint(ep);
             }
-            if let Some(k) = opts
+            let key = opts
                 .s3_access_key_id
                 .clone()
-                .or_else(|| param("access_key_id"))
-            {
-                b = b.with_access_key_id(k);
-            }
-            if let Some(s) = opts
+                .or_else(|| param("access_key_id"));
+            let secret = opts
                 .s3_secret_access_key
                 .clone()
-                .or_else(|| param("secret_access_key"))
-            {
-                b = b.with_secret_access_key(s);
-            }
-            if let Some(t) = opts.s3_session_token.clone() {
-                b = b.with_token(t);
-            }
+                .or_else(|| param("secret_access_key"));
+            // Keys given as options or in the URI, else the shared AWS chain (environment,
+            // profile, web identity, container, instance metadata), refreshed before expiry.
+            let provider =
+                match (key, secret) {
+                    (Some(k), Some(s)) => sigv4::CredentialsProvider::fixed(
+                        sigv4::AwsCredentials {
+                            access_key_id: k,
+                            secret_access_key: s,
+                            session_token: opts.s3_session_token.clone(),
+                        },
+                        "--s3-access-key-id / --s3-secret-access-key",
+                    ),
+                    (None, None) => sigv4::CredentialsProvider::shared(),
+                    _ => return Err(BlobError::config(
+                        shown.as_str(),
+                        "an S3 access key id needs its secret access key, and the other way round",
+                    )),
+                };
+            b = b.with_credentials(Arc::new(crate::aws::ChainCredentials(provider.clone())));
+            aws_credentials = Some(provider);
             Arc::new(b.build().map_err(build_error)?)
         }
         "gs" | "gcs" => {
@@ -229,6 +241,9 @@ pub fn open_blob_store(uri: &str, opts: &BlobStoreOptions) -> Result<Arc<dyn Blo
         }
     };
     let mut blobs = ObjectStoreBlobs::new(store, shown, base)?;
+    if let Some(p) = aws_credentials {
+        blobs = blobs.with_aws_credentials(p);
+    }
     if let Some(w) = opts.read_ahead {
         blobs = blobs.with_read_ahead(w, crate::object::DEFAULT_WINDOWS);
     }

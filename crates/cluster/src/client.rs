@@ -22,7 +22,6 @@ use crate::config::{Auth, AwsService, ClientConfig, RequestCompression};
 use crate::error::ClusterError;
 use crate::version::{ProductVersion, Target};
 use pacing::{parse_retry_after, RetryPolicy, Sometimes};
-use sigv4::AwsCredentials;
 
 /// A cheap-to-clone handle on a target cluster. All clones share one connection pool.
 #[derive(Clone)]
@@ -58,7 +57,7 @@ struct Inner {
 enum ResolvedAuth {
     None,
     Header(HeaderValue),
-    SigV4(sigv4::Signer),
+    SigV4(sigv4::ProvidedSigner),
 }
 
 /// A response with its body read. Any status; see [`Response::error_for_status`].
@@ -259,10 +258,11 @@ impl Client {
                                 .into(),
                         )
                     })?;
+                // Given ones, else the process's shared chain, asked before each request so
+                // that refreshed credentials are used at once.
                 let credentials = match &c.credentials {
-                    Some(c) => c.clone(),
-                    None => AwsCredentials::resolve()
-                        .map_err(|e| ClusterError::Config(format!("SigV4: {e}")))?,
+                    Some(c) => sigv4::CredentialsProvider::from(c.clone()),
+                    None => sigv4::CredentialsProvider::shared(),
                 };
                 if c.service == AwsService::Aoss && assume_target.is_none() {
                     // Serverless has no `GET /`; it speaks the current OpenSearch API.
@@ -271,10 +271,10 @@ impl Client {
                         serverless: true,
                     });
                 }
-                ResolvedAuth::SigV4(sigv4::Signer {
+                ResolvedAuth::SigV4(sigv4::ProvidedSigner {
                     region,
                     service: c.service.name(),
-                    credentials,
+                    provider: credentials,
                 })
             }
         };
@@ -524,13 +524,20 @@ impl Client {
                     Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
                     None => url.host_str().unwrap_or_default().to_string(),
                 };
-                let headers = signer.headers(
-                    SystemTime::now(),
-                    method.as_str(),
-                    &host,
-                    (url.path(), url.query().unwrap_or("")),
-                    body.as_deref().unwrap_or(b""),
-                );
+                let headers = signer
+                    .headers(
+                        SystemTime::now(),
+                        method.as_str(),
+                        &host,
+                        (url.path(), url.query().unwrap_or("")),
+                        body.as_deref().unwrap_or(b""),
+                    )
+                    .await
+                    .map_err(|e| TransportFailure {
+                        url: url_string.clone(),
+                        reason: format!("SigV4: {e}"),
+                        retryable: false,
+                    })?;
                 for (name, value) in headers {
                     req = req.header(name, value);
                 }

@@ -76,8 +76,9 @@ pub struct SigV4Config {
     /// `us-east-1`, …; `None` reads `AWS_REGION` / `AWS_DEFAULT_REGION`.
     pub region: Option<String>,
     pub service: AwsService,
-    /// `None` finds them the usual AWS way (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-    /// `AWS_SESSION_TOKEN`, then the profile in `~/.aws/credentials` and `~/.aws/config`).
+    /// `None`: the AWS default chain (environment, profile with assume-role, SSO or
+    /// `credential_process`, web identity, container credentials, instance metadata),
+    /// shared by the process and refreshed before expiry.
     pub credentials: Option<AwsCredentials>,
 }
 

@@ -374,9 +374,17 @@ pub fn source_for(
             return Ok(c);
         }
     }
+    // An object store that cannot even be listed (credentials refused, …) says why.
+    let unlisted = if known && !matches!(s.as_str(), "" | "file") {
+        snapshot::listing_error(url, settings)
+    } else {
+        None
+    };
     Err(ConnectError::new(
         url,
-        if known {
+        if let Some(why) = unlisted {
+            format!("cannot list the location: {why}")
+        } else if known {
             "neither a snapshot repository (no index-N or index.latest) nor a directory of *.jsonl files".to_string()
         } else {
             format!(

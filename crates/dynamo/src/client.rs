@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use pacing::{AimdLimiter, RetryPolicy};
-use sigv4::{AwsCredentials, Signer};
+use sigv4::{AwsCredentials, CredentialsProvider, ProvidedSigner};
 
 use crate::error::{class_of, parse_error_body, Class, DynamoError};
 
@@ -19,7 +19,8 @@ pub struct ClientConfig {
     pub region: String,
     /// `http(s)://host[:port]` of a DynamoDB-API server; `None`: the region's AWS endpoint.
     pub endpoint: Option<String>,
-    pub credentials: AwsCredentials,
+    /// Asked before each request, so that refreshed credentials are used at once.
+    pub credentials: CredentialsProvider,
     pub connect_timeout: Duration,
     /// One request, sent and answered.
     pub request_timeout: Duration,
@@ -68,11 +69,14 @@ pub fn default_retry() -> RetryPolicy {
 impl ClientConfig {
     /// Defaults: 10 s to connect, [`DEFAULT_REQUEST_TIMEOUT`], [`default_retry`],
     /// [`DEFAULT_MAX_IN_FLIGHT`].
-    pub fn new(region: impl Into<String>, credentials: AwsCredentials) -> ClientConfig {
+    pub fn new(
+        region: impl Into<String>,
+        credentials: impl Into<CredentialsProvider>,
+    ) -> ClientConfig {
         ClientConfig {
             region: region.into(),
             endpoint: None,
-            credentials,
+            credentials: credentials.into(),
             connect_timeout: Duration::from_secs(10),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             retry: default_retry(),
@@ -94,7 +98,7 @@ pub(crate) struct Inner {
     host: String,
     /// The endpoint as shown to people (redacted).
     shown: String,
-    signer: Signer,
+    signer: ProvidedSigner,
     pub(crate) retry: RetryPolicy,
     pub(crate) limiter: AimdLimiter,
     pub(crate) stats: Counters,
@@ -205,8 +209,8 @@ impl Client {
                 url,
                 host,
                 shown,
-                signer: Signer {
-                    credentials: config.credentials,
+                signer: ProvidedSigner {
+                    provider: config.credentials,
                     region: config.region,
                     service: "dynamodb",
                 },
@@ -298,7 +302,21 @@ impl Client {
             .post(inner.url.clone())
             .header("content-type", "application/x-amz-json-1.0")
             .header("x-amz-target", &target);
-        for (name, value) in inner.signer.headers(
+        let credentials = inner
+            .signer
+            .provider
+            .credentials()
+            .await
+            .map_err(|e| Failure {
+                class: Class::Auth,
+                status: 0,
+                error_type: String::new(),
+                message: e.to_string(),
+            })?;
+        for (name, value) in sigv4::signed_headers(
+            &credentials,
+            &inner.signer.region,
+            inner.signer.service,
             SystemTime::now(),
             "POST",
             &inner.host,
@@ -354,24 +372,21 @@ impl Client {
             return Ok(Bytes::from(out));
         }
         let (error_type, message) = parse_error_body(&out);
+        let class = class_of(status, &error_type);
+        let mut message = scrub(&credentials, message);
+        if class == Class::Auth {
+            message.push_str(&format!(
+                " (AWS credentials {} from {})",
+                credentials.access_key_id,
+                inner.signer.provider.source()
+            ));
+        }
         Err(Failure {
-            class: class_of(status, &error_type),
+            class,
             status,
             error_type,
-            message: self.scrub(message),
+            message,
         })
-    }
-
-    /// `message` without this client's secret key or session token, should a server quote
-    /// them.
-    fn scrub(&self, mut message: String) -> String {
-        let c = &self.inner.signer.credentials;
-        for secret in std::iter::once(&c.secret_access_key).chain(&c.session_token) {
-            if secret.len() >= 4 && message.contains(secret.as_str()) {
-                message = message.replace(secret.as_str(), redact::MASK);
-            }
-        }
-        message
     }
 
     /// Calls `operation` with a JSON `body`, retrying throttling, server errors and lost
@@ -430,4 +445,14 @@ impl Client {
             reason: format!("not JSON: {e}"),
         })
     }
+}
+
+/// `message` without the secret key or session token of `c`, should a server quote them.
+fn scrub(c: &AwsCredentials, mut message: String) -> String {
+    for secret in std::iter::once(&c.secret_access_key).chain(&c.session_token) {
+        if secret.len() >= 4 && message.contains(secret.as_str()) {
+            message = message.replace(secret.as_str(), redact::MASK);
+        }
+    }
+    message
 }

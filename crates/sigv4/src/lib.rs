@@ -19,8 +19,10 @@
 
 mod clock;
 pub mod credentials;
+pub mod provider;
 pub mod sign;
 
 pub use clock::UtcTime;
 pub use credentials::{region, region_from_env, AwsCredentials, CredentialsError};
-pub use sign::{sha256_hex, sign, Signature, Signer, SigningInput};
+pub use provider::{CredentialsProvider, ProviderError};
+pub use sign::{sha256_hex, sign, signed_headers, ProvidedSigner, Signature, Signer, SigningInput};

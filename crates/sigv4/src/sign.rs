@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::UtcTime;
 use crate::credentials::AwsCredentials;
+use crate::provider::{CredentialsProvider, ProviderError};
 
 /// Everything a signature covers, with the path and query exactly as sent on the wire.
 #[derive(Debug, Clone)]
@@ -125,39 +126,99 @@ impl Signer {
         path_and_query: (&str, &str),
         body: &[u8],
     ) -> Vec<(&'static str, String)> {
-        let amz_date = UtcTime::from_system(now).amz_date();
-        let payload = sha256_hex(body);
-        let mut headers: Vec<(&str, &str)> = vec![
-            ("host", host),
-            ("x-amz-date", &amz_date),
-            ("x-amz-content-sha256", &payload),
-        ];
-        if let Some(token) = &self.credentials.session_token {
-            headers.push(("x-amz-security-token", token));
-        }
-        let sig = sign(
+        signed_headers(
             &self.credentials,
             &self.region,
             self.service,
-            &amz_date,
-            &SigningInput {
-                method,
-                path: path_and_query.0,
-                query: path_and_query.1,
-                headers: &headers,
-                payload_sha256: &payload,
-            },
-        );
-        let mut out = vec![
-            ("x-amz-date", amz_date.clone()),
-            ("x-amz-content-sha256", payload.clone()),
-        ];
-        if let Some(token) = &self.credentials.session_token {
-            out.push(("x-amz-security-token", token.clone()));
-        }
-        out.push(("authorization", sig.authorization));
-        out
+            now,
+            method,
+            host,
+            path_and_query,
+            body,
+        )
     }
+}
+
+/// A signer whose credentials come from a [`CredentialsProvider`] at each request, so
+/// that refreshed credentials are used as soon as they are there.
+#[derive(Debug, Clone)]
+pub struct ProvidedSigner {
+    pub provider: CredentialsProvider,
+    pub region: String,
+    /// The signing name: `es`, `aoss`, `dynamodb`, …
+    pub service: &'static str,
+}
+
+impl ProvidedSigner {
+    /// As [`Signer::headers`], with the provider's current credentials.
+    pub async fn headers(
+        &self,
+        now: SystemTime,
+        method: &str,
+        host: &str,
+        path_and_query: (&str, &str),
+        body: &[u8],
+    ) -> Result<Vec<(&'static str, String)>, ProviderError> {
+        let credentials = self.provider.credentials().await?;
+        Ok(signed_headers(
+            &credentials,
+            &self.region,
+            self.service,
+            now,
+            method,
+            host,
+            path_and_query,
+            body,
+        ))
+    }
+}
+
+/// The headers to add to one request signed with `credentials`: `x-amz-date`,
+/// `x-amz-content-sha256`, `x-amz-security-token` (with session credentials) and
+/// `authorization`.
+#[allow(clippy::too_many_arguments)]
+pub fn signed_headers(
+    credentials: &AwsCredentials,
+    region: &str,
+    service: &str,
+    now: SystemTime,
+    method: &str,
+    host: &str,
+    path_and_query: (&str, &str),
+    body: &[u8],
+) -> Vec<(&'static str, String)> {
+    let amz_date = UtcTime::from_system(now).amz_date();
+    let payload = sha256_hex(body);
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("host", host),
+        ("x-amz-date", &amz_date),
+        ("x-amz-content-sha256", &payload),
+    ];
+    if let Some(token) = &credentials.session_token {
+        headers.push(("x-amz-security-token", token));
+    }
+    let sig = sign(
+        credentials,
+        region,
+        service,
+        &amz_date,
+        &SigningInput {
+            method,
+            path: path_and_query.0,
+            query: path_and_query.1,
+            headers: &headers,
+            payload_sha256: &payload,
+        },
+    );
+    let mut out = vec![
+        ("x-amz-date", amz_date.clone()),
+        ("x-amz-content-sha256", payload.clone()),
+    ];
+    if let Some(token) = &credentials.session_token {
+        out.push(("x-amz-security-token", token.clone()));
+    }
+    out.push(("authorization", sig.authorization));
+    out
 }
 
 /// Lower-case hex SHA-256, as the payload hash and `x-amz-content-sha256` want it.

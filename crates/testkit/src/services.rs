@@ -1,5 +1,5 @@
 //! Real servers for tests — PostgreSQL, Redis, `osmem-server`, `s3rver`, `azurite`,
-//! `fake-gcs-server` and `dynalite` — each started on a
+//! `fake-gcs-server`, `dynalite` and `moto_server` — each started on a
 //! loopback port in its own temporary directory and stopped (and the directory removed) on drop.
 //!
 //! The API is blocking (`std::process`), so sync and async tests can both use it. A server whose
@@ -1498,5 +1498,155 @@ mod tests {
         assert!(matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _))));
         proc.stop();
         assert!(proc.exited());
+    }
+}
+
+/// `moto_server` (PyPI `moto[server]`), an AWS emulator serving IAM, STS, S3 and DynamoDB
+/// (among others) on one port, with its `/moto-api/` for tests: request authentication
+/// switched on after a number of free actions ([`Moto::reset_auth`]), the request recorder
+/// and a dump of its state ([`Moto::data`]).
+///
+/// What moto 5.1.18 verifies once authentication is on (read in its
+/// `moto/core/authorization.py` and `moto/iam/access_control.py`): IAM, STS and S3
+/// requests must be signed with a key it issued (an IAM user's, or an STS session's), with
+/// a matching SigV4 signature and a policy allowing the action. Two gaps: an unsigned
+/// request (such as STS `AssumeRoleWithWebIdentity`, unsigned in AWS) fails with a 500,
+/// and no DynamoDB request passes (its handler parses the body before the signature is
+/// checked, `moto/dynamodb/responses.py` `call_action`), so DynamoDB is served by a moto
+/// without authentication whose recorder shows which key signed each request.
+pub struct Moto {
+    proc: Proc,
+    dir: TempDir,
+    port: u16,
+}
+
+impl Moto {
+    /// Starts `moto_server` on a free port; requests are authenticated after
+    /// `free_actions` actions (`None`: never). `None` (skip) if it is not installed.
+    pub fn start(test: &str, free_actions: Option<u32>) -> Option<Moto> {
+        let bin = require_tool(test, "moto_server")?;
+        let dir = temp_dir("rfs-moto-");
+        let log = dir.path().join("log");
+        let mut m = Moto {
+            proc: Proc { child: None },
+            dir,
+            port: 0,
+        };
+        start_on_free_port("moto_server", &log, |port| {
+            m.port = port;
+            let (out, err) = log_file(&log);
+            let mut cmd = Command::new(&bin);
+            cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                .env(
+                    "MOTO_RECORDER_FILEPATH",
+                    m.dir.path().join("recording.jsonl"),
+                )
+                .current_dir(m.dir.path())
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err);
+            if let Some(n) = free_actions {
+                cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", n.to_string());
+            }
+            m.proc.child = Some(cmd.spawn().expect("spawn moto_server"));
+            let deadline = Instant::now() + READY_TIMEOUT;
+            while Instant::now() < deadline {
+                if matches!(
+                    raw_http(port, "GET", "/moto-api/data.json", &[], b""),
+                    Ok((200, _))
+                ) {
+                    return true;
+                }
+                if m.proc.exited() {
+                    m.proc.child = None;
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            panic!(
+                "moto_server did not answer within {READY_TIMEOUT:?}; log:\n{}",
+                read_log(&log)
+            );
+        });
+        Some(m)
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `us-east-1`
+    pub fn region(&self) -> &'static str {
+        "us-east-1"
+    }
+
+    /// The account moto puts everything in.
+    pub fn account(&self) -> &'static str {
+        "123456789012"
+    }
+
+    fn moto_api(&self, method: &str, path: &str, body: &[u8]) -> Vec<u8> {
+        match raw_http(
+            self.port,
+            method,
+            path,
+            &[("content-type", "text/plain")],
+            body,
+        ) {
+            Ok((200, b)) => b,
+            other => panic!(
+                "moto {method} {path}: {:?}; log:\n{}",
+                other.map(|(s, b)| (s, String::from_utf8_lossy(&b).into_owned())),
+                read_log(&self.dir.path().join("log"))
+            ),
+        }
+    }
+
+    /// From now on, `free_actions` actions pass unauthenticated, the later ones must be
+    /// signed with a key moto issued.
+    pub fn reset_auth(&self, free_actions: u32) {
+        self.moto_api(
+            "POST",
+            "/moto-api/reset-auth",
+            free_actions.to_string().as_bytes(),
+        );
+    }
+
+    /// Starts recording every request (method, URL, headers, body).
+    pub fn start_recording(&self) {
+        self.moto_api("POST", "/moto-api/recorder/start-recording", b"");
+    }
+
+    /// The requests recorded so far, one JSON object each (`method`, `url`, `headers` as
+    /// moto prints a Python dict, `body`).
+    pub fn recording(&self) -> Vec<serde_json::Value> {
+        let text = self.moto_api("GET", "/moto-api/recorder/download-recording", b"");
+        // Requests answered at once may share a line: read one JSON value after another.
+        serde_json::Deserializer::from_slice(&text)
+            .into_iter::<serde_json::Value>()
+            .map(|v| v.unwrap_or_else(|e| panic!("moto recording: {e}")))
+            .collect()
+    }
+
+    /// Moto's state (`/moto-api/data.json`): `sts.AssumedRole` lists the sessions STS
+    /// issued, with their keys.
+    pub fn data(&self) -> serde_json::Value {
+        let b = self.moto_api("GET", "/moto-api/data.json", b"");
+        serde_json::from_slice(&b).unwrap_or_else(|e| panic!("moto data.json: {e}"))
+    }
+
+    /// The server's log (the last 8 kB).
+    pub fn log(&self) -> String {
+        read_log(&self.dir.path().join("log"))
+    }
+
+    pub fn stop(&mut self) {
+        self.proc.stop();
     }
 }

@@ -226,7 +226,8 @@ pub struct DynamoSinkOptions {
     pub sort_column: Option<String>,
     /// Column kinds of the source (binary columns, number columns).
     pub hints: ColumnHints,
-    /// `None`: the usual AWS way (environment, then profile).
+    /// `None`: the AWS default chain (environment, profile, web identity, container,
+    /// instance metadata), refreshed before expiry.
     pub credentials: Option<AwsCredentials>,
     /// Most `BatchWriteItem` requests in flight.
     pub max_in_flight: usize,
@@ -307,9 +308,10 @@ impl DynamoSink {
                 .map_err(|e| fatal(e.to_string()))?
                 .ok_or_else(|| fatal("no region: add ?region=… or set AWS_REGION".into()))?,
         };
+        // Given ones, else the process's shared chain (fetched and refreshed per request).
         let credentials = match options.credentials {
-            Some(c) => c,
-            None => AwsCredentials::resolve().map_err(|e| fatal(e.to_string()))?,
+            Some(c) => sigv4::CredentialsProvider::from(c),
+            None => sigv4::CredentialsProvider::shared(),
         };
         let client = Client::new(ClientConfig {
             endpoint: url.endpoint.clone(),

@@ -49,6 +49,31 @@ pub(super) fn without_snapshot(url: &str) -> (&str, &str) {
     }
 }
 
+/// Why the store at `url` cannot be listed, when it cannot (credentials refused, the
+/// bucket unreachable), with the causes: such a location is not "empty", and must not be
+/// reported as holding neither a repository nor JSON lines.
+pub(super) fn listing_error(url: &str, settings: &Settings) -> Option<String> {
+    let chain = |e: &dyn std::error::Error| {
+        let mut out = e.to_string();
+        let mut next = e.source();
+        while let Some(cause) = next {
+            let text = cause.to_string();
+            if !out.contains(&text) {
+                out.push_str(": ");
+                out.push_str(&text);
+            }
+            next = cause.source();
+        }
+        out
+    };
+    let store = match ::snapshot::open_blob_store(without_snapshot(url).0, &settings.store_options)
+    {
+        Ok(s) => s,
+        Err(e) => return Some(chain(&e)),
+    };
+    store.list("", "").err().map(|e| chain(&e))
+}
+
 fn holds(url: &str, settings: &Settings) -> bool {
     let location = without_snapshot(url).0;
     ::snapshot::open_blob_store(location, &settings.store_options)
