@@ -1438,69 +1438,6 @@ impl Dynalite {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn start_on_free_port_retries_then_reports_the_log() {
-        let dir = temp_dir("rfs-services-test-");
-        let log = dir.path().join("log");
-        std::fs::write(&log, "address already in use\n").unwrap();
-        let mut tried = Vec::new();
-        let port = start_on_free_port("flaky", &log, |p| {
-            tried.push(p);
-            tried.len() == START_ATTEMPTS
-        });
-        assert_eq!(tried.len(), START_ATTEMPTS);
-        assert_eq!(port, tried[START_ATTEMPTS - 1]);
-        assert!(tried.iter().all(|p| *p != 0));
-
-        let failed = std::panic::catch_unwind(|| start_on_free_port("broken", &log, |_| false));
-        let msg = failed
-            .expect_err("gives up after the last attempt")
-            .downcast::<String>()
-            .map(|s| *s)
-            .unwrap_or_default();
-        assert!(msg.contains("broken did not start"), "{msg}");
-        assert!(msg.contains("address already in use"), "{msg}");
-    }
-
-    #[test]
-    fn spawn_reporting_port_reads_the_port_and_waits_for_http() {
-        // a Python one-liner standing in for a server that prints the port it picked
-        let Some(python) = find_tool("python3") else {
-            skip(
-                "spawn_reporting_port_reads_the_port_and_waits_for_http",
-                "python3 not found",
-            );
-            return;
-        };
-        let dir = temp_dir("rfs-services-test-");
-        let log = dir.path().join("log");
-        let script = "import http.server,sys\n\
-            s=http.server.HTTPServer(('127.0.0.1',0),http.server.SimpleHTTPRequestHandler)\n\
-            print('noise'); print('listening on 127.0.0.1:%d' % s.server_port); sys.stdout.flush()\n\
-            s.serve_forever()\n";
-        let (mut proc, port) = spawn_reporting_port(
-            Command::new(python)
-                .args(["-c", script])
-                .current_dir(dir.path())
-                .stderr(Stdio::null()),
-            "python http.server",
-            &log,
-            |line| {
-                line.split("listening on 127.0.0.1:")
-                    .nth(1)
-                    .and_then(|p| p.trim().parse().ok())
-            },
-        );
-        assert!(matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _))));
-        proc.stop();
-        assert!(proc.exited());
-    }
-}
-
 /// `moto_server` (PyPI `moto[server]`), an AWS emulator serving IAM, STS, S3 and DynamoDB
 /// (among others) on one port, with its `/moto-api/` for tests: request authentication
 /// switched on after a number of free actions ([`Moto::reset_auth`]), the request recorder
@@ -1648,5 +1585,68 @@ impl Moto {
 
     pub fn stop(&mut self) {
         self.proc.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_on_free_port_retries_then_reports_the_log() {
+        let dir = temp_dir("rfs-services-test-");
+        let log = dir.path().join("log");
+        std::fs::write(&log, "address already in use\n").unwrap();
+        let mut tried = Vec::new();
+        let port = start_on_free_port("flaky", &log, |p| {
+            tried.push(p);
+            tried.len() == START_ATTEMPTS
+        });
+        assert_eq!(tried.len(), START_ATTEMPTS);
+        assert_eq!(port, tried[START_ATTEMPTS - 1]);
+        assert!(tried.iter().all(|p| *p != 0));
+
+        let failed = std::panic::catch_unwind(|| start_on_free_port("broken", &log, |_| false));
+        let msg = failed
+            .expect_err("gives up after the last attempt")
+            .downcast::<String>()
+            .map(|s| *s)
+            .unwrap_or_default();
+        assert!(msg.contains("broken did not start"), "{msg}");
+        assert!(msg.contains("address already in use"), "{msg}");
+    }
+
+    #[test]
+    fn spawn_reporting_port_reads_the_port_and_waits_for_http() {
+        // a Python one-liner standing in for a server that prints the port it picked
+        let Some(python) = find_tool("python3") else {
+            skip(
+                "spawn_reporting_port_reads_the_port_and_waits_for_http",
+                "python3 not found",
+            );
+            return;
+        };
+        let dir = temp_dir("rfs-services-test-");
+        let log = dir.path().join("log");
+        let script = "import http.server,sys\n\
+            s=http.server.HTTPServer(('127.0.0.1',0),http.server.SimpleHTTPRequestHandler)\n\
+            print('noise'); print('listening on 127.0.0.1:%d' % s.server_port); sys.stdout.flush()\n\
+            s.serve_forever()\n";
+        let (mut proc, port) = spawn_reporting_port(
+            Command::new(python)
+                .args(["-c", script])
+                .current_dir(dir.path())
+                .stderr(Stdio::null()),
+            "python http.server",
+            &log,
+            |line| {
+                line.split("listening on 127.0.0.1:")
+                    .nth(1)
+                    .and_then(|p| p.trim().parse().ok())
+            },
+        );
+        assert!(matches!(raw_http(port, "GET", "/", &[], b""), Ok((200, _))));
+        proc.stop();
+        assert!(proc.exited());
     }
 }
