@@ -36,8 +36,9 @@ pub struct TargetArgs {
     )]
     pub target_api_key: Option<String>,
     /// Sign requests with AWS SigV4 for this service (`es` or `aoss`); credentials from the
-    /// AWS environment variables or the AWS_PROFILE profile in ~/.aws, region from
-    /// --target-aws-region, AWS_REGION or the profile.
+    /// AWS default chain (environment, AWS_PROFILE with assume-role, SSO or
+    /// credential_process, web identity, container credentials, IMDS), refreshed before
+    /// they expire; region from --target-aws-region, AWS_REGION or the profile.
     #[arg(long, env = "RFS_TARGET_SIGV4", value_enum, value_name = "SERVICE")]
     pub target_sigv4: Option<SigV4Service>,
     /// AWS region for SigV4.
@@ -170,8 +171,9 @@ pub struct SourceClusterArgs {
     )]
     pub source_api_key: Option<String>,
     /// Sign source requests with AWS SigV4 for this service (`es` or `aoss`); credentials
-    /// from the AWS environment variables or the AWS_PROFILE profile in ~/.aws, region from
-    /// --source-aws-region, AWS_REGION or the profile.
+    /// from the AWS default chain (environment, AWS_PROFILE with assume-role, SSO or
+    /// credential_process, web identity, container credentials, IMDS), refreshed before
+    /// they expire; region from --source-aws-region, AWS_REGION or the profile.
     #[arg(long, env = "RFS_SOURCE_SIGV4", value_enum, value_name = "SERVICE")]
     pub source_sigv4: Option<SigV4Service>,
     /// AWS region for SigV4 on the source cluster.
@@ -331,8 +333,10 @@ impl<E: End> EndConnectionArgs<E> {
                 "sigv4",
                 format!(
                     "Sign {what} requests with AWS SigV4 for this service (`es` or `aoss`); \
-                     credentials from the AWS environment variables or the AWS_PROFILE profile \
-                     in ~/.aws, region from --{p}-aws-region, AWS_REGION or the profile"
+                     credentials from the AWS default chain (environment, AWS_PROFILE with \
+                     assume-role, SSO or credential_process, web identity, container \
+                     credentials, IMDS), refreshed before they expire; region from \
+                     --{p}-aws-region, AWS_REGION or the profile"
                 ),
             )
             .value_name("SERVICE")

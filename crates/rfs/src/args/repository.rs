@@ -10,8 +10,9 @@ use super::parsers::masked;
 pub struct RepositoryArgs {
     /// Snapshot repository: a path, `file:///path`, `s3://bucket/base_path[?region=R&endpoint=URL]`,
     /// `gs://bucket/base_path[?endpoint=URL]` or `az://container/base_path`. S3 credentials
-    /// come from the flags below or the standard AWS environment variables
-    /// (AWS_ACCESS_KEY_ID, …); GCS ones from --gcs-service-account or the usual Google
+    /// come from the flags below or the AWS default chain (environment, AWS_PROFILE with
+    /// assume-role, SSO or credential_process, web identity, container credentials, IMDS);
+    /// GCS ones from --gcs-service-account or the usual Google
     /// sources (GOOGLE_SERVICE_ACCOUNT, GOOGLE_APPLICATION_CREDENTIALS, the metadata server).
     #[arg(
         long = "repo",
