@@ -92,8 +92,8 @@ impl FailureLogAt {
     pub fn open_writer(&self, writer: &str) -> Result<FailureLog, FailureLogError> {
         match self {
             FailureLogAt::File(p) => FailureLog::open(p),
-            FailureLogAt::Parts(_) => {
-                let store = self.store()?;
+            FailureLogAt::Parts(url) => {
+                let store = self.store(url)?;
                 Ok(FailureLog::to_parts(Arc::new(BlobParts { store }), writer))
             }
         }
@@ -103,14 +103,12 @@ impl FailureLogAt {
     pub fn open_store(&self) -> Result<Option<Arc<dyn BlobStore>>, FailureLogError> {
         match self {
             FailureLogAt::File(_) => Ok(None),
-            FailureLogAt::Parts(_) => self.store().map(Some),
+            FailureLogAt::Parts(url) => self.store(url).map(Some),
         }
     }
 
-    fn store(&self) -> Result<Arc<dyn BlobStore>, FailureLogError> {
-        let FailureLogAt::Parts(url) = self else {
-            unreachable!("store() is only called for parts")
-        };
+    /// The object store at `url` (this location's), errors naming [`Self::shown`].
+    fn store(&self, url: &str) -> Result<Arc<dyn BlobStore>, FailureLogError> {
         blobstore::open_blob_store(url, &BlobStoreOptions::default())
             .map_err(|e| blob_error(self.shown(), e))
     }
@@ -121,8 +119,8 @@ impl FailureLogAt {
     pub fn read(&self) -> Result<Vec<FailureRecord>, FailureLogError> {
         match self {
             FailureLogAt::File(p) => FailureLog::read(p),
-            FailureLogAt::Parts(_) => {
-                let store = self.store()?;
+            FailureLogAt::Parts(url) => {
+                let store = self.store(url)?;
                 let mut out = Vec::new();
                 for part in list_parts(store.as_ref())? {
                     out.extend(read_part(store.as_ref(), &part)?);
