@@ -137,6 +137,46 @@ impl Coordinator {
         .await
     }
 
+    /// Replaces the data of phase `name` while this worker holds it (a long phase's
+    /// progress: where a follower got to), so that its successor continues from there.
+    pub async fn save_phase_data(&self, name: &str, data: Value) -> Result<(), Error> {
+        self.guarded_phase(name, |r| r.data = data.clone()).await
+    }
+
+    /// The data phase `name` holds now (`Null` when it has none or does not exist).
+    pub async fn phase_data(&self, name: &str) -> Result<Value, Error> {
+        let store = self.inner.store.as_ref();
+        let id = phase_id(name);
+        Ok(retry(|| store.get(&id))
+            .await?
+            .map(|(r, _)| r.data)
+            .unwrap_or(Value::Null))
+    }
+
+    /// Gives phase `name` back without counting an attempt (the holder was asked to stop,
+    /// it did not fail): any worker may claim it now.
+    pub async fn release_phase(&self, name: &str) -> Result<(), Error> {
+        self.guarded_phase(name, |r| {
+            r.holder = None;
+            r.expiry = 0;
+            r.attempts = r.attempts.saturating_sub(1);
+            r.exponent = r.exponent.saturating_sub(1);
+        })
+        .await
+    }
+
+    /// Marks phase `name`, held by this worker, FAILED: a retry cannot succeed (every
+    /// worker gets [`Error::PhaseFailed`] with `reason` from now on).
+    pub async fn fail_phase_permanently(&self, name: &str, reason: &str) -> Result<(), Error> {
+        self.guarded_phase(name, |r| {
+            r.state = RecordState::Failed;
+            r.holder = None;
+            r.expiry = 0;
+            r.last_error = Some(reason.to_string());
+        })
+        .await
+    }
+
     /// Apply `f` to the phase record while this worker holds it (re-read and re-applied
     /// when the version moved).
     async fn guarded_phase(&self, name: &str, f: impl Fn(&mut Record)) -> Result<(), Error> {

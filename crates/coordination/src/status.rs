@@ -113,6 +113,10 @@ pub struct PhaseStatus {
     pub state: String,
     pub holder: Option<String>,
     pub last_error: Option<String>,
+    /// What a long phase says of its progress (the `follow` phase's state); `None` for
+    /// the others, whose data is their result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
 }
 
 fn count(c: &mut ItemCounts, state: RecordState, leased: bool, n: usize) {
@@ -253,6 +257,9 @@ impl Coordinator {
     }
 }
 
+/// The phase whose data `status` shows: the follower's state.
+const FOLLOW_PHASE_ID: &str = "phase:follow";
+
 fn phase_statuses(phases: Vec<crate::record::Record>) -> Vec<PhaseStatus> {
     let mut phases: Vec<PhaseStatus> = phases
         .into_iter()
@@ -262,6 +269,7 @@ fn phase_statuses(phases: Vec<crate::record::Record>) -> Vec<PhaseStatus> {
             state: p.state.as_str().to_string(),
             holder: p.holder,
             last_error: p.last_error,
+            data: (p.id == FOLLOW_PHASE_ID && !p.data.is_null()).then_some(p.data),
         })
         .collect();
     phases.sort_by(|a, b| a.name.cmp(&b.name));

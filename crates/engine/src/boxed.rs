@@ -59,6 +59,10 @@ impl Source for BoxedSource {
         self.0.left_out()
     }
 
+    fn change_feed(&self) -> Option<Arc<dyn crate::follow::ChangeFeed>> {
+        self.0.change_feed()
+    }
+
     fn read_counting_nested(
         &self,
         item: &WorkItem,

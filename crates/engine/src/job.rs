@@ -34,6 +34,10 @@ use tokio::sync::watch;
 use crate::budget::Budget;
 use crate::failure_log::FailureLog;
 use crate::fleet_limit::{FleetLimiter, FleetLimits};
+use crate::follow::{
+    start_phase, ChangeFeed, FeedStart, FollowEnd, FollowOptions, FollowState, PHASE_FOLLOW,
+    PHASE_FOLLOW_START,
+};
 use crate::metrics::Metrics;
 use crate::phases::{guarded_phase, PhaseError, PHASE_ITEMS};
 use crate::pipeline::WorkerShared;
@@ -126,6 +130,9 @@ pub struct JobReport {
     pub refused: u64,
     pub skipped: u64,
     pub batches: u64,
+    /// With [`Job::follow`], once the backfill finished: the follower's state when this
+    /// process stopped following.
+    pub follow: Option<FollowState>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +164,8 @@ pub struct Job<S, K> {
     shared: WorkerShared,
     shutdown_tx: Option<watch::Sender<bool>>,
     totals: Arc<OnceLock<Totals>>,
+    /// Following the source once the backfill is done (see [`crate::follow`]).
+    follow: Option<(Arc<dyn ChangeFeed>, FollowOptions)>,
 }
 
 impl<S: Source, K: Sink> Job<S, K> {
@@ -197,7 +206,15 @@ impl<S: Source, K: Sink> Job<S, K> {
             phases: Vec::new(),
             shutdown_tx: Some(tx),
             totals: Arc::new(OnceLock::new()),
+            follow: None,
         }
+    }
+
+    /// Follows `feed` once the backfill is done, until the fleet is told to stop: the feed
+    /// starts (a phase) before the items phase, so no change is lost between the two.
+    pub fn follow(mut self, feed: Arc<dyn ChangeFeed>, opts: FollowOptions) -> Self {
+        self.follow = Some((feed, opts));
+        self
     }
 
     /// Adds a phase to run (once for the fleet) before the items phase.
@@ -245,6 +262,17 @@ impl<S: Source, K: Sink> Job<S, K> {
         with_store_retries(|| coord.claim_identity(&identity)).await?;
         if with_store_retries(|| coord.control()).await? == coordination::Control::Stop {
             return Ok(self.report(JobEnd::Stopped, Totals::default(), None));
+        }
+        let feed_name = self.follow.as_ref().map(|(_, o)| {
+            o.name
+                .clone()
+                .unwrap_or_else(|| crate::follow::feed_name(&identity))
+        });
+        if let (Some((feed, _)), Some(name)) = (&self.follow, &feed_name) {
+            let (coord, feed, name) = (coord.clone(), feed.clone(), name.clone());
+            let work: PhaseWork =
+                Box::new(move || Box::pin(async move { start_phase(&coord, feed, name).await }));
+            self.phases.push((PHASE_FOLLOW_START.to_string(), work));
         }
         // A shutdown (SIGTERM) while a phase runs or is awaited ends the job at once; a
         // phase this process holds is given back so that another worker takes it now.
@@ -327,7 +355,8 @@ impl<S: Source, K: Sink> Job<S, K> {
             // The last items may have been finished by this process's other item workers
             // after this one looked: then the migration is over, not leased elsewhere.
             if let Ok(KeeperStep::Finished(status)) = coord.keeper_step().await {
-                return Ok(self.report(JobEnd::Finished, totals, Some(status)));
+                let report = self.report(JobEnd::Finished, totals, Some(status));
+                return self.then_follow(&coord, report).await;
             }
         }
         if end != JobEnd::Finished {
@@ -338,7 +367,53 @@ impl<S: Source, K: Sink> Job<S, K> {
             return Ok(self.report(end, totals, None));
         }
         let status = finish(&coord).await?;
-        Ok(self.report(end, totals, Some(Box::new(status))))
+        let report = self.report(end, totals, Some(Box::new(status)));
+        self.then_follow(&coord, report).await
+    }
+
+    /// With [`Job::follow`]: follows once the backfill is finished, until the fleet is
+    /// told to stop; the report then holds the follower's state.
+    async fn then_follow(
+        &self,
+        coord: &Coordinator,
+        mut report: JobReport,
+    ) -> Result<JobReport, JobError> {
+        let Some((feed, opts)) = self.follow.clone() else {
+            return Ok(report);
+        };
+        let coord = coord.clone();
+        let started: FeedStart = match with_store_retries(|| coord.phase_data(PHASE_FOLLOW_START))
+            .await?
+        {
+            Value::Null => return Err(JobError::Fatal(
+                "following: the change feed was never started (phase follow-start has no result)"
+                    .into(),
+            )),
+            v => serde_json::from_value(v)
+                .map_err(|e| JobError::Fatal(format!("following: the follow-start result: {e}")))?,
+        };
+        let ended = crate::follow::follow(
+            &coord,
+            feed,
+            started,
+            self.parts.transform.clone(),
+            self.parts.sink.clone(),
+            &opts,
+            &self.opts.worker.pipeline,
+            &self.shared,
+        )
+        .await;
+        let state = with_store_retries(|| coord.phase_data(PHASE_FOLLOW)).await?;
+        report.follow = Some(serde_json::from_value(state).unwrap_or_default());
+        match ended {
+            Ok(FollowEnd::Stopped) => {}
+            Err(e) => return Err(JobError::Fatal(redact::chain(&e))),
+        }
+        let m = &self.shared.metrics;
+        report.delivered = m.docs_sent.load(Relaxed);
+        report.refused = m.docs_refused.load(Relaxed);
+        report.skipped = m.docs_skipped.load(Relaxed);
+        Ok(report)
     }
 
     /// The items phase (once for the fleet): the source plans its partitions, they become
@@ -378,6 +453,7 @@ impl<S: Source, K: Sink> Job<S, K> {
             refused: m.docs_refused.load(Relaxed),
             skipped: m.docs_skipped.load(Relaxed),
             batches: m.batches_sent.load(Relaxed),
+            follow: None,
         }
     }
 }

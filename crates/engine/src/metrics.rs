@@ -30,6 +30,12 @@ pub struct Metrics {
     pub lease_expiry_seconds: AtomicI64,
     /// Work items this process holds a lease on now.
     pub leases_held: AtomicI64,
+    /// Following a live source (the follower of the fleet; zero elsewhere): changes
+    /// applied by this process, and its last view of the lag.
+    pub follow_changes: AtomicU64,
+    pub follow_lag_bytes: AtomicI64,
+    pub follow_retained_bytes: AtomicI64,
+    pub follow_behind_seconds: AtomicI64,
     /// Counters sinks keep of their own (throttling, retries), read when rendered.
     sinks: std::sync::Mutex<Vec<SinkCounters>>,
 }
@@ -123,6 +129,11 @@ impl Metrics {
                 "Heartbeat renewals of work-item leases.",
                 self.lease_renewals.load(Relaxed),
             ),
+            (
+                "rfs_follow_changes_total",
+                "Changes of a followed source applied by this process.",
+                self.follow_changes.load(Relaxed),
+            ),
         ];
         for (name, help, value) in counters {
             let _ = writeln!(
@@ -145,6 +156,21 @@ impl Metrics {
                 "rfs_lease_expiry_seconds",
                 "Unix time at which the current lease expires (0: no lease).",
                 self.lease_expiry_seconds.load(Relaxed),
+            ),
+            (
+                "rfs_follow_lag_bytes",
+                "Bytes of the source's log (PostgreSQL WAL) not applied yet, as the follower last saw it.",
+                self.follow_lag_bytes.load(Relaxed),
+            ),
+            (
+                "rfs_follow_retained_bytes",
+                "Bytes of log the source keeps for the follower (an abandoned slot fills the source's disk).",
+                self.follow_retained_bytes.load(Relaxed),
+            ),
+            (
+                "rfs_follow_behind_seconds",
+                "Seconds between the newest change applied and now while changes wait (0: caught up).",
+                self.follow_behind_seconds.load(Relaxed),
             ),
         ];
         for (name, help, value) in gauges {

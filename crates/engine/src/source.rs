@@ -169,6 +169,12 @@ pub trait Source: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The source's changes after its backfill, for sources that can be followed (a
+    /// PostgreSQL table); `None` (the default) for the others.
+    fn change_feed(&self) -> Option<std::sync::Arc<dyn crate::follow::ChangeFeed>> {
+        None
+    }
+
     fn read_counting_nested(
         &self,
         item: &WorkItem,

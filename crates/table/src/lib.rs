@@ -9,9 +9,13 @@
 //!   (`WHERE key > $after AND key <= $until ORDER BY key LIMIT n`) in read-only statements
 //!   with a statement timeout, retried with backoff and jitter on connection loss and
 //!   timeouts.
+//! - [`follow`]: the table's changes after its backfill (a logical replication slot read
+//!   with [`pgoutput`]), and the changed rows as they are now.
 
 pub mod error;
+pub mod follow;
 pub mod name;
+pub mod pgoutput;
 pub mod reader;
 pub mod schema;
 pub mod slots;

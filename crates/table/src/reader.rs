@@ -115,16 +115,18 @@ pub enum PageRow {
 /// A table, ready to be read.
 pub struct Table {
     pool: Pool,
-    schema: Schema,
-    renderer: Renderer,
+    pub(crate) schema: Schema,
+    pub(crate) renderer: Renderer,
     /// Each column's name in the documents (`None`: read, not written), as `schema.columns`.
     names: Vec<Option<String>>,
-    opts: TableOptions,
+    pub(crate) opts: TableOptions,
     /// `SELECT <columns> FROM <table>`.
     select: String,
+    /// The `<columns>` of [`Table::select`].
+    pub(crate) columns_sql: String,
     /// `<key>` quoted, and its type for casts.
-    key_sql: String,
-    key_type: String,
+    pub(crate) key_sql: String,
+    pub(crate) key_type: String,
     /// The URL without secrets, for messages and the migration identity.
     shown_url: String,
 }
@@ -203,6 +205,7 @@ impl Table {
             names: Vec::new(),
             opts,
             select: String::new(),
+            columns_sql: String::new(),
             key_sql: String::new(),
             key_type: String::new(),
             shown_url,
@@ -225,7 +228,8 @@ impl Table {
                 }
             })
             .collect();
-        t.select = format!("SELECT {} FROM {}", cols.join(", "), t.schema.table.sql());
+        t.columns_sql = cols.join(", ");
+        t.select = format!("SELECT {} FROM {}", t.columns_sql, t.schema.table.sql());
         t.key_sql = quote_ident(&t.schema.key_column().name);
         t.key_type = t.schema.key_column().sql_type.clone();
         if let Some(pred) = &t.opts.filter {
@@ -534,7 +538,7 @@ impl Table {
     }
 
     /// A connection of the pool.
-    async fn client(&self) -> Result<deadpool_postgres::Object, TableError> {
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, TableError> {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => {
                 TableError::from_pg(&format!("connecting to {}", self.shown_url), &e)
@@ -544,7 +548,7 @@ impl Table {
     }
 
     /// Runs one statement with retries.
-    async fn query(
+    pub(crate) async fn query(
         &self,
         what: &str,
         sql: &str,

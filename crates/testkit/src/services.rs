@@ -496,7 +496,7 @@ impl Postgres {
 
     fn try_start(&mut self) -> bool {
         let opts = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off {}",
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c wal_level=logical {}",
             self.port,
             self.dir.path().display(),
             self.extra

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::{BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
 use crate::hints::hints_of;
 
+pub mod follow;
 mod options;
 pub mod source;
 

@@ -309,6 +309,15 @@ fn key_of(p: &Option<Position>, what: &str) -> Result<Option<String>, SourceErro
 }
 
 impl Source for TableSource {
+    fn change_feed(&self) -> Option<Arc<dyn engine::follow::ChangeFeed>> {
+        Some(Arc::new(super::follow::TableFeed::new(
+            self.table.clone(),
+            self.bounds.clone(),
+            self.group.clone(),
+            self.runtime.clone(),
+        )))
+    }
+
     fn identity(&self) -> BTreeMap<String, String> {
         let mut id = BTreeMap::new();
         id.insert("kind".into(), "table".into());

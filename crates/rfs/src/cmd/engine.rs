@@ -257,6 +257,11 @@ pub struct JobSpec {
     pub options: engine::JobOptions,
     /// Phases in the order they run (after the items phase is planned, before items).
     pub phases: Vec<(&'static str, engine::job::PhaseWork)>,
+    /// Following the source after the backfill (`--follow`).
+    pub follow: Option<(
+        Arc<dyn engine::follow::ChangeFeed>,
+        engine::follow::FollowOptions,
+    )>,
 }
 
 impl JobSpec {
@@ -277,6 +282,7 @@ impl JobSpec {
             failures,
             options,
             phases: Vec::new(),
+            follow: None,
         }
     }
 
@@ -325,6 +331,9 @@ pub async fn run_job(spec: JobSpec, how: Watch) -> anyhow::Result<JobReport> {
     );
     for (name, work) in spec.phases {
         job = job.phase(name, work);
+    }
+    if let Some((feed, opts)) = spec.follow {
+        job = job.follow(feed, opts);
     }
     let job = job.shutdown_on(how.shutdown);
     let metrics = job.metrics().clone();
@@ -448,9 +457,37 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
     if role == Role::Documents && report.batches == 0 {
         return Ok(exit::NO_WORK_LEFT);
     }
+    let mut undelivered = undelivered;
+    if let Some(f) = &report.follow {
+        crate::say!("{}", follow_summary(f));
+        undelivered += f.refused + f.skipped;
+    }
     Ok(if undelivered > 0 {
         exit::NOT_DELIVERED
     } else {
         exit::OK
     })
+}
+
+/// What following applied, for the end of a `--follow` run.
+fn follow_summary(f: &engine::follow::FollowState) -> String {
+    let a = &f.applied;
+    format!(
+        "following stopped: {} changes applied in {} rounds ({} inserts, {} updates, {} deletes, {} key changes; {} superseded in their round), {} writes and deletes delivered, {} refused, {} skipped; {}. When the migration is over, drop the feed: {}",
+        a.changes(),
+        f.rounds,
+        a.inserts,
+        a.updates,
+        a.deletes,
+        a.key_changes,
+        f.superseded,
+        f.delivered,
+        f.refused,
+        f.skipped,
+        match f.lag_bytes() {
+            Some(b) => format!("{b} bytes of log behind when last seen"),
+            None => "lag unknown".to_string(),
+        },
+        f.drop_hint
+    )
 }

@@ -266,6 +266,7 @@ pub(crate) fn render_json(
         "failed_items": s.failures,
         "failed_documents_by_type": failures,
         "phases": s.phases,
+        "follow": follow_json(&s.phases),
         "keeper": s.keeper.as_ref().map(|(h, e)| json!({"holder": h, "expiry": e})),
         "per_index": per_index,
         "leases": s.leases,
@@ -286,6 +287,62 @@ pub(crate) fn render_json(
             "accounted": m.accounted(),
             "wrong_items": m.wrong_items,
         })),
+    })
+}
+
+/// WAL a slot may keep before `status` warns that it fills the source's disk.
+const RETAINED_WARN_BYTES: u64 = 1 << 30;
+
+/// The follower's state (`--follow`) from the `follow` phase: what it applied, its lag,
+/// the log the source keeps for it and how to drop the feed; `null` without a follower.
+fn follow_json(phases: &[coordination::PhaseStatus]) -> Value {
+    let Some(p) = phases
+        .iter()
+        .find(|p| p.name == engine::follow::PHASE_FOLLOW)
+    else {
+        return Value::Null;
+    };
+    let Some(f) = p
+        .data
+        .clone()
+        .and_then(|d| serde_json::from_value::<engine::follow::FollowState>(d).ok())
+    else {
+        return Value::Null;
+    };
+    let state = match (p.state.as_str(), &p.holder) {
+        ("failed", _) => "failed",
+        (_, Some(_)) => "following",
+        _ => "stopped",
+    };
+    let retained = f.retained_bytes();
+    let warning = retained
+        .filter(|b| *b >= RETAINED_WARN_BYTES)
+        .map(|b| format!(
+            "the source keeps {} of WAL for this migration's slot {}: it grows while nobody follows; drop the slot when the migration is done: {}",
+            human_bytes(b as f64), f.name, f.drop_hint
+        ));
+    json!({
+        "state": state,
+        "holder": p.holder,
+        "name": f.name,
+        "source": f.source,
+        "applied": f.applied,
+        "changes": f.applied.changes(),
+        "superseded": f.superseded,
+        "outside": f.outside,
+        "rounds": f.rounds,
+        "delivered": f.delivered,
+        "refused": f.refused,
+        "skipped": f.skipped,
+        "lag_bytes": f.lag_bytes(),
+        "behind_seconds": f.behind_seconds(),
+        "retained_bytes": retained,
+        "caught_up": f.caught_up,
+        "newest_applied_ms": f.newest_applied_ms,
+        "updated_ms": f.updated_ms,
+        "error": f.error.clone().or_else(|| p.last_error.clone()),
+        "warning": warning,
+        "drop": f.drop_hint,
     })
 }
 
@@ -426,6 +483,46 @@ fn render_text(v: &Value) -> String {
             "  phase {:<10} {}\n",
             p["name"].as_str().unwrap_or("?"),
             p["state"].as_str().unwrap_or("?")
+        ));
+    }
+    let f = &v["follow"];
+    if f.is_object() {
+        let a = &f["applied"];
+        let u = |v: &Value| v.as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "follow {} ({}): {} changes applied ({} inserts, {} updates, {} deletes, {} key changes), {} delivered, {} refused, {} skipped\n",
+            f["state"].as_str().unwrap_or("?"),
+            f["name"].as_str().unwrap_or("?"),
+            u(&f["changes"]),
+            u(&a["inserts"]),
+            u(&a["updates"]),
+            u(&a["deletes"]),
+            u(&a["key_changes"]),
+            u(&f["delivered"]),
+            u(&f["refused"]),
+            u(&f["skipped"]),
+        ));
+        out.push_str(&format!(
+            "  lag: {} of WAL, {} behind the newest commit; the slot keeps {} of WAL\n",
+            f["lag_bytes"]
+                .as_u64()
+                .map_or("?".into(), |b| human_bytes(b as f64)),
+            f["behind_seconds"]
+                .as_i64()
+                .map_or("?".into(), |s| human_duration(s as f64)),
+            f["retained_bytes"]
+                .as_u64()
+                .map_or("?".into(), |b| human_bytes(b as f64)),
+        ));
+        if let Some(e) = f["error"].as_str() {
+            out.push_str(&format!("  FOLLOW FAILED: {e}\n"));
+        }
+        if let Some(w) = f["warning"].as_str() {
+            out.push_str(&format!("  WARNING: {w}\n"));
+        }
+        out.push_str(&format!(
+            "  when the migration is over, drop the slot: {}\n",
+            f["drop"].as_str().unwrap_or("?")
         ));
     }
     out.push_str(&format!(

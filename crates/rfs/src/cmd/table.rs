@@ -323,6 +323,46 @@ pub struct RunArgs {
     // VALUE, …}, …}`.
     #[command(flatten)]
     pub transform: crate::args::TransformArgs,
+    #[command(flatten)]
+    pub follow: FollowArgs,
+}
+
+/// Following the table after the backfill.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FollowArgs {
+    /// After the backfill, apply the table's changes (INSERT, UPDATE, DELETE, in commit
+    /// order per key) until `rfs stop`: a logical replication slot and a publication are
+    /// made before the first row is read (the server needs wal_level=logical; the user
+    /// REPLICATION or superuser, and table ownership to create the publication), so no
+    /// change falls between the backfill and the stream. One process of the fleet
+    /// follows, the others stand by. `rfs status` shows the lag and the WAL the slot
+    /// keeps: drop the slot when the migration is over (the command is shown there).
+    #[arg(long, env = "RFS_FOLLOW")]
+    pub follow: bool,
+    /// The replication slot's and publication's name (default: `rfs_` and 16 hex digits
+    /// of the migration's identity). Lower-case letters, digits and `_`, 1–63.
+    #[arg(long, env = "RFS_FOLLOW_NAME", value_name = "NAME", requires = "follow", value_parser = parse_feed_name)]
+    pub follow_name: Option<String>,
+    /// Seconds to wait when the follower has applied everything (0.05–3600).
+    #[arg(long, env = "RFS_FOLLOW_POLL", value_name = "SECS", default_value_t = 1.0, requires = "follow", value_parser = crate::args::float_in(0.05, 3600.0))]
+    pub follow_poll: f64,
+    /// Replication messages per round at most (whole transactions: a bigger transaction
+    /// is one round), 1–1000000.
+    #[arg(long, env = "RFS_FOLLOW_ROUND", value_name = "N", default_value_t = 5000, requires = "follow", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub follow_round: u32,
+}
+
+fn parse_feed_name(s: &str) -> Result<String, String> {
+    let ok = (1..=63).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?}: 1 to 63 lower-case letters, digits and underscores (a PostgreSQL replication slot name)"
+        ))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -386,7 +426,22 @@ async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
         sink.key_of.clone(),
         Arc::new(rename_to(&group, &named)),
     )?;
-    let spec = JobSpec::new(source.source, transform, sink.sink, store, failures, opts);
+    let feed = if args.follow.follow {
+        let feed = engine::Source::change_feed(&source.source)
+            .ok_or_else(|| anyhow::anyhow!("--follow: this source cannot be followed"))?;
+        Some((
+            feed,
+            engine::follow::FollowOptions {
+                name: args.follow.follow_name.clone(),
+                poll: Duration::from_secs_f64(args.follow.follow_poll),
+                round_max: args.follow.follow_round,
+            },
+        ))
+    } else {
+        None
+    };
+    let mut spec = JobSpec::new(source.source, transform, sink.sink, store, failures, opts);
+    spec.follow = feed;
     let report = run_job(spec, Watch::of(&args.worker, shutdown)).await?;
     finish(&report, Role::Run)
 }

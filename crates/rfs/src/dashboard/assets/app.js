@@ -242,6 +242,14 @@
     $("keeper").textContent = s.keeper
       ? "keeper: " + s.keeper.holder + " (lease until " + clock(s.keeper.expiry) + ")"
       : s.setup_done ? "" : "setup is not done yet";
+    const f = s.follow;
+    $("follow").textContent = f
+      ? "follow " + f.state + " (" + f.name + "): " + int(f.changes) + " changes applied, lag " +
+        (f.lag_bytes == null ? "?" : int(f.lag_bytes) + " bytes of WAL") + ", " +
+        (f.behind_seconds == null ? "?" : f.behind_seconds + " s") + " behind; the slot keeps " +
+        (f.retained_bytes == null ? "?" : int(f.retained_bytes) + " bytes") +
+        (f.warning ? " — " + f.warning : "") + (f.error ? " — FAILED: " + f.error : "")
+      : "";
   }
 
   // Per-index (or per-group, per-table) progress, whatever the status calls it.
@@ -370,7 +378,7 @@
 
   const KNOWN_STATUS = [
     "finished", "setup_done", "control", "items", "docs_done", "docs_refused", "docs_skipped", "bytes_done", "live_docs", "leases",
-    "snapshot_bytes", "docs_per_sec", "bytes_per_sec", "eta_seconds", "failed_items", "phases", "keeper", "migration",
+    "snapshot_bytes", "docs_per_sec", "bytes_per_sec", "eta_seconds", "failed_items", "phases", "keeper", "migration", "follow",
   ];
   function renderOther(s) {
     const [kind] = groups(s);
