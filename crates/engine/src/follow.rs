@@ -15,9 +15,9 @@
 //! earlier ones are `superseded` and counted).
 //!
 //! **Accounting.** When a round ends, what the pipeline covered in the round must equal
-//! the reads the feed handed over (a count taken while decoding), and delivered + refused
-//! + skipped + filtered must equal covered (the pipeline checks it per run); otherwise the
-//! follower stops with the mismatch.
+//! the reads the feed handed over (a count taken while decoding), and the sum of
+//! delivered, refused, skipped and filtered must equal covered (the pipeline checks it per
+//! run); otherwise the follower stops with the mismatch.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -320,6 +320,7 @@ pub async fn start_phase(
 
 /// Follows until the fleet is told to stop: waits as a standby while another process
 /// holds the `follow` phase, holds it when free.
+#[allow(clippy::too_many_arguments)]
 pub async fn follow<K: Sink>(
     coord: &Coordinator,
     feed: Arc<dyn ChangeFeed>,

@@ -422,7 +422,7 @@ impl Table {
                 },
                 Message::Update { oid, old, new } => match ours {
                     Some((o, at)) if o == oid => {
-                        if new.iter().any(|d| *d == Datum::Unchanged) {
+                        if new.contains(&Datum::Unchanged) {
                             out.unchanged_toast += 1;
                         }
                         let new_key = key_of(&new, at)?;
