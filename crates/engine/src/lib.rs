@@ -21,6 +21,7 @@ pub mod document;
 pub mod error;
 pub mod failure_log;
 pub mod fleet_limit;
+pub mod generations;
 pub mod job;
 pub mod lookup;
 pub mod low_water;
