@@ -304,17 +304,30 @@ fn followers_apply_each_new_snapshot_until_stopped_one_killed_and_replaced() {
     assert_eq!(v["snapshot_follow"]["applying"]["snapshot"], "c", "{v:#}");
     p1.kill().unwrap(); // SIGKILL
     p1.wait().unwrap();
+    let want_c = f.expected("C");
+    let partial: BTreeMap<String, Docs> = want_c
+        .keys()
+        .map(|n| (n.clone(), server.documents(n)))
+        .collect();
+    assert_ne!(
+        partial, want_c,
+        "the kill came after the end of the delta b→c"
+    );
     let mut p3 = f.follower(&url, "p3");
     let v = f.wait_applied("c", &mut [("p2", &mut p2), ("p3", &mut p3)]);
     server.set_faults(Faults::default());
     let follow = &v["snapshot_follow"];
     assert_eq!(follow["deltas_applied"], 2, "{v:#}");
     assert_eq!(follow["pending"], serde_json::json!([]), "{v:#}");
-    assert_target(
-        &server,
-        &f.expected("C"),
-        "a, a→b, b→c (one follower killed)",
-    );
+    assert_target(&server, &want_c, "a, a→b, b→c (one follower killed)");
+    // Each delta counted what it sent (b→c: at least the documents changed since b).
+    let history = follow["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{v:#}");
+    assert_eq!(history[1]["since"], "b", "{v:#}");
+    assert_eq!(history[1]["snapshot"], "c", "{v:#}");
+    assert!(history[1]["delivered"].as_u64().unwrap() > 0, "{v:#}");
+    assert_eq!(follow["totals"]["refused"], 0, "{v:#}");
+    assert_eq!(follow["totals"]["skipped"], 0, "{v:#}");
 
     // `rfs stop` ends the followers: exit 5, status says stopped.
     let out = rfs()
