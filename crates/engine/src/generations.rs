@@ -601,6 +601,122 @@ mod tests {
         );
     }
 
+    /// A repository in memory: what `list` answers, and every delta applied.
+    struct Repo {
+        listed: std::sync::Mutex<Vec<Listed>>,
+        applied: std::sync::Mutex<Vec<(String, String, String)>>,
+    }
+
+    impl Follower for Repo {
+        fn list(&self) -> BoxFuture<'_, Result<Vec<Listed>, CallerError>> {
+            Box::pin(async move { Ok(self.listed.lock().unwrap().clone()) })
+        }
+        fn store<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Arc<dyn Store>, CallerError>> {
+            Box::pin(async move {
+                let s: Arc<dyn Store> = Arc::new(coordination::MemoryStore::new());
+                Ok(s)
+            })
+        }
+        fn apply<'a>(
+            &'a self,
+            step: &'a Step,
+            store: Arc<dyn Store>,
+        ) -> BoxFuture<'a, Result<StepEnd, CallerError>> {
+            Box::pin(async move {
+                let tag = format!("{}", step.generation);
+                let control = Coordinator::new(store, coordination::Config::default())
+                    .control()
+                    .await?;
+                assert_eq!(control, Control::Run, "the base control is mirrored");
+                self.applied.lock().unwrap().push((
+                    tag,
+                    step.since.clone(),
+                    step.snapshot.name.clone(),
+                ));
+                Ok(StepEnd::Finished(Counts {
+                    delivered: 1,
+                    ..Counts::default()
+                }))
+            })
+        }
+    }
+
+    /// Two followers on one store: each newer SUCCESS snapshot is decided once, in order,
+    /// as a delta from the one applied before; STOP ends both.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_followers_apply_each_snapshot_once_in_order_until_stop() {
+        let base: Arc<dyn Store> = Arc::new(coordination::MemoryStore::new());
+        let repo = Arc::new(Repo {
+            listed: std::sync::Mutex::new(vec![snap("a", "SUCCESS", Some(1))]),
+            applied: std::sync::Mutex::default(),
+        });
+        let (_tx, rx) = watch::channel(false);
+        let spawn = |base: Arc<dyn Store>, repo: Arc<Repo>, rx: watch::Receiver<bool>| {
+            tokio::spawn(async move {
+                follow(
+                    base,
+                    coordination::Config::default(),
+                    applied("a"),
+                    repo.as_ref(),
+                    Duration::from_millis(10),
+                    rx,
+                )
+                .await
+            })
+        };
+        let one = spawn(base.clone(), repo.clone(), rx.clone());
+        let two = spawn(base.clone(), repo.clone(), rx.clone());
+        let wait_for = |name: &'static str| {
+            let base = base.clone();
+            async move {
+                for _ in 0..500 {
+                    if let Some((s, _)) = load(base.as_ref()).await.unwrap() {
+                        if s.applied.name == name && s.applying.is_none() {
+                            return s;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                panic!("{name} never applied");
+            }
+        };
+        wait_for("a").await;
+        repo.listed.lock().unwrap().extend([
+            snap("b", "SUCCESS", Some(2)),
+            snap("x", "FAILED", Some(3)),
+            snap("c", "SUCCESS", Some(4)),
+        ]);
+        let s = wait_for("c").await;
+        assert_eq!(s.generations, 2);
+        let steps: Vec<(&str, &str)> = s
+            .history
+            .iter()
+            .map(|h| (h.since.as_str(), h.snapshot.as_str()))
+            .collect();
+        assert_eq!(steps, [("a", "b"), ("b", "c")]);
+        assert_eq!(s.totals.delivered, 2, "each delta counted once");
+        // Both followers may have joined a delta; none was applied out of order.
+        let mut seen = repo.applied.lock().unwrap().clone();
+        seen.dedup();
+        assert!(
+            seen.iter().all(|(_, since, snap)| (since, snap)
+                == (&"a".to_string(), &"b".to_string())
+                || (since, snap) == (&"b".to_string(), &"c".to_string())),
+            "{seen:?}"
+        );
+        let stopper = Coordinator::new(base.clone(), coordination::Config::default());
+        stopper.set_control(Control::Stop).await.unwrap();
+        for h in [one, two] {
+            let end = tokio::time::timeout(Duration::from_secs(10), h)
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            let FollowEnd::Stopped(state) = end;
+            assert_eq!(state.applied.name, "c");
+        }
+    }
+
     #[test]
     fn advancing_keeps_a_bounded_history_and_every_count() {
         let mut s = FollowState::new(applied("s0"));
