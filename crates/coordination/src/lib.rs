@@ -78,7 +78,7 @@ pub use position::{cursor_display, Cursor, Position};
 pub use record::{item_id, Record, RecordKind, RecordState, Revision, WorkItem};
 pub use status::{Failure, GroupProgress, ItemCounts, LeaseStatus, PhaseStatus, Status};
 pub use store::{
-    open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore, RedisStore,
-    SqliteStore, Store,
+    generation_url, open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore,
+    RedisStore, SqliteStore, Store,
 };
 pub use summary::{is_leased, is_listed, ItemSummary, StateTotals};

@@ -2,6 +2,7 @@
 //! picks a backend from a URL.
 
 mod cluster;
+mod generation;
 mod memory;
 mod postgres;
 mod redis;
@@ -17,6 +18,7 @@ use crate::summary::ItemSummary;
 use crate::Error;
 
 pub use cluster::ClusterStore;
+pub use generation::generation_url;
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use redis::RedisStore;

@@ -22,6 +22,7 @@ pub mod error;
 pub mod failure_log;
 pub mod fleet_limit;
 pub mod follow;
+pub mod generations;
 pub mod job;
 pub mod lookup;
 pub mod low_water;

@@ -10,8 +10,10 @@ use super::{
     SourceConnector,
 };
 mod delta;
+pub mod follow;
 pub mod source;
 
+pub use follow::SnapshotLister;
 pub use source::{SnapshotOptions, SnapshotSource};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {

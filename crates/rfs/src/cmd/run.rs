@@ -14,11 +14,13 @@ use super::engine::{
     report_removed, run_job, shutdown_signal, JobSpec, Role, Watch,
 };
 use crate::args::{
-    FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs, WorkerArgs,
+    float_in, FilterArgs, SinceArgs, SourceArgs, SourceClusterArgs, StoreArgs, TargetArgs,
+    WorkerArgs,
 };
 use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("delta").args(["since", "follow"]).multiple(true)))]
 pub struct Args {
     #[command(flatten)]
     pub source: SourceArgs,
@@ -32,10 +34,27 @@ pub struct Args {
     pub worker: WorkerArgs,
     #[command(flatten)]
     pub since: SinceArgs,
-    /// With --since: delete from the target the indices that the earlier snapshot has and
-    /// this one does not (deleted on the source since); without it they are only reported.
-    #[arg(long, env = "RFS_DELETE_REMOVED_INDICES", requires = "since")]
+    /// With --since (or --follow, for each delta): delete from the target the indices that
+    /// the earlier snapshot has and the newer one does not (deleted on the source since);
+    /// without it they are only reported.
+    #[arg(long, env = "RFS_DELETE_REMOVED_INDICES", requires = "delta")]
     pub delete_removed_indices: bool,
+    /// After the migration, follow the repository: each newer SUCCESS snapshot, in the
+    /// order they were taken, is applied as a delta since the last applied one (as
+    /// --since does), each its own migration in a store beside --store, until `rfs stop`
+    /// (exit 5). `rfs status` shows the snapshot applied, its age and what is pending.
+    #[arg(long, env = "RFS_FOLLOW")]
+    pub follow: bool,
+    /// With --follow: seconds between listings of the repository (0.1–86400).
+    #[arg(
+        long,
+        env = "RFS_FOLLOW_EVERY",
+        value_name = "SECS",
+        default_value_t = 30.0,
+        value_parser = float_in(0.1, 86_400.0),
+        requires = "follow"
+    )]
+    pub follow_every: f64,
     /// With --source-cluster: take the snapshot there first (phase "snapshot"), in the
     /// repository named by --source-repository, under the name given by --snapshot.
     #[command(flatten)]
@@ -52,29 +71,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
     let store = args.store.open_beside(&args.target).await?;
+    let coord = coordination::Coordinator::new(store.clone(), args.worker.coordination_config());
     // Phase "snapshot" runs before the snapshot can be opened; the source cluster is only
     // contacted by the worker that runs it (later workers may start after it is gone).
     if args.source_cluster.is_set() {
-        let coord =
-            coordination::Coordinator::new(store.clone(), args.worker.coordination_config());
         // The store must be this migration's before anything is done in its name (the
         // job checks again with the same identity once the snapshot can be read).
-        let identity = engine::job::with_program(
-            engine::job::identity_from(
-                source_identity_as(
-                    "snapshot",
-                    args.source.repository.location()?,
-                    &Settings {
-                        snapshot: Some(args.source.snapshot.clone()),
-                        since: args.since.since.clone(),
-                        ..Settings::default()
-                    },
-                )?,
-                engine::job::identity_location(&args.target.target),
-                args.worker.migration.as_deref(),
-            ),
-            args.filter.transform.identity()?.as_deref(),
-        );
+        let identity = identity(&args)?;
         with_store_retries(|| coord.claim_identity(&identity)).await?;
         let name = args.source.snapshot.clone();
         guarded_phase(&coord, PHASE_SNAPSHOT, || async {
@@ -85,24 +88,77 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         })
         .await?;
     }
-    let m = open_snapshot(
-        &args.source,
-        &args.filter,
-        Some(&args.worker),
+    // A follow record is written once the first migration is finished: a process that
+    // joins (or replaces one) later follows at once, even when --snapshot has since been
+    // deleted from the repository by the operator's retention.
+    if args.follow && engine::generations::load(store.as_ref()).await?.is_some() {
+        let identity = identity(&args)?;
+        with_store_retries(|| coord.claim_identity(&identity)).await?;
+        return super::run_follow::follow_repository(&args, store, shutdown).await;
+    }
+    let report = migrate(
+        &args,
+        &args.source.snapshot,
         args.since.since.as_deref(),
+        store.clone(),
+        shutdown.clone(),
     )
     .await?;
+    let code = finish(&report, Role::Run)?;
+    if !args.follow || report.end != engine::JobEnd::Finished {
+        return Ok(code);
+    }
+    super::run_follow::follow_repository(&args, store, shutdown).await
+}
+
+/// The migration's identity as the job records it, known before the snapshot is read.
+fn identity(args: &Args) -> anyhow::Result<coordination::Identity> {
+    Ok(engine::job::with_program(
+        engine::job::identity_from(
+            source_identity_as(
+                "snapshot",
+                args.source.repository.location()?,
+                &Settings {
+                    snapshot: Some(args.source.snapshot.clone()),
+                    since: args.since.since.clone(),
+                    ..Settings::default()
+                },
+            )?,
+            engine::job::identity_location(&args.target.target),
+            args.worker.migration.as_deref(),
+        ),
+        args.filter.transform.identity()?.as_deref(),
+    ))
+}
+
+/// The migration of `snapshot` (a delta when `since` is given) into the target, its
+/// state in `store`, run to its end in this process.
+pub(super) async fn migrate(
+    args: &Args,
+    snapshot: &str,
+    since: Option<&str>,
+    store: std::sync::Arc<dyn coordination::Store>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<engine::JobReport> {
+    let mut source = args.source.clone();
+    source.snapshot = snapshot.to_string();
+    let m = open_snapshot(&source, &args.filter, Some(&args.worker), since).await?;
     report_removed(&m.removed, args.delete_removed_indices);
     let source = opened(m.source, "snapshot");
     let (sink, client) =
         open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
-    // A delta removes documents by id, which a target generating ids cannot do.
-    if let (Some(since), Some(target)) = (&args.since.since, client.target()) {
+    // A delta removes documents by id, which a target generating ids cannot do; so do the
+    // deltas of --follow.
+    let delta = match since {
+        Some(since) => Some(format!("--since {since}")),
+        None => args.follow.then(|| "--follow".to_string()),
+    };
+    if let (Some(delta), Some(target)) = (delta, client.target()) {
         if args.worker.server_ids().resolve(target) {
             anyhow::bail!(
-                "--since {since} sends the documents deleted since that snapshot as deletes by \
+                "{delta} sends the documents deleted since the earlier snapshot as deletes by \
                  id, and the target generates document ids (--server-generated-ids {}): \
-                 nothing could be deleted. Run without --since into a fresh index, or with \
+                 nothing could be deleted. Run without it into a fresh index, or with \
                  --server-generated-ids never into a target that takes ids",
                 match args.worker.server_generated_ids {
                     crate::args::ServerGeneratedIds::Always => "always",
@@ -136,6 +192,5 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
             ),
         );
     }
-    let report = run_job(job, Watch::of(&args.worker, shutdown)).await?;
-    finish(&report, Role::Run)
+    run_job(job, Watch::of(&args.worker, shutdown)).await
 }

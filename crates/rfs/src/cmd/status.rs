@@ -104,7 +104,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             last = Some((now, status.docs_done, status.bytes_done));
             logs.refresh();
             let failures = logs.by_type();
-            let view = render_json(&status, totals.as_ref(), rate, &failures);
+            let mut view = render_json(&status, totals.as_ref(), rate, &failures);
+            view["snapshot_follow"] = super::status_snapshot_follow::read(
+                coord.store().as_ref(),
+                status.control.as_str(),
+            )
+            .await?;
             // Errors recorded by workers may hold a URL: masked like every log line.
             if args.json {
                 println!("{}", redact::text(&view.to_string()));
@@ -113,6 +118,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     print!("\x1b[2J\x1b[H");
                 }
                 print!("{}", redact::text(&render_text(&view)));
+                print!(
+                    "{}",
+                    redact::text(&super::status_snapshot_follow::to_text(
+                        &view["snapshot_follow"]
+                    ))
+                );
             }
             match args.watch {
                 Some(secs) if !status.finished => {
