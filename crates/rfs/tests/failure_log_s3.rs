@@ -77,6 +77,14 @@ fn parts_on_disk(data: &Path, prefix: &str) -> BTreeMap<String, Vec<Value>> {
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.to_string_lossy().ends_with(".ndjson.gz._S3rver_object"))
+            // s3rver streams a PUT's body into the object file and writes the metadata
+            // once the body is whole: an upload cut by the SIGKILL leaves a truncated
+            // object without metadata, which no S3 listing or GET returns.
+            .filter(|p| {
+                let base = p.to_string_lossy();
+                let base = base.trim_end_matches("._S3rver_object");
+                PathBuf::from(format!("{base}._S3rver_metadata.json")).exists()
+            })
             .collect();
         names.sort();
         let records = out.entry(writer).or_default();

@@ -105,11 +105,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             logs.refresh();
             let failures = logs.by_type();
             let mut view = render_json(&status, totals.as_ref(), rate, &failures);
-            view["snapshot_follow"] = super::status_snapshot_follow::read(
+            let snapshot_follow = super::status_snapshot_follow::read(
                 coord.store().as_ref(),
                 status.control.as_str(),
             )
             .await?;
+            // Only a repository followed has it (the dashboard's view, which does not read
+            // it, stays the same as this one otherwise).
+            if !snapshot_follow.is_null() {
+                view["snapshot_follow"] = snapshot_follow;
+            }
             // Errors recorded by workers may hold a URL: masked like every log line.
             if args.json {
                 println!("{}", redact::text(&view.to_string()));
