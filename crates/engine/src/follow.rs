@@ -37,6 +37,7 @@ use crate::pipeline::{
 use crate::sink::Sink;
 use crate::source::{Plan, Source};
 use crate::transform::Transform;
+use crate::worker::{lease_error, sleep_unless_shutdown};
 
 /// The phase that starts the feed (before the items phase).
 pub const PHASE_FOLLOW_START: &str = "follow-start";
@@ -354,7 +355,7 @@ pub async fn follow<K: Sink>(
                     tracing::info!(%holder, "another process follows; standing by to take over");
                     said_standby = true;
                 }
-                sleep_or_stop(opts.poll.max(coord.config().poll_interval), shared).await;
+                sleep_unless_shutdown(opts.poll.max(coord.config().poll_interval), shared).await;
             }
             Ok(PhaseClaim::Done(_)) => return Ok(FollowEnd::Stopped),
             Err(coordination::Error::PhaseFailed { reason, .. }) => {
@@ -363,7 +364,9 @@ pub async fn follow<K: Sink>(
                     message: reason,
                 })
             }
-            Err(e) if e.is_transient() => sleep_or_stop(Duration::from_secs(1), shared).await,
+            Err(e) if e.is_transient() => {
+                sleep_unless_shutdown(Duration::from_secs(1), shared).await
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -383,17 +386,9 @@ async fn stopping(coord: &Coordinator, shared: &WorkerShared) -> Result<bool, Fo
         }
         match crate::worker::with_store_retries(|| coord.control()).await? {
             Control::Stop => return Ok(true),
-            Control::Pause => sleep_or_stop(Duration::from_secs(1), shared).await,
+            Control::Pause => sleep_unless_shutdown(Duration::from_secs(1), shared).await,
             _ => return Ok(false),
         }
-    }
-}
-
-async fn sleep_or_stop(d: Duration, shared: &WorkerShared) {
-    let mut s = shared.shutdown.clone();
-    tokio::select! {
-        () = tokio::time::sleep(d) => {}
-        _ = s.wait_for(|v| *v) => {}
     }
 }
 
@@ -440,8 +435,16 @@ async fn hold<K: Sink>(
         })
     };
     let _renewer = AbortOnDrop(renewer);
-    let mut state: FollowState =
-        serde_json::from_value(coord.phase_data(PHASE_FOLLOW).await?).unwrap_or_default();
+    // A record that does not read back is never taken for a fresh start (its round and
+    // counts would be lost without a word).
+    let mut state: FollowState = match coord.phase_data(PHASE_FOLLOW).await? {
+        Value::Null => FollowState::default(),
+        v => serde_json::from_value(v).map_err(|e| {
+            failed(format!(
+                "the follow record in the store does not read back: {e}"
+            ))
+        })?,
+    };
     if state.name.is_empty() {
         state.name = name.clone();
         state.started_from = started.from;
@@ -577,7 +580,7 @@ async fn hold<K: Sink>(
                     );
                 }
                 if !reads.full {
-                    sleep_or_stop(opts.poll, shared).await;
+                    sleep_unless_shutdown(opts.poll, shared).await;
                 }
             }
             ItemEnd::Stopped | ItemEnd::Paused | ItemEnd::Triggered => {
@@ -594,7 +597,7 @@ async fn hold<K: Sink>(
                 if let Err(e) = save(coord, &mut state).await {
                     return lost_or(e);
                 }
-                sleep_or_stop(transient_wait, shared).await;
+                sleep_unless_shutdown(transient_wait, shared).await;
                 transient_wait = (transient_wait * 2).min(Duration::from_secs(30));
             }
             ItemEnd::Failed(e) => return fail(coord, &mut state, failed(e.to_string())).await,
@@ -612,7 +615,7 @@ async fn retry_or_fail(
         return Err(redact::chain(&e));
     }
     tracing::warn!("following: {}; retrying in {wait:?}", redact::chain(&e));
-    sleep_or_stop(*wait, shared).await;
+    sleep_unless_shutdown(*wait, shared).await;
     *wait = (*wait * 2).min(Duration::from_secs(30));
     Ok(())
 }
@@ -661,10 +664,7 @@ struct PhaseLease<'a> {
 impl ItemLease for PhaseLease<'_> {
     async fn checkpoint(&mut self, progress: &Progress) -> Result<(), LeaseError> {
         self.state.set_progress(progress);
-        save(self.coord, self.state).await.map_err(|e| match e {
-            coordination::Error::LeaseLost { .. } => LeaseError::Lost(e.to_string()),
-            other => LeaseError::Unavailable(other.to_string()),
-        })
+        save(self.coord, self.state).await.map_err(lease_error)
     }
 
     async fn control(&mut self) -> Result<Control, LeaseError> {

@@ -404,7 +404,11 @@ impl<S: Source, K: Sink> Job<S, K> {
         )
         .await;
         let state = with_store_retries(|| coord.phase_data(PHASE_FOLLOW)).await?;
-        report.follow = Some(serde_json::from_value(state).unwrap_or_default());
+        report.follow = Some(serde_json::from_value(state).map_err(|e| {
+            JobError::Fatal(format!(
+                "following: the follow record does not read back: {e}"
+            ))
+        })?);
         match ended {
             Ok(FollowEnd::Stopped) => {}
             Err(e) => return Err(JobError::Fatal(redact::chain(&e))),

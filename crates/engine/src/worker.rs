@@ -144,7 +144,7 @@ fn shutting_down(shared: &WorkerShared) -> bool {
     *shared.shutdown.borrow()
 }
 
-async fn sleep_unless_shutdown(d: Duration, shared: &WorkerShared) {
+pub(crate) async fn sleep_unless_shutdown(d: Duration, shared: &WorkerShared) {
     let mut rx = shared.shutdown.clone();
     tokio::select! {
         _ = tokio::time::sleep(d) => {}
@@ -404,7 +404,7 @@ struct CoordLease<'a> {
     metrics: &'a crate::metrics::Metrics,
 }
 
-fn lease_error(e: coordination::Error) -> LeaseError {
+pub(crate) fn lease_error(e: coordination::Error) -> LeaseError {
     match e {
         coordination::Error::LeaseLost { .. } => LeaseError::Lost(e.to_string()),
         other => LeaseError::Unavailable(other.to_string()),
