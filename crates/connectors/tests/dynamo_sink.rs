@@ -488,6 +488,7 @@ async fn refused_rows_reach_the_failure_log_with_their_key_and_the_rest_is_writt
                 wait_for_leases: true,
                 poll: Duration::from_millis(50),
                 max_items: None,
+                failed_item_pause: Duration::from_millis(500),
             },
             coordination: Config {
                 poll_interval: Duration::from_millis(50),

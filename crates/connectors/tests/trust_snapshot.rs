@@ -146,6 +146,7 @@ fn options() -> JobOptions {
             wait_for_leases: true,
             poll: Duration::from_millis(10),
             max_items: None,
+            failed_item_pause: Duration::from_millis(5),
         },
         coordination: Config {
             initial_lease: Duration::from_secs(30),

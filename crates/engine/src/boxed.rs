@@ -131,6 +131,7 @@ trait ErasedSink: Send + Sync {
     fn identity(&self) -> String;
     fn counters(&self) -> Option<SinkCounters>;
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError>;
+    fn follow_claimed(&self, claim: u64) -> Result<(), SinkError>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -161,6 +162,10 @@ impl<K: Sink> ErasedSink for K {
 
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
         Sink::prepare(self, groups)
+    }
+
+    fn follow_claimed(&self, claim: u64) -> Result<(), SinkError> {
+        Sink::follow_claimed(self, claim)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -205,5 +210,9 @@ impl Sink for BoxedSink {
 
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
         self.0.prepare(groups)
+    }
+
+    fn follow_claimed(&self, claim: u64) -> Result<(), SinkError> {
+        self.0.follow_claimed(claim)
     }
 }

@@ -183,6 +183,10 @@ pub struct FollowState {
     pub outside: u64,
     #[serde(default)]
     pub rounds: u64,
+    /// How many times a process took the feed over (the first holder included): each
+    /// holder's number, saved before it applies anything, orders what holders wrote.
+    #[serde(default)]
+    pub claims: u64,
     /// The newest commit applied (ms since the Unix epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub newest_applied_ms: Option<i64>,
@@ -452,6 +456,14 @@ async fn hold<K: Sink>(
     }
     state.source = feed.describe();
     state.drop_hint = feed.drop_hint(&name);
+    // This holder's number is in the store before anything of it reaches the sink.
+    state.claims += 1;
+    if let Err(e) = save(coord, &mut state).await {
+        return lost_or(e);
+    }
+    if let Err(e) = sink.follow_claimed(state.claims) {
+        return halt(coord, &mut state, failed(e.to_string())).await;
+    }
     let metrics = &shared.metrics;
     let mut transient_wait = Duration::from_millis(500);
     loop {
@@ -466,9 +478,10 @@ async fn hold<K: Sink>(
                 let (f, n) = (feed.clone(), name.clone());
                 let upto = match blocking(move || f.log_end(&n)).await {
                     Ok(u) => u,
-                    Err(e) => match retry_or_fail(e, &mut transient_wait, shared).await {
-                        Ok(()) => continue,
-                        Err(m) => return fail(coord, &mut state, failed(m)).await,
+                    Err(e) => match next_after(e, &mut transient_wait, shared).await {
+                        Next::Retry => continue,
+                        Next::Halt(m) => return halt(coord, &mut state, failed(m)).await,
+                        Next::Fail(m) => return fail(coord, &mut state, failed(m)).await,
                     },
                 };
                 let r = RoundRecord {
@@ -488,9 +501,10 @@ async fn hold<K: Sink>(
         let (f, n) = (feed.clone(), name.clone());
         let reads = match blocking(move || f.read_round(&n, &round.bounds)).await {
             Ok(r) => r,
-            Err(e) => match retry_or_fail(e, &mut transient_wait, shared).await {
-                Ok(()) => continue,
-                Err(m) => return fail(coord, &mut state, failed(m)).await,
+            Err(e) => match next_after(e, &mut transient_wait, shared).await {
+                Next::Retry => continue,
+                Next::Halt(m) => return halt(coord, &mut state, failed(m)).await,
+                Next::Fail(m) => return fail(coord, &mut state, failed(m)).await,
             },
         };
         let expected = reads.reads.len() as u64;
@@ -537,6 +551,8 @@ async fn hold<K: Sink>(
                     tracing::warn!("confirming the change feed: {e}");
                 }
                 state.round = None;
+                // A halt's message stays until the round it stopped at is applied.
+                state.error = None;
                 state.confirmed = state.confirmed.max(reads.confirm_to);
                 state.applied.add(&reads.counts);
                 state.superseded += reads.superseded;
@@ -600,24 +616,38 @@ async fn hold<K: Sink>(
                 sleep_unless_shutdown(transient_wait, shared).await;
                 transient_wait = (transient_wait * 2).min(Duration::from_secs(30));
             }
+            ItemEnd::Failed(e) if e.severity == Severity::Fatal => {
+                return halt(coord, &mut state, failed(e.to_string())).await
+            }
             ItemEnd::Failed(e) => return fail(coord, &mut state, failed(e.to_string())).await,
         }
     }
 }
 
-/// A transient failure waits (doubling up to 30 s); any other is the message to fail with.
-async fn retry_or_fail(
-    e: SourceError,
-    wait: &mut Duration,
-    shared: &WorkerShared,
-) -> Result<(), String> {
-    if e.severity != Severity::Item {
-        return Err(redact::chain(&e));
+/// What a failed step of the follower leads to.
+enum Next {
+    /// A transient failure: waited (doubling up to 30 s); the step is tried again.
+    Retry,
+    /// Nothing works until an operator acts (a column added, credentials refused): this
+    /// process stops with the message and gives the lease back; a process started
+    /// afterwards (with the table as it is now) goes on from the saved round.
+    Halt(String),
+    /// The feed cannot go on (a TRUNCATE, the slot gone): FAILED for every follower.
+    Fail(String),
+}
+
+/// Sorts a failure by its severity; a transient one waits first.
+async fn next_after(e: SourceError, wait: &mut Duration, shared: &WorkerShared) -> Next {
+    match e.severity {
+        Severity::Item => {
+            tracing::warn!("following: {}; retrying in {wait:?}", redact::chain(&e));
+            sleep_unless_shutdown(*wait, shared).await;
+            *wait = (*wait * 2).min(Duration::from_secs(30));
+            Next::Retry
+        }
+        Severity::Fatal => Next::Halt(redact::chain(&e)),
+        Severity::Permanent => Next::Fail(redact::chain(&e)),
     }
-    tracing::warn!("following: {}; retrying in {wait:?}", redact::chain(&e));
-    sleep_unless_shutdown(*wait, shared).await;
-    *wait = (*wait * 2).min(Duration::from_secs(30));
-    Ok(())
 }
 
 fn lost_or(e: coordination::Error) -> Result<Held, FollowError> {
@@ -638,6 +668,22 @@ async fn fail(
     state.error = Some(reason.clone());
     let _ = save(coord, state).await;
     let _ = coord.fail_phase_permanently(PHASE_FOLLOW, &reason).await;
+    Err(e)
+}
+
+/// Records the failure in the state and gives the `follow` phase back (not FAILED): this
+/// process stops with it, and one started after the operator acted takes the phase over
+/// and goes on from the saved round.
+async fn halt(
+    coord: &Coordinator,
+    state: &mut FollowState,
+    e: FollowError,
+) -> Result<Held, FollowError> {
+    let reason = e.to_string();
+    tracing::error!("{reason}");
+    state.error = Some(reason);
+    let _ = save(coord, state).await;
+    let _ = coord.release_phase(PHASE_FOLLOW).await;
     Err(e)
 }
 

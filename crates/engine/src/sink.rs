@@ -125,4 +125,14 @@ pub trait Sink: Send + Sync + 'static {
         let _ = groups;
         Ok(())
     }
+
+    /// The follower (`--follow`) took over the change feed as its `claim`-th holder
+    /// (counted from 1 over the fleet, in the order of the claims): what it writes from now
+    /// on is newer than anything written before, by any process. A sink whose readers
+    /// order writes by where they are (the file sink: files by name) starts writing where
+    /// they come after. Nothing by default: a sink written in place needs nothing.
+    fn follow_claimed(&self, claim: u64) -> Result<(), SinkError> {
+        let _ = claim;
+        Ok(())
+    }
 }

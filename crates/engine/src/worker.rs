@@ -31,6 +31,9 @@ pub struct WorkerOptions {
     pub poll: Duration,
     /// Stop after this many items (tests); `None`: no limit.
     pub max_items: Option<usize>,
+    /// The pause after an item failed, doubled for each further failure in a row (up to
+    /// 64 times): a target or source that fails every item is not hammered.
+    pub failed_item_pause: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -40,6 +43,7 @@ impl Default for WorkerOptions {
             wait_for_leases: true,
             poll: Duration::from_secs(1),
             max_items: None,
+            failed_item_pause: Duration::from_millis(500),
         }
     }
 }
@@ -131,7 +135,7 @@ pub async fn run_worker<S: Source, K: Sink>(
             // not burn every item's attempts in a few seconds.
             Outcome::Failed => {
                 failures_in_a_row += 1;
-                let pause = Duration::from_millis(500u64 << failures_in_a_row.min(6));
+                let pause = opts.failed_item_pause * (1u32 << failures_in_a_row.min(6));
                 tracing::info!("pausing {pause:?} after a failed item");
                 sleep_unless_shutdown(pause, shared).await;
             }

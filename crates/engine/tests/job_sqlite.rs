@@ -191,6 +191,7 @@ fn options(parallel: usize, lease: Duration) -> JobOptions {
             wait_for_leases: true,
             poll: Duration::from_millis(50),
             max_items: None,
+            failed_item_pause: Duration::from_millis(500),
         },
         coordination: Config {
             initial_lease: lease,

@@ -113,6 +113,18 @@ fn confirmed_past(pg: &Pg, slot: &str, lsn: &str) -> bool {
     rows.first().is_some_and(|r| r.get::<_, bool>(0))
 }
 
+/// Waits (at most a minute) for `child` to exit on its own.
+fn exit_code(child: &mut Child, dir: &Path) -> Option<i32> {
+    let end = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code();
+        }
+        assert!(end.elapsed() < Duration::from_secs(60), "{}", logs(dir));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn pid_of(holder: &str) -> Option<u32> {
     let mut parts = holder.rsplit('-');
     parts.next()?;
@@ -345,16 +357,20 @@ fn a_followed_table_converges_through_a_killed_follower() {
     );
 }
 
-/// The files a single follower wrote, replayed in order: index lines write, delete lines
-/// remove.
+/// The table's files replayed as readers replay them: in name order, the last line of
+/// each `_id` winning (a delete removing it).
 fn replay_files(dir: &Path, table: &str) -> BTreeMap<String, Value> {
     let mut rows = BTreeMap::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if !name.starts_with(&format!("{table}.")) || !name.ends_with(".jsonl") {
-            continue;
-        }
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            name.starts_with(&format!("{table}.")) && name.ends_with(".jsonl")
+        })
+        .collect();
+    files.sort();
+    for p in files {
         for line in std::fs::read_to_string(&p).unwrap().lines() {
             let v: Value = serde_json::from_str(line).unwrap();
             let id = v["_id"].as_str().unwrap().to_string();
@@ -480,15 +496,90 @@ fn follow_refusals_and_a_truncate_stop_loudly() {
     let got = replay_files(&out_dir, "public.t2");
     assert!(got == want, "{got:?}\n{}\n{}", status(&store), logs(dir));
 
+    // A column added while following: the follower stops (exit 1) and gives the lease
+    // back without failing the feed; a process started afterwards reads the new column
+    // and applies the round the first one stopped at.
+    pg.exec(
+        "ALTER TABLE t2 ADD COLUMN extra text;
+         UPDATE t2 SET extra = 'x', v = 'again' WHERE id = 2;",
+    );
+    let code = exit_code(&mut child, dir);
+    assert_eq!(code, Some(1), "{}", logs(dir));
+    let st = status(&store);
+    assert_eq!(st["follow"]["state"], "halted", "{st}");
+    assert!(
+        st["follow"]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("column(s) extra were added after rfs opened the table"),
+        "{st}"
+    );
+    let mut child = spawn(&f, dir, "t2-restarted");
+    let last = wal_now(&pg);
+    wait(
+        "the restarted follower to catch up",
+        dir,
+        Duration::from_secs(60),
+        || confirmed_past(&pg, &slot, &last),
+    );
+    let got = replay_files(&out_dir, "public.t2");
+    assert_eq!(
+        got.get("2"),
+        Some(&serde_json::json!({"id": 2, "v": "again", "extra": "x"})),
+        "{}",
+        logs(dir)
+    );
+    // Rows that did not change again keep the copy made before the column existed.
+    let mut before = want.clone();
+    before.remove("2");
+    let mut after = got.clone();
+    after.remove("2");
+    assert!(after == before, "{after:?}\n{}", logs(dir));
+    // Every row changed by the second holder: its lines must win over the backfill's and
+    // the first holder's, in the files as `rfs table verify` reads them.
+    pg.exec("UPDATE t2 SET extra = 'y' || id WHERE extra IS NULL");
+    let last = wal_now(&pg);
+    wait(
+        "the restarted follower to catch up again",
+        dir,
+        Duration::from_secs(60),
+        || confirmed_past(&pg, &slot, &last),
+    );
+    let want: BTreeMap<String, Value> = pg
+        .query("SELECT id, v, extra FROM t2", &[])
+        .iter()
+        .map(|r| {
+            let id: i32 = r.get(0);
+            let (v, extra): (String, String) = (r.get(1), r.get(2));
+            (
+                id.to_string(),
+                serde_json::json!({"id": id, "v": v, "extra": extra}),
+            )
+        })
+        .collect();
+    let got = replay_files(&out_dir, "public.t2");
+    assert!(got == want, "{got:?}\n{}", logs(dir));
+    let mut verify_flags = flags("t2", &out_dir, &store);
+    verify_flags.retain(|f| f != "--no-progress");
+    let mut v = table::rfs();
+    let out = v
+        .args(["table", "verify", "--all"])
+        .args(&verify_flags)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    wait(
+        "the halt's message to clear",
+        dir,
+        Duration::from_secs(30),
+        || {
+            let st = status(&store);
+            st["follow"]["state"] == "following" && st["follow"]["error"].is_null()
+        },
+    );
+
     pg.exec("TRUNCATE t2");
-    let end = Instant::now();
-    let code = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st.code();
-        }
-        assert!(end.elapsed() < Duration::from_secs(60), "{}", logs(dir));
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = exit_code(&mut child, dir);
     assert_eq!(code, Some(1), "{}", logs(dir));
     let st = status(&store);
     assert_eq!(st["follow"]["state"], "failed", "{st}");

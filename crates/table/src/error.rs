@@ -15,6 +15,10 @@ pub enum TableError {
     /// The server refused a statement (permissions, a missing table, a type we cannot read).
     #[error("{0}")]
     Query(String),
+    /// A followed table's changes can no longer be applied exactly (a TRUNCATE, the
+    /// replication slot gone): no retry or restart helps, only a new migration.
+    #[error("{0}")]
+    FollowLost(String),
 }
 
 impl TableError {

@@ -453,7 +453,7 @@ impl Table {
                 Message::Truncate { oids } => {
                     if ours.is_some_and(|(o, _)| oids.contains(&o)) {
                         let at = txn.map_or(0, |(l, _)| l);
-                        return Err(TableError::Config(format!(
+                        return Err(TableError::FollowLost(format!(
                             "following {table}: the table was TRUNCATEd (transaction committed at {}); the target still holds its rows. Empty the target and run the migration again (a new migration, new slot)",
                             lsn_text(at)
                         )));

@@ -66,6 +66,12 @@ pub struct FileSink {
     /// With a tag, files are `<index>.<tag>.<ext>` opened for appending (table workers:
     /// each process its own file, a restarted one never truncates what was written).
     tag: Option<String>,
+    /// Set when a follower (`--follow`) took the change feed over: its files are
+    /// `<index>.~follow-<claim, 12 digits>[-<tag>].<ext>`, appended to. `~` sorts after every
+    /// character a tag can hold and the claim numbers in order, so files read in name order
+    /// (as readers do) give each `_id`'s lines in the order they were written: the backfill,
+    /// then each holder of the feed in turn.
+    follow: Mutex<Option<String>>,
     /// Documents and bytes (of `_source`) per second at most, through this sink.
     docs_rate: Option<pacing::RateLimiter>,
     bytes_rate: Option<pacing::RateLimiter>,
@@ -88,6 +94,7 @@ impl FileSink {
             files: Mutex::new(HashMap::new()),
             created: Mutex::new(BTreeMap::new()),
             tag: None,
+            follow: Mutex::new(None),
             docs_rate: None,
             bytes_rate: None,
         })
@@ -141,19 +148,29 @@ impl FileSink {
         if let Some(f) = files.get(index) {
             return Ok(f.clone());
         }
-        let path = match &self.tag {
-            Some(tag) => dir.join(format!(
+        let follow = self
+            .follow
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let path = match (&follow, &self.tag) {
+            (Some(infix), _) => dir.join(format!(
+                "{}.{infix}.{}",
+                file_name_for(index),
+                self.format.extension()
+            )),
+            (None, Some(tag)) => dir.join(format!(
                 "{}.{tag}.{}",
                 file_name_for(index),
                 self.format.extension()
             )),
-            None => dir.join(format!(
+            (None, None) => dir.join(format!(
                 "{}.{}",
                 file_name_for(index),
                 self.format.extension()
             )),
         };
-        let f = if self.tag.is_some() {
+        let f = if self.tag.is_some() || follow.is_some() {
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -361,6 +378,21 @@ impl Sink for FileSink {
 
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
         self.create_files(groups.iter().map(String::as_str))
+    }
+
+    fn follow_claimed(&self, claim: u64) -> Result<(), SinkError> {
+        if matches!(self.output, Output::Stdout) {
+            return Ok(());
+        }
+        let infix = match &self.tag {
+            Some(tag) => format!("~follow-{claim:012}-{tag}"),
+            None => format!("~follow-{claim:012}"),
+        };
+        // Files are opened anew under the new name; batches already framed go there too.
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        *self.follow.lock().unwrap_or_else(|p| p.into_inner()) = Some(infix);
+        files.clear();
+        Ok(())
     }
 }
 

@@ -55,10 +55,10 @@ impl TableFeed {
 
     fn error(&self, what: &str, e: TableError) -> SourceError {
         let msg = format!("table {}: {what}", self.group);
-        let error = if e.is_transient() {
-            SourceError::item(msg)
-        } else {
-            SourceError::fatal(msg)
+        let error = match e {
+            _ if e.is_transient() => SourceError::item(msg),
+            TableError::FollowLost(_) => SourceError::permanent(msg),
+            _ => SourceError::fatal(msg),
         };
         error.caused_by(e)
     }
@@ -104,7 +104,7 @@ impl ChangeFeed for TableFeed {
         match self.runtime.block_on(self.table.slot_state(name)) {
             // The flushed end: decoding reads no further (see `SlotState::flushed`).
             Ok(Some(s)) => Ok(s.flushed),
-            Ok(None) => Err(SourceError::fatal(format!(
+            Ok(None) => Err(SourceError::permanent(format!(
                 "table {}: replication slot {name} is gone (dropped?): changes from here on are lost; start a new migration",
                 self.group
             ))),

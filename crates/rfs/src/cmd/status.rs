@@ -328,6 +328,9 @@ fn follow_json(phases: &[coordination::PhaseStatus]) -> Value {
     let state = match (p.state.as_str(), &p.holder) {
         ("failed", _) => "failed",
         (_, Some(_)) => "following",
+        // A follower stopped on an error an operator must act on (a column added):
+        // the next process started takes over from the saved round.
+        (_, None) if f.error.is_some() => "halted",
         _ => "stopped",
     };
     let retained = f.retained_bytes();
@@ -531,7 +534,13 @@ fn render_text(v: &Value) -> String {
                 .map_or("?".into(), |b| human_bytes(b as f64)),
         ));
         if let Some(e) = f["error"].as_str() {
-            out.push_str(&format!("  FOLLOW FAILED: {e}\n"));
+            if f["state"] == "halted" {
+                out.push_str(&format!(
+                    "  FOLLOW HALTED (start a follower again once this is dealt with): {e}\n"
+                ));
+            } else {
+                out.push_str(&format!("  FOLLOW FAILED: {e}\n"));
+            }
         }
         if let Some(w) = f["warning"].as_str() {
             out.push_str(&format!("  WARNING: {w}\n"));

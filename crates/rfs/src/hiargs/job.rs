@@ -58,6 +58,7 @@ impl WorkerArgs {
                 wait_for_leases,
                 poll: seconds(self.control_seconds, 0.05, 5.0),
                 max_items: None,
+                failed_item_pause: Duration::from_millis(500),
             },
             coordination: self.coordination_config(),
             memory_budget: engine::JobOptions::memory_budget_for(
