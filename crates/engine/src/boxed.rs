@@ -131,6 +131,7 @@ trait ErasedSink: Send + Sync {
     fn identity(&self) -> String;
     fn counters(&self) -> Option<SinkCounters>;
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError>;
+    fn resends_duplicate(&self) -> bool;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -161,6 +162,10 @@ impl<K: Sink> ErasedSink for K {
 
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
         Sink::prepare(self, groups)
+    }
+
+    fn resends_duplicate(&self) -> bool {
+        Sink::resends_duplicate(self)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -205,5 +210,9 @@ impl Sink for BoxedSink {
 
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError> {
         self.0.prepare(groups)
+    }
+
+    fn resends_duplicate(&self) -> bool {
+        self.0.resends_duplicate()
     }
 }
