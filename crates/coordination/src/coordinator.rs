@@ -11,7 +11,9 @@ use rand::Rng;
 use std::collections::BTreeMap;
 
 use crate::position::{cursor_display, Cursor, Position};
-use crate::record::{item_id, Record, RecordKind, RecordState, Revision, WorkItem};
+use crate::record::{
+    item_id, Record, RecordKind, RecordState, Revision, WorkItem, POSSIBLE_DUPLICATES,
+};
 use crate::store::{system_now_ms, Store};
 use crate::Error;
 
@@ -142,11 +144,35 @@ pub struct Progress {
     /// further outputs of exploded inputs: what `docs + refused + skipped + filtered`
     /// must add up to (checked for the whole migration when it finishes).
     pub covered: u64,
+    /// Documents sent beyond the cursor whose fate is unknown (see
+    /// [`Record::sent_ahead`]): non-zero only for a sink that stores a resent document
+    /// twice, written before they are sent.
+    pub sent_ahead: u64,
 }
 
 impl Progress {
+    /// Counts the documents sent beyond the cursor by an earlier run (`sent_ahead`) as
+    /// possible duplicates, under [`POSSIBLE_DUPLICATES`] — whoever goes on from the
+    /// cursor sends them again — and clears the mark. Returns how many.
+    pub fn count_resent(&mut self) -> u64 {
+        let n = std::mem::take(&mut self.sent_ahead);
+        if n > 0 {
+            *self
+                .reasons
+                .entry(POSSIBLE_DUPLICATES.to_string())
+                .or_default() += n;
+        }
+        n
+    }
+
+    /// The documents counted as possible duplicates so far.
+    pub fn possible_duplicates(&self) -> u64 {
+        self.reasons.get(POSSIBLE_DUPLICATES).copied().unwrap_or(0)
+    }
+
     fn apply(&self, r: &mut Record) {
         r.covered = Some(self.covered);
+        r.sent_ahead = self.sent_ahead;
         r.cursor = self.cursor.clone();
         r.docs_done = self.docs;
         r.bytes_done = self.bytes;
@@ -492,6 +518,7 @@ impl Lease {
             reasons: self.rec.reasons.clone(),
             // An item written by an rfs that did not keep it: its counts as they are.
             covered: self.rec.covered.unwrap_or_else(|| self.rec.accounted()),
+            sent_ahead: self.rec.sent_ahead,
         }
     }
 
@@ -570,6 +597,8 @@ impl Lease {
         let now = self.coord.inner.store.now().await?;
         self.guarded(|r| {
             p.apply(r);
+            // Every document of the item is acknowledged: nothing is sent again.
+            r.sent_ahead = 0;
             r.state = RecordState::Done;
             r.expiry = 0;
             r.completed_at = Some(now);
@@ -672,6 +701,16 @@ impl Lease {
         let exponent = successor_exponent(self.exponent, setup_fraction);
         if crash == Some(CrashPoint::BeforeRecordSuccessor) {
             return Ok(HandOff::Successor(succ));
+        }
+        // Documents sent beyond the cursor go again with the successor, which starts at
+        // the cursor as a new item: counted on the parent now.
+        let mut p = p.clone();
+        let resent = p.count_resent();
+        if resent > 0 {
+            tracing::warn!(
+                item = %self.rec.id,
+                "{resent} document(s) sent beyond the cursor go again with the successor: counted as possible duplicates (the target writes without ids)"
+            );
         }
         // Step 1: record the successor on the parent (guarded by lease holder).
         let succ_id = succ.clone();

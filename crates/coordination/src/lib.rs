@@ -75,7 +75,9 @@ pub use keeper::KeeperStep;
 pub use latency::{Latencies, PoolStats};
 pub use phase::PhaseClaim;
 pub use position::{cursor_display, Cursor, Position};
-pub use record::{item_id, Record, RecordKind, RecordState, Revision, WorkItem};
+pub use record::{
+    item_id, Record, RecordKind, RecordState, Revision, WorkItem, POSSIBLE_DUPLICATES,
+};
 pub use status::{Failure, GroupProgress, ItemCounts, LeaseStatus, PhaseStatus, Status};
 pub use store::{
     generation_url, open_existing_store, open_store, ClusterStore, MemoryStore, PostgresStore,

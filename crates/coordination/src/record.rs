@@ -140,6 +140,12 @@ pub struct Record {
     /// rfs that did not keep it (their counts are taken as they are).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covered: Option<u64>,
+    /// Documents sent beyond the cursor whose fate the store does not know, recorded
+    /// before they are sent when the target stores a resent document twice (no `_id`).
+    /// The next holder sends them again from the cursor and counts them under
+    /// [`POSSIBLE_DUPLICATES`]. Zero for targets that overwrite.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sent_ahead: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub successors: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,6 +181,7 @@ impl Record {
             docs_skipped: 0,
             reasons: BTreeMap::new(),
             covered: None,
+            sent_ahead: 0,
             successors: Vec::new(),
             last_error: None,
             completed_at: None,
@@ -314,6 +321,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     }
     h
 }
+
+/// The reason key under which an item counts documents sent again after a takeover to a
+/// target that stores a resent document twice (it writes without ids): an upper bound of
+/// the duplicates on the target (each may or may not have reached it the first time).
+/// Not a fate of a document (it was delivered): no part of refused, skipped or filtered.
+pub const POSSIBLE_DUPLICATES: &str = "resent:possible_duplicates";
 
 /// The sum of the `filtered:<reason>` counts of a reasons map.
 pub fn filtered(reasons: &BTreeMap<String, u64>) -> u64 {

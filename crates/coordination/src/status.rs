@@ -119,6 +119,17 @@ pub struct PhaseStatus {
     pub data: Option<serde_json::Value>,
 }
 
+impl Status {
+    /// Documents sent again after a takeover to a target that writes without ids (an
+    /// upper bound of the duplicates it holds), over every item.
+    pub fn possible_duplicates(&self) -> u64 {
+        self.reasons
+            .get(crate::record::POSSIBLE_DUPLICATES)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
 fn count(c: &mut ItemCounts, state: RecordState, leased: bool, n: usize) {
     c.total += n;
     match (state, leased) {
@@ -281,7 +292,52 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use crate::{Acquired, Config, Coordinator, MemoryStore, WorkItem};
+    use crate::{
+        Acquired, Config, Coordinator, HandOff, MemoryStore, Position, WorkItem,
+        POSSIBLE_DUPLICATES,
+    };
+
+    /// What a holder sent beyond its cursor stays in the item for the next holder (a
+    /// release, an expiry), and a hand-off counts it once as possible duplicates on the
+    /// parent — the successor starts clean — which `status` sums over the items.
+    #[tokio::test]
+    async fn documents_sent_ahead_are_kept_for_the_next_holder_and_counted_at_a_hand_off() {
+        let store = Arc::new(MemoryStore::new());
+        let coord = Coordinator::new(store, Config::default());
+        coord.setup(&[WorkItem::whole("t", 0)]).await.unwrap();
+        let Acquired::Lease(mut lease) = coord.acquire().await.unwrap() else {
+            panic!("no lease")
+        };
+        let mut p = lease.progress();
+        p.cursor = Some(Position::Doc(9));
+        (p.docs, p.covered, p.sent_ahead) = (10, 10, 20);
+        lease.checkpoint(&p).await.unwrap();
+        lease.release().await.unwrap();
+        assert_eq!(coord.status().await.unwrap().possible_duplicates(), 0);
+
+        let Acquired::Lease(lease) = coord.acquire().await.unwrap() else {
+            panic!("no lease")
+        };
+        let back = lease.progress();
+        assert_eq!(back, p, "read back as written");
+        let id = lease.id().to_string();
+        let HandOff::Successor(succ) = lease.hand_off(&back, 0.05).await.unwrap() else {
+            panic!("no successor")
+        };
+        let (parent, _) = coord.store().get(&id).await.unwrap().unwrap();
+        assert_eq!(parent.sent_ahead, 0);
+        assert_eq!(parent.reasons[POSSIBLE_DUPLICATES], 20);
+        let st = coord.status().await.unwrap();
+        assert_eq!(st.possible_duplicates(), 20);
+        assert_eq!(st.docs_done, 10, "not a document of its own");
+
+        let Acquired::Lease(next) = coord.acquire().await.unwrap() else {
+            panic!("no lease")
+        };
+        assert_eq!(next.id(), succ);
+        let q = next.progress();
+        assert_eq!((q.sent_ahead, q.possible_duplicates()), (0, 0));
+    }
 
     #[tokio::test]
     async fn large_migrations_read_the_keeper_summary() {

@@ -14,7 +14,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use dynamo::{BatchWriter, Client, ClientConfig, ColumnHints, WriteRequest};
-//! let client = Client::new(ClientConfig::new("eu-west-1", sigv4::AwsCredentials::resolve()?))?;
+//! let client = Client::new(ClientConfig::new("eu-west-1", sigv4::CredentialsProvider::shared()))?;
 //! let table = client.describe_table("room_events").await?.expect("the table exists");
 //! let item = dynamo::row_to_item(br#"{"id":"01J9","n":1.50}"#, &ColumnHints::new())?;
 //! let writes = vec![WriteRequest::put(&item, &table.key)?];

@@ -132,6 +132,7 @@ trait ErasedSink: Send + Sync {
     fn counters(&self) -> Option<SinkCounters>;
     fn prepare(&self, groups: &[String]) -> Result<(), SinkError>;
     fn follow_claimed(&self, claim: u64) -> Result<(), SinkError>;
+    fn resends_duplicate(&self) -> bool;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -166,6 +167,10 @@ impl<K: Sink> ErasedSink for K {
 
     fn follow_claimed(&self, claim: u64) -> Result<(), SinkError> {
         Sink::follow_claimed(self, claim)
+    }
+
+    fn resends_duplicate(&self) -> bool {
+        Sink::resends_duplicate(self)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -214,5 +219,9 @@ impl Sink for BoxedSink {
 
     fn follow_claimed(&self, claim: u64) -> Result<(), SinkError> {
         self.0.follow_claimed(claim)
+    }
+
+    fn resends_duplicate(&self) -> bool {
+        self.0.resends_duplicate()
     }
 }

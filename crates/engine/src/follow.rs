@@ -224,6 +224,7 @@ impl FollowState {
             skipped: self.skipped,
             reasons: self.reasons.clone(),
             covered: self.covered,
+            sent_ahead: 0,
         }
     }
 

@@ -24,6 +24,8 @@ pub struct Acked {
     /// Inputs the batch completes (documents and skips) plus the further outputs of
     /// exploded ones: what its delivered + refused + skipped + filtered add up to.
     pub covered: u64,
+    /// Documents the batch sent to the target (delivered or refused by it).
+    pub sent: u64,
 }
 
 #[derive(Debug)]
@@ -31,6 +33,10 @@ pub struct LowWaterMark {
     next_seq: u64,
     progress: Progress,
     out_of_order: BTreeMap<u64, Acked>,
+    /// Documents sent in the batches of the prefix up to the cursor (from the start of
+    /// this mark), and in those after it that moved the counts but not the cursor.
+    sent_to_cursor: u64,
+    sent_past_cursor: u64,
 }
 
 impl LowWaterMark {
@@ -40,6 +46,8 @@ impl LowWaterMark {
             next_seq: 0,
             progress: base,
             out_of_order: BTreeMap::new(),
+            sent_to_cursor: 0,
+            sent_past_cursor: 0,
         }
     }
 
@@ -48,8 +56,10 @@ impl LowWaterMark {
         self.out_of_order.insert(seq, batch);
         while let Some(b) = self.out_of_order.remove(&self.next_seq) {
             let p = &mut self.progress;
+            self.sent_past_cursor += b.sent;
             if let Some(last) = b.last {
                 p.cursor = Some(last);
+                self.sent_to_cursor += std::mem::take(&mut self.sent_past_cursor);
             }
             p.docs += b.delivered;
             p.bytes += b.bytes;
@@ -74,6 +84,12 @@ impl LowWaterMark {
         &self.progress
     }
 
+    /// Documents sent in the acknowledged batches the cursor has passed: those a run
+    /// resumed from the cursor does not send again.
+    pub fn sent_to_cursor(&self) -> u64 {
+        self.sent_to_cursor
+    }
+
     /// Batches acknowledged beyond a gap.
     pub fn pending(&self) -> usize {
         self.out_of_order.len()
@@ -93,6 +109,7 @@ mod tests {
             skipped: 0,
             reasons: Vec::new(),
             covered: delivered,
+            sent: delivered,
         }
     }
 
@@ -127,6 +144,7 @@ mod tests {
                     ("skipped:no_source".into(), 2),
                 ],
                 covered: 5,
+                sent: 3,
             },
         );
         let p = m.progress();
@@ -155,6 +173,26 @@ mod tests {
         assert_eq!(m.progress().docs, 6);
         m.ack(2, b(4, 1));
         assert_eq!(m.progress().cursor, Some(Position::Doc(4)));
+    }
+
+    #[test]
+    fn documents_sent_count_only_once_the_cursor_passes_them() {
+        let mut m = LowWaterMark::new(Progress::default());
+        m.ack(1, b(9, 4));
+        assert_eq!(m.sent_to_cursor(), 0, "batch 0 in flight");
+        m.ack(0, b(3, 2));
+        assert_eq!(m.sent_to_cursor(), 6);
+        // The first outputs of an input the next batch completes: resent from the cursor.
+        m.ack(
+            2,
+            Acked {
+                last: None,
+                ..b(0, 5)
+            },
+        );
+        assert_eq!(m.sent_to_cursor(), 6);
+        m.ack(3, b(12, 1));
+        assert_eq!(m.sent_to_cursor(), 12);
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct Metrics {
     pub docs_skipped: AtomicU64,
     /// Documents a transform program left out on purpose (not failures).
     pub docs_filtered: AtomicU64,
+    /// Documents of a target that writes without ids, sent again by this process after
+    /// taking over an item (or left to a successor): at most that many duplicates.
+    pub possible_duplicates: AtomicU64,
     pub batches_sent: AtomicU64,
     pub items_completed: AtomicU64,
     pub items_handed_off: AtomicU64,
@@ -108,6 +111,11 @@ impl Metrics {
                 "rfs_documents_filtered_total",
                 "Documents a transform program left out on purpose (not failures).",
                 self.docs_filtered.load(Relaxed),
+            ),
+            (
+                "rfs_documents_possible_duplicates_total",
+                "Documents sent again to a target that writes without ids (after a takeover): at most that many stored twice; rfs verify --server-generated-ids counts them exactly.",
+                self.possible_duplicates.load(Relaxed),
             ),
             (
                 "rfs_batches_sent_total",

@@ -243,7 +243,7 @@ where
 {
     let ItemPlan {
         item,
-        base,
+        mut base,
         trigger,
         mut deadline,
     } = plan;
@@ -252,6 +252,22 @@ where
         deadline = d;
     }
     let metrics = &shared.metrics;
+    // A target that stores a resent document twice: what is sent beyond the cursor is
+    // recorded in the item before it is sent, and what an earlier holder sent beyond it
+    // goes again from the cursor now, counted as possible duplicates.
+    let resends = sink.resends_duplicate();
+    let resent = base.count_resent();
+    if resent > 0 {
+        metrics
+            .possible_duplicates
+            .fetch_add(resent, Ordering::Relaxed);
+        tracing::warn!(
+            item = %item.id(),
+            possible_duplicates = resent,
+            "item {}: {resent} document(s) an earlier holder sent beyond the checkpoint are sent again: counted as possible duplicates (the target writes without ids; `rfs verify --server-generated-ids` counts them exactly)",
+            item.id()
+        );
+    }
     let (tx, mut rx) =
         mpsc::channel::<Result<Chunk<Batch<K>>, SourceError>>(opts.read_ahead.max(1));
     let halt = Arc::new(AtomicBool::new(false));
@@ -291,6 +307,16 @@ where
 
     let start = base.clone();
     let mut mark = LowWaterMark::new(base);
+    // Documents framed into the batches sent in this run (with `mark.sent_to_cursor()`:
+    // how many are beyond the cursor).
+    let mut dispatched = 0u64;
+    let current = |mark: &LowWaterMark, dispatched: u64| -> Progress {
+        let mut p = mark.progress().clone();
+        if resends {
+            p.sent_ahead = dispatched.saturating_sub(mark.sent_to_cursor());
+        }
+        p
+    };
     // What the source handed over in this run, as the acknowledged chunks say: inputs
     // (documents and skips) and the further outputs of exploded inputs.
     let mut handed = Handed::default();
@@ -304,6 +330,18 @@ where
     let mut source_done = false;
     let mut last_checkpointed = mark.progress().clone();
     let mut last_checkpoint_at = Instant::now();
+    if resent > 0 {
+        // Said in the store at once (`rfs status`), not at the first checkpoint.
+        match lease.checkpoint(&last_checkpointed).await {
+            Ok(()) => {}
+            Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
+            Err(e) => {
+                tracing::warn!(item = %item.id(), "could not record the possible duplicates yet: {e}");
+                // Differs from what is now: written at the next checkpoint.
+                last_checkpointed.sent_ahead = resent;
+            }
+        }
+    }
     let mut last_renewal = Instant::now();
     let tick = opts.control_every.min(opts.checkpoint_every);
     let mut ticker = tokio::time::interval(renew_every.map_or(tick, |r| tick.min(r)));
@@ -313,7 +351,7 @@ where
     let started = Instant::now();
     let mut first_batch_after = None;
     let mut shutdown = shared.shutdown.clone();
-    if *shutdown.borrow() {
+    if *shutdown.borrow() && end.is_none() {
         end = Some(ItemEnd::Stopped);
     }
     let mut abandon_at: Option<Instant> = None;
@@ -387,7 +425,58 @@ where
                     if Instant::now() >= trigger.min(deadline) {
                         // The chunk is not sent; the cursor stays before it.
                         end = Some(ItemEnd::Triggered);
-                    } else {
+                        continue;
+                    }
+                    let mut ready = vec![chunk];
+                    if resends {
+                        // The chunks ready now go out under one record of the item.
+                        while in_flight.len() + ready.len() < in_flight_max {
+                            match rx.try_recv() {
+                                Ok(Ok(c)) => ready.push(c),
+                                Ok(Err(e)) => {
+                                    rewind |= e.coverage;
+                                    end = Some(ItemEnd::Failed(e.into()));
+                                    break;
+                                }
+                                Err(mpsc::error::TryRecvError::Empty) => break,
+                                Err(mpsc::error::TryRecvError::Disconnected) => {
+                                    source_done = true;
+                                    break;
+                                }
+                            }
+                        }
+                        let docs: u64 = ready.iter().filter(|c| c.batch.is_some()).map(|c| c.docs).sum();
+                        if docs > 0 {
+                            // Nothing goes out before the item says it may have.
+                            let p = current(&mark, dispatched + docs);
+                            let until = deadline.min(Instant::now() + Duration::from_secs(60));
+                            match record_before_sending(lease, &p, until).await {
+                                Ok(()) => {
+                                    last_checkpointed = p;
+                                    last_checkpoint_at = Instant::now();
+                                }
+                                Err(LeaseError::Lost(e)) => {
+                                    end = Some(ItemEnd::LeaseLost(e));
+                                    ready.clear();
+                                }
+                                Err(e) => {
+                                    end = Some(ItemEnd::Failed(PipelineError {
+                                        severity: Severity::Item,
+                                        stage: "recording batches before sending",
+                                        message: format!(
+                                            "item {}: the coordination store did not record the {docs} document(s) about to be sent (the target writes without ids: nothing is sent that the item does not record first): {e}",
+                                            item.id()
+                                        ),
+                                    }));
+                                    ready.clear();
+                                }
+                            }
+                        }
+                    }
+                    for chunk in ready {
+                        if chunk.batch.is_some() {
+                            dispatched += chunk.docs;
+                        }
                         let seq = next_seq;
                         next_seq += 1;
                         let sink = sink.clone();
@@ -467,11 +556,11 @@ where
                         Err(e) => store_trouble.say(format_args!("could not read the control record, sending on: {e}")),
                     }
                 }
-                let progress = mark.progress();
-                if last_checkpoint_at.elapsed() >= opts.checkpoint_every && *progress != last_checkpointed {
-                    match lease.checkpoint(progress).await {
+                let progress = current(&mark, dispatched);
+                if last_checkpoint_at.elapsed() >= opts.checkpoint_every && progress != last_checkpointed {
+                    match lease.checkpoint(&progress).await {
                         Ok(()) => {
-                            last_checkpointed = progress.clone();
+                            last_checkpointed = progress;
                             last_checkpoint_at = Instant::now();
                         }
                         Err(LeaseError::Lost(e)) => end = Some(ItemEnd::LeaseLost(e)),
@@ -486,13 +575,34 @@ where
     if let Err(e) = reader.await {
         tracing::warn!("document reader thread ended abnormally: {e}");
     }
+    let end = end.unwrap_or(ItemEnd::Finished);
+    let mut progress = if rewind {
+        // Everything sent in this run goes again from where it started.
+        let mut p = start;
+        if resends {
+            p.sent_ahead = dispatched;
+        }
+        p
+    } else {
+        current(&mark, dispatched)
+    };
+    if matches!(end, ItemEnd::Triggered) {
+        // A successor, a new item starting at the cursor, sends again what went beyond it
+        // (batches abandoned at the lease's end): counted here, on this item.
+        let n = progress.count_resent();
+        if n > 0 {
+            metrics.possible_duplicates.fetch_add(n, Ordering::Relaxed);
+            tracing::warn!(
+                item = %item.id(),
+                possible_duplicates = n,
+                "item {}: {n} document(s) sent beyond the cursor go again with the successor: counted as possible duplicates (the target writes without ids)",
+                item.id()
+            );
+        }
+    }
     ItemReport {
-        end: end.unwrap_or(ItemEnd::Finished),
-        progress: if rewind {
-            start
-        } else {
-            mark.progress().clone()
-        },
+        end,
+        progress,
         first_batch_after,
     }
 }
@@ -546,6 +656,29 @@ impl Handed {
                 self.inputs,
             ),
         })
+    }
+}
+
+/// Writes `p` — which says how many documents are about to go beyond the cursor — into
+/// the item before they are sent, retrying while the store is unreachable until `until`.
+async fn record_before_sending<L: ItemLease>(
+    lease: &mut L,
+    p: &Progress,
+    until: Instant,
+) -> Result<(), LeaseError> {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match lease.checkpoint(p).await {
+            Ok(()) => return Ok(()),
+            Err(LeaseError::Unavailable(e)) if Instant::now() + wait < until => {
+                tracing::debug!(
+                    "recording the batches about to be sent failed, retrying in {wait:?}: {e}"
+                );
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -701,6 +834,7 @@ fn account<B>(
     drop(chunk.held);
     Ok(Acked {
         last: chunk.last,
+        sent: chunk.docs,
         covered,
         delivered: delivered.delivered,
         bytes: delivered.bytes,

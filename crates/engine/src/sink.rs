@@ -118,6 +118,16 @@ pub trait Sink: Send + Sync + 'static {
         None
     }
 
+    /// Whether a batch sent again stores its documents twice: the target gives each
+    /// document an id of its own (a `_bulk` without `_id`, as OpenSearch Serverless
+    /// time-series and vector collections require), so a resend is not an overwrite. The
+    /// pipeline then records in the item, before each batch is sent, how many documents
+    /// go beyond the checkpoint, and whoever resumes the item counts them as possible
+    /// duplicates. `false` by default (ids, keys and files overwrite).
+    fn resends_duplicate(&self) -> bool {
+        false
+    }
+
     /// Makes the sink ready for `groups` before any document arrives, so that a group
     /// without documents still shows on the target (the file sink creates each one's
     /// file). Nothing by default.

@@ -3,8 +3,11 @@
 //! With `--server-generated-ids auto` and SigV4 `aoss`, the demo snapshot is migrated
 //! without ids by a worker killed mid-run and started again; the target then holds every
 //! document of the snapshot (compared one by one by content), and the copies the resend
-//! made are exactly what `rfs verify` reports as duplicates. With `never`, every document
-//! is refused, counted and logged, and the exit code says so.
+//! made are exactly what `rfs verify` reports as duplicates — and no more than the
+//! possible duplicates `rfs status` and the run's summary report (documents of batches in
+//! flight when the worker died, recorded in the item before they were sent). A run
+//! nobody kills reports none. With `never`, every document is refused, counted and
+//! logged, and the exit code says so.
 
 mod common;
 
@@ -59,13 +62,16 @@ fn a_worker_killed_mid_run_into_a_timeseries_collection_loses_nothing_and_duplic
     let server = timeseries();
     let dir = tempfile::tempdir().unwrap();
     let url = server.url();
-    // Slow enough to be killed mid-run, and no checkpoint before the kill: what was sent
-    // is sent again by the next worker (each resent document a duplicate).
+    // Slow enough to be killed mid-run, and no periodic checkpoint: what the item records
+    // is only what it writes before each batch goes out (id-less: how far it may have
+    // sent, with the cursor of the batches acknowledged so far).
     server.set_faults(Faults {
         latency_ms: 30,
         bulk_only: true,
         ..Faults::default()
     });
+    // One batch of 20 in flight at a time: at most 20 documents are resent.
+    let in_flight_docs = 20u64;
     let slow = [
         "--server-generated-ids",
         "auto",
@@ -86,12 +92,28 @@ fn a_worker_killed_mid_run_into_a_timeseries_collection_loses_nothing_and_duplic
     aoss(&mut c, dir.path());
     let mut child = Reaped(Some(c.spawn().unwrap()));
     let deadline = Instant::now() + Duration::from_secs(60);
-    while server.total_doc_count() < 100 {
-        assert!(Instant::now() < deadline, "the worker never sent documents");
-        let running = child.0.as_mut().unwrap().try_wait().unwrap().is_none();
-        assert!(running, "the worker ended before it was killed");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let wait_for = |docs: u64, child: &mut Reaped| {
+        while server.total_doc_count() < docs {
+            assert!(
+                Instant::now() < deadline,
+                "the worker never sent {docs} documents"
+            );
+            let running = child.0.as_mut().unwrap().try_wait().unwrap().is_none();
+            assert!(running, "the worker ended before it was killed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_for(100, &mut child);
+    // From now on the target stores a batch and holds its answer: the worker dies with a
+    // batch that reached the target unacknowledged, which the next worker sends again —
+    // duplicates for certain, whatever the moment of the kill.
+    server.set_faults(Faults {
+        answer_delay_ms: 20_000,
+        bulk_only: true,
+        ..Faults::default()
+    });
+    let held_from = server.total_doc_count();
+    wait_for(held_from + 1, &mut child);
     let mut killed = child.0.take().unwrap();
     killed.kill().unwrap(); // SIGKILL
     killed.wait().unwrap();
@@ -137,8 +159,33 @@ fn a_worker_killed_mid_run_into_a_timeseries_collection_loses_nothing_and_duplic
     }
     let extra_total: u64 = duplicates.values().sum();
     assert!(
-        extra_total > 0 && extra_total <= at_kill,
-        "the {at_kill} documents sent before the kill were sent again: {duplicates:?}"
+        extra_total > 0 && extra_total <= in_flight_docs,
+        "the batch held when the worker died was sent again, and nothing more: {duplicates:?}"
+    );
+
+    // The possible duplicates are reported: by the run that resent them, and by `rfs
+    // status` (text and JSON) — at least as many as there are, at most what was in flight.
+    let said = possible_duplicates_said(&r.stderr)
+        .unwrap_or_else(|| panic!("the run's summary reports possible duplicates: {r}"));
+    eprintln!(
+        "possible duplicates reported: {said}; duplicates on the target: {extra_total} {duplicates:?}"
+    );
+    assert!(
+        said >= extra_total && said <= in_flight_docs,
+        "{said} possible duplicates reported, {extra_total} on the target: {r}"
+    );
+    assert!(
+        r.stderr.contains("counted as possible duplicates"),
+        "the takeover says it: {r}"
+    );
+    let (json, text) = status(dir.path());
+    assert_eq!(json["possible_duplicates"], said, "{json}");
+    assert_eq!(possible_duplicates_said(&text), Some(said), "{text}");
+    assert_eq!(json["docs_refused"], 0, "{json}");
+    assert_eq!(
+        json["undelivered_by_reason"],
+        serde_json::json!({}),
+        "{json}"
     );
 
     // `rfs verify` by content reports exactly those duplicates, and nothing missing.
@@ -167,6 +214,70 @@ fn a_worker_killed_mid_run_into_a_timeseries_collection_loses_nothing_and_duplic
         assert_eq!(content["duplicates"], duplicates[index], "{iv}");
     }
     assert!(r.stderr.contains("by content"), "{r}");
+}
+
+/// The count in "possible duplicates (…): N — …", if the text has that line.
+fn possible_duplicates_said(text: &str) -> Option<u64> {
+    let line = text
+        .lines()
+        .find(|l| l.contains("possible duplicates (id-less target, resent after a takeover): "))?;
+    let (_, rest) = line.split_once("takeover): ")?;
+    assert!(
+        rest.contains("rfs verify --server-generated-ids counts them exactly"),
+        "{line}"
+    );
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// `rfs status --json` and `rfs status` of the store in `dir`.
+fn status(dir: &std::path::Path) -> (Value, String) {
+    let store = sqlite(dir);
+    let json = rfs()
+        .args(["status", "--json", "--store", &store])
+        .output()
+        .unwrap();
+    assert!(json.status.success(), "{}", show(&json));
+    let text = rfs().args(["status", "--store", &store]).output().unwrap();
+    assert!(text.status.success(), "{}", show(&text));
+    (
+        serde_json::from_slice(&json.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&json))),
+        String::from_utf8_lossy(&text.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_run_nobody_kills_reports_no_possible_duplicates() {
+    let server = timeseries();
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    let mut c = documents(
+        &demo(),
+        dir.path(),
+        &url,
+        &["--server-generated-ids", "auto", "--max-batch-docs", "50"],
+    );
+    aoss(&mut c, dir.path());
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.stderr.contains("without their _id"), "{r}");
+    assert!(r.stderr.contains("migration finished"), "{r}");
+    assert_eq!(possible_duplicates_said(&r.stderr), None, "{r}");
+    assert!(!r.stderr.contains("possible duplicates"), "{r}");
+    let (json, text) = status(dir.path());
+    assert_eq!(json["possible_duplicates"], 0, "{json}");
+    assert!(!text.contains("possible duplicates"), "{text}");
+    // And there are none: every document once, by content.
+    let expected = expected_documents();
+    for (index, live) in LIVE {
+        let want = multiset(
+            expected
+                .iter()
+                .filter(|((i, _), _)| i == index)
+                .map(|(_, v)| v),
+        );
+        assert_eq!(multiset(server.documents(index).values()), want, "{index}");
+        assert_eq!(server.doc_count(index), live as u64, "{index}");
+    }
 }
 
 #[test]

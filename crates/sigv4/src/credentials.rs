@@ -1,10 +1,8 @@
-//! Credentials and region the usual AWS way: the environment first, then the profile
-//! (`AWS_PROFILE`, else `default`) in the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`,
-//! else `~/.aws/credentials`) and the config file (`AWS_CONFIG_FILE`, else `~/.aws/config`).
-//!
-//! Only static keys are read. A profile that gets its credentials another way (`role_arn`,
-//! `sso_*`, `credential_process`, `web_identity_token_file`) is an error that says so. No
-//! error or `Debug` output ever holds a secret key, a session token or a line of a file.
+//! Credentials as the signer uses them, and the region the usual AWS way: `AWS_REGION`,
+//! `AWS_DEFAULT_REGION`, then `region` of the profile (`AWS_PROFILE`, else `default`) in the
+//! config file (`AWS_CONFIG_FILE`, else `~/.aws/config`). Credentials are found by
+//! [`crate::CredentialsProvider`] (the AWS SDKs' default chain). No error or `Debug` output
+//! ever holds a secret key, a session token or a line of a file.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,21 +29,9 @@ impl fmt::Debug for AwsCredentials {
     }
 }
 
-/// Why no credentials (or no region) could be found.
+/// Why the region could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CredentialsError {
-    #[error(
-        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN \
-         optional), or give profile {profile:?} aws_access_key_id and aws_secret_access_key in {files}"
-    )]
-    Missing { profile: String, files: String },
-    #[error("{set} is set but {unset} is not")]
-    IncompleteEnv {
-        set: &'static str,
-        unset: &'static str,
-    },
-    #[error("AWS profile {profile:?} (AWS_PROFILE) is in neither {files}")]
-    ProfileNotFound { profile: String, files: String },
     #[error("{}: cannot read: {reason}", path.display())]
     Read { path: PathBuf, reason: String },
     #[error("{}, line {line}: {reason}", path.display())]
@@ -54,132 +40,6 @@ pub enum CredentialsError {
         line: usize,
         reason: &'static str,
     },
-    #[error(
-        "AWS profile {profile:?} in {} has {has} but not {missing}",
-        path.display()
-    )]
-    IncompleteProfile {
-        profile: String,
-        path: PathBuf,
-        has: &'static str,
-        missing: &'static str,
-    },
-    #[error(
-        "AWS profile {profile:?} in {} gets its credentials through `{setting}`, which is not \
-         supported: give the profile aws_access_key_id and aws_secret_access_key, or set \
-         AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
-        path.display()
-    )]
-    Unsupported {
-        profile: String,
-        path: PathBuf,
-        setting: String,
-    },
-}
-
-/// Settings that mean "credentials come from somewhere else", which only the AWS SDKs follow.
-const INDIRECT: &[&str] = &[
-    "role_arn",
-    "source_profile",
-    "credential_source",
-    "credential_process",
-    "web_identity_token_file",
-    "sso_session",
-    "sso_start_url",
-    "sso_account_id",
-    "sso_role_name",
-    "login_session",
-];
-
-impl AwsCredentials {
-    /// The environment, then the profile in the shared credentials and config files.
-    pub fn resolve() -> Result<AwsCredentials, CredentialsError> {
-        Self::resolve_with(&process_env)
-    }
-
-    /// As [`AwsCredentials::resolve`], with `env` standing for the process environment
-    /// (`HOME` and the `AWS_*` variables are looked up through it).
-    pub fn resolve_with(
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<AwsCredentials, CredentialsError> {
-        match (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
-            (Some(access_key_id), Some(secret_access_key)) => {
-                return Ok(AwsCredentials {
-                    access_key_id,
-                    secret_access_key,
-                    session_token: env("AWS_SESSION_TOKEN"),
-                })
-            }
-            (Some(_), None) => {
-                return Err(CredentialsError::IncompleteEnv {
-                    set: "AWS_ACCESS_KEY_ID",
-                    unset: "AWS_SECRET_ACCESS_KEY",
-                })
-            }
-            (None, Some(_)) => {
-                return Err(CredentialsError::IncompleteEnv {
-                    set: "AWS_SECRET_ACCESS_KEY",
-                    unset: "AWS_ACCESS_KEY_ID",
-                })
-            }
-            (None, None) => {}
-        }
-        let files = ProfileFiles::from_env(env);
-        let mut found = false;
-        for (path, section) in files.sections() {
-            let Some(path) = path else { continue };
-            let Some(values) = read_section(path, &section)? else {
-                continue;
-            };
-            found = true;
-            let get = |k: &str| values.get(k).filter(|v| !v.is_empty()).cloned();
-            match (get("aws_access_key_id"), get("aws_secret_access_key")) {
-                (Some(access_key_id), Some(secret_access_key)) => {
-                    return Ok(AwsCredentials {
-                        access_key_id,
-                        secret_access_key,
-                        session_token: get("aws_session_token"),
-                    })
-                }
-                (Some(_), None) | (None, Some(_)) => {
-                    let has_id = values.contains_key("aws_access_key_id");
-                    return Err(CredentialsError::IncompleteProfile {
-                        profile: files.profile.clone(),
-                        path: path.to_path_buf(),
-                        has: if has_id {
-                            "aws_access_key_id"
-                        } else {
-                            "aws_secret_access_key"
-                        },
-                        missing: if has_id {
-                            "aws_secret_access_key"
-                        } else {
-                            "aws_access_key_id"
-                        },
-                    });
-                }
-                (None, None) => {
-                    if let Some(setting) = INDIRECT.iter().find(|k| values.contains_key(**k)) {
-                        return Err(CredentialsError::Unsupported {
-                            profile: files.profile.clone(),
-                            path: path.to_path_buf(),
-                            setting: setting.to_string(),
-                        });
-                    }
-                }
-            }
-        }
-        if !found && files.explicit {
-            return Err(CredentialsError::ProfileNotFound {
-                profile: files.profile.clone(),
-                files: files.describe(),
-            });
-        }
-        Err(CredentialsError::Missing {
-            profile: files.profile.clone(),
-            files: files.describe(),
-        })
-    }
 }
 
 /// The region: `AWS_REGION`, `AWS_DEFAULT_REGION`, then `region` of the profile in the
@@ -220,46 +80,21 @@ fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Where the profile is looked for.
+/// Where the profile's region is looked for.
 struct ProfileFiles {
     profile: String,
-    /// `AWS_PROFILE` named it (so its absence is an error of its own).
-    explicit: bool,
-    credentials: Option<PathBuf>,
     config: Option<PathBuf>,
 }
 
 impl ProfileFiles {
     fn from_env(env: &dyn Fn(&str) -> Option<String>) -> ProfileFiles {
         let home = env("HOME").map(PathBuf::from);
-        let file = |var: &str, name: &str| {
-            env(var)
-                .map(PathBuf::from)
-                .or_else(|| home.as_ref().map(|h| h.join(".aws").join(name)))
-        };
-        let explicit = env("AWS_PROFILE");
         ProfileFiles {
-            profile: explicit.clone().unwrap_or_else(|| "default".to_string()),
-            explicit: explicit.is_some(),
-            credentials: file("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
-            config: file("AWS_CONFIG_FILE", "config"),
+            profile: env("AWS_PROFILE").unwrap_or_else(|| "default".to_string()),
+            config: env("AWS_CONFIG_FILE")
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".aws").join("config"))),
         }
-    }
-
-    /// The files in the order they win, each with the section that holds the profile.
-    fn sections(&self) -> [(Option<&Path>, String); 2] {
-        [
-            (self.credentials.as_deref(), self.profile.clone()),
-            (self.config.as_deref(), config_section(&self.profile)),
-        ]
-    }
-
-    fn describe(&self) -> String {
-        let name = |p: &Option<PathBuf>| {
-            p.as_ref()
-                .map_or("(no HOME)".to_string(), |p| p.display().to_string())
-        };
-        format!("{} or {}", name(&self.credentials), name(&self.config))
     }
 }
 
@@ -345,152 +180,77 @@ mod tests {
         move |k: &str| map.get(k).cloned()
     }
 
-    fn home_with(credentials: Option<&str>, config: Option<&str>) -> tempfile::TempDir {
+    fn home_with_config(config: &str) -> tempfile::TempDir {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir(home.path().join(".aws")).unwrap();
-        if let Some(c) = credentials {
-            std::fs::write(home.path().join(".aws/credentials"), c).unwrap();
-        }
-        if let Some(c) = config {
-            std::fs::write(home.path().join(".aws/config"), c).unwrap();
-        }
+        std::fs::write(home.path().join(".aws/config"), config).unwrap();
         home
     }
 
     #[test]
-    fn the_environment_wins() {
-        let home = home_with(
-            Some("[default]\naws_access_key_id = FILE\naws_secret_access_key = FILESECRET\n"),
-            None,
-        );
-        let h = home.path().to_str().unwrap();
-        let env = env_of(&[
-            ("HOME", h),
-            ("AWS_ACCESS_KEY_ID", "ENVKEY"),
-            ("AWS_SECRET_ACCESS_KEY", "ENVSECRET"),
-            ("AWS_SESSION_TOKEN", "TOKEN"),
-        ]);
-        let c = AwsCredentials::resolve_with(&env).unwrap();
-        assert_eq!(c.access_key_id, "ENVKEY");
-        assert_eq!(c.secret_access_key, "ENVSECRET");
-        assert_eq!(c.session_token.as_deref(), Some("TOKEN"));
+    fn credentials_never_show_their_secrets() {
+        let c = AwsCredentials {
+            access_key_id: "ENVKEY".into(),
+            secret_access_key: "ENVSECRET".into(),
+            session_token: Some("TOKEN".into()),
+        };
         let shown = format!("{c:?}");
+        assert!(shown.contains("ENVKEY"), "{shown}");
         assert!(
             !shown.contains("ENVSECRET") && !shown.contains("TOKEN"),
             "{shown}"
         );
-
-        let half = env_of(&[("HOME", h), ("AWS_ACCESS_KEY_ID", "ENVKEY")]);
-        assert_eq!(
-            AwsCredentials::resolve_with(&half),
-            Err(CredentialsError::IncompleteEnv {
-                set: "AWS_ACCESS_KEY_ID",
-                unset: "AWS_SECRET_ACCESS_KEY"
-            })
-        );
     }
 
     #[test]
-    fn profiles_from_the_credentials_file_then_the_config_file() {
-        let home = home_with(
-            Some(
-                "# comment\n[default]\naws_access_key_id=DEFKEY\naws_secret_access_key = DEFSECRET\n\n\
-                 [dev]\n; another comment\nAWS_ACCESS_KEY_ID = DEVKEY\naws_secret_access_key = DEV/SECRET+x=\n\
-                 aws_session_token = DEVTOKEN\n",
-            ),
-            Some(
-                "[default]\nregion = eu-west-3\n[profile ops]\nregion = ap-south-1\n\
-                 aws_access_key_id = OPSKEY\naws_secret_access_key = OPSSECRET\ns3 =\n  max_concurrent_requests = 4\n\
-                 [profile sso]\nsso_session = corp\n[profile half]\naws_access_key_id = HALF\n",
-            ),
+    fn the_region_from_the_environment_then_the_profile_in_the_config_file() {
+        let home = home_with_config(
+            "# comment\n[default]\nregion = eu-west-3\n[profile ops]\n; another comment\n\
+             REGION = ap-south-1\ns3 =\n  region = not-this-one\n[profile none]\noutput = json\n",
         );
         let h = home.path().to_str().unwrap();
-        let c = AwsCredentials::resolve_with(&env_of(&[("HOME", h)])).unwrap();
+        let region = |vars: &[(&str, &str)]| {
+            let mut all = vec![("HOME", h)];
+            all.extend_from_slice(vars);
+            region_with(&env_of(&all)).unwrap()
+        };
+        assert_eq!(region(&[]).as_deref(), Some("eu-west-3"));
         assert_eq!(
-            (
-                c.access_key_id.as_str(),
-                c.secret_access_key.as_str(),
-                c.session_token
-            ),
-            ("DEFKEY", "DEFSECRET", None)
+            region(&[("AWS_PROFILE", "ops")]).as_deref(),
+            Some("ap-south-1"),
+            "`[profile ops]`, keys in any case, nested settings passed over"
         );
-        let c =
-            AwsCredentials::resolve_with(&env_of(&[("HOME", h), ("AWS_PROFILE", "dev")])).unwrap();
-        assert_eq!(c.access_key_id, "DEVKEY");
+        assert_eq!(region(&[("AWS_PROFILE", "none")]), None);
+        assert_eq!(region(&[("AWS_PROFILE", "nope")]), None);
         assert_eq!(
-            c.secret_access_key, "DEV/SECRET+x=",
-            "the value keeps its `=`"
-        );
-        assert_eq!(c.session_token.as_deref(), Some("DEVTOKEN"));
-        let ops = env_of(&[("HOME", h), ("AWS_PROFILE", "ops")]);
-        let c = AwsCredentials::resolve_with(&ops).unwrap();
-        assert_eq!(
-            c.access_key_id, "OPSKEY",
-            "`[profile ops]` in the config file"
-        );
-        assert_eq!(region_with(&ops).unwrap().as_deref(), Some("ap-south-1"));
-        assert_eq!(
-            region_with(&env_of(&[("HOME", h)])).unwrap().as_deref(),
-            Some("eu-west-3")
-        );
-        assert_eq!(
-            region_with(&env_of(&[("HOME", h), ("AWS_DEFAULT_REGION", "us-west-2")]))
-                .unwrap()
-                .as_deref(),
+            region(&[("AWS_DEFAULT_REGION", "us-west-2")]).as_deref(),
             Some("us-west-2")
         );
-
-        let e = AwsCredentials::resolve_with(&env_of(&[("HOME", h), ("AWS_PROFILE", "sso")]))
-            .unwrap_err();
-        assert!(
-            matches!(&e, CredentialsError::Unsupported { setting, .. } if setting == "sso_session"),
-            "{e}"
-        );
-        let e = AwsCredentials::resolve_with(&env_of(&[("HOME", h), ("AWS_PROFILE", "half")]))
-            .unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("has aws_access_key_id but not aws_secret_access_key"),
-            "{e}"
-        );
-        let e = AwsCredentials::resolve_with(&env_of(&[("HOME", h), ("AWS_PROFILE", "nope")]))
-            .unwrap_err();
-        assert!(matches!(e, CredentialsError::ProfileNotFound { .. }), "{e}");
-    }
-
-    #[test]
-    fn explicit_file_variables_and_nothing_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let creds = dir.path().join("creds");
-        std::fs::write(
-            &creds,
-            "[default]\naws_access_key_id = K\naws_secret_access_key = S\n",
-        )
-        .unwrap();
-        let env = env_of(&[("AWS_SHARED_CREDENTIALS_FILE", creds.to_str().unwrap())]);
         assert_eq!(
-            AwsCredentials::resolve_with(&env).unwrap().access_key_id,
-            "K"
+            region(&[
+                ("AWS_DEFAULT_REGION", "us-west-2"),
+                ("AWS_REGION", "ca-central-1")
+            ])
+            .as_deref(),
+            Some("ca-central-1")
         );
-
-        let empty = home_with(None, None);
-        let e = AwsCredentials::resolve_with(&env_of(&[("HOME", empty.path().to_str().unwrap())]))
-            .unwrap_err();
-        assert!(matches!(e, CredentialsError::Missing { .. }), "{e}");
-        assert!(e.to_string().contains("AWS_ACCESS_KEY_ID"), "{e}");
-        assert_eq!(region_with(&env_of(&[])).unwrap(), None);
+        // AWS_CONFIG_FILE names the file.
+        let other = home.path().join("other-config");
+        std::fs::write(&other, "[default]\nregion = sa-east-1\n").unwrap();
+        assert_eq!(
+            region(&[("AWS_CONFIG_FILE", other.to_str().unwrap())]).as_deref(),
+            Some("sa-east-1")
+        );
+        assert_eq!(region_with(&env_of(&[])).unwrap(), None, "no HOME, no file");
     }
 
     #[test]
     fn a_bad_line_is_named_without_its_text() {
-        let home = home_with(
-            Some("[default]\naws_access_key_id = K\nwJalrXUtnFEMI/K7MDENG+SECRET\n"),
-            None,
-        );
-        let e = AwsCredentials::resolve_with(&env_of(&[("HOME", home.path().to_str().unwrap())]))
-            .unwrap_err();
+        let home =
+            home_with_config("[default]\nregion = eu-west-1\nwJalrXUtnFEMI/K7MDENG+SECRET\n");
+        let e = region_with(&env_of(&[("HOME", home.path().to_str().unwrap())])).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("credentials, line 3"), "{msg}");
+        assert!(msg.contains("config, line 3"), "{msg}");
         assert!(!msg.contains("SECRET"), "{msg}");
         let e = parse_section("[default\n", "default").unwrap_err();
         assert_eq!(e.0, 1);

@@ -1,15 +1,22 @@
 //! AWS Signature Version 4 for every client of the project that talks to AWS: the
 //! OpenSearch target client (`es`, `aoss`) and the DynamoDB client (`dynamodb`).
 //!
-//! - [`credentials`]: credentials and region the usual AWS way (environment, then the
-//!   profile in `~/.aws/credentials` and `~/.aws/config`), never shown in errors or logs.
+//! - [`provider`]: credentials from the AWS SDKs' default chain (environment, profiles
+//!   with assume-role, `credential_process` and SSO, web identity, container and instance
+//!   credentials), cached and refreshed, never shown in errors or logs.
+//! - [`credentials`]: the credentials a signature uses, and the region the usual AWS way
+//!   (environment, then the profile in `~/.aws/config`).
 //! - [`sign`]: the signature of one request, every intermediate step exposed for tests;
 //!   [`Signer`] adds the headers to a request.
 //! - [`UtcTime`]: the calendar fields of an instant (`x-amz-date`, RFC 3339).
 //!
 //! ```no_run
 //! let signer = sigv4::Signer {
-//!     credentials: sigv4::AwsCredentials::resolve()?,
+//!     credentials: sigv4::AwsCredentials {
+//!         access_key_id: "AKIDSIGNEXAMPLE".into(),
+//!         secret_access_key: "not-a-real-secret".into(),
+//!         session_token: None,
+//!     },
 //!     region: sigv4::region()?.unwrap_or_else(|| "us-east-1".into()),
 //!     service: "dynamodb",
 //! };

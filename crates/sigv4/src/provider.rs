@@ -430,6 +430,84 @@ mod tests {
         );
     }
 
+    /// A chain of one source, the profile `profile` of a credentials file holding `text`
+    /// (not the machine's files).
+    #[allow(deprecated)] // aws-config's names for aws-runtime's profile files
+    fn profile_chain(text: &str, profile: &str) -> CredentialsProvider {
+        use aws_config::profile::profile_file::{ProfileFileKind, ProfileFiles};
+        use aws_config::profile::ProfileFileCredentialsProvider;
+        let files = ProfileFiles::builder()
+            .include_default_config_file(false)
+            .include_default_credentials_file(false)
+            .with_contents(ProfileFileKind::Credentials, text)
+            .build();
+        let http = aws_smithy_http_client::Builder::new()
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https();
+        let conf = ProviderConfig::empty()
+            .with_http_client(http)
+            .with_region(Some(aws_config::Region::new("us-east-1")));
+        let provider = ProfileFileCredentialsProvider::builder()
+            .configure(&conf)
+            .profile_files(files)
+            .profile_name(profile)
+            .build();
+        CredentialsProvider {
+            inner: Arc::new(Inner::Chain(Chain {
+                sources: vec![Source {
+                    name: format!("profile {profile:?}"),
+                    provider: Box::new(provider),
+                }],
+                cached: RwLock::new(None),
+                fetching: tokio::sync::Mutex::new(()),
+                refreshing: AtomicBool::new(false),
+            })),
+        }
+    }
+
+    /// Static keys of a profile come through the chain as they are written (a secret
+    /// with `/`, `+` and `=`, a session token), the source named; a profile that lacks a
+    /// key is refused naming the source, one that is not there is not set up.
+    #[tokio::test]
+    async fn a_profile_with_static_keys_through_the_chain() {
+        let text = "# comment\n[default]\naws_access_key_id=DEFKEY\naws_secret_access_key = DEFSECRET\n\n\
+                    [dev]\n; another comment\naws_access_key_id = DEVKEY\naws_secret_access_key = DEV/SECRET+x=\n\
+                    aws_session_token = DEVTOKEN\n[half]\naws_access_key_id = HALF\n";
+        let dev = profile_chain(text, "dev");
+        let c = dev.credentials().await.unwrap();
+        assert_eq!(
+            (
+                c.access_key_id.as_str(),
+                c.secret_access_key.as_str(),
+                c.session_token.as_deref()
+            ),
+            ("DEVKEY", "DEV/SECRET+x=", Some("DEVTOKEN"))
+        );
+        assert_eq!(dev.source(), "profile \"dev\"");
+        let c = profile_chain(text, "default").credentials().await.unwrap();
+        assert_eq!(
+            (c.access_key_id.as_str(), c.session_token.as_deref()),
+            ("DEFKEY", None)
+        );
+
+        match profile_chain(text, "half").credentials().await {
+            Err(ProviderError::Refused {
+                source_name,
+                reason,
+            }) => {
+                assert_eq!(source_name, "profile \"half\"");
+                assert!(reason.contains("aws_secret_access_key"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match profile_chain(text, "nope").credentials().await {
+            Err(ProviderError::NotFound { tried }) => assert_eq!(tried, "profile \"nope\""),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn refresh_comes_before_expiry_and_stale_credentials_are_not_used() {
         let now = SystemTime::now();

@@ -152,6 +152,12 @@ impl Sink for BulkSink {
     fn identity(&self) -> String {
         engine::job::identity_location(&self.target)
     }
+
+    /// Documents sent without `_id` (`--server-generated-ids`): the target makes up an id
+    /// for each, so a batch sent again is stored again.
+    fn resends_duplicate(&self) -> bool {
+        self.sender.encoder().server_generated_ids()
+    }
 }
 
 /// Credentials refused or a configuration that cannot work stop the worker; anything

@@ -399,6 +399,7 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
         cursor: acked(9),
         docs: 10,
         bytes: 100,
+        sent_ahead: 20,
         ..Progress::default()
     })
     .await
@@ -415,6 +416,11 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
         "takeover resumes after the checkpoint"
     );
     assert_eq!(lb.attempts(), 2);
+    assert_eq!(
+        lb.progress().sent_ahead,
+        20,
+        "what the dead holder sent beyond its checkpoint is the next holder's to count"
+    );
     let err = la
         .checkpoint(&Progress {
             cursor: acked(19),
@@ -432,14 +438,21 @@ async fn expiry_and_takeover(f: &Factory, ns: &str) {
     let (r, _) = store.get(lb.id()).await.unwrap().unwrap();
     assert_eq!(r.holder.as_deref(), Some(b.worker_id().as_str()));
     assert!(r.last_error.unwrap().contains("expired"));
+    let id = lb.id().to_string();
     lb.complete(&Progress {
         cursor: acked(99),
         docs: 100,
         bytes: 1,
+        sent_ahead: 5,
         ..Progress::default()
     })
     .await
     .unwrap();
+    let (r, _) = store.get(&id).await.unwrap().unwrap();
+    assert_eq!(
+        r.sent_ahead, 0,
+        "a complete item has nothing beyond its cursor"
+    );
     assert!(matches!(b.acquire().await.unwrap(), Acquired::NoWorkLeft));
 }
 
@@ -839,6 +852,7 @@ async fn checkpoint_survives_crash(f: &Factory, ns: &str) {
         ]
         .into(),
         covered: 4020,
+        sent_ahead: 13,
     };
     l.checkpoint(&p).await.unwrap();
     drop(l); // kill -9
@@ -1339,6 +1353,7 @@ async fn status_aggregates_match_the_items(f: &Factory, ns: &str) {
         skipped: 0,
         reasons,
         covered: 10,
+        sent_ahead: 0,
     })
     .await
     .unwrap();

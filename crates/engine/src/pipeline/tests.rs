@@ -110,6 +110,16 @@ struct Snk {
     /// A lossy target: documents whose id is divisible by this are neither delivered nor
     /// refused (and not counted).
     lose_every: Option<u64>,
+    /// A target that writes without ids (a resent document is stored twice).
+    idless: bool,
+    /// With `hang_from`: the hanging batch is stored before its answer never comes.
+    store_then_hang: bool,
+    /// Every document handed to `send`, stored or not.
+    sent: Mutex<Vec<u64>>,
+    /// The item's records as the lease wrote them: each batch is checked against the
+    /// last one when it is sent (`unrecorded` says which were sent beyond it).
+    records: Option<Arc<Mutex<Vec<Progress>>>>,
+    unrecorded: Mutex<Vec<String>>,
 }
 
 struct W {
@@ -155,7 +165,29 @@ impl Sink for Snk {
         }
     }
     async fn send(&self, docs: Vec<u64>) -> Result<Delivered, SinkError> {
+        {
+            let mut sent = self.sent.lock().unwrap();
+            sent.extend(&docs);
+            if let Some(records) = &self.records {
+                let records = records.lock().unwrap();
+                let last = records.last().cloned().unwrap_or_default();
+                let cursor = last.cursor.as_ref().and_then(Position::doc);
+                let beyond = sent
+                    .iter()
+                    .filter(|d| cursor.is_none_or(|c| **d > c))
+                    .count() as u64;
+                if beyond > last.sent_ahead {
+                    self.unrecorded.lock().unwrap().push(format!(
+                        "{beyond} documents sent beyond {cursor:?}, the item records {}",
+                        last.sent_ahead
+                    ));
+                }
+            }
+        }
         if self.hang_from.is_some_and(|h| docs.iter().any(|d| *d >= h)) {
+            if self.store_then_hang {
+                self.received.lock().unwrap().extend(&docs);
+            }
             std::future::pending::<()>().await;
         }
         if self.jitter_ms > 0 {
@@ -201,6 +233,9 @@ impl Sink for Snk {
     fn identity(&self) -> String {
         "memory".into()
     }
+    fn resends_duplicate(&self) -> bool {
+        self.idless
+    }
 }
 
 #[derive(Default)]
@@ -215,11 +250,16 @@ struct Lease {
     renew_fails: Option<fn() -> LeaseError>,
     renewals: usize,
     deadline: Option<Instant>,
+    /// The checkpoints again, where a sink can see them.
+    shared: Option<Arc<Mutex<Vec<Progress>>>>,
 }
 
 impl ItemLease for Lease {
     async fn checkpoint(&mut self, progress: &Progress) -> Result<(), LeaseError> {
         self.checkpoints.push(progress.clone());
+        if let Some(s) = &self.shared {
+            s.lock().unwrap().push(progress.clone());
+        }
         Ok(())
     }
     async fn control(&mut self) -> Result<Control, LeaseError> {
@@ -455,6 +495,9 @@ async fn every_live_doc_is_delivered_refused_or_skipped_once() {
     assert!(p.reasons["skipped:no_route"] > 0);
     assert!(p.reasons["refused:document_too_large"] > 0);
     assert!(p.reasons["refused:mapper_parsing_exception"] > 0);
+    // A target that overwrites: nothing recorded beyond the cursor, nothing counted twice.
+    assert!(r.lease.checkpoints.iter().all(|p| p.sent_ahead == 0));
+    assert_eq!(p.possible_duplicates(), 0);
     // Checkpoints never go backwards.
     let cursors: Vec<_> = r
         .lease
@@ -1437,4 +1480,198 @@ async fn a_source_whose_coverage_check_fails_takes_nothing_of_its_read_as_done()
         "batches went out before the end"
     );
     assert_eq!(r.report.progress, base);
+}
+
+/// Runs the item until `after`, then drops the run as a SIGKILL would: the lease's
+/// records are what the store holds.
+async fn killed_after(
+    sink: Arc<Snk>,
+    lease: &mut Lease,
+    base: Progress,
+    o: PipelineOptions,
+    after: Duration,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_tx, rx) = watch::channel(false);
+    let shared = WorkerShared {
+        metrics: Metrics::new(),
+        failures: Arc::new(FailureLog::open(dir.path().join("f.jsonl")).unwrap()),
+        budget: Budget::new(1 << 20),
+        shutdown: rx,
+        fleet: None,
+    };
+    let plan = ItemPlan {
+        item: item(None, None),
+        base,
+        trigger: far(),
+        deadline: far(),
+    };
+    let run = run_item(
+        Arc::new(Src {
+            max_doc: 500,
+            fail_at: None,
+        }),
+        Arc::new(Tr),
+        sink,
+        lease,
+        plan,
+        &o,
+        &shared,
+    );
+    assert!(
+        tokio::time::timeout(after, run).await.is_err(),
+        "the run ended before it was killed"
+    );
+}
+
+/// An id-less target: before a batch goes out, the item records how many documents may be
+/// beyond its cursor; a worker killed with batches stored but unacknowledged leaves them
+/// recorded, and the worker that goes on from the cursor counts them as possible
+/// duplicates — at least the duplicates the target holds, at most what was in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idless_target_counts_what_a_killed_worker_had_in_flight_as_possible_duplicates() {
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let first = Arc::new(Snk {
+        idless: true,
+        hang_from: Some(70),
+        store_then_hang: true,
+        records: Some(records.clone()),
+        ..Snk::default()
+    });
+    let mut lease = Lease {
+        shared: Some(records.clone()),
+        ..Lease::default()
+    };
+    // Periodic checkpoints far apart: the records are those written before sending.
+    let o = PipelineOptions {
+        checkpoint_every: Duration::from_secs(3600),
+        ..opts(3)
+    };
+    killed_after(
+        first.clone(),
+        &mut lease,
+        Progress::default(),
+        o.clone(),
+        Duration::from_millis(500),
+    )
+    .await;
+    assert_eq!(
+        first.unrecorded.lock().unwrap().clone(),
+        Vec::<String>::new()
+    );
+    let stored = lease
+        .checkpoints
+        .last()
+        .cloned()
+        .expect("records before sending");
+    let cursor = stored.cursor.as_ref().and_then(Position::doc).unwrap();
+    assert!((50..70).contains(&cursor), "{cursor}");
+    // Three batches in flight, every one stored on the target, none acknowledged.
+    let in_flight: Vec<u64> = first
+        .sent
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .filter(|d| *d > cursor)
+        .collect();
+    assert_eq!(in_flight.len(), 3 * 7, "{in_flight:?}");
+    assert_eq!(stored.sent_ahead, in_flight.len() as u64);
+    assert_eq!(stored.possible_duplicates(), 0);
+
+    // The next holder goes on from the record.
+    let second = Arc::new(Snk {
+        idless: true,
+        ..Snk::default()
+    });
+    let r = go(
+        Src {
+            max_doc: 500,
+            fail_at: None,
+        },
+        second.clone(),
+        Lease::default(),
+        item(None, None),
+        stored.clone(),
+        far(),
+        o,
+        None,
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Finished),
+        "{:?}",
+        r.report.end
+    );
+    let p = &r.report.progress;
+    assert_eq!(p.possible_duplicates(), stored.sent_ahead);
+    assert_eq!(p.sent_ahead, 0, "all acknowledged");
+    // Said in the store before anything else is sent, the mark cleared.
+    let said = &r.lease.checkpoints[0];
+    assert_eq!(
+        (said.possible_duplicates(), said.sent_ahead, &said.cursor),
+        (stored.sent_ahead, 0, &stored.cursor)
+    );
+    // The duplicates on the target: stored by both; exactly the batches in flight here.
+    let before: BTreeSet<u64> = received(&first).into_iter().collect();
+    let twice: Vec<u64> = received(&second)
+        .into_iter()
+        .filter(|d| before.contains(d))
+        .collect();
+    assert!(!twice.is_empty());
+    assert!(twice.len() as u64 <= p.possible_duplicates());
+    assert_eq!(twice, in_flight);
+    // Nothing lost: the two runs together hold every live document that is delivered.
+    let mut all: BTreeSet<u64> = before;
+    all.extend(received(&second));
+    assert_eq!(
+        all.into_iter().collect::<Vec<_>>(),
+        fates(0, 500, None).delivered
+    );
+}
+
+/// An id-less target whose batches never come back before the lease ends: they are
+/// abandoned, and the successor (a new item from the cursor) sends them again, so they
+/// are counted on this item at the hand-off, the mark cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_abandoned_at_the_lease_end_count_as_possible_duplicates_for_the_successor() {
+    let sink = Arc::new(Snk {
+        idless: true,
+        hang_from: Some(70),
+        ..Snk::default()
+    });
+    let trigger = Instant::now() + Duration::from_millis(100);
+    let deadline = trigger + Duration::from_millis(200);
+    let r = go_until(
+        Src {
+            max_doc: 1_000_000,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        (trigger, deadline),
+        opts(4),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Triggered),
+        "{:?}",
+        r.report.end
+    );
+    let p = &r.report.progress;
+    let cursor = p.cursor.as_ref().and_then(Position::doc).unwrap();
+    let beyond = sink
+        .sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|d| **d > cursor)
+        .count() as u64;
+    assert_eq!(beyond, 4 * 7, "four batches abandoned");
+    assert_eq!((p.sent_ahead, p.possible_duplicates()), (0, beyond));
+    // The last record before the end said they were out.
+    assert!(r.lease.checkpoints.iter().any(|c| c.sent_ahead == beyond));
 }

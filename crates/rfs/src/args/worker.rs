@@ -87,8 +87,9 @@ pub struct WorkerArgs {
     /// refuse ids, and the collection type cannot be read through the API, so `auto` treats
     /// every Serverless collection alike: give `never` for a search collection). Without ids
     /// a resend is not idempotent: documents of a batch in flight when a worker died, or of a
-    /// request re-sent after its answer was lost, can arrive twice (`rfs verify` counts them
-    /// by content); deletes (a `--since` delta) cannot be sent.
+    /// request re-sent after its answer was lost, can arrive twice (`rfs status` reports the
+    /// possible duplicates of a takeover, `rfs verify` counts them by content); deletes (a
+    /// `--since` delta) cannot be sent.
     #[arg(
         long,
         env = "RFS_SERVER_GENERATED_IDS",

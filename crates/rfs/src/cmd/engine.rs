@@ -425,6 +425,11 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
         status.items.done,
         report.delivered
     );
+    let duplicates = status.possible_duplicates();
+    if duplicates > 0 {
+        // Delivered (the exit code stays), but never silent.
+        crate::say!("{}", super::status::possible_duplicates_line(duplicates));
+    }
     let filtered: u64 = status
         .reasons
         .iter()
@@ -443,11 +448,11 @@ pub fn finish(report: &JobReport, role: Role) -> anyhow::Result<u8> {
     }
     let undelivered = status.docs_refused + status.docs_skipped;
     if undelivered > 0 {
-        for (reason, n) in status
-            .reasons
-            .iter()
-            .filter(|(k, _)| !k.starts_with("filtered:") && !k.starts_with("nested:"))
-        {
+        for (reason, n) in status.reasons.iter().filter(|(k, _)| {
+            !k.starts_with("filtered:")
+                && !k.starts_with("nested:")
+                && k.as_str() != coordination::POSSIBLE_DUPLICATES
+        }) {
             crate::say!("  {n} {reason}");
         }
         crate::say!(

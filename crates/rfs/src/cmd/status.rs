@@ -265,8 +265,11 @@ pub(crate) fn render_json(
         "docs_filtered": filtered,
         "undelivered_by_reason": undelivered_by_reason
             .iter()
-            .filter(|(k, _)| !k.starts_with("sink:"))
+            .filter(|(k, _)| !k.starts_with("sink:") && k.as_str() != coordination::POSSIBLE_DUPLICATES)
             .collect::<BTreeMap<_, _>>(),
+        // Documents sent again after a takeover to a target that writes without ids: at
+        // most that many are stored twice (`rfs verify --server-generated-ids` counts them).
+        "possible_duplicates": s.possible_duplicates(),
         "filtered_by_reason": filtered_by_reason,
         // How hard the target pushed back (DynamoDB throttling, unprocessed writes, retries).
         "sink_pushback": undelivered_by_reason
@@ -641,6 +644,9 @@ fn render_text(v: &Value) -> String {
             out.push_str(&format!("  {reason}: {c}\n"));
         }
     }
+    if let Some(d) = n("possible_duplicates").filter(|d| *d > 0) {
+        out.push_str(&format!("{}\n", possible_duplicates_line(d)));
+    }
     if let Some(p) = v["sink_pushback"].as_object().filter(|p| !p.is_empty()) {
         let parts: Vec<String> = p.iter().map(|(k, c)| format!("{k} {c}")).collect();
         out.push_str(&format!("target pushback: {}\n", parts.join(", ")));
@@ -715,6 +721,14 @@ fn render_text(v: &Value) -> String {
     out
 }
 
+/// What `rfs status` and the end of a run say of documents sent again to a target that
+/// writes without ids.
+pub(crate) fn possible_duplicates_line(n: u64) -> String {
+    format!(
+        "possible duplicates (id-less target, resent after a takeover): {n} — rfs verify --server-generated-ids counts them exactly"
+    )
+}
+
 /// "documents" → "document", "work items" → "work item", "rows" → "row".
 fn singular(plural: &str) -> &str {
     plural.strip_suffix('s').unwrap_or(plural)
@@ -781,6 +795,23 @@ mod tests {
             && l.contains("rows (est.)")));
         for word in ["document", "snapshot", "docs", "item"] {
             assert!(!text.contains(word), "{word:?} in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn possible_duplicates_are_said_only_when_there_are_some() {
+        let mut v = finished("snapshot");
+        assert!(!render_text(&v).contains("possible duplicates"));
+        v["possible_duplicates"] = json!(0);
+        assert!(!render_text(&v).contains("possible duplicates"));
+        v["possible_duplicates"] = json!(37);
+        text_of(&v, &["possible duplicates (id-less target, resent after a takeover): 37 — rfs verify --server-generated-ids counts them exactly"]);
+    }
+
+    fn text_of(v: &Value, parts: &[&str]) {
+        let text = render_text(v);
+        for part in parts {
+            assert!(text.contains(part), "{part:?} in:\n{text}");
         }
     }
 

@@ -81,6 +81,9 @@ struct Args {
     /// Extra random latency, up to this many milliseconds.
     #[arg(long, default_value_t = 0)]
     latency_jitter_ms: u64,
+    /// Added latency after a request is handled, before it is answered, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    answer_delay_ms: u64,
     /// Probability of closing the connection without a response.
     #[arg(long, default_value_t = 0.0)]
     drop_connection: f64,
@@ -122,6 +125,7 @@ fn main() -> anyhow::Result<()> {
             bulk_item_503: a.bulk_item_503,
             latency_ms: a.latency_ms,
             latency_jitter_ms: a.latency_jitter_ms,
+            answer_delay_ms: a.answer_delay_ms,
             drop_connection: a.drop_connection,
             failing_ids: a.failing_ids.into_iter().collect::<BTreeSet<_>>(),
             bulk_only: a.bulk_only,

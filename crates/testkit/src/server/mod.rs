@@ -165,6 +165,10 @@ pub struct Faults {
     pub latency_ms: u64,
     /// Extra random latency, uniform in `[0, latency_jitter_ms]`.
     pub latency_jitter_ms: u64,
+    /// Added latency after a request is handled, before it is answered: a `_bulk`'s
+    /// documents are on the server while the client still waits (a target slow to answer).
+    /// Read when the answer is due, so it holds every request handled after it is set.
+    pub answer_delay_ms: u64,
     /// Connection closed without a response. For `_bulk`, before or after the request is
     /// applied (even odds).
     pub drop_connection: f64,

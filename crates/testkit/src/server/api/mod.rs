@@ -297,6 +297,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, admin: bool) -> Res
         Ok(r) => r,
         Err(e) => error_resp(&shared, &e),
     };
+    // Read now, not when the request came: a change holds the answers of requests under
+    // way whose documents are stored after it.
+    let now = shared.faults();
+    if now.answer_delay_ms > 0 && (!now.bulk_only || is_bulk) {
+        tokio::time::sleep(Duration::from_millis(now.answer_delay_ms)).await;
+    }
     if drop_after {
         shared.record(method.as_str(), &path_q, 0, Some("drop-after"));
         return Err(Dropped);
