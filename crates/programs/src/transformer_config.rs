@@ -3,7 +3,12 @@
 //! `JsonJSTransformerProvider` with `initializationScript` or `initializationScriptFile`
 //! and `bindingsObject` (a JSON text, as the reference tool takes it, or an object), and
 //! `JsonJMESPathTransformerProvider` with `{"script": "…"}` or a list of such objects
-//! (see [`crate::jmespath_program`]). Any other provider is an error naming it.
+//! (see [`crate::jmespath_program`]), and `TypeMappingSanitizationTransformerProvider`,
+//! which is no document program: its rules ([`metadata::TypeMapping`]) become the type
+//! routes of a snapshot migration, expanded for the snapshot's `(index, type)` pairs
+//! before any document is read (at most one per list; wherever it stands in the list, the
+//! other providers see each document before its type route applies, with its source
+//! index and `_type`). Any other provider is an error naming it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +20,7 @@ use crate::jmespath_program::JmesProgram;
 use crate::program::RunError;
 use crate::reshape::DocumentProgram;
 use engine::document::Document;
+use metadata::type_mapping::{TypeMapping, TypeMappingError, PROVIDER as TYPE_MAPPING};
 
 /// What is wrong with a transformer configuration. Each message starts with where the
 /// configuration came from (a flag, a file).
@@ -39,7 +45,7 @@ pub enum TransformerConfigError {
     /// An entry (counted from 1) names a provider rfs does not have.
     #[error(
         "{origin}: entry {entry}: provider {provider} is not supported by rfs (supported: \
-         {JAVASCRIPT}, {JMESPATH}; a jq program with --transform does the rest)"
+         {JAVASCRIPT}, {JMESPATH}, {TYPE_MAPPING}; a jq program with --transform does the rest)"
     )]
     Unsupported {
         origin: String,
@@ -96,6 +102,12 @@ pub enum ProviderError {
     /// The script or expression does not compile.
     #[error(transparent)]
     Compile(RunError),
+    /// The type mapping provider's configuration is wrong.
+    #[error(transparent)]
+    TypeMapping(TypeMappingError),
+    /// A second type mapping provider in one list.
+    #[error("only one {TYPE_MAPPING} may be given: its rules are one routing table")]
+    SecondTypeMapping,
 }
 
 const JMESPATH_USAGE: &str = "expected {\"script\": \"EXPRESSION\"} or a list of such objects";
@@ -103,12 +115,15 @@ const JMESPATH_USAGE: &str = "expected {\"script\": \"EXPRESSION\"} or a list of
 pub const JAVASCRIPT: &str = "JsonJSTransformerProvider";
 pub const JMESPATH: &str = "JsonJMESPathTransformerProvider";
 
-/// Builds the program a configuration describes. `base` resolves relative script files.
-pub fn parse(
-    text: &str,
-    origin: &str,
-    base: &Path,
-) -> Result<Arc<dyn DocumentProgram>, TransformerConfigError> {
+/// What a configuration describes: a document program (the providers that are one, in
+/// order), the type mapping provider's rules, or both.
+pub struct Parsed {
+    pub program: Option<Arc<dyn DocumentProgram>>,
+    pub type_mapping: Option<TypeMapping>,
+}
+
+/// Reads a configuration. `base` resolves relative script files.
+pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Parsed, TransformerConfigError> {
     let origin = || origin.to_string();
     let v: Value =
         serde_json::from_str(text).map_err(|source| TransformerConfigError::NotJson {
@@ -124,6 +139,7 @@ pub fn parse(
         return Err(TransformerConfigError::Empty { origin: origin() });
     }
     let mut chain: Vec<Arc<dyn DocumentProgram>> = Vec::new();
+    let mut type_mapping = None;
     for (i, entry) in entries.iter().enumerate() {
         let Some(obj) = entry.as_object().filter(|o| o.len() == 1) else {
             return Err(TransformerConfigError::NotAProvider {
@@ -141,6 +157,16 @@ pub fn parse(
         let program: Arc<dyn DocumentProgram> = match provider.as_str() {
             JAVASCRIPT => Arc::new(javascript(config, base).map_err(in_entry)?),
             JMESPATH => Arc::new(jmespath(config).map_err(in_entry)?),
+            TYPE_MAPPING => {
+                if type_mapping.is_some() {
+                    return Err(in_entry(ProviderError::SecondTypeMapping));
+                }
+                type_mapping = Some(
+                    TypeMapping::from_config(config)
+                        .map_err(|e| in_entry(ProviderError::TypeMapping(e)))?,
+                );
+                continue;
+            }
             other => {
                 return Err(TransformerConfigError::Unsupported {
                     origin: origin(),
@@ -151,10 +177,14 @@ pub fn parse(
         };
         chain.push(program);
     }
-    Ok(if chain.len() == 1 {
-        chain.pop().expect("one")
-    } else {
-        Arc::new(Chain(chain))
+    let program: Option<Arc<dyn DocumentProgram>> = match chain.len() {
+        0 => None,
+        1 => chain.pop(),
+        _ => Some(Arc::new(Chain(chain))),
+    };
+    Ok(Parsed {
+        program,
+        type_mapping,
     })
 }
 
@@ -271,7 +301,10 @@ mod tests {
           {"JsonJSTransformerProvider": {"initializationScript": "(() => (c) => (docs) => docs.map(d => { d.get('document').set('a', 2); return d; }))()", "bindingsObject": "{}"}},
           {"JsonJSTransformerProvider": {"initializationScriptFile": "two.js", "bindingsObject": {"b": "x"}}}
         ]"#;
-        let p = parse(config, "--doc-transformer-config", dir.path()).unwrap();
+        let p = parse(config, "--doc-transformer-config", dir.path())
+            .unwrap()
+            .program
+            .unwrap();
         let mut out = Vec::new();
         p.reshape(&doc(), &mut out).unwrap();
         let v: Value = serde_json::from_slice(&out[0].source).unwrap();
@@ -287,11 +320,75 @@ mod tests {
             {"script": "[*].merge(@, {document: merge(document, {b: 'x'})})"}
           ]}
         ]"#;
-        let p = parse(config, "--doc-transformer-config", Path::new(".")).unwrap();
+        let p = parse(config, "--doc-transformer-config", Path::new("."))
+            .unwrap()
+            .program
+            .unwrap();
         let mut out = Vec::new();
         p.reshape(&doc(), &mut out).unwrap();
         let v: Value = serde_json::from_slice(&out[0].source).unwrap();
         assert_eq!(v, serde_json::json!({"a": 2, "b": "x"}));
+    }
+
+    const TYPE_MAPPING_ENTRY: &str = r#"{"TypeMappingSanitizationTransformerProvider": {
+        "staticMappings": {"a": {"t1": "x", "t2": "x"}},
+        "regexMappings": [{"sourceIndexPattern": "(b.*)", "sourceTypePattern": "(.*)", "targetIndexPattern": "$1-$2"}],
+        "sourceProperties": {"version": {"major": 6, "minor": 8}}}}"#;
+
+    #[test]
+    fn the_type_mapping_provider_is_routes_not_a_program() {
+        let base = Path::new(".");
+        // Alone: no document program, only its rules.
+        let p = parse(&format!("[{TYPE_MAPPING_ENTRY}]"), "F", base).unwrap();
+        assert!(p.program.is_none());
+        let rules = p.type_mapping.unwrap();
+        assert_eq!(rules.target("a", "t1").as_deref(), Some("x"));
+        assert_eq!(rules.target("a", "t3"), None);
+        assert_eq!(rules.target("b1", "doc").as_deref(), Some("b1-doc"));
+        assert_eq!(rules.target("c", "doc"), None);
+        // With another provider, before or after it: both parts.
+        let jmes = r#"{"JsonJMESPathTransformerProvider": {"script": "[*].merge(@, {document: merge(document, {b: 'x'})})"}}"#;
+        for config in [
+            format!("[{TYPE_MAPPING_ENTRY}, {jmes}]"),
+            format!("[{jmes}, {TYPE_MAPPING_ENTRY}]"),
+        ] {
+            let p = parse(&config, "F", base).unwrap();
+            assert!(p.type_mapping.is_some());
+            let mut out = Vec::new();
+            p.program.unwrap().reshape(&doc(), &mut out).unwrap();
+            let v: Value = serde_json::from_slice(&out[0].source).unwrap();
+            assert_eq!(v, serde_json::json!({"a": 1, "b": "x"}));
+        }
+        // Twice: an error naming the second entry.
+        let e = parse(
+            &format!("[{TYPE_MAPPING_ENTRY}, {TYPE_MAPPING_ENTRY}]"),
+            "F",
+            base,
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(
+            &e,
+            TransformerConfigError::Provider {
+                entry: 2,
+                source: ProviderError::SecondTypeMapping,
+                ..
+            }
+        ));
+        // A bad configuration names the provider and what is wrong.
+        let e = parse(
+            r#"[{"TypeMappingSanitizationTransformerProvider": {"staticMappings": {}}}]"#,
+            "F",
+            base,
+        )
+        .err()
+        .unwrap();
+        let text = chain(&e);
+        assert!(
+            text.contains("TypeMappingSanitizationTransformerProvider")
+                && text.contains("sourceProperties is required"),
+            "{text}"
+        );
     }
 
     /// `e` and its causes, joined by ": " as the binary prints them.
