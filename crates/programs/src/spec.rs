@@ -13,7 +13,7 @@ use engine::transform::{Shaped, Transform, Unroutable};
 use crate::field_edits::FieldEdits;
 use crate::program::{CompileError, JqProgram};
 use crate::reshape::{DocumentProgram, Reshape};
-use crate::transformer_config::{self, TransformerConfigError};
+use crate::transformer_config::{self, Parsed, TransformerConfigError};
 use metadata::type_mapping::PROVIDER as TYPE_MAPPING;
 use metadata::TypeMapping;
 
@@ -133,7 +133,10 @@ impl Program {
     /// type mapping provider is an error here (see [`Program::compile_routed`]).
     pub fn compile(&self) -> Result<Arc<dyn DocumentProgram>, ProgramError> {
         match self.compile_routed()? {
-            (Some(p), None) => Ok(p),
+            Parsed {
+                program: Some(p),
+                type_mapping: None,
+            } => Ok(p),
             _ => Err(ProgramError::TypeMappingNotHere {
                 origin: self.origin.clone(),
             }),
@@ -142,7 +145,7 @@ impl Program {
 
     /// The type mapping provider's rules of a transformer configuration, if it has them.
     pub fn type_mapping(&self) -> Result<Option<TypeMapping>, ProgramError> {
-        Ok(self.compile_routed()?.1)
+        Ok(self.compile_routed()?.type_mapping)
     }
 
     /// The compiled program (`None` when the configuration only holds the type mapping
@@ -150,13 +153,10 @@ impl Program {
     /// routes apply them. A jq program of the common forms (fields set, computed, updated
     /// or deleted at any depth, conditions, `_index` set) runs on the raw `_source`
     /// without building the document ([`FieldEdits`]).
-    pub fn compile_routed(
-        &self,
-    ) -> Result<(Option<Arc<dyn DocumentProgram>>, Option<TypeMapping>), ProgramError> {
+    pub fn compile_routed(&self) -> Result<Parsed, ProgramError> {
         match &self.kind {
             Kind::TransformerConfig { base } => {
-                let parsed = transformer_config::parse(&self.text, &self.origin, base)?;
-                Ok((parsed.program, parsed.type_mapping))
+                Ok(transformer_config::parse(&self.text, &self.origin, base)?)
             }
             Kind::Jq => {
                 let p = Arc::new(JqProgram::compile(&self.text).map_err(|source| {
@@ -165,16 +165,16 @@ impl Program {
                         source,
                     }
                 })?);
-                Ok((
-                    Some(match FieldEdits::recognise(p.clone()) {
+                Ok(Parsed {
+                    program: Some(match FieldEdits::recognise(p.clone()) {
                         Some(fast) => {
                             tracing::debug!(?fast, "the program runs on raw sources");
                             Arc::new(fast)
                         }
                         None => p,
                     }),
-                    None,
-                ))
+                    type_mapping: None,
+                })
             }
         }
     }
@@ -194,7 +194,7 @@ impl Program {
         &self,
         then: Arc<dyn Transform>,
     ) -> Result<Arc<dyn Transform>, ProgramError> {
-        Ok(match self.compile_routed()?.0 {
+        Ok(match self.compile_routed()?.program {
             Some(p) => Arc::new(Reshape::new(p, then).with_identity(Some(self.identity()))),
             // The configuration is still part of the migration's identity.
             None => Arc::new(Identified {
@@ -279,8 +279,8 @@ mod tests {
         let e = tm.compile().err().unwrap();
         assert!(matches!(e, ProgramError::TypeMappingNotHere { .. }), "{e}");
         assert!(tm.type_mapping().unwrap().is_some());
-        let (program, rules) = tm.compile_routed().unwrap();
-        assert!(program.is_none() && rules.is_some());
+        let parsed = tm.compile_routed().unwrap();
+        assert!(parsed.program.is_none() && parsed.type_mapping.is_some());
         struct Keep;
         impl Transform for Keep {
             fn apply(&self, _: &mut Document) -> Result<(), Unroutable> {

@@ -13,7 +13,7 @@ impl TransformArgs {
     /// that only holds the type mapping provider has none: its rules are routes).
     pub fn program(&self) -> anyhow::Result<Option<Arc<dyn DocumentProgram>>> {
         match self.spec() {
-            Some(spec) => Ok(spec.load()?.compile_routed()?.0),
+            Some(spec) => Ok(spec.load()?.compile_routed()?.program),
             None => Ok(None),
         }
     }
