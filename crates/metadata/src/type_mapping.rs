@@ -33,7 +33,8 @@
 //!
 //! Differences, on purpose: the patterns are compiled by Rust's `regex` crate, which has
 //! no look-around or back-references (such a pattern is an error naming its rule, never a
-//! silent mismatch); keys rfs does not know are refused rather than ignored.
+//! silent mismatch); keys the provider does not read are ignored, as there, but with a
+//! warning.
 
 use std::collections::BTreeMap;
 
@@ -50,11 +51,6 @@ pub enum TypeMappingError {
         "expected an object with sourceProperties (required), staticMappings, regexMappings, featureFlags"
     )]
     NotAnObject,
-    /// A key the provider does not have.
-    #[error(
-        "unknown key {0:?} (known: staticMappings, regexMappings, sourceProperties, featureFlags)"
-    )]
-    UnknownKey(String),
     #[error(
         "sourceProperties is required: {{\"version\": {{\"major\": N, \"minor\": N}}}}, the source cluster's version"
     )]
@@ -107,7 +103,9 @@ impl TypeMapping {
                 k.as_str(),
                 "staticMappings" | "regexMappings" | "sourceProperties" | "featureFlags"
             ) {
-                return Err(TypeMappingError::UnknownKey(k.clone()));
+                // The reference tool reads only its four keys (files of a
+                // providerConfigDirs directory come in under their file names).
+                tracing::warn!("{PROVIDER}: key {k:?} ignored, as the reference tool ignores it");
             }
         }
         source_properties(c.get("sourceProperties"))?;
@@ -164,6 +162,17 @@ fn source_properties(v: Option<&Value>) -> Result<(), TypeMappingError> {
     let Some(v) = v.filter(|v| !v.is_null()) else {
         return Err(TypeMappingError::NoSourceProperties);
     };
+    // The reference tool's workflow writes the version as text too ("ES 7.10").
+    if let Some(text) = v.get("version").and_then(Value::as_str) {
+        let major = Regex::new(r"(\d+)(?:\.\d+)?")
+            .expect("a valid pattern")
+            .captures(text)
+            .and_then(|c| c[1].parse::<u64>().ok());
+        return match major {
+            Some(m) if m > 0 => Ok(()),
+            _ => bad("version must be {\"major\": N, \"minor\": N} or text such as \"ES 7.10\""),
+        };
+    }
     let Some(version) = v.get("version").and_then(Value::as_object) else {
         return bad("expected {\"version\": {\"major\": N, \"minor\": N}}");
     };
@@ -406,10 +415,13 @@ mod tests {
             err(json!({"sourceProperties": {"version": {"major": 0}}})),
             TypeMappingError::BadSourceProperties(_)
         ));
-        assert!(matches!(
-            err(with(json!({"staticMapping": {}}))),
-            TypeMappingError::UnknownKey(k) if k == "staticMapping"
-        ));
+        // Unknown keys are ignored (with a warning), as the reference tool ignores them.
+        assert!(TypeMapping::from_config(&with(json!({"staticMappings.json": "…"}))).is_ok());
+        // The version as the reference tool's workflow writes it.
+        let text = |v: &str| {
+            TypeMapping::from_config(&json!({"sourceProperties": {"version": v}})).is_ok()
+        };
+        assert!(text("ES 7.10") && text("6.8") && !text("ES") && !text("0.9"));
         let e = err(with(json!({"staticMappings": {"a": {"t": 1}}})));
         assert!(e.to_string().contains("a.t"), "{e}");
         let e = err(with(json!({"regexMappings": [

@@ -105,6 +105,24 @@ pub enum ProviderError {
     /// The type mapping provider's configuration is wrong.
     #[error(transparent)]
     TypeMapping(TypeMappingError),
+    /// A file of `providerConfigFiles` / `providerConfigDirs` cannot be read.
+    #[error("{}", path.display())]
+    ConfigFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Such a file, for a key read as JSON, is not JSON.
+    #[error("{}: not JSON", path.display())]
+    ConfigFileJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `providerConfigDirs` / `providerConfigFiles` is not shaped as the reference tool
+    /// takes it (the text says how).
+    #[error("{0}")]
+    ConfigFiles(&'static str),
     /// A second type mapping provider in one list.
     #[error("only one {TYPE_MAPPING} may be given: its rules are one routing table")]
     SecondTypeMapping,
@@ -161,8 +179,9 @@ pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Parsed, Transforme
                 if type_mapping.is_some() {
                     return Err(in_entry(ProviderError::SecondTypeMapping));
                 }
+                let config = file_backed(config, base).map_err(in_entry)?;
                 type_mapping = Some(
-                    TypeMapping::from_config(config)
+                    TypeMapping::from_config(&config)
                         .map_err(|e| in_entry(ProviderError::TypeMapping(e)))?,
                 );
                 continue;
@@ -222,6 +241,110 @@ fn javascript(config: &Value, base: &Path) -> Result<JsProgram, ProviderError> {
         Some(_) => return Err(ProviderError::BadBindings),
     };
     JsProgram::new(script, bindings).map_err(ProviderError::Compile)
+}
+
+/// The provider's configuration with its file-backed values read in, as the reference
+/// tool's loader does (`TransformationLoader.resolveProviderConfig`): every regular file
+/// of each `providerConfigDirs` directory (by file name; the key is the file name), then
+/// each `providerConfigFiles` key's file, then the inline keys, the later winning. A
+/// path is `"…"` or `{"path": "…"}`, relative to `base`. The keys this provider reads
+/// (`staticMappings`, `regexMappings`, `featureFlags`, `sourceProperties`) are read as
+/// JSON, any other as text.
+fn file_backed(config: &Value, base: &Path) -> Result<Value, ProviderError> {
+    const DIRS: &str = "providerConfigDirs";
+    const FILES: &str = "providerConfigFiles";
+    let Some(c) = config.as_object() else {
+        return Ok(config.clone());
+    };
+    if !c.contains_key(DIRS) && !c.contains_key(FILES) {
+        return Ok(config.clone());
+    }
+    let path_of = |v: &Value| -> Option<PathBuf> {
+        let p = match v {
+            Value::String(p) => p,
+            Value::Object(o) => o.get("path")?.as_str()?,
+            _ => return None,
+        };
+        Some(base.join(p))
+    };
+    let read = |key: &str, path: PathBuf| -> Result<Value, ProviderError> {
+        let text = std::fs::read_to_string(&path).map_err(|source| ProviderError::ConfigFile {
+            path: path.clone(),
+            source,
+        })?;
+        if matches!(
+            key,
+            "staticMappings" | "regexMappings" | "featureFlags" | "sourceProperties"
+        ) {
+            serde_json::from_str(&text)
+                .map_err(|source| ProviderError::ConfigFileJson { path, source })
+        } else {
+            Ok(Value::String(text))
+        }
+    };
+    let mut out = serde_json::Map::new();
+    match c.get(DIRS) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(dirs)) => {
+            for d in dirs {
+                let dir = path_of(d).ok_or(ProviderError::ConfigFiles(
+                    "providerConfigDirs: each entry must be a path or {\"path\": …}",
+                ))?;
+                let listing =
+                    std::fs::read_dir(&dir).map_err(|source| ProviderError::ConfigFile {
+                        path: dir.clone(),
+                        source,
+                    })?;
+                let mut files = Vec::new();
+                for e in listing {
+                    let e = e.map_err(|source| ProviderError::ConfigFile {
+                        path: dir.clone(),
+                        source,
+                    })?;
+                    if e.path().is_file() {
+                        files.push(e.path());
+                    }
+                }
+                files.sort_by_key(|f| f.file_name().map(|n| n.to_os_string()));
+                for f in files {
+                    let key = f
+                        .file_name()
+                        .map(|n| n.to_string_lossy().to_string())
+                        .unwrap_or_default();
+                    let v = read(&key, f)?;
+                    out.insert(key, v);
+                }
+            }
+        }
+        Some(_) => {
+            return Err(ProviderError::ConfigFiles(
+                "providerConfigDirs must be a list",
+            ))
+        }
+    }
+    match c.get(FILES) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(files)) => {
+            for (key, f) in files {
+                let path = path_of(f).ok_or(ProviderError::ConfigFiles(
+                    "providerConfigFiles: each value must be a path or {\"path\": …}",
+                ))?;
+                let v = read(key, path)?;
+                out.insert(key.clone(), v);
+            }
+        }
+        Some(_) => {
+            return Err(ProviderError::ConfigFiles(
+                "providerConfigFiles must be an object of key → path",
+            ))
+        }
+    }
+    for (k, v) in c {
+        if k != DIRS && k != FILES {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(Value::Object(out))
 }
 
 /// `{"script": "…"}` or a list of such objects (each with that one key), as the reference
@@ -389,6 +512,53 @@ mod tests {
                 && text.contains("sourceProperties is required"),
             "{text}"
         );
+    }
+
+    /// `providerConfigDirs` and `providerConfigFiles` are read as the reference tool's
+    /// loader reads them, relative to the configuration's file; inline keys win.
+    #[test]
+    fn type_mapping_values_from_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = dir.path().join("mounted");
+        std::fs::create_dir(&mounted).unwrap();
+        std::fs::write(
+            mounted.join("regexMappings"),
+            r#"[{"sourceIndexPattern": "(.*)", "sourceTypePattern": "(.*)", "targetIndexPattern": "$1_$2"}]"#,
+        )
+        .unwrap();
+        std::fs::write(mounted.join("notes.txt"), "not JSON, not read as JSON").unwrap();
+        std::fs::write(
+            dir.path().join("static.json"),
+            r#"{"a": {"t": "from-file"}, "b": {"t": "from-file"}}"#,
+        )
+        .unwrap();
+        let config = r#"[{"TypeMappingSanitizationTransformerProvider": {
+            "providerConfigDirs": [{"path": "mounted"}],
+            "providerConfigFiles": {"staticMappings": {"path": "static.json"}},
+            "sourceProperties": {"version": "ES 5.6"}}}]"#;
+        let rules = parse(config, "F", dir.path())
+            .unwrap()
+            .type_mapping
+            .unwrap();
+        assert_eq!(rules.target("a", "t").as_deref(), Some("from-file"));
+        assert_eq!(rules.target("c", "t").as_deref(), Some("c_t"));
+        // An inline key wins over its file.
+        let config = config.replace(
+            r#""sourceProperties""#,
+            r#""staticMappings": {"a": {"t": "inline"}}, "sourceProperties""#,
+        );
+        let rules = parse(&config, "F", dir.path())
+            .unwrap()
+            .type_mapping
+            .unwrap();
+        assert_eq!(rules.target("a", "t").as_deref(), Some("inline"));
+        assert_eq!(rules.target("b", "t").as_deref(), Some("b_t"));
+        // A missing file is named.
+        let bad = r#"[{"TypeMappingSanitizationTransformerProvider": {
+            "providerConfigFiles": {"staticMappings": "nope.json"},
+            "sourceProperties": {"version": {"major": 5}}}}]"#;
+        let e = parse(bad, "F", dir.path()).err().unwrap();
+        assert!(chain(&e).contains("nope.json"), "{}", chain(&e));
     }
 
     /// `e` and its causes, joined by ": " as the binary prints them.
