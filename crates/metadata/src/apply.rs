@@ -32,6 +32,11 @@ pub async fn evaluate(
     client: &Client,
     options: &Options,
 ) -> Result<Report, MetadataError> {
+    // The type mapping provider's rules, expanded once for this snapshot (a pair that
+    // --type-route names too is an error before anything is asked of the target).
+    let options = &options
+        .with_type_mapping(source)
+        .map_err(|e| MetadataError::Options(e.to_string()))?;
     let target = target_version(client).await?;
     // A Serverless target (SigV4 `aoss`) drops the settings it manages.
     let serverless = client.target().is_some_and(|t| t.serverless);

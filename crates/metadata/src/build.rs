@@ -2,7 +2,9 @@
 //! and the options, every item with its action (before looking at the target) and the
 //! exact body that would create it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
@@ -13,6 +15,7 @@ use super::mappings::{self, MappingsError, MergeError, MultiTypeMode};
 use super::plan::{Action, MetadataItem, MetadataKind, Notes};
 use super::settings::{self, SettingsContext};
 use super::source::{DataStreamInfo, SourceIndex, SourceMetadata};
+use super::type_mapping::{TypeMapping, PROVIDER};
 use super::{Distribution, ProductVersion};
 
 /// What to migrate and how.
@@ -31,6 +34,15 @@ pub struct Options {
     /// go to (before [`Options::naming`]), or `None` to leave that type out (its documents
     /// are skipped with reason `no_route`). Types not listed follow `multi_type_mode`.
     pub type_routes: BTreeMap<String, Option<String>>,
+    /// The reference tool's `TypeMappingSanitizationTransformerProvider` rules (from
+    /// `--doc-transformer-config`), not yet expanded for a snapshot: see
+    /// [`Options::with_type_mapping`].
+    pub type_mapping: Option<Arc<TypeMapping>>,
+    /// Those rules expanded for the snapshot's indices: index → mapping type → target
+    /// index (before [`Options::naming`]), `None` for a type they leave out (its
+    /// documents are skipped with reason `type_mapping`). Every type of such an index is
+    /// listed.
+    pub mapped_types: BTreeMap<String, BTreeMap<String, Option<String>>>,
     /// Choices of the mapping conversions (the k-NN engine).
     pub convert: ConvertOptions,
     /// How data streams of the snapshot are created on the target.
@@ -78,6 +90,18 @@ pub enum TypeRouteError {
     /// Two routes name the same `INDEX/TYPE`.
     #[error("type {0} is routed twice")]
     RoutedTwice(String),
+    /// A `--type-route` names a pair the type mapping provider routes too.
+    #[error(
+        "--type-route {pair}={} and {PROVIDER} (which sends it {}) both route {pair}: \
+         give it in one place",
+        explicit.as_deref().unwrap_or(""),
+        mapped.as_deref().map_or("nowhere".to_string(), |t| format!("to {t}"))
+    )]
+    Conflict {
+        pair: String,
+        explicit: Option<String>,
+        mapped: Option<String>,
+    },
 }
 
 /// Why an index or template definition cannot be converted for the target.
@@ -135,11 +159,72 @@ impl<'a> Cx<'a> {
 }
 
 impl Options {
-    /// The route `--type-route` gives the documents of `doc_type` in `index`, if any.
+    /// The route `--type-route` (or the type mapping provider, expanded) gives the
+    /// documents of `doc_type` in `index`, if any.
     pub fn type_route(&self, index: &str, doc_type: &str) -> Option<Option<&str>> {
         self.type_routes
             .get(&format!("{index}/{doc_type}"))
+            .or_else(|| self.mapped_types.get(index)?.get(doc_type))
             .map(Option::as_deref)
+    }
+
+    /// Whether the type mapping provider decides where the types of `index` go.
+    pub fn type_mapped(&self, index: &str) -> bool {
+        self.mapped_types.contains_key(index)
+    }
+
+    /// These options with the type mapping provider's rules ([`Options::type_mapping`])
+    /// expanded into exact routes for every `(index, type)` pair of `source` (an index
+    /// without mapping types is looked up as type `_doc`, as the reference tool does), so
+    /// the plan and every worker's document routing follow the same table. A pair
+    /// `--type-route` names too is an error.
+    pub fn with_type_mapping(&self, source: &SourceMetadata) -> Result<Options, TypeRouteError> {
+        self.expand_type_mapping(source, true)
+    }
+
+    /// [`Options::with_type_mapping`] for callers that cannot report an error (the plan
+    /// and the routing, when given options nobody expanded): `--type-route` wins a
+    /// conflict. Borrowed when there is nothing to expand.
+    pub(crate) fn expanded(&self, source: &SourceMetadata) -> Cow<'_, Options> {
+        match self.type_mapping {
+            None => Cow::Borrowed(self),
+            // The lenient expansion has no error to return.
+            Some(_) => Cow::Owned(
+                self.expand_type_mapping(source, false)
+                    .unwrap_or_else(|_| self.clone()),
+            ),
+        }
+    }
+
+    fn expand_type_mapping(
+        &self,
+        source: &SourceMetadata,
+        strict: bool,
+    ) -> Result<Options, TypeRouteError> {
+        let mut out = self.clone();
+        let Some(rules) = out.type_mapping.take() else {
+            return Ok(out);
+        };
+        for index in &source.indices {
+            let mut types = BTreeMap::new();
+            for t in route_types(index) {
+                let mapped = rules.target(&index.name, &t);
+                let pair = format!("{}/{t}", index.name);
+                if let Some(explicit) = self.type_routes.get(&pair) {
+                    if strict {
+                        return Err(TypeRouteError::Conflict {
+                            pair,
+                            explicit: explicit.clone(),
+                            mapped,
+                        });
+                    }
+                    continue;
+                }
+                types.insert(t, mapped);
+            }
+            out.mapped_types.insert(index.name.clone(), types);
+        }
+        Ok(out)
     }
 
     /// Parses `INDEX/TYPE=TARGET` (or `INDEX/TYPE=` to leave the type out).
@@ -174,6 +259,8 @@ pub fn plan(
     target: ProductVersion,
     options: &Options,
 ) -> Vec<MetadataItem> {
+    let expanded = options.expanded(source);
+    let options: &Options = &expanded;
     let cx = Cx {
         target,
         source: source.version,
@@ -220,7 +307,111 @@ pub fn plan(
         let ds = source.data_stream_of(&index.name);
         items.extend(index_items(index, ds, cx));
     }
+    merge_shared_targets(&mut items);
     items
+}
+
+/// Index items of several source indices with one target name (type routes can send
+/// them there, as the reference tool's regex mappings often do): one index, created from
+/// the first; each later one's mapping merged into it as `--multi-type merge` merges
+/// types (a conflicting field is an error of that index), its aliases added, its settings
+/// the first's (a difference is a warning). The later items say where they went.
+fn merge_shared_targets(items: &mut [MetadataItem]) {
+    let mut first: BTreeMap<String, usize> = BTreeMap::new();
+    for i in 0..items.len() {
+        if items[i].kind != MetadataKind::Index || items[i].action != Action::Create {
+            continue;
+        }
+        let Some(&j) = first.get(&items[i].name) else {
+            first.insert(items[i].name.clone(), i);
+            continue;
+        };
+        let origin = |it: &MetadataItem| it.source_name.clone().unwrap_or(it.name.clone());
+        let (from, into) = (origin(&items[i]), origin(&items[j]));
+        let name = items[j].name.clone();
+        let later = items[i].body.clone().unwrap_or_default();
+        let (first_item, merged) = {
+            let (a, b) = items.split_at_mut(i);
+            (&mut a[j], &mut b[0])
+        };
+        let mut notes = std::mem::take(&mut first_item.notes);
+        let body = first_item.body.get_or_insert_with(|| json!({}));
+        match merge_bodies(body, &later, &from, &into, &mut notes) {
+            Ok(()) => {
+                notes.change(format!(
+                    "index {from} merged into {name} (also the target of {into})"
+                ));
+                merged.action = Action::SkipExcluded;
+                merged.reasons = vec![format!(
+                    "merged into index {name}, created from {into}: both are routed there"
+                )];
+            }
+            Err(e) => {
+                first_item.action = Action::Error;
+                first_item.reasons = vec![format!(
+                    "indices {into} and {from} are both routed to {name} and cannot be merged: {e}"
+                )];
+                merged.action = Action::Error;
+                merged.reasons = first_item.reasons.clone();
+            }
+        }
+        first_item.notes = notes;
+    }
+}
+
+/// `later`'s mapping and aliases into `body` (create-index bodies for one target).
+fn merge_bodies(
+    body: &mut Value,
+    later: &Value,
+    from: &str,
+    into: &str,
+    notes: &mut Notes,
+) -> Result<(), MergeError> {
+    // A typed mapping (for an Elasticsearch 6 target) is `{"_doc": {…}}`.
+    fn split(m: &Value) -> (Option<String>, Value) {
+        match m.as_object() {
+            Some(o) if o.len() == 1 && !o.contains_key("properties") => {
+                let (t, inner) = o.iter().next().expect("one");
+                if inner.is_object() && t == "_doc" {
+                    return (Some(t.clone()), inner.clone());
+                }
+                (None, m.clone())
+            }
+            _ => (None, m.clone()),
+        }
+    }
+    if let Some(m2) = later.get("mappings") {
+        let merged = match body.get("mappings") {
+            None => m2.clone(),
+            Some(m1) => {
+                let ((t, a), (_, b)) = (split(m1), split(m2));
+                let m = mappings::merge(&[(into.to_string(), a), (from.to_string(), b)], notes)?;
+                match t {
+                    Some(t) => json!({ t: m }),
+                    None => m,
+                }
+            }
+        };
+        body["mappings"] = merged;
+    }
+    if later.get("settings") != body.get("settings") {
+        notes.warn(format!(
+            "the settings of {from} differ from those of {into}; the index has {into}'s"
+        ));
+    }
+    if let Some(Value::Object(add)) = later.get("aliases") {
+        let aliases = body
+            .as_object_mut()
+            .expect("an index body is an object")
+            .entry("aliases")
+            .or_insert_with(|| json!({}));
+        if let Value::Object(have) = aliases {
+            for (k, v) in add {
+                have.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    Ok(())
 }
 
 fn excluded_or_unsupported(
@@ -674,6 +865,17 @@ pub fn index_types(index: &SourceIndex) -> Result<Vec<String>, MappingsError> {
         .collect())
 }
 
+/// The mapping types the documents of `index` are routed by: its types, or `_doc` for an
+/// index without any (the reference tool's type of a typeless document). Empty when the
+/// mappings cannot be read (the plan reports that).
+pub fn route_types(index: &SourceIndex) -> Vec<String> {
+    match index_types(index) {
+        Ok(t) if t.is_empty() => vec!["_doc".into()],
+        Ok(t) => t,
+        Err(_) => Vec::new(),
+    }
+}
+
 fn index_items(
     index: &SourceIndex,
     data_stream: Option<&DataStreamInfo>,
@@ -783,25 +985,107 @@ fn index_items(
         }
         Value::Object(b)
     };
-    if types.len() > 1 && options.multi_type_mode == MultiTypeMode::Split {
-        let mut items = Vec::new();
-        for (t, m) in types {
-            let mut n = notes.clone();
-            let target_name = match options.type_route(name, &t) {
-                Some(None) => continue,
-                Some(Some(route)) => options.naming.target(route),
-                None => options.naming.target(&split_index_name(name, &t)),
+    let split = types.len() > 1 && options.multi_type_mode == MultiTypeMode::Split;
+    // An index without types (Elasticsearch 7+, or no mapping) is routed as `_doc`.
+    let typeless_route = if types.is_empty() {
+        options.type_route(name, "_doc")
+    } else {
+        None
+    };
+    let routed = typeless_route.is_some()
+        || types
+            .iter()
+            .any(|(t, _)| options.type_route(name, t).is_some());
+    if split || routed {
+        // Each type to its target (before naming); the types sent to one target make one
+        // index, their mappings merged as `--multi-type merge` merges them.
+        let by = if options.type_mapped(name) {
+            PROVIDER
+        } else {
+            "--type-route"
+        };
+        let mut groups: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+        let mut left_out = Vec::new();
+        let mut place = |t: String, m: Option<Value>, route: Option<Option<&str>>| {
+            let target = match route {
+                Some(None) => {
+                    left_out.push(t);
+                    return;
+                }
+                Some(Some(route)) => route.to_string(),
+                None if split => split_index_name(name, &t),
+                None => name.to_string(),
             };
-            n.change(format!(
-                "mapping type {t} of {name} split into its own index {target_name}"
+            let i = match groups.iter().position(|(g, _)| *g == target) {
+                Some(i) => i,
+                None => {
+                    groups.push((target, Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            if let Some(m) = m {
+                groups[i].1.push((t, m));
+            }
+        };
+        if let Some(route) = typeless_route {
+            place("_doc".into(), None, Some(route));
+        }
+        for (t, m) in types {
+            let route = options.type_route(name, &t);
+            place(t, Some(m), route);
+        }
+        for t in &left_out {
+            notes.change(format!(
+                "mapping type {t} of {name} left out by {by}: its documents are skipped"
             ));
+        }
+        if groups.is_empty() {
+            let mut item = MetadataItem::new(
+                MetadataKind::Index,
+                name,
+                Action::SkipExcluded,
+                format!("every mapping type of {name} is left out by {by}"),
+            );
+            item.notes = notes;
+            return vec![item];
+        }
+        let mut items = Vec::new();
+        for (target_route, members) in groups {
+            let mut n = notes.clone();
+            let target_name = options.naming.target(&target_route);
+            let names: Vec<&str> = members.iter().map(|(t, _)| t.as_str()).collect();
+            n.change(match (names.as_slice(), routed) {
+                ([t], false) => {
+                    format!("mapping type {t} of {name} split into its own index {target_name}")
+                }
+                ([], _) => format!("{name} is created as {target_name} ({by})"),
+                ([t], true) => format!("mapping type {t} of {name} routed to index {target_name}"),
+                (many, _) => format!(
+                    "mapping types {} of {name} routed to one index {target_name}",
+                    many.join(", ")
+                ),
+            });
             let mut needs = Needs::default();
-            let m = mappings::clean(&m, target, &mut n);
-            let m = convert::convert_mapping(&m, &cx.convert(), &mut needs, &mut n);
-            let m = mappings::for_target(m, &t, target, &mut n);
-            let b = body(Some(m), needs, &mut n);
-            let mut item = finish(MetadataKind::Index, &target_name, why, Ok(b), n);
-            item.source_name = Some(name.to_string());
+            let mut item = match one_mapping(members, cx, &mut needs, &mut n) {
+                Ok(m) => {
+                    let m = m.map(|(t, m)| mappings::for_target(m, &t, target, &mut n));
+                    let b = body(m, needs, &mut n);
+                    finish(MetadataKind::Index, &target_name, why, Ok(b), n)
+                }
+                Err(e) => {
+                    let mut item = MetadataItem::new(
+                        MetadataKind::Index,
+                        &target_name,
+                        Action::Error,
+                        e.to_string(),
+                    );
+                    item.notes = n;
+                    item
+                }
+            };
+            if target_name != name {
+                item.source_name = Some(name.to_string());
+            }
             items.push(item);
         }
         return items;
@@ -1056,6 +1340,262 @@ mod tests {
             .transformations
             .iter()
             .any(|n| n.contains("type1 → _doc")));
+    }
+
+    /// Options whose type mapping provider has this configuration (with its required
+    /// `sourceProperties`).
+    fn mapped(mut config: Value, mode: MultiTypeMode) -> Options {
+        config["sourceProperties"] = json!({"version": {"major": 5, "minor": 6}});
+        Options {
+            multi_type_mode: mode,
+            type_mapping: Some(Arc::new(crate::TypeMapping::from_config(&config).unwrap())),
+            ..Options::default()
+        }
+    }
+
+    fn index_names(items: &[MetadataItem]) -> Vec<&str> {
+        items
+            .iter()
+            .filter(|i| i.kind == MetadataKind::Index && i.action == Action::Create)
+            .map(|i| i.name.as_str())
+            .collect()
+    }
+
+    /// Several types sent to one target make one index whose mapping is the one
+    /// `--multi-type merge` makes, in both modes; the documents follow.
+    #[test]
+    fn type_mapping_merges_types_sent_to_one_target() {
+        let merged = plan(&source(), ProductVersion::os(3, 8), &Options::default());
+        let want = find(&merged, MetadataKind::Index, "test_updates_deletes")
+            .body
+            .clone()
+            .unwrap();
+        for mode in [MultiTypeMode::Merge, MultiTypeMode::Split] {
+            let opts = mapped(
+                json!({"staticMappings": {"test_updates_deletes": {"type1": "both", "type2": "both"}}}),
+                mode,
+            );
+            let items = plan(&source(), ProductVersion::os(3, 8), &opts);
+            assert_eq!(index_names(&items), ["both"], "{mode:?}");
+            let both = find(&items, MetadataKind::Index, "both");
+            assert_eq!(both.body.as_ref(), Some(&want), "{mode:?}");
+            assert_eq!(both.source_name.as_deref(), Some("test_updates_deletes"));
+            assert!(
+                both.notes
+                    .transformations
+                    .iter()
+                    .any(|n| n.contains("mapping types type2, type1 merged")),
+                "{:?}",
+                both.notes
+            );
+            let r = DocumentRouting::new(&source(), &opts);
+            assert_eq!(
+                r.target_index("test_updates_deletes", Some("type1")),
+                Some("both")
+            );
+            assert_eq!(
+                r.target_index("test_updates_deletes", Some("type2")),
+                Some("both")
+            );
+        }
+        // Conflicting fields are reported as merge reports them.
+        let mut s = source();
+        s.indices[0].metadata["mappings"] = json!([{"a": {"properties": {"x": {"type": "long"}}}}, {"b": {"properties": {"x": {"type": "keyword"}}}}]);
+        let opts = mapped(
+            json!({"regexMappings": [{"sourceIndexPattern": "(.*)", "sourceTypePattern": ".*", "targetIndexPattern": "$1-all"}]}),
+            MultiTypeMode::Split,
+        );
+        let items = plan(&s, ProductVersion::os(3, 8), &opts);
+        let i = find(&items, MetadataKind::Index, "test_updates_deletes-all");
+        assert_eq!(i.action, Action::Error);
+        assert!(i.reasons[0].contains("field x"), "{:?}", i.reasons);
+    }
+
+    #[test]
+    fn type_mapping_regex_routes_each_pair_and_drops_the_unmatched() {
+        let opts = mapped(
+            json!({"regexMappings": [
+                {"sourceIndexPattern": "test_(.*)", "sourceTypePattern": "type(1)", "targetIndexPattern": "t$2-$1"}
+            ]}),
+            MultiTypeMode::Merge,
+        );
+        let items = plan(&source(), ProductVersion::es(6, 8), &opts);
+        assert_eq!(index_names(&items), ["t1-updates_deletes"]);
+        let t1 = find(&items, MetadataKind::Index, "t1-updates_deletes");
+        assert_eq!(
+            t1.body.as_ref().unwrap()["mappings"],
+            json!({"_doc": {"properties": {"title": {"type": "text"}, "n": {"type": "long"}}}})
+        );
+        assert!(
+            t1.notes.transformations.iter().any(|n| n.contains(
+                "mapping type type2 of test_updates_deletes left out by TypeMappingSanitizationTransformerProvider"
+            )),
+            "{:?}",
+            t1.notes
+        );
+        let r = DocumentRouting::new(&source(), &opts);
+        assert_eq!(
+            r.target_index("test_updates_deletes", Some("type1")),
+            Some("t1-updates_deletes")
+        );
+        assert_eq!(r.target_index("test_updates_deletes", Some("type2")), None);
+        assert!(r.type_mapped("test_updates_deletes"));
+        assert!(r.includes("test_updates_deletes"));
+
+        // Nothing matches: the index is not created, and says why.
+        let none = mapped(json!({"regexMappings": []}), MultiTypeMode::Merge);
+        let items = plan(&source(), ProductVersion::os(3, 8), &none);
+        let i = find(&items, MetadataKind::Index, "test_updates_deletes");
+        assert_eq!(i.action, Action::SkipExcluded);
+        assert!(
+            i.reasons[0].contains("every mapping type"),
+            "{:?}",
+            i.reasons
+        );
+        let r = DocumentRouting::new(&source(), &none);
+        assert_eq!(r.per_type("test_updates_deletes"), Some(Vec::new()));
+    }
+
+    #[test]
+    fn type_mapping_and_type_route_on_one_pair_conflict() {
+        let mut opts = mapped(
+            json!({"staticMappings": {"test_updates_deletes": {"type1": "a"}}}),
+            MultiTypeMode::Merge,
+        );
+        opts.type_routes =
+            Options::parse_type_routes(&["test_updates_deletes/type2=b".into()]).unwrap();
+        let e = opts.with_type_mapping(&source()).unwrap_err();
+        assert_eq!(
+            e,
+            TypeRouteError::Conflict {
+                pair: "test_updates_deletes/type2".into(),
+                explicit: Some("b".into()),
+                mapped: None
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("--type-route test_updates_deletes/type2=b"),
+            "{text}"
+        );
+        assert!(
+            text.contains("TypeMappingSanitizationTransformerProvider"),
+            "{text}"
+        );
+        // A route for a pair the snapshot does not have is no conflict.
+        opts.type_routes = Options::parse_type_routes(&["other/t=b".into()]).unwrap();
+        let o = opts.with_type_mapping(&source()).unwrap();
+        assert!(o.type_mapping.is_none());
+        assert_eq!(
+            o.type_route("test_updates_deletes", "type1"),
+            Some(Some("a"))
+        );
+        assert_eq!(o.type_route("test_updates_deletes", "type2"), Some(None));
+        assert_eq!(o.type_route("other", "t"), Some(Some("b")));
+    }
+
+    /// Two indices routed to one target make one index, mappings merged; a conflicting
+    /// field is an error of both.
+    #[test]
+    fn indices_routed_to_one_target_are_merged() {
+        let mut s = source();
+        let mut second = es56_index();
+        second.name = "test_other".into();
+        second.metadata["mappings"] = json!([{"t9": {"properties": {"z": {"type": "keyword"}}}}]);
+        second.metadata["aliases"] = json!({"b": {}});
+        s.indices.insert(1, second);
+        let opts = mapped(
+            json!({"regexMappings": [{"sourceIndexPattern": "test_.*", "sourceTypePattern": ".*", "targetIndexPattern": "leftovers"}]}),
+            MultiTypeMode::Merge,
+        );
+        let items = plan(&s, ProductVersion::os(3, 8), &opts);
+        assert_eq!(index_names(&items), ["leftovers"]);
+        let i = items
+            .iter()
+            .find(|i| i.name == "leftovers" && i.action == Action::Create)
+            .unwrap();
+        let body = i.body.as_ref().unwrap();
+        assert_eq!(
+            body["mappings"],
+            json!({"properties": {"content": {"type": "text"}, "title": {"type": "text"}, "n": {"type": "long"}, "z": {"type": "keyword"}}})
+        );
+        assert_eq!(
+            body["aliases"],
+            json!({"a": {"filter": {"term": {"x": 1}}}, "b": {}})
+        );
+        let merged = items
+            .iter()
+            .find(|i| i.source_name.as_deref() == Some("test_other"))
+            .unwrap();
+        assert_eq!(merged.action, Action::SkipExcluded);
+        assert!(
+            merged.reasons[0].contains("merged into index leftovers"),
+            "{:?}",
+            merged.reasons
+        );
+        let r = DocumentRouting::new(&s, &opts);
+        assert_eq!(r.target_index("test_other", Some("t9")), Some("leftovers"));
+
+        s.indices[1].metadata["mappings"] =
+            json!([{"t9": {"properties": {"n": {"type": "keyword"}}}}]);
+        let items = plan(&s, ProductVersion::os(3, 8), &opts);
+        let errors: Vec<&MetadataItem> =
+            items.iter().filter(|i| i.action == Action::Error).collect();
+        assert_eq!(errors.len(), 2, "{items:#?}");
+        assert!(
+            errors[0].reasons[0].contains("field n"),
+            "{:?}",
+            errors[0].reasons
+        );
+    }
+
+    /// An index without types (Elasticsearch 7+) is routed as `_doc`, as the reference
+    /// tool routes a document without `_type`.
+    #[test]
+    fn type_mapping_routes_typeless_indices_as_doc() {
+        let s = SourceMetadata {
+            version: Some(ProductVersion::es(7, 10)),
+            indices: vec![
+                SourceIndex {
+                    name: "logs-2024".into(),
+                    metadata: json!({"settings": {"index.number_of_shards": "1"},
+                        "mappings": {"properties": {"m": {"type": "keyword"}}}}),
+                },
+                SourceIndex {
+                    name: "bare".into(),
+                    metadata: json!({"settings": {"index.number_of_shards": "1"}}),
+                },
+                SourceIndex {
+                    name: "other".into(),
+                    metadata: json!({"settings": {"index.number_of_shards": "1"}}),
+                },
+            ],
+            ..SourceMetadata::default()
+        };
+        let opts = mapped(
+            json!({"regexMappings": [
+                {"sourceIndexPattern": "logs-(\\d+)", "sourceTypePattern": "_doc", "targetIndexPattern": "y$1"},
+                {"sourceIndexPattern": "(bare)", "sourceTypePattern": "(_doc)", "targetIndexPattern": "$1$2"}
+            ]}),
+            MultiTypeMode::Merge,
+        );
+        let items = plan(&s, ProductVersion::os(2, 19), &opts);
+        assert_eq!(index_names(&items), ["y2024", "bare_doc"]);
+        assert_eq!(
+            find(&items, MetadataKind::Index, "y2024")
+                .body
+                .as_ref()
+                .unwrap()["mappings"],
+            json!({"properties": {"m": {"type": "keyword"}}})
+        );
+        assert_eq!(
+            find(&items, MetadataKind::Index, "other").action,
+            Action::SkipExcluded
+        );
+        let r = DocumentRouting::new(&s, &opts);
+        assert_eq!(r.target_index("logs-2024", None), Some("y2024"));
+        assert_eq!(r.target_index("bare", None), Some("bare_doc"));
+        assert_eq!(r.target_index("other", None), None);
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod plan;
 mod routing;
 mod settings;
 mod source;
+pub mod type_mapping;
 pub mod vectors;
 pub mod wildcard;
 
@@ -49,5 +50,6 @@ pub use mappings::{MappingsError, MergeError, MultiTypeMode, ParseMultiTypeModeE
 pub use names::{Naming, RenameError};
 pub use plan::{Action, MetadataItem, MetadataKind, Notes, Outcome, Report, Summary};
 pub use product::{Distribution, ProductVersion};
-pub use routing::DocumentRouting;
+pub use routing::{DocumentRouting, TYPELESS};
 pub use source::{DataStreamInfo, SourceIndex, SourceMetadata};
+pub use type_mapping::{TypeMapping, TypeMappingError};

@@ -5,11 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::build::{index_is_system, index_types, split_index_name, DataStreamMode, Options};
+use super::build::{index_is_system, route_types, split_index_name, DataStreamMode, Options};
 use super::filter::{decide, Decision};
 use super::mappings::MultiTypeMode;
 use super::source::SourceMetadata;
 use crate::vectors::{self, VectorField};
+
+/// The mapping type a document without one is routed by (the reference tool's choice).
+pub const TYPELESS: &str = "_doc";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
@@ -27,12 +30,17 @@ pub struct DocumentRouting {
     vector_fields: BTreeMap<String, Vec<VectorField>>,
     /// Source indices whose documents go to a data stream: written with `create`.
     create_only: BTreeSet<String>,
+    /// Source indices whose types the type mapping provider routes.
+    type_mapped: BTreeSet<String>,
 }
 
 impl DocumentRouting {
     /// The routing for `source` under `options`: excluded indices have no route.
     pub fn new(source: &SourceMetadata, options: &Options) -> Self {
+        let expanded = options.expanded(source);
+        let options: &Options = &expanded;
         let mut routes = BTreeMap::new();
+        let mut type_mapped = BTreeSet::new();
         let mut by_index = BTreeMap::new();
         let mut create_only = BTreeSet::new();
         for index in &source.indices {
@@ -82,7 +90,11 @@ impl DocumentRouting {
                     continue;
                 }
             }
-            let types = index_types(index).unwrap_or_default();
+            // An index without types is routed as `_doc` (its documents have none).
+            let types = route_types(index);
+            if options.type_mapped(&index.name) {
+                type_mapped.insert(index.name.clone());
+            }
             let naming = &options.naming;
             let split = types.len() > 1 && options.multi_type_mode == MultiTypeMode::Split;
             let routed = types
@@ -112,6 +124,23 @@ impl DocumentRouting {
             routes,
             vector_fields: by_index,
             create_only,
+            type_mapped,
+        }
+    }
+
+    /// Whether the type mapping provider decides where the types of `index` go (a type it
+    /// leaves out is skipped with reason `type_mapping`, not `no_route`).
+    pub fn type_mapped(&self, index: &str) -> bool {
+        self.type_mapped.contains(index)
+    }
+
+    /// For an index routed per mapping type: each routed type and its target index
+    /// (empty when every type is left out); `None` when all its documents go to one
+    /// index or it is not migrated.
+    pub fn per_type(&self, index: &str) -> Option<Vec<(&str, &str)>> {
+        match self.routes.get(index)? {
+            Route::PerType(m) => Some(m.iter().map(|(t, i)| (t.as_str(), i.as_str())).collect()),
+            Route::Single(_) => None,
         }
     }
 
@@ -126,12 +155,14 @@ impl DocumentRouting {
     }
 
     /// The target index for a document of `index` with mapping type `doc_type` (ES ≤ 6
-    /// documents have one), or `None` when the index is not migrated or, for a split
-    /// index, the type is unknown.
+    /// documents have one; one without is looked up as `_doc`), or `None` when the index
+    /// is not migrated or, for an index routed per type, the type has no route.
     pub fn target_index(&self, index: &str, doc_type: Option<&str>) -> Option<&str> {
         match self.routes.get(index)? {
             Route::Single(t) => Some(t),
-            Route::PerType(by_type) => by_type.get(doc_type?).map(String::as_str),
+            Route::PerType(by_type) => by_type
+                .get(doc_type.unwrap_or(TYPELESS))
+                .map(String::as_str),
         }
     }
 

@@ -37,6 +37,9 @@ struct IndexRoute {
     vectors: Option<Arc<[VectorField]>>,
     /// Written with `create` (the target is a data stream).
     create_only: bool,
+    /// The type mapping provider routes its types (a type it leaves out is skipped with
+    /// reason `type_mapping`).
+    type_mapped: bool,
 }
 
 impl Routes {
@@ -45,19 +48,16 @@ impl Routes {
         let mut map = FxHashMap::default();
         for index in indices {
             let fields = routing.vector_fields(index);
-            let route = if routing.targets_of(index).is_empty() {
-                None
-            } else {
-                Some(match routing.target_index(index, None) {
-                    Some(t) => Route::Single(Arc::from(t)),
-                    None => Route::PerType(
-                        routing
-                            .types_of(index)
-                            .into_iter()
-                            .map(|(ty, t)| (Box::from(ty), Arc::from(t)))
-                            .collect(),
-                    ),
-                })
+            let route = match routing.per_type(index) {
+                Some(types) => Some(Route::PerType(
+                    types
+                        .into_iter()
+                        .map(|(ty, t)| (Box::from(ty), Arc::from(t)))
+                        .collect(),
+                )),
+                None => routing
+                    .target_index(index, None)
+                    .map(|t| Route::Single(Arc::from(t))),
             };
             map.insert(
                 Box::from(index.as_str()),
@@ -65,6 +65,7 @@ impl Routes {
                     route,
                     vectors: (!fields.is_empty()).then(|| Arc::from(fields)),
                     create_only: routing.create_only(index),
+                    type_mapped: routing.type_mapped(index),
                 },
             );
         }
@@ -99,13 +100,27 @@ impl Transform for Routes {
             }
             Some(Route::Single(t)) => t,
             Some(Route::PerType(by_type)) => {
-                let ty = doc.doc_type.as_deref().unwrap_or("");
-                by_type.get(ty).ok_or_else(|| Unroutable {
-                    reason: "no_route",
-                    detail: format!(
-                        "mapping type {ty:?} of index {} has no target index",
-                        doc.index
-                    ),
+                // A document without a type (Elasticsearch 7+) is routed as `_doc`.
+                let ty = doc.doc_type.as_deref().unwrap_or(metadata::TYPELESS);
+                by_type.get(ty).ok_or_else(|| {
+                    if ix.type_mapped {
+                        Unroutable {
+                            reason: "type_mapping",
+                            detail: format!(
+                                "mapping type {ty:?} of index {}: no staticMappings or regexMappings entry of {} routes it",
+                                doc.index,
+                                metadata::type_mapping::PROVIDER
+                            ),
+                        }
+                    } else {
+                        Unroutable {
+                            reason: "no_route",
+                            detail: format!(
+                                "mapping type {ty:?} of index {} has no target index",
+                                doc.index
+                            ),
+                        }
+                    }
                 })?
             }
         };

@@ -7,12 +7,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engine::transform::Transform;
+use engine::document::{Document, Skip};
+use engine::transform::{Shaped, Transform, Unroutable};
 
 use crate::field_edits::FieldEdits;
 use crate::program::{CompileError, JqProgram};
 use crate::reshape::{DocumentProgram, Reshape};
-use crate::transformer_config::{self, TransformerConfigError};
+use crate::transformer_config::{self, Parsed, TransformerConfigError};
+use metadata::type_mapping::PROVIDER as TYPE_MAPPING;
+use metadata::TypeMapping;
 
 /// Where a document program comes from, as a command names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +49,13 @@ pub enum ProgramError {
     },
     #[error(transparent)]
     Config(#[from] TransformerConfigError),
+    /// The configuration holds the type mapping provider where nothing routes mapping
+    /// types (only a snapshot migration does).
+    #[error(
+        "{origin}: {TYPE_MAPPING} routes the mapping types of a snapshot's indices; it \
+         applies to rfs run, documents, metadata and verify with --repo, not here"
+    )]
+    TypeMappingNotHere { origin: String },
 }
 
 /// What kind of program a text is.
@@ -119,10 +129,31 @@ impl Program {
         engine::job::program_digest(kind, &self.text)
     }
 
-    /// The compiled program. A jq program of the common forms (fields set, computed,
-    /// updated or deleted at any depth, conditions, `_index` set) runs on the raw `_source`
-    /// without building the document ([`FieldEdits`]).
+    /// The compiled program, where mapping types are not routed: a configuration with the
+    /// type mapping provider is an error here (see [`Program::compile_routed`]).
     pub fn compile(&self) -> Result<Arc<dyn DocumentProgram>, ProgramError> {
+        match self.compile_routed()? {
+            Parsed {
+                program: Some(p),
+                type_mapping: None,
+            } => Ok(p),
+            _ => Err(ProgramError::TypeMappingNotHere {
+                origin: self.origin.clone(),
+            }),
+        }
+    }
+
+    /// The type mapping provider's rules of a transformer configuration, if it has them.
+    pub fn type_mapping(&self) -> Result<Option<TypeMapping>, ProgramError> {
+        Ok(self.compile_routed()?.type_mapping)
+    }
+
+    /// The compiled program (`None` when the configuration only holds the type mapping
+    /// provider) and the type mapping provider's rules, for a snapshot migration, whose
+    /// routes apply them. A jq program of the common forms (fields set, computed, updated
+    /// or deleted at any depth, conditions, `_index` set) runs on the raw `_source`
+    /// without building the document ([`FieldEdits`]).
+    pub fn compile_routed(&self) -> Result<Parsed, ProgramError> {
         match &self.kind {
             Kind::TransformerConfig { base } => {
                 Ok(transformer_config::parse(&self.text, &self.origin, base)?)
@@ -134,12 +165,15 @@ impl Program {
                         source,
                     }
                 })?);
-                Ok(match FieldEdits::recognise(p.clone()) {
-                    Some(fast) => {
-                        tracing::debug!(?fast, "the program runs on raw sources");
-                        Arc::new(fast)
-                    }
-                    None => p,
+                Ok(Parsed {
+                    program: Some(match FieldEdits::recognise(p.clone()) {
+                        Some(fast) => {
+                            tracing::debug!(?fast, "the program runs on raw sources");
+                            Arc::new(fast)
+                        }
+                        None => p,
+                    }),
+                    type_mapping: None,
                 })
             }
         }
@@ -151,6 +185,48 @@ impl Program {
         Ok(Arc::new(
             Reshape::new(self.compile()?, then).with_identity(Some(self.identity())),
         ))
+    }
+
+    /// [`Program::wrap`] for a snapshot migration, whose routes (`then`) already apply
+    /// the type mapping provider's rules: `then` unchanged but for the identity when
+    /// there is no other program.
+    pub fn wrap_routed(
+        &self,
+        then: Arc<dyn Transform>,
+    ) -> Result<Arc<dyn Transform>, ProgramError> {
+        Ok(match self.compile_routed()?.program {
+            Some(p) => Arc::new(Reshape::new(p, then).with_identity(Some(self.identity()))),
+            // The configuration is still part of the migration's identity.
+            None => Arc::new(Identified {
+                then,
+                identity: self.identity(),
+            }),
+        })
+    }
+}
+
+/// A transform unchanged but for the program identity it reports: a configuration that
+/// only routes mapping types changes no document, yet names the migration.
+struct Identified {
+    then: Arc<dyn Transform>,
+    identity: String,
+}
+
+impl Transform for Identified {
+    fn apply(&self, doc: &mut Document) -> Result<(), Unroutable> {
+        self.then.apply(doc)
+    }
+
+    fn reshapes(&self) -> bool {
+        self.then.reshapes()
+    }
+
+    fn program_identity(&self) -> Option<String> {
+        Some(self.identity.clone())
+    }
+
+    fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
+        self.then.apply_all(doc, out)
     }
 }
 
@@ -192,6 +268,28 @@ mod tests {
             .unwrap()
             .to_string()
             .starts_with("jq program: "));
+
+        // The type mapping provider only where types are routed.
+        let tm = ProgramSpec::TransformerConfig(
+            r#"[{"TypeMappingSanitizationTransformerProvider": {"sourceProperties": {"version": {"major": 5}}}}]"#
+                .into(),
+        )
+        .load()
+        .unwrap();
+        let e = tm.compile().err().unwrap();
+        assert!(matches!(e, ProgramError::TypeMappingNotHere { .. }), "{e}");
+        assert!(tm.type_mapping().unwrap().is_some());
+        let parsed = tm.compile_routed().unwrap();
+        assert!(parsed.program.is_none() && parsed.type_mapping.is_some());
+        struct Keep;
+        impl Transform for Keep {
+            fn apply(&self, _: &mut Document) -> Result<(), Unroutable> {
+                Ok(())
+            }
+        }
+        let t = tm.wrap_routed(Arc::new(Keep)).unwrap();
+        assert_eq!(t.program_identity(), Some(tm.identity()));
+        assert!(!t.reshapes());
 
         let e = ProgramSpec::TransformerConfig("[]".into())
             .load()

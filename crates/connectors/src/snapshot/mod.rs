@@ -204,7 +204,11 @@ fn chosen(
     let all = snap.index_names();
     if let Some(options) = &settings.routing {
         let metadata = metadata::SourceMetadata::from_snapshot(snap).map_err(ConnectError::of)?;
-        let routing = metadata::DocumentRouting::new(&metadata, options);
+        // The type mapping provider's rules become exact routes for this snapshot's pairs.
+        let options = options
+            .with_type_mapping(&metadata)
+            .map_err(ConnectError::of)?;
+        let routing = metadata::DocumentRouting::new(&metadata, &options);
         let mut indices: Vec<String> = all.into_iter().filter(|n| routing.includes(n)).collect();
         failure_stores(snap, options.indices.is_empty(), &mut indices, strict);
         let routes: Arc<dyn engine::transform::Transform> =

@@ -33,7 +33,11 @@ pub struct TransformArgs {
     /// `{operation_type, operation: {_index, _id, routing}, document}` (as Maps) to a list.
     /// Or JMESPath: `[{"JsonJMESPathTransformerProvider": {"script": "[?document.n > `1`]"}}]`
     /// (a list of `{"script"}` runs them in a row), applied to that list of documents; the
-    /// result must be a list. Other providers are refused by name.
+    /// result must be a list. `TypeMappingSanitizationTransformerProvider`
+    /// (`staticMappings`, `regexMappings`, `sourceProperties`) becomes type routes, as
+    /// --type-route gives them, for every (index, type) pair of the snapshot: types sent to
+    /// one index are merged, a pair no rule routes is skipped as `type_mapping`. Other
+    /// providers are refused by name.
     #[arg(
         long,
         env = "RFS_DOC_TRANSFORMER_CONFIG",

@@ -92,7 +92,7 @@ pub async fn open_snapshot(
     Ok(SnapshotMigration {
         metadata: routed.metadata,
         source: opened.source,
-        transform: filter.transform.wrap(routed.transform)?,
+        transform: filter.transform.wrap_routed(routed.transform)?,
         removed: routed.removed,
     })
 }

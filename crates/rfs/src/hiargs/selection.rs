@@ -35,6 +35,9 @@ impl FilterArgs {
             multi_type_mode: self.multi_type.into(),
             naming: self.naming()?,
             type_routes: metadata::Options::parse_type_routes(&self.type_route)?,
+            // Expanded for the snapshot's (index, type) pairs where it is read.
+            type_mapping: self.transform.type_mapping()?.map(std::sync::Arc::new),
+            mapped_types: Default::default(),
             convert: metadata::ConvertOptions {
                 knn_engine: self.knn_engine.map(Into::into),
                 enable_source: self.target_source == TargetSource::Enable,

@@ -9,11 +9,30 @@ use programs::reshape::DocumentProgram;
 use crate::args::TransformArgs;
 
 impl TransformArgs {
-    /// The compiled program, if any.
+    /// The compiled program of a snapshot migration, if any (a transformer configuration
+    /// that only holds the type mapping provider has none: its rules are routes).
     pub fn program(&self) -> anyhow::Result<Option<Arc<dyn DocumentProgram>>> {
         match self.spec() {
-            Some(spec) => Ok(Some(spec.load()?.compile()?)),
+            Some(spec) => Ok(spec.load()?.compile_routed()?.program),
             None => Ok(None),
+        }
+    }
+
+    /// The reference tool's `TypeMappingSanitizationTransformerProvider` rules of
+    /// --doc-transformer-config(-file), if it lists that provider.
+    pub fn type_mapping(&self) -> anyhow::Result<Option<metadata::TypeMapping>> {
+        match self.spec() {
+            Some(spec) => Ok(spec.load()?.type_mapping()?),
+            None => Ok(None),
+        }
+    }
+
+    /// [`TransformArgs::wrap`] for a snapshot migration, whose routes (`then`) apply the
+    /// type mapping provider's rules.
+    pub fn wrap_routed(&self, then: Arc<dyn Transform>) -> anyhow::Result<Arc<dyn Transform>> {
+        match self.spec() {
+            Some(spec) => Ok(spec.load()?.wrap_routed(then)?),
+            None => Ok(then),
         }
     }
 
