@@ -664,12 +664,7 @@ async fn fail(
     state: &mut FollowState,
     e: FollowError,
 ) -> Result<Held, FollowError> {
-    let reason = e.to_string();
-    tracing::error!("{reason}");
-    state.error = Some(reason.clone());
-    let _ = save(coord, state).await;
-    let _ = coord.fail_phase_permanently(PHASE_FOLLOW, &reason).await;
-    Err(e)
+    stop_with(coord, state, e, true).await
 }
 
 /// Records the failure in the state and gives the `follow` phase back (not FAILED): this
@@ -680,11 +675,24 @@ async fn halt(
     state: &mut FollowState,
     e: FollowError,
 ) -> Result<Held, FollowError> {
+    stop_with(coord, state, e, false).await
+}
+
+async fn stop_with(
+    coord: &Coordinator,
+    state: &mut FollowState,
+    e: FollowError,
+    for_good: bool,
+) -> Result<Held, FollowError> {
     let reason = e.to_string();
     tracing::error!("{reason}");
-    state.error = Some(reason);
+    state.error = Some(reason.clone());
     let _ = save(coord, state).await;
-    let _ = coord.release_phase(PHASE_FOLLOW).await;
+    let _ = if for_good {
+        coord.fail_phase_permanently(PHASE_FOLLOW, &reason).await
+    } else {
+        coord.release_phase(PHASE_FOLLOW).await
+    };
     Err(e)
 }
 

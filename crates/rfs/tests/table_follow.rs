@@ -113,6 +113,14 @@ fn confirmed_past(pg: &Pg, slot: &str, lsn: &str) -> bool {
     rows.first().is_some_and(|r| r.get::<_, bool>(0))
 }
 
+/// Waits (at most a minute) until the slot has confirmed every change written so far.
+fn caught_up(pg: &Pg, slot: &str, dir: &Path, what: &str) {
+    let last = wal_now(pg);
+    wait(what, dir, Duration::from_secs(60), || {
+        confirmed_past(pg, slot, &last)
+    });
+}
+
 /// Waits (at most a minute) for `child` to exit on its own.
 fn exit_code(child: &mut Child, dir: &Path) -> Option<i32> {
     let end = Instant::now();
@@ -475,13 +483,7 @@ fn follow_refusals_and_a_truncate_stop_loudly() {
          INSERT INTO t2 VALUES (1000, 'new');
          UPDATE t2 SET id = 2000 WHERE id = 3;",
     );
-    let last = wal_now(&pg);
-    wait(
-        "the follower to catch up",
-        dir,
-        Duration::from_secs(60),
-        || confirmed_past(&pg, &slot, &last),
-    );
+    caught_up(&pg, &slot, dir, "the follower to catch up");
     let want: BTreeMap<String, Value> = pg
         .query("SELECT id, v FROM t2", &[])
         .iter()
@@ -515,13 +517,7 @@ fn follow_refusals_and_a_truncate_stop_loudly() {
         "{st}"
     );
     let mut child = spawn(&f, dir, "t2-restarted");
-    let last = wal_now(&pg);
-    wait(
-        "the restarted follower to catch up",
-        dir,
-        Duration::from_secs(60),
-        || confirmed_past(&pg, &slot, &last),
-    );
+    caught_up(&pg, &slot, dir, "the restarted follower to catch up");
     let got = replay_files(&out_dir, "public.t2");
     assert_eq!(
         got.get("2"),
@@ -538,13 +534,7 @@ fn follow_refusals_and_a_truncate_stop_loudly() {
     // Every row changed by the second holder: its lines must win over the backfill's and
     // the first holder's, in the files as `rfs table verify` reads them.
     pg.exec("UPDATE t2 SET extra = 'y' || id WHERE extra IS NULL");
-    let last = wal_now(&pg);
-    wait(
-        "the restarted follower to catch up again",
-        dir,
-        Duration::from_secs(60),
-        || confirmed_past(&pg, &slot, &last),
-    );
+    caught_up(&pg, &slot, dir, "the restarted follower to catch up again");
     let want: BTreeMap<String, Value> = pg
         .query("SELECT id, v, extra FROM t2", &[])
         .iter()
