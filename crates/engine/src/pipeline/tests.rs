@@ -209,6 +209,7 @@ impl Sink for Snk {
             .partition(|d| self.refuse_every.is_some_and(|r| *d % r == 0));
         self.received.lock().unwrap().extend(&ok);
         Ok(Delivered {
+            possible_duplicates: 0,
             pressure: Vec::new(),
             delivered: ok.len() as u64,
             bytes: docs.len() as u64 * 100,
