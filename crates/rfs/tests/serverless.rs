@@ -218,10 +218,10 @@ fn a_worker_killed_mid_run_into_a_timeseries_collection_loses_nothing_and_duplic
 
 /// The count in "possible duplicates (…): N — …", if the text has that line.
 fn possible_duplicates_said(text: &str) -> Option<u64> {
-    let line = text
-        .lines()
-        .find(|l| l.contains("possible duplicates (id-less target, sent again after a takeover or an unanswered request): "))?;
-    let (_, rest) = line.split_once("takeover): ")?;
+    const SAYS: &str =
+        "possible duplicates (id-less target, sent again after a takeover or an unanswered request): ";
+    let line = text.lines().find(|l| l.contains(SAYS))?;
+    let (_, rest) = line.split_once(SAYS)?;
     assert!(
         rest.contains("rfs verify --server-generated-ids counts them exactly"),
         "{line}"
