@@ -6,7 +6,8 @@
 //! killed worker and the dashboard, is `failure_log_s3.rs`.) Google Cloud Storage goes
 //! through the same object-store code but has no test here: fake-gcs-server answers the
 //! XML-API upload that `object_store` makes for a part (`PUT /BUCKET/OBJECT`) with 400
-//! "invalid uploadType".
+//! "invalid uploadType" (its XML API has no object PUT: fsouza/fake-gcs-server#331, where
+//! object_store's users report the same).
 
 mod common;
 
