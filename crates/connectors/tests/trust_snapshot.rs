@@ -119,6 +119,7 @@ impl Sink for Collect {
             .unwrap()
             .extend(docs.into_iter().map(|d| (d.id, d.source)));
         Ok(Delivered {
+            possible_duplicates: 0,
             delivered,
             bytes: delivered,
             source_bytes: delivered,

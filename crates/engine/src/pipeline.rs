@@ -772,6 +772,16 @@ fn account<B>(
                 .map(|b| source_value(b)),
         });
     }
+    // Sent again by the sink itself after a request of unknown fate, to a target that
+    // stores a resent document twice.
+    if delivered.possible_duplicates > 0 {
+        *reasons
+            .entry(coordination::POSSIBLE_DUPLICATES.to_string())
+            .or_default() += delivered.possible_duplicates;
+        metrics
+            .possible_duplicates
+            .fetch_add(delivered.possible_duplicates, Ordering::Relaxed);
+    }
     // The target's pushback (throttling, retries) rides along as `sink:<what>` counts:
     // not documents, so no part of refused or skipped.
     for (what, n) in &delivered.pressure {

@@ -77,6 +77,10 @@ pub struct Delivered {
     /// `unprocessed`, `retries`), for the store's counts (`rfs status`); empty for sinks
     /// that do not tell.
     pub pressure: Vec<(&'static str, u64)>,
+    /// Documents sent again because a request's fate was unknown (no answer, an
+    /// unreadable one, a server error), to a target that stores a resent document twice
+    /// ([`Sink::resends_duplicate`]): counted as possible duplicates. Zero otherwise.
+    pub possible_duplicates: u64,
 }
 
 /// Frames documents into batches (one per reader thread; runs on it).

@@ -150,6 +150,7 @@ impl Sink for Snk {
             .unwrap()
             .extend(good.into_iter().map(|d| d.id));
         Ok(Delivered {
+            possible_duplicates: 0,
             pressure: Vec::new(),
             delivered,
             bytes: delivered * 100,

@@ -218,10 +218,10 @@ fn a_worker_killed_mid_run_into_a_timeseries_collection_loses_nothing_and_duplic
 
 /// The count in "possible duplicates (…): N — …", if the text has that line.
 fn possible_duplicates_said(text: &str) -> Option<u64> {
-    let line = text
-        .lines()
-        .find(|l| l.contains("possible duplicates (id-less target, resent after a takeover): "))?;
-    let (_, rest) = line.split_once("takeover): ")?;
+    const SAYS: &str =
+        "possible duplicates (id-less target, sent again after a takeover or an unanswered request): ";
+    let line = text.lines().find(|l| l.contains(SAYS))?;
+    let (_, rest) = line.split_once(SAYS)?;
     assert!(
         rest.contains("rfs verify --server-generated-ids counts them exactly"),
         "{line}"
@@ -278,6 +278,60 @@ fn a_run_nobody_kills_reports_no_possible_duplicates() {
         assert_eq!(multiset(server.documents(index).values()), want, "{index}");
         assert_eq!(server.doc_count(index), live as u64, "{index}");
     }
+}
+
+/// A target that drops connections without an answer, before or after storing the batch
+/// (even odds): the worker sends such a batch again, so the documents it stored are there
+/// twice. Every document arrives; the resends are counted as possible duplicates, at
+/// least as many as the target holds.
+#[test]
+fn requests_resent_without_an_answer_count_as_possible_duplicates() {
+    let server = timeseries();
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    server.set_faults(Faults {
+        drop_connection: 0.3,
+        bulk_only: true,
+        ..Faults::default()
+    });
+    let mut c = documents(
+        &demo(),
+        dir.path(),
+        &url,
+        &["--server-generated-ids", "auto", "--max-batch-docs", "50"],
+    );
+    aoss(&mut c, dir.path());
+    let r = run(c);
+    assert_eq!(r.code, Some(0), "{r}");
+    let said = possible_duplicates_said(&r.stderr)
+        .unwrap_or_else(|| panic!("the run's summary reports possible duplicates: {r}"));
+    let (json, _) = status(dir.path());
+    assert_eq!(json["possible_duplicates"], said, "{json}");
+    // Every document is there; what is there beyond is no more than what was said.
+    let expected = expected_documents();
+    let mut extra_total = 0u64;
+    for (index, _) in LIVE {
+        let want = multiset(
+            expected
+                .iter()
+                .filter(|((i, _), _)| i == index)
+                .map(|(_, v)| v),
+        );
+        let got = multiset(server.documents(index).values());
+        for (doc, n) in &want {
+            let have = got.get(doc).copied().unwrap_or(0);
+            assert!(have >= *n, "{index}: a document is missing: {doc}");
+            extra_total += have - n;
+        }
+        assert!(
+            got.keys().all(|d| want.contains_key(d)),
+            "{index}: a document that is not the snapshot's"
+        );
+    }
+    assert!(
+        said >= extra_total,
+        "{said} possible duplicates said, {extra_total} on the target"
+    );
 }
 
 #[test]

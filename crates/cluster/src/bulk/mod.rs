@@ -182,6 +182,11 @@ pub struct BulkResult {
     pub body_bytes: u64,
     /// `_source` bytes of the documents.
     pub source_bytes: u64,
+    /// Documents sent again after a request whose fate was unknown — no answer (a
+    /// transport error once the request may have gone out), an unreadable 2xx answer, or a
+    /// server error — so that the target may have stored them already. Only a target that
+    /// makes up ids (`--server-generated-ids`) stores such a document twice.
+    pub unknown_fate_resent: u64,
 }
 
 impl BulkResult {
@@ -251,6 +256,8 @@ struct Totals {
 #[derive(Default)]
 struct RequestReport {
     results: Vec<(usize, Verdict)>,
+    /// Documents of requests whose fate is unknown (see [`BulkResult::unknown_fate_resent`]).
+    unknown_fate: Vec<usize>,
     requests: u64,
     throttled: u64,
     retry_after: Option<Duration>,
@@ -441,6 +448,8 @@ impl BulkSender {
                 last: None,
             })
             .collect();
+        // Documents whose last request may have been stored without an answer.
+        let mut maybe_stored = vec![false; parts.len()];
         let started = Instant::now();
         let mut round = 0u32;
         let outcome = loop {
@@ -465,6 +474,9 @@ impl BulkSender {
                 .await;
             result.requests += report.requests;
             result.throttled += report.throttled;
+            for &i in &report.unknown_fate {
+                maybe_stored[i] = true;
+            }
             for (i, v) in report.results {
                 let Fate::Pending { attempts, .. } = fates[i] else {
                     continue;
@@ -553,6 +565,11 @@ impl BulkSender {
                 continue;
             }
             result.retries += pending.len() as u64;
+            for &i in &pending {
+                if std::mem::take(&mut maybe_stored[i]) {
+                    result.unknown_fate_resent += 1;
+                }
+            }
             self.log_retry(pending.len(), round, wait, started, &last_error);
             tokio::time::sleep(wait).await;
         };
@@ -722,6 +739,7 @@ impl BulkSender {
             Err(f) if f.retryable => {
                 drop(permit);
                 debug!(url = %f.url, reason = %f.reason, "bulk request failed; will retry");
+                report.unknown_fate.extend_from_slice(members);
                 all_retry(report, 0, "transport_error", f.reason);
                 return Split::Done;
             }
@@ -770,6 +788,7 @@ impl BulkSender {
                 }
                 Err(reason) => {
                     warn!(url = %resp.url, %reason, "unusable bulk response; retrying its documents");
+                    report.unknown_fate.extend_from_slice(members);
                     all_retry(
                         report,
                         resp.status,
@@ -791,6 +810,9 @@ impl BulkSender {
         }
         if is_retryable_status(resp.status) {
             report.retry_after = report.retry_after.max(resp.retry_after);
+            // A server error may come after the documents were written (a proxy's 502
+            // or 504 on a request the cluster went on with).
+            report.unknown_fate.extend_from_slice(members);
             all_retry(report, resp.status, &ty, reason);
             return Split::Done;
         }

@@ -127,6 +127,11 @@ impl Sink for BulkSink {
         let r: BulkResult = self.sender.send_body(batch).await.map_err(sink_error)?;
         Ok(Delivered {
             pressure: Vec::new(),
+            possible_duplicates: if self.resends_duplicate() {
+                r.unknown_fate_resent
+            } else {
+                0
+            },
             delivered: r.acknowledged(),
             bytes: r.body_bytes,
             source_bytes: r.source_bytes,

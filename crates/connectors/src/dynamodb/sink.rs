@@ -709,6 +709,7 @@ impl Sink for DynamoSink {
             }))
             .collect();
         Ok(Delivered {
+            possible_duplicates: 0,
             delivered: (outcome.written - outcome.superseded) as u64,
             bytes: outcome.bytes,
             source_bytes,

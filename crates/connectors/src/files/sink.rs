@@ -364,6 +364,7 @@ impl Sink for FileSink {
             }
         }
         Ok(Delivered {
+            possible_duplicates: 0,
             pressure: Vec::new(),
             delivered: docs as u64,
             bytes: bytes as u64,

@@ -209,6 +209,7 @@ impl Sink for Snk {
             .partition(|d| self.refuse_every.is_some_and(|r| *d % r == 0));
         self.received.lock().unwrap().extend(&ok);
         Ok(Delivered {
+            possible_duplicates: 0,
             pressure: Vec::new(),
             delivered: ok.len() as u64,
             bytes: docs.len() as u64 * 100,
@@ -659,12 +660,12 @@ async fn pause_stop_and_shutdown_finish_in_flight_batches() {
     check_accounting(&r, &sink, 0, None);
 }
 
-/// A target that never answers and no shutdown: the batches in flight are abandoned when
-/// the lease ends, so no write for the item can land after another worker may hold it (or
-/// after a paused fleet shows no lease), and the cursor stays before them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn batches_still_in_flight_when_the_lease_ends_are_abandoned() {
+/// A target that never answers from document 70 on (`idless`: one that makes up ids),
+/// and a lease that ends 100 ms in (its deadline 200 ms later): the run, the sink and the
+/// deadline.
+async fn lease_ends_with_batches_unanswered(idless: bool) -> (Run, Arc<Snk>, Instant) {
     let sink = Arc::new(Snk {
+        idless,
         hang_from: Some(70),
         ..Snk::default()
     });
@@ -684,6 +685,15 @@ async fn batches_still_in_flight_when_the_lease_ends_are_abandoned() {
         None,
     )
     .await;
+    (r, sink, deadline)
+}
+
+/// A target that never answers and no shutdown: the batches in flight are abandoned when
+/// the lease ends, so no write for the item can land after another worker may hold it (or
+/// after a paused fleet shows no lease), and the cursor stays before them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_still_in_flight_when_the_lease_ends_are_abandoned() {
+    let (r, sink, deadline) = lease_ends_with_batches_unanswered(false).await;
     assert!(Instant::now() >= deadline, "ended before the lease did");
     assert!(
         matches!(r.report.end, ItemEnd::Triggered),
@@ -1635,27 +1645,7 @@ async fn an_idless_target_counts_what_a_killed_worker_had_in_flight_as_possible_
 /// are counted on this item at the hand-off, the mark cleared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_abandoned_at_the_lease_end_count_as_possible_duplicates_for_the_successor() {
-    let sink = Arc::new(Snk {
-        idless: true,
-        hang_from: Some(70),
-        ..Snk::default()
-    });
-    let trigger = Instant::now() + Duration::from_millis(100);
-    let deadline = trigger + Duration::from_millis(200);
-    let r = go_until(
-        Src {
-            max_doc: 1_000_000,
-            fail_at: None,
-        },
-        sink.clone(),
-        Lease::default(),
-        item(None, None),
-        Progress::default(),
-        (trigger, deadline),
-        opts(4),
-        None,
-    )
-    .await;
+    let (r, sink, _) = lease_ends_with_batches_unanswered(true).await;
     assert!(
         matches!(r.report.end, ItemEnd::Triggered),
         "{:?}",

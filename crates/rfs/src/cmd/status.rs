@@ -725,7 +725,7 @@ fn render_text(v: &Value) -> String {
 /// writes without ids.
 pub(crate) fn possible_duplicates_line(n: u64) -> String {
     format!(
-        "possible duplicates (id-less target, resent after a takeover): {n} — rfs verify --server-generated-ids counts them exactly"
+        "possible duplicates (id-less target, sent again after a takeover or an unanswered request): {n} — rfs verify --server-generated-ids counts them exactly"
     )
 }
 
@@ -805,7 +805,7 @@ mod tests {
         v["possible_duplicates"] = json!(0);
         assert!(!render_text(&v).contains("possible duplicates"));
         v["possible_duplicates"] = json!(37);
-        text_of(&v, &["possible duplicates (id-less target, resent after a takeover): 37 — rfs verify --server-generated-ids counts them exactly"]);
+        text_of(&v, &["possible duplicates (id-less target, sent again after a takeover or an unanswered request): 37 — rfs verify --server-generated-ids counts them exactly"]);
     }
 
     fn text_of(v: &Value, parts: &[&str]) {
