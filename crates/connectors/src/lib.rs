@@ -23,26 +23,24 @@ pub mod snapshot;
 pub mod table;
 
 mod client;
+mod context;
 pub mod hints;
 pub mod keys;
+mod params;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use context::{Context, End, Rates, Reading};
 pub use engine::boxed::{self, BoxedBatch, BoxedSink, BoxedSource, BoxedWriter};
-// The typed reading and writing options of `Settings`, by the connector they belong to.
-pub use cluster::ClusterSourceOptions;
 /// The port every sink's lookup implements (what `rfs verify` asks a target).
 pub use engine::lookup;
-pub use files::FileFormat;
-pub use jsonl::JsonlOptions;
-pub use snapshot::SnapshotOptions;
+pub use params::{parse_pair, Param, Params};
 
 pub use keys::{KeyCheck, KeyGuard, KeyOf};
 
 use crate::lookup::Lookup;
-use engine::sink::BatchLimits;
 use engine::transform::Transform;
 
 /// A connector could not be opened; the message names the URL (without secrets) or the
@@ -123,79 +121,6 @@ impl ConnectError {
     }
 }
 
-/// What the command's flags say about the parts (the URLs say where).
-#[derive(Debug, Clone, Default)]
-pub struct Settings {
-    /// The snapshot of a repository source (`--snapshot`; `#snapshot=` in the URL wins).
-    pub snapshot: Option<String>,
-    /// Snapshot sources: a delta, only what changed since this earlier snapshot of the same
-    /// repository (`--since`).
-    pub since: Option<String>,
-    /// Snapshot sources: route documents as the metadata migration names the target's
-    /// indices (`--index`, `--rename`, prefix, suffix, type routes) and read only the
-    /// indices it includes (`run`, `documents`); see [`OpenedSource::routed`].
-    pub routing: Option<metadata::Options>,
-    /// Snapshot sources: only the indices this `--index` list names (exact names, `*`/`?`
-    /// wildcards, `regex:`; `rfs export --index`; none matching is an error); empty:
-    /// every index.
-    pub index_patterns: Vec<String>,
-    /// Snapshot and live-cluster sources: also read the definitions of the indices read
-    /// (settings, mappings, aliases; a snapshot's templates too) into
-    /// [`OpenedSource::metadata`] (`rfs copy --create-metadata`).
-    pub metadata: bool,
-    /// Snapshot sources: read the snapshot whatever its state (`run`, `documents`: shards
-    /// are checked one by one); default: only a restorable one.
-    pub any_state: bool,
-    pub snapshot_options: SnapshotOptions,
-    /// Credentials and endpoint of object-store sources.
-    pub store_options: ::snapshot::StoreOptions,
-    pub jsonl: JsonlOptions,
-    /// Table sources: the connection, the table and key, slots, bounds, order.
-    pub table: crate::table::TableSettings,
-    /// Live-cluster sources: slices per index, page size, keep-alive.
-    pub cluster: crate::cluster::ClusterSourceOptions,
-    /// `http(s)://` sources whose client a command's flags set up rather than the URL
-    /// (`rfs copy --from-*`): authentication (basic, API key, SigV4), TLS trust and client
-    /// certificates. Its `urls` are not used (the source URL says where; keep them empty);
-    /// basic auth from the URL's userinfo applies when its `auth` is `None`. `None`: the
-    /// URL's userinfo and the client's defaults.
-    pub source_client: Option<::cluster::ClientConfig>,
-    pub batch: BatchLimits,
-    pub bulk: ::cluster::BulkOptions,
-    /// TLS of `https://` sinks.
-    pub tls: ::cluster::TlsConfig,
-    /// `http(s)://` sinks whose client a command's flags set up rather than the URL
-    /// (`--target-*` of run, documents, redrive): authentication (basic, API key, SigV4),
-    /// TLS with client certificates, attempts, timeout, gzip. Its `urls` are not used
-    /// (the sink URL says where; keep them empty); basic auth from the URL's userinfo
-    /// applies when its `auth` is `None`. `None`: userinfo, `tls` and the defaults.
-    pub sink_client: Option<::cluster::ClientConfig>,
-    /// The `http(s)://` sink URL's path is the cluster's base path (a proxy prefix), not an
-    /// index: every document keeps its index (`--target` of run, documents, redrive).
-    pub sink_path_is_base: bool,
-    /// The `http(s)://` sink URL's path must end with the index every document goes to,
-    /// and the migration identity names the sink `BASE/INDEX` with the index decoded
-    /// (`table run`, as its stores recorded it).
-    pub sink_index_named: bool,
-    /// The sink's name in the migration identity where stores recorded another than its
-    /// URL (`table run`: `BASE/INDEX` with the index decoded). `None`: the URL's.
-    pub sink_identity: Option<String>,
-    /// Format of a file sink given as a plain path (`rfs export --format`; a `file://`
-    /// URL's `format=` says it there). `None`: JSON lines.
-    pub file_format: Option<crate::files::FileFormat>,
-    /// DynamoDB: create the table when missing, the key flags, collisions allowed
-    /// (refused by the other sinks); then requests in flight and rates of every sink.
-    pub dynamodb: crate::dynamodb::DynamoSettings,
-    pub max_in_flight: usize,
-    pub max_docs_per_sec: Option<f64>,
-    pub max_bytes_per_sec: Option<f64>,
-    /// DynamoDB: how long a throttled batch is retried (what the lease allows); `None`:
-    /// the retry policy's attempts only.
-    pub dynamo_throttle_budget: Option<std::time::Duration>,
-    /// File sinks: files named `<index>.<tag>.<ext>` and appended to (one per process).
-    pub file_tag: Option<String>,
-}
-
 /// What a source connector opened.
 pub struct OpenedSource {
     pub source: BoxedSource,
@@ -208,16 +133,16 @@ pub struct OpenedSource {
     pub hints: ::dynamo::ColumnHints,
     /// The source's groups (indices, files, the table), for renaming.
     pub groups: Vec<String>,
-    /// A snapshot opened with `Settings::routing`: its metadata, where each document
+    /// A snapshot opened with [`Reading::routing`]: its metadata, where each document
     /// goes, the indices deleted since the earlier snapshot of a delta.
     pub routed: Option<Routed>,
-    /// A delta (`Settings::since`): the groups of the earlier snapshot that this one no
+    /// A delta (its `since` parameter): the groups of the earlier snapshot that this one no
     /// longer has.
     pub removed: Vec<String>,
     /// What the operator should be told about the source once it is open (a failure
     /// log's documents refused more than once, sent once).
     pub notes: Vec<String>,
-    /// With [`Settings::metadata`]: the source's index definitions (and a snapshot's
+    /// With [`Reading::metadata`]: the source's index definitions (and a snapshot's
     /// templates), as metadata migration takes them; `None` for a source without any
     /// (JSON lines, a table, a failure log).
     pub metadata: Option<metadata::SourceMetadata>,
@@ -232,7 +157,7 @@ pub struct Routed {
     pub metadata: metadata::SourceMetadata,
     /// The routes and renames of each document.
     pub transform: Arc<dyn Transform>,
-    /// A delta (`Settings::since`): indices of the earlier snapshot that this one does
+    /// A delta (its `since` parameter): indices of the earlier snapshot that this one does
     /// not have, each with the target indices its documents went to.
     pub removed: Vec<(String, Vec<String>)>,
 }
@@ -300,37 +225,47 @@ pub struct SourceConnector {
     pub name: &'static str,
     /// URL schemes it reads (`""`: a plain path).
     pub schemes: &'static [&'static str],
+    /// The parameters it takes ([`Params`]); the registry refuses any other, naming the
+    /// connector that takes it.
+    pub params: &'static [&'static str],
     /// When several connectors read a scheme: whether this one holds the URL (by its
     /// content; blocking). `None`: every URL of its schemes.
-    pub holds: Option<fn(&str, &Settings) -> bool>,
-    pub open: for<'a> fn(&'a str, &'a Settings) -> OpenFuture<'a, OpenedSource>,
+    pub holds: Option<fn(&str, &Context) -> bool>,
+    pub open: for<'a> fn(&'a str, &'a Params, &'a Context) -> OpenFuture<'a, OpenedSource>,
     /// The source's part of the migration identity without opening it (a snapshot that
     /// is yet to be taken); `None`: only an opened source can say.
     pub identity: Option<SourceIdentity>,
 }
 
-/// The source's part of the migration identity, from its URL and settings.
-pub type SourceIdentity = fn(&str, &Settings) -> std::collections::BTreeMap<String, String>;
+/// The source's part of the migration identity, from its URL and parameters.
+pub type SourceIdentity =
+    fn(&str, &Params, &Context) -> Result<std::collections::BTreeMap<String, String>, ConnectError>;
 
 /// A sink by URL.
 #[derive(Debug)]
 pub struct SinkConnector {
     pub name: &'static str,
     pub schemes: &'static [&'static str],
-    pub open: for<'a> fn(&'a str, &'a Settings, &'a OpenedSource) -> OpenFuture<'a, OpenedSink>,
+    /// The parameters it takes ([`Params`]); the registry refuses any other, naming the
+    /// sink that takes it.
+    pub params: &'static [&'static str],
+    pub open: for<'a> fn(
+        &'a str,
+        &'a Params,
+        &'a Context,
+        &'a OpenedSource,
+    ) -> OpenFuture<'a, OpenedSink>,
     /// A lookup on what the sink wrote (verify), for documents of a source of that shape.
-    pub lookup: for<'a> fn(&'a str, &'a Settings, &'a SourceShape) -> OpenFuture<'a, OpenedLookup>,
+    pub lookup: for<'a> fn(
+        &'a str,
+        &'a Params,
+        &'a Context,
+        &'a SourceShape,
+    ) -> OpenFuture<'a, OpenedLookup>,
     /// The sink's name in a migration's identity, exactly as the sink opened on the same
-    /// URL and settings records it (`Sink::identity`), without connecting.
-    pub identity: fn(&str, &Settings) -> Result<String, ConnectError>,
-    /// Settings only this sink takes (its flags): an error naming them when they are
-    /// given, which the registry returns when another sink is opened with them. `None`:
-    /// no settings of its own.
-    pub own_settings: Option<OwnSettings>,
+    /// URL and options records it (`Sink::identity`), without connecting.
+    pub identity: fn(&str, &Params, &Context) -> Result<String, ConnectError>,
 }
-
-/// A sink's check that none of its own settings are given (an error naming them).
-pub type OwnSettings = fn(&Settings) -> Result<(), ConnectError>;
 
 /// Every source, in the order they are asked.
 pub static SOURCES: &[SourceConnector] = &[
@@ -359,10 +294,7 @@ pub fn scheme(url: &str) -> String {
 }
 
 /// The source connector for `url`.
-pub fn source_for(
-    url: &str,
-    settings: &Settings,
-) -> Result<&'static SourceConnector, ConnectError> {
+pub fn source_for(url: &str, ctx: &Context) -> Result<&'static SourceConnector, ConnectError> {
     let s = scheme(url);
     let mut known = false;
     for c in SOURCES {
@@ -370,13 +302,13 @@ pub fn source_for(
             continue;
         }
         known = true;
-        if c.holds.is_none_or(|h| h(url, settings)) {
+        if c.holds.is_none_or(|h| h(url, ctx)) {
             return Ok(c);
         }
     }
     // An object store that cannot even be listed (credentials refused, …) says why.
     let unlisted = if known && !matches!(s.as_str(), "" | "file") {
-        snapshot::listing_error(url, settings)
+        snapshot::listing_error(url, ctx)
     } else {
         None
     };
@@ -396,17 +328,66 @@ pub fn source_for(
     ))
 }
 
-/// The sink connector for `url`, once the settings only other sinks take are refused.
-fn sink_with(url: &str, settings: &Settings) -> Result<&'static SinkConnector, ConnectError> {
-    let chosen = sink_for(url)?;
-    for c in SINKS {
-        if c.name != chosen.name {
-            if let Some(refuse) = c.own_settings {
-                refuse(settings)?;
-            }
+/// The parameters connector `name` (a `kind`: source or sink) takes out of `params`:
+/// those it does not take but which were only offered are left out; any other is refused,
+/// naming the connector that takes it (`--create-table applies to a dynamodb:// sink
+/// only`), else the ones this one takes.
+fn fitting<'a>(
+    name: &str,
+    kind: &str,
+    params: &Params,
+    all: impl Iterator<Item = (&'a str, &'a [&'a str], &'a [&'a str])> + Clone,
+) -> Result<Params, ConnectError> {
+    let Some((_, _, known)) = all.clone().find(|(n, _, _)| *n == name) else {
+        return Ok(Params::new());
+    };
+    for p in params.iter() {
+        if p.offered || known.contains(&p.key.as_str()) {
+            continue;
         }
+        let shown = params.shown(&p.key);
+        if let Some((other, schemes, _)) = all
+            .clone()
+            .find(|(n, _, takes)| *n != name && takes.contains(&p.key.as_str()))
+        {
+            let which = match schemes.first() {
+                Some(s) if !s.is_empty() => format!("{s}://"),
+                _ => other.to_string(),
+            };
+            return Err(ConnectError::message(format!(
+                "{shown} applies to a {which} {kind} only"
+            )));
+        }
+        return Err(ConnectError::message(format!(
+            "{shown}: the {name} {kind} takes no such parameter ({})",
+            params::takes(known)
+        )));
     }
-    Ok(chosen)
+    Ok(params.only(known))
+}
+
+fn source_params(c: &SourceConnector, params: &Params) -> Result<Params, ConnectError> {
+    fitting(
+        c.name,
+        "source",
+        params,
+        SOURCES.iter().map(|c| (c.name, c.schemes, c.params)),
+    )
+}
+
+fn sink_params(c: &SinkConnector, params: &Params) -> Result<Params, ConnectError> {
+    fitting(
+        c.name,
+        "sink",
+        params,
+        SINKS.iter().map(|c| (c.name, c.schemes, c.params)),
+    )
+}
+
+/// The sink connector for `url`, and the parameters it takes (any other refused).
+fn sink_with(url: &str, params: &Params) -> Result<(&'static SinkConnector, Params), ConnectError> {
+    let chosen = sink_for(url)?;
+    Ok((chosen, sink_params(chosen, params)?))
 }
 
 /// The sink connector for `url`.
@@ -444,11 +425,24 @@ fn schemes_of<'a>(all: impl Iterator<Item = &'a [&'a str]>) -> String {
     v.join(", ")
 }
 
-/// Opens the source `url` names.
-pub async fn open_source(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
-    let (u, s) = (url.to_string(), settings.clone());
-    let c = blocking(url, move || source_for(&u, &s)).await?;
-    (c.open)(url, settings).await
+/// Opens the source `url` names, with `params` (those it does not take refused, or left
+/// out when only offered).
+pub async fn open_source(
+    url: &str,
+    params: &Params,
+    ctx: &Context,
+) -> Result<OpenedSource, ConnectError> {
+    let (u, c2) = (url.to_string(), ctx.clone());
+    let c = blocking(url, move || source_for(&u, &c2)).await?;
+    let params = source_params(c, params)?;
+    (c.open)(url, &params, ctx).await
+}
+
+fn source_named(name: &str, url: &str) -> Result<&'static SourceConnector, ConnectError> {
+    SOURCES
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ConnectError::new(url, format!("no source connector named {name}")))
 }
 
 /// Opens `url` with the source connector named `name`, for a command whose flag says
@@ -457,13 +451,12 @@ pub async fn open_source(url: &str, settings: &Settings) -> Result<OpenedSource,
 pub async fn open_source_as(
     name: &str,
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
 ) -> Result<OpenedSource, ConnectError> {
-    let c = SOURCES
-        .iter()
-        .find(|c| c.name == name)
-        .ok_or_else(|| ConnectError::new(url, format!("no source connector named {name}")))?;
-    (c.open)(url, settings).await
+    let c = source_named(name, url)?;
+    let params = source_params(c, params)?;
+    (c.open)(url, &params, ctx).await
 }
 
 /// The identity source connector `name` gives `url` without opening it (to check a store
@@ -471,45 +464,48 @@ pub async fn open_source_as(
 pub fn source_identity_as(
     name: &str,
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
 ) -> Result<std::collections::BTreeMap<String, String>, ConnectError> {
-    let c = SOURCES
-        .iter()
-        .find(|c| c.name == name)
-        .ok_or_else(|| ConnectError::new(url, format!("no source connector named {name}")))?;
+    let c = source_named(name, url)?;
     let identity = c.identity.ok_or_else(|| {
         ConnectError::new(
             url,
             format!("a {name} source says its identity once opened"),
         )
     })?;
-    Ok(identity(url, settings))
+    identity(url, &source_params(c, params)?, ctx)
 }
 
 /// Opens the sink `url` names, for documents of `source`.
 pub async fn open_sink(
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    (sink_with(url, settings)?.open)(url, settings, source).await
+    let (c, params) = sink_with(url, params)?;
+    (c.open)(url, &params, ctx, source).await
 }
 
 /// Opens a lookup on what the sink `url` names holds, for documents of a source of
 /// `shape` (verify).
 pub async fn open_lookup(
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
     shape: &SourceShape,
 ) -> Result<OpenedLookup, ConnectError> {
-    (sink_with(url, settings)?.lookup)(url, settings, shape).await
+    let (c, params) = sink_with(url, params)?;
+    (c.lookup)(url, &params, ctx, shape).await
 }
 
 /// The name the sink `url` names records in a migration's identity, as the sink opened
-/// with `settings` records it (`rfs verify --store`, `rfs table verify --store` compare
-/// it with the store's before looking anything up).
-pub fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
-    (sink_with(url, settings)?.identity)(url, settings)
+/// with these parameters records it (`rfs verify --store`, `rfs table verify --store`
+/// compare it with the store's before looking anything up).
+pub fn sink_identity(url: &str, params: &Params, ctx: &Context) -> Result<String, ConnectError> {
+    let (c, params) = sink_with(url, params)?;
+    (c.identity)(url, &params, ctx)
 }
 
 /// `key=value` parameters of a URL's query, percent-decoded, and the URL without them.
@@ -541,9 +537,13 @@ pub(crate) async fn blocking<T: Send + 'static>(
 mod tests {
     use super::*;
 
+    fn none() -> Params {
+        Params::new()
+    }
+
     #[test]
     fn schemes_choose_connectors() {
-        let s = Settings::default();
+        let s = Context::default();
         assert_eq!(sink_for("http://h:9200").unwrap().name, "bulk");
         assert_eq!(sink_for("HTTPS://u:pw@h/ix").unwrap().name, "bulk");
         assert_eq!(sink_for("file:///tmp/x?format=bulk").unwrap().name, "files");
@@ -579,7 +579,7 @@ mod tests {
 
     #[test]
     fn directories_are_told_apart_by_content() {
-        let s = Settings::default();
+        let s = Context::default();
         let repo = tempfile::tempdir().unwrap();
         std::fs::write(repo.path().join("index-3"), b"{}").unwrap();
         let url = format!("file://{}", repo.path().display());
@@ -598,30 +598,30 @@ mod tests {
 
     #[test]
     fn sink_identities_are_the_sinks_own_without_secrets() {
-        let s = Settings::default();
+        let s = Context::default();
         assert_eq!(
-            sink_identity("http://u:secret@Host:9200/", &s).unwrap(),
+            sink_identity("http://u:secret@Host:9200/", &none(), &s).unwrap(),
             engine::job::identity_location("http://host:9200")
         );
-        let named = Settings {
-            sink_identity: Some("https://h:9200/ev".into()),
-            ..Settings::default()
+        let named = Context {
+            identity_name: Some("https://h:9200/ev".into()),
+            ..Context::default()
         };
         assert_eq!(
-            sink_identity("https://u:secret@h:9200/ev", &named).unwrap(),
+            sink_identity("https://u:secret@h:9200/ev", &none(), &named).unwrap(),
             engine::job::identity_location("https://h:9200/ev")
         );
         assert_eq!(
-            sink_identity("file:///tmp/out?format=bulk", &s).unwrap(),
+            sink_identity("file:///tmp/out?format=bulk", &none(), &s).unwrap(),
             "/tmp/out"
         );
-        assert_eq!(sink_identity("out/dir", &s).unwrap(), "out/dir");
+        assert_eq!(sink_identity("out/dir", &none(), &s).unwrap(), "out/dir");
         let d = "dynamodb://docs?region=r&endpoint=http%3A%2F%2Fh%3A1";
         assert_eq!(
-            sink_identity(d, &s).unwrap(),
+            sink_identity(d, &none(), &s).unwrap(),
             crate::dynamodb::DynamoUrl::parse(d).unwrap().display()
         );
-        let e = sink_identity("ftp://u:secret@h/x", &s)
+        let e = sink_identity("ftp://u:secret@h/x", &none(), &s)
             .unwrap_err()
             .to_string();
         assert!(!e.contains("secret"), "{e}");
@@ -632,22 +632,22 @@ mod tests {
     /// files and DynamoDB; an unknown scheme; no password in any error.
     #[test]
     fn table_sinks_parse_through_the_registry() {
-        let named = Settings {
-            sink_index_named: true,
-            ..Settings::default()
-        };
+        // Offered: the files and DynamoDB sinks leave it out.
+        let mut named = Params::new();
+        named.offer("--sink", "path", "index");
+        let s = Context::default();
         assert_eq!(
-            sink_identity("http://u:pw@h:9200/events", &named).unwrap(),
+            sink_identity("http://u:pw@h:9200/events", &named, &s).unwrap(),
             engine::job::identity_location(&format!(
                 "{}/events",
                 redact::url("http://u:pw@h:9200")
             ))
         );
         assert_eq!(
-            sink_identity("https://h/prefix/ev%20x", &named).unwrap(),
+            sink_identity("https://h/prefix/ev%20x", &named, &s).unwrap(),
             engine::job::identity_location("https://h/prefix/ev x")
         );
-        let e = sink_identity("http://u:secret@h:9200/", &named)
+        let e = sink_identity("http://u:secret@h:9200/", &named, &s)
             .unwrap_err()
             .to_string();
         assert!(
@@ -655,11 +655,11 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            sink_identity("file:///tmp/out", &named).unwrap(),
+            sink_identity("file:///tmp/out", &named, &s).unwrap(),
             "/tmp/out"
         );
-        assert_eq!(sink_identity("out", &named).unwrap(), "out");
-        let e = sink_identity("ftp://u:secret@h/x", &named)
+        assert_eq!(sink_identity("out", &named, &s).unwrap(), "out");
+        let e = sink_identity("ftp://u:secret@h/x", &named, &s)
             .unwrap_err()
             .to_string();
         assert!(
@@ -668,13 +668,48 @@ mod tests {
         );
         let d = "dynamodb://events?region=us-east-1&partition-key=room";
         assert_eq!(
-            sink_identity(d, &named).unwrap(),
+            sink_identity(d, &named, &s).unwrap(),
             crate::dynamodb::DynamoUrl::parse(d).unwrap().display()
         );
-        let e = sink_identity("dynamodb://t?region=us-east-1", &named)
+        let e = sink_identity("dynamodb://t?region=us-east-1", &named, &s)
             .unwrap_err()
             .to_string();
         assert!(e.contains("3 to 255"), "{e}");
+    }
+
+    /// A parameter only another connector takes is refused naming that connector; one no
+    /// connector takes, naming what this one takes; an offered one is left out.
+    #[test]
+    fn parameters_are_refused_by_connectors_that_do_not_take_them() {
+        let s = Context::default();
+        let mut p = Params::new();
+        p.set_by("--create-table", "create-table", "true");
+        for url in ["http://u:secret@h:9200/ev", "out/dir", "file:///tmp/out"] {
+            let e = sink_identity(url, &p, &s).unwrap_err().to_string();
+            assert!(
+                e.contains("--create-table applies to a dynamodb:// sink only")
+                    && !e.contains("secret"),
+                "{e}"
+            );
+        }
+        let p = Params::new().with("bogus", "1");
+        let e = sink_identity("out/dir", &p, &s).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "bogus: the files sink takes no such parameter (it takes format)"
+        );
+        let mut p = Params::new();
+        p.offer("--slices", "slices", "8");
+        assert_eq!(sink_identity("out/dir", &p, &s).unwrap(), "out/dir");
+        let c = SOURCES.iter().find(|c| c.name == "jsonl").unwrap();
+        assert!(source_params(c, &p).unwrap().is_empty());
+        let c = SOURCES.iter().find(|c| c.name == "cluster").unwrap();
+        assert_eq!(source_params(c, &p).unwrap().get("slices"), Some("8"));
+        let mut p = Params::new();
+        p.set_by("--slices", "slices", "8");
+        let c = SOURCES.iter().find(|c| c.name == "table").unwrap();
+        let e = source_params(c, &p).unwrap_err().to_string();
+        assert_eq!(e, "--slices applies to a http:// source only");
     }
 
     #[test]

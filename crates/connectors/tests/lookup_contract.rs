@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use connectors::lookup::{Held, Lookup, Wanted};
-use connectors::{open_lookup, open_sink, OpenedSource, Settings, SourceShape};
+use connectors::{open_lookup, open_sink, Context, OpenedSource, Params, SourceShape};
 use serde_json::{json, Value};
 use testkit::server::{ServerConfig, TestServer};
 
@@ -202,7 +202,7 @@ async fn mget_lookup_keeps_the_contract() {
         .unwrap();
     assert!(r.status().is_success(), "{}", r.text().await.unwrap());
     assert_eq!(server.documents("alpha").len(), MANY + 1);
-    let opened = open_lookup(&server.url(), &Settings::default(), &shape())
+    let opened = open_lookup(&server.url(), &Params::new(), &Context::default(), &shape())
         .await
         .unwrap();
     contract("mget", opened.lookup.as_ref()).await;
@@ -233,7 +233,7 @@ async fn file_lookup_keeps_the_contract() {
     std::fs::write(dir.path().join("alpha.jsonl"), lines).unwrap();
     std::fs::write(dir.path().join("beta.bulk"), bulk).unwrap();
     let url = format!("file://{}", dir.path().display());
-    let opened = open_lookup(&url, &Settings::default(), &shape())
+    let opened = open_lookup(&url, &Params::new(), &Context::default(), &shape())
         .await
         .unwrap();
     contract("files", opened.lookup.as_ref()).await;
@@ -246,7 +246,7 @@ async fn file_lookup_keeps_the_contract() {
     )
     .unwrap();
     let url = format!("file://{}", bad.path().display());
-    let e = match open_lookup(&url, &Settings::default(), &shape()).await {
+    let e = match open_lookup(&url, &Params::new(), &Context::default(), &shape()).await {
         Ok(_) => panic!("a broken line was read"),
         Err(e) => e.to_string(),
     };
@@ -262,7 +262,7 @@ async fn file_lookup_keeps_the_contract() {
         "{\"index\":{\"_index\":\"beta\",\"_id\":\"b-1\"}}\n",
     )
     .unwrap();
-    let e = match open_lookup(&url, &Settings::default(), &shape()).await {
+    let e = match open_lookup(&url, &Params::new(), &Context::default(), &shape()).await {
         Ok(_) => panic!("a broken _bulk file was read"),
         Err(e) => e.to_string(),
     };
@@ -301,14 +301,12 @@ fn dynamodb_lookup_keeps_the_contract() {
             metadata: None,
             key_check: None,
         };
-        let creating = Settings {
-            dynamodb: connectors::dynamodb::DynamoSettings {
-                create_table: true,
-                ..Default::default()
-            },
-            ..Settings::default()
-        };
-        drop(open_sink(&url, &creating, &facts).await.unwrap());
+        let creating = Params::new().with("create-table", "true");
+        drop(
+            open_sink(&url, &creating, &Context::default(), &facts)
+                .await
+                .unwrap(),
+        );
         let sdk = testkit::dynamo_sdk::client(&endpoint).await;
         for (index, id, source) in stored() {
             let mut item: BTreeMap<String, testkit::dynamo_sdk::Av> = source
@@ -326,7 +324,7 @@ fn dynamodb_lookup_keeps_the_contract() {
                 .await
                 .unwrap();
         }
-        let opened = open_lookup(&url, &Settings::default(), &shape())
+        let opened = open_lookup(&url, &Params::new(), &Context::default(), &shape())
             .await
             .unwrap();
         contract("dynamodb", opened.lookup.as_ref()).await;

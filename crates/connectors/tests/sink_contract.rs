@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use connectors::bulk::BatchLimits;
-use connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, OpenedSource, Settings};
+use connectors::{open_sink, BoxedBatch, BoxedSink, BoxedWriter, Context, OpenedSource, Params};
 use coordination::Position;
 use engine::{Document, Op, Sink, SinkWriter};
 use serde_json::{json, Value};
@@ -138,8 +138,8 @@ fn source_facts() -> OpenedSource {
     }
 }
 
-fn settings() -> Settings {
-    Settings {
+fn settings() -> Context {
+    Context {
         batch: BatchLimits {
             max_docs: MAX_DOCS,
             max_bytes: MAX_BYTES,
@@ -148,8 +148,12 @@ fn settings() -> Settings {
             hard_max_bytes: 4096,
             ..Default::default()
         },
-        ..Settings::default()
+        ..Context::default()
     }
+}
+
+fn none() -> Params {
+    Params::new()
 }
 
 /// The contract over one sink; `held` reads the target back independently.
@@ -189,7 +193,7 @@ async fn bulk_sink_keeps_the_contract() {
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let s = settings();
     let facts = source_facts();
-    let opened = open_sink(&server.url(), &s, &facts).await.unwrap();
+    let opened = open_sink(&server.url(), &none(), &s, &facts).await.unwrap();
     assert_eq!(opened.index, None);
     let sink = opened.sink;
     let srv = &server;
@@ -207,7 +211,7 @@ async fn bulk_sink_keeps_the_contract() {
     // connection, which the client retries for about two minutes): an error naming it,
     // without its credentials.
     let addr = refusing_server();
-    let e = open_sink(&format!("http://u:secret@{addr}/x"), &s, &facts)
+    let e = open_sink(&format!("http://u:secret@{addr}/x"), &none(), &s, &facts)
         .await
         .err()
         .unwrap()
@@ -240,7 +244,10 @@ async fn file_sink_keeps_the_contract() {
     let dir = tempfile::tempdir().unwrap();
     let facts = source_facts();
     let url = format!("file://{}?format=jsonl", dir.path().display());
-    let sink = open_sink(&url, &settings(), &facts).await.unwrap().sink;
+    let sink = open_sink(&url, &none(), &settings(), &facts)
+        .await
+        .unwrap()
+        .sink;
     let path = dir.path().join("contract.jsonl");
     // Readers of the files keep the last line of each id (re-delivery appends).
     let held = || {
@@ -255,6 +262,7 @@ async fn file_sink_keeps_the_contract() {
     contract("files", &sink, &held).await;
     let e = open_sink(
         &format!("file://{}?format=csv", dir.path().display()),
+        &none(),
         &settings(),
         &facts,
     )
@@ -268,6 +276,7 @@ async fn file_sink_keeps_the_contract() {
     let blocked = dir.path().join("a-file").join("out");
     let e = open_sink(
         &format!("file://{}", blocked.display()),
+        &none(),
         &settings(),
         &facts,
     )
@@ -310,16 +319,13 @@ fn dynamodb_sink_keeps_the_contract() {
     rt.block_on(async {
         let endpoint = dynalite.endpoint();
         let facts = source_facts();
-        let s = Settings {
-            dynamodb: connectors::dynamodb::DynamoSettings {
-                create_table: true,
-                ..Default::default()
-            },
+        let s = Context {
             max_in_flight: 4,
             ..settings()
         };
+        let creating = Params::new().with("create-table", "true");
         let url = format!("dynamodb://contract?region=us-east-1&endpoint={endpoint}");
-        let sink = open_sink(&url, &s, &facts).await.unwrap().sink;
+        let sink = open_sink(&url, &creating, &s, &facts).await.unwrap().sink;
         let client = dynamo_sdk::client(&endpoint).await;
         let held = || {
             let client = client.clone();
@@ -357,7 +363,7 @@ fn dynamodb_sink_keeps_the_contract() {
         // A table that is not there (without --create-table): an error naming it and
         // where it was looked for.
         let missing = format!("dynamodb://nosuch?region=us-east-1&endpoint={endpoint}");
-        let e = open_sink(&missing, &settings(), &facts)
+        let e = open_sink(&missing, &none(), &settings(), &facts)
             .await
             .err()
             .unwrap()
@@ -367,7 +373,7 @@ fn dynamodb_sink_keeps_the_contract() {
         let addr = refusing_dynamo();
         let refusing =
             format!("dynamodb://contract?region=us-east-1&endpoint=http://u:pw-SECRET@{addr}");
-        let e = open_sink(&refusing, &s, &facts)
+        let e = open_sink(&refusing, &none(), &s, &facts)
             .await
             .err()
             .unwrap()

@@ -517,7 +517,11 @@ fn a_refusing_cluster_is_an_error_naming_it_without_secrets() {
         .unwrap();
     let url = format!("http://u:pw-SECRET@{addr}/c-*");
     let e = rt
-        .block_on(connectors::open_source(&url, &Default::default()))
+        .block_on(connectors::open_source(
+            &url,
+            &Default::default(),
+            &Default::default(),
+        ))
         .err()
         .unwrap();
     assert!(std::error::Error::source(&e).is_some(), "{e}: no cause");
@@ -576,24 +580,20 @@ impl Pg {
             .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
 
-    fn settings() -> connectors::Settings {
-        connectors::Settings {
-            table: connectors::table::TableSettings {
-                options: table::TableOptions {
-                    page_rows: 7,
-                    attempts: 1,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            ..Default::default()
-        }
+    fn params() -> connectors::Params {
+        connectors::Params::new()
+            .with("page-rows", "7")
+            .with("source-attempts", "1")
     }
 
     fn open(&self, query: &str) -> Result<BoxedSource, connectors::ConnectError> {
         let url = format!("{}?{query}", self.server.url());
         self.rt
-            .block_on(connectors::open_source(&url, &Pg::settings()))
+            .block_on(connectors::open_source(
+                &url,
+                &Pg::params(),
+                &Default::default(),
+            ))
             .map(|o| o.source)
     }
 
@@ -717,7 +717,11 @@ fn table_errors_name_what_failed_without_secrets() {
     let url = format!("postgres://postgres:pw-SECRET@127.0.0.1:{port}/postgres?table=gone&key=k");
     let e = caused(
         &pg.rt
-            .block_on(connectors::open_source(&url, &Pg::settings()))
+            .block_on(connectors::open_source(
+                &url,
+                &Pg::params(),
+                &Default::default(),
+            ))
             .err()
             .unwrap(),
     );

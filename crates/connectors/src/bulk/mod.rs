@@ -1,19 +1,21 @@
 //! Sink: a cluster through `_bulk`, `http(s)://[user:pw@]host:port[/INDEX]` (every
 //! document into INDEX when the path names one; else each keeps its index). What a URL
 //! cannot say (API keys, SigV4, client certificates, attempts, timeouts, gzip) comes from
-//! `Settings::sink_client`; with `Settings::sink_path_is_base` the path is a prefix.
+//! the sink end's client in the [`crate::Context`]; with `path=base` the path is a prefix.
 
 use super::{
-    BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
-    SourceShape,
+    BoxedSink, ConnectError, Context, OpenedLookup, OpenedSink, OpenedSource, Params,
+    SinkConnector, SourceShape,
 };
 use crate::client::{client_config, with_flags};
 use crate::cluster::{stream_metadata, ClusterSource};
+use options::PathIs;
 
 mod dates;
 pub mod doc_values;
 mod id_scroll;
 pub mod lookup;
+mod options;
 pub mod sink;
 
 pub use lookup::MgetLookup;
@@ -22,24 +24,26 @@ pub use sink::{BatchLimits, BulkSink};
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "bulk",
     schemes: &["http", "https"],
-    open: |url, settings, source| Box::pin(open(url, settings, source)),
-    lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
-    identity: |url, settings| {
+    params: options::PARAMS,
+    open: |url, params, ctx, source| Box::pin(open(url, params, ctx, source)),
+    lookup: |url, params, ctx, shape| Box::pin(lookup(url, params, ctx, shape)),
+    identity: |url, params, ctx| {
+        let path = options::parse(params, ctx)?;
         Ok(engine::job::identity_location(&sink_identity(
-            url, settings,
+            url, path, ctx,
         )?))
     },
-    own_settings: None,
 };
 
 /// `_mget` on the cluster (into the URL's index when it names one).
 async fn lookup(
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
     _shape: &SourceShape,
 ) -> Result<OpenedLookup, ConnectError> {
     // Reached as the sink reaches it (the flags' client, a base path).
-    let (config, index) = configured(url, settings)?;
+    let (config, index) = configured(url, options::parse(params, ctx)?, ctx)?;
     let client = cluster::Client::connect(config)
         .await
         .map_err(|e| ConnectError::new(url, e))?;
@@ -51,20 +55,20 @@ async fn lookup(
 }
 
 /// What the sink names its target by in a migration's identity (before
-/// [`engine::job::identity_location`]): with `Settings::sink_index_named`, `BASE/INDEX`
-/// (the index decoded); else `Settings::sink_identity`, else the URL without credentials.
-fn sink_identity(url: &str, settings: &Settings) -> Result<String, ConnectError> {
-    if settings.sink_index_named {
+/// [`engine::job::identity_location`]): with `path=index`, `BASE/INDEX` (the index
+/// decoded); else the context's `identity_name`, else the URL without credentials.
+fn sink_identity(url: &str, path: PathIs, ctx: &Context) -> Result<String, ConnectError> {
+    if path == PathIs::Index {
         let (base, index) = named_index(url)?;
         return Ok(format!("{}/{index}", redact::url(&base)));
     }
-    Ok(settings
-        .sink_identity
+    Ok(ctx
+        .identity_name
         .clone()
         .unwrap_or_else(|| redact::url(url)))
 }
 
-/// A URL whose path must end with the index (`Settings::sink_index_named`): the URL
+/// A URL whose path must end with the index (`path=index`): the URL
 /// without it and its query (credentials kept), and the index, decoded.
 fn named_index(url: &str) -> Result<(String, String), ConnectError> {
     let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
@@ -88,17 +92,18 @@ fn named_index(url: &str) -> Result<(String, String), ConnectError> {
     Ok((u.to_string().trim_end_matches('/').to_string(), index))
 }
 
-/// [`client_config`] with what the settings add: the client the command's flags set up,
-/// the whole path as the base.
-pub(crate) fn configured(
+/// [`client_config`] with what the context and `path` add: the client the command's flags
+/// set up, the whole path as the base.
+fn configured(
     url: &str,
-    settings: &Settings,
+    path: PathIs,
+    ctx: &Context,
 ) -> Result<(cluster::ClientConfig, Option<String>), ConnectError> {
-    if settings.sink_index_named {
+    if path == PathIs::Index {
         named_index(url)?;
     }
-    let (mut config, mut index) = client_config(url, &settings.tls)?;
-    if settings.sink_path_is_base {
+    let (mut config, mut index) = client_config(url, &ctx.to.tls)?;
+    if path == PathIs::Base {
         let mut u = url::Url::parse(url).map_err(|e| ConnectError::new(url, e))?;
         let _ = u.set_username("");
         let _ = u.set_password(None);
@@ -107,15 +112,17 @@ pub(crate) fn configured(
         config.urls = vec![u.to_string().trim_end_matches('/').to_string()];
         index = None;
     }
-    Ok((with_flags(config, settings.sink_client.as_ref()), index))
+    Ok((with_flags(config, ctx.to.client.as_ref()), index))
 }
 
 async fn open(
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let (config, index) = configured(url, settings)?;
+    let path = options::parse(params, ctx)?;
+    let (config, index) = configured(url, path, ctx)?;
     let client = cluster::Client::connect(config)
         .await
         .map_err(|e| ConnectError::caused(url, e))?;
@@ -128,7 +135,7 @@ async fn open(
         _ => Vec::new(),
     };
     let target_client = client.clone();
-    let sender = cluster::BulkSender::new(client, settings.bulk.clone())
+    let sender = cluster::BulkSender::new(client, ctx.bulk.clone())
         .map_err(|e| ConnectError::new(url, e))?;
     if sender.encoder().server_generated_ids() {
         tracing::warn!(
@@ -140,7 +147,7 @@ async fn open(
     Ok(OpenedSink {
         key_of: None,
         sink: BoxedSink::new(
-            BulkSink::new(sender, settings.batch, sink_identity(url, settings)?)
+            BulkSink::new(sender, ctx.batch, sink_identity(url, path, ctx)?)
                 .with_create_only(streams),
         ),
         index,
@@ -221,31 +228,26 @@ mod tests {
     }
 
     #[test]
-    fn settings_say_what_urls_cannot() {
+    fn the_context_says_what_urls_cannot() {
         let mut flags = cluster::ClientConfig::new("");
         flags.urls.clear();
         flags.auth = cluster::Auth::ApiKey("secret-key".into());
         flags.retry.max_attempts = 3;
-        let settings = Settings {
-            sink_client: Some(flags),
-            sink_path_is_base: true,
-            ..Settings::default()
-        };
-        let (c, i) = configured("https://u:pw@h:9200/proxy/es/?x=1", &settings).unwrap();
+        let mut ctx = Context::default();
+        ctx.to.client = Some(flags);
+        let (c, i) = configured("https://u:pw@h:9200/proxy/es/?x=1", PathIs::Base, &ctx).unwrap();
         assert_eq!(c.urls, vec!["https://h:9200/proxy/es".to_string()]);
         assert_eq!(i, None);
         assert!(matches!(c.auth, cluster::Auth::ApiKey(ref k) if k == "secret-key"));
         assert_eq!(c.retry.max_attempts, 3);
-        let shown = format!("{settings:?}");
+        let shown = format!("{ctx:?}");
         assert!(!shown.contains("secret-key"), "{shown}");
         // Without an auth of their own the flags keep the URL's user.
         let mut flags = cluster::ClientConfig::new("");
         flags.urls.clear();
-        let settings = Settings {
-            sink_client: Some(flags),
-            ..Settings::default()
-        };
-        let (c, i) = configured("http://u:p%40ss@h:9200/events", &settings).unwrap();
+        let mut ctx = Context::default();
+        ctx.to.client = Some(flags);
+        let (c, i) = configured("http://u:p%40ss@h:9200/events", PathIs::MaybeIndex, &ctx).unwrap();
         assert_eq!(i.as_deref(), Some("events"));
         assert!(
             matches!(c.auth, cluster::Auth::Basic { ref username, ref password } if username == "u" && password == "p@ss")

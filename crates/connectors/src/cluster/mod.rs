@@ -1,12 +1,13 @@
 //! Source: a live cluster, `http(s)://[user:pw@]host:port/INDEX-PATTERN` (comma-separated
 //! patterns allowed): sliced point-in-time reads (sliced scroll on clusters without points in
 //! time), one work item per index and slice. Authentication and TLS beyond the URL's
-//! userinfo come from `Settings::source_client` (`rfs copy --from-*`).
+//! userinfo come from the source end's client in the [`crate::Context`] (`rfs copy --from-*`).
 
 use std::sync::Arc;
 
-use super::{BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
+use super::{BoxedSource, ConnectError, Context, OpenedSource, Params, SourceConnector};
 pub mod listing;
+mod options;
 pub mod source;
 
 pub use source::{stream_metadata, LeftOut, LiveStream};
@@ -15,14 +16,16 @@ pub use source::{ClusterSource, ClusterSourceOptions};
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "cluster",
     schemes: &["http", "https"],
+    params: options::PARAMS,
     holds: None,
-    open: |url, settings| Box::pin(open(url, settings)),
+    open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
 };
 
-async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
-    let (config, pattern) = crate::client::client_config(url, &Default::default())?;
-    let config = crate::client::with_flags(config, settings.source_client.as_ref());
+async fn open(url: &str, params: &Params, ctx: &Context) -> Result<OpenedSource, ConnectError> {
+    let read = options::parse(params, ctx)?;
+    let (config, pattern) = crate::client::client_config(url, &ctx.from.tls)?;
+    let config = crate::client::with_flags(config, ctx.from.client.as_ref());
     let pattern = pattern.ok_or_else(|| {
         ConnectError::new(
             url,
@@ -31,11 +34,11 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
     })?;
     let location = redact::url(config.urls.first().map(String::as_str).unwrap_or(url));
     let client = cluster::Client::new(config).map_err(|e| ConnectError::new(url, e))?;
-    let source = ClusterSource::open(client, location, &pattern, settings.cluster.clone())
+    let source = ClusterSource::open(client, location, &pattern, read)
         .await
         .map_err(|e| ConnectError::caused(url, e))?;
     let groups = source.indices().iter().map(|(i, _)| i.clone()).collect();
-    let metadata = if settings.metadata {
+    let metadata = if ctx.read.metadata {
         Some(
             source
                 .index_metadata()

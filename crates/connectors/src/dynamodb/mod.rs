@@ -6,8 +6,8 @@
 //! overwrite each other).
 
 use super::{
-    BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource, Settings, SinkConnector,
-    SourceShape,
+    BoxedSink, ConnectError, Context, OpenedLookup, OpenedSink, OpenedSource, Params,
+    SinkConnector, SourceShape,
 };
 mod keys;
 pub mod lookup;
@@ -17,17 +17,17 @@ pub mod sink;
 
 pub use keys::dynamo_key_of;
 pub use lookup::DynamoLookup;
-pub use options::{DynamoOptions, DynamoSettings};
+pub use options::DynamoOptions;
 pub use preflight::check_key_unique;
 pub use sink::{BatchLimits, DynamoSink, DynamoSinkOptions, DynamoUrl};
 
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "dynamodb",
     schemes: &["dynamodb"],
-    open: |url, settings, source| Box::pin(open(url, settings, source)),
-    lookup: |url, settings, shape| Box::pin(lookup(url, settings, shape)),
-    identity: |url, settings| Ok(DynamoOptions::parse(url, settings)?.url.display()),
-    own_settings: Some(|settings| settings.dynamodb.refuse_elsewhere()),
+    params: options::PARAMS,
+    open: |url, params, ctx, source| Box::pin(open(url, params, ctx, source)),
+    lookup: |url, params, ctx, shape| Box::pin(lookup(url, params, ctx, shape)),
+    identity: |url, params, ctx| Ok(DynamoOptions::parse(url, params, ctx)?.url.display()),
 };
 
 /// The key a row of a source with a key column is written under (its key attributes as
@@ -45,12 +45,13 @@ fn key_of(url: &DynamoUrl, shape: &SourceShape) -> Option<crate::KeyOf> {
 /// must exist with the key the source's shape asks for (never created).
 async fn lookup(
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
     shape: &SourceShape,
 ) -> Result<OpenedLookup, ConnectError> {
-    let mut options = DynamoOptions::parse(url, settings)?;
+    let mut options = DynamoOptions::parse(url, params, ctx)?;
     options.create_table = false;
-    let sink = connect(&options, settings, shape).await?;
+    let sink = connect(&options, ctx, shape).await?;
     Ok(OpenedLookup {
         key_of: key_of(&options.url, shape),
         lookup: Box::new(DynamoLookup::new(
@@ -66,17 +67,18 @@ async fn lookup(
 
 async fn open(
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
     source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let options = DynamoOptions::parse(url, settings)?;
+    let options = DynamoOptions::parse(url, params, ctx)?;
     // A table's key mapping must be unique in it: checked before the table is created
     // or a row read.
     if let Some(check) = &source.key_check {
         check_key_unique(&options.url, check.as_ref(), options.allow_key_collisions).await?;
     }
     let shape = source.shape();
-    let sink = connect(&options, settings, &shape).await?;
+    let sink = connect(&options, ctx, &shape).await?;
     Ok(OpenedSink {
         key_of: key_of(&options.url, &shape),
         sink: BoxedSink::new(sink),
@@ -87,7 +89,7 @@ async fn open(
 
 async fn connect(
     options: &DynamoOptions,
-    settings: &Settings,
+    ctx: &Context,
     source: &SourceShape,
 ) -> Result<DynamoSink, ConnectError> {
     let parsed = &options.url;
@@ -99,14 +101,14 @@ async fn connect(
         sort_column: source.key_column.is_none().then(|| "_id".into()),
         hints: source.hints.clone(),
         document_fields: source.key_column.is_none(),
-        max_in_flight: settings.max_in_flight.max(1),
+        max_in_flight: ctx.max_in_flight.max(1),
         batch: BatchLimits {
-            max_docs: settings.batch.max_docs,
-            max_bytes: settings.batch.max_bytes,
+            max_docs: ctx.batch.max_docs,
+            max_bytes: ctx.batch.max_bytes,
         },
-        max_docs_per_sec: settings.max_docs_per_sec,
-        max_bytes_per_sec: settings.max_bytes_per_sec,
-        throttle_budget: settings.dynamo_throttle_budget,
+        max_docs_per_sec: ctx.rates.docs_per_sec,
+        max_bytes_per_sec: ctx.rates.bytes_per_sec,
+        throttle_budget: ctx.throttle_budget,
         ..DynamoSinkOptions::default()
     };
     DynamoSink::connect(parsed, options)

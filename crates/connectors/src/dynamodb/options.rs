@@ -1,71 +1,45 @@
-//! The DynamoDB sink's typed options: its URL with what the flags add ([`DynamoSettings`],
-//! in [`crate::Settings::dynamodb`]), parsed once into [`DynamoOptions`]. The registry
-//! refuses DynamoDB's settings for the other sinks ([`DynamoSettings::refuse_elsewhere`]).
+//! The DynamoDB sink's typed options: its URL with what its parameters add
+//! (`create-table`, `partition-key`, `sort-key`), parsed once into [`DynamoOptions`]. The
+//! registry refuses these parameters for the other sinks, naming this one.
 
 use super::sink::DynamoUrl;
-use crate::{ConnectError, Settings};
+use crate::{ConnectError, Context, Params};
 
-/// What a command's flags say about a DynamoDB sink.
-#[derive(Debug, Clone, Default)]
-pub struct DynamoSettings {
-    /// Create the table when it is missing (`--create-table`).
-    pub create_table: bool,
-    /// The attributes that are the partition and sort keys (`--partition-key`,
-    /// `--sort-key`); the URL's `partition-key=`/`sort-key=` say the same and must agree.
-    pub partition_key: Option<String>,
-    pub sort_key: Option<String>,
-    /// Write even when the key mapping is not unique in a table source
-    /// (`--allow-key-collisions`).
-    pub allow_key_collisions: bool,
-}
+/// The parameters a DynamoDB sink takes besides its URL's query.
+pub(super) const PARAMS: &[&str] = &["create-table", "partition-key", "sort-key"];
 
-impl DynamoSettings {
-    /// What only a DynamoDB sink takes, refused (by the registry) for the other sinks.
-    pub fn refuse_elsewhere(&self) -> Result<(), ConnectError> {
-        for (flag, set) in [
-            ("--create-table", self.create_table),
-            ("--partition-key", self.partition_key.is_some()),
-            ("--sort-key", self.sort_key.is_some()),
-        ] {
-            if set {
-                return Err(ConnectError::message(format!(
-                    "{flag} applies to a dynamodb:// sink only"
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A DynamoDB sink's options, from its URL and the settings.
+/// A DynamoDB sink's options, from its URL, its parameters and the context.
 #[derive(Debug, Clone)]
 pub struct DynamoOptions {
-    /// The URL with the key flags folded in.
+    /// The URL with the key parameters folded in.
     pub url: DynamoUrl,
+    /// Create the table when it is missing (`create-table=true`).
     pub create_table: bool,
+    /// Write even when the key mapping is not unique in a table source (the context's
+    /// `allow_key_collisions`).
     pub allow_key_collisions: bool,
 }
 
 impl DynamoOptions {
-    /// `url` with `settings.dynamodb`'s keys folded in; refused: a URL that is no DynamoDB
-    /// one (redacted), keys given twice differently, a sort key without a partition key,
-    /// `--create-only`.
-    pub fn parse(url: &str, settings: &Settings) -> Result<Self, ConnectError> {
+    /// `url` with the `partition-key`/`sort-key` parameters folded in; refused: a URL
+    /// that is no DynamoDB one (redacted), keys given twice differently, a sort key
+    /// without a partition key, `--create-only`, a parameter it does not take.
+    pub fn parse(url: &str, params: &Params, ctx: &Context) -> Result<Self, ConnectError> {
+        params.refuse_unknown("dynamodb", PARAMS)?;
         let mut u = DynamoUrl::parse(url)
             .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))?;
-        let d = &settings.dynamodb;
-        for (flag, given, in_url) in [
-            ("--partition-key", &d.partition_key, &mut u.partition_key),
-            ("--sort-key", &d.sort_key, &mut u.sort_key),
+        for (key, in_url) in [
+            ("partition-key", &mut u.partition_key),
+            ("sort-key", &mut u.sort_key),
         ] {
-            match (given, &in_url) {
+            match (params.get(key), &in_url) {
                 (Some(g), Some(v)) if g != v => {
                     return Err(ConnectError::message(format!(
-                        "{flag} {g} and the sink URL's {} ({v}) disagree; give one",
-                        &flag[2..]
+                        "{} {g} and the sink URL's {key} ({v}) disagree; give one",
+                        flag_of(params, key)
                     )))
                 }
-                (Some(g), _) => *in_url = Some(g.clone()),
+                (Some(g), _) => *in_url = Some(g.to_string()),
                 (None, _) => {}
             }
         }
@@ -74,16 +48,26 @@ impl DynamoOptions {
                 "a sort key needs a partition key too (--partition-key or partition-key= in the sink URL)",
             ));
         }
-        if matches!(settings.bulk.op_type, cluster::OpType::Create) {
+        if matches!(ctx.bulk.op_type, cluster::OpType::Create) {
             return Err(ConnectError::message(
                 "--create-only applies to _bulk sinks (BatchWriteItem overwrites items of the same key)",
             ));
         }
         Ok(DynamoOptions {
             url: u,
-            create_table: d.create_table,
-            allow_key_collisions: d.allow_key_collisions,
+            create_table: params.flag("create-table")?.unwrap_or(false),
+            allow_key_collisions: ctx.allow_key_collisions,
         })
+    }
+}
+
+/// How an error names the parameter `key`: its flag, else `--KEY` (as the flags spell it).
+fn flag_of(params: &Params, key: &str) -> String {
+    let shown = params.shown(key);
+    if shown == key {
+        format!("--{key}")
+    } else {
+        shown
     }
 }
 
@@ -91,18 +75,14 @@ impl DynamoOptions {
 mod tests {
     use super::*;
 
-    fn with(d: DynamoSettings) -> Settings {
-        Settings {
-            dynamodb: d,
-            ..Settings::default()
-        }
-    }
-
     #[test]
-    fn urls_and_flags_fold_into_the_options() {
+    fn urls_and_parameters_fold_into_the_options() {
+        let ctx = Context::default();
+        let none = Params::new();
         let o = DynamoOptions::parse(
             "dynamodb://events?region=us-east-1&partition-key=room",
-            &Settings::default(),
+            &none,
+            &ctx,
         )
         .unwrap();
         assert_eq!(o.url.table, "events");
@@ -110,12 +90,11 @@ mod tests {
         assert_eq!(o.url.partition_key.as_deref(), Some("room"));
         let o = DynamoOptions::parse(
             "dynamodb://events?region=r",
-            &with(DynamoSettings {
-                partition_key: Some("room".into()),
-                sort_key: Some("id".into()),
-                create_table: true,
-                ..DynamoSettings::default()
-            }),
+            &Params::new()
+                .with("partition-key", "room")
+                .with("sort-key", "id")
+                .with("create-table", "true"),
+            &ctx,
         )
         .unwrap();
         assert_eq!(
@@ -123,75 +102,41 @@ mod tests {
             (Some("room"), Some("id"))
         );
         assert!(o.create_table);
-        let e = DynamoOptions::parse("dynamodb://t?region=us-east-1", &Settings::default())
+        let e = DynamoOptions::parse("dynamodb://t?region=us-east-1", &none, &ctx)
             .unwrap_err()
             .to_string();
         assert!(e.contains("3 to 255"), "{e}");
-        let e = DynamoOptions::parse(
-            "dynamodb://events?partition-key=a",
-            &with(DynamoSettings {
-                partition_key: Some("b".into()),
-                ..DynamoSettings::default()
-            }),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("disagree"), "{e}");
-        let e = DynamoOptions::parse("dynamodb://events?sort-key=a", &Settings::default())
+        let mut p = Params::new();
+        p.set_by("--partition-key", "partition-key", "b");
+        let e = DynamoOptions::parse("dynamodb://events?partition-key=a", &p, &ctx)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--partition-key b and the sink URL's partition-key (a) disagree; give one"
+        );
+        let e = DynamoOptions::parse("dynamodb://events?sort-key=a", &none, &ctx)
             .unwrap_err()
             .to_string();
         assert!(e.contains("partition"), "{e}");
         let e = DynamoOptions::parse(
             "dynamodb://events?endpoint=http%3A%2F%2Fu%3Asecret%40h%3A1&bogus=1",
-            &Settings::default(),
+            &none,
+            &ctx,
         )
         .unwrap_err()
         .to_string();
         assert!(!e.contains("secret"), "{e}");
-    }
-
-    #[test]
-    fn other_sinks_refuse_dynamodb_settings() {
-        assert!(DynamoSettings::default().refuse_elsewhere().is_ok());
-        let e = DynamoSettings {
-            create_table: true,
-            ..DynamoSettings::default()
-        }
-        .refuse_elsewhere()
+        let e = DynamoOptions::parse(
+            "dynamodb://events",
+            &Params::new().with("path", "base"),
+            &ctx,
+        )
         .unwrap_err()
         .to_string();
-        assert_eq!(e, "--create-table applies to a dynamodb:// sink only");
-        for (s, flag) in [
-            (
-                DynamoSettings {
-                    partition_key: Some("k".into()),
-                    ..DynamoSettings::default()
-                },
-                "--partition-key",
-            ),
-            (
-                DynamoSettings {
-                    sort_key: Some("k".into()),
-                    ..DynamoSettings::default()
-                },
-                "--sort-key",
-            ),
-        ] {
-            let e = s.refuse_elsewhere().unwrap_err().to_string();
-            assert!(e.starts_with(flag), "{e}");
-        }
-        // Through the registry: a cluster or files sink refuses them.
-        let s = with(DynamoSettings {
-            create_table: true,
-            ..DynamoSettings::default()
-        });
-        for url in ["http://u:secret@h:9200/ev", "out/dir", "file:///tmp/out"] {
-            let e = crate::sink_identity(url, &s).unwrap_err().to_string();
-            assert!(
-                e.contains("--create-table applies to a dynamodb:// sink only")
-                    && !e.contains("secret"),
-                "{e}"
-            );
-        }
+        assert!(
+            e.starts_with("path: the dynamodb connector takes no such parameter"),
+            "{e}"
+        );
     }
 }

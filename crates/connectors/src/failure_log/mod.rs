@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
+use super::{blocking, BoxedSource, ConnectError, Context, OpenedSource, Params, SourceConnector};
 pub mod location;
 pub mod source;
 
@@ -15,8 +15,9 @@ pub use source::{FailureLogSource, GROUP, NO_SOURCE, SKIPPED_BY_SOURCE};
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "failure-log",
     schemes: &["failure-log"],
+    params: &[],
     holds: None,
-    open: |url, settings| Box::pin(open(url, settings)),
+    open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
 };
 
@@ -25,7 +26,8 @@ pub fn url_of(path: &std::path::Path) -> String {
     format!("failure-log://{}", path.display())
 }
 
-async fn open(url: &str, _settings: &Settings) -> Result<OpenedSource, ConnectError> {
+async fn open(url: &str, params: &Params, _ctx: &Context) -> Result<OpenedSource, ConnectError> {
+    params.refuse_unknown("failure-log", &[])?;
     let path = url
         .split_once("://")
         .map(|(_, p)| PathBuf::from(p))
@@ -69,7 +71,7 @@ mod tests {
         let path = dir.path().join("f.jsonl");
         std::fs::write(&path, b"").unwrap();
         let url = url_of(&path);
-        let opened = super::super::open_source(&url, &Settings::default())
+        let opened = super::super::open_source(&url, &Params::new(), &Context::default())
             .await
             .unwrap();
         assert_eq!(opened.kind, "failure-log");
@@ -78,7 +80,7 @@ mod tests {
             Some(&path.display().to_string())
         );
         assert!(opened.source.downcast::<FailureLogSource>().is_some());
-        let e = super::super::open_source("failure-log://", &Settings::default())
+        let e = super::super::open_source("failure-log://", &Params::new(), &Context::default())
             .await
             .err()
             .unwrap()

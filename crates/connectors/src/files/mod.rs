@@ -1,12 +1,12 @@
 //! Sink: files, `file:///DIR?format=jsonl|bulk` (default jsonl), or a directory path
-//! (taken as it is; the format from `Settings::file_format`, else JSON lines): one file
+//! (taken as it is; the format from its `format` parameter, else JSON lines): one file
 //! per index; `-` writes to stdout.
 
 use std::path::PathBuf;
 
 use super::{
-    blocking, split_query, BoxedSink, ConnectError, OpenedLookup, OpenedSink, OpenedSource,
-    Settings, SinkConnector,
+    blocking, split_query, BoxedSink, ConnectError, Context, OpenedLookup, OpenedSink,
+    OpenedSource, Params, SinkConnector,
 };
 pub mod lookup;
 mod names;
@@ -19,15 +19,19 @@ pub use sink::{FileFormat, FileSink, Output};
 pub(super) const SINK: SinkConnector = SinkConnector {
     name: "files",
     schemes: &["file", ""],
-    open: |url, settings, source| Box::pin(open(url, settings, source)),
-    lookup: |url, settings, _shape| Box::pin(lookup(url, settings)),
-    identity: |url, settings| Ok(location(url, settings)?.0.identity()),
-    own_settings: None,
+    params: PARAMS,
+    open: |url, params, ctx, source| Box::pin(open(url, params, ctx, source)),
+    lookup: |url, params, _ctx, _shape| Box::pin(lookup(url, params)),
+    identity: |url, params, _ctx| Ok(location(url, params)?.0.identity()),
 };
 
+/// The parameters a files sink takes: `format`, `jsonl` or `bulk` (a `file://` URL's own
+/// `format=` wins).
+const PARAMS: &[&str] = &["format"];
+
 /// The directory's files (both formats) read once.
-async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectError> {
-    let dir = match location(url, settings)?.0 {
+async fn lookup(url: &str, params: &Params) -> Result<OpenedLookup, ConnectError> {
+    let dir = match location(url, params)?.0 {
         Output::Directory(dir) => dir,
         Output::Stdout => {
             return Err(ConnectError::new(
@@ -50,17 +54,25 @@ async fn lookup(url: &str, settings: &Settings) -> Result<OpenedLookup, ConnectE
 
 async fn open(
     url: &str,
-    settings: &Settings,
+    params: &Params,
+    ctx: &Context,
     _source: &OpenedSource,
 ) -> Result<OpenedSink, ConnectError> {
-    let (output, format) = location(url, settings)?;
-    files(output, format, settings)
+    let (output, format) = location(url, params)?;
+    files(output, format, ctx)
 }
 
-/// Where a file sink URL writes, and in which format.
-fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), ConnectError> {
+/// Where a file sink URL writes, and in which format (the URL's `format=`, else the
+/// parameter's, else JSON lines); any other parameter refused.
+fn location(url: &str, params: &Params) -> Result<(Output, FileFormat), ConnectError> {
+    params.refuse_unknown("files", PARAMS)?;
+    let given = match params.get("format") {
+        None | Some("jsonl") => FileFormat::Jsonl,
+        Some("bulk") => FileFormat::Bulk,
+        Some(v) => return Err(params.bad("format", v, "jsonl or bulk")),
+    };
     if super::scheme(url).is_empty() {
-        let format = settings.file_format.unwrap_or(FileFormat::Jsonl);
+        let format = given;
         let output = if url == "-" {
             Output::Stdout
         } else if url.trim().is_empty() {
@@ -73,7 +85,7 @@ fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), Conn
         };
         return Ok((output, format));
     }
-    let (base, params) = split_query(url);
+    let (base, query) = split_query(url);
     // `file://` with nothing after it would be the root directory: never meant.
     let path = base.split_once("://").map_or("", |(_, p)| p);
     if path.is_empty() || path == "localhost" {
@@ -82,8 +94,8 @@ fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), Conn
             "file:// names no directory: give file:///DIR (three slashes, an absolute path) or a directory path",
         ));
     }
-    let mut format = FileFormat::Jsonl;
-    for (k, v) in params {
+    let mut format = given;
+    for (k, v) in query {
         match (k.as_str(), v.as_str()) {
             ("format", "jsonl") => format = FileFormat::Jsonl,
             ("format", "bulk") => format = FileFormat::Bulk,
@@ -102,16 +114,12 @@ fn location(url: &str, settings: &Settings) -> Result<(Output, FileFormat), Conn
     Ok((Output::Directory(dir), format))
 }
 
-fn files(
-    output: Output,
-    format: FileFormat,
-    settings: &Settings,
-) -> Result<OpenedSink, ConnectError> {
+fn files(output: Output, format: FileFormat, ctx: &Context) -> Result<OpenedSink, ConnectError> {
     // The sink's errors name the directory.
-    let mut sink = FileSink::new(output, format, settings.batch)
+    let mut sink = FileSink::new(output, format, ctx.batch)
         .map_err(ConnectError::of)?
-        .with_rates(settings.max_docs_per_sec, settings.max_bytes_per_sec);
-    if let Some(tag) = &settings.file_tag {
+        .with_rates(ctx.rates.docs_per_sec, ctx.rates.bytes_per_sec);
+    if let Some(tag) = &ctx.process_tag {
         sink = sink.with_tag(tag);
     }
     Ok(OpenedSink {

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use super::{blocking, BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
+use super::{blocking, BoxedSource, ConnectError, Context, OpenedSource, Params, SourceConnector};
+mod options;
 pub mod source;
 
 use source::holds_lines;
@@ -13,8 +14,9 @@ pub use source::{JsonlOptions, JsonlSource};
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "jsonl",
     schemes: ::snapshot::SCHEMES,
+    params: options::PARAMS,
     holds: Some(holds),
-    open: |url, settings| Box::pin(open(url, settings)),
+    open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
 };
 
@@ -23,18 +25,18 @@ fn location(url: &str) -> &str {
     super::snapshot::without_snapshot(url).0
 }
 
-fn holds(url: &str, settings: &Settings) -> bool {
-    let Ok(store) = ::snapshot::open_blob_store(location(url), &settings.store_options) else {
+fn holds(url: &str, ctx: &Context) -> bool {
+    let Ok(store) = ::snapshot::open_blob_store(location(url), &ctx.from.blob) else {
         return false;
     };
     !super::snapshot::is_repository(store.as_ref()) && holds_lines(store.as_ref())
 }
 
-async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
+async fn open(url: &str, params: &Params, ctx: &Context) -> Result<OpenedSource, ConnectError> {
     let (u, opts, jsonl) = (
         location(url).to_string(),
-        settings.store_options.clone(),
-        settings.jsonl.clone(),
+        ctx.from.blob.clone(),
+        options::parse(params, ctx)?,
     );
     let url2 = url.to_string();
     blocking(url, move || {

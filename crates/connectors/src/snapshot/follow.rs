@@ -10,24 +10,24 @@ use std::sync::{Arc, Mutex};
 
 use engine::generations::Listed;
 
-use super::{blocking, without_snapshot, ConnectError, Settings};
+use super::{blocking, without_snapshot, ConnectError, Context};
 
 /// Lists one repository again and again.
 #[derive(Clone)]
 pub struct SnapshotLister {
     location: String,
-    settings: Settings,
+    blob: ::snapshot::StoreOptions,
     /// uuid → start time read from the snapshot's info.
     starts: Arc<Mutex<HashMap<String, Option<i64>>>>,
 }
 
 impl SnapshotLister {
     /// The repository at `location` (its `#snapshot=` fragment ignored), opened with the
-    /// store options of `settings`.
-    pub fn new(location: &str, settings: &Settings) -> SnapshotLister {
+    /// source end's store options of `ctx`.
+    pub fn new(location: &str, ctx: &Context) -> SnapshotLister {
         SnapshotLister {
             location: without_snapshot(location).0.to_string(),
-            settings: settings.clone(),
+            blob: ctx.from.blob.clone(),
             starts: Arc::default(),
         }
     }
@@ -40,7 +40,7 @@ impl SnapshotLister {
 
     fn list_blocking(&self) -> Result<Vec<Listed>, ConnectError> {
         let shown = redact::url(&self.location);
-        let store = ::snapshot::open_blob_store(&self.location, &self.settings.store_options)
+        let store = ::snapshot::open_blob_store(&self.location, &self.blob)
             .map_err(|e| ConnectError::context("opening the repository", e))?;
         let repo = ::snapshot::Repository::open(store)
             .map_err(|e| ConnectError::context(format!("reading repository {shown}"), e))?;
@@ -95,7 +95,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("repo");
         write_repository(&repo, &[SnapshotSpec::new("a")], &WriteOptions::default()).unwrap();
-        let lister = SnapshotLister::new(&repo.display().to_string(), &Settings::default());
+        let lister = SnapshotLister::new(&repo.display().to_string(), &Context::default());
         let first = lister.list().await.unwrap();
         assert_eq!(first.len(), 1);
         append_snapshot(&repo, &SnapshotSpec::new("b"), &WriteOptions::default()).unwrap();

@@ -1,17 +1,20 @@
 //! Source: a snapshot repository (a path, `file://`, `s3://`, `gs://`, `az://`; the
-//! snapshot from `#snapshot=NAME` or `--snapshot`), every index of the snapshot; or,
-//! with settings, the indices chosen by patterns or routed as the metadata migration
-//! names them, and a delta since an earlier snapshot.
+//! snapshot from `#snapshot=NAME` or its `snapshot` parameter), every index of the
+//! snapshot; or, as the context's [`crate::Reading`] says, the indices chosen by patterns
+//! or routed as the metadata migration names them; and a delta since an earlier snapshot
+//! (`since`).
 
 use std::sync::Arc;
 
 use super::{
-    blocking, split_query, BoxedSource, ConnectError, OpenedSource, Routed, Settings,
-    SourceConnector,
+    blocking, BoxedSource, ConnectError, Context, OpenedSource, Params, Routed, SourceConnector,
 };
 mod delta;
 pub mod follow;
+mod options;
 pub mod source;
+
+use options::Options;
 
 pub use follow::SnapshotLister;
 pub use source::{SnapshotOptions, SnapshotSource};
@@ -19,14 +22,16 @@ pub use source::{SnapshotOptions, SnapshotSource};
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "snapshot",
     schemes: ::snapshot::SCHEMES,
+    params: options::PARAMS,
     holds: Some(holds),
-    open: |url, settings| Box::pin(open(url, settings)),
-    identity: Some(|url, settings| {
-        SnapshotSource::identity_of(
+    open: |url, params, ctx| Box::pin(open(url, params, ctx)),
+    identity: Some(|url, params, ctx| {
+        let o = Options::parse(url, params, ctx)?;
+        Ok(SnapshotSource::identity_of(
             url,
-            settings.snapshot.as_deref().unwrap_or_default(),
-            settings.since.as_deref(),
-        )
+            params.get("snapshot").unwrap_or_default(),
+            o.since.as_deref(),
+        ))
     }),
 };
 
@@ -54,7 +59,7 @@ pub(super) fn without_snapshot(url: &str) -> (&str, &str) {
 /// Why the store at `url` cannot be listed, when it cannot (credentials refused, the
 /// bucket unreachable), with the causes: such a location is not "empty", and must not be
 /// reported as holding neither a repository nor JSON lines.
-pub(super) fn listing_error(url: &str, settings: &Settings) -> Option<String> {
+pub(super) fn listing_error(url: &str, ctx: &Context) -> Option<String> {
     let chain = |e: &dyn std::error::Error| {
         let mut out = e.to_string();
         let mut next = e.source();
@@ -68,37 +73,29 @@ pub(super) fn listing_error(url: &str, settings: &Settings) -> Option<String> {
         }
         out
     };
-    let store = match ::snapshot::open_blob_store(without_snapshot(url).0, &settings.store_options)
-    {
+    let store = match ::snapshot::open_blob_store(without_snapshot(url).0, &ctx.from.blob) {
         Ok(s) => s,
         Err(e) => return Some(chain(&e)),
     };
     store.list("", "").err().map(|e| chain(&e))
 }
 
-fn holds(url: &str, settings: &Settings) -> bool {
+fn holds(url: &str, ctx: &Context) -> bool {
     let location = without_snapshot(url).0;
-    ::snapshot::open_blob_store(location, &settings.store_options)
-        .is_ok_and(|s| is_repository(s.as_ref()))
+    ::snapshot::open_blob_store(location, &ctx.from.blob).is_ok_and(|s| is_repository(s.as_ref()))
 }
 
-async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
-    let (location, fragment) = without_snapshot(url);
-    let from_url = split_query(&format!("x#{fragment}"))
-        .1
-        .into_iter()
-        .find(|(k, _)| k == "snapshot")
-        .map(|(_, v)| v);
-    let name = from_url
-        .or_else(|| settings.snapshot.clone())
-        .ok_or_else(|| {
-            ConnectError::new(
-                url,
-                "a repository source needs the snapshot: --snapshot NAME or #snapshot=NAME",
-            )
-        })?;
-    let (location, settings2) = (location.to_string(), settings.clone());
-    blocking(url, move || open_blocking(&location, &name, &settings2)).await
+async fn open(url: &str, params: &Params, ctx: &Context) -> Result<OpenedSource, ConnectError> {
+    let location = without_snapshot(url).0;
+    let options = Options::parse(url, params, ctx)?;
+    let name = options.snapshot.clone().ok_or_else(|| {
+        ConnectError::new(
+            url,
+            "a repository source needs the snapshot: --snapshot NAME or #snapshot=NAME",
+        )
+    })?;
+    let (location, ctx) = (location.to_string(), ctx.clone());
+    blocking(url, move || open_blocking(&location, &name, &options, &ctx)).await
 }
 
 /// Opens the repository and the snapshot, chooses and routes its indices, and reads a
@@ -106,35 +103,32 @@ async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectErr
 fn open_blocking(
     location: &str,
     name: &str,
-    settings: &Settings,
+    options: &Options,
+    ctx: &Context,
 ) -> Result<OpenedSource, ConnectError> {
     let shown = redact::url(location);
-    let store = ::snapshot::open_blob_store(location, &settings.store_options)
+    let store = ::snapshot::open_blob_store(location, &ctx.from.blob)
         .map_err(|e| ConnectError::context("opening the repository", e))?;
     let repo = ::snapshot::Repository::open(store)
         .map_err(|e| ConnectError::context(format!("reading repository {shown}"), e))?;
     let snap = repo
         .snapshot(name)
         .map_err(|e| ConnectError::context(format!("snapshot {name} in {shown}"), e))?;
-    if !settings.any_state {
+    if !options.any_state {
         readable(&snap, "")?;
     }
-    let (groups, routing) = chosen(&snap, settings, true)?;
-    let metadata = match (&routing, settings.metadata) {
+    let (groups, routing) = chosen(&snap, ctx, true)?;
+    let metadata = match (&routing, ctx.read.metadata) {
         (Some((metadata, _, _)), true) => Some(metadata.clone()),
         (None, true) => {
             Some(metadata::SourceMetadata::from_snapshot(&snap).map_err(ConnectError::of)?)
         }
         (_, false) => None,
     };
-    let mut source = SnapshotSource::new(
-        snap.clone(),
-        groups.clone(),
-        settings.snapshot_options.clone(),
-    );
+    let mut source = SnapshotSource::new(snap.clone(), groups.clone(), options.read.clone());
     let mut removed = Vec::new();
     let mut removed_groups = Vec::new();
-    if let Some(since) = &settings.since {
+    if let Some(since) = &options.since {
         if since == snap.name() {
             return Err(ConnectError::message(format!(
                 "--since {since} names the snapshot being read; give the earlier one"
@@ -144,7 +138,7 @@ fn open_blocking(
             .snapshot(since)
             .map_err(|e| ConnectError::context(format!("--since: snapshot {since}"), e))?;
         readable(&old, "--since: ")?;
-        let (old_groups, old_routing) = chosen(&old, settings, false)?;
+        let (old_groups, old_routing) = chosen(&old, ctx, false)?;
         source = source.since(old, old_groups);
         removed_groups = source.removed_indices();
         if let Some((_, _, old_routing)) = &old_routing {
@@ -194,15 +188,15 @@ type Routing = (
     metadata::DocumentRouting,
 );
 
-/// The indices of `snap` the settings choose (routed: those the routing includes; else
+/// The indices of `snap` the context chooses (routed: those the routing includes; else
 /// those matching the patterns; `strict`: at least one), and the routing.
 fn chosen(
     snap: &::snapshot::Snapshot,
-    settings: &Settings,
+    ctx: &Context,
     strict: bool,
 ) -> Result<(Vec<String>, Option<Routing>), ConnectError> {
     let all = snap.index_names();
-    if let Some(options) = &settings.routing {
+    if let Some(options) = &ctx.read.routing {
         let metadata = metadata::SourceMetadata::from_snapshot(snap).map_err(ConnectError::of)?;
         // The type mapping provider's rules become exact routes for this snapshot's pairs.
         let options = options
@@ -215,7 +209,7 @@ fn chosen(
             Arc::new(programs::routes::Routes::new(&routing, &indices));
         return Ok((indices, Some((metadata, routes, routing))));
     }
-    let patterns = &settings.index_patterns;
+    let patterns = &ctx.read.index_patterns;
     let allow = metadata::Allowlist::parse(patterns).map_err(ConnectError::of)?;
     let mut indices: Vec<String> = all
         .into_iter()

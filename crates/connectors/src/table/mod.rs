@@ -1,31 +1,32 @@
 //! Source: a PostgreSQL table, `postgres://user:pw@host/db?table=T&key=COLUMN[&slots=N]`
 //! (other parameters such as `sslmode` go to the connection). Rows are read in key order,
 //! cut into slots of equal row counts; each row is a document whose id is its key.
-//! Settings add what flags say: the table and key (`table run --table --key`), slots by
-//! time, key bounds, slot order.
+//! Its parameters add what flags say: the table and key (`table run --table --key`), slots
+//! by time, key bounds, slot order, page rows, columns, a filter.
 
 use std::sync::Arc;
 
-use super::{BoxedSource, ConnectError, OpenedSource, Settings, SourceConnector};
+use super::{BoxedSource, ConnectError, Context, OpenedSource, Params, SourceConnector};
 use crate::hints::hints_of;
 
 pub mod follow;
 mod options;
 pub mod source;
 
-pub use options::{TableConnectOptions, TableSettings};
+pub use options::TableConnectOptions;
 pub use source::{TableSource, TableSourceOptions};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
     name: "table",
     schemes: &["postgres", "postgresql"],
+    params: options::PARAMS,
     holds: None,
-    open: |url, settings| Box::pin(open(url, settings)),
+    open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
 };
 
-async fn open(url: &str, settings: &Settings) -> Result<OpenedSource, ConnectError> {
-    let o = TableConnectOptions::parse(url, &settings.table)?;
+async fn open(url: &str, params: &Params, ctx: &Context) -> Result<OpenedSource, ConnectError> {
+    let o = TableConnectOptions::parse(url, params, ctx)?;
     // The table's errors name it and its database (without secrets).
     let t = ::table::Table::open(&o.conn, &o.table, &o.key, o.connection)
         .await

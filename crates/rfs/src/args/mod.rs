@@ -6,6 +6,7 @@
 //! into the libraries' values, each in one place.
 
 mod connection;
+pub mod params;
 mod parsers;
 mod repository;
 mod selection;

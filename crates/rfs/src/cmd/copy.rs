@@ -1,7 +1,7 @@
 //! `rfs copy --from URL --to URL`: any source into any sink through the connector registry
 //! (`connectors`), one job, any number of identical processes sharing the store.
 
-use connectors::{open_sink, open_source, OpenedSource, Settings};
+use connectors::{open_sink, open_source, Context, OpenedSource, Params};
 
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
 use crate::args::TransformArgs;
@@ -139,6 +139,30 @@ pub struct Ends {
     /// How an http(s) sink is reached (`--to-*`).
     #[command(flatten)]
     pub to_conn: ToConnectionArgs,
+    /// A parameter of the source's connector, `KEY=VALUE` (repeatable): any the flags
+    /// give (`snapshot`, `since`, `item-bytes`, `slices`, a table's `slots`, `where`, …),
+    /// taking this value. A parameter the source does not take is refused, naming the
+    /// connector that does.
+    #[arg(
+        long = "from-param",
+        env = "RFS_FROM_PARAM",
+        value_name = "KEY=VALUE",
+        hide_env_values = true,
+        value_parser = crate::args::params::param_pair
+    )]
+    pub from_param: Vec<(String, String)>,
+    /// A parameter of the sink's connector, `KEY=VALUE` (repeatable): DynamoDB's
+    /// `create-table`, `partition-key`, `sort-key`; files' `format`; a cluster's `path`
+    /// (`base`: the URL's path is a prefix, not an index). A parameter the sink does not
+    /// take is refused, naming the connector that does.
+    #[arg(
+        long = "to-param",
+        env = "RFS_TO_PARAM",
+        value_name = "KEY=VALUE",
+        hide_env_values = true,
+        value_parser = crate::args::params::param_pair
+    )]
+    pub to_param: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Ends {
@@ -162,6 +186,8 @@ impl std::fmt::Debug for Ends {
             .field("index_suffix", &self.index_suffix)
             .field("from_conn", &self.from_conn)
             .field("to_conn", &self.to_conn)
+            .field("from_param", &self.from_param)
+            .field("to_param", &self.to_param)
             .finish()
     }
 }
@@ -277,96 +303,73 @@ fn sink_url(v: &str) -> Result<String, String> {
 }
 
 /// How a `--from` source is read, as `rfs copy` takes it: `rfs verify --from` opens its
-/// source with the same settings (through [`open_from`]), so both read the same
+/// source with the same parameters (through [`open_from`]), so both read the same
 /// documents and the source names itself alike in the store. The reading options that
 /// do not change what is read (a worker's pool size, work-item sizes) are added by copy.
 pub struct FromSpec {
     pub snapshot: Option<String>,
-    pub store_options: snapshot::StoreOptions,
-    pub snapshot_options: connectors::SnapshotOptions,
+    pub split_docs: Option<u64>,
+    pub verify_checksums: bool,
     pub item_bytes: Option<usize>,
     pub slices: u32,
 }
 
 impl FromSpec {
-    pub fn settings(self) -> Settings {
-        Settings {
-            snapshot: self.snapshot,
-            snapshot_options: self.snapshot_options,
-            store_options: self.store_options,
-            jsonl: connectors::JsonlOptions {
-                chunk_bytes: self.item_bytes.map_or(64 << 20, |b| b as u64),
-                ..Default::default()
-            },
-            cluster: connectors::ClusterSourceOptions {
-                slices: self.slices,
-                ..Default::default()
-            },
-            ..Settings::default()
-        }
+    /// The source's parameters (each offered: the source that takes it reads it).
+    pub fn params(&self) -> Params {
+        use crate::args::params::{put, put_some};
+        let mut p = Params::new();
+        put_some(&mut p, "--snapshot", self.snapshot.as_ref());
+        put_some(&mut p, "--split-docs", self.split_docs);
+        put(&mut p, "--no-verify-checksums", self.verify_checksums);
+        put_some(&mut p, "--item-bytes", self.item_bytes);
+        put(&mut p, "--slices", self.slices);
+        p
     }
 }
 
 /// Opens the source `from` names through the connector registry (copy's and verify's
 /// `--from`).
-pub async fn open_from(from: &str, settings: &Settings) -> anyhow::Result<OpenedSource> {
-    Ok(open_source(from, settings).await?)
+pub async fn open_from(from: &str, params: &Params, ctx: &Context) -> anyhow::Result<OpenedSource> {
+    Ok(open_source(from, params, ctx).await?)
 }
 
 impl Args {
-    /// What the flags say about the parts.
-    fn settings(&self) -> anyhow::Result<Settings> {
+    /// What the flags say about the parts: each end's parameters and the shared context.
+    fn parts(&self) -> anyhow::Result<(Params, Params, Context)> {
+        use crate::args::params::{put_pairs, put_set};
         self.ends.connection_flags_fit(self.worker.create_only)?;
         let w = &self.worker;
-        let from = FromSpec {
+        let mut from = FromSpec {
             snapshot: self.ends.snapshot.clone(),
-            store_options: self.ends.gcs.apply(snapshot::StoreOptions {
-                s3_region: self.ends.s3_region.clone(),
-                s3_endpoint: self.ends.s3_endpoint.clone(),
-                ..Default::default()
-            }),
-            snapshot_options: connectors::SnapshotOptions {
-                split_docs: Some(w.split_docs),
-                verify_checksums: !w.no_verify_checksums,
-                rebuild: Default::default(),
-            },
+            split_docs: Some(w.split_docs),
+            verify_checksums: !w.no_verify_checksums,
             item_bytes: self.ends.item_bytes,
             slices: self.ends.slices,
         }
-        .settings();
-        let sink = w.sink_settings();
-        let to = self.ends.to_conn.client_config()?;
-        Ok(Settings {
-            table: connectors::table::TableSettings {
-                options: table::TableOptions {
-                    pool_size: w.parallel() + 2,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            source_client: Some(self.ends.from_conn.client_config()?),
-            tls: to.tls.clone(),
-            sink_client: Some(to),
-            // A table's rows into DynamoDB: the connector checks, before anything is
-            // created or read, that the key mapping is unique in the table (as `rfs table
-            // run` does). Files and clusters write a row under its `_id`, the key column,
-            // which the table source already requires to have a unique index of its own;
-            // `copy` runs no program that could change it.
-            dynamodb: connectors::dynamodb::DynamoSettings {
-                create_table: self.ends.create_table,
-                allow_key_collisions: self.ends.allow_key_collisions,
-                ..Default::default()
-            },
-            metadata: self.ends.create_metadata,
-            ..Settings {
-                snapshot: from.snapshot,
-                snapshot_options: from.snapshot_options,
-                store_options: from.store_options,
-                jsonl: from.jsonl,
-                cluster: from.cluster,
-                ..sink
-            }
-        })
+        .params();
+        put_pairs(&mut from, &self.ends.from_param);
+        let mut to = Params::new();
+        // A table's rows into DynamoDB: the connector checks, before anything is created
+        // or read, that the key mapping is unique in the table (as `rfs table run` does).
+        // Files and clusters write a row under its `_id`, the key column, which the table
+        // source already requires to have a unique index of its own; `copy` runs no
+        // program that could change it.
+        put_set(&mut to, "--create-table", self.ends.create_table);
+        put_pairs(&mut to, &self.ends.to_param);
+        let mut ctx = w.context();
+        ctx.from.blob = self.ends.gcs.apply(snapshot::StoreOptions {
+            s3_region: self.ends.s3_region.clone(),
+            s3_endpoint: self.ends.s3_endpoint.clone(),
+            ..Default::default()
+        });
+        ctx.from.client = Some(self.ends.from_conn.client_config()?);
+        let client = self.ends.to_conn.client_config()?;
+        ctx.to.tls = client.tls.clone();
+        ctx.to.client = Some(client);
+        ctx.allow_key_collisions = self.ends.allow_key_collisions;
+        ctx.read.metadata = self.ends.create_metadata;
+        Ok((from, to, ctx))
     }
 }
 
@@ -376,9 +379,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
-    let settings = args.settings()?;
-    let source = open_from(&args.ends.from, &settings).await?;
-    let sink = open_sink(&args.ends.to, &settings, &source).await?;
+    let (from, to, ctx) = args.parts()?;
+    let source = open_from(&args.ends.from, &from, &ctx).await?;
+    let sink = open_sink(&args.ends.to, &to, &ctx, &source).await?;
     // Selected after the sink is open: the sink (a live source's data streams) and the
     // key check see the source as opened.
     let selection = super::selection::Selection::parse(&args.ends.index, &args.ends.exclude_index)?;

@@ -46,8 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .await?;
         report_removed(&m.removed, args.delete_removed_indices);
         let source = opened(m.source, "snapshot");
-        let (sink, client) =
-            open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
+        let (sink, client) = open_target_sink(&args.target, args.worker.context(), &source).await?;
         let mut job = JobSpec::new(
             source.source,
             m.transform,

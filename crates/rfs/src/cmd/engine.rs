@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use connectors::SnapshotOptions;
-use connectors::{open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Settings};
+use connectors::{open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Params};
 use engine::phases::PhaseError;
 use engine::{Job, JobEnd, JobReport};
 use metadata::SourceMetadata;
 use tokio::sync::watch;
 
+use crate::args::params::{put, put_some};
 use crate::args::{FilterArgs, RepositoryArgs, SourceArgs, TargetArgs, WorkerArgs};
 use crate::exit;
 use crate::ui::TerminalProgress;
@@ -31,22 +31,13 @@ pub struct SnapshotMigration {
 }
 
 /// What the repository flags say about opening it.
-pub fn repository_settings(repo: &RepositoryArgs) -> Settings {
-    Settings {
-        store_options: repo.gcs.apply(snapshot::StoreOptions {
-            s3_region: repo.s3_region.clone(),
-            s3_endpoint: repo.s3_endpoint.clone(),
-            s3_access_key_id: repo.s3_access_key_id.clone(),
-            s3_secret_access_key: repo.s3_secret_access_key.clone(),
-            ..Default::default()
-        }),
-        ..Settings::default()
-    }
+pub fn repository_context(repo: &RepositoryArgs) -> connectors::Context {
+    repo.context()
 }
 
 /// Opens the snapshot through the connector registry (the repository location as the
-/// URL; the snapshot, the routing of `filter`, `since` and the reading options as
-/// settings) and puts the --transform program before its routes. With `since`, the
+/// URL; the snapshot, `since` and the reading options as parameters, the routing of
+/// `filter` in the context) and puts the --transform program before its routes. With `since`, the
 /// source is the delta from that earlier snapshot.
 pub async fn open_snapshot(
     source: &SourceArgs,
@@ -60,20 +51,19 @@ pub async fn open_snapshot(
             source.snapshot
         );
     }
-    let settings = Settings {
-        snapshot: Some(source.snapshot.clone()),
-        snapshot_options: SnapshotOptions {
-            split_docs: worker.map(|w| w.split_docs),
-            verify_checksums: worker.is_none_or(|w| !w.no_verify_checksums),
-            rebuild: source.rebuild.options(),
-        },
-        since: since.map(str::to_string),
-        routing: Some(filter.options()?),
-        any_state: true,
-        ..repository_settings(&source.repository)
-    };
+    let mut params = Params::new();
+    put(&mut params, "--snapshot", &source.snapshot);
+    match worker {
+        Some(w) => w.snapshot_params(&mut params),
+        None => put(&mut params, "--no-verify-checksums", true),
+    }
+    source.rebuild.params(&mut params);
+    put_some(&mut params, "--since", since);
+    params.set("any-state", "true");
+    let mut ctx = repository_context(&source.repository);
+    ctx.read.routing = Some(filter.options()?);
     let location = source.repository.location()?;
-    let opened = open_source_as("snapshot", location, &settings).await?;
+    let opened = open_source_as("snapshot", location, &params, &ctx).await?;
     let routed = opened
         .routed
         .context("a snapshot source opened without its routing")?;
@@ -99,16 +89,16 @@ pub async fn open_snapshot(
 
 /// The `_bulk` sink of `--target` (run, documents, redrive), through the connector
 /// registry: the URL as given (its path a prefix, never an index), the client the
-/// `--target-*` flags set up carried in `settings`, the URL without credentials as the
+/// `--target-*` flags set up carried in `ctx`, the URL without credentials as the
 /// sink's identity (as stores recorded it). Also returns the sink's client, for the
 /// command's other calls to the target.
 pub async fn open_target_sink(
     target: &TargetArgs,
-    settings: Settings,
+    ctx: connectors::Context,
     source: &OpenedSource,
 ) -> anyhow::Result<(BoxedSink, cluster::Client)> {
-    let settings = target.reached_by(settings)?;
-    let opened = open_sink(&target.target, &settings, source)
+    let (params, ctx) = target.reached_by(ctx)?;
+    let opened = open_sink(&target.target, &params, &ctx, source)
         .await
         .with_context(|| target.connecting())?;
     let client = opened

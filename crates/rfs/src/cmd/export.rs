@@ -6,14 +6,13 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use connectors::FileFormat;
-use connectors::SnapshotOptions;
-use connectors::{open_sink, open_source_as, Settings};
+use connectors::{open_sink, open_source_as, Params};
 use engine::Sink;
 use engine::{JobEnd, JobOptions};
 use programs::routes::Rename;
 
 use super::engine::{run_job, JobSpec, Watch};
+use crate::args::params::{put, put_some};
 use crate::args::RepositoryArgs;
 use crate::exit;
 use crate::runtime::runtime;
@@ -78,45 +77,49 @@ pub enum ExportFormat {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         // The snapshot through the connector registry: the repository location as the
-        // URL, the snapshot, --index patterns, --since and the reading options as settings.
+        // URL, the snapshot, --since and the reading options as parameters, --index
+        // patterns in the context.
         if args.since.since.as_deref() == Some(args.snapshot.as_str()) {
             anyhow::bail!(
                 "--since {} names the snapshot being exported; give the earlier one",
                 args.snapshot
             );
         }
-        let settings = Settings {
-            snapshot: Some(args.snapshot.clone()),
-            snapshot_options: SnapshotOptions {
-                split_docs: None,
-                verify_checksums: !args.no_verify_checksums,
-                rebuild: args.rebuild.options(),
-            },
-            since: args.since.since.clone(),
-            index_patterns: args.index.clone(),
-            ..super::engine::repository_settings(&args.repo)
-        };
-        let opened = open_source_as("snapshot", args.repo.location()?, &settings).await?;
+        let mut params = Params::new();
+        put(&mut params, "--snapshot", &args.snapshot);
+        put(&mut params, "--no-verify-checksums", !args.no_verify_checksums);
+        args.rebuild.params(&mut params);
+        put_some(&mut params, "--since", args.since.since.as_ref());
+        let mut ctx = super::engine::repository_context(&args.repo);
+        ctx.read.index_patterns = args.index.clone();
+        let opened = open_source_as("snapshot", args.repo.location()?, &params, &ctx).await?;
         let names = opened.groups;
         let source = opened.source;
         let removed = opened.removed;
         // The file sink through the connector registry: `--out` as a path (`-`: stdout),
-        // `--format` as a setting. A path that reads as a URL stays a path.
+        // `--format` as its parameter. A path that reads as a URL stays a path.
         let out = if connectors::scheme(&args.out).is_empty() {
             args.out.clone()
         } else {
             format!("./{}", args.out)
         };
-        let settings = Settings {
-            file_format: Some(match args.format {
-                ExportFormat::Jsonl => FileFormat::Jsonl,
-                ExportFormat::Bulk => FileFormat::Bulk,
-            }),
-            ..Settings::default()
-        };
-        let sink = open_sink(&out, &settings, &super::engine::opened(source.clone(), "snapshot"))
-            .await?
-            .sink;
+        let mut params = Params::new();
+        put(
+            &mut params,
+            "--format",
+            match args.format {
+                ExportFormat::Jsonl => "jsonl",
+                ExportFormat::Bulk => "bulk",
+            },
+        );
+        let sink = open_sink(
+            &out,
+            &params,
+            &connectors::Context::default(),
+            &super::engine::opened(source.clone(), "snapshot"),
+        )
+        .await?
+        .sink;
         // One file per exported index, also for an index without documents.
         sink.prepare(&names)?;
         let failures = connectors::failure_log::FailureLogAt::parse(&args.failure_log)

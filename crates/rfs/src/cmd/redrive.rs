@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use connectors::failure_log::FailureLogAt;
-use connectors::{open_source, Settings};
+use connectors::{open_source, Params};
 use engine::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
 use engine::BatchLimits;
 use engine::{JobEnd, JobOptions};
@@ -51,7 +51,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let shutdown = shutdown_signal();
         let source = open_source(
             &connectors::failure_log::url_of(&args.failure_log),
-            &Settings::default(),
+            &Params::new(),
+            &connectors::Context::default(),
         )
         .await?;
         for note in &source.notes {
@@ -62,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Some(p) => FailureLogAt::parse(p),
             None => log.remaining(),
         };
-        let settings = Settings {
+        let ctx = connectors::Context {
             batch: BatchLimits {
                 max_docs: args.max_batch_docs,
                 ..BatchLimits::default()
@@ -71,9 +72,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 refuse_exhausted_items: true,
                 ..cluster::BulkOptions::default()
             },
-            ..Settings::default()
+            ..connectors::Context::default()
         };
-        let (sink, _) = open_target_sink(&args.target, settings, &source).await?;
+        let (sink, _) = open_target_sink(&args.target, ctx, &source).await?;
         // What is not delivered this time (refused again, or not sendable from the log)
         // is the job's failure log: the remaining log.
         let remaining = remaining_at

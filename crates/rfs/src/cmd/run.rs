@@ -3,7 +3,7 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
-use connectors::{source_identity_as, Settings};
+use connectors::{source_identity_as, Context, Params};
 use engine::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
@@ -118,11 +118,13 @@ fn identity(args: &Args) -> anyhow::Result<coordination::Identity> {
             source_identity_as(
                 "snapshot",
                 args.source.repository.location()?,
-                &Settings {
-                    snapshot: Some(args.source.snapshot.clone()),
-                    since: args.since.since.clone(),
-                    ..Settings::default()
+                &{
+                    let mut p = Params::new();
+                    crate::args::params::put(&mut p, "--snapshot", &args.source.snapshot);
+                    crate::args::params::put_some(&mut p, "--since", args.since.since.as_ref());
+                    p
                 },
+                &Context::default(),
             )?,
             engine::job::identity_location(&args.target.target),
             args.worker.migration.as_deref(),
@@ -145,8 +147,7 @@ pub(super) async fn migrate(
     let m = open_snapshot(&source, &args.filter, Some(&args.worker), since).await?;
     report_removed(&m.removed, args.delete_removed_indices);
     let source = opened(m.source, "snapshot");
-    let (sink, client) =
-        open_target_sink(&args.target, args.worker.sink_settings(), &source).await?;
+    let (sink, client) = open_target_sink(&args.target, args.worker.context(), &source).await?;
     // A delta removes documents by id, which a target generating ids cannot do; so do the
     // deltas of --follow.
     let delta = match since {

@@ -13,7 +13,7 @@ use engine::generations::{
 use engine::JobEnd;
 use tokio::sync::watch;
 
-use super::engine::{finish, repository_settings, Role};
+use super::engine::{finish, repository_context, Role};
 use super::run::{migrate, Args};
 use crate::args::StoreArgs;
 use crate::exit;
@@ -96,7 +96,7 @@ pub async fn follow_repository(
 ) -> anyhow::Result<u8> {
     let lister = SnapshotLister::new(
         args.source.repository.location()?,
-        &repository_settings(&args.source.repository),
+        &repository_context(&args.source.repository),
     );
     let first = match engine::generations::load(base.as_ref()).await? {
         Some((state, _)) => state.applied,

@@ -9,17 +9,16 @@ use std::time::Duration;
 
 use ::verify::{verify, Options, Sample, VerifyReport};
 use anyhow::Context;
-use connectors::dynamodb::DynamoSettings;
-use connectors::table::TableSettings;
 use connectors::{
     open_lookup, open_sink, open_source_as, sink_identity, BoxedSource, KeyGuard, KeyOf,
-    OpenedLookup, OpenedSink, OpenedSource, Settings,
+    OpenedLookup, OpenedSink, OpenedSource, Params,
 };
 use metadata::Naming;
 use programs::routes::Rename;
-use table::{SlotRule, TableOptions};
+use table::SlotRule;
 
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
+use crate::args::params::{put, put_set, put_some};
 use crate::args::{usize_in, StoreArgs, WorkerArgs};
 use crate::exit;
 use crate::runtime::runtime;
@@ -146,17 +145,6 @@ fn parse_column(s: &str) -> Result<(String, String), String> {
     Ok((col.to_string(), name.to_string()))
 }
 
-/// `--where`: one predicate, never a second statement.
-fn check_where(s: &str) -> Result<(), String> {
-    if s.trim().is_empty() {
-        return Err("--where is empty".into());
-    }
-    if s.contains(';') {
-        return Err("--where holds one predicate, without `;`".into());
-    }
-    Ok(())
-}
-
 /// `--order`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Order {
@@ -192,12 +180,16 @@ impl std::fmt::Debug for TableArgs {
 }
 
 impl TableArgs {
-    /// `settings` with what the `--sink*` flags say to the sink the registry opens: TLS of
-    /// an `http(s)://` sink, whose URL must name the index (the identity stores recorded
-    /// is `BASE/INDEX`, the index decoded); DynamoDB's `--create-table`, key flags and
-    /// `--allow-key-collisions` (folded into its URL by the connector, refused by the
-    /// other sinks). The TLS flags with a DynamoDB sink are refused here.
-    fn sink_settings(&self, settings: Settings) -> anyhow::Result<Settings> {
+    /// The sink's parameters and `ctx` with what the `--sink*` flags say to the sink the
+    /// registry opens: TLS of an `http(s)://` sink, whose URL must name the index
+    /// (`path=index`: the identity stores recorded is `BASE/INDEX`, the index decoded);
+    /// DynamoDB's `--create-table` and key flags (folded into its URL by the connector,
+    /// refused by the other sinks) and `--allow-key-collisions`. The TLS flags with a
+    /// DynamoDB sink are refused here.
+    fn sink_parts(
+        &self,
+        mut ctx: connectors::Context,
+    ) -> anyhow::Result<(Params, connectors::Context)> {
         if connectors::sink_for(&self.sink)?.name == "dynamodb" {
             for (flag, set) in [
                 ("--sink-ca", self.sink_ca.is_some()),
@@ -210,21 +202,18 @@ impl TableArgs {
                 }
             }
         }
-        Ok(Settings {
-            tls: self.sink_tls(),
-            sink_index_named: true,
-            dynamodb: DynamoSettings {
-                create_table: self.create_table,
-                partition_key: self.partition_key.clone(),
-                sort_key: self.sort_key.clone(),
-                allow_key_collisions: self.allow_key_collisions,
-            },
-            ..settings
-        })
+        let mut params = Params::new();
+        params.offer("--sink", "path", "index");
+        put_set(&mut params, "--create-table", self.create_table);
+        put_some(&mut params, "--partition-key", self.partition_key.as_ref());
+        put_some(&mut params, "--sort-key", self.sort_key.as_ref());
+        ctx.to.tls = self.sink_tls();
+        ctx.allow_key_collisions = self.allow_key_collisions;
+        Ok((params, ctx))
     }
 
     /// The sink `--sink` names, through the connector registry (see
-    /// [`Self::sink_settings`]): `_bulk`, files, or DynamoDB (the table checked against
+    /// [`Self::sink_parts`]): `_bulk`, files, or DynamoDB (the table checked against
     /// the key mapping, which must be unique in the source table, or created with
     /// `--create-table`; rows converted with the source's column types).
     async fn open_sink(
@@ -232,16 +221,16 @@ impl TableArgs {
         worker: &WorkerArgs,
         source: &OpenedSource,
     ) -> anyhow::Result<OpenedSink> {
-        let settings = self.sink_settings(worker.sink_settings())?;
-        Ok(open_sink(&self.sink, &settings, source).await?)
+        let (params, ctx) = self.sink_parts(worker.context())?;
+        Ok(open_sink(&self.sink, &params, &ctx, source).await?)
     }
 
     /// A lookup on what `--sink` holds, through the connector registry (as `rfs verify
     /// --to` opens one): `_mget`, the directory's files, or DynamoDB `BatchGetItem` with
     /// the rows converted as the sink converts them (the table must exist).
     async fn open_lookup(&self, source: &OpenedSource) -> anyhow::Result<OpenedLookup> {
-        let settings = self.sink_settings(Settings::default())?;
-        open_lookup(&self.sink, &settings, &source.shape())
+        let (params, ctx) = self.sink_parts(connectors::Context::default())?;
+        open_lookup(&self.sink, &params, &ctx, &source.shape())
             .await
             .with_context(|| format!("--sink {}", redact::url(&self.sink)))
     }
@@ -272,11 +261,9 @@ impl TableArgs {
     }
 
     /// Connects to the table and builds the source, through the connector registry: the
-    /// `--source` URL with the table, key, slot rule, bounds and order as settings.
-    pub async fn source(&self, pool_size: usize) -> anyhow::Result<OpenedSource> {
-        if let Some(w) = &self.filter {
-            check_where(w).map_err(anyhow::Error::msg)?;
-        }
+    /// `--source` URL with the table, key, slot rule, bounds, order, reading and filter
+    /// flags as parameters; a connection pool of `parallel` plus 2.
+    pub async fn source(&self, parallel: usize) -> anyhow::Result<OpenedSource> {
         if !matches!(
             connectors::scheme(&self.source).as_str(),
             "postgres" | "postgresql"
@@ -286,28 +273,39 @@ impl TableArgs {
                 redact::url(&self.source)
             );
         }
-        let settings = Settings {
-            table: TableSettings {
-                options: TableOptions {
-                    page_rows: self.page_rows,
-                    statement_timeout: Duration::from_secs(self.statement_timeout),
-                    attempts: self.source_attempts,
-                    pool_size,
-                    columns: self.columns.clone(),
-                    filter: self.filter.clone(),
-                    ..TableOptions::default()
-                },
-                name: Some(self.table.clone()),
-                key: Some(self.key.clone()),
-                slots: self.slots,
-                rule: self.slot_by,
-                from: self.from.clone(),
-                until: self.until.clone(),
-                newest_first: self.order == Order::NewestFirst,
+        let mut p = Params::new();
+        put(&mut p, "--table", &self.table);
+        put(&mut p, "--key", &self.key);
+        put_some(&mut p, "--slots", self.slots);
+        put_some(
+            &mut p,
+            "--slot-by",
+            crate::args::params::slot_by(self.slot_by),
+        );
+        put_some(&mut p, "--from", self.from.as_ref());
+        put_some(&mut p, "--until", self.until.as_ref());
+        put(
+            &mut p,
+            "--order",
+            match self.order {
+                Order::OldestFirst => "oldest-first",
+                Order::NewestFirst => "newest-first",
             },
-            ..Settings::default()
+        );
+        put(&mut p, "--page-rows", self.page_rows);
+        put(&mut p, "--statement-timeout", self.statement_timeout);
+        put(&mut p, "--source-attempts", self.source_attempts);
+        put_some(
+            &mut p,
+            "--columns",
+            crate::args::params::columns(&self.columns),
+        );
+        put_some(&mut p, "--where", self.filter.as_ref());
+        let ctx = connectors::Context {
+            parallel,
+            ..connectors::Context::default()
         };
-        Ok(open_source_as("table", &self.source, &settings).await?)
+        Ok(open_source_as("table", &self.source, &p, &ctx).await?)
     }
 }
 
@@ -408,7 +406,7 @@ pub fn run(cmd: Command) -> anyhow::Result<u8> {
 async fn run_table(args: RunArgs) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
     let parallel = args.worker.parallel();
-    let source = args.table.source(parallel + 2).await?;
+    let source = args.table.source(parallel).await?;
     let store = args.store.open().await?;
     let group = table_of(&source);
     let failures = args.worker.failure_log()?;
@@ -461,9 +459,9 @@ fn rename_to(group: &str, index: &str) -> Rename {
 }
 
 async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
-    let source = args.table.source(4).await?;
-    let settings = args.table.sink_settings(Settings::default())?;
-    let identity = sink_identity(&args.table.sink, &settings)?;
+    let source = args.table.source(2).await?;
+    let (params, ctx) = args.table.sink_parts(connectors::Context::default())?;
+    let identity = sink_identity(&args.table.sink, &params, &ctx)?;
     // The store says whether the migration is over; verifying a running one finds rows
     // missing that are still on their way. Verifying never creates a store.
     match args.store.open_existing().await {

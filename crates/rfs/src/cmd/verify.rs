@@ -21,12 +21,12 @@ use anyhow::Context;
 use ::verify::{verify, Options, Sample};
 use connectors::cluster::listing;
 use connectors::lookup::Lookup;
-use connectors::{open_lookup, sink_identity, Settings, SourceShape};
+use connectors::{open_lookup, sink_identity, Params, SourceShape};
 use engine::transform::Transform;
 use engine::Source;
 
 use super::copy::{open_from, FromSpec};
-use super::engine::{open_snapshot, repository_settings};
+use super::engine::{open_snapshot, repository_context};
 use crate::args::{usize_in, FilterArgs, RebuildArgs, RebuildSource, SourceArgs, TargetArgs};
 use crate::exit;
 use crate::runtime::runtime;
@@ -191,8 +191,9 @@ async fn open_target(
 ) -> anyhow::Result<(Box<dyn Lookup>, Arc<dyn Transform>, String)> {
     match (&args.to, args.target.target.is_empty()) {
         (Some(to), _) => {
-            let identity = sink_identity(to, &Settings::default())?;
-            let opened = open_lookup(to, &Settings::default(), shape)
+            let ctx = connectors::Context::default();
+            let identity = sink_identity(to, &Params::new(), &ctx)?;
+            let opened = open_lookup(to, &Params::new(), &ctx, shape)
                 .await
                 .context("opening the target")?;
             if let (Some(index), false) = (&opened.index, index_allowed) {
@@ -207,8 +208,8 @@ async fn open_target(
         (None, false) => {
             // A cluster, reached as `rfs run` writes it.
             let target = &args.target.target;
-            let settings = args.target.reached_by(Settings::default())?;
-            let opened = open_lookup(target, &settings, &SourceShape::default())
+            let (params, ctx) = args.target.reached_by(connectors::Context::default())?;
+            let opened = open_lookup(target, &params, &ctx, &SourceShape::default())
                 .await
                 .with_context(|| args.target.connecting())?;
             Ok((
@@ -290,20 +291,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 // URL's base and, unless a flag authenticates, its userinfo.
                 let flags = Some(args.from_conn.client_config()?);
                 let snapshot = &args.source.snapshot;
-                let mut settings = FromSpec {
+                let params = FromSpec {
                     snapshot: (!snapshot.is_empty()).then(|| snapshot.clone()),
-                    store_options: repository_settings(&args.source.repository).store_options,
                     // As copy reads by default: shard files checked, `_source` rebuilt.
-                    snapshot_options: connectors::SnapshotOptions {
-                        verify_checksums: true,
-                        ..Default::default()
-                    },
+                    split_docs: None,
+                    verify_checksums: true,
                     item_bytes: None,
                     slices: 1,
                 }
-                .settings();
-                settings.source_client = flags.clone();
-                let opened = open_from(from, &settings).await?;
+                .params();
+                let mut ctx = repository_context(&args.source.repository);
+                ctx.from.client = flags.clone();
+                let opened = open_from(from, &params, &ctx).await?;
                 if opened.kind == "cluster" {
                     // The indices the pattern matches, by verify's own request: any the
                     // copy's source left out is named.

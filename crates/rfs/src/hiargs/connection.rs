@@ -31,14 +31,15 @@ impl TargetArgs {
         self.connection().config()
     }
 
-    /// `settings` for the registry to reach the `--target` cluster as `rfs run` writes it:
-    /// the flags' client (the URL says where, the flags say how), the URL's path a base
-    /// path, never an index. A URL that is no http(s) one is refused; the error, like the
-    /// registry's, is read under "connecting to the target URL" (see [`Self::connecting`]).
+    /// `ctx` and the sink's parameters for the registry to reach the `--target` cluster as
+    /// `rfs run` writes it: the flags' client (the URL says where, the flags say how), the
+    /// URL's path a base path (`path=base`), never an index. A URL that is no http(s) one
+    /// is refused; the error, like the registry's, is read under "connecting to the
+    /// target URL" (see [`Self::connecting`]).
     pub fn reached_by(
         &self,
-        mut settings: connectors::Settings,
-    ) -> anyhow::Result<connectors::Settings> {
+        mut ctx: connectors::Context,
+    ) -> anyhow::Result<(connectors::Params, connectors::Context)> {
         if !matches!(connectors::scheme(&self.target).as_str(), "http" | "https") {
             anyhow::bail!(
                 "{}: the URL's scheme must be http or https",
@@ -47,9 +48,8 @@ impl TargetArgs {
         }
         let mut client = self.config()?;
         client.urls.clear();
-        settings.sink_client = Some(client);
-        settings.sink_path_is_base = true;
-        Ok(settings)
+        ctx.to.client = Some(client);
+        Ok((connectors::Params::new().with("path", "base"), ctx))
     }
 
     /// What an error reaching the target is said under.
@@ -223,7 +223,7 @@ impl<E: End> EndConnectionArgs<E> {
     }
 
     /// The end's client configuration without URLs (the `--from` / `--to` URL says where;
-    /// `connectors::Settings::{source_client, sink_client}`).
+    /// `connectors::End::client` of the context).
     pub fn client_config(&self) -> anyhow::Result<cluster::ClientConfig> {
         self.connection().client_config()
     }

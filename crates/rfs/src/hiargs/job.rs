@@ -95,21 +95,32 @@ impl WorkerArgs {
         Ok(Arc::new(log))
     }
 
-    /// What these flags say about the sinks the connector registry opens (batches, `_bulk`
-    /// options, requests in flight, rates, DynamoDB's throttle budget, this process's
-    /// file tag); the command adds what its own flags say.
-    pub fn sink_settings(&self) -> connectors::Settings {
+    /// What these flags say to every connector the registry opens (batches, `_bulk`
+    /// options, parallelism, requests in flight, rates, the throttle budget, this
+    /// process's tag); the command adds how its ends are reached.
+    pub fn context(&self) -> connectors::Context {
         let rate = |r: Option<f64>| r.filter(|r| r.is_finite() && *r > 0.0);
-        connectors::Settings {
+        connectors::Context {
             batch: self.batch_limits(),
             bulk: self.bulk_options(),
+            parallel: self.parallel(),
             max_in_flight: self.concurrency.max(1).saturating_mul(self.parallel()),
-            max_docs_per_sec: rate(self.max_docs_per_sec),
-            max_bytes_per_sec: rate(self.max_bytes_per_sec),
-            dynamo_throttle_budget: Some(throttle_budget(self.lease_seconds)),
-            file_tag: Some(process_tag()),
-            ..connectors::Settings::default()
+            rates: connectors::Rates {
+                docs_per_sec: rate(self.max_docs_per_sec),
+                bytes_per_sec: rate(self.max_bytes_per_sec),
+            },
+            throttle_budget: Some(throttle_budget(self.lease_seconds)),
+            process_tag: Some(process_tag()),
+            ..connectors::Context::default()
         }
+    }
+
+    /// The snapshot-reading parameters these flags give (`--split-docs`,
+    /// `--no-verify-checksums`), for whichever source takes them.
+    pub fn snapshot_params(&self, params: &mut connectors::Params) {
+        use crate::args::params::put;
+        put(params, "--split-docs", self.split_docs);
+        put(params, "--no-verify-checksums", !self.no_verify_checksums);
     }
 
     /// `--server-generated-ids` as the bulk sender takes it.

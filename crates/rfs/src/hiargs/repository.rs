@@ -18,6 +18,24 @@ impl GcsArgs {
 }
 
 impl RepositoryArgs {
+    /// How the repository is reached: the source end of the connectors' context.
+    pub fn context(&self) -> connectors::Context {
+        let mut ctx = connectors::Context::default();
+        ctx.from.blob = self.blob_options();
+        ctx
+    }
+
+    /// The object store's credentials and endpoints these flags give.
+    pub fn blob_options(&self) -> snapshot::StoreOptions {
+        self.gcs.apply(snapshot::StoreOptions {
+            s3_region: self.s3_region.clone(),
+            s3_endpoint: self.s3_endpoint.clone(),
+            s3_access_key_id: self.s3_access_key_id.clone(),
+            s3_secret_access_key: self.s3_secret_access_key.clone(),
+            ..Default::default()
+        })
+    }
+
     /// The repository location: the positional argument, else --repo / RFS_REPO.
     pub fn location(&self) -> anyhow::Result<&str> {
         self.repo_arg
@@ -29,13 +47,7 @@ impl RepositoryArgs {
     /// Opens the blob store and reads the repository data.
     pub fn open(&self) -> anyhow::Result<snapshot::Repository> {
         let location = self.location()?;
-        let opts = self.gcs.apply(snapshot::StoreOptions {
-            s3_region: self.s3_region.clone(),
-            s3_endpoint: self.s3_endpoint.clone(),
-            s3_access_key_id: self.s3_access_key_id.clone(),
-            s3_secret_access_key: self.s3_secret_access_key.clone(),
-            ..Default::default()
-        });
+        let opts = self.blob_options();
         let shown = redact::url(location);
         // The store's error names the location.
         let store: Arc<dyn snapshot::BlobStore> =
@@ -45,15 +57,23 @@ impl RepositoryArgs {
 }
 
 impl RebuildArgs {
-    pub fn options(&self) -> snapshot::RebuildOptions {
-        snapshot::RebuildOptions {
-            mode: match self.rebuild_source {
-                RebuildSource::Auto => snapshot::RebuildMode::Auto,
-                RebuildSource::Off => snapshot::RebuildMode::Off,
+    /// The snapshot-reading parameters these flags give, for whichever source takes them.
+    pub fn params(&self, params: &mut connectors::Params) {
+        use crate::args::params::{put, put_set};
+        put(
+            params,
+            "--rebuild-source",
+            match self.rebuild_source {
+                RebuildSource::Auto => "auto",
+                RebuildSource::Off => "off",
             },
-            allow_partial: self.allow_partial_source,
-            prefer_recovery_source: self.prefer_recovery_source,
-        }
+        );
+        put_set(params, "--allow-partial-source", self.allow_partial_source);
+        put_set(
+            params,
+            "--prefer-recovery-source",
+            self.prefer_recovery_source,
+        );
     }
 }
 
