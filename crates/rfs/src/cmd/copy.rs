@@ -1,7 +1,7 @@
 //! `rfs copy --from URL --to URL`: any source into any sink through the connector registry
 //! (`connectors`), one job, any number of identical processes sharing the store.
 
-use connectors::{open_sink, open_source, Context, OpenedSource, Params};
+use connectors::{OpenedSource, Params};
 
 use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
 use crate::args::TransformArgs;
@@ -303,7 +303,7 @@ fn sink_url(v: &str) -> Result<String, String> {
 }
 
 /// How a `--from` source is read, as `rfs copy` takes it: `rfs verify --from` opens its
-/// source with the same parameters (through [`open_from`]), so both read the same
+/// source with the same parameters (through [`crate::hiargs::Parts::source`]), so both read the same
 /// documents and the source names itself alike in the store. The reading options that
 /// do not change what is read (a worker's pool size, work-item sizes) are added by copy.
 pub struct FromSpec {
@@ -328,15 +328,9 @@ impl FromSpec {
     }
 }
 
-/// Opens the source `from` names through the connector registry (copy's and verify's
-/// `--from`).
-pub async fn open_from(from: &str, params: &Params, ctx: &Context) -> anyhow::Result<OpenedSource> {
-    Ok(open_source(from, params, ctx).await?)
-}
-
 impl Args {
     /// What the flags say about the parts: each end's parameters and the shared context.
-    fn parts(&self) -> anyhow::Result<(Params, Params, Context)> {
+    fn parts(&self) -> anyhow::Result<crate::hiargs::Parts> {
         use crate::args::params::{put_pairs, put_set};
         self.ends.connection_flags_fit(self.worker.create_only)?;
         let w = &self.worker;
@@ -369,7 +363,7 @@ impl Args {
         ctx.to.client = Some(client);
         ctx.allow_key_collisions = self.ends.allow_key_collisions;
         ctx.read.metadata = self.ends.create_metadata;
-        Ok((from, to, ctx))
+        Ok(crate::hiargs::Parts::new(ctx).from(from).to(to))
     }
 }
 
@@ -379,9 +373,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
-    let (from, to, ctx) = args.parts()?;
-    let source = open_from(&args.ends.from, &from, &ctx).await?;
-    let sink = open_sink(&args.ends.to, &to, &ctx, &source).await?;
+    let parts = args.parts()?;
+    let source = parts.source(&args.ends.from).await?;
+    let sink = parts.sink(&args.ends.to, &source).await?;
     // Selected after the sink is open: the sink (a live source's data streams) and the
     // key check see the source as opened.
     let selection = super::selection::Selection::parse(&args.ends.index, &args.ends.exclude_index)?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use connectors::{open_sink, open_source_as, BoxedSink, BoxedSource, OpenedSource, Params};
+use connectors::{BoxedSink, BoxedSource, OpenedSource, Params};
 use engine::phases::PhaseError;
 use engine::{Job, JobEnd, JobReport};
 use metadata::SourceMetadata;
@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use crate::args::params::{put, put_some};
 use crate::args::{FilterArgs, RepositoryArgs, SourceArgs, TargetArgs, WorkerArgs};
 use crate::exit;
+use crate::hiargs::Parts;
 use crate::ui::TerminalProgress;
 
 /// A snapshot opened for a migration: its metadata, where each document goes, and the
@@ -63,7 +64,10 @@ pub async fn open_snapshot(
     let mut ctx = repository_context(&source.repository);
     ctx.read.routing = Some(filter.options()?);
     let location = source.repository.location()?;
-    let opened = open_source_as("snapshot", location, &params, &ctx).await?;
+    let opened = Parts::new(ctx)
+        .from(params)
+        .source_as("snapshot", location)
+        .await?;
     let routed = opened
         .routed
         .context("a snapshot source opened without its routing")?;
@@ -97,8 +101,9 @@ pub async fn open_target_sink(
     ctx: connectors::Context,
     source: &OpenedSource,
 ) -> anyhow::Result<(BoxedSink, cluster::Client)> {
-    let (params, ctx) = target.reached_by(ctx)?;
-    let opened = open_sink(&target.target, &params, &ctx, source)
+    let opened = target
+        .reached_by(ctx)?
+        .sink(&target.target, source)
         .await
         .with_context(|| target.connecting())?;
     let client = opened

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use connectors::{open_sink, open_source_as, Params};
+use connectors::Params;
 use engine::Sink;
 use engine::{JobEnd, JobOptions};
 use programs::routes::Rename;
@@ -15,6 +15,7 @@ use super::engine::{run_job, JobSpec, Watch};
 use crate::args::params::{put, put_some};
 use crate::args::RepositoryArgs;
 use crate::exit;
+use crate::hiargs::Parts;
 use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
@@ -92,7 +93,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         put_some(&mut params, "--since", args.since.since.as_ref());
         let mut ctx = super::engine::repository_context(&args.repo);
         ctx.read.index_patterns = args.index.clone();
-        let opened = open_source_as("snapshot", args.repo.location()?, &params, &ctx).await?;
+        let opened = Parts::new(ctx)
+            .from(params)
+            .source_as("snapshot", args.repo.location()?)
+            .await?;
         let names = opened.groups;
         let source = opened.source;
         let removed = opened.removed;
@@ -112,14 +116,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 ExportFormat::Bulk => "bulk",
             },
         );
-        let sink = open_sink(
-            &out,
-            &params,
-            &connectors::Context::default(),
-            &super::engine::opened(source.clone(), "snapshot"),
-        )
-        .await?
-        .sink;
+        let sink = Parts::default()
+            .to(params)
+            .sink(&out, &super::engine::opened(source.clone(), "snapshot"))
+            .await?
+            .sink;
         // One file per exported index, also for an index without documents.
         sink.prepare(&names)?;
         let failures = connectors::failure_log::FailureLogAt::parse(&args.failure_log)

@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use connectors::failure_log::FailureLogAt;
-use connectors::{open_source, Params};
 use engine::failure_log::{NO_SOURCE, SKIPPED_BY_SOURCE};
 use engine::BatchLimits;
 use engine::{JobEnd, JobOptions};
@@ -49,12 +48,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     runtime()?.block_on(async move {
         let shutdown = shutdown_signal();
-        let source = open_source(
-            &connectors::failure_log::url_of(&args.failure_log),
-            &Params::new(),
-            &connectors::Context::default(),
-        )
-        .await?;
+        let source = crate::hiargs::Parts::default()
+            .source(&connectors::failure_log::url_of(&args.failure_log))
+            .await?;
         for note in &source.notes {
             tracing::info!("{note}");
         }

@@ -3,7 +3,7 @@
 //! optional snapshot creation on a source cluster, metadata (templates, then indices),
 //! work items, documents; one worker at a time is the keeper that marks the end.
 
-use connectors::{source_identity_as, Context, Params};
+use connectors::Params;
 use engine::phases::{
     guarded_phase, PhaseError, PHASE_METADATA, PHASE_REMOVED_INDICES, PHASE_SNAPSHOT,
 };
@@ -115,17 +115,14 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
 fn identity(args: &Args) -> anyhow::Result<coordination::Identity> {
     Ok(engine::job::with_program(
         engine::job::identity_from(
-            source_identity_as(
-                "snapshot",
-                args.source.repository.location()?,
-                &{
+            crate::hiargs::Parts::default()
+                .from({
                     let mut p = Params::new();
                     crate::args::params::put(&mut p, "--snapshot", &args.source.snapshot);
                     crate::args::params::put_some(&mut p, "--since", args.since.since.as_ref());
                     p
-                },
-                &Context::default(),
-            )?,
+                })
+                .source_identity_as("snapshot", args.source.repository.location()?)?,
             engine::job::identity_location(&args.target.target),
             args.worker.migration.as_deref(),
         ),

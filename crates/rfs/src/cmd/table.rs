@@ -9,10 +9,7 @@ use std::time::Duration;
 
 use ::verify::{verify, Options, Sample, VerifyReport};
 use anyhow::Context;
-use connectors::{
-    open_lookup, open_sink, open_source_as, sink_identity, BoxedSource, KeyGuard, KeyOf,
-    OpenedLookup, OpenedSink, OpenedSource, Params,
-};
+use connectors::{BoxedSource, KeyGuard, KeyOf, OpenedLookup, OpenedSink, OpenedSource, Params};
 use metadata::Naming;
 use programs::routes::Rename;
 use table::SlotRule;
@@ -21,6 +18,7 @@ use super::engine::{finish, run_job, shutdown_signal, JobSpec, Role, Watch};
 use crate::args::params::{put, put_set, put_some};
 use crate::args::{usize_in, StoreArgs, WorkerArgs};
 use crate::exit;
+use crate::hiargs::Parts;
 use crate::runtime::runtime;
 
 #[derive(Debug, clap::Subcommand)]
@@ -186,10 +184,7 @@ impl TableArgs {
     /// DynamoDB's `--create-table` and key flags (folded into its URL by the connector,
     /// refused by the other sinks) and `--allow-key-collisions`. The TLS flags with a
     /// DynamoDB sink are refused here.
-    fn sink_parts(
-        &self,
-        mut ctx: connectors::Context,
-    ) -> anyhow::Result<(Params, connectors::Context)> {
+    fn sink_parts(&self, mut ctx: connectors::Context) -> anyhow::Result<Parts> {
         if connectors::sink_for(&self.sink)?.name == "dynamodb" {
             for (flag, set) in [
                 ("--sink-ca", self.sink_ca.is_some()),
@@ -209,7 +204,7 @@ impl TableArgs {
         put_some(&mut params, "--sort-key", self.sort_key.as_ref());
         ctx.to.tls = self.sink_tls();
         ctx.allow_key_collisions = self.allow_key_collisions;
-        Ok((params, ctx))
+        Ok(Parts::new(ctx).to(params))
     }
 
     /// The sink `--sink` names, through the connector registry (see
@@ -221,16 +216,18 @@ impl TableArgs {
         worker: &WorkerArgs,
         source: &OpenedSource,
     ) -> anyhow::Result<OpenedSink> {
-        let (params, ctx) = self.sink_parts(worker.context())?;
-        Ok(open_sink(&self.sink, &params, &ctx, source).await?)
+        Ok(self
+            .sink_parts(worker.context())?
+            .sink(&self.sink, source)
+            .await?)
     }
 
     /// A lookup on what `--sink` holds, through the connector registry (as `rfs verify
     /// --to` opens one): `_mget`, the directory's files, or DynamoDB `BatchGetItem` with
     /// the rows converted as the sink converts them (the table must exist).
     async fn open_lookup(&self, source: &OpenedSource) -> anyhow::Result<OpenedLookup> {
-        let (params, ctx) = self.sink_parts(connectors::Context::default())?;
-        open_lookup(&self.sink, &params, &ctx, &source.shape())
+        self.sink_parts(connectors::Context::default())?
+            .lookup(&self.sink, &source.shape())
             .await
             .with_context(|| format!("--sink {}", redact::url(&self.sink)))
     }
@@ -305,7 +302,10 @@ impl TableArgs {
             parallel,
             ..connectors::Context::default()
         };
-        Ok(open_source_as("table", &self.source, &p, &ctx).await?)
+        Ok(Parts::new(ctx)
+            .from(p)
+            .source_as("table", &self.source)
+            .await?)
     }
 }
 
@@ -460,8 +460,10 @@ fn rename_to(group: &str, index: &str) -> Rename {
 
 async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let source = args.table.source(2).await?;
-    let (params, ctx) = args.table.sink_parts(connectors::Context::default())?;
-    let identity = sink_identity(&args.table.sink, &params, &ctx)?;
+    let identity = args
+        .table
+        .sink_parts(connectors::Context::default())?
+        .sink_identity(&args.table.sink)?;
     // The store says whether the migration is over; verifying a running one finds rows
     // missing that are still on their way. Verifying never creates a store.
     match args.store.open_existing().await {

@@ -10,7 +10,7 @@
 //! is whatever sink the URL names (as `rfs copy --to` names it: a cluster, files, DynamoDB),
 //! looked up through the same port (`connectors::lookup`). With `--from URL` instead of a
 //! repository, the source is whatever `rfs copy --from` names (a repository, JSON lines, a
-//! live cluster, a table), opened the same way ([`super::copy::open_from`]), so verify
+//! live cluster, a table), opened the same way ([`crate::hiargs::Parts::source`] with [`super::copy::FromSpec`]), so verify
 //! reads the documents copy read.
 
 use std::collections::HashSet;
@@ -21,14 +21,15 @@ use anyhow::Context;
 use ::verify::{verify, Options, Sample};
 use connectors::cluster::listing;
 use connectors::lookup::Lookup;
-use connectors::{open_lookup, sink_identity, Params, SourceShape};
+use connectors::SourceShape;
 use engine::transform::Transform;
 use engine::Source;
 
-use super::copy::{open_from, FromSpec};
+use super::copy::FromSpec;
 use super::engine::{open_snapshot, repository_context};
 use crate::args::{usize_in, FilterArgs, RebuildArgs, RebuildSource, SourceArgs, TargetArgs};
 use crate::exit;
+use crate::hiargs::Parts;
 use crate::runtime::runtime;
 
 #[derive(Debug, clap::Args)]
@@ -191,9 +192,10 @@ async fn open_target(
 ) -> anyhow::Result<(Box<dyn Lookup>, Arc<dyn Transform>, String)> {
     match (&args.to, args.target.target.is_empty()) {
         (Some(to), _) => {
-            let ctx = connectors::Context::default();
-            let identity = sink_identity(to, &Params::new(), &ctx)?;
-            let opened = open_lookup(to, &Params::new(), &ctx, shape)
+            let parts = Parts::default();
+            let identity = parts.sink_identity(to)?;
+            let opened = parts
+                .lookup(to, shape)
                 .await
                 .context("opening the target")?;
             if let (Some(index), false) = (&opened.index, index_allowed) {
@@ -208,8 +210,10 @@ async fn open_target(
         (None, false) => {
             // A cluster, reached as `rfs run` writes it.
             let target = &args.target.target;
-            let (params, ctx) = args.target.reached_by(connectors::Context::default())?;
-            let opened = open_lookup(target, &params, &ctx, &SourceShape::default())
+            let opened = args
+                .target
+                .reached_by(connectors::Context::default())?
+                .lookup(target, &SourceShape::default())
                 .await
                 .with_context(|| args.target.connecting())?;
             Ok((
@@ -302,7 +306,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .params();
                 let mut ctx = repository_context(&args.source.repository);
                 ctx.from.client = flags.clone();
-                let opened = open_from(from, &params, &ctx).await?;
+                let opened = Parts::new(ctx).from(params).source(from).await?;
                 if opened.kind == "cluster" {
                     // The indices the pattern matches, by verify's own request: any the
                     // copy's source left out is named.

@@ -31,15 +31,12 @@ impl TargetArgs {
         self.connection().config()
     }
 
-    /// `ctx` and the sink's parameters for the registry to reach the `--target` cluster as
+    /// The parts (`ctx` and the sink's parameters) for the registry to reach the `--target` cluster as
     /// `rfs run` writes it: the flags' client (the URL says where, the flags say how), the
     /// URL's path a base path (`path=base`), never an index. A URL that is no http(s) one
     /// is refused; the error, like the registry's, is read under "connecting to the
     /// target URL" (see [`Self::connecting`]).
-    pub fn reached_by(
-        &self,
-        mut ctx: connectors::Context,
-    ) -> anyhow::Result<(connectors::Params, connectors::Context)> {
+    pub fn reached_by(&self, mut ctx: connectors::Context) -> anyhow::Result<super::Parts> {
         if !matches!(connectors::scheme(&self.target).as_str(), "http" | "https") {
             anyhow::bail!(
                 "{}: the URL's scheme must be http or https",
@@ -49,7 +46,7 @@ impl TargetArgs {
         let mut client = self.config()?;
         client.urls.clear();
         ctx.to.client = Some(client);
-        Ok((connectors::Params::new().with("path", "base"), ctx))
+        Ok(super::Parts::new(ctx).to(connectors::Params::new().with("path", "base")))
     }
 
     /// What an error reaching the target is said under.
