@@ -79,4 +79,13 @@ pub struct Reading {
     /// (settings, mappings, aliases; a snapshot's templates too) into
     /// [`crate::OpenedSource::metadata`] (`rfs copy --create-metadata`).
     pub metadata: bool,
+    /// The source's groups the command copies (`--index`/`--exclude-index` applied), for
+    /// a sink that makes something per group before any document: a `_bulk` sink creates
+    /// only the data streams of a live source whose backing indices are among them.
+    /// `None`: every group.
+    pub chosen: Option<Vec<String>>,
+    /// The target names the command gives the source's indices (`--rename`,
+    /// `--index-prefix`, `--index-suffix`): a `_bulk` sink refuses to create a live
+    /// source's data stream under another name. `None`: each keeps its own.
+    pub naming: Option<metadata::Naming>,
 }

@@ -373,3 +373,44 @@ fn create_metadata_from_a_live_cluster_creates_the_indices_first() {
     assert!(r.all().contains("holds no index definitions"), "{r}");
     assert!(!target.index_names().contains(&"a".to_string()));
 }
+
+/// A data stream whose backing indices are left out (`--exclude-index`) is not created on
+/// the target, nor its templates; one that `--rename` would rename is refused before the
+/// target is touched, naming the stream and the name it would get. Failed before: the
+/// excluded stream was created (empty) with its templates, and the renamed one was
+/// created under its own name while its documents went into an ordinary index
+/// `logs-new`.
+#[test]
+fn an_excluded_stream_is_not_created_and_a_renamed_one_is_refused() {
+    let src = source_with_a_stream();
+    let target = TestServer::start(ServerConfig::opensearch("2.11.0"));
+    let from = format!("{}/books,logs-app", src.server.url());
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        dir.path(),
+        &from,
+        &target.url(),
+        &["--exclude-index", ".ds-logs-app-*"],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert_eq!(read_back(&target.url(), "books"), src.books);
+    assert!(target.data_streams().is_empty(), "{:?}", target.data_streams());
+    assert!(!target.index_templates().contains_key("logs-app-template"));
+    assert_eq!(target.index_names(), vec!["books".to_string()]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(copy(
+        dir.path(),
+        &from,
+        &target.url(),
+        &["--rename", "logs-app=logs-new"],
+    ));
+    assert_eq!(r.code, Some(1), "{r}");
+    assert!(
+        r.all()
+            .contains("data stream logs-app would be renamed to logs-new"),
+        "{r}"
+    );
+    assert!(target.data_streams().is_empty(), "{:?}", target.data_streams());
+    assert_eq!(target.index_names(), vec!["books".to_string()]);
+}

@@ -8,7 +8,7 @@ use super::{
     SinkConnector, SourceShape,
 };
 use crate::client::{client_config, with_flags};
-use crate::cluster::{stream_metadata, ClusterSource};
+use crate::cluster::{stream_metadata, ClusterSource, LiveStream};
 use options::PathIs;
 
 mod dates;
@@ -130,7 +130,12 @@ async fn open(
     // for everything): created first, then written with `create`.
     let streams = match (&index, source.source.downcast::<ClusterSource>()) {
         (None, Some(live)) if !live.data_streams().is_empty() => {
-            create_streams(url, &client, &live).await?
+            let chosen = chosen_streams(url, &live, &ctx.read)?;
+            if chosen.is_empty() {
+                Vec::new()
+            } else {
+                create_streams(url, &client, *live.version(), &chosen).await?
+            }
         }
         _ => Vec::new(),
     };
@@ -155,6 +160,45 @@ async fn open(
     })
 }
 
+/// The live source's data streams the command copies: those with a backing index among
+/// the chosen groups (an excluded stream is not created); refused, naming it, when the
+/// command would rename one (a data stream is created under its own name, and documents
+/// written under another would make an ordinary index of that name).
+fn chosen_streams(
+    url: &str,
+    live: &ClusterSource,
+    read: &crate::Reading,
+) -> Result<Vec<LiveStream>, ConnectError> {
+    let mut out = Vec::new();
+    for s in live.data_streams() {
+        let copied = read
+            .chosen
+            .as_ref()
+            .is_none_or(|c| s.backing.iter().any(|b| c.contains(b)));
+        if !copied {
+            tracing::info!(
+                "data stream {}: left out, not created on the target",
+                s.name
+            );
+            continue;
+        }
+        if let Some(naming) = &read.naming {
+            let target = naming.target(&s.name);
+            if target != s.name {
+                return Err(ConnectError::new(
+                    url,
+                    format!(
+                        "data stream {name} would be renamed to {target}: a data stream is created on the target under its own name; copy it without --rename/--index-prefix/--index-suffix, or leave its backing indices out (--exclude-index '.ds-{name}-*')",
+                        name = s.name
+                    ),
+                ));
+            }
+        }
+        out.push(s.clone());
+    }
+    Ok(out)
+}
+
 /// Creates the live source's data streams on the target as the snapshot path does
 /// (`metadata::migrate`: their component and index templates converted for the target,
 /// then `PUT _data_stream`; what exists is left alone). Any item refused or BLOCKED (a
@@ -162,11 +206,11 @@ async fn open(
 async fn create_streams(
     url: &str,
     client: &cluster::Client,
-    live: &ClusterSource,
+    version: cluster::ProductVersion,
+    streams: &[LiveStream],
 ) -> Result<Vec<String>, ConnectError> {
     use metadata::{self, Action, Allowlist, Options, Outcome};
-    let streams = live.data_streams();
-    let source = stream_metadata(*live.version(), streams);
+    let source = stream_metadata(version, streams);
     let list =
         |names: Vec<&String>| Allowlist::parse(&names).map_err(|e| ConnectError::new(url, e));
     let options = Options {

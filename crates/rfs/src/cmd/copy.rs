@@ -373,11 +373,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 async fn run_async(args: Args) -> anyhow::Result<u8> {
     let shutdown = shutdown_signal();
-    let parts = args.parts()?;
+    let mut parts = args.parts()?;
     let source = parts.source(&args.ends.from).await?;
-    let sink = parts.sink(&args.ends.to, &source).await?;
-    // Selected after the sink is open: the sink (a live source's data streams) and the
-    // key check see the source as opened.
     let selection = super::selection::Selection::parse(&args.ends.index, &args.ends.exclude_index)?;
     let chosen: Vec<String> = source
         .groups
@@ -389,6 +386,17 @@ async fn run_async(args: Args) -> anyhow::Result<u8> {
         })
         .cloned()
         .collect();
+    // The sink sees what is copied and under which names (a live source's data streams:
+    // only the chosen ones created, none renamed); the source itself is reduced after the
+    // sink is open, so the sink's key check sees it as opened.
+    if selection.is_some() {
+        parts.ctx.read.chosen = Some(chosen.clone());
+    }
+    let naming = args.ends.naming()?;
+    if !naming.is_identity() {
+        parts.ctx.read.naming = Some(naming);
+    }
+    let sink = parts.sink(&args.ends.to, &source).await?;
     let metadata = if args.ends.create_metadata {
         Some(args.ends.metadata_phase(&source, &sink, &chosen)?)
     } else {
