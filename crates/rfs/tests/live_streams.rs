@@ -394,7 +394,11 @@ fn an_excluded_stream_is_not_created_and_a_renamed_one_is_refused() {
     ));
     assert_eq!(r.code, Some(0), "{r}");
     assert_eq!(read_back(&target.url(), "books"), src.books);
-    assert!(target.data_streams().is_empty(), "{:?}", target.data_streams());
+    assert!(
+        target.data_streams().is_empty(),
+        "{:?}",
+        target.data_streams()
+    );
     assert!(!target.index_templates().contains_key("logs-app-template"));
     assert_eq!(target.index_names(), vec!["books".to_string()]);
 
@@ -411,6 +415,10 @@ fn an_excluded_stream_is_not_created_and_a_renamed_one_is_refused() {
             .contains("data stream logs-app would be renamed to logs-new"),
         "{r}"
     );
-    assert!(target.data_streams().is_empty(), "{:?}", target.data_streams());
+    assert!(
+        target.data_streams().is_empty(),
+        "{:?}",
+        target.data_streams()
+    );
     assert_eq!(target.index_names(), vec!["books".to_string()]);
 }
