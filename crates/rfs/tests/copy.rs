@@ -708,3 +708,87 @@ mod table;
 fn common_pg() -> Option<table::Pg> {
     table::Pg::start("copy_table_into_bulk")
 }
+
+/// `--from-param`/`--to-param KEY=VALUE` reach the connectors: JSON lines (cut into
+/// 4096-byte items by `item-bytes`) into files written as `_bulk` bodies (`format=bulk`),
+/// every document read back one by one; a parameter only another kind of source takes is
+/// refused naming the kind that takes it, one no sink takes naming what this one takes,
+/// and a value without `=` is a usage error.
+#[test]
+fn connector_parameters_reach_the_connectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = dir.path().join("lines");
+    std::fs::create_dir_all(&lines).unwrap();
+    let mut text = String::new();
+    let mut want = BTreeMap::new();
+    for i in 0..200 {
+        let source = serde_json::json!({"n": i, "pad": "x".repeat(40)});
+        text.push_str(&format!(
+            "{{\"_index\":\"a\",\"_id\":\"{i}\",\"_source\":{source}}}\n"
+        ));
+        want.insert(i.to_string(), source);
+    }
+    assert!(text.len() > 3 * 4096, "several items of 4096 bytes");
+    std::fs::write(lines.join("a.jsonl"), text).unwrap();
+    let out = dir.path().join("out");
+    let r = run(copy(
+        dir.path(),
+        lines.to_str().unwrap(),
+        out.to_str().unwrap(),
+        &[
+            "--from-param",
+            "item-bytes=4096",
+            "--to-param",
+            "format=bulk",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{r}");
+    let files: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_str().unwrap().to_string();
+    assert!(name.starts_with("a.") && name.ends_with(".bulk"), "{name}");
+    let body = std::fs::read_to_string(&files[0]).unwrap();
+    let body: Vec<&str> = body.lines().collect();
+    assert_eq!(body.len(), 2 * want.len());
+    let mut held = BTreeMap::new();
+    for pair in body.chunks(2) {
+        let action: Value = serde_json::from_str(pair[0]).unwrap();
+        let meta = action.as_object().unwrap().values().next().unwrap();
+        assert_eq!(meta["_index"], "a", "{action}");
+        let id = meta["_id"].as_str().unwrap().to_string();
+        held.insert(id, serde_json::from_str::<Value>(pair[1]).unwrap());
+    }
+    assert_eq!(held, want);
+    let st = common::status(dir.path());
+    // 200 lines of 87 to 89 bytes in items of 4096 bytes: 5 items, not one.
+    assert!(st["items"]["total"].as_u64().unwrap() >= 4, "{st:#}");
+
+    let refused = |extra: &[&str]| {
+        let d = tempfile::tempdir().unwrap();
+        let r = run(copy(
+            d.path(),
+            lines.to_str().unwrap(),
+            d.path().join("out").to_str().unwrap(),
+            extra,
+        ));
+        (r.code, r.all())
+    };
+    let (code, all) = refused(&["--from-param", "slices=2"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert!(
+        all.contains("slices applies to a http:// source only"),
+        "{all}"
+    );
+    let (code, all) = refused(&["--to-param", "bogus=1"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert!(
+        all.contains("bogus: the files sink takes no such parameter (it takes format)"),
+        "{all}"
+    );
+    let (code, all) = refused(&["--to-param", "format"]);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(all.contains("expected KEY=VALUE"), "{all}");
+}
