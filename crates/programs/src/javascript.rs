@@ -361,7 +361,12 @@ impl JsProgram {
                 }
                 // A batch node could not read, or that stopped node: each document
                 // alone, its text made by rfs's JSON values (with their errors).
-                Ok(None) | Err(_) if sent.len() > 1 || !exact => {
+                Ok(None) if sent.len() > 1 || !exact => {
+                    for i in sent {
+                        answers[i] = Some(self.node_batch(&[docs[i]], true).pop().expect("one"));
+                    }
+                }
+                Err(_) if sent.len() > 1 => {
                     for i in sent {
                         answers[i] = Some(self.node_batch(&[docs[i]], true).pop().expect("one"));
                     }

@@ -99,7 +99,7 @@ let parts;
   }
 }
 writeLine('{"ready":true}');
-const { wrap, toPlain, put, call, sortKeys, LazyMap } = parts;
+const { wrap, toPlain, put, call, LazyMap } = parts;
 
 // Whether rfs writes the number `x` as JavaScript does: integers it reads as 64-bit ones,
 // and the decimals both write without an exponent from 1e-5 up.
@@ -132,7 +132,9 @@ function canon(v, depth, state) {
   let o = v;
   for (let i = 1; i < keys.length; i++) {
     if (!(keys[i - 1] < keys[i])) {
-      sortKeys(keys);
+      // In UTF-16 order: where that is not the byte order (code units from U+D800 up),
+      // UNUSUAL sends the output the slow way.
+      keys.sort();
       o = {};
       for (let j = 0; j < keys.length; j++) put(o, keys[j], v[keys[j]]);
       const got = Object.keys(o);
