@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::budget::{Budget, HeldMemory};
 use crate::coverage::NESTED_REASON;
-use crate::document::{Read, Skip};
+use crate::document::{Document, Read, Skip};
 use crate::error::{Severity, SinkError, SourceError};
 use crate::failure_log::{now_rfc3339, source_value, FailureLog, FailureRecord, Stage};
 use crate::fleet_limit::FleetLimiter;
@@ -29,7 +29,7 @@ use crate::low_water::{Acked, LowWaterMark};
 use crate::metrics::Metrics;
 use crate::sink::{Delivered, Refusal, Sink, SinkWriter};
 use crate::source::Source;
-use crate::transform::{Shaped, Transform};
+use crate::transform::{Batched, Shaped, Transform};
 
 /// The lease-holder side of an item while the pipeline runs it.
 pub trait ItemLease: Send {
@@ -864,6 +864,12 @@ struct ReaderThread<'a, W: SinkWriter> {
     skips_per_chunk: usize,
 }
 
+/// One input of the reader thread: as read, or as a batching transform shaped it.
+enum Input {
+    Read(Read),
+    Batched(Position, Batched),
+}
+
 /// What has been read since the last chunk went out.
 struct Pending {
     last: Option<Position>,
@@ -900,8 +906,12 @@ impl<W: SinkWriter> ReaderThread<'_, W> {
         let mut hung_up = false;
         let mut nested = 0u64;
         let reshapes = self.transform.reshapes();
+        let transform = self.transform;
+        // Documents a batching transform has not been given yet (see `flush`).
+        let batch_size = if reshapes { transform.batch_size() } else { 1 };
+        let mut buffered: Vec<Document> = Vec::new();
         let mut outputs = Vec::new();
-        let mut emit = |read: Read| {
+        let mut one = |input: Input| {
             if self.halt.load(Ordering::Relaxed) {
                 return false;
             }
@@ -909,15 +919,27 @@ impl<W: SinkWriter> ReaderThread<'_, W> {
             // The input's position, acknowledged with the chunk that ends it: moved out of
             // a document the sink takes (sinks never read it; one String per document
             // read from a live cluster), cloned only where the input is kept or reshaped.
-            let position = match read {
-                Read::Skip(s) => {
+            // A reshaped input's position and outcome (its outputs in `outputs`), or what
+            // was read as it was read.
+            let shaped = match input {
+                Input::Read(Read::Doc(d)) if reshapes => {
+                    let position = d.position.clone();
+                    Ok((position, self.transform.apply_all(d, &mut outputs)))
+                }
+                Input::Batched(position, b) => {
+                    outputs = b.outputs;
+                    Ok((position, b.outcome))
+                }
+                Input::Read(read) => Err(read),
+            };
+            let position = match shaped {
+                Err(Read::Skip(s)) => {
                     let position = s.position.clone();
                     pending.skips.push((Stage::Source, s));
                     position
                 }
-                Read::Doc(d) if reshapes => {
-                    let position = d.position.clone();
-                    match self.transform.apply_all(d, &mut outputs) {
+                Ok((position, shaped)) => {
+                    match shaped {
                         Err(skip) => pending.skips.push((Stage::Transform, *skip)),
                         Ok(Shaped::Filtered(reason)) => {
                             *pending.filtered.entry(reason).or_default() += 1;
@@ -961,7 +983,7 @@ impl<W: SinkWriter> ReaderThread<'_, W> {
                     }
                     position
                 }
-                Read::Doc(mut d) => match self.transform.apply(&mut d) {
+                Err(Read::Doc(mut d)) => match self.transform.apply(&mut d) {
                     Err(u) => {
                         let position = d.position.clone();
                         pending
@@ -1005,7 +1027,44 @@ impl<W: SinkWriter> ReaderThread<'_, W> {
             }
             true
         };
+        // The buffered documents through the transform in one go, then each input's
+        // outcome through `one` in order; `false` when the pipeline hung up or halts.
+        let flush = |buffered: &mut Vec<Document>, one: &mut dyn FnMut(Input) -> bool| {
+            if buffered.is_empty() {
+                return true;
+            }
+            let docs = std::mem::take(buffered);
+            let positions: Vec<Position> = docs.iter().map(|d| d.position.clone()).collect();
+            let outcomes = transform.apply_batch(docs);
+            assert_eq!(
+                outcomes.len(),
+                positions.len(),
+                "a transform's batch answers each input once"
+            );
+            positions
+                .into_iter()
+                .zip(outcomes)
+                .all(|(p, b)| one(Input::Batched(p, b)))
+        };
+        let mut emit = |read: Read| {
+            if batch_size <= 1 {
+                return one(Input::Read(read));
+            }
+            match read {
+                Read::Doc(d) => {
+                    buffered.push(d);
+                    buffered.len() < batch_size || flush(&mut buffered, &mut one)
+                }
+                // A skip comes after the documents read before it.
+                skip => flush(&mut buffered, &mut one) && one(Input::Read(skip)),
+            }
+        };
         let result = source.read_counting_nested(item, after, &mut emit, &mut nested);
+        if result.is_ok() {
+            // The end of the item: the last batch. If the pipeline hung up or halts
+            // meanwhile, what was not sent is read again by the next run.
+            flush(&mut buffered, &mut one);
+        }
         if hung_up || self.halt.load(Ordering::Relaxed) {
             return;
         }

@@ -22,6 +22,14 @@ pub enum Shaped {
     Filtered(String),
 }
 
+/// What the transform made of one input of a batch (see [`Transform::apply_batch`]): its
+/// outcome, and with [`Shaped::Docs`] its outputs in order.
+#[derive(Debug)]
+pub struct Batched {
+    pub outcome: Result<Shaped, Box<Skip>>,
+    pub outputs: Vec<Document>,
+}
+
 /// Turns a source document into a target document.
 pub trait Transform: Send + Sync + 'static {
     fn apply(&self, doc: &mut Document) -> Result<(), Unroutable>;
@@ -49,5 +57,25 @@ pub trait Transform: Send + Sync + 'static {
             }
             Err(u) => Err(Box::new(Skip::of(doc, u.reason, u.detail))),
         }
+    }
+
+    /// How many documents the pipeline hands to [`Transform::apply_batch`] at once (for a
+    /// transform that [reshapes](Transform::reshapes)); 1: one at a time through
+    /// [`Transform::apply_all`].
+    fn batch_size(&self) -> usize {
+        1
+    }
+
+    /// [`Transform::apply_all`] of each of `docs`: one [`Batched`] per input, in order. A
+    /// transform that runs a whole batch in one go (a program behind a process boundary)
+    /// says how each input fared, as if it had been given alone.
+    fn apply_batch(&self, docs: Vec<Document>) -> Vec<Batched> {
+        docs.into_iter()
+            .map(|d| {
+                let mut outputs = Vec::new();
+                let outcome = self.apply_all(d, &mut outputs);
+                Batched { outcome, outputs }
+            })
+            .collect()
     }
 }

@@ -17,6 +17,15 @@
 //! several explode it. A single document instead of a list is taken as a list of one. A
 //! thrown error is that document's `transform_error`. Numbers are JavaScript numbers (an
 //! integer beyond 2^53 loses precision, as in the reference tool).
+//!
+//! Two engines run it, with the same outputs ([`JsEngine`]): V8 in a `node` child
+//! process per reader thread ([`node`]), given a batch of documents per call, as the
+//! reference tool does; or QuickJS, embedded, one document per call. With a batch, the
+//! outputs are told apart by input through the maps the transform was given (an output
+//! that is an input's map, or holds its `operation` or `document` map); when they
+//! cannot be, or the transform throws, each input of the batch is run alone, so that an
+//! error is the failing document's only (a transform that keeps state between calls
+//! sees those inputs twice).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -24,11 +33,79 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::path::PathBuf;
+use std::sync::{Mutex, Weak};
+
 use rquickjs::{CatchResultExt, Context, Function, Persistent, Runtime, Value};
 
 use crate::program::RunError;
-use crate::reshape::{reason_key, DocumentProgram};
+use crate::reshape::{reason_key, DocumentProgram, Reshaped};
 use engine::document::{Document, Op};
+
+pub mod node;
+
+/// Which engine runs the JavaScript transforms (`--js-engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JsEngine {
+    /// node when a usable one (18 or later) is found, else QuickJS.
+    #[default]
+    Auto,
+    Node,
+    QuickJs,
+}
+
+impl std::str::FromStr for JsEngine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<JsEngine, String> {
+        match s {
+            "auto" => Ok(JsEngine::Auto),
+            "node" => Ok(JsEngine::Node),
+            "quickjs" => Ok(JsEngine::QuickJs),
+            _ => Err(format!("{s:?} is not auto, node or quickjs")),
+        }
+    }
+}
+
+static DEFAULT_ENGINE: Mutex<JsEngine> = Mutex::new(JsEngine::Auto);
+
+/// The engine of the programs compiled from now on ([`JsProgram::new`]).
+pub fn set_default_engine(engine: JsEngine) {
+    *DEFAULT_ENGINE.lock().unwrap_or_else(|p| p.into_inner()) = engine;
+}
+
+/// How many documents node is given per call.
+const NODE_BATCH: usize = 128;
+
+/// The engine a program runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Runs {
+    QuickJs,
+    Node(PathBuf),
+}
+
+/// `engine` made concrete: `auto` picks node when it is usable (said once, at info).
+fn resolve(engine: JsEngine) -> Result<Runs, RunError> {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    match (engine, node::probe()) {
+        (JsEngine::QuickJs, _) => Ok(Runs::QuickJs),
+        (JsEngine::Node, Ok((path, _))) => Ok(Runs::Node(path.clone())),
+        (JsEngine::Node, Err(why)) => Err(RunError(format!(
+            "--js-engine node: no usable node ({why}); set RFS_NODE to its path"
+        ))),
+        (JsEngine::Auto, Ok((path, version))) => {
+            SAID.call_once(|| {
+                tracing::info!(node = %path.display(), %version, "JavaScript transforms run in node (V8)")
+            });
+            Ok(Runs::Node(path.clone()))
+        }
+        (JsEngine::Auto, Err(why)) => {
+            SAID.call_once(
+                || tracing::info!(%why, "JavaScript transforms run in QuickJS: no usable node"),
+            );
+            Ok(Runs::QuickJs)
+        }
+    }
+}
 
 /// Memory one engine may use.
 const MEMORY_LIMIT: usize = 512 << 20;
@@ -37,220 +114,7 @@ const TIME_LIMIT: Duration = Duration::from_secs(10);
 
 /// Glue between rfs and the user's transform: JSON text in, `Map`s to the transform
 /// (filled when first used), plain JSON text out.
-const RUNNER: &str = r#"
-(function (transform) {
-  // A document's objects reach the transform as Maps over the parsed objects. While the
-  // transform only gets, sets and asks for keys, a map reads and writes its object (new
-  // keys only where an object appends them, as a Map does); the objects it hands out are
-  // kept beside it so that each is handed out once. Anything else fills the Map from the
-  // object. What the transform never opens goes out as it was parsed, without a walk.
-  // A filled map whose keys still follow its object's order (none deleted, new ones
-  // appended) writes its changes back into that object rather than building a new one.
-  const DIRECT = 0, IN_ORDER = 1, REBUILT = 2;
-  const forEach = Map.prototype.forEach;
-  const hasOwn = Object.hasOwn;
-  // An assignment of `__proto__` would set the object's prototype and the field would
-  // vanish from the output: that key is defined as an own property. Every other key of
-  // Object.prototype is a writable data property, so assigning it makes an own property,
-  // and costs far less than defining one.
-  function put(o, k, x) {
-    if (k === "__proto__") {
-      Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
-    } else {
-      o[k] = x;
-    }
-  }
-  // Whether a new key appended to an object comes last, as in a Map: a string that is
-  // not `__proto__` and cannot be an array index (those an object puts first).
-  function appends(k) {
-    if (typeof k !== "string" || k === "__proto__") return false;
-    const c = k.charCodeAt(0);
-    return !(c >= 48 && c <= 57);
-  }
-  class LazyMap extends Map {
-    #o;
-    #state;
-    // While DIRECT: the keys whose values were handed out or set as objects, and those
-    // values (the output's are made from them).
-    #keys;
-    #vals;
-    constructor(o) {
-      super();
-      this.#o = o;
-      this.#state = DIRECT;
-      this.#keys = null;
-      this.#vals = null;
-    }
-    #keep(k, v) {
-      if (this.#keys === null) {
-        this.#keys = [k];
-        this.#vals = [v];
-        return;
-      }
-      const i = this.#keys.indexOf(k);
-      if (i >= 0) this.#vals[i] = v;
-      else {
-        this.#keys.push(k);
-        this.#vals.push(v);
-      }
-    }
-    #fill() {
-      const o = this.#o, keys = this.#keys, vals = this.#vals;
-      const names = Object.keys(o);
-      for (let i = 0; i < names.length; i++) {
-        const k = names[i];
-        const j = keys === null ? -1 : keys.indexOf(k);
-        super.set(k, j >= 0 ? vals[j] : wrap(o[k]));
-      }
-      this.#keys = this.#vals = null;
-      this.#state = IN_ORDER;
-    }
-    get(k) {
-      if (this.#state !== DIRECT) return super.get(k);
-      const o = this.#o;
-      if (typeof k !== "string" || !hasOwn(o, k)) return undefined;
-      const v = o[k];
-      if (v === null || typeof v !== "object") return v;
-      const i = this.#keys === null ? -1 : this.#keys.indexOf(k);
-      if (i >= 0) return this.#vals[i];
-      const w = wrap(v);
-      this.#keep(k, w);
-      return w;
-    }
-    has(k) {
-      if (this.#state !== DIRECT) return super.has(k);
-      return typeof k === "string" && hasOwn(this.#o, k);
-    }
-    set(k, v) {
-      if (this.#state === DIRECT) {
-        const o = this.#o;
-        if (typeof k === "string" && (hasOwn(o, k) || appends(k))) {
-          put(o, k, v);
-          if ((v !== null && typeof v === "object") || (this.#keys !== null && this.#keys.includes(k))) {
-            this.#keep(k, v);
-          }
-          return this;
-        }
-        this.#fill();
-      }
-      if (this.#state === IN_ORDER) {
-        if (super.has(k) || appends(k)) put(this.#o, k, v);
-        else this.#state = REBUILT;
-      }
-      super.set(k, v);
-      return this;
-    }
-    delete(k) {
-      if (this.#state === DIRECT) this.#fill();
-      const gone = super.delete(k);
-      if (gone) this.#state = REBUILT;
-      return gone;
-    }
-    clear() {
-      this.#state = REBUILT;
-      this.#keys = this.#vals = null;
-      super.clear();
-    }
-    get size() {
-      if (this.#state === DIRECT) this.#fill();
-      return super.size;
-    }
-    forEach(f, self) {
-      if (this.#state === DIRECT) this.#fill();
-      return super.forEach(f, self);
-    }
-    keys() {
-      if (this.#state === DIRECT) this.#fill();
-      return super.keys();
-    }
-    values() {
-      if (this.#state === DIRECT) this.#fill();
-      return super.values();
-    }
-    entries() {
-      if (this.#state === DIRECT) this.#fill();
-      return super.entries();
-    }
-    [Symbol.iterator]() {
-      if (this.#state === DIRECT) this.#fill();
-      return super.entries();
-    }
-    // Filled, and rebuilt on output (for Map methods not known here).
-    static touch(m) {
-      if (m.#state === DIRECT) m.#fill();
-      m.#state = REBUILT;
-    }
-    // The plain object for output.
-    static plain(m) {
-      const s = m.#state;
-      if (s === DIRECT) {
-        const o = m.#o, keys = m.#keys, vals = m.#vals;
-        if (keys !== null) for (let i = 0; i < keys.length; i++) put(o, keys[i], toPlain(vals[i]));
-        return o;
-      }
-      if (s === IN_ORDER) {
-        // Keys and primitive values are already there (written by `set`).
-        const o = m.#o;
-        forEach.call(m, (x, k) => {
-          if (x !== null && typeof x === "object") put(o, k, toPlain(x));
-        });
-        return o;
-      }
-      const o = {};
-      forEach.call(m, (x, k) => put(o, String(k), toPlain(x)));
-      return o;
-    }
-  }
-  const touch = LazyMap.touch;
-  const plain = LazyMap.plain;
-  delete LazyMap.touch;
-  delete LazyMap.plain;
-  for (const name of Reflect.ownKeys(Map.prototype)) {
-    const d = Object.getOwnPropertyDescriptor(Map.prototype, name);
-    if (Object.hasOwn(LazyMap.prototype, name) || typeof d.value !== "function") continue;
-    const f = d.value;
-    d.value = function (...args) {
-      touch(this);
-      return f.apply(this, args);
-    };
-    Object.defineProperty(LazyMap.prototype, name, d);
-  }
-  // What the transform sees is a Map like any other.
-  Object.defineProperty(LazyMap.prototype, "constructor", { value: Map, writable: true, configurable: true });
-  // Arrays are the parsed ones, their objects replaced by maps.
-  function wrap(v) {
-    if (v === null || typeof v !== "object") return v;
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        const x = v[i];
-        if (x !== null && typeof x === "object") v[i] = wrap(x);
-      }
-      return v;
-    }
-    return new LazyMap(v);
-  }
-  function toPlain(v) {
-    if (v === null || typeof v !== "object") return v;
-    if (v instanceof LazyMap) return plain(v);
-    if (v instanceof Map) {
-      const o = {};
-      forEach.call(v, (x, k) => put(o, String(k), toPlain(x)));
-      return o;
-    }
-    if (Array.isArray(v)) return v.map(toPlain);
-    const o = {};
-    for (const k of Object.keys(v)) put(o, k, toPlain(v[k]));
-    return o;
-  }
-  return function (text) {
-    const out = transform(wrap(JSON.parse(text)));
-    if (out !== null && typeof out === "object" && typeof out.then === "function") {
-      throw new Error("the transform returned a Promise; rfs runs transforms synchronously");
-    }
-    return JSON.stringify(out === undefined ? null : toPlain(out));
-  };
-})
-"#;
+const RUNNER: &str = include_str!("javascript/glue.js");
 
 /// A JavaScript transform in the reference tool's form.
 #[derive(Debug)]
@@ -261,6 +125,20 @@ pub struct JsProgram {
     /// The `bindingsObject` as JSON text.
     bindings: String,
     time_limit: Duration,
+    runs: Runs,
+    /// The node processes started for this program, reaped when it goes.
+    processes: Mutex<Vec<Weak<Mutex<std::process::Child>>>>,
+}
+
+impl Drop for JsProgram {
+    fn drop(&mut self) {
+        let processes = self.processes.get_mut().unwrap_or_else(|p| p.into_inner());
+        for p in processes.drain(..) {
+            if let Some(c) = p.upgrade() {
+                node::reap(&c);
+            }
+        }
+    }
 }
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
@@ -278,23 +156,50 @@ struct Engine {
 
 thread_local! {
     static ENGINES: RefCell<HashMap<u64, Engine>> = RefCell::new(HashMap::new());
+    static NODES: RefCell<HashMap<u64, node::Node>> = RefCell::new(HashMap::new());
 }
 
 impl JsProgram {
     /// Loads the script and calls its `main` with `bindings` (JSON text) once, here, so
-    /// that a script that cannot run is an error before any document is read.
+    /// that a script that cannot run is an error before any document is read; in the
+    /// engine [`set_default_engine`] chose.
     pub fn new(script: String, bindings: String) -> Result<JsProgram, RunError> {
+        let engine = *DEFAULT_ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+        JsProgram::with_engine(script, bindings, engine)
+    }
+
+    /// [`JsProgram::new`] in `engine`.
+    pub fn with_engine(
+        script: String,
+        bindings: String,
+        engine: JsEngine,
+    ) -> Result<JsProgram, RunError> {
         let p = JsProgram {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             script,
             bindings,
             time_limit: TIME_LIMIT,
+            runs: resolve(engine)?,
+            processes: Mutex::new(Vec::new()),
         };
-        p.engine()?;
+        match &p.runs {
+            Runs::QuickJs => drop(p.engine()?),
+            Runs::Node(path) => drop(node::Node::start(
+                path,
+                &p.script,
+                &p.bindings,
+                p.time_limit,
+            )?),
+        }
         Ok(p)
     }
 
-    /// How long the transform may run on one document (default 10 s).
+    /// `true` when the program runs in node.
+    pub fn in_node(&self) -> bool {
+        matches!(self.runs, Runs::Node(_))
+    }
+
+    /// How long the transform may run on one document, or node on one batch (default 10 s).
     pub fn with_time_limit(mut self, limit: Duration) -> JsProgram {
         self.time_limit = limit;
         self
@@ -346,7 +251,7 @@ impl JsProgram {
                 .catch(&ctx)
                 .map_err(|e| err("rfs's JavaScript glue", &e))?;
             let run: Function = runner
-                .call((transform,))
+                .call((transform, false))
                 .catch(&ctx)
                 .map_err(|e| err("rfs's JavaScript glue", &e))?;
             Ok(Persistent::save(&ctx, run))
@@ -397,6 +302,226 @@ impl JsProgram {
     }
 }
 
+impl JsProgram {
+    /// Sends `line` (a batch of `docs` documents) to this thread's node, started if need
+    /// be; a node that failed is not reused.
+    fn node_call(&self, line: &[u8], docs: usize) -> Result<String, RunError> {
+        let Runs::Node(path) = &self.runs else {
+            unreachable!("node_call on a QuickJS program")
+        };
+        NODES.with(|nodes| {
+            let mut nodes = nodes.borrow_mut();
+            let n = match nodes.entry(self.key) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let n = node::Node::start(path, &self.script, &self.bindings, self.time_limit)?;
+                    let mut processes = self.processes.lock().unwrap_or_else(|p| p.into_inner());
+                    processes.retain(|p| p.strong_count() > 0);
+                    processes.push(n.process());
+                    v.insert(n)
+                }
+            };
+            let out = n.call(line, self.time_limit, docs);
+            if out.is_err() {
+                nodes.remove(&self.key);
+            }
+            out
+        })
+    }
+
+    /// The transform on `docs` in node: one answer per document.
+    fn node_batch(&self, docs: &[&Document], exact: bool) -> Vec<Reshaped> {
+        let mut answers: Vec<Option<Reshaped>> = docs.iter().map(|_| None).collect();
+        let mut line = Vec::with_capacity(docs.iter().map(|d| d.source.len() + 200).sum());
+        line.push(b'[');
+        let mut sent = Vec::with_capacity(docs.len());
+        for (i, d) in docs.iter().enumerate() {
+            let start = line.len();
+            if !sent.is_empty() {
+                line.push(b',');
+            }
+            match write_reference(d, exact, &mut line) {
+                Ok(()) => sent.push(i),
+                Err(e) => {
+                    line.truncate(start);
+                    answers[i] = Some(Err(e));
+                }
+            }
+        }
+        line.extend_from_slice(b"]\n");
+        if !sent.is_empty() {
+            let answered = self
+                .node_call(&line, sent.len())
+                .and_then(|text| read_answers(&text, sent.iter().map(|i| docs[*i])));
+            match answered {
+                Ok(Some(got)) => {
+                    for (i, a) in sent.iter().zip(got) {
+                        answers[*i] = Some(a);
+                    }
+                }
+                // A batch node could not read, or that stopped node: each document
+                // alone, its text made by rfs's JSON values (with their errors).
+                Ok(None) if sent.len() > 1 || !exact => {
+                    for i in sent {
+                        answers[i] = Some(self.node_batch(&[docs[i]], true).pop().expect("one"));
+                    }
+                }
+                Err(_) if sent.len() > 1 => {
+                    for i in sent {
+                        answers[i] = Some(self.node_batch(&[docs[i]], true).pop().expect("one"));
+                    }
+                }
+                Ok(None) => {
+                    for i in sent {
+                        answers[i] = Some(Err(RunError(
+                            "node could not read the document's JSON".into(),
+                        )));
+                    }
+                }
+                Err(e) => {
+                    for i in sent {
+                        answers[i] = Some(Err(e.clone()));
+                    }
+                }
+            }
+        }
+        answers
+            .into_iter()
+            .map(|a| a.expect("every document answered"))
+            .collect()
+    }
+}
+
+/// `doc` in the reference shape as JSON text, onto `out`: its `_source` as it is, unless
+/// `exact` or it holds a line break or a surrogate escape, which go through rfs's JSON
+/// values (as the QuickJS engine's input does: the same keys, values and errors).
+fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(), RunError> {
+    let src = &doc.source[..];
+    let unusual = exact
+        || memchr::memchr(b'\n', src).is_some()
+        || memchr::memmem::find_iter(src, b"\\u").any(|i| {
+            matches!(src.get(i + 2), Some(b'd' | b'D'))
+                && matches!(
+                    src.get(i + 3),
+                    Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+                )
+        });
+    if unusual {
+        let v = to_reference(doc)?;
+        serde_json::to_writer(&mut *out, &v).expect("JSON serialises");
+        return Ok(());
+    }
+    let string = |out: &mut Vec<u8>, s: &str| {
+        serde_json::to_writer(&mut *out, s).expect("a string serialises")
+    };
+    let delete = doc.op == Op::Delete;
+    out.extend_from_slice(b"{\"document\":");
+    if src.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        out.extend_from_slice(src);
+    }
+    out.extend_from_slice(if delete {
+        &b",\"include_document\":false,\"operation\":{\"_id\":"[..]
+    } else {
+        &b",\"include_document\":true,\"operation\":{\"_id\":"[..]
+    });
+    string(out, &doc.id);
+    out.extend_from_slice(b",\"_index\":");
+    string(out, &doc.index);
+    if let Some(t) = &doc.doc_type {
+        out.extend_from_slice(b",\"_type\":");
+        string(out, t);
+    }
+    if doc.op == Op::Create {
+        out.extend_from_slice(b",\"op_type\":\"create\"");
+    }
+    if let Some(r) = &doc.routing {
+        out.extend_from_slice(b",\"routing\":");
+        string(out, r);
+    }
+    out.extend_from_slice(if delete {
+        &b"},\"operation_type\":\"delete\",\"schema\":\"rfs-opensearch-bulk-v1\"}"[..]
+    } else {
+        &b"},\"operation_type\":\"index\",\"schema\":\"rfs-opensearch-bulk-v1\"}"[..]
+    });
+    Ok(())
+}
+
+/// node's answers to a batch of `inputs` (node.js describes them); `None` when node could
+/// not read the batch.
+fn read_answers<'a>(
+    text: &str,
+    inputs: impl ExactSizeIterator<Item = &'a Document>,
+) -> Result<Option<Vec<Reshaped>>, RunError> {
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(default)]
+        e: Option<String>,
+        #[serde(borrow, default)]
+        o: Option<Vec<Output<'a>>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Output<'a> {
+        #[serde(default)]
+        m: Option<serde_json::Map<String, serde_json::Value>>,
+        #[serde(borrow, default)]
+        d: Option<&'a serde_json::value::RawValue>,
+        #[serde(default)]
+        s: Option<String>,
+    }
+    let garbled = |e: &dyn std::fmt::Display| RunError(format!("node's answer: {e}"));
+    if text.starts_with("{\"fatal\"") {
+        return Ok(None);
+    }
+    let answers: Vec<Answer> = serde_json::from_str(text).map_err(|e| garbled(&e))?;
+    if answers.len() != inputs.len() {
+        return Err(garbled(&format!(
+            "{} answers to {} documents",
+            answers.len(),
+            inputs.len()
+        )));
+    }
+    Ok(Some(
+        answers
+            .into_iter()
+            .zip(inputs)
+            .map(|(a, input)| {
+                if let Some(e) = a.e {
+                    return Err(RunError(format!("the transform: {e}")));
+                }
+                let mut out = Vec::new();
+                let mut filtered = None;
+                for o in a.o.unwrap_or_default() {
+                    match o {
+                        Output { s: Some(s), .. } => {
+                            let v: serde_json::Value = serde_json::from_str(&s).map_err(|e| {
+                                RunError(format!("the transform's result is not JSON: {e}"))
+                            })?;
+                            if let Some(r) = push_reference_outputs(input, v, &mut out)? {
+                                filtered = Some(r);
+                            }
+                        }
+                        Output {
+                            m: Some(m),
+                            d: Some(d),
+                            ..
+                        } => {
+                            if let Some(r) = m.get("_filtered") {
+                                filtered = Some(reason_key(r.as_str().unwrap_or("program")));
+                                continue;
+                            }
+                            out.push(from_reference_parts(input, &m, Body::Text(d.get()))?);
+                        }
+                        _ => return Err(garbled(&"an output without its parts")),
+                    }
+                }
+                Ok((out, filtered))
+            })
+            .collect(),
+    ))
+}
+
 /// The reference tool's document shape of `doc`.
 pub fn to_reference(doc: &Document) -> Result<serde_json::Value, RunError> {
     let mut op = serde_json::Map::new();
@@ -433,10 +558,29 @@ pub fn to_reference(doc: &Document) -> Result<serde_json::Value, RunError> {
 /// One output in the reference shape back into a document (what it leaves out keeps the
 /// input's).
 pub fn from_reference(input: &Document, v: &serde_json::Value) -> Result<Document, RunError> {
+    let m = v.as_object().ok_or_else(|| {
+        RunError(
+            "an output document: not an object (expected {operation_type, operation, document})"
+                .into(),
+        )
+    })?;
+    from_reference_parts(input, m, Body::Value(m.get("document")))
+}
+
+/// An output's `document`: as a value, or as the JSON text of an object that needs no
+/// change (node's answers).
+enum Body<'a> {
+    Value(Option<&'a serde_json::Value>),
+    Text(&'a str),
+}
+
+/// [`from_reference`] of an output's fields but its `document`, and that document.
+fn from_reference_parts(
+    input: &Document,
+    m: &serde_json::Map<String, serde_json::Value>,
+    body: Body,
+) -> Result<Document, RunError> {
     let bad = |what: &str| RunError(format!("an output document: {what}"));
-    let m = v
-        .as_object()
-        .ok_or_else(|| bad("not an object (expected {operation_type, operation, document})"))?;
     let mut doc = Document {
         position: input.position.clone(),
         op: input.op,
@@ -500,8 +644,11 @@ pub fn from_reference(input: &Document, v: &serde_json::Value) -> Result<Documen
             )))
         }
     }
-    match m.get("document") {
-        Some(s @ serde_json::Value::Object(_)) if doc.op != Op::Delete => {
+    match body {
+        Body::Text(t) if doc.op != Op::Delete => {
+            doc.source = bytes::Bytes::copy_from_slice(t.as_bytes());
+        }
+        Body::Value(Some(s @ serde_json::Value::Object(_))) if doc.op != Op::Delete => {
             doc.source = bytes::Bytes::from(serde_json::to_vec(s).expect("JSON serialises"));
         }
         _ if doc.op == Op::Delete => {}
@@ -511,7 +658,34 @@ pub fn from_reference(input: &Document, v: &serde_json::Value) -> Result<Documen
 }
 
 impl DocumentProgram for JsProgram {
+    fn batch_size(&self) -> usize {
+        if self.in_node() {
+            NODE_BATCH
+        } else {
+            1
+        }
+    }
+
+    fn reshape_batch(&self, docs: &[Document]) -> Vec<Reshaped> {
+        if !self.in_node() {
+            return docs
+                .iter()
+                .map(|d| {
+                    let mut out = Vec::new();
+                    self.reshape(d, &mut out).map(|f| (out, f))
+                })
+                .collect();
+        }
+        let docs: Vec<&Document> = docs.iter().collect();
+        self.node_batch(&docs, false)
+    }
+
     fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError> {
+        if self.in_node() {
+            let (docs, filtered) = self.node_batch(&[doc], false).pop().expect("one")?;
+            out.extend(docs);
+            return Ok(filtered);
+        }
         let input = serde_json::Value::Array(vec![to_reference(doc)?]).to_string();
         let text = self.call(&input)?;
         let v: serde_json::Value = serde_json::from_str(&text)
@@ -557,6 +731,38 @@ pub fn push_reference_outputs(
 mod tests {
     use super::*;
     use coordination::Position;
+    use std::cell::Cell;
+
+    thread_local! {
+        static ENGINE: Cell<JsEngine> = const { Cell::new(JsEngine::QuickJs) };
+    }
+
+    /// The engines every test runs on: QuickJS, and node (required under CI=true).
+    fn engines() -> Vec<JsEngine> {
+        match node::probe() {
+            Ok(_) => vec![JsEngine::QuickJs, JsEngine::Node],
+            Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!("CI=true and no node to test the node engine with: {why}")
+            }
+            Err(why) => {
+                eprintln!("skipping the node engine: {why}");
+                vec![JsEngine::QuickJs]
+            }
+        }
+    }
+
+    /// Runs `test` once per engine ([`new`] compiles in it).
+    fn on_each_engine(test: fn()) {
+        for e in engines() {
+            ENGINE.with(|c| c.set(e));
+            test();
+        }
+    }
+
+    /// A program in the engine under test.
+    fn new(script: String, bindings: String) -> Result<JsProgram, RunError> {
+        JsProgram::with_engine(script, bindings, ENGINE.with(|c| c.get()))
+    }
 
     fn doc() -> Document {
         Document {
@@ -586,7 +792,11 @@ function main(context) {
 
     #[test]
     fn a_reference_style_transform_runs_with_its_bindings() {
-        let p = JsProgram::new(SCRIPT.into(), r#"{"tag":"x","skip":2}"#.into()).unwrap();
+        on_each_engine(a_reference_style_transform_runs_with_its_bindings_on);
+    }
+
+    fn a_reference_style_transform_runs_with_its_bindings_on() {
+        let p = new(SCRIPT.into(), r#"{"tag":"x","skip":2}"#.into()).unwrap();
         let mut out = Vec::new();
         assert_eq!(p.reshape(&doc(), &mut out).unwrap(), None);
         assert_eq!(out.len(), 1);
@@ -618,6 +828,10 @@ function main(context) {
     /// builds a new plain object from it: every key comes back exactly.
     #[test]
     fn every_key_round_trips_exactly() {
+        on_each_engine(every_key_round_trips_exactly_on);
+    }
+
+    fn every_key_round_trips_exactly_on() {
         let source = r#"{"__proto__":{"x":1},"constructor":"c","toString":2,"a":{"__proto__":[1,{"__proto__":null}],"constructor":{"prototype":3}},"hasOwnProperty":false}"#;
         let want: serde_json::Value = serde_json::from_str(source).unwrap();
         for script in [
@@ -639,11 +853,13 @@ function main(context) {
 
     /// The output `_source` of `script` run on one document with `source`.
     fn run_on(script: &str, source: &str) -> String {
-        let p = JsProgram::new(script.into(), "{}".into()).unwrap();
+        let p = new(script.into(), "{}".into()).unwrap();
         let mut out = Vec::new();
         let mut d = doc();
         d.source = bytes::Bytes::from(source.as_bytes().to_vec());
-        p.reshape(&d, &mut out).unwrap();
+        if let Err(e) = p.reshape(&d, &mut out) {
+            panic!("{e} in {:?}: {script}", ENGINE.with(|c| c.get()));
+        }
         assert_eq!(out.len(), 1, "{script}");
         String::from_utf8(out[0].source.to_vec()).unwrap()
     }
@@ -652,6 +868,10 @@ function main(context) {
     /// entries, and what the transform changes, at any depth, reaches the output.
     #[test]
     fn maps_filled_on_use_behave_as_maps() {
+        on_each_engine(maps_filled_on_use_behave_as_maps_on);
+    }
+
+    fn maps_filled_on_use_behave_as_maps_on() {
         let source = r#"{"a":{"b":{"c":1},"l":[{"x":1},2,[{"y":2}]]},"n":null,"s":"t","z":[1,2]}"#;
         let cases = [
             // Read every way; nothing changed.
@@ -739,8 +959,12 @@ function main(context) {
     /// changes reach the later output.
     #[test]
     fn a_map_kept_across_calls_stays_a_map() {
+        on_each_engine(a_map_kept_across_calls_stays_a_map_on);
+    }
+
+    fn a_map_kept_across_calls_stays_a_map_on() {
         let source = r#"{"a":{"b":{"c":1},"l":[{"x":1}]},"s":"t"}"#;
-        let p = JsProgram::new(
+        let p = new(
             r#"let kept = null;
             (() => (c) => (docs) => docs.map(d => {
                 if (kept === null) kept = d.get("document").get("a");
@@ -769,13 +993,17 @@ function main(context) {
 
     #[test]
     fn errors_name_what_failed() {
-        let e = JsProgram::new("function main(c) {".into(), "{}".into()).unwrap_err();
+        on_each_engine(errors_name_what_failed_on);
+    }
+
+    fn errors_name_what_failed_on() {
+        let e = new("function main(c) {".into(), "{}".into()).unwrap_err();
         assert!(e.0.contains("initialization script"), "{e}");
-        let e = JsProgram::new("42".into(), "{}".into()).unwrap_err();
+        let e = new("42".into(), "{}".into()).unwrap_err();
         assert!(e.0.contains("main(bindings)"), "{e}");
-        let e = JsProgram::new("(() => (c) => 1)()".into(), "{".into()).unwrap_err();
+        let e = new("(() => (c) => 1)()".into(), "{".into()).unwrap_err();
         assert!(e.0.contains("bindingsObject"), "{e}");
-        let p = JsProgram::new(
+        let p = new(
             "(() => (c) => (docs) => { throw new Error('boom ' + docs.length); })()".into(),
             "{}".into(),
         )
@@ -786,7 +1014,11 @@ function main(context) {
 
     #[test]
     fn a_runaway_transform_is_interrupted() {
-        let p = JsProgram::new(
+        on_each_engine(a_runaway_transform_is_interrupted_on);
+    }
+
+    fn a_runaway_transform_is_interrupted_on() {
+        let p = new(
             "(() => (c) => (docs) => { for (;;) {} })()".into(),
             "{}".into(),
         )
@@ -799,5 +1031,230 @@ function main(context) {
         // The next document gets a fresh engine.
         let e = p.reshape(&doc(), &mut Vec::new()).unwrap_err();
         assert!(e.0.contains("interrupted"), "{e}");
+    }
+
+    /// What a program made of one input, comparable between engines: the outputs' fields
+    /// and exact `_source` bytes, the filter reason, or that it failed.
+    type Fate = Result<
+        (
+            Vec<(String, String, Option<String>, Option<String>, String)>,
+            Option<String>,
+        ),
+        (),
+    >;
+
+    fn fate(r: Reshaped) -> Fate {
+        r.map(|(out, f)| {
+            let out = out
+                .into_iter()
+                .map(|d| {
+                    (
+                        d.index.to_string(),
+                        d.id,
+                        d.routing,
+                        d.doc_type.map(|t| t.to_string()),
+                        format!("{:?} {}", d.op, String::from_utf8_lossy(&d.source)),
+                    )
+                })
+                .collect();
+            (out, f)
+        })
+        .map_err(|_| ())
+    }
+
+    fn docs_of(sources: &[&str]) -> Vec<Document> {
+        sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Document {
+                position: Position::Doc(i as u64),
+                op: if i % 4 == 3 { Op::Create } else { Op::Index },
+                index: "books".into(),
+                id: format!("{i}"),
+                doc_type: (i % 3 == 1).then(|| "doc".into()),
+                routing: (i % 2 == 1).then(|| format!("r{i}")),
+                source: bytes::Bytes::from(s.as_bytes().to_vec()),
+            })
+            .collect()
+    }
+
+    /// `script` on `sources`: QuickJS one document per call, node the whole batch in one
+    /// call; the same outputs, byte for byte, and the same inputs failing. The fates.
+    fn same_on_both(script: &str, sources: &[&str]) -> Vec<Fate> {
+        let docs = docs_of(sources);
+        let q = JsProgram::with_engine(script.into(), "{}".into(), JsEngine::QuickJs).unwrap();
+        let want: Vec<Fate> = docs
+            .iter()
+            .map(|d| {
+                let mut out = Vec::new();
+                fate(q.reshape(d, &mut out).map(|f| (out, f)))
+            })
+            .collect();
+        if !engines().contains(&JsEngine::Node) {
+            return want;
+        }
+        let n = JsProgram::with_engine(script.into(), "{}".into(), JsEngine::Node).unwrap();
+        assert_eq!(n.batch_size(), NODE_BATCH);
+        let got: Vec<Fate> = n.reshape_batch(&docs).into_iter().map(fate).collect();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "input {i} ({}) of {script}", sources[i]);
+        }
+        assert_eq!(got.len(), want.len());
+        want
+    }
+
+    /// Numbers as rfs writes them whatever the engine: integers past 2^53 and 2^64, -0,
+    /// exponents, small decimals; keys that sort differently as bytes and as UTF-16, that
+    /// are array indices, `__proto__`; unicode and lone surrogates (which fail: rfs's JSON
+    /// has no place for them); deep nesting.
+    #[test]
+    fn both_engines_write_the_same_bytes() {
+        let sources = [
+            r#"{"b":1,"a":2,"n":[9007199254740993,18446744073709551615,18446744073709551616,-9223372036854775808,-0,1e21,1e20,123456789012345678901234,1.5,0.1,1e-5,0.000001,1.5e-7,1e-7,2.5e300,1E2,100.0,-1.25e-6]}"#,
+            r#"{"z":{"y":{"x":[{"d":1,"c":[{"b":2,"a":3}]}]}},"10":1,"7":2,"__proto__":{"q":1},"constructor":3}"#,
+            r#"{"é":"ü","\ud83d\ude00":1,"\uffff":2,"ａ":3,"a\u0000b":"\u001f\"\\/\b\f\n\r\t","emoji":"😀 \u2028 \u007f"}"#,
+            r#"{"lone":"\ud800","other":1}"#,
+            r#"{"k":"\udc00x"}"#,
+            r#"{"deep":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
+            r#"{"big":1e400}"#,
+            "{\"pretty\":\n  [1, 2]}",
+            r#"{"dup":1,"dup":2}"#,
+            "",
+        ];
+        for script in [
+            // Passed on untouched.
+            "(() => (c) => (docs) => docs)();",
+            // Read every key (fills the maps) and set one.
+            r#"(() => (c) => (docs) => docs.map(d => {
+                const s = d.get("document");
+                if (s === null) return d;
+                s.set("keys", [...s.keys()].join("|"));
+                s.set("sum", [...s.values()].filter(v => typeof v === "number").reduce((a, b) => a + b, 0));
+                s.set("neg0", -0); s.set("tiny", 3e-6); s.set("huge", 2 ** 70);
+                return d;
+            }))();"#,
+            // New plain objects holding the input's maps.
+            r#"(() => (c) => (docs) => docs.map(d => ({operation: d.get("operation"),
+                operation_type: "index", document: {copy: d.get("document"), n: 1e21}})))();"#,
+        ] {
+            let fates = same_on_both(script, &sources);
+            // What fails on both: the lone surrogates, the number past f64.
+            let failed: Vec<usize> = (0..fates.len()).filter(|i| fates[*i].is_err()).collect();
+            assert!(
+                failed.contains(&3) && failed.contains(&4) && failed.contains(&6),
+                "{script}: {failed:?}"
+            );
+            assert!(
+                fates[0].is_ok() && fates[1].is_ok() && fates[2].is_ok() && fates[7].is_ok(),
+                "{script}"
+            );
+        }
+    }
+
+    /// A batch in node: some inputs filtered (with and without a reason), some exploded,
+    /// some throwing, outputs built from scratch (then each input runs alone): each input's
+    /// fate is the one QuickJS gives it alone.
+    #[test]
+    fn a_batch_filters_explodes_and_fails_as_single_documents_do() {
+        let sources: Vec<String> = (0..40)
+            .map(|i| format!(r#"{{"n":{i},"t":"x{i}"}}"#))
+            .collect();
+        let sources: Vec<&str> = sources.iter().map(|s| s.as_str()).collect();
+        for script in [
+            // Filters, explodes (the copy holds the input's operation map), passes on.
+            r#"(() => (c) => (docs) => docs.flatMap(d => {
+                const n = d.get("document").get("n");
+                if (n % 5 === 0) return [];
+                if (n % 3 === 0) {
+                    const copy = new Map(d);
+                    copy.set("document", {n: n, copy: true});
+                    d.get("operation").set("_id", "a" + n);
+                    return [d, copy];
+                }
+                return [d];
+            }))();"#,
+            // And throws on some: the batch runs again, one document at a time.
+            r#"(() => (c) => (docs) => docs.flatMap(d => {
+                const n = d.get("document").get("n");
+                if (n % 7 === 6) throw new Error("seven " + n);
+                if (n % 5 === 0) return [];
+                return [d];
+            }))();"#,
+            // Outputs that name no input, and filter reasons: one document at a time.
+            r#"(() => (c) => (docs) => docs.map(d => {
+                const n = d.get("document").get("n");
+                if (n % 4 === 0) return {_filtered: "four"};
+                return {operation_type: "index", operation: {_index: "fresh", _id: "f" + n}, document: {n}};
+            }))();"#,
+            // Outputs in another order than their inputs: one document at a time.
+            "(() => (c) => (docs) => docs.slice().reverse())();",
+            // A bad output, a delete, a bad id.
+            r#"(() => (c) => (docs) => docs.map(d => {
+                const n = d.get("document").get("n");
+                if (n === 1) return 42;
+                if (n === 2) d.set("operation_type", "delete");
+                if (n === 3) d.get("operation").set("_id", "");
+                return d;
+            }))();"#,
+            // A single document rather than a list.
+            r#"(() => (c) => (docs) => docs.length === 1 ? docs[0] : docs)();"#,
+        ] {
+            let fates = same_on_both(script, &sources);
+            assert_eq!(fates.len(), 40);
+        }
+        let fates = same_on_both(
+            r#"(() => (c) => (docs) => docs.flatMap(d => {
+                const n = d.get("document").get("n");
+                if (n % 7 === 6) throw new Error("seven " + n);
+                return n % 5 === 0 ? [] : [d];
+            }))();"#,
+            &sources,
+        );
+        for (n, f) in fates.iter().enumerate() {
+            match f {
+                Err(()) => assert_eq!(n % 7, 6),
+                Ok((out, None)) if out.is_empty() => assert_eq!(n % 5, 0),
+                Ok((out, None)) => assert_eq!(out.len(), 1),
+                Ok(other) => panic!("{n}: {other:?}"),
+            }
+        }
+    }
+
+    /// A node that hangs on a batch is stopped at the time limit and the batch's documents
+    /// fail, each alone, with a clear error; a node that dies names its stderr; the next
+    /// batch gets a fresh one.
+    #[test]
+    fn a_hung_or_dead_node_is_stopped_and_named() {
+        if !engines().contains(&JsEngine::Node) {
+            return;
+        }
+        let p = JsProgram::with_engine(
+            r#"(() => (c) => (docs) => { if (docs[0].get("document").get("n") === 1) for (;;) {} return docs; })()"#.into(),
+            "{}".into(),
+            JsEngine::Node,
+        )
+        .unwrap()
+        .with_time_limit(Duration::from_millis(300));
+        let docs = docs_of(&[r#"{"n":0}"#, r#"{"n":1}"#, r#"{"n":2}"#]);
+        let started = Instant::now();
+        let got: Vec<Fate> = p.reshape_batch(&docs).into_iter().map(fate).collect();
+        assert!(started.elapsed() < Duration::from_secs(8));
+        assert!(got[0].is_ok() && got[2].is_ok(), "{got:?}");
+        let e = p.reshape_batch(&docs[1..2]).pop().unwrap().unwrap_err();
+        assert!(e.0.contains("interrupted") && e.0.contains("300ms"), "{e}");
+        assert_eq!(fate(p.reshape_batch(&docs[..1]).pop().unwrap()), got[0]);
+
+        let p = JsProgram::with_engine(
+            r#"(() => (c) => (docs) => { console.error("going away"); process.exit(3); })()"#
+                .into(),
+            "{}".into(),
+            JsEngine::Node,
+        )
+        .unwrap();
+        let e = p.reshape_batch(&docs[..1]).pop().unwrap().unwrap_err();
+        assert!(
+            e.0.contains("going away") && e.0.contains("node stopped"),
+            "{e}"
+        );
     }
 }

@@ -19,16 +19,35 @@ use jaq_json::{Map, Val};
 
 use crate::program::{parse, JqProgram, RunError};
 use engine::document::{Document, Op, Skip};
-use engine::transform::{Shaped, Transform, Unroutable};
+use engine::transform::{Batched, Shaped, Transform, Unroutable};
 
 /// The skip reason of a document the program could not transform.
 pub const TRANSFORM_ERROR: &str = "transform_error";
+
+/// What a program made of one document of a batch: its outputs, and the reason it asked
+/// for the document to be filtered with, if any (see [`DocumentProgram::reshape`]).
+pub type Reshaped = Result<(Vec<Document>, Option<String>), RunError>;
 
 /// A program over documents.
 pub trait DocumentProgram: Send + Sync + 'static {
     /// Runs on one document and pushes its outputs onto `out`. `Ok(Some(reason))` when
     /// the program asked for the document to be filtered with that reason.
     fn reshape(&self, doc: &Document, out: &mut Vec<Document>) -> Result<Option<String>, RunError>;
+
+    /// How many documents [`DocumentProgram::reshape_batch`] is best given at once.
+    fn batch_size(&self) -> usize {
+        1
+    }
+
+    /// [`DocumentProgram::reshape`] of each of `docs`, in order.
+    fn reshape_batch(&self, docs: &[Document]) -> Vec<Reshaped> {
+        docs.iter()
+            .map(|d| {
+                let mut out = Vec::new();
+                self.reshape(d, &mut out).map(|f| (out, f))
+            })
+            .collect()
+    }
 }
 
 /// The program, then the naming transform for what the program did not rename.
@@ -86,9 +105,43 @@ impl Transform for Reshape {
         self.identity.clone()
     }
 
+    fn batch_size(&self) -> usize {
+        self.program.batch_size()
+    }
+
+    fn apply_batch(&self, docs: Vec<Document>) -> Vec<Batched> {
+        let reshaped = self.program.reshape_batch(&docs);
+        docs.into_iter()
+            .zip(reshaped)
+            .map(|(doc, r)| {
+                let (mut outputs, r) = match r {
+                    Ok((outputs, f)) => (outputs, Ok(f)),
+                    Err(e) => (Vec::new(), Err(e)),
+                };
+                let outcome = self.settle(doc, r, &mut outputs, 0);
+                Batched { outcome, outputs }
+            })
+            .collect()
+    }
+
     fn apply_all(&self, doc: Document, out: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
         let start = out.len();
-        let filtered = match self.program.reshape(&doc, out) {
+        let r = self.program.reshape(&doc, out);
+        self.settle(doc, r, out, start)
+    }
+}
+
+impl Reshape {
+    /// The outcome of the program's run on `doc` (its outputs in `out` from `start`): the
+    /// outputs it left in their index through the naming transform.
+    fn settle(
+        &self,
+        doc: Document,
+        r: Result<Option<String>, RunError>,
+        out: &mut Vec<Document>,
+        start: usize,
+    ) -> Result<Shaped, Box<Skip>> {
+        let filtered = match r {
             Ok(f) => f,
             Err(e) => {
                 out.truncate(start);

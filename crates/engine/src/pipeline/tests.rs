@@ -1054,12 +1054,56 @@ fn fan_ids(i: u64) -> Vec<u64> {
     }
 }
 
+/// [`Fan`] run a batch at a time (up to 6 inputs, cut by the source's skips), failing
+/// inputs divisible by 17 (`transform_error`); the sizes of the batches it was given.
+#[derive(Default)]
+struct BatchFan {
+    batches: Mutex<Vec<usize>>,
+}
+impl Transform for BatchFan {
+    fn apply(&self, _: &mut Document) -> Result<(), Unroutable> {
+        unreachable!("the pipeline calls apply_batch when a transform batches")
+    }
+    fn reshapes(&self) -> bool {
+        true
+    }
+    fn batch_size(&self) -> usize {
+        6
+    }
+    fn apply_all(&self, _: Document, _: &mut Vec<Document>) -> Result<Shaped, Box<Skip>> {
+        unreachable!("the pipeline calls apply_batch when a transform batches")
+    }
+    fn apply_batch(&self, docs: Vec<Document>) -> Vec<Batched> {
+        self.batches.lock().unwrap().push(docs.len());
+        docs.into_iter()
+            .map(|doc| {
+                let mut outputs = Vec::new();
+                let outcome = if doc.id.parse::<u64>().unwrap().is_multiple_of(17) {
+                    Err(Box::new(Skip::of(
+                        doc,
+                        "transform_error",
+                        "seventeen".into(),
+                    )))
+                } else {
+                    Fan.apply_all(doc, &mut outputs)
+                };
+                Batched { outcome, outputs }
+            })
+            .collect()
+    }
+}
+
 /// What [`Fan`] makes of the live inputs in `from..to`: outputs delivered, refused by the
-/// writer (id divisible by 13), inputs filtered, inputs skipped by the source.
+/// writer (id divisible by 13), inputs filtered, inputs skipped by the source (and, with
+/// `fails` as [`BatchFan`] does, by the transform).
 fn fan_fates(from: u64, to: u64) -> (Vec<u64>, u64, u64, u64) {
+    fan_fates_of(from, to, false)
+}
+
+fn fan_fates_of(from: u64, to: u64, fails: bool) -> (Vec<u64>, u64, u64, u64) {
     let (mut delivered, mut refused, mut filtered, mut skipped) = (Vec::new(), 0, 0, 0);
     for i in (from..to).filter(|i| is_live(*i)) {
-        if i.is_multiple_of(7) {
+        if i.is_multiple_of(7) || (fails && i.is_multiple_of(17)) {
             skipped += 1;
         } else if i.is_multiple_of(5) {
             filtered += 1;
@@ -1118,7 +1162,66 @@ async fn a_reshaping_transform_filters_and_explodes_with_exact_counts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batching_transform_filters_explodes_and_fails_with_exact_counts() {
+    let sink = Arc::new(Snk {
+        jitter_ms: 3,
+        ..Snk::default()
+    });
+    let fan = Arc::new(BatchFan::default());
+    let r = go_with(
+        Src {
+            max_doc: 400,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        (far(), far()),
+        opts(3),
+        None,
+        Some(fan.clone()),
+    )
+    .await;
+    assert!(
+        matches!(r.report.end, ItemEnd::Finished),
+        "{:?}",
+        r.report.end
+    );
+    let (delivered, refused, filtered, skipped) = fan_fates_of(0, 400, true);
+    assert_eq!(received(&sink), delivered);
+    let p = &r.report.progress;
+    assert_eq!(p.cursor, Some(Position::Doc(398)));
+    assert_eq!(p.docs, delivered.len() as u64);
+    assert_eq!((p.refused, p.skipped), (refused, skipped));
+    assert_eq!(p.reasons["filtered:five"], filtered);
+    assert_eq!(
+        p.reasons["skipped:transform_error"], 14,
+        "multiples of 17 but those of 3 or 7"
+    );
+    assert_eq!(r.log.len() as u64, refused + skipped);
+    // Whole batches, cut short by the source's skips and the item's end.
+    let batches = fan.batches.lock().unwrap().clone();
+    assert!(batches.iter().all(|n| (1..=6).contains(n)), "{batches:?}");
+    assert!(
+        batches.iter().filter(|n| **n == 6).count() > 10,
+        "{batches:?}"
+    );
+    let inputs = (0..400u64).filter(|i| is_live(*i) && !i.is_multiple_of(7));
+    assert_eq!(batches.iter().sum::<usize>(), inputs.count());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() {
+    resume_loses_none(|| Arc::new(Fan), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batching_transform_stopped_anywhere_resumes_losing_none() {
+    resume_loses_none(|| Arc::new(BatchFan::default()), true).await;
+}
+
+async fn resume_loses_none(transform: fn() -> Arc<dyn Transform>, fails: bool) {
     // Batches of 7 cut through the three outputs of even inputs; stop at a random time,
     // then resume from the cursor: every output is sent, and the cursor never covers an
     // input whose outputs were not all acknowledged.
@@ -1140,12 +1243,12 @@ async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() 
             (trigger, far()),
             opts(3),
             None,
-            Some(Arc::new(Fan)),
+            Some(transform()),
         )
         .await;
         let cursor = r.report.progress.cursor.clone();
         let to = cursor.as_ref().and_then(Position::doc).map_or(0, |c| c + 1);
-        let (covered, _, _, _) = fan_fates(0, to);
+        let (covered, _, _, _) = fan_fates_of(0, to, fails);
         let got = received(&sink);
         let got_set: BTreeSet<u64> = got.iter().copied().collect();
         for id in &covered {
@@ -1194,12 +1297,12 @@ async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() 
             (far(), far()),
             opts(3),
             None,
-            Some(Arc::new(Fan)),
+            Some(transform()),
         )
         .await;
         assert!(matches!(r2.report.end, ItemEnd::Finished));
         let all: BTreeSet<u64> = received(&sink).into_iter().collect();
-        let (want, _, _, _) = fan_fates(0, 3000);
+        let (want, _, _, _) = fan_fates_of(0, 3000, fails);
         assert_eq!(
             all,
             want.into_iter().collect::<BTreeSet<u64>>(),

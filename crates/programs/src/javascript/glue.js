@@ -1,0 +1,263 @@
+(function (transform, sortFill) {
+  // A document's objects reach the transform as Maps over the parsed objects. While the
+  // transform only gets, sets and asks for keys, a map reads and writes its object (new
+  // keys only where an object appends them, as a Map does); the objects it hands out are
+  // kept beside it so that each is handed out once. Anything else fills the Map from the
+  // object. What the transform never opens goes out as it was parsed, without a walk.
+  // A filled map whose keys still follow its object's order (none deleted, new ones
+  // appended) writes its changes back into that object rather than building a new one.
+  const DIRECT = 0, IN_ORDER = 1, REBUILT = 2;
+  const forEach = Map.prototype.forEach;
+  const hasOwn = Object.hasOwn;
+  // An assignment of `__proto__` would set the object's prototype and the field would
+  // vanish from the output: that key is defined as an own property. Every other key of
+  // Object.prototype is a writable data property, so assigning it makes an own property,
+  // and costs far less than defining one.
+  function put(o, k, x) {
+    if (k === "__proto__") {
+      Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+    } else {
+      o[k] = x;
+    }
+  }
+  // Whether a new key appended to an object comes last, as in a Map: a string that is
+  // not `__proto__` and cannot be an array index (those an object puts first).
+  function appends(k) {
+    if (typeof k !== "string" || k === "__proto__") return false;
+    const c = k.charCodeAt(0);
+    return !(c >= 48 && c <= 57);
+  }
+  // The order of an object's keys once its JSON text has been through rfs's JSON values
+  // (keys sorted by their UTF-8 bytes): array indices first (an object puts them first),
+  // then the other keys sorted. With `sortFill`, a map is filled in this order, so that a
+  // transform given the document's own text sees the keys in the order it would see them
+  // given that of rfs's values.
+  function inputOrder(o, added) {
+    let names = Object.keys(o);
+    // What `set` appended comes last, in its order (the object holds it last too).
+    const n = added === null ? names.length : names.length - added.length;
+    let j = 0;
+    while (j < n && isIndex(names[j])) j++;
+    if (j === n) return names;
+    const rest = sortKeys(names.slice(j, n));
+    names = j === 0 ? rest : names.slice(0, j).concat(rest);
+    return added === null ? names : names.concat(added);
+  }
+  function isIndex(k) {
+    const c = k.charCodeAt(0);
+    if (!(c >= 48 && c <= 57)) return false;
+    return String(Number(k)) === k && Number(k) < 4294967295;
+  }
+  // Sorted by UTF-8 bytes, which is the order of code points: the UTF-16 order but for
+  // keys holding code units from U+D800 up.
+  function sortKeys(names) {
+    names.sort();
+    for (let i = 0; i < names.length; i++) {
+      if (/[\ud800-\uffff]/.test(names[i])) {
+        names.sort(byCodePoints);
+        break;
+      }
+    }
+    return names;
+  }
+  function byCodePoints(a, b) {
+    const x = [...a], y = [...b];
+    for (let i = 0; i < x.length && i < y.length; i++) {
+      const d = x[i].codePointAt(0) - y[i].codePointAt(0);
+      if (d !== 0) return d;
+    }
+    return x.length - y.length;
+  }
+  class LazyMap extends Map {
+    #o;
+    #state;
+    // While DIRECT: the keys whose values were handed out or set as objects, and those
+    // values (the output's are made from them).
+    #keys;
+    #vals;
+    // With `sortFill`: the keys `set` appended to the object while DIRECT.
+    #added = null;
+    constructor(o) {
+      super();
+      this.#o = o;
+      this.#state = DIRECT;
+      this.#keys = null;
+      this.#vals = null;
+    }
+    #keep(k, v) {
+      if (this.#keys === null) {
+        this.#keys = [k];
+        this.#vals = [v];
+        return;
+      }
+      const i = this.#keys.indexOf(k);
+      if (i >= 0) this.#vals[i] = v;
+      else {
+        this.#keys.push(k);
+        this.#vals.push(v);
+      }
+    }
+    #fill() {
+      const o = this.#o, keys = this.#keys, vals = this.#vals;
+      const names = sortFill ? inputOrder(o, this.#added) : Object.keys(o);
+      for (let i = 0; i < names.length; i++) {
+        const k = names[i];
+        const j = keys === null ? -1 : keys.indexOf(k);
+        super.set(k, j >= 0 ? vals[j] : wrap(o[k]));
+      }
+      this.#keys = this.#vals = null;
+      this.#state = IN_ORDER;
+    }
+    get(k) {
+      if (this.#state !== DIRECT) return super.get(k);
+      const o = this.#o;
+      if (typeof k !== "string" || !hasOwn(o, k)) return undefined;
+      const v = o[k];
+      if (v === null || typeof v !== "object") return v;
+      const i = this.#keys === null ? -1 : this.#keys.indexOf(k);
+      if (i >= 0) return this.#vals[i];
+      const w = wrap(v);
+      this.#keep(k, w);
+      return w;
+    }
+    has(k) {
+      if (this.#state !== DIRECT) return super.has(k);
+      return typeof k === "string" && hasOwn(this.#o, k);
+    }
+    set(k, v) {
+      if (this.#state === DIRECT) {
+        const o = this.#o;
+        if (typeof k === "string" && (hasOwn(o, k) || appends(k))) {
+          if (sortFill && !hasOwn(o, k)) (this.#added ??= []).push(k);
+          put(o, k, v);
+          if ((v !== null && typeof v === "object") || (this.#keys !== null && this.#keys.includes(k))) {
+            this.#keep(k, v);
+          }
+          return this;
+        }
+        this.#fill();
+      }
+      if (this.#state === IN_ORDER) {
+        if (super.has(k) || appends(k)) put(this.#o, k, v);
+        else this.#state = REBUILT;
+      }
+      super.set(k, v);
+      return this;
+    }
+    delete(k) {
+      if (this.#state === DIRECT) this.#fill();
+      const gone = super.delete(k);
+      if (gone) this.#state = REBUILT;
+      return gone;
+    }
+    clear() {
+      this.#state = REBUILT;
+      this.#keys = this.#vals = null;
+      super.clear();
+    }
+    get size() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.size;
+    }
+    forEach(f, self) {
+      if (this.#state === DIRECT) this.#fill();
+      return super.forEach(f, self);
+    }
+    keys() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.keys();
+    }
+    values() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.values();
+    }
+    entries() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.entries();
+    }
+    [Symbol.iterator]() {
+      if (this.#state === DIRECT) this.#fill();
+      return super.entries();
+    }
+    // Filled, and rebuilt on output (for Map methods not known here).
+    static touch(m) {
+      if (m.#state === DIRECT) m.#fill();
+      m.#state = REBUILT;
+    }
+    // The plain object for output.
+    static plain(m) {
+      const s = m.#state;
+      if (s === DIRECT) {
+        const o = m.#o, keys = m.#keys, vals = m.#vals;
+        if (keys !== null) for (let i = 0; i < keys.length; i++) put(o, keys[i], toPlain(vals[i]));
+        return o;
+      }
+      if (s === IN_ORDER) {
+        // Keys and primitive values are already there (written by `set`).
+        const o = m.#o;
+        forEach.call(m, (x, k) => {
+          if (x !== null && typeof x === "object") put(o, k, toPlain(x));
+        });
+        return o;
+      }
+      const o = {};
+      forEach.call(m, (x, k) => put(o, String(k), toPlain(x)));
+      return o;
+    }
+  }
+  const touch = LazyMap.touch;
+  const plain = LazyMap.plain;
+  delete LazyMap.touch;
+  delete LazyMap.plain;
+  for (const name of Reflect.ownKeys(Map.prototype)) {
+    const d = Object.getOwnPropertyDescriptor(Map.prototype, name);
+    if (Object.hasOwn(LazyMap.prototype, name) || typeof d.value !== "function") continue;
+    const f = d.value;
+    d.value = function (...args) {
+      touch(this);
+      return f.apply(this, args);
+    };
+    Object.defineProperty(LazyMap.prototype, name, d);
+  }
+  // What the transform sees is a Map like any other.
+  Object.defineProperty(LazyMap.prototype, "constructor", { value: Map, writable: true, configurable: true });
+  // Arrays are the parsed ones, their objects replaced by maps.
+  function wrap(v) {
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i];
+        if (x !== null && typeof x === "object") v[i] = wrap(x);
+      }
+      return v;
+    }
+    return new LazyMap(v);
+  }
+  function toPlain(v) {
+    if (v === null || typeof v !== "object") return v;
+    if (v instanceof LazyMap) return plain(v);
+    if (v instanceof Map) {
+      const o = {};
+      forEach.call(v, (x, k) => put(o, String(k), toPlain(x)));
+      return o;
+    }
+    if (Array.isArray(v)) return v.map(toPlain);
+    const o = {};
+    for (const k of Object.keys(v)) put(o, k, toPlain(v[k]));
+    return o;
+  }
+  function call(docs) {
+    const out = transform(docs);
+    if (out !== null && typeof out === "object" && typeof out.then === "function") {
+      throw new Error("the transform returned a Promise; rfs runs transforms synchronously");
+    }
+    return out;
+  }
+  const run = function (text) {
+    const out = call(wrap(JSON.parse(text)));
+    return JSON.stringify(out === undefined ? null : toPlain(out));
+  };
+  // For the node engine's loop (javascript/node.js).
+  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap };
+  return run;
+})

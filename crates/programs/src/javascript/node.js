@@ -1,0 +1,263 @@
+// rfs's loop in a `node` child process (javascript/node.rs): runs the reference tool's
+// JavaScript transform on batches of documents. `GLUE` (javascript/glue.js, the code the
+// QuickJS engine runs too) is defined before this text.
+//
+// In: one line of JSON `{"script", "bindings"}`, then one line per batch: a JSON list of
+// documents in the reference shape. Out: one line `{"ready": true}` or `{"init": MESSAGE}`,
+// then one line per batch, a list with one answer per document:
+// - `{"e": MESSAGE}`: the transform threw on it;
+// - `{"o": [OUTPUT…]}`: its outputs (none: filtered), each `{"m": META, "d": DOCUMENT}` —
+//   the output without its `document`, and the document in rfs's canonical JSON (keys
+//   sorted by their bytes at every depth, numbers as rfs writes them) — or `{"s": TEXT}`,
+//   the output's JSON text in a list of one, for rfs to read as the QuickJS engine's are.
+// `{"fatal": MESSAGE}` instead: the batch's text could not be read.
+"use strict";
+const fs = require("fs");
+const vm = require("vm");
+
+// Whatever the script logs goes to stderr: stdout carries the answers.
+for (const k of ["log", "info", "warn", "error", "debug", "trace"]) {
+  console[k] = (...args) => process.stderr.write(args.map(String).join(" ") + "\n");
+}
+
+let pending = Buffer.alloc(0);
+const chunk = Buffer.alloc(1 << 20);
+// The next line of stdin, or null at its end.
+function readLine() {
+  let from = 0;
+  for (;;) {
+    const nl = pending.indexOf(10, from);
+    if (nl >= 0) {
+      const line = pending.toString("utf8", 0, nl);
+      pending = pending.subarray(nl + 1);
+      return line;
+    }
+    from = pending.length;
+    let n;
+    try {
+      n = fs.readSync(0, chunk, 0, chunk.length, null);
+    } catch (e) {
+      if (e.code === "EAGAIN") continue;
+      if (e.code === "EOF") return null;
+      throw e;
+    }
+    if (n === 0) return null;
+    pending = pending.length === 0 ? Buffer.from(chunk.subarray(0, n)) : Buffer.concat([pending, chunk.subarray(0, n)]);
+  }
+}
+
+function writeLine(text) {
+  const b = Buffer.from(text + "\n", "utf8");
+  let off = 0;
+  while (off < b.length) {
+    try {
+      off += fs.writeSync(1, b, off, b.length - off);
+    } catch (e) {
+      if (e.code !== "EAGAIN") throw e;
+    }
+  }
+}
+
+// A thrown value as a message: an error's name, message and where it was thrown.
+function message(e) {
+  if (e instanceof Error) {
+    const at = typeof e.stack === "string" ? e.stack.split("\n").find((l) => /^\s+at /.test(l)) : undefined;
+    return e.name + ": " + e.message + (at === undefined ? "" : "\n" + at);
+  }
+  try {
+    return String(e);
+  } catch (_) {
+    return "a value that cannot be shown";
+  }
+}
+
+const init = JSON.parse(readLine());
+let parts;
+{
+  // What failed is named as the QuickJS engine names it.
+  let stage = "the initialization script";
+  try {
+    const main = vm.runInThisContext(init.script, { filename: "initializationScript" });
+    if (typeof main !== "function") {
+      stage = "";
+      throw new Error("the initialization script must evaluate to a function main(bindings) (end it with `(() => main)();`)");
+    }
+    stage = "bindingsObject is not JSON";
+    const bindings = JSON.parse(init.bindings);
+    stage = "main(bindings)";
+    const transform = main(bindings);
+    if (typeof transform !== "function") {
+      stage = "";
+      throw new Error("main(bindings) must return the transform function");
+    }
+    stage = "rfs's JavaScript glue";
+    parts = vm.runInThisContext(GLUE, { filename: "rfs-glue" })(transform, true).parts;
+  } catch (e) {
+    const m = stage === "" ? e.message : message(e);
+    writeLine(JSON.stringify({ init: stage === "" ? m : stage + ": " + m }));
+    process.exit(0);
+  }
+}
+writeLine('{"ready":true}');
+const { wrap, toPlain, put, call, LazyMap } = parts;
+
+// Whether rfs writes the number `x` as JavaScript does: integers it reads as 64-bit ones,
+// and the decimals both write without an exponent from 1e-5 up.
+function plainNumber(x) {
+  if (Number.isInteger(x)) return x >= -9.2e18 && x <= 9.2e18;
+  const a = Math.abs(x);
+  return a >= 1e-5 && a < 1e16;
+}
+
+// `v` (a plain value, as toPlain makes it) with every object's keys in byte order;
+// `state.slow` set when rfs's JSON would differ otherwise (numbers, nesting, keys an
+// object cannot hold in that order).
+function canon(v, depth, state) {
+  if (depth > 100) {
+    state.slow = true;
+    return v;
+  }
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      if (typeof x === "number") {
+        if (!plainNumber(x)) state.slow = true;
+      } else if (x !== null && typeof x === "object") {
+        v[i] = canon(x, depth + 1, state);
+      }
+    }
+    return v;
+  }
+  const keys = Object.keys(v);
+  let o = v;
+  for (let i = 1; i < keys.length; i++) {
+    if (!(keys[i - 1] < keys[i])) {
+      // In UTF-16 order: where that is not the byte order (code units from U+D800 up),
+      // UNUSUAL sends the output the slow way.
+      keys.sort();
+      o = {};
+      for (let j = 0; j < keys.length; j++) put(o, keys[j], v[keys[j]]);
+      const got = Object.keys(o);
+      for (let j = 1; j < got.length; j++) {
+        if (!(got[j - 1] < got[j])) {
+          state.slow = true;
+          break;
+        }
+      }
+      break;
+    }
+  }
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    const x = o[k];
+    if (typeof x === "number") {
+      if (!plainNumber(x)) state.slow = true;
+    } else if (x !== null && typeof x === "object") {
+      const c = canon(x, depth + 1, state);
+      if (c !== x) put(o, k, c);
+    }
+  }
+  return o;
+}
+
+// Text rfs's reader would decode differently: code units from U+D800 up (lone surrogates,
+// and keys whose byte order is not their UTF-16 order).
+const UNUSUAL = /[\ud800-\uffff]|\\u[dD][89abAB]/;
+
+// The answer for one input whose outputs are `outs` (a list of plain values).
+function answer(outs) {
+  const parts = [];
+  for (const p of outs) {
+    if (p !== null && typeof p === "object" && !Array.isArray(p)) {
+      const doc = p.document;
+      if (doc !== null && typeof doc === "object" && !Array.isArray(doc) && !("_filtered" in p)) {
+        const state = { slow: false };
+        const c = canon(doc, 0, state);
+        const text = state.slow ? null : JSON.stringify(c);
+        if (text !== null && !UNUSUAL.test(text)) {
+          const meta = {};
+          for (const k of Object.keys(p)) if (k !== "document") put(meta, k, p[k]);
+          const m = JSON.stringify(meta);
+          if (!UNUSUAL.test(m)) {
+            parts.push('{"m":' + m + ',"d":' + text + "}");
+            continue;
+          }
+        }
+      }
+    }
+    parts.push(JSON.stringify({ s: JSON.stringify([p]) }));
+  }
+  return '{"o":[' + parts.join(",") + "]}";
+}
+
+// The outputs of a transform's result, as a list of plain values.
+function plainList(out) {
+  if (out === undefined || out === null) return [];
+  const p = toPlain(out);
+  return Array.isArray(p) ? p : [p];
+}
+
+function field(x, k) {
+  if (x instanceof Map) return x.get(k);
+  if (x !== null && typeof x === "object") return x[k];
+  return undefined;
+}
+
+// The transform on the whole batch: one answer per input, or null when its outputs
+// cannot be told apart by input (then each input is run alone).
+function wholeBatch(docs) {
+  const owners = new Map();
+  for (let i = 0; i < docs.length; i++) owners.set(docs[i], i);
+  const out = call(docs);
+  const list = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
+  // Each input's parts, seen before the transform ran (a map handed out is the same one).
+  for (let i = 0; i < docs.length; i++) {
+    const d = docs[i];
+    for (const k of ["operation", "document"]) {
+      const x = d.get(k);
+      if (x instanceof LazyMap && !owners.has(x)) owners.set(x, i);
+    }
+  }
+  const byInput = docs.map(() => []);
+  let last = 0;
+  for (const x of list) {
+    let i = owners.get(x);
+    if (i === undefined) i = owners.get(field(x, "operation"));
+    if (i === undefined) i = owners.get(field(x, "document"));
+    if (i === undefined || i < last || field(x, "_filtered") !== undefined) return null;
+    last = i;
+    byInput[i].push(x);
+  }
+  return byInput.map((xs) => answer(plainList(xs)));
+}
+
+function oneByOne(text) {
+  const docs = JSON.parse(text);
+  return docs.map((d) => {
+    try {
+      return answer(plainList(call(wrap([d]))));
+    } catch (e) {
+      return JSON.stringify({ e: message(e) });
+    }
+  });
+}
+
+for (;;) {
+  const text = readLine();
+  if (text === null) break;
+  let docs;
+  try {
+    docs = wrap(JSON.parse(text));
+  } catch (e) {
+    writeLine(JSON.stringify({ fatal: message(e) }));
+    continue;
+  }
+  let answers = null;
+  try {
+    answers = wholeBatch(docs);
+  } catch (_) {
+    // Which inputs fail is found by running each alone.
+  }
+  if (answers === null) answers = oneByOne(text);
+  writeLine("[" + answers.join(",") + "]");
+}

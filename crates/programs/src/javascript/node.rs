@@ -1,0 +1,237 @@
+//! The JavaScript transforms run by V8, in a `node` child process per reader thread, fed
+//! batches of documents over its stdin (node.js describes the exchange). rfs waits for
+//! every child it starts (killed when its thread or its program goes), so that the CPU
+//! node spends is counted as rfs's.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use crate::program::RunError;
+
+/// The glue both engines run, then node's loop.
+fn program() -> String {
+    format!(
+        "const GLUE = {};\n{}",
+        serde_json::to_string(super::RUNNER).expect("a string serialises"),
+        include_str!("node.js")
+    )
+}
+
+/// The oldest node whose JavaScript the glue needs.
+const OLDEST: u32 = 18;
+/// How much of node's stderr is kept for errors.
+const STDERR_TAIL: usize = 2048;
+
+/// The node binary this process uses: `RFS_NODE`, else `node` on the PATH, with its
+/// version; or why there is none.
+pub fn probe() -> &'static Result<(PathBuf, String), String> {
+    static PROBE: OnceLock<Result<(PathBuf, String), String>> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let node = std::env::var_os("RFS_NODE")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| PathBuf::from("node"), PathBuf::from);
+        let out = Command::new(&node)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", node.display()))?;
+        let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let major = version
+            .strip_prefix('v')
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse::<u32>().ok());
+        match major {
+            Some(m) if out.status.success() && m >= OLDEST => Ok((node, version)),
+            _ => Err(format!(
+                "{} --version says {version:?}; rfs needs node {OLDEST} or later",
+                node.display()
+            )),
+        }
+    })
+}
+
+/// One node child process running a program's transform.
+pub struct Node {
+    child: Arc<Mutex<Child>>,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    /// The watchdog: a deadline for the call under way, or none.
+    watch: mpsc::Sender<Option<Instant>>,
+    timed_out: Arc<AtomicBool>,
+    line: String,
+}
+
+impl Node {
+    /// Starts node with the program's script and bindings (JSON text): an error names
+    /// what failed, as the QuickJS engine's do.
+    pub fn start(
+        node: &Path,
+        script: &str,
+        bindings: &str,
+        time_limit: Duration,
+    ) -> Result<Node, RunError> {
+        let mut child = Command::new(node)
+            .arg("--max-old-space-size=512")
+            .arg("-e")
+            .arg(program())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| RunError(format!("starting {}: {e}", node.display())))?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("piped"));
+        let mut err = child.stderr.take().expect("piped");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        {
+            let tail = stderr.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = err.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    t.extend_from_slice(&buf[..n]);
+                    if t.len() > STDERR_TAIL {
+                        let cut = t.len() - STDERR_TAIL;
+                        t.drain(..cut);
+                    }
+                }
+            });
+        }
+        let child = Arc::new(Mutex::new(child));
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let (watch, calls) = mpsc::channel::<Option<Instant>>();
+        {
+            let child = Arc::downgrade(&child);
+            let timed_out = timed_out.clone();
+            std::thread::spawn(move || watchdog(calls, child, timed_out));
+        }
+        let mut n = Node {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            watch,
+            timed_out,
+            line: String::new(),
+        };
+        let init = serde_json::json!({"script": script, "bindings": bindings}).to_string();
+        let answer = n.call(format!("{init}\n").as_bytes(), time_limit, 0)?;
+        if answer.trim_end() == r#"{"ready":true}"# {
+            return Ok(n);
+        }
+        #[derive(serde::Deserialize)]
+        struct Init {
+            init: String,
+        }
+        match serde_json::from_str::<Init>(&answer) {
+            Ok(i) => Err(RunError(i.init)),
+            Err(_) => Err(RunError(format!(
+                "node answered {:?} when started",
+                answer.chars().take(200).collect::<String>()
+            ))),
+        }
+    }
+
+    /// Sends `line` (ending in a newline) and returns node's answer line; `docs` is how
+    /// many documents it holds, for errors.
+    pub fn call(
+        &mut self,
+        line: &[u8],
+        time_limit: Duration,
+        docs: usize,
+    ) -> Result<String, RunError> {
+        let _ = self.watch.send(Some(Instant::now() + time_limit));
+        let sent = self.stdin.write_all(line).and_then(|()| self.stdin.flush());
+        self.line.clear();
+        let read = match sent {
+            Ok(()) => self.stdout.read_line(&mut self.line),
+            Err(e) => Err(e),
+        };
+        let _ = self.watch.send(None);
+        match read {
+            Ok(n) if n > 0 && self.line.ends_with('\n') => Ok(std::mem::take(&mut self.line)),
+            Ok(_) | Err(_) => Err(self.died(time_limit, docs)),
+        }
+    }
+
+    /// Why node stopped answering: its time ran out, or it died (with its stderr's tail).
+    fn died(&mut self, time_limit: Duration, docs: usize) -> RunError {
+        if self.timed_out.load(Ordering::Relaxed) {
+            return RunError(format!(
+                "the transform was interrupted: it ran over its time limit of {time_limit:?} \
+                 on a batch of {docs} document(s), and node was stopped"
+            ));
+        }
+        let status = {
+            let mut c = self.child.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = c.kill();
+            c.wait()
+        };
+        // The stderr reader ends with the process; give it a moment to take the last words.
+        std::thread::sleep(Duration::from_millis(50));
+        let tail = self
+            .stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let tail = String::from_utf8_lossy(&tail);
+        let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+        RunError(format!(
+            "node stopped ({status}) while running the transform; its stderr ends with: {}",
+            tail.trim()
+        ))
+    }
+
+    /// The process, for the program's registry of the processes to reap.
+    pub fn process(&self) -> Weak<Mutex<Child>> {
+        Arc::downgrade(&self.child)
+    }
+}
+
+/// Stops and waits for `child`.
+pub fn reap(child: &Mutex<Child>) {
+    let mut c = child.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        reap(&self.child);
+    }
+}
+
+/// Kills the child when a call runs past its deadline; ends with its [`Node`].
+fn watchdog(
+    calls: mpsc::Receiver<Option<Instant>>,
+    child: Weak<Mutex<Child>>,
+    timed_out: Arc<AtomicBool>,
+) {
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let next = match deadline {
+            None => calls.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(d) => calls.recv_timeout(d.saturating_duration_since(Instant::now())),
+        };
+        match next {
+            Ok(d) => deadline = d,
+            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {
+                timed_out.store(true, Ordering::Relaxed);
+                if let Some(c) = child.upgrade() {
+                    let _ = c.lock().unwrap_or_else(|p| p.into_inner()).kill();
+                }
+                deadline = None;
+            }
+        }
+    }
+}
