@@ -215,9 +215,13 @@ impl FieldEdits {
             return Err(Stop::Jq);
         }
         let src = &doc.source[..];
-        match snapshot::json::check_value(src) {
-            Ok(scan) if !scan.line_breaks && !scan.comments => {}
-            _ => return Err(Stop::Jq),
+        // The reader checked it on this thread (the usual case in a pipeline), else now.
+        if !snapshot::json::checked_before(src) {
+            snapshot::json::note_checked_sources();
+            match snapshot::json::check_value(src) {
+                Ok(scan) if !scan.line_breaks && !scan.comments => {}
+                _ => return Err(Stop::Jq),
+            }
         }
         let mut fields = object(src, 0..src.len()).ok_or(Stop::Jq)?;
         let mut meta = Meta::default();
@@ -235,7 +239,9 @@ impl FieldEdits {
             id: meta.id.unwrap_or_else(|| doc.id.clone()),
             doc_type: doc.doc_type.clone(),
             routing: meta.routing.unwrap_or_else(|| doc.routing.clone()),
-            source: Bytes::from(buf),
+            // exactly sized (shrunk in place): `Bytes` of a `Vec` with room to spare
+            // allocates a header besides
+            source: Bytes::from(buf.into_boxed_slice()),
         }))
     }
 }
@@ -446,7 +452,50 @@ fn ascii_case<'a>(
 }
 
 fn parse(b: &[u8]) -> Option<Val> {
+    if let Some(n) = number(b) {
+        return Some(Val::Num(n));
+    }
     jaq_json::read::parse_single(b).ok()
+}
+
+/// What jaq's parser makes of `b` when it is exactly one JSON number (an integer without
+/// fraction or exponent as an integer, any other as the decimal text), without its lexer;
+/// `None` for anything else.
+fn number(b: &[u8]) -> Option<jaq_json::Num> {
+    let digits = |mut i: usize| {
+        let from = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        (i > from).then_some(i)
+    };
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    i = match b.get(i)? {
+        b'0' => i + 1,
+        b'1'..=b'9' => digits(i)?,
+        _ => return None,
+    };
+    let int = i;
+    if b.get(i) == Some(&b'.') {
+        i = digits(i + 1)?;
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        i = digits(i)?;
+    }
+    if i != b.len() {
+        return None;
+    }
+    // only ASCII digits and signs: UTF-8
+    let text = std::str::from_utf8(b).ok()?;
+    if int == b.len() {
+        jaq_json::Num::from_str_radix(text, 10)
+    } else {
+        Some(jaq_json::Num::Dec(text.to_string().into()))
+    }
 }
 
 /// Sets `path` to `v`, in place when present, else appended (jq keeps a key's place).
@@ -561,7 +610,8 @@ fn object(src: &[u8], at: Range<usize>) -> Option<Vec<Field<'_>>> {
         return None;
     }
     i = skip_ws(src, i + 1);
-    let mut fields: Vec<Field<'_>> = Vec::new();
+    // room for the usual document at once (growing cost two more allocations each time)
+    let mut fields: Vec<Field<'_>> = Vec::with_capacity(16);
     if src.get(i) == Some(&b'}') {
         return (skip_ws(src, i + 1) == src_end).then_some(fields);
     }
@@ -1259,6 +1309,51 @@ mod tests {
             let (ra, rb) = (fast.reshape(&d, &mut a), jq.reshape(&d, &mut b));
             assert_eq!(ra.is_ok(), rb.is_ok());
             same(&a, &b);
+        }
+    }
+
+    /// Values read from the source are what jaq's parser makes of the same bytes: numbers,
+    /// which take a path of their own, and what is not a number.
+    #[test]
+    fn values_read_are_what_jq_reads() {
+        for b in [
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "1.5",
+            "-0.25",
+            "1.50e3",
+            "2E-3",
+            "1e+2",
+            "123.45",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "123456789012345678901234567890",
+            "-123456789012345678901234567890.5",
+            "\"x\"",
+            "null",
+            "true",
+            "[1]",
+            "{\"a\":1}",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "1e",
+            "+1",
+            "1 ",
+            " 1",
+            "--1",
+            "1-2",
+            "",
+        ] {
+            let ours = parse(b.as_bytes()).map(|v| format!("{v:?}"));
+            let jaq = jaq_json::read::parse_single(b.as_bytes())
+                .ok()
+                .map(|v| format!("{v:?}"));
+            assert_eq!(ours, jaq, "{b:?}");
         }
     }
 

@@ -405,6 +405,13 @@ pub(crate) fn write_json(out: &mut Vec<u8>, v: &Val) -> bool {
                 b"-1.7976931348623157e+308"
             })
         }
+        // the bytes `Display` writes, without going through `fmt`: integers in decimal,
+        // finite floats by ryu (as `Display` does), decimals as read
+        Val::Num(jaq_json::Num::Int(i)) => write_int(out, *i),
+        Val::Num(jaq_json::Num::Float(x)) => {
+            out.extend_from_slice(ryu::Buffer::new().format_finite(*x).as_bytes())
+        }
+        Val::Num(jaq_json::Num::Dec(d)) => out.extend_from_slice(d.as_bytes()),
         Val::Num(n) => {
             use std::io::Write as _;
             if write!(out, "{n}").is_err() {
@@ -443,6 +450,25 @@ pub(crate) fn write_json(out: &mut Vec<u8>, v: &Val) -> bool {
         }
     }
     true
+}
+
+/// `i` in decimal, as `Display` writes it.
+fn write_int(out: &mut Vec<u8>, i: isize) {
+    let mut digits = [0u8; 20];
+    let mut n = i.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// Bytes a text string writes escaped: control characters, `"`, `\\` and DEL.
@@ -553,6 +579,46 @@ mod tests {
             let val = parse(text.as_bytes()).unwrap();
             let fast = json_bytes(&val, 0);
             proptest::prop_assert_eq!(std::str::from_utf8(&fast).unwrap(), val.to_string());
+        }
+
+        /// Numbers a program computes (floats, machine integers) take the writer's own
+        /// path, not `Display`: the same bytes.
+        #[test]
+        fn computed_numbers_are_written_as_display_writes_them(
+            x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO,
+            i in proptest::prelude::any::<isize>(),
+        ) {
+            for v in [Val::Num(jaq_json::Num::Float(x)), Val::Num(jaq_json::Num::Int(i))] {
+                let fast = json_bytes(&v, 0);
+                proptest::prop_assert_eq!(std::str::from_utf8(&fast).unwrap(), v.to_string());
+            }
+        }
+    }
+
+    #[test]
+    fn number_corners_are_written_as_display_writes_them() {
+        let floats = [
+            0.0,
+            -0.0,
+            1e16,
+            1e-7,
+            123.45,
+            -2.5e300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ];
+        let ints = [0, -1, 9, 10, isize::MAX, isize::MIN];
+        let decimals = ["1.50e3", "-0.0", "2.50"];
+        let vals = floats
+            .map(|x| Val::Num(jaq_json::Num::Float(x)))
+            .into_iter()
+            .chain(ints.map(|i| Val::Num(jaq_json::Num::Int(i))))
+            .chain(decimals.map(|d| Val::Num(jaq_json::Num::Dec(d.to_string().into()))));
+        for v in vals {
+            assert_eq!(
+                std::str::from_utf8(&json_bytes(&v, 0)).unwrap(),
+                v.to_string()
+            );
         }
     }
 

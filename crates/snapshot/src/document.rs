@@ -195,7 +195,9 @@ fn normalize_uncompressed(raw: &[u8], owner: Option<&Bytes>) -> Result<Bytes, So
         Some(SourceFormat::Json) => {
             let scan = json::check_value(raw).map_err(SourceBytesError::Json)?;
             if !scan.line_breaks && !scan.comments {
-                return Ok(share(owner, raw));
+                let source = share(owner, raw);
+                json::note_checked(&source);
+                return Ok(source);
             }
             Ok(Bytes::from(minify_json(raw)))
         }

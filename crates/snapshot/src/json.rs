@@ -13,7 +13,10 @@
 //! whitespace outside strings holds line breaks and whether there were comments, so
 //! callers can pass single-line JSON without comments through untouched.
 
+use std::cell::{Cell, RefCell};
 use std::fmt;
+
+use bytes::Bytes;
 
 /// Deepest nesting of arrays and objects accepted (Jackson's default limit in the
 /// versions Elasticsearch and OpenSearch ship).
@@ -43,6 +46,47 @@ impl fmt::Display for JsonError {
 }
 
 impl std::error::Error for JsonError {}
+
+thread_local! {
+    /// The last `_source` this thread found to be one JSON value on one line without
+    /// comments (see [`checked_before`]), kept only once something on the thread asked.
+    static CHECKED: RefCell<Option<Bytes>> = const { RefCell::new(None) };
+    static WANTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// From now on, this thread notes each `_source` it checks and passes on unchanged, for
+/// [`checked_before`]. A transform that would check the source again calls this (the
+/// pipeline reads, checks and transforms a document on one thread).
+pub fn note_checked_sources() {
+    WANTED.with(|w| w.set(true));
+}
+
+/// Notes `source`, which [`check_value`] found to be one JSON value with no line breaks
+/// and no comments, when this thread asked for notes ([`note_checked_sources`]). The note
+/// holds a reference to the bytes.
+pub fn note_checked(source: &Bytes) {
+    if WANTED.with(Cell::get) && !source.is_empty() {
+        CHECKED.with_borrow_mut(|c| *c = Some(source.clone()));
+    }
+}
+
+/// Whether `source` is the source this thread noted last ([`note_checked`]): then it is
+/// one JSON value on one line without comments, and need not be checked again. Exact for
+/// any bytes: the note holds a reference to the noted bytes, which are never changed and
+/// cannot be freed while it is held, so no other bytes can stand at the same address;
+/// bytes at the same address and of the same length are the noted bytes. The note is
+/// dropped when it matches (one document, one use).
+pub fn checked_before(source: &[u8]) -> bool {
+    CHECKED.with_borrow_mut(|c| {
+        let same = c.as_ref().is_some_and(|b| {
+            !source.is_empty() && b.as_ptr() == source.as_ptr() && b.len() == source.len()
+        });
+        if same {
+            *c = None;
+        }
+        same
+    })
+}
 
 /// Checks that `input` is one complete JSON value, optionally surrounded by whitespace.
 pub fn check_value(input: &[u8]) -> Result<JsonScan, JsonError> {

@@ -379,3 +379,25 @@ proptest! {
         prop_assert_eq!(check_value(&b).is_ok(), oracle(&b));
     }
 }
+
+/// A noted source is known checked only as those very bytes (same memory, same length),
+/// once, and only on a thread that asked for notes.
+#[test]
+fn a_noted_source_is_known_only_as_itself() {
+    std::thread::spawn(|| {
+        let b = bytes::Bytes::from_static(br#"{"a":1}"#);
+        note_checked(&b);
+        assert!(!checked_before(&b), "noted without being asked");
+        note_checked_sources();
+        note_checked(&b);
+        let copy = b.to_vec();
+        assert!(!checked_before(&copy), "other bytes of the same content");
+        assert!(!checked_before(&b[..b.len() - 1]), "a part of it");
+        assert!(checked_before(&b.clone()));
+        assert!(!checked_before(&b), "the note is used once");
+        note_checked(&bytes::Bytes::new());
+        assert!(!checked_before(&[]));
+    })
+    .join()
+    .unwrap();
+}
