@@ -341,13 +341,20 @@ fn migrate_with_config(
     dir: &std::path::Path,
     config: &std::path::Path,
 ) -> (common::Ran, common::Ran) {
+    migrate_with_config_and(server, dir, config, &[])
+}
+
+/// [`migrate_with_config`] with more flags for both commands.
+fn migrate_with_config_and(
+    server: &TestServer,
+    dir: &std::path::Path,
+    config: &std::path::Path,
+    more: &[&str],
+) -> (common::Ran, common::Ran) {
     let config = config.to_str().unwrap();
-    let r = run(common::documents(
-        &demo(),
-        dir,
-        &server.url(),
-        &["--doc-transformer-config-file", config],
-    ));
+    let mut flags = vec!["--doc-transformer-config-file", config];
+    flags.extend_from_slice(more);
+    let r = run(common::documents(&demo(), dir, &server.url(), &flags));
     let mut c = rfs();
     c.arg("verify").arg(demo()).args([
         "--snapshot",
@@ -359,13 +366,20 @@ fn migrate_with_config(
         "--doc-transformer-config-file",
         config,
     ]);
+    c.args(more);
     (r, run(c))
 }
 
 /// A JavaScript transform in the reference tool's form (script file, bindings): books get
 /// `writer` for `author` and go to `js-books`; reviews under `minPages` pages are filtered.
+/// On each engine (node: V8 given batches; QuickJS), with the same documents delivered.
 #[test]
 fn a_reference_style_javascript_transform_migrates_the_demo_and_verify_is_exact() {
+    javascript_migrates_the_demo_on("quickjs");
+    javascript_migrates_the_demo_on("node");
+}
+
+fn javascript_migrates_the_demo_on(engine: &str) {
     let server = TestServer::start(ServerConfig::opensearch("2.11.0"));
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -413,8 +427,8 @@ function main(context) {
         }
     }
     assert!(filtered > 0);
-    let (r, v) = migrate_with_config(&server, dir.path(), &config);
-    assert_eq!(r.code, Some(0), "{r}");
+    let (r, v) = migrate_with_config_and(&server, dir.path(), &config, &["--js-engine", engine]);
+    assert_eq!(r.code, Some(0), "{engine}: {r}");
     let got = held(&server, &["js-books", "reviews", "books"]);
     assert_eq!(got.len(), want.len(), "document count");
     for (key, source) in &want {

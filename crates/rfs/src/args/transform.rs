@@ -54,6 +54,19 @@ pub struct TransformArgs {
         conflicts_with_all = ["transform", "transform_file"]
     )]
     pub doc_transformer_config_file: Option<PathBuf>,
+    /// What runs the JavaScript transforms of --doc-transformer-config: `node` (V8, in a
+    /// `node` child process per reader thread, given a batch of documents per call;
+    /// RFS_NODE names the binary, else `node` on the PATH, 18 or later), `quickjs`
+    /// (embedded, one document per call, several times slower) or `auto` (node when a
+    /// usable one is found). The outputs are the same, and so is the migration's identity.
+    #[arg(
+        long,
+        env = "RFS_JS_ENGINE",
+        value_name = "ENGINE",
+        default_value = "auto",
+        value_parser = ["auto", "node", "quickjs"]
+    )]
+    pub js_engine: String,
 }
 
 impl TransformArgs {
