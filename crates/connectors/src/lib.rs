@@ -235,7 +235,30 @@ pub struct SourceConnector {
     /// The source's part of the migration identity without opening it (a snapshot that
     /// is yet to be taken); `None`: only an opened source can say.
     pub identity: Option<SourceIdentity>,
+    /// The generations the source lists again and again (a repository's snapshots, for
+    /// `rfs run --follow`); `None`: a source that has no newer generations to follow.
+    pub generations: Option<OpenGenerations>,
+    /// Every group the URL matches, each with its document count, by a request of its
+    /// own rather than the source's listing (`rfs verify --from` names what the source
+    /// left out); `None`: a source whose groups are what it reads.
+    pub matched: Option<MatchedGroups>,
 }
+
+/// The generations of a source, listed again and again: a snapshot repository's
+/// snapshots as `rfs run --follow` orders them ([`engine::generations::outlook`]).
+pub trait Generations: Send + Sync {
+    /// What the source lists now.
+    fn list(&self) -> OpenFuture<'_, Vec<engine::generations::Listed>>;
+}
+
+/// Opens the [`Generations`] of the source at a URL.
+pub type OpenGenerations =
+    fn(&str, &Params, &Context) -> Result<Box<dyn Generations>, ConnectError>;
+
+/// Every group a source URL matches with its document count (see
+/// [`SourceConnector::matched`]).
+pub type MatchedGroups =
+    for<'a> fn(&'a str, &'a Params, &'a Context) -> OpenFuture<'a, Vec<(String, u64)>>;
 
 /// The source's part of the migration identity, from its URL and parameters.
 pub type SourceIdentity =
@@ -475,6 +498,40 @@ pub fn source_identity_as(
         )
     })?;
     identity(url, &source_params(c, params)?, ctx)
+}
+
+/// The generations of `url` as source connector `name` lists them (`rfs run --follow`:
+/// the repository's snapshots, again and again); refused for a connector without any.
+pub fn open_generations_as(
+    name: &str,
+    url: &str,
+    params: &Params,
+    ctx: &Context,
+) -> Result<Box<dyn Generations>, ConnectError> {
+    let c = source_named(name, url)?;
+    let open = c.generations.ok_or_else(|| {
+        ConnectError::new(
+            url,
+            format!("a {name} source has no newer generations to follow"),
+        )
+    })?;
+    open(url, &source_params(c, params)?, ctx)
+}
+
+/// Every group `url` matches as source connector `name` asks by a request of its own,
+/// each with its document count; `None`: the connector's groups are what it reads.
+pub async fn matched_groups(
+    name: &str,
+    url: &str,
+    params: &Params,
+    ctx: &Context,
+) -> Result<Option<Vec<(String, u64)>>, ConnectError> {
+    let c = source_named(name, url)?;
+    let Some(matched) = c.matched else {
+        return Ok(None);
+    };
+    let params = source_params(c, params)?;
+    Ok(Some(matched(url, &params, ctx).await?))
 }
 
 /// Opens the sink `url` names, for documents of `source`.

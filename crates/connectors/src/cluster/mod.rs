@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{BoxedSource, ConnectError, Context, OpenedSource, Params, SourceConnector};
-pub mod listing;
+mod listing;
 mod options;
 pub mod source;
 
@@ -20,6 +20,8 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     holds: None,
     open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
+    generations: None,
+    matched: Some(|url, _, ctx| Box::pin(matched(url, ctx))),
 };
 
 async fn open(url: &str, params: &Params, ctx: &Context) -> Result<OpenedSource, ConnectError> {
@@ -60,4 +62,14 @@ async fn open(url: &str, params: &Params, ctx: &Context) -> Result<OpenedSource,
         notes: Vec::new(),
         metadata,
     })
+}
+
+/// Every index the URL's pattern matches, hidden ones included, with its document count,
+/// by verify's own request ([`listing`]), with the client of the context's flags.
+async fn matched(url: &str, ctx: &Context) -> Result<Vec<(String, u64)>, ConnectError> {
+    let (client, pattern) =
+        listing::cluster_of(url, ctx.from.client.as_ref()).map_err(ConnectError::of)?;
+    listing::matched_indices(&client, &pattern)
+        .await
+        .map_err(ConnectError::of)
 }

@@ -19,6 +19,8 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     holds: None,
     open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
+    generations: None,
+    matched: None,
 };
 
 /// The URL naming the failure log at `path`.

@@ -18,6 +18,8 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     holds: Some(holds),
     open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
+    generations: None,
+    matched: None,
 };
 
 /// The location without a `#snapshot=` fragment.

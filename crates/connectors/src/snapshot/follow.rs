@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use engine::generations::Listed;
 
 use super::{blocking, without_snapshot, ConnectError, Context};
+use crate::{Generations, OpenFuture};
 
 /// Lists one repository again and again.
 #[derive(Clone)]
-pub struct SnapshotLister {
+pub(super) struct SnapshotLister {
     location: String,
     blob: ::snapshot::StoreOptions,
     /// uuid → start time read from the snapshot's info.
@@ -78,6 +79,12 @@ impl SnapshotLister {
         let t = snap.info().start_time;
         lock().insert(uuid.to_string(), t);
         Ok(t)
+    }
+}
+
+impl Generations for SnapshotLister {
+    fn list(&self) -> OpenFuture<'_, Vec<Listed>> {
+        Box::pin(SnapshotLister::list(self))
     }
 }
 

@@ -10,13 +10,12 @@ use super::{
     blocking, BoxedSource, ConnectError, Context, OpenedSource, Params, Routed, SourceConnector,
 };
 mod delta;
-pub mod follow;
+mod follow;
 mod options;
 pub mod source;
 
 use options::Options;
 
-pub use follow::SnapshotLister;
 pub use source::{SnapshotOptions, SnapshotSource};
 
 pub(super) const SOURCE: SourceConnector = SourceConnector {
@@ -33,6 +32,8 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
             o.since.as_deref(),
         ))
     }),
+    generations: Some(|url, _, ctx| Ok(Box::new(follow::SnapshotLister::new(url, ctx)))),
+    matched: None,
 };
 
 /// A repository has `index-N` or `index.latest` at its root.

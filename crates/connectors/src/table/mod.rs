@@ -23,6 +23,8 @@ pub(super) const SOURCE: SourceConnector = SourceConnector {
     holds: None,
     open: |url, params, ctx| Box::pin(open(url, params, ctx)),
     identity: None,
+    generations: None,
+    matched: None,
 };
 
 async fn open(url: &str, params: &Params, ctx: &Context) -> Result<OpenedSource, ConnectError> {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use connectors::snapshot::SnapshotLister;
+use connectors::Generations;
 use engine::generations::{
     Applied, BoxFuture, CallerError, Counts, FollowEnd, Follower, Listed, Step, StepEnd,
 };
@@ -17,11 +17,12 @@ use super::engine::{finish, repository_context, Role};
 use super::run::{migrate, Args};
 use crate::args::StoreArgs;
 use crate::exit;
+use crate::hiargs::Parts;
 
 /// The deltas of `args`' repository, in `base`'s fleet.
 struct Deltas<'a> {
     args: &'a Args,
-    lister: SnapshotLister,
+    lister: Box<dyn Generations>,
     shutdown: watch::Receiver<bool>,
 }
 
@@ -94,10 +95,8 @@ pub async fn follow_repository(
     base: Arc<dyn coordination::Store>,
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<u8> {
-    let lister = SnapshotLister::new(
-        args.source.repository.location()?,
-        &repository_context(&args.source.repository),
-    );
+    let lister = Parts::new(repository_context(&args.source.repository))
+        .generations_as("snapshot", args.source.repository.location()?)?;
     let first = match engine::generations::load(base.as_ref()).await? {
         Some((state, _)) => state.applied,
         None => {

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use ::verify::{verify, Options, Sample};
-use connectors::cluster::listing;
 use connectors::lookup::Lookup;
 use connectors::SourceShape;
 use engine::transform::Transform;
@@ -291,9 +290,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         redact::url(from)
                     );
                 }
-                // As copy sets it up: the client of the flags (with their defaults), the
-                // URL's base and, unless a flag authenticates, its userinfo.
-                let flags = Some(args.from_conn.client_config()?);
                 let snapshot = &args.source.snapshot;
                 let params = FromSpec {
                     snapshot: (!snapshot.is_empty()).then(|| snapshot.clone()),
@@ -305,13 +301,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 }
                 .params();
                 let mut ctx = repository_context(&args.source.repository);
-                ctx.from.client = flags.clone();
-                let opened = Parts::new(ctx).from(params).source(from).await?;
-                if opened.kind == "cluster" {
-                    // The indices the pattern matches, by verify's own request: any the
-                    // copy's source left out is named.
-                    let (client, pattern) = listing::cluster_of(from, flags.as_ref())?;
-                    let matched = listing::matched_indices(&client, &pattern).await?;
+                // As copy sets it up: the client of the flags (with their defaults), the
+                // URL's base and, unless a flag authenticates, its userinfo.
+                ctx.from.client = Some(args.from_conn.client_config()?);
+                let parts = Parts::new(ctx).from(params);
+                let opened = parts.source(from).await?;
+                // The indices a live cluster's pattern matches, by a request of the
+                // connector's own (not the source's listing): any the copy's source left
+                // out is named.
+                if let Some(matched) = parts.matched_groups(opened.kind, from).await? {
                     left_out = ::verify::left_out(&matched, &opened.groups);
                 }
                 let (lookup, transform, identity) =

@@ -1,5 +1,6 @@
-//! The parts of a command — its source, its sink, a lookup on a sink, and what each says
-//! about the migration's identity — opened through the connector registry in this one
+//! The parts of a command — its source, its sink, a lookup on a sink, what each says
+//! about the migration's identity, and what a command asks of a source besides its
+//! documents (its generations, the groups its URL matches) — opened through the connector registry in this one
 //! place. A command fills a [`Parts`] with what its flags say (each end's parameters,
 //! the shared context) and takes what it opens; no command calls `connectors::open_*`
 //! itself.
@@ -7,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use connectors::{
-    ConnectError, Context, OpenedLookup, OpenedSink, OpenedSource, Params, SourceShape,
+    ConnectError, Context, Generations, OpenedLookup, OpenedSink, OpenedSource, Params, SourceShape,
 };
 
 /// The shared context and each end's parameters of one command.
@@ -55,6 +56,26 @@ impl Parts {
         url: &str,
     ) -> Result<BTreeMap<String, String>, ConnectError> {
         connectors::source_identity_as(name, url, &self.from, &self.ctx)
+    }
+
+    /// The generations connector `name` lists of the source `url`, again and again (`run
+    /// --follow`: the repository's snapshots).
+    pub fn generations_as(
+        &self,
+        name: &str,
+        url: &str,
+    ) -> Result<Box<dyn Generations>, ConnectError> {
+        connectors::open_generations_as(name, url, &self.from, &self.ctx)
+    }
+
+    /// Every group the source `url` of connector `name` matches, by a request of the
+    /// connector's own (`verify --from`); `None`: its groups are what it reads.
+    pub async fn matched_groups(
+        &self,
+        name: &str,
+        url: &str,
+    ) -> Result<Option<Vec<(String, u64)>>, ConnectError> {
+        connectors::matched_groups(name, url, &self.from, &self.ctx).await
     }
 
     /// The sink `url` names, for documents of `source`.
