@@ -864,6 +864,10 @@ struct ReaderThread<'a, W: SinkWriter> {
     skips_per_chunk: usize,
 }
 
+/// At most this many bytes of `_source` wait for a batching transform: a batch goes
+/// when it holds `batch_size` documents or this much, whichever comes first.
+const BATCH_BYTES: usize = 8 << 20;
+
 /// One input of the reader thread: as read, or as a batching transform shaped it.
 enum Input {
     Read(Read),
@@ -907,6 +911,7 @@ impl<W: SinkWriter> ReaderThread<'_, W> {
         let mut nested = 0u64;
         let reshapes = self.transform.reshapes();
         let transform = self.transform;
+        let tx = self.tx;
         // Documents a batching transform has not been given yet (see `flush`).
         let batch_size = if reshapes { transform.batch_size() } else { 1 };
         let mut buffered: Vec<Document> = Vec::new();
@@ -1028,42 +1033,60 @@ impl<W: SinkWriter> ReaderThread<'_, W> {
             true
         };
         // The buffered documents through the transform in one go, then each input's
-        // outcome through `one` in order; `false` when the pipeline hung up or halts.
-        let flush = |buffered: &mut Vec<Document>, one: &mut dyn FnMut(Input) -> bool| {
-            if buffered.is_empty() {
-                return true;
+        // outcome through `one` in order; `false` when the pipeline hung up or halts, or
+        // the transform did not answer each input once (the item fails: `broken`).
+        let mut broken = false;
+        let mut flush = |buffered: &mut Vec<Document>,
+                         buffered_bytes: &mut usize,
+                         one: &mut dyn FnMut(Input) -> bool| {
+            if buffered.is_empty() || broken {
+                return !broken;
             }
+            *buffered_bytes = 0;
             let docs = std::mem::take(buffered);
             let positions: Vec<Position> = docs.iter().map(|d| d.position.clone()).collect();
             let outcomes = transform.apply_batch(docs);
-            assert_eq!(
-                outcomes.len(),
-                positions.len(),
-                "a transform's batch answers each input once"
-            );
+            if outcomes.len() != positions.len() {
+                // Nothing of the batch is taken as done: the cursor stays before it.
+                broken = true;
+                let _ = tx.blocking_send(Err(SourceError::item(format!(
+                    "the document program answered {} of a batch of {} documents",
+                    outcomes.len(),
+                    positions.len()
+                ))));
+                return false;
+            }
             positions
                 .into_iter()
                 .zip(outcomes)
                 .all(|(p, b)| one(Input::Batched(p, b)))
         };
+        let mut buffered_bytes = 0usize;
         let mut emit = |read: Read| {
             if batch_size <= 1 {
                 return one(Input::Read(read));
             }
             match read {
                 Read::Doc(d) => {
+                    buffered_bytes += d.source.len();
                     buffered.push(d);
-                    buffered.len() < batch_size || flush(&mut buffered, &mut one)
+                    (buffered.len() < batch_size && buffered_bytes < BATCH_BYTES)
+                        || flush(&mut buffered, &mut buffered_bytes, &mut one)
                 }
                 // A skip comes after the documents read before it.
-                skip => flush(&mut buffered, &mut one) && one(Input::Read(skip)),
+                skip => {
+                    flush(&mut buffered, &mut buffered_bytes, &mut one) && one(Input::Read(skip))
+                }
             }
         };
         let result = source.read_counting_nested(item, after, &mut emit, &mut nested);
         if result.is_ok() {
             // The end of the item: the last batch. If the pipeline hung up or halts
             // meanwhile, what was not sent is read again by the next run.
-            flush(&mut buffered, &mut one);
+            flush(&mut buffered, &mut buffered_bytes, &mut one);
+        }
+        if broken {
+            return;
         }
         if hung_up || self.halt.load(Ordering::Relaxed) {
             return;

@@ -1211,6 +1211,62 @@ async fn a_batching_transform_filters_explodes_and_fails_with_exact_counts() {
     assert_eq!(batches.iter().sum::<usize>(), inputs.count());
 }
 
+/// A batching transform that loses the last input of the batch holding document 100.
+struct ShortBatch;
+impl Transform for ShortBatch {
+    fn apply(&self, _: &mut Document) -> Result<(), Unroutable> {
+        unreachable!("the pipeline calls apply_batch when a transform batches")
+    }
+    fn reshapes(&self) -> bool {
+        true
+    }
+    fn batch_size(&self) -> usize {
+        6
+    }
+    fn apply_batch(&self, docs: Vec<Document>) -> Vec<Batched> {
+        let short = docs.iter().any(|d| d.id == "100");
+        let mut answers: Vec<Batched> = docs
+            .into_iter()
+            .map(|doc| Batched {
+                outcome: Ok(Shaped::Docs),
+                outputs: vec![doc],
+            })
+            .collect();
+        if short {
+            answers.pop();
+        }
+        answers
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_not_answered_input_by_input_fails_the_item_before_it() {
+    let sink = Arc::new(Snk::default());
+    let r = go_with(
+        Src {
+            max_doc: 400,
+            fail_at: None,
+        },
+        sink.clone(),
+        Lease::default(),
+        item(None, None),
+        Progress::default(),
+        (far(), far()),
+        opts(3),
+        None,
+        Some(Arc::new(ShortBatch)),
+    )
+    .await;
+    let ItemEnd::Failed(e) = &r.report.end else {
+        panic!("{:?}", r.report.end)
+    };
+    assert!(e.message.contains("answered 5 of a batch of 6"), "{e}");
+    // Nothing of that batch (nor after it) is taken as done.
+    let cursor = r.report.progress.cursor.as_ref().and_then(Position::doc);
+    assert!(cursor.is_none_or(|c| c < 100), "{cursor:?}");
+    assert!(received(&sink).iter().all(|id| *id < 100));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outputs_of_one_input_are_acknowledged_together_and_resume_loses_none() {
     resume_loses_none(|| Arc::new(Fan), false).await;
