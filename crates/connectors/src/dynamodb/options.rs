@@ -23,8 +23,20 @@ pub struct DynamoOptions {
 impl DynamoOptions {
     /// `url` with the `partition-key`/`sort-key` parameters folded in; refused: a URL
     /// that is no DynamoDB one (redacted), keys given twice differently, a sort key
-    /// without a partition key, `--create-only`, a parameter it does not take.
+    /// without a partition key, `--create-only`, TLS trust of an `https://` sink
+    /// (`--sink-ca`, `--sink-insecure`: the AWS client trusts the system's certificates),
+    /// a parameter it does not take.
     pub fn parse(url: &str, params: &Params, ctx: &Context) -> Result<Self, ConnectError> {
+        for (flag, set) in [
+            ("--sink-ca", ctx.to.tls.ca_file.is_some()),
+            ("--sink-insecure", ctx.to.tls.insecure),
+        ] {
+            if set {
+                return Err(ConnectError::message(format!(
+                    "{flag} applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
+                )));
+            }
+        }
         params.refuse_unknown("dynamodb", PARAMS)?;
         let mut u = DynamoUrl::parse(url)
             .map_err(|e| ConnectError::message(redact::text(&e.to_string()).into_owned()))?;
@@ -74,6 +86,33 @@ fn flag_of(params: &Params, key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sink end's TLS trust (what `--sink-ca`/`--sink-insecure` set) is refused, each
+    /// named, before the URL is even read.
+    #[test]
+    fn tls_trust_of_an_https_sink_is_refused() {
+        let url = "dynamodb://events?region=us-east-1";
+        let none = Params::new();
+        let mut ctx = Context::default();
+        ctx.to.tls.ca_file = Some("ca.pem".into());
+        let e = DynamoOptions::parse(url, &none, &ctx)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--sink-ca applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
+        );
+        let mut ctx = Context::default();
+        ctx.to.tls.insecure = true;
+        let e = DynamoOptions::parse("dynamodb://t", &none, &ctx)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--sink-insecure applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
+        );
+        assert!(DynamoOptions::parse(url, &none, &Context::default()).is_ok());
+    }
 
     #[test]
     fn urls_and_parameters_fold_into_the_options() {

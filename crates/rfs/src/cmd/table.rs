@@ -182,21 +182,9 @@ impl TableArgs {
     /// registry opens: TLS of an `http(s)://` sink, whose URL must name the index
     /// (`path=index`: the identity stores recorded is `BASE/INDEX`, the index decoded);
     /// DynamoDB's `--create-table` and key flags (folded into its URL by the connector,
-    /// refused by the other sinks) and `--allow-key-collisions`. The TLS flags with a
-    /// DynamoDB sink are refused here.
-    fn sink_parts(&self, mut ctx: connectors::Context) -> anyhow::Result<Parts> {
-        if connectors::sink_for(&self.sink)?.name == "dynamodb" {
-            for (flag, set) in [
-                ("--sink-ca", self.sink_ca.is_some()),
-                ("--sink-insecure", self.sink_insecure),
-            ] {
-                if set {
-                    anyhow::bail!(
-                        "{flag} applies to http(s):// sinks only (a dynamodb:// sink trusts the system's certificates)"
-                    );
-                }
-            }
-        }
+    /// refused by the other sinks) and `--allow-key-collisions`. A DynamoDB sink refuses
+    /// the TLS flags itself.
+    fn sink_parts(&self, mut ctx: connectors::Context) -> Parts {
         let mut params = Params::new();
         params.offer("--sink", "path", "index");
         put_set(&mut params, "--create-table", self.create_table);
@@ -204,7 +192,7 @@ impl TableArgs {
         put_some(&mut params, "--sort-key", self.sort_key.as_ref());
         ctx.to.tls = self.sink_tls();
         ctx.allow_key_collisions = self.allow_key_collisions;
-        Ok(Parts::new(ctx).to(params))
+        Parts::new(ctx).to(params)
     }
 
     /// The sink `--sink` names, through the connector registry (see
@@ -217,7 +205,7 @@ impl TableArgs {
         source: &OpenedSource,
     ) -> anyhow::Result<OpenedSink> {
         Ok(self
-            .sink_parts(worker.context())?
+            .sink_parts(worker.context())
             .sink(&self.sink, source)
             .await?)
     }
@@ -226,7 +214,7 @@ impl TableArgs {
     /// --to` opens one): `_mget`, the directory's files, or DynamoDB `BatchGetItem` with
     /// the rows converted as the sink converts them (the table must exist).
     async fn open_lookup(&self, source: &OpenedSource) -> anyhow::Result<OpenedLookup> {
-        self.sink_parts(connectors::Context::default())?
+        self.sink_parts(connectors::Context::default())
             .lookup(&self.sink, &source.shape())
             .await
             .with_context(|| format!("--sink {}", redact::url(&self.sink)))
@@ -462,7 +450,7 @@ async fn verify_table(args: VerifyArgs) -> anyhow::Result<u8> {
     let source = args.table.source(2).await?;
     let identity = args
         .table
-        .sink_parts(connectors::Context::default())?
+        .sink_parts(connectors::Context::default())
         .sink_identity(&args.table.sink)?;
     // The store says whether the migration is over; verifying a running one finds rows
     // missing that are still on their way. Verifying never creates a store.
