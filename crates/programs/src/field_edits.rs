@@ -619,11 +619,13 @@ fn object(src: &[u8], at: Range<usize>) -> Option<Vec<Field<'_>>> {
         if src.get(i) != Some(&b'"') {
             return None;
         }
-        let key_end = string_end(src, i)?;
-        let name = &src[i + 1..key_end - 1];
-        if name.contains(&b'\\') {
+        // a key holding an escape: its first quote or backslash is a backslash
+        let key_end = i + 1 + memchr::memchr2(b'"', b'\\', src.get(i + 1..)?)?;
+        if src[key_end] != b'"' {
             return None;
         }
+        let key_end = key_end + 1;
+        let name = &src[i + 1..key_end - 1];
         let key = i..key_end;
         i = skip_ws(src, key_end);
         if src.get(i) != Some(&b':') {
