@@ -54,14 +54,19 @@ pub enum JsEngine {
     QuickJs,
 }
 
+/// A name that is not one of [`JsEngine`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not auto, node or quickjs")]
+pub struct UnknownJsEngine(pub String);
+
 impl std::str::FromStr for JsEngine {
-    type Err = String;
-    fn from_str(s: &str) -> Result<JsEngine, String> {
+    type Err = UnknownJsEngine;
+    fn from_str(s: &str) -> Result<JsEngine, UnknownJsEngine> {
         match s {
             "auto" => Ok(JsEngine::Auto),
             "node" => Ok(JsEngine::Node),
             "quickjs" => Ok(JsEngine::QuickJs),
-            _ => Err(format!("{s:?} is not auto, node or quickjs")),
+            _ => Err(UnknownJsEngine(s.to_string())),
         }
     }
 }

@@ -27,10 +27,19 @@ const OLDEST: u32 = 18;
 /// How much of node's stderr is kept for errors.
 const STDERR_TAIL: usize = 2048;
 
+/// Why this process has no usable node: the binary could not be run, or it is too old.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoNode {
+    #[error("{node}: {why}")]
+    NotRun { node: String, why: String },
+    #[error("{node} --version says {version:?}; rfs needs node {OLDEST} or later")]
+    TooOld { node: String, version: String },
+}
+
 /// The node binary this process uses: `RFS_NODE`, else `node` on the PATH, with its
 /// version; or why there is none.
-pub fn probe() -> &'static Result<(PathBuf, String), String> {
-    static PROBE: OnceLock<Result<(PathBuf, String), String>> = OnceLock::new();
+pub fn probe() -> &'static Result<(PathBuf, String), NoNode> {
+    static PROBE: OnceLock<Result<(PathBuf, String), NoNode>> = OnceLock::new();
     PROBE.get_or_init(|| {
         let node = std::env::var_os("RFS_NODE")
             .filter(|v| !v.is_empty())
@@ -39,7 +48,10 @@ pub fn probe() -> &'static Result<(PathBuf, String), String> {
             .arg("--version")
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("{}: {e}", node.display()))?;
+            .map_err(|e| NoNode::NotRun {
+                node: node.display().to_string(),
+                why: e.to_string(),
+            })?;
         let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let major = version
             .strip_prefix('v')
@@ -47,10 +59,10 @@ pub fn probe() -> &'static Result<(PathBuf, String), String> {
             .and_then(|m| m.parse::<u32>().ok());
         match major {
             Some(m) if out.status.success() && m >= OLDEST => Ok((node, version)),
-            _ => Err(format!(
-                "{} --version says {version:?}; rfs needs node {OLDEST} or later",
-                node.display()
-            )),
+            _ => Err(NoNode::TooOld {
+                node: node.display().to_string(),
+                version,
+            }),
         }
     })
 }
