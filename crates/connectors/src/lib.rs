@@ -12,15 +12,31 @@
 //! | `http(s)://[user:pw@]host:port[/INDEX]` | — | `_bulk` (all into INDEX when given) |
 //! | `dynamodb://TABLE?region=R&endpoint=URL` | — | one item per document |
 //! | `failure-log://PATH` | the documents a failure log says were refused (`rfs redrive`) | — |
+// Without `parts`, what only this crate's tests and examples use of a connector is
+// unreachable from outside; it is not dead.
+#![cfg_attr(not(feature = "parts"), allow(dead_code, unused_imports))]
 
-pub mod bulk;
-pub mod cluster;
-pub mod dynamodb;
+/// The connectors themselves: private to the registry, so that the compiler — not
+/// discipline — keeps a command from reaching past [`SOURCES`]/[`SINKS`] into a part. The
+/// `parts` feature opens them for this crate's own tests, examples and benchmarks (a
+/// dev-dependency of the crate on itself turns it on); `rfs` never enables it, so
+/// `cargo build -p rfs` fails on any `connectors::<part>::` path.
+macro_rules! parts {
+    ($($part:ident),* $(,)?) => {$(
+        #[cfg(feature = "parts")]
+        pub mod $part;
+        #[cfg(not(feature = "parts"))]
+        mod $part;
+    )*};
+}
+parts!(bulk, cluster, dynamodb, files, jsonl, snapshot, table);
+
+/// A failure log is a file format that commands read and write (`rfs status`, `redrive`,
+/// the dashboard), besides the source that re-reads its documents.
 pub mod failure_log;
-pub mod files;
-pub mod jsonl;
-pub mod snapshot;
-pub mod table;
+
+/// Names of the files a files sink writes (`<index>.jsonl`), for what reads them back.
+pub use files::file_name_for;
 
 mod client;
 mod context;

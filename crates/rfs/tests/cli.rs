@@ -864,7 +864,7 @@ fn export_keeps_crafted_index_names_inside_the_output_directory() {
     files.sort();
     assert_eq!(files.len(), 3, "{files:?}");
     for name in ["../bk", ".hidden", "a/b"] {
-        let file = format!("{}.jsonl", connectors::files::file_name_for(name));
+        let file = format!("{}.jsonl", connectors::file_name_for(name));
         assert!(files.contains(&file), "{file} not in {files:?}");
     }
     for lines in expected.values_mut().chain(got.values_mut()) {
