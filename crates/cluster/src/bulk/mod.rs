@@ -256,6 +256,10 @@ struct Totals {
 #[derive(Default)]
 struct RequestReport {
     results: Vec<(usize, Verdict)>,
+    /// Documents indexed by an answer that said so for all of its documents (the usual
+    /// answer: see [`response::all_indexed`]), kept apart from `results` as a plain copy
+    /// of the request's members.
+    indexed: Vec<usize>,
     /// Documents of requests whose fate is unknown (see [`BulkResult::unknown_fate_resent`]).
     unknown_fate: Vec<usize>,
     requests: u64,
@@ -476,6 +480,11 @@ impl BulkSender {
             result.throttled += report.throttled;
             for &i in &report.unknown_fate {
                 maybe_stored[i] = true;
+            }
+            for &i in &report.indexed {
+                if let Fate::Pending { .. } = fates[i] {
+                    fates[i] = Fate::Indexed;
+                }
             }
             for (i, v) in report.results {
                 let Fate::Pending { attempts, .. } = fates[i] else {
@@ -754,8 +763,13 @@ impl BulkSender {
             Ok(r) => r,
         };
         if resp.is_success() {
-            let ids = members.iter().map(|&i| (parts[i].id(buf), parts[i].once));
             let no_deletes = !any_delete || !members.iter().any(|&i| parts[i].delete);
+            if no_deletes && response::all_indexed(&resp.body, members.len()) {
+                report.indexed.extend_from_slice(members);
+                permit.succeeded();
+                return Split::Done;
+            }
+            let ids = members.iter().map(|&i| (parts[i].id(buf), parts[i].once));
             let check_ids = !inner.encoder.server_generated_ids();
             match response::parse(
                 &resp.body,
@@ -765,6 +779,7 @@ impl BulkSender {
                 &inner.opts.accept_error_types,
             ) {
                 Ok(items) => {
+                    report.results.reserve(items.len());
                     let mut throttled = false;
                     for (&i, item) in members.iter().zip(items) {
                         let v = match item {

@@ -102,10 +102,7 @@ pub(crate) fn parse<'i>(
     check_ids: bool,
     accept: &[String],
 ) -> Result<Vec<ItemResult>, ResponseError> {
-    if no_deletes
-        && top_level_errors(body) == Some(false)
-        && memchr::memmem::find_iter(body, b"\"status\":").count() == ids.len()
-    {
+    if no_deletes && all_indexed(body, ids.len()) {
         return Ok(vec![ItemResult::Indexed; ids.len()]);
     }
     let wire: Wire<'_> = serde_json::from_slice(body).map_err(ResponseError::Json)?;
@@ -148,6 +145,15 @@ pub(crate) fn parse<'i>(
         out.push(classify(r.status, r.error.as_ref(), accept));
     }
     Ok(out)
+}
+
+/// Whether a 2xx `_bulk` body for `sent` documents, none of them a delete, says every
+/// document was indexed: `"errors": false` before its items, and one `"status":` per
+/// document (a body with another count is parsed, and refused as not matching). What
+/// [`parse`] takes as every document indexed without reading the items.
+pub(crate) fn all_indexed(body: &[u8], sent: usize) -> bool {
+    top_level_errors(body) == Some(false)
+        && memchr::memmem::find_iter(body, b"\"status\":").count() == sent
 }
 
 /// The top-level `errors` flag of a bulk response, when it comes before `items` and
@@ -378,6 +384,15 @@ mod tests {
         .contains("1 items for 2"));
         // errors: true is always parsed item by item.
         let failed = br#"{"errors":true,"items":[{"index":{"_id":"1","status":400,"error":{"type":"mapper_parsing_exception","reason":"r"}}}]}"#;
+        // What the sender takes as every document indexed, without a per-item result.
+        assert!(all_indexed(body, 2));
+        assert!(!all_indexed(body, 3));
+        assert!(!all_indexed(short, 2));
+        assert!(!all_indexed(failed, 1));
+        assert!(!all_indexed(
+            br#"{"items":[{"index":{"status":201}}],"errors":false}"#,
+            1
+        ));
         let r = parse(failed, [("1", false)].into_iter(), true, true, &[]).unwrap();
         assert!(matches!(&r[0], ItemResult::Fail(e) if e.status == 400));
     }
