@@ -457,12 +457,17 @@ impl BulkSender {
         let started = Instant::now();
         let mut round = 0u32;
         let outcome = loop {
-            let members: Vec<usize> = fates
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| matches!(f, Fate::Pending { .. }))
-                .map(|(i, _)| i)
-                .collect();
+            // Every document in the first round (an exact allocation, not a filter's).
+            let members: Vec<usize> = if round == 0 {
+                (0..fates.len()).collect()
+            } else {
+                fates
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| matches!(f, Fate::Pending { .. }))
+                    .map(|(i, _)| i)
+                    .collect()
+            };
             if members.is_empty() {
                 break Ok(());
             }
