@@ -42,6 +42,7 @@ use crate::program::RunError;
 use crate::reshape::{reason_key, DocumentProgram, Reshaped};
 use engine::document::{Document, Op};
 
+pub mod canonical;
 pub mod node;
 
 /// Which engine runs the JavaScript transforms (`--js-engine`).
@@ -133,6 +134,8 @@ pub struct JsProgram {
     runs: Runs,
     /// The node processes started for this program, reaped when it goes.
     processes: Mutex<Vec<Weak<Mutex<std::process::Child>>>>,
+    /// node answers every document whole (for tests: the patches change no byte).
+    no_patch: bool,
 }
 
 impl Drop for JsProgram {
@@ -186,6 +189,7 @@ impl JsProgram {
             time_limit: TIME_LIMIT,
             runs: resolve(engine)?,
             processes: Mutex::new(Vec::new()),
+            no_patch: false,
         };
         match &p.runs {
             Runs::QuickJs => drop(p.engine()?),
@@ -202,6 +206,13 @@ impl JsProgram {
     /// `true` when the program runs in node.
     pub fn in_node(&self) -> bool {
         matches!(self.runs, Runs::Node(_))
+    }
+
+    /// The program with node answering every document whole, as before patches were.
+    #[cfg(test)]
+    fn without_patches(mut self) -> JsProgram {
+        self.no_patch = true;
+        self
     }
 
     /// How long the transform may run on one document, or node on one batch (default 10 s).
@@ -334,30 +345,48 @@ impl JsProgram {
         })
     }
 
-    /// The transform on `docs` in node: one answer per document.
+    /// The transform on `docs` in node: one answer per document. Unless `exact`, each
+    /// document that has a JS-canonical text ([`canonical`]) is sent as that text and may
+    /// be answered with a patch of its top-level fields.
     fn node_batch(&self, docs: &[&Document], exact: bool) -> Vec<Reshaped> {
         let mut answers: Vec<Option<Reshaped>> = docs.iter().map(|_| None).collect();
         let mut line = Vec::with_capacity(docs.iter().map(|d| d.source.len() + 200).sum());
-        line.push(b'[');
+        line.extend_from_slice(b"{\"docs\":[");
         let mut sent = Vec::with_capacity(docs.len());
+        let mut canon = (!self.no_patch).then(canonical::Entries::default);
+        let mut patchable: Vec<Option<Patchable>> = Vec::with_capacity(docs.len());
         for (i, d) in docs.iter().enumerate() {
             let start = line.len();
             if !sent.is_empty() {
                 line.push(b',');
             }
-            match write_reference(d, exact, &mut line) {
-                Ok(()) => sent.push(i),
+            match write_reference(d, exact, &mut line, canon.as_mut()) {
+                Ok(p) => {
+                    sent.push(i);
+                    patchable.push(p);
+                }
                 Err(e) => {
                     line.truncate(start);
                     answers[i] = Some(Err(e));
                 }
             }
         }
-        line.extend_from_slice(b"]\n");
+        line.extend_from_slice(b"],\"patch\":\"");
+        line.extend(
+            patchable
+                .iter()
+                .map(|p| if p.is_some() { b'1' } else { b'0' }),
+        );
+        line.extend_from_slice(b"\"}\n");
         if !sent.is_empty() {
+            let sent_docs = Sent {
+                line: &line,
+                patchable: &patchable,
+                entries: canon.as_ref(),
+            };
             let answered = self
                 .node_call(&line, sent.len())
-                .and_then(|text| read_answers(&text, sent.iter().map(|i| docs[*i])));
+                .and_then(|text| read_answers(&text, sent.iter().map(|i| docs[*i]), &sent_docs));
             match answered {
                 Ok(Some(got)) => {
                     for (i, a) in sent.iter().zip(got) {
@@ -397,10 +426,49 @@ impl JsProgram {
     }
 }
 
+/// A document sent to node as its JS-canonical text, which node may answer with a patch:
+/// where that text is in the line, and its top-level members (a range of the batch's
+/// [`canonical::Entries`]).
+#[derive(Debug, Clone)]
+struct Patchable {
+    text: std::ops::Range<usize>,
+    entries: std::ops::Range<usize>,
+}
+
+/// What was sent to node in a batch, for reading its patches.
+struct Sent<'a> {
+    line: &'a [u8],
+    /// One per document sent.
+    patchable: &'a [Option<Patchable>],
+    entries: Option<&'a canonical::Entries>,
+}
+
+/// Whether an output that keeps `doc`'s fields but its `_source` comes out of node's full
+/// answer as `doc`'s own fields: its id and index are valid, and node would not send the
+/// output the slow way for them (node.js's `UNUSUAL`).
+fn plain_fields(doc: &Document) -> bool {
+    let usual =
+        |s: &str| !s.bytes().any(|b| b >= 0xED) && !canonical::surrogate_escape(s.as_bytes());
+    !doc.id.is_empty()
+        && doc.id.len() <= 512
+        && !doc.index.is_empty()
+        && usual(&doc.id)
+        && usual(&doc.index)
+        && doc.doc_type.as_deref().is_none_or(usual)
+        && doc.routing.as_deref().is_none_or(usual)
+}
+
 /// `doc` in the reference shape as JSON text, onto `out`: its `_source` as it is, unless
 /// `exact` or it holds a line break or a surrogate escape, which go through rfs's JSON
-/// values (as the QuickJS engine's input does: the same keys, values and errors).
-fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(), RunError> {
+/// values (as the QuickJS engine's input does: the same keys, values and errors). With
+/// `canon`, a document that has a JS-canonical text goes as that text (the same values),
+/// and where that text is comes back.
+fn write_reference(
+    doc: &Document,
+    exact: bool,
+    out: &mut Vec<u8>,
+    canon: Option<&mut canonical::Entries>,
+) -> Result<Option<Patchable>, RunError> {
     let src = &doc.source[..];
     let unusual = exact
         || memchr::memchr(b'\n', src).is_some()
@@ -414,17 +482,30 @@ fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(),
     if unusual {
         let v = to_reference(doc)?;
         serde_json::to_writer(&mut *out, &v).expect("JSON serialises");
-        return Ok(());
+        return Ok(None);
     }
     let string = |out: &mut Vec<u8>, s: &str| {
         serde_json::to_writer(&mut *out, s).expect("a string serialises")
     };
     let delete = doc.op == Op::Delete;
     out.extend_from_slice(b"{\"document\":");
+    let mut patchable = None;
     if src.is_empty() {
         out.extend_from_slice(b"null");
     } else {
-        out.extend_from_slice(src);
+        if let Some(entries) = canon.filter(|_| !delete && plain_fields(doc)) {
+            let start = out.len();
+            let from = entries.list.len();
+            if canonical::write(src, out, entries) {
+                patchable = Some(Patchable {
+                    text: start..out.len(),
+                    entries: from..entries.list.len(),
+                });
+            }
+        }
+        if patchable.is_none() {
+            out.extend_from_slice(src);
+        }
     }
     out.extend_from_slice(if delete {
         &b",\"include_document\":false,\"operation\":{\"_id\":"[..]
@@ -450,7 +531,7 @@ fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(),
     } else {
         &b"},\"operation_type\":\"index\",\"schema\":\"rfs-opensearch-bulk-v1\"}"[..]
     });
-    Ok(())
+    Ok(patchable)
 }
 
 /// node's answers to a batch of `inputs` (node.js describes them); `None` when node could
@@ -458,13 +539,17 @@ fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(),
 fn read_answers<'a>(
     text: &str,
     inputs: impl ExactSizeIterator<Item = &'a Document>,
+    sent: &Sent,
 ) -> Result<Option<Vec<Reshaped>>, RunError> {
+    type Raw<'a> = &'a serde_json::value::RawValue;
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
         #[serde(default)]
         e: Option<String>,
         #[serde(borrow, default)]
         o: Option<Vec<Output<'a>>>,
+        #[serde(borrow, default)]
+        p: Option<Vec<(Raw<'a>, Raw<'a>)>>,
     }
     #[derive(serde::Deserialize)]
     struct Output<'a> {
@@ -491,9 +576,44 @@ fn read_answers<'a>(
         answers
             .into_iter()
             .zip(inputs)
-            .map(|(a, input)| {
+            .zip(sent.patchable)
+            .map(|((a, input), patchable)| {
                 if let Some(e) = a.e {
                     return Err(RunError(format!("the transform: {e}")));
+                }
+                if let Some(p) = a.p {
+                    let (Some(at), Some(entries)) = (patchable, sent.entries) else {
+                        return Err(garbled(&"a patch for a document sent whole"));
+                    };
+                    let mut patch = Vec::with_capacity(p.len());
+                    for (k, v) in p {
+                        let key: String = serde_json::from_str(k.get()).map_err(|e| garbled(&e))?;
+                        patch.push(canonical::Patch {
+                            key_text: k.get(),
+                            key: key.into_bytes(),
+                            value: v.get(),
+                        });
+                    }
+                    let mut source = Vec::with_capacity(at.text.len() + 64);
+                    if !canonical::merge(
+                        sent.line,
+                        &entries.list[at.entries.clone()],
+                        &entries.keys,
+                        &mut patch,
+                        &mut source,
+                    ) {
+                        return Err(garbled(&"a patch naming a field twice"));
+                    }
+                    let out = Document {
+                        position: input.position.clone(),
+                        op: input.op,
+                        index: input.index.clone(),
+                        id: input.id.clone(),
+                        doc_type: input.doc_type.clone(),
+                        routing: input.routing.clone(),
+                        source: bytes::Bytes::from(source),
+                    };
+                    return Ok((vec![out], None));
                 }
                 let mut out = Vec::new();
                 let mut filtered = None;

@@ -77,6 +77,8 @@
     #vals;
     // With `sortFill`: the keys `set` appended to the object while DIRECT.
     #added = null;
+    // Whether `set` was called while DIRECT.
+    #set = false;
     constructor(o) {
       super();
       this.#o = o;
@@ -130,9 +132,8 @@
         if (typeof k === "string" && (hasOwn(o, k) || appends(k))) {
           if (sortFill && !hasOwn(o, k)) (this.#added ??= []).push(k);
           put(o, k, v);
-          if ((v !== null && typeof v === "object") || (this.#keys !== null && this.#keys.includes(k))) {
-            this.#keep(k, v);
-          }
+          this.#keep(k, v);
+          this.#set = true;
           return this;
         }
         this.#fill();
@@ -184,6 +185,29 @@
       if (m.#state === DIRECT) m.#fill();
       m.#state = REBUILT;
     }
+    // For node's answers: when `m` (an input in the reference shape) is still as it was
+    // given but for its `document` map (and `operation` map) having been handed out, and
+    // that document map was never filled, the fields of the document set or handed out
+    // as objects, as a flat list [key, value, …]; else null.
+    static patch(m) {
+      if (m.#state !== DIRECT || m.#set) return null;
+      const keys = m.#keys;
+      let doc = null;
+      if (keys !== null) {
+        for (let i = 0; i < keys.length; i++) {
+          const k = keys[i], v = m.#vals[i];
+          if (k === "document") doc = v;
+          else if (k !== "operation" || !(v instanceof LazyMap) || v.#state !== DIRECT || v.#set || v.#keys !== null) {
+            return null;
+          }
+        }
+      }
+      if (doc === null) return [];
+      if (!(doc instanceof LazyMap) || doc.#state !== DIRECT) return null;
+      const out = [];
+      if (doc.#keys !== null) for (let i = 0; i < doc.#keys.length; i++) out.push(doc.#keys[i], doc.#vals[i]);
+      return out;
+    }
     // The plain object for output.
     static plain(m) {
       const s = m.#state;
@@ -207,8 +231,10 @@
   }
   const touch = LazyMap.touch;
   const plain = LazyMap.plain;
+  const patch = LazyMap.patch;
   delete LazyMap.touch;
   delete LazyMap.plain;
+  delete LazyMap.patch;
   for (const name of Reflect.ownKeys(Map.prototype)) {
     const d = Object.getOwnPropertyDescriptor(Map.prototype, name);
     if (Object.hasOwn(LazyMap.prototype, name) || typeof d.value !== "function") continue;
@@ -258,6 +284,6 @@
     return JSON.stringify(out === undefined ? null : toPlain(out));
   };
   // For the node engine's loop (javascript/node.js).
-  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap };
+  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap, patch };
   return run;
 })

@@ -99,7 +99,7 @@ let parts;
   }
 }
 writeLine('{"ready":true}');
-const { wrap, toPlain, put, call, LazyMap } = parts;
+const { wrap, toPlain, put, call, LazyMap, patch } = parts;
 
 // Whether rfs writes the number `x` as JavaScript does: integers it reads as 64-bit ones,
 // and the decimals both write without an exponent from 1e-5 up.
@@ -190,6 +190,35 @@ function answer(outs) {
   return '{"o":[' + parts.join(",") + "]}";
 }
 
+// The answer for an input whose only output is itself, changed in the top-level fields
+// `pairs` of its document only (LazyMap's `patch`): `{"p": [[KEY, VALUE]…]}`, each field's
+// text as `answer` would write it; or null when one of them would make `answer` write the
+// document another way (then `answer` writes it).
+function patchAnswer(pairs) {
+  let out = '{"p":[';
+  for (let i = 0; i < pairs.length; i += 2) {
+    const v = toPlain(pairs[i + 1]);
+    let text;
+    if (typeof v === "number") {
+      if (!plainNumber(v)) return null;
+      text = JSON.stringify(v);
+    } else if (v === null || typeof v === "string" || typeof v === "boolean") {
+      text = JSON.stringify(v);
+    } else if (typeof v === "object") {
+      const state = { slow: false };
+      const c = canon(v, 1, state);
+      if (state.slow) return null;
+      text = JSON.stringify(c);
+    } else {
+      return null;
+    }
+    const key = JSON.stringify(pairs[i]);
+    if (UNUSUAL.test(text) || UNUSUAL.test(key)) return null;
+    out += (i === 0 ? "[" : ",[") + key + "," + text + "]";
+  }
+  return out + "]}";
+}
+
 // The outputs of a transform's result, as a list of plain values.
 function plainList(out) {
   if (out === undefined || out === null) return [];
@@ -204,8 +233,9 @@ function field(x, k) {
 }
 
 // The transform on the whole batch: one answer per input, or null when its outputs
-// cannot be told apart by input (then each input is run alone).
-function wholeBatch(docs) {
+// cannot be told apart by input (then each input is run alone). `patchable`: a string
+// with "1" for each input that may be answered with a patch.
+function wholeBatch(docs, patchable) {
   const owners = new Map();
   for (let i = 0; i < docs.length; i++) owners.set(docs[i], i);
   const out = call(docs);
@@ -228,11 +258,18 @@ function wholeBatch(docs) {
     last = i;
     byInput[i].push(x);
   }
-  return byInput.map((xs) => answer(plainList(xs)));
+  return byInput.map((xs, i) => {
+    if (xs.length === 1 && xs[0] === docs[i] && patchable.charCodeAt(i) === 49) {
+      const pairs = patch(docs[i]);
+      const a = pairs === null ? null : patchAnswer(pairs);
+      if (a !== null) return a;
+    }
+    return answer(plainList(xs));
+  });
 }
 
 function oneByOne(text) {
-  const docs = JSON.parse(text);
+  const docs = JSON.parse(text).docs;
   return docs.map((d) => {
     try {
       return answer(plainList(call(wrap([d]))));
@@ -245,16 +282,18 @@ function oneByOne(text) {
 for (;;) {
   const text = readLine();
   if (text === null) break;
-  let docs;
+  let docs, patchable;
   try {
-    docs = wrap(JSON.parse(text));
+    const batch = JSON.parse(text);
+    docs = wrap(batch.docs);
+    patchable = batch.patch;
   } catch (e) {
     writeLine(JSON.stringify({ fatal: message(e) }));
     continue;
   }
   let answers = null;
   try {
-    answers = wholeBatch(docs);
+    answers = wholeBatch(docs, patchable);
   } catch (_) {
     // Which inputs fail is found by running each alone.
   }
