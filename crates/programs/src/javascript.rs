@@ -26,6 +26,12 @@
 //! cannot be, or the transform throws, each input of the batch is run alone, so that an
 //! error is the failing document's only (a transform that keeps state between calls
 //! sees those inputs twice).
+//!
+//! node is sent each document's JS-canonical text when it has one ([`canonical`]: what
+//! node writes for it unchanged), and answers an input that is its only output, changed
+//! in top-level fields of its document only, with those fields; rfs writes the output
+//! from the text it sent and those fields, so that node neither sorts nor writes the
+//! rest, and rfs reads only what changed.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -44,6 +50,14 @@ use engine::document::{Document, Op};
 
 pub mod canonical;
 pub mod node;
+#[cfg(test)]
+mod patch_tests;
+
+#[cfg(test)]
+thread_local! {
+    /// How many answers this thread took as patches (for tests).
+    static PATCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// Which engine runs the JavaScript transforms (`--js-engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -613,6 +627,8 @@ fn read_answers<'a>(
                         routing: input.routing.clone(),
                         source: bytes::Bytes::from(source),
                     };
+                    #[cfg(test)]
+                    PATCHED.with(|c| c.set(c.get() + 1));
                     return Ok((vec![out], None));
                 }
                 let mut out = Vec::new();

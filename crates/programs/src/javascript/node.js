@@ -2,10 +2,16 @@
 // JavaScript transform on batches of documents. `GLUE` (javascript/glue.js, the code the
 // QuickJS engine runs too) is defined before this text.
 //
-// In: one line of JSON `{"script", "bindings"}`, then one line per batch: a JSON list of
-// documents in the reference shape. Out: one line `{"ready": true}` or `{"init": MESSAGE}`,
-// then one line per batch, a list with one answer per document:
+// In: one line of JSON `{"script", "bindings"}`, then one line per batch:
+// `{"docs": [DOCUMENT…], "patch": FLAGS}`, the documents in the reference shape, and a
+// string with a "1" for each document whose `document` is its JS-canonical text
+// (javascript/canonical.rs: what `answer` below writes for it unchanged), which may be
+// answered with a patch. Out: one line `{"ready": true}` or `{"init": MESSAGE}`, then one
+// line per batch, a list with one answer per document:
 // - `{"e": MESSAGE}`: the transform threw on it;
+// - `{"p": [[KEY, VALUE]…]}`: its only output is its own map, unchanged but for the
+//   top-level fields of its document named here (set, or handed out as objects), each
+//   value in canonical JSON; rfs writes the rest from the text it sent;
 // - `{"o": [OUTPUT…]}`: its outputs (none: filtered), each `{"m": META, "d": DOCUMENT}` —
 //   the output without its `document`, and the document in rfs's canonical JSON (keys
 //   sorted by their bytes at every depth, numbers as rfs writes them) — or `{"s": TEXT}`,
@@ -258,21 +264,28 @@ function wholeBatch(docs, patchable) {
     last = i;
     byInput[i].push(x);
   }
-  return byInput.map((xs, i) => {
-    if (xs.length === 1 && xs[0] === docs[i] && patchable.charCodeAt(i) === 49) {
-      const pairs = patch(docs[i]);
-      const a = pairs === null ? null : patchAnswer(pairs);
-      if (a !== null) return a;
-    }
-    return answer(plainList(xs));
-  });
+  return byInput.map((xs, i) => answerFor(xs, docs[i], patchable.charCodeAt(i) === 49));
+}
+
+// The answer for `input` (a map given to the transform), whose outputs are `outs`: a patch
+// when it may have one (`patchable`) and its only output is itself, else the whole.
+function answerFor(outs, input, patchable) {
+  if (patchable && outs.length === 1 && outs[0] === input) {
+    const pairs = patch(input);
+    const a = pairs === null ? null : patchAnswer(pairs);
+    if (a !== null) return a;
+  }
+  return answer(plainList(outs));
 }
 
 function oneByOne(text) {
-  const docs = JSON.parse(text).docs;
-  return docs.map((d) => {
+  const batch = JSON.parse(text);
+  return batch.docs.map((d, i) => {
     try {
-      return answer(plainList(call(wrap([d]))));
+      const input = wrap([d]);
+      const out = call(input);
+      const outs = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
+      return answerFor(outs, input[0], batch.patch.charCodeAt(i) === 49);
     } catch (e) {
       return JSON.stringify({ e: message(e) });
     }
