@@ -35,6 +35,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -368,13 +369,16 @@ impl JsProgram {
         line.extend_from_slice(b"{\"docs\":[");
         let mut sent = Vec::with_capacity(docs.len());
         let mut canon = (!self.no_patch).then(canonical::Entries::default);
+        // The canonical texts: the batch's second line.
+        let mut texts = Vec::new();
         let mut patchable: Vec<Option<Patchable>> = Vec::with_capacity(docs.len());
         for (i, d) in docs.iter().enumerate() {
             let start = line.len();
             if !sent.is_empty() {
                 line.push(b',');
             }
-            match write_reference(d, exact, &mut line, canon.as_mut()) {
+            let canon = canon.as_mut().map(|c| (c, &mut texts));
+            match write_reference(d, exact, &mut line, canon) {
                 Ok(p) => {
                     sent.push(i);
                     patchable.push(p);
@@ -391,10 +395,45 @@ impl JsProgram {
                 .iter()
                 .map(|p| if p.is_some() { b'1' } else { b'0' }),
         );
-        line.extend_from_slice(b"\"}\n");
+        line.extend_from_slice(b"\",\"text\":[");
+        // Where each canonical text and its top-level values are in the second line, in
+        // UTF-16 code units (its characters are all below U+D000: one unit each).
+        let mut units = 0;
+        let mut at = 0;
+        for (n, p) in patchable.iter().enumerate() {
+            if n > 0 {
+                line.push(b',');
+            }
+            let (Some(p), Some(c)) = (p, canon.as_ref()) else {
+                line.push(b'0');
+                continue;
+            };
+            units += utf16_len(&texts[at..p.text.start]);
+            at = p.text.start;
+            let text = &texts[p.text.clone()];
+            let ascii = text.is_ascii();
+            let unit = |off: usize| {
+                units
+                    + if ascii {
+                        off - p.text.start
+                    } else {
+                        utf16_len(&texts[p.text.start..off])
+                    }
+            };
+            write!(line, "[{},{}", unit(p.text.start), unit(p.text.end)).expect("to a Vec");
+            for e in &c.list[p.entries.clone()] {
+                line.push(b',');
+                line.extend_from_slice(&texts[e.member.start..e.value - 1]);
+                write!(line, ",{},{}", unit(e.value), unit(e.member.end)).expect("to a Vec");
+            }
+            line.push(b']');
+        }
+        line.extend_from_slice(b"]}\n");
+        line.extend_from_slice(&texts);
+        line.push(b'\n');
         if !sent.is_empty() {
             let sent_docs = Sent {
-                line: &line,
+                texts: &texts,
                 patchable: &patchable,
                 entries: canon.as_ref(),
             };
@@ -449,9 +488,15 @@ struct Patchable {
     entries: std::ops::Range<usize>,
 }
 
+/// How many UTF-16 code units the UTF-8 `text` makes, none of its characters past U+FFFF.
+fn utf16_len(text: &[u8]) -> usize {
+    text.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+}
+
 /// What was sent to node in a batch, for reading its patches.
 struct Sent<'a> {
-    line: &'a [u8],
+    /// The canonical texts.
+    texts: &'a [u8],
     /// One per document sent.
     patchable: &'a [Option<Patchable>],
     entries: Option<&'a canonical::Entries>,
@@ -475,13 +520,13 @@ fn plain_fields(doc: &Document) -> bool {
 /// `doc` in the reference shape as JSON text, onto `out`: its `_source` as it is, unless
 /// `exact` or it holds a line break or a surrogate escape, which go through rfs's JSON
 /// values (as the QuickJS engine's input does: the same keys, values and errors). With
-/// `canon`, a document that has a JS-canonical text goes as that text (the same values),
-/// and where that text is comes back.
+/// `canon`, a document that has a JS-canonical text has that text written to the texts
+/// (the same values) and `{}` in its place, and where that text is comes back.
 fn write_reference(
     doc: &Document,
     exact: bool,
     out: &mut Vec<u8>,
-    canon: Option<&mut canonical::Entries>,
+    canon: Option<(&mut canonical::Entries, &mut Vec<u8>)>,
 ) -> Result<Option<Patchable>, RunError> {
     let src = &doc.source[..];
     let unusual = exact
@@ -507,14 +552,15 @@ fn write_reference(
     if src.is_empty() {
         out.extend_from_slice(b"null");
     } else {
-        if let Some(entries) = canon.filter(|_| !delete && plain_fields(doc)) {
-            let start = out.len();
+        if let Some((entries, texts)) = canon.filter(|_| !delete && plain_fields(doc)) {
+            let start = texts.len();
             let from = entries.list.len();
-            if canonical::write(src, out, entries) {
+            if canonical::write(src, texts, entries) {
                 patchable = Some(Patchable {
-                    text: start..out.len(),
+                    text: start..texts.len(),
                     entries: from..entries.list.len(),
                 });
+                out.extend_from_slice(b"{}");
             }
         }
         if patchable.is_none() {
@@ -610,7 +656,7 @@ fn read_answers<'a>(
                     }
                     let mut source = Vec::with_capacity(at.text.len() + 64);
                     if !canonical::merge(
-                        sent.line,
+                        sent.texts,
                         &entries.list[at.entries.clone()],
                         &entries.keys,
                         &mut patch,

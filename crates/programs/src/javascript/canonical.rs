@@ -27,11 +27,13 @@ use std::ops::Range;
 pub const MAX_DEPTH: usize = 90;
 
 /// A top-level member of a document written by [`write`]: its key's decoded bytes (in
-/// [`Entries::keys`]) and the member's text, `"KEY":VALUE` (in the output).
+/// [`Entries::keys`]) and the member's text, `"KEY":VALUE` (in the output), its value
+/// from `value` to the member's end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub key: Range<usize>,
     pub member: Range<usize>,
+    pub value: usize,
 }
 
 /// The top-level members of documents written by [`write`], and scratch space reused
@@ -208,10 +210,12 @@ impl Parser<'_> {
                 }
                 self.eat(b':')?;
                 self.out.push(b':');
+                let value = self.out.len();
                 self.value(depth + 1)?;
                 self.e.stack.push(Entry {
                     key,
                     member: member..self.out.len(),
+                    value,
                 });
                 self.ws();
                 match self.peek()? {
@@ -267,6 +271,7 @@ impl Parser<'_> {
                     placed.push(Entry {
                         key: m.key.clone(),
                         member: at..at + len,
+                        value: at + (m.value - m.member.start),
                     });
                     at += len + 1;
                 }
@@ -283,6 +288,7 @@ impl Parser<'_> {
                 self.e.list.push(Entry {
                     key: m.key.start - keys_base + keys_at..m.key.end - keys_base + keys_at,
                     member: m.member.clone(),
+                    value: m.value,
                 });
             }
         }

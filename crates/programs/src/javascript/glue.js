@@ -79,6 +79,12 @@
     #added = null;
     // Whether `set` was called while DIRECT.
     #set = false;
+    // A document map made from its JSON text (node's `withText`): the text holding it, and
+    // [start, end, then KEY, START, END for each top-level value] where it is in that
+    // text; the object holds the values read or set so far. Null once the object holds
+    // them all (it is parsed whole when the map is filled or goes out).
+    #text = null;
+    #spans = null;
     constructor(o) {
       super();
       this.#o = o;
@@ -99,7 +105,26 @@
         this.#vals.push(v);
       }
     }
+    // The index of `k`'s value in the spans, or -1.
+    #span(k) {
+      const s = this.#spans;
+      for (let i = 2; i < s.length; i += 3) if (s[i] === k) return i;
+      return -1;
+    }
+    #own(k) {
+      return hasOwn(this.#o, k) || (this.#spans !== null && this.#span(k) >= 0);
+    }
+    // The object parsed whole from the text, with the values read or set so far (those
+    // set new last, in their order).
+    #whole() {
+      const part = this.#o, s = this.#spans;
+      const o = JSON.parse(this.#text.slice(s[0], s[1]));
+      for (const k of Object.keys(part)) put(o, k, part[k]);
+      this.#o = o;
+      this.#text = this.#spans = null;
+    }
     #fill() {
+      if (this.#spans !== null) this.#whole();
       const o = this.#o, keys = this.#keys, vals = this.#vals;
       const names = sortFill ? inputOrder(o, this.#added) : Object.keys(o);
       for (let i = 0; i < names.length; i++) {
@@ -113,7 +138,13 @@
     get(k) {
       if (this.#state !== DIRECT) return super.get(k);
       const o = this.#o;
-      if (typeof k !== "string" || !hasOwn(o, k)) return undefined;
+      if (typeof k !== "string") return undefined;
+      if (!hasOwn(o, k)) {
+        if (this.#spans === null) return undefined;
+        const i = this.#span(k);
+        if (i < 0) return undefined;
+        put(o, k, JSON.parse(this.#text.slice(this.#spans[i + 1], this.#spans[i + 2])));
+      }
       const v = o[k];
       if (v === null || typeof v !== "object") return v;
       const i = this.#keys === null ? -1 : this.#keys.indexOf(k);
@@ -124,13 +155,13 @@
     }
     has(k) {
       if (this.#state !== DIRECT) return super.has(k);
-      return typeof k === "string" && hasOwn(this.#o, k);
+      return typeof k === "string" && this.#own(k);
     }
     set(k, v) {
       if (this.#state === DIRECT) {
         const o = this.#o;
-        if (typeof k === "string" && (hasOwn(o, k) || appends(k))) {
-          if (sortFill && !hasOwn(o, k)) (this.#added ??= []).push(k);
+        if (typeof k === "string" && (this.#own(k) || appends(k))) {
+          if (sortFill && !this.#own(k)) (this.#added ??= []).push(k);
           put(o, k, v);
           this.#keep(k, v);
           this.#set = true;
@@ -208,10 +239,21 @@
       if (doc.#keys !== null) for (let i = 0; i < doc.#keys.length; i++) out.push(doc.#keys[i], doc.#vals[i]);
       return out;
     }
+    // The map of a document in the reference shape `o` (its `document` a placeholder
+    // object) whose document is the JSON text in `text` that `spans` place (see #spans).
+    static withText(o, text, spans) {
+      const doc = new LazyMap({});
+      doc.#text = text;
+      doc.#spans = spans;
+      const m = new LazyMap(o);
+      m.#keep("document", doc);
+      return m;
+    }
     // The plain object for output.
     static plain(m) {
       const s = m.#state;
       if (s === DIRECT) {
+        if (m.#spans !== null) m.#whole();
         const o = m.#o, keys = m.#keys, vals = m.#vals;
         if (keys !== null) for (let i = 0; i < keys.length; i++) put(o, keys[i], toPlain(vals[i]));
         return o;
@@ -232,9 +274,11 @@
   const touch = LazyMap.touch;
   const plain = LazyMap.plain;
   const patch = LazyMap.patch;
+  const withText = LazyMap.withText;
   delete LazyMap.touch;
   delete LazyMap.plain;
   delete LazyMap.patch;
+  delete LazyMap.withText;
   for (const name of Reflect.ownKeys(Map.prototype)) {
     const d = Object.getOwnPropertyDescriptor(Map.prototype, name);
     if (Object.hasOwn(LazyMap.prototype, name) || typeof d.value !== "function") continue;
@@ -284,6 +328,6 @@
     return JSON.stringify(out === undefined ? null : toPlain(out));
   };
   // For the node engine's loop (javascript/node.js).
-  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap, patch };
+  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap, patch, withText };
   return run;
 })

@@ -105,7 +105,7 @@ let parts;
   }
 }
 writeLine('{"ready":true}');
-const { wrap, toPlain, put, call, LazyMap, patch } = parts;
+const { wrap, toPlain, put, call, LazyMap, patch, withText } = parts;
 
 // Whether rfs writes the number `x` as JavaScript does: integers it reads as 64-bit ones,
 // and the decimals both write without an exponent from 1e-5 up.
@@ -278,11 +278,20 @@ function answerFor(outs, input, patchable) {
   return answer(plainList(outs));
 }
 
-function oneByOne(text) {
+// The batch's inputs: maps over its documents, those sent as text read from `texts`.
+function inputs(batch, texts) {
+  const docs = batch.docs, spans = batch.text;
+  for (let i = 0; i < docs.length; i++) {
+    docs[i] = spans[i] === 0 ? wrap(docs[i]) : withText(docs[i], texts, spans[i]);
+  }
+  return docs;
+}
+
+function oneByOne(text, texts) {
   const batch = JSON.parse(text);
-  return batch.docs.map((d, i) => {
+  return inputs(batch, texts).map((d, i) => {
     try {
-      const input = wrap([d]);
+      const input = [d];
       const out = call(input);
       const outs = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
       return answerFor(outs, input[0], batch.patch.charCodeAt(i) === 49);
@@ -295,10 +304,12 @@ function oneByOne(text) {
 for (;;) {
   const text = readLine();
   if (text === null) break;
+  const texts = readLine();
+  if (texts === null) break;
   let docs, patchable;
   try {
     const batch = JSON.parse(text);
-    docs = wrap(batch.docs);
+    docs = inputs(batch, texts);
     patchable = batch.patch;
   } catch (e) {
     writeLine(JSON.stringify({ fatal: message(e) }));
@@ -310,6 +321,6 @@ for (;;) {
   } catch (_) {
     // Which inputs fail is found by running each alone.
   }
-  if (answers === null) answers = oneByOne(text);
+  if (answers === null) answers = oneByOne(text, texts);
   writeLine("[" + answers.join(",") + "]");
 }
