@@ -35,7 +35,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -420,11 +419,17 @@ impl JsProgram {
                         utf16_len(&texts[p.text.start..off])
                     }
             };
-            write!(line, "[{},{}", unit(p.text.start), unit(p.text.end)).expect("to a Vec");
+            line.push(b'[');
+            write_usize(&mut line, unit(p.text.start));
+            line.push(b',');
+            write_usize(&mut line, unit(p.text.end));
             for e in &c.list[p.entries.clone()] {
                 line.push(b',');
                 line.extend_from_slice(&texts[e.member.start..e.value - 1]);
-                write!(line, ",{},{}", unit(e.value), unit(e.member.end)).expect("to a Vec");
+                line.push(b',');
+                write_usize(&mut line, unit(e.value));
+                line.push(b',');
+                write_usize(&mut line, unit(e.member.end));
             }
             line.push(b']');
         }
@@ -486,6 +491,21 @@ impl JsProgram {
 struct Patchable {
     text: std::ops::Range<usize>,
     entries: std::ops::Range<usize>,
+}
+
+/// `n` in decimal onto `out`.
+fn write_usize(out: &mut Vec<u8>, mut n: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// How many UTF-16 code units the UTF-8 `text` makes, none of its characters past U+FFFF.

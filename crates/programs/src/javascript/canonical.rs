@@ -87,16 +87,18 @@ pub fn write(src: &[u8], out: &mut Vec<u8>, entries: &mut Entries) -> bool {
 /// What is refused at once: not UTF-8, a line break, a byte from U+D000's lead up, `\u`
 /// followed by a surrogate's first digits.
 fn screen(src: &[u8]) -> bool {
-    if src.iter().any(|&b| b >= 0xED || b == b'\n') {
-        return false;
-    }
-    std::str::from_utf8(src).is_ok() && !surrogate_escape(src)
+    // Without an early exit, so that it runs many bytes at a time.
+    let (refused, high) = src.iter().fold((false, 0u8), |(r, h), &b| {
+        (r | (b >= 0xED) | (b == b'\n'), h | b)
+    });
+    !refused && (high < 0x80 || std::str::from_utf8(src).is_ok()) && !surrogate_escape(src)
 }
 
 /// `\u` then `d` and one of `8`–`f`: what node.js's `UNUSUAL` looks for in a text.
 pub fn surrogate_escape(text: &[u8]) -> bool {
-    memchr::memmem::find_iter(text, b"\\u").any(|i| {
-        matches!(text.get(i + 2), Some(b'd' | b'D'))
+    memchr::memchr_iter(b'\\', text).any(|i| {
+        text.get(i + 1) == Some(&b'u')
+            && matches!(text.get(i + 2), Some(b'd' | b'D'))
             && matches!(
                 text.get(i + 3),
                 Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
@@ -307,7 +309,7 @@ impl Parser<'_> {
             // No escape: as it is (the source is UTF-8 with no control character; a
             // control character is not JSON, and a parser that found one said no).
             let raw = &self.src[start..at];
-            if raw.iter().any(|&b| b < 0x20) {
+            if raw.iter().fold(false, |c, &b| c | (b < 0x20)) {
                 return None;
             }
             self.out.push(b'"');
