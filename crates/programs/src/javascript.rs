@@ -396,7 +396,9 @@ impl JsProgram {
         );
         line.extend_from_slice(b"\",\"text\":[");
         // Where each canonical text and its top-level values are in the second line, in
-        // UTF-16 code units (its characters are all below U+D000: one unit each).
+        // UTF-16 code units (its characters are all below U+D000: one unit each), each
+        // value's key an index in the batch's list of keys.
+        let mut names: rustc_hash::FxHashMap<&[u8], usize> = Default::default();
         let mut units = 0;
         let mut at = 0;
         for (n, p) in patchable.iter().enumerate() {
@@ -425,13 +427,26 @@ impl JsProgram {
             write_usize(&mut line, unit(p.text.end));
             for e in &c.list[p.entries.clone()] {
                 line.push(b',');
-                line.extend_from_slice(&texts[e.member.start..e.value - 1]);
+                let n = names.len();
+                let key = *names
+                    .entry(&texts[e.member.start..e.value - 1])
+                    .or_insert(n);
+                write_usize(&mut line, key);
                 line.push(b',');
                 write_usize(&mut line, unit(e.value));
                 line.push(b',');
                 write_usize(&mut line, unit(e.member.end));
             }
             line.push(b']');
+        }
+        line.extend_from_slice(b"],\"keys\":[");
+        let mut keys: Vec<(&[u8], usize)> = names.into_iter().collect();
+        keys.sort_unstable_by_key(|k| k.1);
+        for (n, (k, _)) in keys.iter().enumerate() {
+            if n > 0 {
+                line.push(b',');
+            }
+            line.extend_from_slice(k);
         }
         line.extend_from_slice(b"]}\n");
         line.extend_from_slice(&texts);
@@ -549,15 +564,7 @@ fn write_reference(
     canon: Option<(&mut canonical::Entries, &mut Vec<u8>)>,
 ) -> Result<Option<Patchable>, RunError> {
     let src = &doc.source[..];
-    let unusual = exact
-        || memchr::memchr(b'\n', src).is_some()
-        || memchr::memmem::find_iter(src, b"\\u").any(|i| {
-            matches!(src.get(i + 2), Some(b'd' | b'D'))
-                && matches!(
-                    src.get(i + 3),
-                    Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
-                )
-        });
+    let unusual = exact || memchr::memchr(b'\n', src).is_some() || canonical::surrogate_escape(src);
     if unusual {
         let v = to_reference(doc)?;
         serde_json::to_writer(&mut *out, &v).expect("JSON serialises");
@@ -567,25 +574,37 @@ fn write_reference(
         serde_json::to_writer(&mut *out, s).expect("a string serialises")
     };
     let delete = doc.op == Op::Delete;
+    if let Some((entries, texts)) =
+        canon.filter(|_| !delete && !src.is_empty() && plain_fields(doc))
+    {
+        let start = texts.len();
+        let from = entries.list.len();
+        if canonical::write(src, texts, entries) {
+            // [_id, _index, _type or null, routing or null, 1 when op_type is create]:
+            // node.js's `inputs` makes the reference shape of it.
+            out.push(b'[');
+            string(out, &doc.id);
+            out.push(b',');
+            string(out, &doc.index);
+            for s in [&doc.doc_type.as_deref(), &doc.routing.as_deref()] {
+                out.push(b',');
+                match s {
+                    Some(s) => string(out, s),
+                    None => out.extend_from_slice(b"null"),
+                }
+            }
+            out.extend_from_slice(if doc.op == Op::Create { b",1]" } else { b",0]" });
+            return Ok(Some(Patchable {
+                text: start..texts.len(),
+                entries: from..entries.list.len(),
+            }));
+        }
+    }
     out.extend_from_slice(b"{\"document\":");
-    let mut patchable = None;
     if src.is_empty() {
         out.extend_from_slice(b"null");
     } else {
-        if let Some((entries, texts)) = canon.filter(|_| !delete && plain_fields(doc)) {
-            let start = texts.len();
-            let from = entries.list.len();
-            if canonical::write(src, texts, entries) {
-                patchable = Some(Patchable {
-                    text: start..texts.len(),
-                    entries: from..entries.list.len(),
-                });
-                out.extend_from_slice(b"{}");
-            }
-        }
-        if patchable.is_none() {
-            out.extend_from_slice(src);
-        }
+        out.extend_from_slice(src);
     }
     out.extend_from_slice(if delete {
         &b",\"include_document\":false,\"operation\":{\"_id\":"[..]
@@ -611,7 +630,7 @@ fn write_reference(
     } else {
         &b"},\"operation_type\":\"index\",\"schema\":\"rfs-opensearch-bulk-v1\"}"[..]
     });
-    Ok(patchable)
+    Ok(None)
 }
 
 /// node's answers to a batch of `inputs` (node.js describes them); `None` when node could

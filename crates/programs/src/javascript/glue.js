@@ -8,6 +8,7 @@
   // appended) writes its changes back into that object rather than building a new one.
   const DIRECT = 0, IN_ORDER = 1, REBUILT = 2;
   const forEach = Map.prototype.forEach;
+  const mapGet = Map.prototype.get;
   const hasOwn = Object.hasOwn;
   // An assignment of `__proto__` would set the object's prototype and the field would
   // vanish from the output: that key is defined as an own property. Every other key of
@@ -85,6 +86,8 @@
     // them all (it is parsed whole when the map is filled or goes out).
     #text = null;
     #spans = null;
+    // The keys the spans name by their index.
+    #names = null;
     constructor(o) {
       super();
       this.#o = o;
@@ -107,8 +110,8 @@
     }
     // The index of `k`'s value in the spans, or -1.
     #span(k) {
-      const s = this.#spans;
-      for (let i = 2; i < s.length; i += 3) if (s[i] === k) return i;
+      const s = this.#spans, names = this.#names;
+      for (let i = 2; i < s.length; i += 3) if (names[s[i]] === k) return i;
       return -1;
     }
     #own(k) {
@@ -121,7 +124,7 @@
       const o = JSON.parse(this.#text.slice(s[0], s[1]));
       for (const k of Object.keys(part)) put(o, k, part[k]);
       this.#o = o;
-      this.#text = this.#spans = null;
+      this.#text = this.#spans = this.#names = null;
     }
     #fill() {
       if (this.#spans !== null) this.#whole();
@@ -240,14 +243,22 @@
       return out;
     }
     // The map of a document in the reference shape `o` (its `document` a placeholder
-    // object) whose document is the JSON text in `text` that `spans` place (see #spans).
-    static withText(o, text, spans) {
+    // object) whose document is the JSON text in `text` that `spans` place (see #spans),
+    // their keys in `names`.
+    static withText(o, text, spans, names) {
       const doc = new LazyMap({});
       doc.#text = text;
       doc.#spans = spans;
+      doc.#names = names;
       const m = new LazyMap(o);
       m.#keep("document", doc);
       return m;
+    }
+    // What `m` holds at `k` if it was handed out (what an output may hold), else undefined.
+    static handedOut(m, k) {
+      if (m.#state !== DIRECT) return mapGet.call(m, k);
+      const i = m.#keys === null ? -1 : m.#keys.indexOf(k);
+      return i < 0 ? undefined : m.#vals[i];
     }
     // The plain object for output.
     static plain(m) {
@@ -275,10 +286,12 @@
   const plain = LazyMap.plain;
   const patch = LazyMap.patch;
   const withText = LazyMap.withText;
+  const handedOut = LazyMap.handedOut;
   delete LazyMap.touch;
   delete LazyMap.plain;
   delete LazyMap.patch;
   delete LazyMap.withText;
+  delete LazyMap.handedOut;
   for (const name of Reflect.ownKeys(Map.prototype)) {
     const d = Object.getOwnPropertyDescriptor(Map.prototype, name);
     if (Object.hasOwn(LazyMap.prototype, name) || typeof d.value !== "function") continue;
@@ -328,6 +341,6 @@
     return JSON.stringify(out === undefined ? null : toPlain(out));
   };
   // For the node engine's loop (javascript/node.js).
-  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap, patch, withText };
+  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap, patch, withText, handedOut };
   return run;
 })

@@ -105,7 +105,7 @@ let parts;
   }
 }
 writeLine('{"ready":true}');
-const { wrap, toPlain, put, call, LazyMap, patch, withText } = parts;
+const { wrap, toPlain, put, call, LazyMap, patch, withText, handedOut } = parts;
 
 // Whether rfs writes the number `x` as JavaScript does: integers it reads as 64-bit ones,
 // and the decimals both write without an exponent from 1e-5 up.
@@ -246,11 +246,11 @@ function wholeBatch(docs, patchable) {
   for (let i = 0; i < docs.length; i++) owners.set(docs[i], i);
   const out = call(docs);
   const list = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
-  // Each input's parts, seen before the transform ran (a map handed out is the same one).
+  // Each input's parts that were handed out (an output can hold no other).
   for (let i = 0; i < docs.length; i++) {
     const d = docs[i];
     for (const k of ["operation", "document"]) {
-      const x = d.get(k);
+      const x = handedOut(d, k);
       if (x instanceof LazyMap && !owners.has(x)) owners.set(x, i);
     }
   }
@@ -280,9 +280,27 @@ function answerFor(outs, input, patchable) {
 
 // The batch's inputs: maps over its documents, those sent as text read from `texts`.
 function inputs(batch, texts) {
-  const docs = batch.docs, spans = batch.text;
+  const docs = batch.docs, spans = batch.text, names = batch.keys;
   for (let i = 0; i < docs.length; i++) {
-    docs[i] = spans[i] === 0 ? wrap(docs[i]) : withText(docs[i], texts, spans[i]);
+    if (spans[i] === 0) {
+      docs[i] = wrap(docs[i]);
+      continue;
+    }
+    // [_id, _index, _type or null, routing or null, 1 for create]: the shape rfs sends
+    // the others in, keys in the same order.
+    const m = docs[i];
+    const op = { _id: m[0], _index: m[1] };
+    if (m[2] !== null) op._type = m[2];
+    if (m[4] === 1) op.op_type = "create";
+    if (m[3] !== null) op.routing = m[3];
+    const o = {
+      document: {},
+      include_document: true,
+      operation: op,
+      operation_type: "index",
+      schema: "rfs-opensearch-bulk-v1",
+    };
+    docs[i] = withText(o, texts, spans[i], names);
   }
   return docs;
 }
