@@ -335,7 +335,7 @@ impl JsProgram {
 impl JsProgram {
     /// Sends `line` (a batch of `docs` documents) to this thread's node, started if need
     /// be; a node that failed is not reused.
-    fn node_call(&self, line: &[u8], docs: usize) -> Result<String, RunError> {
+    fn node_call(&self, lines: &[&[u8]], docs: usize) -> Result<String, RunError> {
         let Runs::Node(path) = &self.runs else {
             unreachable!("node_call on a QuickJS program")
         };
@@ -351,7 +351,7 @@ impl JsProgram {
                     v.insert(n)
                 }
             };
-            let out = n.call(line, self.time_limit, docs);
+            let out = n.call(lines, self.time_limit, docs);
             if out.is_err() {
                 nodes.remove(&self.key);
             }
@@ -369,7 +369,11 @@ impl JsProgram {
         let mut sent = Vec::with_capacity(docs.len());
         let mut canon = (!self.no_patch).then(canonical::Entries::default);
         // The canonical texts: the batch's second line.
-        let mut texts = Vec::new();
+        let mut texts = Vec::with_capacity(if canon.is_some() {
+            docs.iter().map(|d| d.source.len()).sum::<usize>() + 1
+        } else {
+            1
+        });
         let mut patchable: Vec<Option<Patchable>> = Vec::with_capacity(docs.len());
         for (i, d) in docs.iter().enumerate() {
             let start = line.len();
@@ -449,8 +453,7 @@ impl JsProgram {
             line.extend_from_slice(k);
         }
         line.extend_from_slice(b"]}\n");
-        line.extend_from_slice(&texts);
-        line.push(b'\n');
+        texts.push(b'\n');
         if !sent.is_empty() {
             let sent_docs = Sent {
                 texts: &texts,
@@ -458,7 +461,7 @@ impl JsProgram {
                 entries: canon.as_ref(),
             };
             let answered = self
-                .node_call(&line, sent.len())
+                .node_call(&[&line, &texts], sent.len())
                 .and_then(|text| read_answers(&text, sent.iter().map(|i| docs[*i]), &sent_docs));
             match answered {
                 Ok(Some(got)) => {

@@ -137,7 +137,7 @@ impl Node {
             line: String::new(),
         };
         let init = serde_json::json!({"script": script, "bindings": bindings}).to_string();
-        let answer = n.call(format!("{init}\n").as_bytes(), time_limit, 0)?;
+        let answer = n.call(&[format!("{init}\n").as_bytes()], time_limit, 0)?;
         if answer.trim_end() == r#"{"ready":true}"# {
             return Ok(n);
         }
@@ -154,16 +154,19 @@ impl Node {
         }
     }
 
-    /// Sends `line` (ending in a newline) and returns node's answer line; `docs` is how
-    /// many documents it holds, for errors.
+    /// Sends `lines` (the parts of text ending in a newline) and returns node's answer
+    /// line; `docs` is how many documents they hold, for errors.
     pub fn call(
         &mut self,
-        line: &[u8],
+        lines: &[&[u8]],
         time_limit: Duration,
         docs: usize,
     ) -> Result<String, RunError> {
         let _ = self.watch.send(Some(Instant::now() + time_limit));
-        let sent = self.stdin.write_all(line).and_then(|()| self.stdin.flush());
+        let sent = lines
+            .iter()
+            .try_for_each(|l| self.stdin.write_all(l))
+            .and_then(|()| self.stdin.flush());
         self.line.clear();
         let read = match sent {
             Ok(()) => self.stdout.read_line(&mut self.line),
