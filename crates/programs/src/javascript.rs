@@ -28,10 +28,14 @@
 //! sees those inputs twice).
 //!
 //! node is sent each document's JS-canonical text when it has one ([`canonical`]: what
-//! node writes for it unchanged), and answers an input that is its only output, changed
-//! in top-level fields of its document only, with those fields; rfs writes the output
-//! from the text it sent and those fields, so that node neither sorts nor writes the
-//! rest, and rfs reads only what changed.
+//! node writes for it unchanged), beside the batch's JSON with where each of its
+//! top-level values is, so that node parses only the values the transform reads (and
+//! the whole text only when the transform fills the document's map or the document goes
+//! out whole). An input that is its only output, changed in top-level fields of its
+//! document only (set, or handed out as objects), is answered with those fields; rfs
+//! writes the output from the text it sent and those fields, so that node neither sorts
+//! nor writes the rest, and rfs reads only what changed. Every other answer is whole, as
+//! before; the output bytes are the same either way (javascript/patch_tests.rs).
 
 use std::cell::RefCell;
 use std::collections::HashMap;

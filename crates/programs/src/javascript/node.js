@@ -2,12 +2,19 @@
 // JavaScript transform on batches of documents. `GLUE` (javascript/glue.js, the code the
 // QuickJS engine runs too) is defined before this text.
 //
-// In: one line of JSON `{"script", "bindings"}`, then one line per batch:
-// `{"docs": [DOCUMENT…], "patch": FLAGS}`, the documents in the reference shape, and a
-// string with a "1" for each document whose `document` is its JS-canonical text
-// (javascript/canonical.rs: what `answer` below writes for it unchanged), which may be
-// answered with a patch. Out: one line `{"ready": true}` or `{"init": MESSAGE}`, then one
-// line per batch, a list with one answer per document:
+// In: one line of JSON `{"script", "bindings"}`, then two lines per batch. The first is
+// `{"docs": [DOCUMENT…], "patch": FLAGS, "text": [SPANS…], "keys": [KEY…]}`: a document
+// in the reference shape when its SPANS are 0; else `[_id, _index, _type or null, routing
+// or null, 1 when op_type is create]`, an index operation (`inputs` makes its reference
+// shape) whose `document` is its JS-canonical text (javascript/canonical.rs: the text
+// `answer` below writes for it unchanged) in the second line, SPANS being
+// [START, END, then KEY, START, END for each top-level field] in UTF-16 code units of
+// that line, KEY an index in `keys`: its map parses those fields one at a time, when the
+// transform reads them, and the whole text only when it is filled (glue.js's
+// `withText`). FLAGS: a string with a "1" for each document that may be answered with a
+// patch. The second line: the canonical texts, one after the other.
+// Out: one line `{"ready": true}` or `{"init": MESSAGE}`, then one line per batch, a list
+// with one answer per document:
 // - `{"e": MESSAGE}`: the transform threw on it;
 // - `{"p": [[KEY, VALUE]…]}`: its only output is its own map, unchanged but for the
 //   top-level fields of its document named here (set, or handed out as objects), each
