@@ -418,21 +418,26 @@ impl JsProgram {
                 continue;
             };
             units += utf16_len(&texts[at..p.text.start]);
-            at = p.text.start;
+            at = p.text.end;
             let text = &texts[p.text.clone()];
+            let start = units;
             let ascii = text.is_ascii();
-            let unit = |off: usize| {
-                units
-                    + if ascii {
-                        off - p.text.start
-                    } else {
-                        utf16_len(&texts[p.text.start..off])
-                    }
-            };
+            units += if ascii { text.len() } else { utf16_len(text) };
             line.push(b'[');
-            write_usize(&mut line, unit(p.text.start));
+            write_usize(&mut line, start);
             line.push(b',');
-            write_usize(&mut line, unit(p.text.end));
+            write_usize(&mut line, units);
+            // The offsets of the text's values come in order: each counted from the last.
+            let (mut from, mut from_units) = (p.text.start, start);
+            let mut unit = |off: usize| {
+                from_units += if ascii {
+                    off - from
+                } else {
+                    utf16_len(&texts[from..off])
+                };
+                from = off;
+                from_units
+            };
             for e in &c.list[p.entries.clone()] {
                 line.push(b',');
                 let n = names.len();
@@ -516,23 +521,53 @@ struct Patchable {
 }
 
 /// `n` in decimal onto `out`.
-fn write_usize(out: &mut Vec<u8>, mut n: usize) {
+fn write_usize(out: &mut Vec<u8>, n: usize) {
+    if n < 10 {
+        out.push(b'0' + n as u8);
+        return;
+    }
+    // Two digits at a time, from the right.
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut buf = [0u8; 20];
     let mut i = buf.len();
-    loop {
+    let mut n = n;
+    while n >= 100 {
+        let d = (n % 100) * 2;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
+    }
+    if n >= 10 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[n * 2..n * 2 + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[i] = b'0' + n as u8;
     }
     out.extend_from_slice(&buf[i..]);
 }
 
-/// How many UTF-16 code units the UTF-8 `text` makes, none of its characters past U+FFFF.
+/// How many UTF-16 code units the UTF-8 `text` makes, none of its characters past U+FFFF:
+/// its bytes less its continuation bytes (`10xxxxxx`), counted eight at a time.
 fn utf16_len(text: &[u8]) -> usize {
-    text.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = text.chunks_exact(8);
+    let mut continuations = 0;
+    for c in &mut chunks {
+        let x = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        // Bit 7 set and bit 6 clear, in each byte (bit 6 shifted onto bit 7 of its own byte).
+        continuations += (x & !(x << 1) & HIGH).count_ones() as usize;
+    }
+    continuations += chunks
+        .remainder()
+        .iter()
+        .filter(|&&b| b & 0xC0 == 0x80)
+        .count();
+    text.len() - continuations
 }
 
 /// What was sent to node in a batch, for reading its patches.
@@ -1489,5 +1524,33 @@ function main(context) {
             e.0.contains("going away") && e.0.contains("node stopped"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn spans_are_counted_and_written_as_javascript_counts_and_reads_them() {
+        // UTF-16 lengths at every cut of texts mixing one-, two- and three-byte characters.
+        let text = "a\u{e9}b\u{20ac}cd\u{7ff}efgh\u{800}ijklmnop\u{cfff}\"q\\r";
+        for s in [
+            text,
+            "",
+            "plain ascii only, more than eight bytes",
+            "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}",
+        ] {
+            for (cut, _) in s.char_indices().chain([(s.len(), ' ')]) {
+                let t = &s[..cut];
+                assert_eq!(utf16_len(t.as_bytes()), t.encode_utf16().count(), "{t:?}");
+            }
+        }
+        let mut numbers: Vec<usize> = (0..1100).collect();
+        for p in 1..19u32 {
+            let ten = 10usize.pow(p);
+            numbers.extend([ten - 1, ten, ten + 1, ten * 7 + 3]);
+        }
+        numbers.push(usize::MAX);
+        for n in numbers {
+            let mut out = b"x".to_vec();
+            write_usize(&mut out, n);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
     }
 }
