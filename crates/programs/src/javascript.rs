@@ -28,8 +28,9 @@
 //! sees those inputs twice).
 //!
 //! node is sent each document's JS-canonical text when it has one ([`canonical`]: what
-//! node writes for it unchanged), beside the batch's JSON with where each of its
-//! top-level values is, so that node parses only the values the transform reads (and
+//! node writes for it unchanged), beside the batch's JSON, with where each of its
+//! top-level values is (32-bit numbers node views as they are, without parsing them),
+//! so that node parses only the values the transform reads (and
 //! the whole text only when the transform fills the document's map or the document goes
 //! out whole). An input that is its only output, changed in top-level fields of its
 //! document only (set, or handed out as objects), is answered with those fields; rfs
@@ -369,7 +370,8 @@ impl JsProgram {
     fn node_batch(&self, docs: &[&Document], exact: bool) -> Vec<Reshaped> {
         let mut answers: Vec<Option<Reshaped>> = docs.iter().map(|_| None).collect();
         let mut line = Vec::with_capacity(docs.iter().map(|d| d.source.len() + 200).sum());
-        line.extend_from_slice(b"{\"docs\":[");
+        // The size of the spans, filled in below (node.js's `Number` reads its zeros).
+        line.extend_from_slice(b"00000000000000000000 {\"docs\":[");
         let mut sent = Vec::with_capacity(docs.len());
         let mut canon = (!self.no_patch).then(canonical::Entries::default);
         // The canonical texts: the batch's second line.
@@ -402,19 +404,20 @@ impl JsProgram {
                 .iter()
                 .map(|p| if p.is_some() { b'1' } else { b'0' }),
         );
-        line.extend_from_slice(b"\",\"text\":[");
+        line.extend_from_slice(b"\",\"keys\":[");
         // Where each canonical text and its top-level values are in the second line, in
         // UTF-16 code units (its characters are all below U+D000: one unit each), each
-        // value's key an index in the batch's list of keys.
-        let mut names: rustc_hash::FxHashMap<&[u8], usize> = Default::default();
+        // value's key an index in the batch's list of keys: 32-bit numbers in this
+        // machine's order, for node to view as they are (a Uint32Array) after the texts.
+        let mut spans: Vec<u32> = Vec::with_capacity(docs.len() * 16);
+        let mut names: rustc_hash::FxHashMap<&[u8], u32> = Default::default();
+        // A text past 4 GiB is past what node can hold in a string: it cannot read the line.
+        let n32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         let mut units = 0;
         let mut at = 0;
-        for (n, p) in patchable.iter().enumerate() {
-            if n > 0 {
-                line.push(b',');
-            }
+        for p in &patchable {
             let (Some(p), Some(c)) = (p, canon.as_ref()) else {
-                line.push(b'0');
+                spans.push(0);
                 continue;
             };
             units += utf16_len(&texts[at..p.text.start]);
@@ -423,10 +426,8 @@ impl JsProgram {
             let start = units;
             let ascii = text.is_ascii();
             units += if ascii { text.len() } else { utf16_len(text) };
-            line.push(b'[');
-            write_usize(&mut line, start);
-            line.push(b',');
-            write_usize(&mut line, units);
+            let entries = &c.list[p.entries.clone()];
+            spans.extend([n32(2 + 3 * entries.len()), n32(start), n32(units)]);
             // The offsets of the text's values come in order: each counted from the last.
             let (mut from, mut from_units) = (p.text.start, start);
             let mut unit = |off: usize| {
@@ -436,24 +437,17 @@ impl JsProgram {
                     utf16_len(&texts[from..off])
                 };
                 from = off;
-                from_units
+                n32(from_units)
             };
-            for e in &c.list[p.entries.clone()] {
-                line.push(b',');
-                let n = names.len();
+            for e in entries {
+                let n = n32(names.len());
                 let key = *names
                     .entry(&texts[e.member.start..e.value - 1])
                     .or_insert(n);
-                write_usize(&mut line, key);
-                line.push(b',');
-                write_usize(&mut line, unit(e.value));
-                line.push(b',');
-                write_usize(&mut line, unit(e.member.end));
+                spans.extend([key, unit(e.value), unit(e.member.end)]);
             }
-            line.push(b']');
         }
-        line.extend_from_slice(b"],\"keys\":[");
-        let mut keys: Vec<(&[u8], usize)> = names.into_iter().collect();
+        let mut keys: Vec<(&[u8], u32)> = names.into_iter().collect();
         keys.sort_unstable_by_key(|k| k.1);
         for (n, (k, _)) in keys.iter().enumerate() {
             if n > 0 {
@@ -463,6 +457,10 @@ impl JsProgram {
         }
         line.extend_from_slice(b"]}\n");
         texts.push(b'\n');
+        let spans_at = texts.len();
+        texts.extend(spans.iter().flat_map(|n| n.to_ne_bytes()));
+        let size = (texts.len() - spans_at).to_string();
+        line[20 - size.len()..20].copy_from_slice(size.as_bytes());
         if !sent.is_empty() {
             let sent_docs = Sent {
                 texts: &texts,
@@ -518,37 +516,6 @@ impl JsProgram {
 struct Patchable {
     text: std::ops::Range<usize>,
     entries: std::ops::Range<usize>,
-}
-
-/// `n` in decimal onto `out`.
-fn write_usize(out: &mut Vec<u8>, n: usize) {
-    if n < 10 {
-        out.push(b'0' + n as u8);
-        return;
-    }
-    // Two digits at a time, from the right.
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut n = n;
-    while n >= 100 {
-        let d = (n % 100) * 2;
-        n /= 100;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
-    }
-    if n >= 10 {
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[n * 2..n * 2 + 2]);
-    } else {
-        i -= 1;
-        buf[i] = b'0' + n as u8;
-    }
-    out.extend_from_slice(&buf[i..]);
 }
 
 /// How many UTF-16 code units the UTF-8 `text` makes, none of its characters past U+FFFF:
@@ -1527,7 +1494,7 @@ function main(context) {
     }
 
     #[test]
-    fn spans_are_counted_and_written_as_javascript_counts_and_reads_them() {
+    fn spans_are_counted_as_javascript_counts_them() {
         // UTF-16 lengths at every cut of texts mixing one-, two- and three-byte characters.
         let text = "a\u{e9}b\u{20ac}cd\u{7ff}efgh\u{800}ijklmnop\u{cfff}\"q\\r";
         for s in [
@@ -1540,17 +1507,6 @@ function main(context) {
                 let t = &s[..cut];
                 assert_eq!(utf16_len(t.as_bytes()), t.encode_utf16().count(), "{t:?}");
             }
-        }
-        let mut numbers: Vec<usize> = (0..1100).collect();
-        for p in 1..19u32 {
-            let ten = 10usize.pow(p);
-            numbers.extend([ten - 1, ten, ten + 1, ten * 7 + 3]);
-        }
-        numbers.push(usize::MAX);
-        for n in numbers {
-            let mut out = b"x".to_vec();
-            write_usize(&mut out, n);
-            assert_eq!(out, format!("x{n}").into_bytes());
         }
     }
 }

@@ -2,17 +2,19 @@
 // JavaScript transform on batches of documents. `GLUE` (javascript/glue.js, the code the
 // QuickJS engine runs too) is defined before this text.
 //
-// In: one line of JSON `{"script", "bindings"}`, then two lines per batch. The first is
-// `{"docs": [DOCUMENT…], "patch": FLAGS, "text": [SPANS…], "keys": [KEY…]}`: a document
-// in the reference shape when its SPANS are 0; else `[_id, _index, _type or null, routing
-// or null, 1 when op_type is create]`, an index operation (`inputs` makes its reference
-// shape) whose `document` is its JS-canonical text (javascript/canonical.rs: the text
-// `answer` below writes for it unchanged) in the second line, SPANS being
-// [START, END, then KEY, START, END for each top-level field] in UTF-16 code units of
-// that line, KEY an index in `keys`: its map parses those fields one at a time, when the
-// transform reads them, and the whole text only when it is filled (glue.js's
-// `withText`). FLAGS: a string with a "1" for each document that may be answered with a
-// patch. The second line: the canonical texts, one after the other.
+// In: one line of JSON `{"script", "bindings"}`, then per batch two lines and the spans.
+// The first line is `SIZE {"docs": [DOCUMENT…], "patch": FLAGS, "keys": [KEY…]}`, SIZE
+// the spans' size in bytes (in decimal, with leading zeros): a document in the reference
+// shape when it has no spans; else `[_id, _index, _type or null, routing or null, 1 when
+// op_type is create]`, an index operation (`inputs` makes its reference shape) whose
+// `document` is its JS-canonical text (javascript/canonical.rs: the text `answer` below
+// writes for it unchanged) in the second line, its spans being [START, END, then KEY,
+// START, END for each top-level field] in UTF-16 code units of that line, KEY an index in
+// `keys`: its map parses those fields one at a time, when the transform reads them, and
+// the whole text only when it is filled (glue.js's `withText`). FLAGS: a string with a
+// "1" for each document that may be answered with a patch. The second line: the canonical
+// texts, one after the other. The spans: 32-bit unsigned numbers in this machine's order,
+// for each document how many of its spans follow (0: none), then those.
 // Out: one line `{"ready": true}` or `{"init": MESSAGE}`, then one line per batch, a list
 // with one answer per document:
 // - `{"e": MESSAGE}`: the transform threw on it;
@@ -57,6 +59,28 @@ function readLine() {
     if (n === 0) return null;
     pending = pending.length === 0 ? Buffer.from(chunk.subarray(0, n)) : Buffer.concat([pending, chunk.subarray(0, n)]);
   }
+}
+
+// The next `n` bytes of stdin as 32-bit numbers (in this machine's order), or null at
+// its end.
+function readNumbers(n) {
+  while (pending.length < n) {
+    let got;
+    try {
+      got = fs.readSync(0, chunk, 0, chunk.length, null);
+    } catch (e) {
+      if (e.code === "EAGAIN") continue;
+      if (e.code === "EOF") return null;
+      throw e;
+    }
+    if (got === 0) return null;
+    pending = pending.length === 0 ? Buffer.from(chunk.subarray(0, got)) : Buffer.concat([pending, chunk.subarray(0, got)]);
+  }
+  // A copy: a view of 32-bit numbers starts at a multiple of four.
+  const out = new Uint32Array(n >>> 2);
+  new Uint8Array(out.buffer).set(pending.subarray(0, n));
+  pending = pending.subarray(n);
+  return out;
 }
 
 function writeLine(text) {
@@ -285,14 +309,19 @@ function answerFor(outs, input, patchable) {
   return answer(plainList(outs));
 }
 
-// The batch's inputs: maps over its documents, those sent as text read from `texts`.
-function inputs(batch, texts) {
-  const docs = batch.docs, spans = batch.text, names = batch.keys;
+// The batch's inputs: maps over its documents, those sent as text read from `texts`
+// where `spans` place them.
+function inputs(batch, texts, spans) {
+  const docs = batch.docs, names = batch.keys;
+  let at = 0;
   for (let i = 0; i < docs.length; i++) {
-    if (spans[i] === 0) {
+    const n = spans[at++];
+    if (n === 0) {
       docs[i] = wrap(docs[i]);
       continue;
     }
+    const own = spans.subarray(at, at + n);
+    at += n;
     // [_id, _index, _type or null, routing or null, 1 for create]: the shape rfs sends
     // the others in, keys in the same order.
     const m = docs[i];
@@ -307,14 +336,14 @@ function inputs(batch, texts) {
       operation_type: "index",
       schema: "rfs-opensearch-bulk-v1",
     };
-    docs[i] = withText(o, texts, spans[i], names);
+    docs[i] = withText(o, texts, own, names);
   }
   return docs;
 }
 
-function oneByOne(text, texts) {
+function oneByOne(text, texts, spans) {
   const batch = JSON.parse(text);
-  return inputs(batch, texts).map((d, i) => {
+  return inputs(batch, texts, spans).map((d, i) => {
     try {
       const input = [d];
       const out = call(input);
@@ -327,14 +356,18 @@ function oneByOne(text, texts) {
 }
 
 for (;;) {
-  const text = readLine();
-  if (text === null) break;
+  const line = readLine();
+  if (line === null) break;
   const texts = readLine();
   if (texts === null) break;
+  const space = line.indexOf(" ");
+  const spans = readNumbers(Number(line.slice(0, space)));
+  if (spans === null) break;
+  const text = line.slice(space + 1);
   let docs, patchable;
   try {
     const batch = JSON.parse(text);
-    docs = inputs(batch, texts);
+    docs = inputs(batch, texts, spans);
     patchable = batch.patch;
   } catch (e) {
     writeLine(JSON.stringify({ fatal: message(e) }));
@@ -346,6 +379,6 @@ for (;;) {
   } catch (_) {
     // Which inputs fail is found by running each alone.
   }
-  if (answers === null) answers = oneByOne(text, texts);
+  if (answers === null) answers = oneByOne(text, texts, spans);
   writeLine("[" + answers.join(",") + "]");
 }
