@@ -35,51 +35,63 @@ for (const k of ["log", "info", "warn", "error", "debug", "trace"]) {
   console[k] = (...args) => process.stderr.write(args.map(String).join(" ") + "\n");
 }
 
-let pending = Buffer.alloc(0);
-const chunk = Buffer.alloc(1 << 20);
+// What was read of stdin and not taken yet: `input` from `start` to `end`. Reads go
+// straight into it (no copy of what came before, however many reads a batch takes).
+let input = Buffer.allocUnsafe(1 << 20);
+let start = 0;
+let end = 0;
+// More of stdin into `input`: false at its end.
+function more() {
+  if (start === end) start = end = 0;
+  if (end === input.length) {
+    if (start > 0) {
+      input.copy(input, 0, start, end);
+    } else {
+      const larger = Buffer.allocUnsafe(input.length * 2);
+      input.copy(larger, 0, start, end);
+      input = larger;
+    }
+    end -= start;
+    start = 0;
+  }
+  for (;;) {
+    let n;
+    try {
+      n = fs.readSync(0, input, end, input.length - end, null);
+    } catch (e) {
+      if (e.code === "EAGAIN") continue;
+      if (e.code === "EOF") return false;
+      throw e;
+    }
+    if (n === 0) return false;
+    end += n;
+    return true;
+  }
+}
+
 // The next line of stdin, or null at its end.
 function readLine() {
   let from = 0;
   for (;;) {
-    const nl = pending.indexOf(10, from);
+    const nl = input.subarray(start, end).indexOf(10, from);
     if (nl >= 0) {
-      const line = pending.toString("utf8", 0, nl);
-      pending = pending.subarray(nl + 1);
+      const line = input.toString("utf8", start, start + nl);
+      start += nl + 1;
       return line;
     }
-    from = pending.length;
-    let n;
-    try {
-      n = fs.readSync(0, chunk, 0, chunk.length, null);
-    } catch (e) {
-      if (e.code === "EAGAIN") continue;
-      if (e.code === "EOF") return null;
-      throw e;
-    }
-    if (n === 0) return null;
-    pending = pending.length === 0 ? Buffer.from(chunk.subarray(0, n)) : Buffer.concat([pending, chunk.subarray(0, n)]);
+    from = end - start;
+    if (!more()) return null;
   }
 }
 
 // The next `n` bytes of stdin as 32-bit numbers (in this machine's order), or null at
 // its end.
 function readNumbers(n) {
-  while (pending.length < n) {
-    let got;
-    try {
-      got = fs.readSync(0, chunk, 0, chunk.length, null);
-    } catch (e) {
-      if (e.code === "EAGAIN") continue;
-      if (e.code === "EOF") return null;
-      throw e;
-    }
-    if (got === 0) return null;
-    pending = pending.length === 0 ? Buffer.from(chunk.subarray(0, got)) : Buffer.concat([pending, chunk.subarray(0, got)]);
-  }
+  while (end - start < n) if (!more()) return null;
   // A copy: a view of 32-bit numbers starts at a multiple of four.
   const out = new Uint32Array(n >>> 2);
-  new Uint8Array(out.buffer).set(pending.subarray(0, n));
-  pending = pending.subarray(n);
+  new Uint8Array(out.buffer).set(input.subarray(start, start + n));
+  start += n;
   return out;
 }
 
