@@ -1386,6 +1386,35 @@ function main(context) {
         }
     }
 
+    /// A batch larger than node's first read buffer (1 MiB) and than the pipe, in documents
+    /// of a few hundred KB each, ASCII and not: node reads it in many parts; each output the
+    /// one QuickJS writes, the fields read from the right places.
+    #[test]
+    fn a_batch_of_several_megabytes_reads_as_small_ones_do() {
+        let sources: Vec<String> = (0..12)
+            .map(|i| {
+                let fill = if i % 3 == 0 { "\u{e9}\u{20ac}" } else { "abc" }.repeat(90_000 + i);
+                format!(r#"{{"a":"{fill}","n":{i},"z":{{"x":"{fill}","y":[{i}]}}}}"#)
+            })
+            .collect();
+        let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let fates = same_on_both(
+            r#"(() => (c) => (docs) => docs.map(d => {
+                const s = d.get("document");
+                s.set("n", s.get("n") * 2 + s.get("z").get("y")[0] + s.get("a").length);
+                return d;
+            }))();"#,
+            &sources,
+        );
+        for (i, f) in fates.iter().enumerate() {
+            let (docs, filtered) = f.as_ref().expect("each document transformed");
+            assert_eq!((docs.len(), filtered), (1, &None), "input {i}");
+            let len = if i % 3 == 0 { 2 } else { 3 } * (90_000 + i);
+            let want = format!(r#","n":{},"z""#, i * 3 + len);
+            assert!(docs[0].4.contains(&want), "input {i}: {want}");
+        }
+    }
+
     /// A batch in node: some inputs filtered (with and without a reason), some exploded,
     /// some throwing, outputs built from scratch (then each input runs alone): each input's
     /// fate is the one QuickJS gives it alone.
