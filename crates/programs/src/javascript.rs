@@ -26,6 +26,17 @@
 //! cannot be, or the transform throws, each input of the batch is run alone, so that an
 //! error is the failing document's only (a transform that keeps state between calls
 //! sees those inputs twice).
+//!
+//! node is sent each document's JS-canonical text when it has one ([`canonical`]: what
+//! node writes for it unchanged), beside the batch's JSON, with where each of its
+//! top-level values is (32-bit numbers node views as they are, without parsing them),
+//! so that node parses only the values the transform reads (and
+//! the whole text only when the transform fills the document's map or the document goes
+//! out whole). An input that is its only output, changed in top-level fields of its
+//! document only (set, or handed out as objects), is answered with those fields; rfs
+//! writes the output from the text it sent and those fields, so that node neither sorts
+//! nor writes the rest, and rfs reads only what changed. Every other answer is whole, as
+//! before; the output bytes are the same either way (javascript/patch_tests.rs).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -42,7 +53,16 @@ use crate::program::RunError;
 use crate::reshape::{reason_key, DocumentProgram, Reshaped};
 use engine::document::{Document, Op};
 
+pub mod canonical;
 pub mod node;
+#[cfg(test)]
+mod patch_tests;
+
+#[cfg(test)]
+thread_local! {
+    /// How many answers this thread took as patches (for tests).
+    static PATCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// Which engine runs the JavaScript transforms (`--js-engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -133,6 +153,8 @@ pub struct JsProgram {
     runs: Runs,
     /// The node processes started for this program, reaped when it goes.
     processes: Mutex<Vec<Weak<Mutex<std::process::Child>>>>,
+    /// node answers every document whole (for tests: the patches change no byte).
+    no_patch: bool,
 }
 
 impl Drop for JsProgram {
@@ -186,6 +208,7 @@ impl JsProgram {
             time_limit: TIME_LIMIT,
             runs: resolve(engine)?,
             processes: Mutex::new(Vec::new()),
+            no_patch: false,
         };
         match &p.runs {
             Runs::QuickJs => drop(p.engine()?),
@@ -202,6 +225,13 @@ impl JsProgram {
     /// `true` when the program runs in node.
     pub fn in_node(&self) -> bool {
         matches!(self.runs, Runs::Node(_))
+    }
+
+    /// The program with node answering every document whole, as before patches were.
+    #[cfg(test)]
+    fn without_patches(mut self) -> JsProgram {
+        self.no_patch = true;
+        self
     }
 
     /// How long the transform may run on one document, or node on one batch (default 10 s).
@@ -310,7 +340,7 @@ impl JsProgram {
 impl JsProgram {
     /// Sends `line` (a batch of `docs` documents) to this thread's node, started if need
     /// be; a node that failed is not reused.
-    fn node_call(&self, line: &[u8], docs: usize) -> Result<String, RunError> {
+    fn node_call(&self, lines: &[&[u8]], docs: usize) -> Result<String, RunError> {
         let Runs::Node(path) = &self.runs else {
             unreachable!("node_call on a QuickJS program")
         };
@@ -326,7 +356,7 @@ impl JsProgram {
                     v.insert(n)
                 }
             };
-            let out = n.call(line, self.time_limit, docs);
+            let out = n.call(lines, self.time_limit, docs);
             if out.is_err() {
                 nodes.remove(&self.key);
             }
@@ -334,30 +364,112 @@ impl JsProgram {
         })
     }
 
-    /// The transform on `docs` in node: one answer per document.
+    /// The transform on `docs` in node: one answer per document. Unless `exact`, each
+    /// document that has a JS-canonical text ([`canonical`]) is sent as that text and may
+    /// be answered with a patch of its top-level fields.
     fn node_batch(&self, docs: &[&Document], exact: bool) -> Vec<Reshaped> {
         let mut answers: Vec<Option<Reshaped>> = docs.iter().map(|_| None).collect();
         let mut line = Vec::with_capacity(docs.iter().map(|d| d.source.len() + 200).sum());
-        line.push(b'[');
+        // The size of the spans, filled in below (node.js's `Number` reads its zeros).
+        line.extend_from_slice(b"00000000000000000000 {\"docs\":[");
         let mut sent = Vec::with_capacity(docs.len());
+        let mut canon = (!self.no_patch).then(canonical::Entries::default);
+        // The canonical texts: the batch's second line.
+        let mut texts = Vec::with_capacity(if canon.is_some() {
+            docs.iter().map(|d| d.source.len()).sum::<usize>() + 1
+        } else {
+            1
+        });
+        let mut patchable: Vec<Option<Patchable>> = Vec::with_capacity(docs.len());
         for (i, d) in docs.iter().enumerate() {
             let start = line.len();
             if !sent.is_empty() {
                 line.push(b',');
             }
-            match write_reference(d, exact, &mut line) {
-                Ok(()) => sent.push(i),
+            let canon = canon.as_mut().map(|c| (c, &mut texts));
+            match write_reference(d, exact, &mut line, canon) {
+                Ok(p) => {
+                    sent.push(i);
+                    patchable.push(p);
+                }
                 Err(e) => {
                     line.truncate(start);
                     answers[i] = Some(Err(e));
                 }
             }
         }
-        line.extend_from_slice(b"]\n");
+        line.extend_from_slice(b"],\"patch\":\"");
+        line.extend(
+            patchable
+                .iter()
+                .map(|p| if p.is_some() { b'1' } else { b'0' }),
+        );
+        line.extend_from_slice(b"\",\"keys\":[");
+        // Where each canonical text and its top-level values are in the second line, in
+        // UTF-16 code units (its characters are all below U+D000: one unit each), each
+        // value's key an index in the batch's list of keys: 32-bit numbers in this
+        // machine's order, for node to view as they are (a Uint32Array) after the texts.
+        let mut spans: Vec<u32> = Vec::with_capacity(docs.len() * 16);
+        let mut names: rustc_hash::FxHashMap<&[u8], u32> = Default::default();
+        // A text past 4 GiB is past what node can hold in a string: it cannot read the line.
+        let n32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut units = 0;
+        let mut at = 0;
+        for p in &patchable {
+            let (Some(p), Some(c)) = (p, canon.as_ref()) else {
+                spans.push(0);
+                continue;
+            };
+            units += utf16_len(&texts[at..p.text.start]);
+            at = p.text.end;
+            let text = &texts[p.text.clone()];
+            let start = units;
+            let ascii = text.is_ascii();
+            units += if ascii { text.len() } else { utf16_len(text) };
+            let entries = &c.list[p.entries.clone()];
+            spans.extend([n32(2 + 3 * entries.len()), n32(start), n32(units)]);
+            // The offsets of the text's values come in order: each counted from the last.
+            let (mut from, mut from_units) = (p.text.start, start);
+            let mut unit = |off: usize| {
+                from_units += if ascii {
+                    off - from
+                } else {
+                    utf16_len(&texts[from..off])
+                };
+                from = off;
+                n32(from_units)
+            };
+            for e in entries {
+                let n = n32(names.len());
+                let key = *names
+                    .entry(&texts[e.member.start..e.value - 1])
+                    .or_insert(n);
+                spans.extend([key, unit(e.value), unit(e.member.end)]);
+            }
+        }
+        let mut keys: Vec<(&[u8], u32)> = names.into_iter().collect();
+        keys.sort_unstable_by_key(|k| k.1);
+        for (n, (k, _)) in keys.iter().enumerate() {
+            if n > 0 {
+                line.push(b',');
+            }
+            line.extend_from_slice(k);
+        }
+        line.extend_from_slice(b"]}\n");
+        texts.push(b'\n');
+        let spans_at = texts.len();
+        texts.extend(spans.iter().flat_map(|n| n.to_ne_bytes()));
+        let size = (texts.len() - spans_at).to_string();
+        line[20 - size.len()..20].copy_from_slice(size.as_bytes());
         if !sent.is_empty() {
+            let sent_docs = Sent {
+                texts: &texts,
+                patchable: &patchable,
+                entries: canon.as_ref(),
+            };
             let answered = self
-                .node_call(&line, sent.len())
-                .and_then(|text| read_answers(&text, sent.iter().map(|i| docs[*i])));
+                .node_call(&[&line, &texts], sent.len())
+                .and_then(|text| read_answers(&text, sent.iter().map(|i| docs[*i]), &sent_docs));
             match answered {
                 Ok(Some(got)) => {
                     for (i, a) in sent.iter().zip(got) {
@@ -397,29 +509,106 @@ impl JsProgram {
     }
 }
 
+/// A document sent to node as its JS-canonical text, which node may answer with a patch:
+/// where that text is in the line, and its top-level members (a range of the batch's
+/// [`canonical::Entries`]).
+#[derive(Debug, Clone)]
+struct Patchable {
+    text: std::ops::Range<usize>,
+    entries: std::ops::Range<usize>,
+}
+
+/// How many UTF-16 code units the UTF-8 `text` makes, none of its characters past U+FFFF:
+/// its bytes less its continuation bytes (`10xxxxxx`), counted eight at a time.
+fn utf16_len(text: &[u8]) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = text.chunks_exact(8);
+    let mut continuations = 0;
+    for c in &mut chunks {
+        let x = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        // Bit 7 set and bit 6 clear, in each byte (bit 6 shifted onto bit 7 of its own byte).
+        continuations += (x & !(x << 1) & HIGH).count_ones() as usize;
+    }
+    continuations += chunks
+        .remainder()
+        .iter()
+        .filter(|&&b| b & 0xC0 == 0x80)
+        .count();
+    text.len() - continuations
+}
+
+/// What was sent to node in a batch, for reading its patches.
+struct Sent<'a> {
+    /// The canonical texts.
+    texts: &'a [u8],
+    /// One per document sent.
+    patchable: &'a [Option<Patchable>],
+    entries: Option<&'a canonical::Entries>,
+}
+
+/// Whether an output that keeps `doc`'s fields but its `_source` comes out of node's full
+/// answer as `doc`'s own fields: its id and index are valid, and node would not send the
+/// output the slow way for them (node.js's `UNUSUAL`).
+fn plain_fields(doc: &Document) -> bool {
+    let usual =
+        |s: &str| !s.bytes().any(|b| b >= 0xED) && !canonical::surrogate_escape(s.as_bytes());
+    !doc.id.is_empty()
+        && doc.id.len() <= 512
+        && !doc.index.is_empty()
+        && usual(&doc.id)
+        && usual(&doc.index)
+        && doc.doc_type.as_deref().is_none_or(usual)
+        && doc.routing.as_deref().is_none_or(usual)
+}
+
 /// `doc` in the reference shape as JSON text, onto `out`: its `_source` as it is, unless
 /// `exact` or it holds a line break or a surrogate escape, which go through rfs's JSON
-/// values (as the QuickJS engine's input does: the same keys, values and errors).
-fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(), RunError> {
+/// values (as the QuickJS engine's input does: the same keys, values and errors). With
+/// `canon`, a document that has a JS-canonical text has that text written to the texts
+/// (the same values) and `{}` in its place, and where that text is comes back.
+fn write_reference(
+    doc: &Document,
+    exact: bool,
+    out: &mut Vec<u8>,
+    canon: Option<(&mut canonical::Entries, &mut Vec<u8>)>,
+) -> Result<Option<Patchable>, RunError> {
     let src = &doc.source[..];
-    let unusual = exact
-        || memchr::memchr(b'\n', src).is_some()
-        || memchr::memmem::find_iter(src, b"\\u").any(|i| {
-            matches!(src.get(i + 2), Some(b'd' | b'D'))
-                && matches!(
-                    src.get(i + 3),
-                    Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
-                )
-        });
+    let unusual = exact || memchr::memchr(b'\n', src).is_some() || canonical::surrogate_escape(src);
     if unusual {
         let v = to_reference(doc)?;
         serde_json::to_writer(&mut *out, &v).expect("JSON serialises");
-        return Ok(());
+        return Ok(None);
     }
     let string = |out: &mut Vec<u8>, s: &str| {
         serde_json::to_writer(&mut *out, s).expect("a string serialises")
     };
     let delete = doc.op == Op::Delete;
+    if let Some((entries, texts)) =
+        canon.filter(|_| !delete && !src.is_empty() && plain_fields(doc))
+    {
+        let start = texts.len();
+        let from = entries.list.len();
+        if canonical::write(src, texts, entries) {
+            // [_id, _index, _type or null, routing or null, 1 when op_type is create]:
+            // node.js's `inputs` makes the reference shape of it.
+            out.push(b'[');
+            string(out, &doc.id);
+            out.push(b',');
+            string(out, &doc.index);
+            for s in [&doc.doc_type.as_deref(), &doc.routing.as_deref()] {
+                out.push(b',');
+                match s {
+                    Some(s) => string(out, s),
+                    None => out.extend_from_slice(b"null"),
+                }
+            }
+            out.extend_from_slice(if doc.op == Op::Create { b",1]" } else { b",0]" });
+            return Ok(Some(Patchable {
+                text: start..texts.len(),
+                entries: from..entries.list.len(),
+            }));
+        }
+    }
     out.extend_from_slice(b"{\"document\":");
     if src.is_empty() {
         out.extend_from_slice(b"null");
@@ -450,7 +639,7 @@ fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(),
     } else {
         &b"},\"operation_type\":\"index\",\"schema\":\"rfs-opensearch-bulk-v1\"}"[..]
     });
-    Ok(())
+    Ok(None)
 }
 
 /// node's answers to a batch of `inputs` (node.js describes them); `None` when node could
@@ -458,13 +647,17 @@ fn write_reference(doc: &Document, exact: bool, out: &mut Vec<u8>) -> Result<(),
 fn read_answers<'a>(
     text: &str,
     inputs: impl ExactSizeIterator<Item = &'a Document>,
+    sent: &Sent,
 ) -> Result<Option<Vec<Reshaped>>, RunError> {
+    type Raw<'a> = &'a serde_json::value::RawValue;
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
         #[serde(default)]
         e: Option<String>,
         #[serde(borrow, default)]
         o: Option<Vec<Output<'a>>>,
+        #[serde(borrow, default)]
+        p: Option<Vec<(Raw<'a>, Raw<'a>)>>,
     }
     #[derive(serde::Deserialize)]
     struct Output<'a> {
@@ -491,9 +684,46 @@ fn read_answers<'a>(
         answers
             .into_iter()
             .zip(inputs)
-            .map(|(a, input)| {
+            .zip(sent.patchable)
+            .map(|((a, input), patchable)| {
                 if let Some(e) = a.e {
                     return Err(RunError(format!("the transform: {e}")));
+                }
+                if let Some(p) = a.p {
+                    let (Some(at), Some(entries)) = (patchable, sent.entries) else {
+                        return Err(garbled(&"a patch for a document sent whole"));
+                    };
+                    let mut patch = Vec::with_capacity(p.len());
+                    for (k, v) in p {
+                        let key: String = serde_json::from_str(k.get()).map_err(|e| garbled(&e))?;
+                        patch.push(canonical::Patch {
+                            key_text: k.get(),
+                            key: key.into_bytes(),
+                            value: v.get(),
+                        });
+                    }
+                    let mut source = Vec::with_capacity(at.text.len() + 64);
+                    if !canonical::merge(
+                        sent.texts,
+                        &entries.list[at.entries.clone()],
+                        &entries.keys,
+                        &mut patch,
+                        &mut source,
+                    ) {
+                        return Err(garbled(&"a patch naming a field twice"));
+                    }
+                    let out = Document {
+                        position: input.position.clone(),
+                        op: input.op,
+                        index: input.index.clone(),
+                        id: input.id.clone(),
+                        doc_type: input.doc_type.clone(),
+                        routing: input.routing.clone(),
+                        source: bytes::Bytes::from(source),
+                    };
+                    #[cfg(test)]
+                    PATCHED.with(|c| c.set(c.get() + 1));
+                    return Ok((vec![out], None));
                 }
                 let mut out = Vec::new();
                 let mut filtered = None;
@@ -1156,6 +1386,35 @@ function main(context) {
         }
     }
 
+    /// A batch larger than node's first read buffer (1 MiB) and than the pipe, in documents
+    /// of a few hundred KB each, ASCII and not: node reads it in many parts; each output the
+    /// one QuickJS writes, the fields read from the right places.
+    #[test]
+    fn a_batch_of_several_megabytes_reads_as_small_ones_do() {
+        let sources: Vec<String> = (0..12)
+            .map(|i| {
+                let fill = if i % 3 == 0 { "\u{e9}\u{20ac}" } else { "abc" }.repeat(90_000 + i);
+                format!(r#"{{"a":"{fill}","n":{i},"z":{{"x":"{fill}","y":[{i}]}}}}"#)
+            })
+            .collect();
+        let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let fates = same_on_both(
+            r#"(() => (c) => (docs) => docs.map(d => {
+                const s = d.get("document");
+                s.set("n", s.get("n") * 2 + s.get("z").get("y")[0] + s.get("a").length);
+                return d;
+            }))();"#,
+            &sources,
+        );
+        for (i, f) in fates.iter().enumerate() {
+            let (docs, filtered) = f.as_ref().expect("each document transformed");
+            assert_eq!((docs.len(), filtered), (1, &None), "input {i}");
+            let len = if i % 3 == 0 { 2 } else { 3 } * (90_000 + i);
+            let want = format!(r#","n":{},"z""#, i * 3 + len);
+            assert!(docs[0].4.contains(&want), "input {i}: {want}");
+        }
+    }
+
     /// A batch in node: some inputs filtered (with and without a reason), some exploded,
     /// some throwing, outputs built from scratch (then each input runs alone): each input's
     /// fate is the one QuickJS gives it alone.
@@ -1261,5 +1520,22 @@ function main(context) {
             e.0.contains("going away") && e.0.contains("node stopped"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn spans_are_counted_as_javascript_counts_them() {
+        // UTF-16 lengths at every cut of texts mixing one-, two- and three-byte characters.
+        let text = "a\u{e9}b\u{20ac}cd\u{7ff}efgh\u{800}ijklmnop\u{cfff}\"q\\r";
+        for s in [
+            text,
+            "",
+            "plain ascii only, more than eight bytes",
+            "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}",
+        ] {
+            for (cut, _) in s.char_indices().chain([(s.len(), ' ')]) {
+                let t = &s[..cut];
+                assert_eq!(utf16_len(t.as_bytes()), t.encode_utf16().count(), "{t:?}");
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@
   // appended) writes its changes back into that object rather than building a new one.
   const DIRECT = 0, IN_ORDER = 1, REBUILT = 2;
   const forEach = Map.prototype.forEach;
+  const mapGet = Map.prototype.get;
   const hasOwn = Object.hasOwn;
   // An assignment of `__proto__` would set the object's prototype and the field would
   // vanish from the output: that key is defined as an own property. Every other key of
@@ -77,6 +78,16 @@
     #vals;
     // With `sortFill`: the keys `set` appended to the object while DIRECT.
     #added = null;
+    // Whether `set` was called while DIRECT.
+    #set = false;
+    // A document map made from its JSON text (node's `withText`): the text holding it, and
+    // [start, end, then KEY, START, END for each top-level value] where it is in that
+    // text; the object holds the values read or set so far. Null once the object holds
+    // them all (it is parsed whole when the map is filled or goes out).
+    #text = null;
+    #spans = null;
+    // The keys the spans name by their index.
+    #names = null;
     constructor(o) {
       super();
       this.#o = o;
@@ -97,7 +108,26 @@
         this.#vals.push(v);
       }
     }
+    // The index of `k`'s value in the spans, or -1.
+    #span(k) {
+      const s = this.#spans, names = this.#names;
+      for (let i = 2; i < s.length; i += 3) if (names[s[i]] === k) return i;
+      return -1;
+    }
+    #own(k) {
+      return hasOwn(this.#o, k) || (this.#spans !== null && this.#span(k) >= 0);
+    }
+    // The object parsed whole from the text, with the values read or set so far (those
+    // set new last, in their order).
+    #whole() {
+      const part = this.#o, s = this.#spans;
+      const o = JSON.parse(this.#text.slice(s[0], s[1]));
+      for (const k of Object.keys(part)) put(o, k, part[k]);
+      this.#o = o;
+      this.#text = this.#spans = this.#names = null;
+    }
     #fill() {
+      if (this.#spans !== null) this.#whole();
       const o = this.#o, keys = this.#keys, vals = this.#vals;
       const names = sortFill ? inputOrder(o, this.#added) : Object.keys(o);
       for (let i = 0; i < names.length; i++) {
@@ -111,7 +141,13 @@
     get(k) {
       if (this.#state !== DIRECT) return super.get(k);
       const o = this.#o;
-      if (typeof k !== "string" || !hasOwn(o, k)) return undefined;
+      if (typeof k !== "string") return undefined;
+      if (!hasOwn(o, k)) {
+        if (this.#spans === null) return undefined;
+        const i = this.#span(k);
+        if (i < 0) return undefined;
+        put(o, k, JSON.parse(this.#text.slice(this.#spans[i + 1], this.#spans[i + 2])));
+      }
       const v = o[k];
       if (v === null || typeof v !== "object") return v;
       const i = this.#keys === null ? -1 : this.#keys.indexOf(k);
@@ -122,17 +158,16 @@
     }
     has(k) {
       if (this.#state !== DIRECT) return super.has(k);
-      return typeof k === "string" && hasOwn(this.#o, k);
+      return typeof k === "string" && this.#own(k);
     }
     set(k, v) {
       if (this.#state === DIRECT) {
         const o = this.#o;
-        if (typeof k === "string" && (hasOwn(o, k) || appends(k))) {
-          if (sortFill && !hasOwn(o, k)) (this.#added ??= []).push(k);
+        if (typeof k === "string" && (this.#own(k) || appends(k))) {
+          if (sortFill && !this.#own(k)) (this.#added ??= []).push(k);
           put(o, k, v);
-          if ((v !== null && typeof v === "object") || (this.#keys !== null && this.#keys.includes(k))) {
-            this.#keep(k, v);
-          }
+          this.#keep(k, v);
+          this.#set = true;
           return this;
         }
         this.#fill();
@@ -184,10 +219,52 @@
       if (m.#state === DIRECT) m.#fill();
       m.#state = REBUILT;
     }
+    // For node's answers: when `m` (an input in the reference shape) is still as it was
+    // given but for its `document` map (and `operation` map) having been handed out, and
+    // that document map was never filled, the fields of the document set or handed out
+    // as objects, as a flat list [key, value, …]; else null.
+    static patch(m) {
+      if (m.#state !== DIRECT || m.#set) return null;
+      const keys = m.#keys;
+      let doc = null;
+      if (keys !== null) {
+        for (let i = 0; i < keys.length; i++) {
+          const k = keys[i], v = m.#vals[i];
+          if (k === "document") doc = v;
+          else if (k !== "operation" || !(v instanceof LazyMap) || v.#state !== DIRECT || v.#set || v.#keys !== null) {
+            return null;
+          }
+        }
+      }
+      if (doc === null) return [];
+      if (!(doc instanceof LazyMap) || doc.#state !== DIRECT) return null;
+      const out = [];
+      if (doc.#keys !== null) for (let i = 0; i < doc.#keys.length; i++) out.push(doc.#keys[i], doc.#vals[i]);
+      return out;
+    }
+    // The map of a document in the reference shape `o` (its `document` a placeholder
+    // object) whose document is the JSON text in `text` that `spans` place (see #spans),
+    // their keys in `names`.
+    static withText(o, text, spans, names) {
+      const doc = new LazyMap({});
+      doc.#text = text;
+      doc.#spans = spans;
+      doc.#names = names;
+      const m = new LazyMap(o);
+      m.#keep("document", doc);
+      return m;
+    }
+    // What `m` holds at `k` if it was handed out (what an output may hold), else undefined.
+    static handedOut(m, k) {
+      if (m.#state !== DIRECT) return mapGet.call(m, k);
+      const i = m.#keys === null ? -1 : m.#keys.indexOf(k);
+      return i < 0 ? undefined : m.#vals[i];
+    }
     // The plain object for output.
     static plain(m) {
       const s = m.#state;
       if (s === DIRECT) {
+        if (m.#spans !== null) m.#whole();
         const o = m.#o, keys = m.#keys, vals = m.#vals;
         if (keys !== null) for (let i = 0; i < keys.length; i++) put(o, keys[i], toPlain(vals[i]));
         return o;
@@ -207,8 +284,14 @@
   }
   const touch = LazyMap.touch;
   const plain = LazyMap.plain;
+  const patch = LazyMap.patch;
+  const withText = LazyMap.withText;
+  const handedOut = LazyMap.handedOut;
   delete LazyMap.touch;
   delete LazyMap.plain;
+  delete LazyMap.patch;
+  delete LazyMap.withText;
+  delete LazyMap.handedOut;
   for (const name of Reflect.ownKeys(Map.prototype)) {
     const d = Object.getOwnPropertyDescriptor(Map.prototype, name);
     if (Object.hasOwn(LazyMap.prototype, name) || typeof d.value !== "function") continue;
@@ -258,6 +341,6 @@
     return JSON.stringify(out === undefined ? null : toPlain(out));
   };
   // For the node engine's loop (javascript/node.js).
-  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap };
+  run.parts = { wrap, toPlain, put, call, sortKeys, LazyMap, patch, withText, handedOut };
   return run;
 })

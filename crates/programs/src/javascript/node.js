@@ -2,10 +2,25 @@
 // JavaScript transform on batches of documents. `GLUE` (javascript/glue.js, the code the
 // QuickJS engine runs too) is defined before this text.
 //
-// In: one line of JSON `{"script", "bindings"}`, then one line per batch: a JSON list of
-// documents in the reference shape. Out: one line `{"ready": true}` or `{"init": MESSAGE}`,
-// then one line per batch, a list with one answer per document:
+// In: one line of JSON `{"script", "bindings"}`, then per batch two lines and the spans.
+// The first line is `SIZE {"docs": [DOCUMENT…], "patch": FLAGS, "keys": [KEY…]}`, SIZE
+// the spans' size in bytes (in decimal, with leading zeros): a document in the reference
+// shape when it has no spans; else `[_id, _index, _type or null, routing or null, 1 when
+// op_type is create]`, an index operation (`inputs` makes its reference shape) whose
+// `document` is its JS-canonical text (javascript/canonical.rs: the text `answer` below
+// writes for it unchanged) in the second line, its spans being [START, END, then KEY,
+// START, END for each top-level field] in UTF-16 code units of that line, KEY an index in
+// `keys`: its map parses those fields one at a time, when the transform reads them, and
+// the whole text only when it is filled (glue.js's `withText`). FLAGS: a string with a
+// "1" for each document that may be answered with a patch. The second line: the canonical
+// texts, one after the other. The spans: 32-bit unsigned numbers in this machine's order,
+// for each document how many of its spans follow (0: none), then those.
+// Out: one line `{"ready": true}` or `{"init": MESSAGE}`, then one line per batch, a list
+// with one answer per document:
 // - `{"e": MESSAGE}`: the transform threw on it;
+// - `{"p": [[KEY, VALUE]…]}`: its only output is its own map, unchanged but for the
+//   top-level fields of its document named here (set, or handed out as objects), each
+//   value in canonical JSON; rfs writes the rest from the text it sent;
 // - `{"o": [OUTPUT…]}`: its outputs (none: filtered), each `{"m": META, "d": DOCUMENT}` —
 //   the output without its `document`, and the document in rfs's canonical JSON (keys
 //   sorted by their bytes at every depth, numbers as rfs writes them) — or `{"s": TEXT}`,
@@ -20,30 +35,64 @@ for (const k of ["log", "info", "warn", "error", "debug", "trace"]) {
   console[k] = (...args) => process.stderr.write(args.map(String).join(" ") + "\n");
 }
 
-let pending = Buffer.alloc(0);
-const chunk = Buffer.alloc(1 << 20);
+// What was read of stdin and not taken yet: `input` from `start` to `end`. Reads go
+// straight into it (no copy of what came before, however many reads a batch takes).
+let input = Buffer.allocUnsafe(1 << 20);
+let start = 0;
+let end = 0;
+// More of stdin into `input`: false at its end.
+function more() {
+  if (start === end) start = end = 0;
+  if (end === input.length) {
+    if (start > 0) {
+      input.copy(input, 0, start, end);
+    } else {
+      const larger = Buffer.allocUnsafe(input.length * 2);
+      input.copy(larger, 0, start, end);
+      input = larger;
+    }
+    end -= start;
+    start = 0;
+  }
+  for (;;) {
+    let n;
+    try {
+      n = fs.readSync(0, input, end, input.length - end, null);
+    } catch (e) {
+      if (e.code === "EAGAIN") continue;
+      if (e.code === "EOF") return false;
+      throw e;
+    }
+    if (n === 0) return false;
+    end += n;
+    return true;
+  }
+}
+
 // The next line of stdin, or null at its end.
 function readLine() {
   let from = 0;
   for (;;) {
-    const nl = pending.indexOf(10, from);
+    const nl = input.subarray(start, end).indexOf(10, from);
     if (nl >= 0) {
-      const line = pending.toString("utf8", 0, nl);
-      pending = pending.subarray(nl + 1);
+      const line = input.toString("utf8", start, start + nl);
+      start += nl + 1;
       return line;
     }
-    from = pending.length;
-    let n;
-    try {
-      n = fs.readSync(0, chunk, 0, chunk.length, null);
-    } catch (e) {
-      if (e.code === "EAGAIN") continue;
-      if (e.code === "EOF") return null;
-      throw e;
-    }
-    if (n === 0) return null;
-    pending = pending.length === 0 ? Buffer.from(chunk.subarray(0, n)) : Buffer.concat([pending, chunk.subarray(0, n)]);
+    from = end - start;
+    if (!more()) return null;
   }
+}
+
+// The next `n` bytes of stdin as 32-bit numbers (in this machine's order), or null at
+// its end.
+function readNumbers(n) {
+  while (end - start < n) if (!more()) return null;
+  // A copy: a view of 32-bit numbers starts at a multiple of four.
+  const out = new Uint32Array(n >>> 2);
+  new Uint8Array(out.buffer).set(input.subarray(start, start + n));
+  start += n;
+  return out;
 }
 
 function writeLine(text) {
@@ -99,7 +148,7 @@ let parts;
   }
 }
 writeLine('{"ready":true}');
-const { wrap, toPlain, put, call, LazyMap } = parts;
+const { wrap, toPlain, put, call, LazyMap, patch, withText, handedOut } = parts;
 
 // Whether rfs writes the number `x` as JavaScript does: integers it reads as 64-bit ones,
 // and the decimals both write without an exponent from 1e-5 up.
@@ -190,6 +239,35 @@ function answer(outs) {
   return '{"o":[' + parts.join(",") + "]}";
 }
 
+// The answer for an input whose only output is itself, changed in the top-level fields
+// `pairs` of its document only (LazyMap's `patch`): `{"p": [[KEY, VALUE]…]}`, each field's
+// text as `answer` would write it; or null when one of them would make `answer` write the
+// document another way (then `answer` writes it).
+function patchAnswer(pairs) {
+  let out = '{"p":[';
+  for (let i = 0; i < pairs.length; i += 2) {
+    const v = toPlain(pairs[i + 1]);
+    let text;
+    if (typeof v === "number") {
+      if (!plainNumber(v)) return null;
+      text = JSON.stringify(v);
+    } else if (v === null || typeof v === "string" || typeof v === "boolean") {
+      text = JSON.stringify(v);
+    } else if (typeof v === "object") {
+      const state = { slow: false };
+      const c = canon(v, 1, state);
+      if (state.slow) return null;
+      text = JSON.stringify(c);
+    } else {
+      return null;
+    }
+    const key = JSON.stringify(pairs[i]);
+    if (UNUSUAL.test(text) || UNUSUAL.test(key)) return null;
+    out += (i === 0 ? "[" : ",[") + key + "," + text + "]";
+  }
+  return out + "]}";
+}
+
 // The outputs of a transform's result, as a list of plain values.
 function plainList(out) {
   if (out === undefined || out === null) return [];
@@ -204,17 +282,18 @@ function field(x, k) {
 }
 
 // The transform on the whole batch: one answer per input, or null when its outputs
-// cannot be told apart by input (then each input is run alone).
-function wholeBatch(docs) {
+// cannot be told apart by input (then each input is run alone). `patchable`: a string
+// with "1" for each input that may be answered with a patch.
+function wholeBatch(docs, patchable) {
   const owners = new Map();
   for (let i = 0; i < docs.length; i++) owners.set(docs[i], i);
   const out = call(docs);
   const list = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
-  // Each input's parts, seen before the transform ran (a map handed out is the same one).
+  // Each input's parts that were handed out (an output can hold no other).
   for (let i = 0; i < docs.length; i++) {
     const d = docs[i];
     for (const k of ["operation", "document"]) {
-      const x = d.get(k);
+      const x = handedOut(d, k);
       if (x instanceof LazyMap && !owners.has(x)) owners.set(x, i);
     }
   }
@@ -228,14 +307,60 @@ function wholeBatch(docs) {
     last = i;
     byInput[i].push(x);
   }
-  return byInput.map((xs) => answer(plainList(xs)));
+  return byInput.map((xs, i) => answerFor(xs, docs[i], patchable.charCodeAt(i) === 49));
 }
 
-function oneByOne(text) {
-  const docs = JSON.parse(text);
-  return docs.map((d) => {
+// The answer for `input` (a map given to the transform), whose outputs are `outs`: a patch
+// when it may have one (`patchable`) and its only output is itself, else the whole.
+function answerFor(outs, input, patchable) {
+  if (patchable && outs.length === 1 && outs[0] === input) {
+    const pairs = patch(input);
+    const a = pairs === null ? null : patchAnswer(pairs);
+    if (a !== null) return a;
+  }
+  return answer(plainList(outs));
+}
+
+// The batch's inputs: maps over its documents, those sent as text read from `texts`
+// where `spans` place them.
+function inputs(batch, texts, spans) {
+  const docs = batch.docs, names = batch.keys;
+  let at = 0;
+  for (let i = 0; i < docs.length; i++) {
+    const n = spans[at++];
+    if (n === 0) {
+      docs[i] = wrap(docs[i]);
+      continue;
+    }
+    const own = spans.subarray(at, at + n);
+    at += n;
+    // [_id, _index, _type or null, routing or null, 1 for create]: the shape rfs sends
+    // the others in, keys in the same order.
+    const m = docs[i];
+    const op = { _id: m[0], _index: m[1] };
+    if (m[2] !== null) op._type = m[2];
+    if (m[4] === 1) op.op_type = "create";
+    if (m[3] !== null) op.routing = m[3];
+    const o = {
+      document: {},
+      include_document: true,
+      operation: op,
+      operation_type: "index",
+      schema: "rfs-opensearch-bulk-v1",
+    };
+    docs[i] = withText(o, texts, own, names);
+  }
+  return docs;
+}
+
+function oneByOne(text, texts, spans) {
+  const batch = JSON.parse(text);
+  return inputs(batch, texts, spans).map((d, i) => {
     try {
-      return answer(plainList(call(wrap([d]))));
+      const input = [d];
+      const out = call(input);
+      const outs = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
+      return answerFor(outs, input[0], batch.patch.charCodeAt(i) === 49);
     } catch (e) {
       return JSON.stringify({ e: message(e) });
     }
@@ -243,21 +368,29 @@ function oneByOne(text) {
 }
 
 for (;;) {
-  const text = readLine();
-  if (text === null) break;
-  let docs;
+  const line = readLine();
+  if (line === null) break;
+  const texts = readLine();
+  if (texts === null) break;
+  const space = line.indexOf(" ");
+  const spans = readNumbers(Number(line.slice(0, space)));
+  if (spans === null) break;
+  const text = line.slice(space + 1);
+  let docs, patchable;
   try {
-    docs = wrap(JSON.parse(text));
+    const batch = JSON.parse(text);
+    docs = inputs(batch, texts, spans);
+    patchable = batch.patch;
   } catch (e) {
     writeLine(JSON.stringify({ fatal: message(e) }));
     continue;
   }
   let answers = null;
   try {
-    answers = wholeBatch(docs);
+    answers = wholeBatch(docs, patchable);
   } catch (_) {
     // Which inputs fail is found by running each alone.
   }
-  if (answers === null) answers = oneByOne(text);
+  if (answers === null) answers = oneByOne(text, texts, spans);
   writeLine("[" + answers.join(",") + "]");
 }

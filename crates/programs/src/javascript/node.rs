@@ -98,6 +98,7 @@ impl Node {
             .spawn()
             .map_err(|e| RunError(format!("starting {}: {e}", node.display())))?;
         let stdin = child.stdin.take().expect("piped");
+        widen(&stdin);
         let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("piped"));
         let mut err = child.stderr.take().expect("piped");
         let stderr = Arc::new(Mutex::new(Vec::new()));
@@ -136,7 +137,7 @@ impl Node {
             line: String::new(),
         };
         let init = serde_json::json!({"script": script, "bindings": bindings}).to_string();
-        let answer = n.call(format!("{init}\n").as_bytes(), time_limit, 0)?;
+        let answer = n.call(&[format!("{init}\n").as_bytes()], time_limit, 0)?;
         if answer.trim_end() == r#"{"ready":true}"# {
             return Ok(n);
         }
@@ -153,16 +154,19 @@ impl Node {
         }
     }
 
-    /// Sends `line` (ending in a newline) and returns node's answer line; `docs` is how
-    /// many documents it holds, for errors.
+    /// Sends `lines` (the parts of text ending in a newline) and returns node's answer
+    /// line; `docs` is how many documents they hold, for errors.
     pub fn call(
         &mut self,
-        line: &[u8],
+        lines: &[&[u8]],
         time_limit: Duration,
         docs: usize,
     ) -> Result<String, RunError> {
         let _ = self.watch.send(Some(Instant::now() + time_limit));
-        let sent = self.stdin.write_all(line).and_then(|()| self.stdin.flush());
+        let sent = lines
+            .iter()
+            .try_for_each(|l| self.stdin.write_all(l))
+            .and_then(|()| self.stdin.flush());
         self.line.clear();
         let read = match sent {
             Ok(()) => self.stdout.read_line(&mut self.line),
@@ -207,6 +211,23 @@ impl Node {
     pub fn process(&self) -> Weak<Mutex<Child>> {
         Arc::downgrade(&self.child)
     }
+}
+
+/// How large rfs asks the pipe to node to be: a batch of documents of a few KB fits, so
+/// that node reads it in one go (the default, 64 KiB, takes a dozen wake-ups on both
+/// sides). The system's limit for one pipe may be lower: then the pipe stays as it is.
+const PIPE_SIZE: libc::c_int = 1 << 20;
+
+/// Asks for the pipe to node to be [`PIPE_SIZE`] (Linux); a refusal changes nothing.
+fn widen(stdin: &ChildStdin) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on a descriptor this process owns, with an integer argument.
+        let _ = unsafe { libc::fcntl(stdin.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = stdin;
 }
 
 /// Stops and waits for `child`.
