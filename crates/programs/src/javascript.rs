@@ -50,7 +50,7 @@ use std::sync::{Mutex, Weak};
 use rquickjs::{CatchResultExt, Context, Function, Persistent, Runtime, Value};
 
 use crate::program::RunError;
-use crate::reshape::{reason_key, DocumentProgram, Reshaped};
+use crate::reshape::{output_of, reason_key, DocumentProgram, Reshaped};
 use engine::document::{Document, Op};
 
 pub mod canonical;
@@ -712,15 +712,7 @@ fn read_answers<'a>(
                     ) {
                         return Err(garbled(&"a patch naming a field twice"));
                     }
-                    let out = Document {
-                        position: input.position.clone(),
-                        op: input.op,
-                        index: input.index.clone(),
-                        id: input.id.clone(),
-                        doc_type: input.doc_type.clone(),
-                        routing: input.routing.clone(),
-                        source: bytes::Bytes::from(source),
-                    };
+                    let out = output_of(input, bytes::Bytes::from(source));
                     #[cfg(test)]
                     PATCHED.with(|c| c.set(c.get() + 1));
                     return Ok((vec![out], None));
@@ -816,15 +808,7 @@ fn from_reference_parts(
     body: Body,
 ) -> Result<Document, RunError> {
     let bad = |what: &str| RunError(format!("an output document: {what}"));
-    let mut doc = Document {
-        position: input.position.clone(),
-        op: input.op,
-        index: input.index.clone(),
-        id: input.id.clone(),
-        doc_type: input.doc_type.clone(),
-        routing: input.routing.clone(),
-        source: bytes::Bytes::new(),
-    };
+    let mut doc = output_of(input, bytes::Bytes::new());
     if let Some(op) = m.get("operation") {
         let op = op
             .as_object()

@@ -290,6 +290,20 @@ pub(crate) fn routing_of(r: &Val) -> Result<Option<String>, RunError> {
     })
 }
 
+/// An output of `input` with `source`: its place, operation, index, id, type and routing
+/// the input's (what a program's output changes is set on it after).
+pub(crate) fn output_of(input: &Document, source: Bytes) -> Document {
+    Document {
+        position: input.position.clone(),
+        op: input.op,
+        index: input.index.clone(),
+        id: input.id.clone(),
+        doc_type: input.doc_type.clone(),
+        routing: input.routing.clone(),
+        source,
+    }
+}
+
 /// One output of the program back into a document (what it left out keeps the input's).
 fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
     let Val::Obj(m) = &v else {
@@ -303,15 +317,7 @@ fn from_val(input: &Document, v: Val) -> Result<Output, RunError> {
         return Ok(Output::Filtered(reason_key(&reason)));
     }
     let field = |name: &'static str| m.get(&key(name));
-    let mut doc = Document {
-        position: input.position.clone(),
-        op: input.op,
-        index: input.index.clone(),
-        id: input.id.clone(),
-        doc_type: input.doc_type.clone(),
-        routing: input.routing.clone(),
-        source: Bytes::new(),
-    };
+    let mut doc = output_of(input, Bytes::new());
     if let Some(ix) = field("_index") {
         match as_text(ix) {
             Some(s) if !s.is_empty() => {
