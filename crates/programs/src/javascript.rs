@@ -405,56 +405,7 @@ impl JsProgram {
                 .map(|p| if p.is_some() { b'1' } else { b'0' }),
         );
         line.extend_from_slice(b"\",\"keys\":[");
-        // Where each canonical text and its top-level values are in the second line, in
-        // UTF-16 code units (its characters are all below U+D000: one unit each), each
-        // value's key an index in the batch's list of keys: 32-bit numbers in this
-        // machine's order, for node to view as they are (a Uint32Array) after the texts.
-        let mut spans: Vec<u32> = Vec::with_capacity(docs.len() * 16);
-        let mut names: rustc_hash::FxHashMap<&[u8], u32> = Default::default();
-        // A text past 4 GiB is past what node can hold in a string: it cannot read the line.
-        let n32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        let mut units = 0;
-        let mut at = 0;
-        for p in &patchable {
-            let (Some(p), Some(c)) = (p, canon.as_ref()) else {
-                spans.push(0);
-                continue;
-            };
-            units += utf16_len(&texts[at..p.text.start]);
-            at = p.text.end;
-            let text = &texts[p.text.clone()];
-            let start = units;
-            let ascii = text.is_ascii();
-            units += if ascii { text.len() } else { utf16_len(text) };
-            let entries = &c.list[p.entries.clone()];
-            spans.extend([n32(2 + 3 * entries.len()), n32(start), n32(units)]);
-            // The offsets of the text's values come in order: each counted from the last.
-            let (mut from, mut from_units) = (p.text.start, start);
-            let mut unit = |off: usize| {
-                from_units += if ascii {
-                    off - from
-                } else {
-                    utf16_len(&texts[from..off])
-                };
-                from = off;
-                n32(from_units)
-            };
-            for e in entries {
-                let n = n32(names.len());
-                let key = *names
-                    .entry(&texts[e.member.start..e.value - 1])
-                    .or_insert(n);
-                spans.extend([key, unit(e.value), unit(e.member.end)]);
-            }
-        }
-        let mut keys: Vec<(&[u8], u32)> = names.into_iter().collect();
-        keys.sort_unstable_by_key(|k| k.1);
-        for (n, (k, _)) in keys.iter().enumerate() {
-            if n > 0 {
-                line.push(b',');
-            }
-            line.extend_from_slice(k);
-        }
+        let spans = write_keys_and_spans(&texts, &patchable, canon.as_ref(), &mut line);
         line.extend_from_slice(b"]}\n");
         texts.push(b'\n');
         let spans_at = texts.len();
@@ -507,6 +458,69 @@ impl JsProgram {
             .map(|a| a.expect("every document answered"))
             .collect()
     }
+}
+
+/// The batch's list of keys onto `line` (JSON strings, comma-separated), and the spans of
+/// the canonical texts in `texts` for node (node.js's `inputs`): per document sent, 0 when
+/// it is not sent as a canonical text, else how many numbers follow, the text's start and
+/// end, then for each top-level value its key (an index in the list), start and end.
+fn write_keys_and_spans(
+    texts: &[u8],
+    patchable: &[Option<Patchable>],
+    canon: Option<&canonical::Entries>,
+    line: &mut Vec<u8>,
+) -> Vec<u32> {
+    // Where each canonical text and its top-level values are in the second line, in
+    // UTF-16 code units (its characters are all below U+D000: one unit each), each
+    // value's key an index in the batch's list of keys: 32-bit numbers in this
+    // machine's order, for node to view as they are (a Uint32Array) after the texts.
+    let mut spans: Vec<u32> = Vec::with_capacity(patchable.len() * 16);
+    let mut names: rustc_hash::FxHashMap<&[u8], u32> = Default::default();
+    // A text past 4 GiB is past what node can hold in a string: it cannot read the line.
+    let n32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let mut units = 0;
+    let mut at = 0;
+    for p in patchable {
+        let (Some(p), Some(c)) = (p, canon) else {
+            spans.push(0);
+            continue;
+        };
+        units += utf16_len(&texts[at..p.text.start]);
+        at = p.text.end;
+        let text = &texts[p.text.clone()];
+        let start = units;
+        let ascii = text.is_ascii();
+        units += if ascii { text.len() } else { utf16_len(text) };
+        let entries = &c.list[p.entries.clone()];
+        spans.extend([n32(2 + 3 * entries.len()), n32(start), n32(units)]);
+        // The offsets of the text's values come in order: each counted from the last.
+        let (mut from, mut from_units) = (p.text.start, start);
+        let mut unit = |off: usize| {
+            from_units += if ascii {
+                off - from
+            } else {
+                utf16_len(&texts[from..off])
+            };
+            from = off;
+            n32(from_units)
+        };
+        for e in entries {
+            let n = n32(names.len());
+            let key = *names
+                .entry(&texts[e.member.start..e.value - 1])
+                .or_insert(n);
+            spans.extend([key, unit(e.value), unit(e.member.end)]);
+        }
+    }
+    let mut keys: Vec<(&[u8], u32)> = names.into_iter().collect();
+    keys.sort_unstable_by_key(|k| k.1);
+    for (n, (k, _)) in keys.iter().enumerate() {
+        if n > 0 {
+            line.push(b',');
+        }
+        line.extend_from_slice(k);
+    }
+    spans
 }
 
 /// A document sent to node as its JS-canonical text, which node may answer with a patch:
@@ -573,18 +587,14 @@ fn write_reference(
     canon: Option<(&mut canonical::Entries, &mut Vec<u8>)>,
 ) -> Result<Option<Patchable>, RunError> {
     let src = &doc.source[..];
-    let unusual = exact || memchr::memchr(b'\n', src).is_some() || canonical::surrogate_escape(src);
-    if unusual {
-        let v = to_reference(doc)?;
-        serde_json::to_writer(&mut *out, &v).expect("JSON serialises");
-        return Ok(None);
-    }
     let string = |out: &mut Vec<u8>, s: &str| {
         serde_json::to_writer(&mut *out, s).expect("a string serialises")
     };
     let delete = doc.op == Op::Delete;
+    // The canonical writer refuses a line break and a surrogate escape itself, so a text
+    // it writes is one that `unusual` below would pass: those are looked for once.
     if let Some((entries, texts)) =
-        canon.filter(|_| !delete && !src.is_empty() && plain_fields(doc))
+        canon.filter(|_| !exact && !delete && !src.is_empty() && plain_fields(doc))
     {
         let start = texts.len();
         let from = entries.list.len();
@@ -608,6 +618,12 @@ fn write_reference(
                 entries: from..entries.list.len(),
             }));
         }
+    }
+    let unusual = exact || memchr::memchr(b'\n', src).is_some() || canonical::surrogate_escape(src);
+    if unusual {
+        let v = to_reference(doc)?;
+        serde_json::to_writer(&mut *out, &v).expect("JSON serialises");
+        return Ok(None);
     }
     out.extend_from_slice(b"{\"document\":");
     if src.is_empty() {

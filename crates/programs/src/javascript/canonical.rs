@@ -529,7 +529,7 @@ pub fn write_js_number(x: f64, out: &mut Vec<u8>) -> Option<()> {
 }
 
 /// `text` (UTF-8) as a JSON string the way `JSON.stringify` writes it.
-pub fn write_js_string(text: &[u8], out: &mut Vec<u8>) {
+fn write_js_string(text: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     let mut from = 0;
