@@ -155,6 +155,8 @@ pub struct JsProgram {
     processes: Mutex<Vec<Weak<Mutex<std::process::Child>>>>,
     /// node answers every document whole (for tests: the patches change no byte).
     no_patch: bool,
+    /// The node started to check the script, for the first thread that needs one.
+    spare: Mutex<Option<node::Node>>,
 }
 
 impl Drop for JsProgram {
@@ -209,15 +211,18 @@ impl JsProgram {
             runs: resolve(engine)?,
             processes: Mutex::new(Vec::new()),
             no_patch: false,
+            spare: Mutex::new(None),
         };
         match &p.runs {
             Runs::QuickJs => drop(p.engine()?),
-            Runs::Node(path) => drop(node::Node::start(
-                path,
-                &p.script,
-                &p.bindings,
-                p.time_limit,
-            )?),
+            Runs::Node(path) => {
+                let n = node::Node::start(path, &p.script, &p.bindings, p.time_limit)?;
+                p.processes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(n.process());
+                *p.spare.lock().unwrap_or_else(|e| e.into_inner()) = Some(n);
+            }
         }
         Ok(p)
     }
@@ -237,6 +242,8 @@ impl JsProgram {
     /// How long the transform may run on one document, or node on one batch (default 10 s).
     pub fn with_time_limit(mut self, limit: Duration) -> JsProgram {
         self.time_limit = limit;
+        // The spare's watchdog sleeps as long as the limit it was started with.
+        *self.spare.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         self
     }
 
@@ -349,10 +356,23 @@ impl JsProgram {
             let n = match nodes.entry(self.key) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    let n = node::Node::start(path, &self.script, &self.bindings, self.time_limit)?;
-                    let mut processes = self.processes.lock().unwrap_or_else(|p| p.into_inner());
-                    processes.retain(|p| p.strong_count() > 0);
-                    processes.push(n.process());
+                    let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    let n = match spare {
+                        Some(n) => n,
+                        None => {
+                            let n = node::Node::start(
+                                path,
+                                &self.script,
+                                &self.bindings,
+                                self.time_limit,
+                            )?;
+                            let mut processes =
+                                self.processes.lock().unwrap_or_else(|p| p.into_inner());
+                            processes.retain(|p| p.strong_count() > 0);
+                            processes.push(n.process());
+                            n
+                        }
+                    };
                     v.insert(n)
                 }
             };
@@ -463,7 +483,8 @@ impl JsProgram {
 /// The batch's list of keys onto `line` (JSON strings, comma-separated), and the spans of
 /// the canonical texts in `texts` for node (node.js's `inputs`): per document sent, 0 when
 /// it is not sent as a canonical text, else how many numbers follow, the text's start and
-/// end, then for each top-level value its key (an index in the list), start and end.
+/// end, then for each top-level value its key (an index in the list), its kind
+/// ([`value_kind`]), start and end.
 fn write_keys_and_spans(
     texts: &[u8],
     patchable: &[Option<Patchable>],
@@ -492,7 +513,7 @@ fn write_keys_and_spans(
         let ascii = text.is_ascii();
         units += if ascii { text.len() } else { utf16_len(text) };
         let entries = &c.list[p.entries.clone()];
-        spans.extend([n32(2 + 3 * entries.len()), n32(start), n32(units)]);
+        spans.extend([n32(2 + 4 * entries.len()), n32(start), n32(units)]);
         // The offsets of the text's values come in order: each counted from the last.
         let (mut from, mut from_units) = (p.text.start, start);
         let mut unit = |off: usize| {
@@ -509,7 +530,8 @@ fn write_keys_and_spans(
             let key = *names
                 .entry(&texts[e.member.start..e.value - 1])
                 .or_insert(n);
-            spans.extend([key, unit(e.value), unit(e.member.end)]);
+            let kind = value_kind(&texts[e.value..e.member.end]);
+            spans.extend([key, kind, unit(e.value), unit(e.member.end)]);
         }
     }
     let mut keys: Vec<(&[u8], u32)> = names.into_iter().collect();
@@ -521,6 +543,19 @@ fn write_keys_and_spans(
         line.extend_from_slice(k);
     }
     spans
+}
+
+/// What a top-level value's canonical text is, for node (glue.js's `spanValue`): 1 a string
+/// without escapes, 2 a number, 3 `true`, 4 `false`, 5 `null`, 0 anything else (parsed).
+fn value_kind(text: &[u8]) -> u32 {
+    match text.first() {
+        Some(b'"') if memchr::memchr(b'\\', text).is_none() => 1,
+        Some(b'-' | b'0'..=b'9') => 2,
+        Some(b't') => 3,
+        Some(b'f') => 4,
+        Some(b'n') => 5,
+        _ => 0,
+    }
 }
 
 /// A document sent to node as its JS-canonical text, which node may answer with a patch:
@@ -672,8 +707,9 @@ fn read_answers<'a>(
         e: Option<String>,
         #[serde(borrow, default)]
         o: Option<Vec<Output<'a>>>,
+        /// Keys and values, one after the other.
         #[serde(borrow, default)]
-        p: Option<Vec<(Raw<'a>, Raw<'a>)>>,
+        p: Option<Vec<Raw<'a>>>,
     }
     #[derive(serde::Deserialize)]
     struct Output<'a> {
@@ -709,13 +745,17 @@ fn read_answers<'a>(
                     let (Some(at), Some(entries)) = (patchable, sent.entries) else {
                         return Err(garbled(&"a patch for a document sent whole"));
                     };
-                    let mut patch = Vec::with_capacity(p.len());
-                    for (k, v) in p {
-                        let key: String = serde_json::from_str(k.get()).map_err(|e| garbled(&e))?;
+                    if p.len() % 2 != 0 {
+                        return Err(garbled(&"a patch without its last value"));
+                    }
+                    let mut patch = Vec::with_capacity(p.len() / 2);
+                    for kv in p.chunks_exact(2) {
+                        let (k, v) = (kv[0].get(), kv[1].get());
+                        let key: String = serde_json::from_str(k).map_err(|e| garbled(&e))?;
                         patch.push(canonical::Patch {
-                            key_text: k.get(),
+                            key_text: k,
                             key: key.into_bytes(),
-                            value: v.get(),
+                            value: v,
                         });
                     }
                     let mut source = Vec::with_capacity(at.text.len() + 64);

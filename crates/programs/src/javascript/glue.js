@@ -69,6 +69,26 @@
     }
     return x.length - y.length;
   }
+  // The value a document's span names: `s[i + 1]` its KIND, `s[i + 2]` and `s[i + 3]`
+  // where its JSON text is in `text`. KIND 1: a string without escapes (the characters
+  // between its quotes); 2: a number; 3, 4, 5: true, false, null; else any JSON, parsed.
+  function spanValue(text, s, i) {
+    const a = s[i + 2], b = s[i + 3];
+    switch (s[i + 1]) {
+      case 1:
+        return text.slice(a + 1, b - 1);
+      case 2:
+        return +text.slice(a, b);
+      case 3:
+        return true;
+      case 4:
+        return false;
+      case 5:
+        return null;
+      default:
+        return JSON.parse(text.slice(a, b));
+    }
+  }
   class LazyMap extends Map {
     #o;
     #state;
@@ -81,9 +101,9 @@
     // Whether `set` was called while DIRECT.
     #set = false;
     // A document map made from its JSON text (node's `withText`): the text holding it, and
-    // [start, end, then KEY, START, END for each top-level value] where it is in that
-    // text; the object holds the values read or set so far. Null once the object holds
-    // them all (it is parsed whole when the map is filled or goes out).
+    // [start, end, then KEY, KIND, START, END for each top-level value] where it is in
+    // that text (`spanValue`); the object holds the values read or set so far. Null once
+    // the object holds them all (it is parsed whole when the map is filled or goes out).
     #text = null;
     #spans = null;
     // The keys the spans name by their index.
@@ -111,7 +131,7 @@
     // The index of `k`'s value in the spans, or -1.
     #span(k) {
       const s = this.#spans, names = this.#names;
-      for (let i = 2; i < s.length; i += 3) if (names[s[i]] === k) return i;
+      for (let i = 2; i < s.length; i += 4) if (names[s[i]] === k) return i;
       return -1;
     }
     #own(k) {
@@ -146,7 +166,7 @@
         if (this.#spans === null) return undefined;
         const i = this.#span(k);
         if (i < 0) return undefined;
-        put(o, k, JSON.parse(this.#text.slice(this.#spans[i + 1], this.#spans[i + 2])));
+        put(o, k, spanValue(this.#text, this.#spans, i));
       }
       const v = o[k];
       if (v === null || typeof v !== "object") return v;

@@ -9,23 +9,26 @@
 // op_type is create]`, an index operation (`inputs` makes its reference shape) whose
 // `document` is its JS-canonical text (javascript/canonical.rs: the text `answer` below
 // writes for it unchanged) in the second line, its spans being [START, END, then KEY,
-// START, END for each top-level field] in UTF-16 code units of that line, KEY an index in
-// `keys`: its map parses those fields one at a time, when the transform reads them, and
-// the whole text only when it is filled (glue.js's `withText`). FLAGS: a string with a
+// KIND, START, END for each top-level field] in UTF-16 code units of that line, KEY an
+// index in `keys`, KIND what the value's text is (glue.js's `spanValue`): its map reads
+// those fields one at a time, when the transform reads them, and parses the whole text
+// only when it is filled (glue.js's `withText`). FLAGS: a string with a
 // "1" for each document that may be answered with a patch. The second line: the canonical
 // texts, one after the other. The spans: 32-bit unsigned numbers in this machine's order,
 // for each document how many of its spans follow (0: none), then those.
 // Out: one line `{"ready": true}` or `{"init": MESSAGE}`, then one line per batch, a list
 // with one answer per document:
 // - `{"e": MESSAGE}`: the transform threw on it;
-// - `{"p": [[KEY, VALUE]…]}`: its only output is its own map, unchanged but for the
+// - `{"p": [KEY, VALUE, …]}`: its only output is its own map, unchanged but for the
 //   top-level fields of its document named here (set, or handed out as objects), each
 //   value in canonical JSON; rfs writes the rest from the text it sent;
 // - `{"o": [OUTPUT…]}`: its outputs (none: filtered), each `{"m": META, "d": DOCUMENT}` —
 //   the output without its `document`, and the document in rfs's canonical JSON (keys
 //   sorted by their bytes at every depth, numbers as rfs writes them) — or `{"s": TEXT}`,
 //   the output's JSON text in a list of one, for rfs to read as the QuickJS engine's are.
-// `{"fatal": MESSAGE}` instead: the batch's text could not be read.
+// `{"fatal": MESSAGE}` instead: the batch's text could not be read. The answers are
+// written by one `JSON.stringify` of the batch's (`wholeBatch`), the same text as each
+// written alone.
 "use strict";
 const fs = require("fs");
 const vm = require("vm");
@@ -213,8 +216,12 @@ function canon(v, depth, state) {
 // and keys whose byte order is not their UTF-16 order).
 const UNUSUAL = /[\ud800-\uffff]|\\u[dD][89abAB]/;
 
-// The answer for one input whose outputs are `outs` (a list of plain values).
-function answer(outs) {
+// The answer for one input whose outputs are `outs` (a list of plain values), as a value
+// for the batch's `JSON.stringify`: `{"o": [PART…]}`, each part `{"m": META, "d":
+// DOCUMENT}` or, when the document cannot be sent that way, `{"s": TEXT}`. `careful`: each
+// part's text is looked at for UNUSUAL (else the batch's whole text is, once, and this runs
+// again with `careful` when it finds something).
+function answer(outs, careful) {
   const parts = [];
   for (const p of outs) {
     if (p !== null && typeof p === "object" && !Array.isArray(p)) {
@@ -222,50 +229,52 @@ function answer(outs) {
       if (doc !== null && typeof doc === "object" && !Array.isArray(doc) && !("_filtered" in p)) {
         const state = { slow: false };
         const c = canon(doc, 0, state);
-        const text = state.slow ? null : JSON.stringify(c);
-        if (text !== null && !UNUSUAL.test(text)) {
+        if (!state.slow) {
           const meta = {};
           for (const k of Object.keys(p)) if (k !== "document") put(meta, k, p[k]);
-          const m = JSON.stringify(meta);
-          if (!UNUSUAL.test(m)) {
-            parts.push('{"m":' + m + ',"d":' + text + "}");
+          const part = { m: meta, d: c };
+          if (!careful || !UNUSUAL.test(JSON.stringify(part))) {
+            parts.push(part);
             continue;
           }
         }
       }
     }
-    parts.push(JSON.stringify({ s: JSON.stringify([p]) }));
+    parts.push({ s: JSON.stringify([p]) });
   }
-  return '{"o":[' + parts.join(",") + "]}";
+  return { o: parts };
+}
+
+// Nothing: the value of a patch that `answer` would write in another way.
+const NOPE = {};
+
+// A top-level field's value `x` in a patch, as `answer` would write it; NOPE when it would
+// not be written so.
+function patchValue(x) {
+  const v = toPlain(x);
+  if (typeof v === "number") return plainNumber(v) ? v : NOPE;
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  if (typeof v === "object") {
+    const state = { slow: false };
+    const c = canon(v, 1, state);
+    return state.slow ? NOPE : c;
+  }
+  return NOPE;
 }
 
 // The answer for an input whose only output is itself, changed in the top-level fields
-// `pairs` of its document only (LazyMap's `patch`): `{"p": [[KEY, VALUE]…]}`, each field's
-// text as `answer` would write it; or null when one of them would make `answer` write the
+// `pairs` of its document only (LazyMap's `patch`): `{"p": [KEY, VALUE, …]}`, each value
+// as `answer` would write it; or null when one of them would make `answer` write the
 // document another way (then `answer` writes it).
 function patchAnswer(pairs) {
-  let out = '{"p":[';
+  const p = new Array(pairs.length);
   for (let i = 0; i < pairs.length; i += 2) {
-    const v = toPlain(pairs[i + 1]);
-    let text;
-    if (typeof v === "number") {
-      if (!plainNumber(v)) return null;
-      text = JSON.stringify(v);
-    } else if (v === null || typeof v === "string" || typeof v === "boolean") {
-      text = JSON.stringify(v);
-    } else if (typeof v === "object") {
-      const state = { slow: false };
-      const c = canon(v, 1, state);
-      if (state.slow) return null;
-      text = JSON.stringify(c);
-    } else {
-      return null;
-    }
-    const key = JSON.stringify(pairs[i]);
-    if (UNUSUAL.test(text) || UNUSUAL.test(key)) return null;
-    out += (i === 0 ? "[" : ",[") + key + "," + text + "]";
+    const v = patchValue(pairs[i + 1]);
+    if (v === NOPE) return null;
+    p[i] = pairs[i];
+    p[i + 1] = v;
   }
-  return out + "]}";
+  return { p };
 }
 
 // The outputs of a transform's result, as a list of plain values.
@@ -281,9 +290,9 @@ function field(x, k) {
   return undefined;
 }
 
-// The transform on the whole batch: one answer per input, or null when its outputs
-// cannot be told apart by input (then each input is run alone). `patchable`: a string
-// with "1" for each input that may be answered with a patch.
+// The transform on the whole batch: its answers' line, or null when its outputs cannot
+// be told apart by input (then each input is run alone). `patchable`: a string with "1"
+// for each input that may be answered with a patch.
 function wholeBatch(docs, patchable) {
   const owners = new Map();
   for (let i = 0; i < docs.length; i++) owners.set(docs[i], i);
@@ -307,18 +316,30 @@ function wholeBatch(docs, patchable) {
     last = i;
     byInput[i].push(x);
   }
-  return byInput.map((xs, i) => answerFor(xs, docs[i], patchable.charCodeAt(i) === 49));
+  const answers = byInput.map((xs, i) => answerFor(xs, docs[i], patchable.charCodeAt(i) === 49));
+  // The answers written at once; each alone when that text holds something UNUSUAL.
+  const text = JSON.stringify(answers);
+  if (!UNUSUAL.test(text)) return text;
+  return "[" + answers.map((a, i) => answerText(a, byInput[i])).join(",") + "]";
 }
 
-// The answer for `input` (a map given to the transform), whose outputs are `outs`: a patch
-// when it may have one (`patchable`) and its only output is itself, else the whole.
+// The answer for `input` (a map given to the transform), whose outputs are `outs`, as a
+// value to write: a patch when it may have one (`patchable`) and its only output is
+// itself, else the whole. Its text may need `answerText`'s look.
 function answerFor(outs, input, patchable) {
   if (patchable && outs.length === 1 && outs[0] === input) {
     const pairs = patch(input);
     const a = pairs === null ? null : patchAnswer(pairs);
     if (a !== null) return a;
   }
-  return answer(plainList(outs));
+  return answer(plainList(outs), false);
+}
+
+// The text of `a`, `answerFor`'s answer for the outputs `outs`: made again, looking at
+// each part, when it holds something UNUSUAL.
+function answerText(a, outs) {
+  const t = JSON.stringify(a);
+  return UNUSUAL.test(t) ? JSON.stringify(answer(plainList(outs), true)) : t;
 }
 
 // The batch's inputs: maps over its documents, those sent as text read from `texts`
@@ -353,18 +374,20 @@ function inputs(batch, texts, spans) {
   return docs;
 }
 
+// Each input alone: the batch's answers' line.
 function oneByOne(text, texts, spans) {
   const batch = JSON.parse(text);
-  return inputs(batch, texts, spans).map((d, i) => {
+  const answers = inputs(batch, texts, spans).map((d, i) => {
     try {
       const input = [d];
       const out = call(input);
       const outs = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
-      return answerFor(outs, input[0], batch.patch.charCodeAt(i) === 49);
+      return answerText(answerFor(outs, input[0], batch.patch.charCodeAt(i) === 49), outs);
     } catch (e) {
       return JSON.stringify({ e: message(e) });
     }
   });
+  return "[" + answers.join(",") + "]";
 }
 
 for (;;) {
@@ -392,5 +415,5 @@ for (;;) {
     // Which inputs fail is found by running each alone.
   }
   if (answers === null) answers = oneByOne(text, texts, spans);
-  writeLine("[" + answers.join(",") + "]");
+  writeLine(answers);
 }

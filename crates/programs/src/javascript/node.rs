@@ -6,9 +6,9 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::program::RunError;
@@ -68,15 +68,36 @@ pub fn probe() -> &'static Result<(PathBuf, String), NoNode> {
 }
 
 /// One node child process running a program's transform.
+#[derive(Debug)]
 pub struct Node {
     child: Arc<Mutex<Child>>,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     stderr: Arc<Mutex<Vec<u8>>>,
-    /// The watchdog: a deadline for the call under way, or none.
-    watch: mpsc::Sender<Option<Instant>>,
-    timed_out: Arc<AtomicBool>,
+    watch: Arc<Watch>,
+    watchdog: JoinHandle<()>,
     line: String,
+}
+
+/// What a node's watchdog thread watches: the deadline of the call under way, set and
+/// cleared by the caller without waking the thread (it wakes at least once per time
+/// limit while no call is under way, so that it is never late).
+#[derive(Debug)]
+struct Watch {
+    /// Nanoseconds from `epoch` at which the call under way runs out of time; 0: none.
+    deadline: AtomicU64,
+    epoch: Instant,
+    /// Whether the watchdog stopped node for running out of time.
+    timed_out: AtomicBool,
+    /// Set when the node goes: the watchdog ends.
+    done: AtomicBool,
+}
+
+impl Watch {
+    fn now(&self) -> u64 {
+        // At least 1: 0 is "no call".
+        (self.epoch.elapsed().as_nanos() as u64).max(1)
+    }
 }
 
 impl Node {
@@ -89,6 +110,9 @@ impl Node {
         time_limit: Duration,
     ) -> Result<Node, RunError> {
         let mut child = Command::new(node)
+            // node reads the certificates this names when it starts (tens of milliseconds
+            // of CPU); the transform makes no TLS connection.
+            .env_remove("NODE_EXTRA_CA_CERTS")
             .arg("--max-old-space-size=512")
             .arg("-e")
             .arg(program())
@@ -120,20 +144,24 @@ impl Node {
             });
         }
         let child = Arc::new(Mutex::new(child));
-        let timed_out = Arc::new(AtomicBool::new(false));
-        let (watch, calls) = mpsc::channel::<Option<Instant>>();
-        {
+        let watch = Arc::new(Watch {
+            deadline: AtomicU64::new(0),
+            epoch: Instant::now(),
+            timed_out: AtomicBool::new(false),
+            done: AtomicBool::new(false),
+        });
+        let watchdog = {
             let child = Arc::downgrade(&child);
-            let timed_out = timed_out.clone();
-            std::thread::spawn(move || watchdog(calls, child, timed_out));
-        }
+            let watch = watch.clone();
+            std::thread::spawn(move || watchdog(&watch, &child, time_limit))
+        };
         let mut n = Node {
             child,
             stdin,
             stdout,
             stderr,
             watch,
-            timed_out,
+            watchdog,
             line: String::new(),
         };
         let init = serde_json::json!({"script": script, "bindings": bindings}).to_string();
@@ -162,7 +190,10 @@ impl Node {
         time_limit: Duration,
         docs: usize,
     ) -> Result<String, RunError> {
-        let _ = self.watch.send(Some(Instant::now() + time_limit));
+        let limit = u64::try_from(time_limit.as_nanos()).unwrap_or(u64::MAX / 2);
+        let w = &self.watch;
+        w.deadline
+            .store(w.now().saturating_add(limit), Ordering::SeqCst);
         let sent = lines
             .iter()
             .try_for_each(|l| self.stdin.write_all(l))
@@ -172,7 +203,7 @@ impl Node {
             Ok(()) => self.stdout.read_line(&mut self.line),
             Err(e) => Err(e),
         };
-        let _ = self.watch.send(None);
+        self.watch.deadline.store(0, Ordering::SeqCst);
         match read {
             Ok(n) if n > 0 && self.line.ends_with('\n') => Ok(std::mem::take(&mut self.line)),
             Ok(_) | Err(_) => Err(self.died(time_limit, docs)),
@@ -181,7 +212,7 @@ impl Node {
 
     /// Why node stopped answering: its time ran out, or it died (with its stderr's tail).
     fn died(&mut self, time_limit: Duration, docs: usize) -> RunError {
-        if self.timed_out.load(Ordering::Relaxed) {
+        if self.watch.timed_out.load(Ordering::SeqCst) {
             return RunError(format!(
                 "the transform was interrupted: it ran over its time limit of {time_limit:?} \
                  on a batch of {docs} document(s), and node was stopped"
@@ -240,30 +271,36 @@ pub fn reap(child: &Mutex<Child>) {
 impl Drop for Node {
     fn drop(&mut self) {
         reap(&self.child);
+        self.watch.done.store(true, Ordering::SeqCst);
+        self.watchdog.thread().unpark();
     }
 }
 
-/// Kills the child when a call runs past its deadline; ends with its [`Node`].
-fn watchdog(
-    calls: mpsc::Receiver<Option<Instant>>,
-    child: Weak<Mutex<Child>>,
-    timed_out: Arc<AtomicBool>,
-) {
-    let mut deadline: Option<Instant> = None;
-    loop {
-        let next = match deadline {
-            None => calls.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(d) => calls.recv_timeout(d.saturating_duration_since(Instant::now())),
-        };
-        match next {
-            Ok(d) => deadline = d,
-            Err(RecvTimeoutError::Disconnected) => return,
-            Err(RecvTimeoutError::Timeout) => {
-                timed_out.store(true, Ordering::Relaxed);
-                if let Some(c) = child.upgrade() {
-                    let _ = c.lock().unwrap_or_else(|p| p.into_inner()).kill();
-                }
-                deadline = None;
+/// Kills the child when a call runs past its deadline; ends with its [`Node`]. It sleeps
+/// until the deadline of the call under way, or for `time_limit` when there is none (a
+/// call that starts meanwhile ends no sooner than that), and never needs waking for a call.
+fn watchdog(watch: &Watch, child: &Weak<Mutex<Child>>, time_limit: Duration) {
+    let idle = time_limit.max(Duration::from_millis(1));
+    while !watch.done.load(Ordering::SeqCst) {
+        let deadline = watch.deadline.load(Ordering::SeqCst);
+        if deadline == 0 {
+            std::thread::park_timeout(idle);
+            continue;
+        }
+        let now = watch.now();
+        if now < deadline {
+            std::thread::park_timeout(Duration::from_nanos(deadline - now));
+            continue;
+        }
+        // The same call still under way (its deadline, taken back): it ran out of time.
+        if watch
+            .deadline
+            .compare_exchange(deadline, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            watch.timed_out.store(true, Ordering::SeqCst);
+            if let Some(c) = child.upgrade() {
+                let _ = c.lock().unwrap_or_else(|p| p.into_inner()).kill();
             }
         }
     }
