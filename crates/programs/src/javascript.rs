@@ -497,6 +497,8 @@ fn write_keys_and_spans(
     // machine's order, for node to view as they are (a Uint32Array) after the texts.
     let mut spans: Vec<u32> = Vec::with_capacity(patchable.len() * 16);
     let mut names: rustc_hash::FxHashMap<&[u8], u32> = Default::default();
+    // The keys met last at each position of a document, with their indices.
+    let mut last: Vec<(&[u8], u32)> = Vec::new();
     // A text past 4 GiB is past what node can hold in a string: it cannot read the line.
     let n32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let mut units = 0;
@@ -525,11 +527,22 @@ fn write_keys_and_spans(
             from = off;
             n32(from_units)
         };
-        for e in entries {
-            let n = n32(names.len());
-            let key = *names
-                .entry(&texts[e.member.start..e.value - 1])
-                .or_insert(n);
+        for (j, e) in entries.iter().enumerate() {
+            let name = &texts[e.member.start..e.value - 1];
+            // Documents of an index mostly have the keys of the one before, in its order.
+            let key = match last.get(j) {
+                Some(&(k, n)) if k == name => n,
+                _ => {
+                    let n = n32(names.len());
+                    let n = *names.entry(name).or_insert(n);
+                    if j < last.len() {
+                        last[j] = (name, n);
+                    } else {
+                        last.push((name, n));
+                    }
+                    n
+                }
+            };
             let kind = value_kind(&texts[e.value..e.member.end]);
             spans.extend([key, kind, unit(e.value), unit(e.member.end)]);
         }
@@ -700,6 +713,125 @@ fn read_answers<'a>(
     inputs: impl ExactSizeIterator<Item = &'a Document>,
     sent: &Sent,
 ) -> Result<Option<Vec<Reshaped>>, RunError> {
+    let garbled = |e: &dyn std::fmt::Display| RunError(format!("node's answer: {e}"));
+    if text.starts_with("{\"fatal\"") {
+        return Ok(None);
+    }
+    // The line is checked as JSON once; then each answer is only found where it ends, and
+    // a patch (the common answer) taken apart the same way, without building values.
+    let b = text.as_bytes();
+    snapshot::json::check_value(b).map_err(|e| garbled(&e))?;
+    let answers = list_items(text, 0).ok_or_else(|| garbled(&"not a list of answers"))?;
+    if answers.len() != inputs.len() {
+        return Err(garbled(&format!(
+            "{} answers to {} documents",
+            answers.len(),
+            inputs.len()
+        )));
+    }
+    let mut patch = Vec::new();
+    Ok(Some(
+        answers
+            .into_iter()
+            .zip(inputs)
+            .zip(sent.patchable)
+            .map(|((a, input), patchable)| {
+                if let Some(items) = a
+                    .strip_prefix("{\"p\":")
+                    .and_then(|rest| rest.strip_suffix('}'))
+                    .and_then(|list| list_items(list, 0))
+                {
+                    return patched(input, patchable.as_ref(), sent, &items, &mut patch);
+                }
+                whole_answer(a, input, patchable.as_ref(), sent, &mut patch)
+            })
+            .collect(),
+    ))
+}
+
+/// The items of the JSON list at the start of `text` (valid JSON), each as its text; `None`
+/// when `text` is not exactly one list.
+fn list_items(text: &str, from: usize) -> Option<Vec<&str>> {
+    use crate::extent::{skip_ws, value_end};
+    let b = text.as_bytes();
+    let mut i = skip_ws(b, from);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    let mut items = Vec::new();
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b']') {
+        return (skip_ws(b, i + 1) == b.len()).then_some(items);
+    }
+    loop {
+        let end = value_end(b, i)?;
+        // Every item starts and ends at an ASCII byte: a character boundary.
+        items.push(text.get(i..end)?);
+        i = skip_ws(b, end);
+        match b.get(i) {
+            Some(b',') => i = skip_ws(b, i + 1),
+            Some(b']') => return (skip_ws(b, i + 1) == b.len()).then_some(items),
+            _ => return None,
+        }
+    }
+}
+
+/// The output of a patch answer, `items` its keys and values one after the other: the
+/// canonical text sent for `input` with those fields (node.js's `patchAnswer`).
+fn patched<'t>(
+    input: &Document,
+    patchable: Option<&Patchable>,
+    sent: &Sent,
+    items: &[&'t str],
+    patch: &mut Vec<canonical::Patch<'t>>,
+) -> Reshaped {
+    let garbled = |e: &dyn std::fmt::Display| RunError(format!("node's answer: {e}"));
+    let (Some(at), Some(entries)) = (patchable, sent.entries) else {
+        return Err(garbled(&"a patch for a document sent whole"));
+    };
+    if !items.len().is_multiple_of(2) {
+        return Err(garbled(&"a patch without its last value"));
+    }
+    patch.clear();
+    for kv in items.chunks_exact(2) {
+        let (k, v) = (kv[0], kv[1]);
+        let key = match k.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
+            Some(plain) if !plain.contains('\\') => plain.as_bytes().to_vec(),
+            _ => serde_json::from_str::<String>(k)
+                .map_err(|e| garbled(&e))?
+                .into_bytes(),
+        };
+        patch.push(canonical::Patch {
+            key_text: k,
+            key,
+            value: v,
+        });
+    }
+    let mut source = Vec::with_capacity(at.text.len() + 64);
+    if !canonical::merge(
+        sent.texts,
+        &entries.list[at.entries.clone()],
+        &entries.keys,
+        patch,
+        &mut source,
+    ) {
+        return Err(garbled(&"a patch naming a field twice"));
+    }
+    let out = output_of(input, bytes::Bytes::from(source));
+    #[cfg(test)]
+    PATCHED.with(|c| c.set(c.get() + 1));
+    Ok((vec![out], None))
+}
+
+/// The outputs of an answer other than a patch of the usual shape (an error, outputs, or a
+/// patch written otherwise), read as JSON values.
+fn whole_answer<'t>(
+    a: &'t str,
+    input: &Document,
+    patchable: Option<&Patchable>,
+    sent: &Sent,
+    patch: &mut Vec<canonical::Patch<'t>>,
+) -> Reshaped {
     type Raw<'a> = &'a serde_json::value::RawValue;
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
@@ -721,88 +853,40 @@ fn read_answers<'a>(
         s: Option<String>,
     }
     let garbled = |e: &dyn std::fmt::Display| RunError(format!("node's answer: {e}"));
-    if text.starts_with("{\"fatal\"") {
-        return Ok(None);
+    let a: Answer = serde_json::from_str(a).map_err(|e| garbled(&e))?;
+    if let Some(e) = a.e {
+        return Err(RunError(format!("the transform: {e}")));
     }
-    let answers: Vec<Answer> = serde_json::from_str(text).map_err(|e| garbled(&e))?;
-    if answers.len() != inputs.len() {
-        return Err(garbled(&format!(
-            "{} answers to {} documents",
-            answers.len(),
-            inputs.len()
-        )));
+    if let Some(p) = a.p {
+        let items: Vec<&str> = p.iter().map(|r| r.get()).collect();
+        return patched(input, patchable, sent, &items, patch);
     }
-    Ok(Some(
-        answers
-            .into_iter()
-            .zip(inputs)
-            .zip(sent.patchable)
-            .map(|((a, input), patchable)| {
-                if let Some(e) = a.e {
-                    return Err(RunError(format!("the transform: {e}")));
+    let mut out = Vec::new();
+    let mut filtered = None;
+    for o in a.o.unwrap_or_default() {
+        match o {
+            Output { s: Some(s), .. } => {
+                let v: serde_json::Value = serde_json::from_str(&s)
+                    .map_err(|e| RunError(format!("the transform's result is not JSON: {e}")))?;
+                if let Some(r) = push_reference_outputs(input, v, &mut out)? {
+                    filtered = Some(r);
                 }
-                if let Some(p) = a.p {
-                    let (Some(at), Some(entries)) = (patchable, sent.entries) else {
-                        return Err(garbled(&"a patch for a document sent whole"));
-                    };
-                    if p.len() % 2 != 0 {
-                        return Err(garbled(&"a patch without its last value"));
-                    }
-                    let mut patch = Vec::with_capacity(p.len() / 2);
-                    for kv in p.chunks_exact(2) {
-                        let (k, v) = (kv[0].get(), kv[1].get());
-                        let key: String = serde_json::from_str(k).map_err(|e| garbled(&e))?;
-                        patch.push(canonical::Patch {
-                            key_text: k,
-                            key: key.into_bytes(),
-                            value: v,
-                        });
-                    }
-                    let mut source = Vec::with_capacity(at.text.len() + 64);
-                    if !canonical::merge(
-                        sent.texts,
-                        &entries.list[at.entries.clone()],
-                        &entries.keys,
-                        &mut patch,
-                        &mut source,
-                    ) {
-                        return Err(garbled(&"a patch naming a field twice"));
-                    }
-                    let out = output_of(input, bytes::Bytes::from(source));
-                    #[cfg(test)]
-                    PATCHED.with(|c| c.set(c.get() + 1));
-                    return Ok((vec![out], None));
+            }
+            Output {
+                m: Some(m),
+                d: Some(d),
+                ..
+            } => {
+                if let Some(r) = m.get("_filtered") {
+                    filtered = Some(reason_key(r.as_str().unwrap_or("program")));
+                    continue;
                 }
-                let mut out = Vec::new();
-                let mut filtered = None;
-                for o in a.o.unwrap_or_default() {
-                    match o {
-                        Output { s: Some(s), .. } => {
-                            let v: serde_json::Value = serde_json::from_str(&s).map_err(|e| {
-                                RunError(format!("the transform's result is not JSON: {e}"))
-                            })?;
-                            if let Some(r) = push_reference_outputs(input, v, &mut out)? {
-                                filtered = Some(r);
-                            }
-                        }
-                        Output {
-                            m: Some(m),
-                            d: Some(d),
-                            ..
-                        } => {
-                            if let Some(r) = m.get("_filtered") {
-                                filtered = Some(reason_key(r.as_str().unwrap_or("program")));
-                                continue;
-                            }
-                            out.push(from_reference_parts(input, &m, Body::Text(d.get()))?);
-                        }
-                        _ => return Err(garbled(&"an output without its parts")),
-                    }
-                }
-                Ok((out, filtered))
-            })
-            .collect(),
-    ))
+                out.push(from_reference_parts(input, &m, Body::Text(d.get()))?);
+            }
+            _ => return Err(garbled(&"an output without its parts")),
+        }
+    }
+    Ok((out, filtered))
 }
 
 /// The reference tool's document shape of `doc`.
@@ -1560,6 +1644,32 @@ function main(context) {
             e.0.contains("going away") && e.0.contains("node stopped"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn answers_are_found_where_they_end() {
+        assert_eq!(list_items("[]", 0), Some(vec![]));
+        assert_eq!(list_items(" [ ] ", 0), Some(vec![]));
+        assert_eq!(
+            list_items(
+                r#"[{"p":["a",{"b":"]}\"[","c":[1,{}]},"d",-1.5e3]},{"e":"x"}, null ,"s"]"#,
+                0
+            ),
+            Some(vec![
+                r#"{"p":["a",{"b":"]}\"[","c":[1,{}]},"d",-1.5e3]}"#,
+                r#"{"e":"x"}"#,
+                "null",
+                r#""s""#
+            ])
+        );
+        assert_eq!(
+            list_items(r#"["a",{"b":[1,2]},true]"#, 0),
+            Some(vec![r#""a""#, r#"{"b":[1,2]}"#, "true"])
+        );
+        // Not exactly one list.
+        for text in [r#"{"p":[]}"#, "[1] [2]", "[1],", "", "1"] {
+            assert_eq!(list_items(text, 0), None, "{text}");
+        }
     }
 
     #[test]

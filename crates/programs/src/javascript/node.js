@@ -294,19 +294,43 @@ function field(x, k) {
 // be told apart by input (then each input is run alone). `patchable`: a string with "1"
 // for each input that may be answered with a patch.
 function wholeBatch(docs, patchable) {
-  const owners = new Map();
-  for (let i = 0; i < docs.length; i++) owners.set(docs[i], i);
+  // The inputs as given (the transform may change the list it is given).
+  const given = docs.slice();
   const out = call(docs);
   const list = out === undefined || out === null ? [] : Array.isArray(out) ? out : [out];
+  const byInput = sameInputs(given, list) ?? byOwner(given, list);
+  if (byInput === null) return null;
+  const answers = byInput.map((xs, i) => answerFor(xs, given[i], patchable.charCodeAt(i) === 49));
+  // The answers written at once; each alone when that text holds something UNUSUAL.
+  const text = JSON.stringify(answers);
+  if (!UNUSUAL.test(text)) return text;
+  return "[" + answers.map((a, i) => answerText(a, byInput[i])).join(",") + "]";
+}
+
+// Each input's outputs when the transform's are its inputs, in their order, none filtered
+// (the usual `documents.map(…)`); else null.
+function sameInputs(given, list) {
+  if (list.length !== given.length) return null;
+  for (let i = 0; i < given.length; i++) {
+    if (list[i] !== given[i] || field(list[i], "_filtered") !== undefined) return null;
+  }
+  return given.map((d) => [d]);
+}
+
+// Each input's outputs, told apart by the maps each was given (an output that is one, or
+// holds its `operation` or `document`); null when they cannot be, or come out of order.
+function byOwner(given, list) {
+  const owners = new Map();
+  for (let i = 0; i < given.length; i++) owners.set(given[i], i);
   // Each input's parts that were handed out (an output can hold no other).
-  for (let i = 0; i < docs.length; i++) {
-    const d = docs[i];
+  for (let i = 0; i < given.length; i++) {
+    const d = given[i];
     for (const k of ["operation", "document"]) {
       const x = handedOut(d, k);
       if (x instanceof LazyMap && !owners.has(x)) owners.set(x, i);
     }
   }
-  const byInput = docs.map(() => []);
+  const byInput = given.map(() => []);
   let last = 0;
   for (const x of list) {
     let i = owners.get(x);
@@ -316,11 +340,7 @@ function wholeBatch(docs, patchable) {
     last = i;
     byInput[i].push(x);
   }
-  const answers = byInput.map((xs, i) => answerFor(xs, docs[i], patchable.charCodeAt(i) === 49));
-  // The answers written at once; each alone when that text holds something UNUSUAL.
-  const text = JSON.stringify(answers);
-  if (!UNUSUAL.test(text)) return text;
-  return "[" + answers.map((a, i) => answerText(a, byInput[i])).join(",") + "]";
+  return byInput;
 }
 
 // The answer for `input` (a map given to the transform), whose outputs are `outs`, as a
