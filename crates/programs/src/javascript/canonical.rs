@@ -70,8 +70,10 @@ pub struct Entries {
     stack: Vec<Member>,
     /// Scratch: every open object's keys.
     stack_keys: Vec<u8>,
-    /// Scratch: an object's members being put in order.
-    order: Vec<usize>,
+    /// Scratch: an object's members being put in order (each one's key prefix and place).
+    order: Vec<(u64, usize)>,
+    /// Scratch: an object's members' text while they are put in order, a string's
+    /// decoded text.
     tmp: Vec<u8>,
 }
 
@@ -311,12 +313,13 @@ impl Parser<'_> {
             }
         } else {
             order.clear();
-            order.extend(0..members.len());
-            order.sort_unstable_by(|a, b| members[*a].order(&members[*b], stack_keys));
-            if order
-                .windows(2)
-                .any(|w| members[w[0]].order(&members[w[1]], stack_keys).is_eq())
-            {
+            order.extend(members.iter().enumerate().map(|(i, m)| (m.prefix, i)));
+            let cmp = |a: &(u64, usize), b: &(u64, usize)| {
+                a.0.cmp(&b.0)
+                    .then_with(|| members[a.1].order(&members[b.1], stack_keys))
+            };
+            order.sort_unstable_by(cmp);
+            if order.windows(2).any(|w| cmp(&w[0], &w[1]).is_eq()) {
                 return None;
             }
             // The members again, in order, from a copy of their text.
@@ -324,11 +327,11 @@ impl Parser<'_> {
             tmp.extend_from_slice(&self.out[open + 1..]);
             self.out.truncate(open + 1);
             let shift = open + 1;
-            for (n, i) in order.iter().enumerate() {
+            for (n, &(_, i)) in order.iter().enumerate() {
                 if n > 0 {
                     self.out.push(b',');
                 }
-                let m = &members[*i];
+                let m = &members[i];
                 if top {
                     list.push(entry(m, self.out.len()));
                 }
@@ -356,9 +359,8 @@ impl Parser<'_> {
             if self.tabs && raw.iter().fold(false, |c, &b| c | (b < 0x20)) {
                 return None;
             }
-            self.out.push(b'"');
-            self.out.extend_from_slice(raw);
-            self.out.push(b'"');
+            // With its quotes.
+            self.out.extend_from_slice(&self.src[start - 1..=at]);
             if key.is_some() {
                 self.e.stack_keys.extend_from_slice(raw);
             }
