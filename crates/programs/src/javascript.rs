@@ -101,6 +101,11 @@ pub fn set_default_engine(engine: JsEngine) {
 /// How many documents node is given per call.
 const NODE_BATCH: usize = 128;
 
+/// How many bytes of canonical texts a line holds at most, but for one text longer alone
+/// (node.js reads each line as one string; from 128 KiB on, of two-byte characters too,
+/// V8 allocates a string apart, which costs it about 15 times the CPU per byte).
+const TEXTS_LINE: usize = 60 << 10;
+
 /// The engine a program runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Runs {
@@ -390,21 +395,30 @@ impl JsProgram {
     fn node_batch(&self, docs: &[&Document], exact: bool) -> Vec<Reshaped> {
         let mut answers: Vec<Option<Reshaped>> = docs.iter().map(|_| None).collect();
         let mut line = Vec::with_capacity(docs.iter().map(|d| d.source.len() + 200).sum());
-        // The size of the spans, filled in below (node.js's `Number` reads its zeros).
-        line.extend_from_slice(b"00000000000000000000 {\"docs\":[");
+        // The size of the spans and the number of lines of texts, filled in below
+        // (node.js's `Number` reads their zeros).
+        line.extend_from_slice(b"00000000000000000000 00000000000000000000 {\"docs\":[");
         let mut sent = Vec::with_capacity(docs.len());
         let mut canon = (!self.no_patch).then(canonical::Entries::default);
-        // The canonical texts: the batch's second line.
+        // The canonical texts: the batch's lines of texts.
         let mut texts = Vec::with_capacity(if canon.is_some() {
             docs.iter().map(|d| d.source.len()).sum::<usize>() + 1
         } else {
             1
         });
+        // Where each line of the texts starts: node makes a string of each, and one of
+        // 128 KiB or more costs it an allocation of its own (several times the CPU).
+        let mut pieces = vec![0];
         let mut patchable: Vec<Option<Patchable>> = Vec::with_capacity(docs.len());
         for (i, d) in docs.iter().enumerate() {
             let start = line.len();
             if !sent.is_empty() {
                 line.push(b',');
+            }
+            let last = pieces[pieces.len() - 1];
+            if texts.len() > last && texts.len() - last + d.source.len() > TEXTS_LINE {
+                texts.push(b'\n');
+                pieces.push(texts.len());
             }
             let canon = canon.as_mut().map(|c| (c, &mut texts));
             match write_reference(d, exact, &mut line, canon) {
@@ -425,13 +439,15 @@ impl JsProgram {
                 .map(|p| if p.is_some() { b'1' } else { b'0' }),
         );
         line.extend_from_slice(b"\",\"keys\":[");
-        let spans = write_keys_and_spans(&texts, &patchable, canon.as_ref(), &mut line);
+        let spans = write_keys_and_spans(&texts, &pieces, &patchable, canon.as_ref(), &mut line);
         line.extend_from_slice(b"]}\n");
         texts.push(b'\n');
         let spans_at = texts.len();
         texts.extend(spans.iter().flat_map(|n| n.to_ne_bytes()));
         let size = (texts.len() - spans_at).to_string();
         line[20 - size.len()..20].copy_from_slice(size.as_bytes());
+        let lines = pieces.len().to_string();
+        line[41 - lines.len()..41].copy_from_slice(lines.as_bytes());
         if !sent.is_empty() {
             let sent_docs = Sent {
                 texts: &texts,
@@ -481,17 +497,19 @@ impl JsProgram {
 }
 
 /// The batch's list of keys onto `line` (JSON strings, comma-separated), and the spans of
-/// the canonical texts in `texts` for node (node.js's `inputs`): per document sent, 0 when
-/// it is not sent as a canonical text, else how many numbers follow, the text's start and
-/// end, then for each top-level value its key (an index in the list), its kind
-/// ([`value_kind`]), start and end.
+/// the canonical texts in `texts` (lines starting at `pieces`) for node (node.js's
+/// `inputs`): per document sent, 0 when it is not sent as a canonical text, else how many
+/// numbers follow, the line holding its text, the text's start and end in that line, then
+/// for each top-level value its key (an index in the list), its kind ([`value_kind`]),
+/// start and end.
 fn write_keys_and_spans(
     texts: &[u8],
+    pieces: &[usize],
     patchable: &[Option<Patchable>],
     canon: Option<&canonical::Entries>,
     line: &mut Vec<u8>,
 ) -> Vec<u32> {
-    // Where each canonical text and its top-level values are in the second line, in
+    // Where each canonical text and its top-level values are in its line, in
     // UTF-16 code units (its characters are all below U+D000: one unit each), each
     // value's key an index in the batch's list of keys: 32-bit numbers in this
     // machine's order, for node to view as they are (a Uint32Array) after the texts.
@@ -503,11 +521,18 @@ fn write_keys_and_spans(
     let n32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let mut units = 0;
     let mut at = 0;
+    let mut piece = 0;
     for p in patchable {
         let (Some(p), Some(c)) = (p, canon) else {
             spans.push(0);
             continue;
         };
+        // The line holding the text (each counted from its start).
+        while piece + 1 < pieces.len() && pieces[piece + 1] <= p.text.start {
+            piece += 1;
+            units = 0;
+            at = pieces[piece];
+        }
         units += utf16_len(&texts[at..p.text.start]);
         at = p.text.end;
         let text = &texts[p.text.clone()];
@@ -515,7 +540,12 @@ fn write_keys_and_spans(
         let ascii = text.is_ascii();
         units += if ascii { text.len() } else { utf16_len(text) };
         let entries = &c.list[p.entries.clone()];
-        spans.extend([n32(2 + 4 * entries.len()), n32(start), n32(units)]);
+        spans.extend([
+            n32(3 + 4 * entries.len()),
+            n32(piece),
+            n32(start),
+            n32(units),
+        ]);
         // The offsets of the text's values come in order: each counted from the last.
         let (mut from, mut from_units) = (p.text.start, start);
         let mut unit = |off: usize| {
@@ -717,11 +747,7 @@ fn read_answers<'a>(
     if text.starts_with("{\"fatal\"") {
         return Ok(None);
     }
-    // The line is checked as JSON once; then each answer is only found where it ends, and
-    // a patch (the common answer) taken apart the same way, without building values.
-    let b = text.as_bytes();
-    snapshot::json::check_value(b).map_err(|e| garbled(&e))?;
-    let answers = list_items(text, 0).ok_or_else(|| garbled(&"not a list of answers"))?;
+    let answers: Vec<Answer> = serde_json::from_str(text).map_err(|e| garbled(&e))?;
     if answers.len() != inputs.len() {
         return Err(garbled(&format!(
             "{} answers to {} documents",
@@ -736,44 +762,33 @@ fn read_answers<'a>(
             .zip(inputs)
             .zip(sent.patchable)
             .map(|((a, input), patchable)| {
-                if let Some(items) = a
-                    .strip_prefix("{\"p\":")
-                    .and_then(|rest| rest.strip_suffix('}'))
-                    .and_then(|list| list_items(list, 0))
-                {
-                    return patched(input, patchable.as_ref(), sent, &items, &mut patch);
-                }
-                whole_answer(a, input, patchable.as_ref(), sent, &mut patch)
+                outputs_of(a, input, patchable.as_ref(), sent, &mut patch)
             })
             .collect(),
     ))
 }
 
-/// The items of the JSON list at the start of `text` (valid JSON), each as its text; `None`
-/// when `text` is not exactly one list.
-fn list_items(text: &str, from: usize) -> Option<Vec<&str>> {
-    use crate::extent::{skip_ws, value_end};
-    let b = text.as_bytes();
-    let mut i = skip_ws(b, from);
-    if b.get(i) != Some(&b'[') {
-        return None;
-    }
-    let mut items = Vec::new();
-    i = skip_ws(b, i + 1);
-    if b.get(i) == Some(&b']') {
-        return (skip_ws(b, i + 1) == b.len()).then_some(items);
-    }
-    loop {
-        let end = value_end(b, i)?;
-        // Every item starts and ends at an ASCII byte: a character boundary.
-        items.push(text.get(i..end)?);
-        i = skip_ws(b, end);
-        match b.get(i) {
-            Some(b',') => i = skip_ws(b, i + 1),
-            Some(b']') => return (skip_ws(b, i + 1) == b.len()).then_some(items),
-            _ => return None,
-        }
-    }
+/// One of node's answers (node.js describes them).
+#[derive(serde::Deserialize)]
+struct Answer<'a> {
+    #[serde(default)]
+    e: Option<String>,
+    #[serde(borrow, default)]
+    o: Option<Vec<Output<'a>>>,
+    /// Keys and values, one after the other.
+    #[serde(borrow, default)]
+    p: Option<Vec<&'a serde_json::value::RawValue>>,
+}
+
+/// An output in an answer.
+#[derive(serde::Deserialize)]
+struct Output<'a> {
+    #[serde(default)]
+    m: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(borrow, default)]
+    d: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    s: Option<String>,
 }
 
 /// The output of a patch answer, `items` its keys and values one after the other: the
@@ -782,7 +797,7 @@ fn patched<'t>(
     input: &Document,
     patchable: Option<&Patchable>,
     sent: &Sent,
-    items: &[&'t str],
+    items: &[&'t serde_json::value::RawValue],
     patch: &mut Vec<canonical::Patch<'t>>,
 ) -> Reshaped {
     let garbled = |e: &dyn std::fmt::Display| RunError(format!("node's answer: {e}"));
@@ -794,7 +809,7 @@ fn patched<'t>(
     }
     patch.clear();
     for kv in items.chunks_exact(2) {
-        let (k, v) = (kv[0], kv[1]);
+        let (k, v) = (kv[0].get(), kv[1].get());
         let key = match k.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
             Some(plain) if !plain.contains('\\') => plain.as_bytes().to_vec(),
             _ => serde_json::from_str::<String>(k)
@@ -823,43 +838,20 @@ fn patched<'t>(
     Ok((vec![out], None))
 }
 
-/// The outputs of an answer other than a patch of the usual shape (an error, outputs, or a
-/// patch written otherwise), read as JSON values.
-fn whole_answer<'t>(
-    a: &'t str,
+/// The outputs of one of node's answers for `input`.
+fn outputs_of<'t>(
+    a: Answer<'t>,
     input: &Document,
     patchable: Option<&Patchable>,
     sent: &Sent,
     patch: &mut Vec<canonical::Patch<'t>>,
 ) -> Reshaped {
-    type Raw<'a> = &'a serde_json::value::RawValue;
-    #[derive(serde::Deserialize)]
-    struct Answer<'a> {
-        #[serde(default)]
-        e: Option<String>,
-        #[serde(borrow, default)]
-        o: Option<Vec<Output<'a>>>,
-        /// Keys and values, one after the other.
-        #[serde(borrow, default)]
-        p: Option<Vec<Raw<'a>>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Output<'a> {
-        #[serde(default)]
-        m: Option<serde_json::Map<String, serde_json::Value>>,
-        #[serde(borrow, default)]
-        d: Option<&'a serde_json::value::RawValue>,
-        #[serde(default)]
-        s: Option<String>,
-    }
     let garbled = |e: &dyn std::fmt::Display| RunError(format!("node's answer: {e}"));
-    let a: Answer = serde_json::from_str(a).map_err(|e| garbled(&e))?;
     if let Some(e) = a.e {
         return Err(RunError(format!("the transform: {e}")));
     }
     if let Some(p) = a.p {
-        let items: Vec<&str> = p.iter().map(|r| r.get()).collect();
-        return patched(input, patchable, sent, &items, patch);
+        return patched(input, patchable, sent, &p, patch);
     }
     let mut out = Vec::new();
     let mut filtered = None;
@@ -1644,32 +1636,6 @@ function main(context) {
             e.0.contains("going away") && e.0.contains("node stopped"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn answers_are_found_where_they_end() {
-        assert_eq!(list_items("[]", 0), Some(vec![]));
-        assert_eq!(list_items(" [ ] ", 0), Some(vec![]));
-        assert_eq!(
-            list_items(
-                r#"[{"p":["a",{"b":"]}\"[","c":[1,{}]},"d",-1.5e3]},{"e":"x"}, null ,"s"]"#,
-                0
-            ),
-            Some(vec![
-                r#"{"p":["a",{"b":"]}\"[","c":[1,{}]},"d",-1.5e3]}"#,
-                r#"{"e":"x"}"#,
-                "null",
-                r#""s""#
-            ])
-        );
-        assert_eq!(
-            list_items(r#"["a",{"b":[1,2]},true]"#, 0),
-            Some(vec![r#""a""#, r#"{"b":[1,2]}"#, "true"])
-        );
-        // Not exactly one list.
-        for text in [r#"{"p":[]}"#, "[1] [2]", "[1],", "", "1"] {
-            assert_eq!(list_items(text, 0), None, "{text}");
-        }
     }
 
     #[test]

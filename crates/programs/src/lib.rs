@@ -7,7 +7,6 @@
 //! transform (filter, explode, rename fields, route); [`spec`]: the one entry from a
 //! command's options to a program, its identity and its transform.
 
-mod extent;
 pub mod field_edits;
 pub mod javascript;
 pub mod jmespath_program;

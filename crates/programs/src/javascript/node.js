@@ -2,19 +2,22 @@
 // JavaScript transform on batches of documents. `GLUE` (javascript/glue.js, the code the
 // QuickJS engine runs too) is defined before this text.
 //
-// In: one line of JSON `{"script", "bindings"}`, then per batch two lines and the spans.
-// The first line is `SIZE {"docs": [DOCUMENT…], "patch": FLAGS, "keys": [KEY…]}`, SIZE
-// the spans' size in bytes (in decimal, with leading zeros): a document in the reference
+// In: one line of JSON `{"script", "bindings"}`, then per batch a line, LINES lines of
+// texts and the spans. The first line is `SIZE LINES {"docs": [DOCUMENT…], "patch": FLAGS,
+// "keys": [KEY…]}`, SIZE the spans' size in bytes (both in decimal, with leading zeros):
+// a document in the reference
 // shape when it has no spans; else `[_id, _index, _type or null, routing or null, 1 when
 // op_type is create]`, an index operation (`inputs` makes its reference shape) whose
 // `document` is its JS-canonical text (javascript/canonical.rs: the text `answer` below
-// writes for it unchanged) in the second line, its spans being [START, END, then KEY,
-// KIND, START, END for each top-level field] in UTF-16 code units of that line, KEY an
+// writes for it unchanged) in one of the lines of texts, its spans being [LINE, START,
+// END, then KEY, KIND, START, END for each top-level field] in UTF-16 code units of that
+// line (LINE counted from 0), KEY an
 // index in `keys`, KIND what the value's text is (glue.js's `spanValue`): its map reads
 // those fields one at a time, when the transform reads them, and parses the whole text
 // only when it is filled (glue.js's `withText`). FLAGS: a string with a
-// "1" for each document that may be answered with a patch. The second line: the canonical
-// texts, one after the other. The spans: 32-bit unsigned numbers in this machine's order,
+// "1" for each document that may be answered with a patch. The lines of texts: the
+// canonical texts, one after the other (each line under 128 KiB but for a longer text
+// alone: a string that long costs V8 many times more). The spans: 32-bit unsigned numbers in this machine's order,
 // for each document how many of its spans follow (0: none), then those.
 // Out: one line `{"ready": true}` or `{"init": MESSAGE}`, then one line per batch, a list
 // with one answer per document:
@@ -362,8 +365,8 @@ function answerText(a, outs) {
   return UNUSUAL.test(t) ? JSON.stringify(answer(plainList(outs), true)) : t;
 }
 
-// The batch's inputs: maps over its documents, those sent as text read from `texts`
-// where `spans` place them.
+// The batch's inputs: maps over its documents, those sent as text read from the lines
+// `texts` where `spans` place them.
 function inputs(batch, texts, spans) {
   const docs = batch.docs, names = batch.keys;
   let at = 0;
@@ -373,7 +376,8 @@ function inputs(batch, texts, spans) {
       docs[i] = wrap(docs[i]);
       continue;
     }
-    const own = spans.subarray(at, at + n);
+    const text = texts[spans[at]];
+    const own = spans.subarray(at + 1, at + n);
     at += n;
     // [_id, _index, _type or null, routing or null, 1 for create]: the shape rfs sends
     // the others in, keys in the same order.
@@ -389,7 +393,7 @@ function inputs(batch, texts, spans) {
       operation_type: "index",
       schema: "rfs-opensearch-bulk-v1",
     };
-    docs[i] = withText(o, texts, own, names);
+    docs[i] = withText(o, text, own, names);
   }
   return docs;
 }
@@ -413,12 +417,19 @@ function oneByOne(text, texts, spans) {
 for (;;) {
   const line = readLine();
   if (line === null) break;
-  const texts = readLine();
-  if (texts === null) break;
   const space = line.indexOf(" ");
+  const space2 = line.indexOf(" ", space + 1);
+  const count = Number(line.slice(space + 1, space2));
+  const texts = [];
+  while (texts.length < count) {
+    const t = readLine();
+    if (t === null) break;
+    texts.push(t);
+  }
+  if (texts.length < count) break;
   const spans = readNumbers(Number(line.slice(0, space)));
   if (spans === null) break;
-  const text = line.slice(space + 1);
+  const text = line.slice(space2 + 1);
   let docs, patchable;
   try {
     const batch = JSON.parse(text);
