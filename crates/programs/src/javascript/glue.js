@@ -78,7 +78,7 @@
       case 1:
         return text.slice(a + 1, b - 1);
       case 2:
-        return +text.slice(a, b);
+        return numberAt(text, a, b);
       case 3:
         return true;
       case 4:
@@ -88,6 +88,34 @@
       default:
         return JSON.parse(text.slice(a, b));
     }
+  }
+  // Powers of ten a double holds exactly.
+  const TENS = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+  // The number written from `a` to `b` in `text` (JSON), as JSON.parse reads it: with up
+  // to 15 digits, the integer they make divided by a power of ten — both exact, so that
+  // the one rounding of the division gives the nearest double, as the parser's does;
+  // anything longer is converted as a string.
+  function numberAt(text, a, b) {
+    let i = a;
+    const negative = text.charCodeAt(i) === 45;
+    if (negative) i++;
+    let m = 0;
+    let digits = 0;
+    let fraction = -1;
+    for (; i < b; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 46 && fraction < 0) {
+        fraction = 0;
+        continue;
+      }
+      const d = c - 48;
+      if (d < 0 || d > 9 || ++digits > 15) return +text.slice(a, b);
+      m = m * 10 + d;
+      if (fraction >= 0) fraction++;
+    }
+    if (digits === 0) return +text.slice(a, b);
+    const x = fraction > 0 ? m / TENS[fraction] : m;
+    return negative ? -x : x;
   }
   class LazyMap extends Map {
     #o;
