@@ -99,7 +99,7 @@ pub fn set_default_engine(engine: JsEngine) {
 }
 
 /// How many documents node is given per call.
-const NODE_BATCH: usize = 128;
+const NODE_BATCH: usize = 256;
 
 /// How many bytes of canonical texts a line holds at most, but for one text longer alone
 /// (node.js reads each line as one string; from 128 KiB on, of two-byte characters too,
