@@ -499,9 +499,11 @@ impl JsProgram {
 /// The batch's list of keys onto `line` (JSON strings, comma-separated), and the spans of
 /// the canonical texts in `texts` (lines starting at `pieces`) for node (node.js's
 /// `inputs`): per document sent, 0 when it is not sent as a canonical text, else how many
-/// numbers follow, the line holding its text, the text's start and end in that line, then
-/// for each top-level value its key (an index in the list), its kind ([`value_kind`]),
-/// start and end.
+/// numbers follow, the line holding its text, the text's start and end in that line, how
+/// many top-level values it has, then for each its key (an index in the list), its kind
+/// ([`value_kind`]), start and end — for a [`FLAT_OBJECT`], where its members are (in the
+/// numbers of the document, counted from the text's start) and how many — then the flat
+/// objects' members, each as a value.
 fn write_keys_and_spans(
     texts: &[u8],
     pieces: &[usize],
@@ -517,6 +519,9 @@ fn write_keys_and_spans(
     let mut names: rustc_hash::FxHashMap<&[u8], u32> = Default::default();
     // The keys met last at each position of a document, with their indices.
     let mut last: Vec<(&[u8], u32)> = Vec::new();
+    // A document's objects' members (see `flat_members`), sent after its values.
+    let mut members: Vec<u32> = Vec::new();
+    let mut flat = Vec::new();
     // A text past 4 GiB is past what node can hold in a string: it cannot read the line.
     let n32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let mut units = 0;
@@ -540,12 +545,10 @@ fn write_keys_and_spans(
         let ascii = text.is_ascii();
         units += if ascii { text.len() } else { utf16_len(text) };
         let entries = &c.list[p.entries.clone()];
-        spans.extend([
-            n32(3 + 4 * entries.len()),
-            n32(piece),
-            n32(start),
-            n32(units),
-        ]);
+        // How many numbers follow, filled in below.
+        let head = spans.len();
+        spans.extend([0, n32(piece), n32(start), n32(units), n32(entries.len())]);
+        members.clear();
         // The offsets of the text's values come in order: each counted from the last.
         let (mut from, mut from_units) = (p.text.start, start);
         let mut unit = |off: usize| {
@@ -573,9 +576,22 @@ fn write_keys_and_spans(
                     n
                 }
             };
-            let kind = value_kind(&texts[e.value..e.member.end]);
-            spans.extend([key, kind, unit(e.value), unit(e.member.end)]);
+            if texts[e.value] == b'{' && flat_members(texts, e.value..e.member.end, &mut flat) {
+                // Its members after the document's values: where, and how many.
+                let first = 3 + 4 * entries.len() + members.len();
+                spans.extend([key, FLAT_OBJECT, n32(first), n32(flat.len())]);
+                for (k, kind, v) in &flat {
+                    let n = n32(names.len());
+                    let k = *names.entry(&texts[k.clone()]).or_insert(n);
+                    members.extend([k, *kind, unit(v.start), unit(v.end)]);
+                }
+            } else {
+                let kind = value_kind(&texts[e.value..e.member.end]);
+                spans.extend([key, kind, unit(e.value), unit(e.member.end)]);
+            }
         }
+        spans.extend_from_slice(&members);
+        spans[head] = n32(spans.len() - head - 1);
     }
     let mut keys: Vec<(&[u8], u32)> = names.into_iter().collect();
     keys.sort_unstable_by_key(|k| k.1);
@@ -588,8 +604,72 @@ fn write_keys_and_spans(
     spans
 }
 
+/// The kind of a top-level value that is an object of [`FLAT`] members at most, each a
+/// string, a number or a literal: node makes it from its members' spans (glue.js's
+/// `spanValue`) rather than parse its text.
+const FLAT_OBJECT: u32 = 6;
+/// How many members an object made from their spans may have.
+const FLAT: usize = 32;
+
+/// The members of the object whose canonical text (valid JSON without white space) is
+/// `texts[value]`, onto `out` (emptied first) as the range of each key's JSON text, its
+/// value's kind ([`value_kind`]) and range; `false` when one of them is an object or an
+/// array, or there are more than [`FLAT`].
+fn flat_members(
+    texts: &[u8],
+    value: std::ops::Range<usize>,
+    out: &mut Vec<(std::ops::Range<usize>, u32, std::ops::Range<usize>)>,
+) -> bool {
+    // Just past the string that opens at `i`.
+    let string_end = |mut i: usize| -> Option<usize> {
+        i += 1;
+        loop {
+            i += memchr::memchr2(b'"', b'\\', texts.get(i..value.end)?)?;
+            if texts[i] == b'"' {
+                return Some(i + 1);
+            }
+            i += 2;
+        }
+    };
+    out.clear();
+    let mut i = value.start + 1;
+    if texts.get(i) == Some(&b'}') {
+        return i + 1 == value.end;
+    }
+    loop {
+        if out.len() == FLAT || texts.get(i) != Some(&b'"') {
+            return false;
+        }
+        let Some(key_end) = string_end(i) else {
+            return false;
+        };
+        if texts.get(key_end) != Some(&b':') {
+            return false;
+        }
+        let v = key_end + 1;
+        let end = match texts.get(v) {
+            Some(b'"') => string_end(v),
+            Some(b'{' | b'[') | None => None,
+            Some(_) => texts[v..value.end]
+                .iter()
+                .position(|&b| b == b',' || b == b'}')
+                .map(|n| v + n),
+        };
+        let Some(end) = end else {
+            return false;
+        };
+        out.push((i..key_end, value_kind(&texts[v..end]), v..end));
+        match texts.get(end) {
+            Some(b',') => i = end + 1,
+            Some(b'}') => return end + 1 == value.end,
+            _ => return false,
+        }
+    }
+}
+
 /// What a top-level value's canonical text is, for node (glue.js's `spanValue`): 1 a string
-/// without escapes, 2 a number, 3 `true`, 4 `false`, 5 `null`, 0 anything else (parsed).
+/// without escapes, 2 a number, 3 `true`, 4 `false`, 5 `null`, 0 anything else (parsed);
+/// [`FLAT_OBJECT`] is given by `write_keys_and_spans`.
 fn value_kind(text: &[u8]) -> u32 {
     match text.first() {
         Some(b'"') if memchr::memchr(b'\\', text).is_none() => 1,

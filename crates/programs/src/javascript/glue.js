@@ -71,8 +71,10 @@
   }
   // The value a document's span names: `s[i + 1]` its KIND, `s[i + 2]` and `s[i + 3]`
   // where its JSON text is in `text`. KIND 1: a string without escapes (the characters
-  // between its quotes); 2: a number; 3, 4, 5: true, false, null; else any JSON, parsed.
-  function spanValue(text, s, i) {
+  // between its quotes); 2: a number; 3, 4, 5: true, false, null; 6: an object whose
+  // members are the values of the `s[i + 3]` spans from `s[i + 2]` on (their keys in
+  // `names`), in the order JSON.parse puts them; else any JSON, parsed.
+  function spanValue(text, s, i, names) {
     const a = s[i + 2], b = s[i + 3];
     switch (s[i + 1]) {
       case 1:
@@ -85,6 +87,11 @@
         return false;
       case 5:
         return null;
+      case 6: {
+        const o = {};
+        for (let j = a, end = a + 4 * b; j < end; j += 4) put(o, names[s[j]], spanValue(text, s, j, names));
+        return o;
+      }
       default:
         return JSON.parse(text.slice(a, b));
     }
@@ -129,9 +136,10 @@
     // Whether `set` was called while DIRECT.
     #set = false;
     // A document map made from its JSON text (node's `withText`): the text holding it, and
-    // [start, end, then KEY, KIND, START, END for each top-level value] where it is in
-    // that text (`spanValue`); the object holds the values read or set so far. Null once
-    // the object holds them all (it is parsed whole when the map is filled or goes out).
+    // [start, end, how many top-level values, then KEY, KIND, START, END for each, then
+    // the members of its flat objects] where it is in that text (`spanValue`); the object
+    // holds the values read or set so far. Null once the object holds them all (it is
+    // parsed whole when the map is filled or goes out).
     #text = null;
     #spans = null;
     // The keys the spans name by their index.
@@ -159,7 +167,7 @@
     // The index of `k`'s value in the spans, or -1.
     #span(k) {
       const s = this.#spans, names = this.#names;
-      for (let i = 2; i < s.length; i += 4) if (names[s[i]] === k) return i;
+      for (let i = 3, end = 3 + 4 * s[2]; i < end; i += 4) if (names[s[i]] === k) return i;
       return -1;
     }
     #own(k) {
@@ -194,7 +202,7 @@
         if (this.#spans === null) return undefined;
         const i = this.#span(k);
         if (i < 0) return undefined;
-        put(o, k, spanValue(this.#text, this.#spans, i));
+        put(o, k, spanValue(this.#text, this.#spans, i, this.#names));
       }
       const v = o[k];
       if (v === null || typeof v !== "object") return v;

@@ -10,12 +10,12 @@
 // op_type is create]`, an index operation (`inputs` makes its reference shape) whose
 // `document` is its JS-canonical text (javascript/canonical.rs: the text `answer` below
 // writes for it unchanged) in one of the lines of texts, its spans being [LINE, START,
-// END, then KEY, KIND, START, END for each top-level field] in UTF-16 code units of that
-// line (LINE counted from 0), KEY an
-// index in `keys`, KIND what the value's text is (glue.js's `spanValue`): its map reads
-// those fields one at a time, when the transform reads them, and parses the whole text
-// only when it is filled (glue.js's `withText`). FLAGS: a string with a
-// "1" for each document that may be answered with a patch. The lines of texts: the
+// END, N, then KEY, KIND, START, END for each of its N top-level fields, then the members
+// of those that are flat objects] in UTF-16 code units of that line (LINE counted from
+// 0), KEY an index in `keys`, KIND what the value's text is (glue.js's `spanValue`): its
+// map reads those fields one at a time, when the transform reads them, and parses the
+// whole text only when it is filled (glue.js's `withText`). FLAGS: a string with a "1"
+// for each document that may be answered with a patch. The lines of texts: the
 // canonical texts, one after the other (each line under 128 KiB but for a longer text
 // alone: a string that long costs V8 many times more). The spans: 32-bit unsigned numbers in this machine's order,
 // for each document how many of its spans follow (0: none), then those.
