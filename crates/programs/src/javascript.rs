@@ -1719,6 +1719,44 @@ function main(context) {
     }
 
     #[test]
+    fn flat_objects_are_told_by_their_members() {
+        let members = |text: &str| {
+            let t = format!("x{text}y");
+            let mut out = Vec::new();
+            flat_members(t.as_bytes(), 1..1 + text.len(), &mut out).then(|| {
+                out.iter()
+                    .map(|(k, kind, v)| (t[k.clone()].to_string(), *kind, t[v.clone()].to_string()))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let m = |k: &str, kind, v: &str| (k.to_string(), kind, v.to_string());
+        assert_eq!(members("{}"), Some(vec![]));
+        assert_eq!(
+            members(r#"{"a":"b","c\"d":-1.5,"e":true,"f":false,"g":null,"h":"i\"}j"}"#),
+            Some(vec![
+                m(r#""a""#, 1, r#""b""#),
+                m(r#""c\"d""#, 2, "-1.5"),
+                m(r#""e""#, 3, "true"),
+                m(r#""f""#, 4, "false"),
+                m(r#""g""#, 5, "null"),
+                m(r#""h""#, 0, r#""i\"}j""#),
+            ])
+        );
+        for nested in [
+            r#"{"a":{}}"#,
+            r#"{"a":1,"b":[1]}"#,
+            "{\"a\":1",
+            r#"{"a":1}}"#,
+        ] {
+            assert_eq!(members(nested), None, "{nested}");
+        }
+        let wide: Vec<String> = (0..FLAT + 1).map(|i| format!("\"k{i}\":{i}")).collect();
+        assert_eq!(members(&format!("{{{}}}", wide.join(","))), None);
+        let most = format!("{{{}}}", wide[..FLAT].join(","));
+        assert_eq!(members(&most).map(|m| m.len()), Some(FLAT));
+    }
+
+    #[test]
     fn spans_are_counted_as_javascript_counts_them() {
         // UTF-16 lengths at every cut of texts mixing one-, two- and three-byte characters.
         let text = "a\u{e9}b\u{20ac}cd\u{7ff}efgh\u{800}ijklmnop\u{cfff}\"q\\r";
