@@ -1783,12 +1783,16 @@ async fn an_idless_target_counts_what_a_killed_worker_had_in_flight_as_possible_
     );
     // The duplicates on the target: stored by both; exactly the batches in flight here.
     let before: BTreeSet<u64> = received(&first).into_iter().collect();
-    let twice: Vec<u64> = received(&second)
+    let mut twice: Vec<u64> = received(&second)
         .into_iter()
         .filter(|d| before.contains(d))
         .collect();
     assert!(!twice.is_empty());
     assert!(twice.len() as u64 <= p.possible_duplicates());
+    // The same documents; the batches in flight may have been sent in another order.
+    twice.sort_unstable();
+    let mut in_flight = in_flight;
+    in_flight.sort_unstable();
     assert_eq!(twice, in_flight);
     // Nothing lost: the two runs together hold every live document that is delivered.
     let mut all: BTreeSet<u64> = before;
